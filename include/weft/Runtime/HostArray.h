@@ -1,4 +1,5 @@
-//===- HostArray.h - Dense host arrays shared by runtime and tools -*- C++ -*-===//
+//===- HostArray.h - Dense host arrays shared by runtime and tools -*- C++
+//-*-===//
 //
 // Part of the Weft project.
 //
@@ -16,6 +17,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace weft {
@@ -29,6 +31,25 @@ size_t dtypeSize(DType dtype);
 /// Short name as numpy / safetensors spell it ("F32", "I64", ...), used in
 /// error messages and safetensors headers.
 const char *dtypeName(DType dtype);
+
+/// Error-carrying result: `ok()` or a message that names the file and what is
+/// wrong. The runtime is built without exceptions in mind, so errors are
+/// values.
+struct Status {
+  std::string message;
+  bool ok() const { return message.empty(); }
+  static Status success() { return {}; }
+  static Status error(std::string msg) { return {std::move(msg)}; }
+};
+
+/// Computes the byte size of a `dtype` array of `shape` into `bytes`. Returns
+/// false when a dimension is negative or the size overflows size_t, so readers
+/// can reject absurd headers before allocating anything.
+bool computeByteSize(DType dtype, const std::vector<int64_t> &shape,
+                     size_t &bytes);
+
+/// Formats a shape for error messages: "4x48", or "scalar" for rank 0.
+std::string formatShape(const std::vector<int64_t> &shape);
 
 /// A dense row-major array in host memory. `data` holds exactly
 /// numElements() * dtypeSize(dtype) bytes in little-endian order.
@@ -45,18 +66,54 @@ struct HostArray {
   }
   /// Element `i` converted to double (bf16/f16 widened exactly).
   double getAsDouble(int64_t i) const;
-  /// Element `i` converted to int64 (floats truncated toward zero).
+  /// Element `i` converted to int64 (floats truncated toward zero, saturated
+  /// to the int64 range; NaN gives 0).
   int64_t getAsInt(int64_t i) const;
+  /// Stores `v` into element `i`: floats round to nearest even (bf16 and f16
+  /// directly from the double, so there is no double rounding through f32),
+  /// integers round toward zero and saturate, Bool stores `v != 0`.
+  void setFromDouble(int64_t i, double v);
+
+  /// A zero-filled array (all-zero bits are 0.0 / 0 / false for every dtype).
+  static HostArray zeros(DType dtype, std::vector<int64_t> shape);
+
+  /// Checks that the shape is non-negative and `data` holds exactly the bytes
+  /// it implies. Writers call this first; the message does not name a file.
+  Status checkLayout() const;
 };
 
-/// Error-carrying result: `ok()` or a message that names the file and what is
-/// wrong. The runtime is built without exceptions in mind, so errors are values.
-struct Status {
-  std::string message;
-  bool ok() const { return message.empty(); }
-  static Status success() { return {}; }
-  static Status error(std::string msg) { return {std::move(msg)}; }
+//===----------------------------------------------------------------------===//
+// File helpers shared by the format readers and writers
+//===----------------------------------------------------------------------===//
+
+/// A read-only file for bounded random access. The readers check every offset
+/// a header claims against size() before reading, so a corrupt file can never
+/// make them read or allocate past its end.
+class InputFile {
+public:
+  InputFile() = default;
+  InputFile(const InputFile &) = delete;
+  InputFile &operator=(const InputFile &) = delete;
+  ~InputFile();
+
+  Status open(const std::string &path);
+  uint64_t size() const { return fileSize; }
+  /// Reads exactly `n` bytes at `offset`; a short read is an error.
+  Status readAt(uint64_t offset, void *dst, size_t n) const;
+
+private:
+  int fd = -1;
+  uint64_t fileSize = 0;
+  std::string filePath;
 };
+
+/// Writes the concatenation of `pieces` to `path` so that a crash leaves
+/// either the old file or the complete new one: the bytes go to
+/// `path.tmp.<pid>`, which is fsynced, renamed over `path`, and then the
+/// directory is fsynced so the rename itself is durable.
+Status
+writeFileAtomic(const std::string &path,
+                const std::vector<std::pair<const void *, size_t>> &pieces);
 
 } // namespace rt
 } // namespace weft

@@ -1,0 +1,96 @@
+//===- WeftBase.td - The weft dialect, types and enums -----*- tablegen -*-===//
+//
+// Part of the Weft project.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef WEFT_BASE_TD
+#define WEFT_BASE_TD
+
+include "mlir/IR/OpBase.td"
+include "mlir/IR/AttrTypeBase.td"
+include "mlir/IR/EnumAttr.td"
+
+def Weft_Dialect : Dialect {
+  let name = "weft";
+  let cppNamespace = "::weft";
+  let summary = "Tensor ops for training programs with one-device semantics";
+  let description = [{
+    The `weft` dialect describes a model as a function of its trainable
+    parameters and its batch inputs, on statically shaped ranked tensors.
+    Parameters are function arguments tagged `weft.param = "name"`; their
+    initial values live outside the IR, in the file named by the module's
+    `weft.weights` attribute, so a billion-parameter model prints in a screen.
+
+    ```mlir
+    module attributes {weft.weights = "mlp.onnx"} {
+      func.func @forward(%w: tensor<32x10xf32> {weft.param = "fc.weight"},
+                         %x: tensor<4x32xf32> {weft.input = "input"})
+          -> tensor<4x10xf32> {
+        %y = weft.matmul %x, %w : (tensor<4x32xf32>, tensor<32x10xf32>)
+                                  -> tensor<4x10xf32>
+        return %y : tensor<4x10xf32>
+      }
+    }
+    ```
+  }];
+  let useDefaultAttributePrinterParser = 1;
+  let hasConstantMaterializer = 1;
+  let extraClassDeclaration = [{
+    /// Argument attribute naming a trainable parameter.
+    static constexpr ::llvm::StringLiteral kParamAttrName = "weft.param";
+    /// Argument attribute naming a non-trainable tensor loaded with the
+    /// weights (a PyTorch buffer, e.g. a frozen mask).
+    static constexpr ::llvm::StringLiteral kBufferAttrName = "weft.buffer";
+    /// Argument attribute naming a batch input.
+    static constexpr ::llvm::StringLiteral kInputAttrName = "weft.input";
+    /// Module attribute: path (relative to the IR file's folder, or
+    /// absolute) of the file holding initial parameter values.
+    static constexpr ::llvm::StringLiteral kWeightsAttrName = "weft.weights";
+  }];
+}
+
+class Weft_Op<string mnemonic, list<Trait> traits = []>
+    : Op<Weft_Dialect, mnemonic, traits>;
+
+//===----------------------------------------------------------------------===//
+// Type constraints
+//===----------------------------------------------------------------------===//
+
+// f64 is accepted so gradient checks can run the evaluator in double.
+def Weft_Float : AnyTypeOf<[F16, BF16, F32, F64]>;
+def Weft_Index : AnyTypeOf<[I32, I64]>;
+def Weft_FloatTensor : StaticShapeTensorOf<[Weft_Float]>;
+def Weft_IndexTensor : StaticShapeTensorOf<[Weft_Index]>;
+def Weft_BoolTensor : StaticShapeTensorOf<[I1]>;
+def Weft_NumericTensor : StaticShapeTensorOf<[Weft_Float, Weft_Index]>;
+def Weft_AnyTensor : StaticShapeTensorOf<[Weft_Float, Weft_Index, I1]>;
+def Weft_Scalar : 0DTensorOf<[Weft_Float]>;
+
+//===----------------------------------------------------------------------===//
+// Enums
+//===----------------------------------------------------------------------===//
+
+def Weft_GeluApproximation : I32EnumAttr<"GeluApproximation",
+    "how gelu evaluates the Gaussian CDF", [
+      I32EnumAttrCase<"None", 0, "none">,
+      I32EnumAttrCase<"Tanh", 1, "tanh">
+    ]> {
+  let genSpecializedAttr = 0;
+  let cppNamespace = "::weft";
+}
+def Weft_GeluApproximationAttr
+    : EnumAttr<Weft_Dialect, Weft_GeluApproximation, "gelu_approx">;
+
+def Weft_CmpPredicate : I32EnumAttr<"CmpPredicate", "comparison predicate", [
+      I32EnumAttrCase<"eq", 0>, I32EnumAttrCase<"ne", 1>,
+      I32EnumAttrCase<"lt", 2>, I32EnumAttrCase<"le", 3>,
+      I32EnumAttrCase<"gt", 4>, I32EnumAttrCase<"ge", 5>
+    ]> {
+  let genSpecializedAttr = 0;
+  let cppNamespace = "::weft";
+}
+def Weft_CmpPredicateAttr
+    : EnumAttr<Weft_Dialect, Weft_CmpPredicate, "cmp">;
+
+#endif // WEFT_BASE_TD

@@ -1,0 +1,66 @@
+//===- WeftInterfaces.td - What every weft op must answer --*- tablegen -*-===//
+//
+// Part of the Weft project.
+//
+//===----------------------------------------------------------------------===//
+//
+// Shape inference uses upstream InferTypeOpInterface and sharding rules use
+// upstream shard::ShardingInterface; gradients and costs are Weft's own.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef WEFT_INTERFACES_TD
+#define WEFT_INTERFACES_TD
+
+include "mlir/IR/OpBase.td"
+
+def Weft_GradientOpInterface : OpInterface<"GradientOpInterface"> {
+  let cppNamespace = "::weft";
+  let description = [{
+    Reverse-mode rule of a differentiable op: given the adjoints of its
+    results, build the adjoints of its operands (a vector-Jacobian product)
+    at the builder's insertion point. Forward values the rule needs are the
+    op's own operands and results, so they stay explicit in the IR and a
+    later pass may recompute instead of storing them.
+  }];
+  let methods = [
+    InterfaceMethod<[{
+        Builds operand adjoints. `resultGrads` has one entry per result; an
+        entry is null where the result does not reach the loss.
+        `operandGrads` receives one entry per operand, null for operands
+        that carry no gradient (integers, masks, shapes).
+      }],
+      "::llvm::LogicalResult", "buildGradient",
+      (ins "::mlir::OpBuilder &":$builder,
+           "::mlir::ValueRange":$resultGrads,
+           "::llvm::SmallVectorImpl<::mlir::Value> &":$operandGrads)>
+  ];
+}
+
+def Weft_CostOpInterface : OpInterface<"CostOpInterface"> {
+  let cppNamespace = "::weft";
+  let description = [{
+    One-device cost of an op for the planner: floating-point operations and
+    the bytes it must move to and from memory if nothing is fused.
+  }];
+  let methods = [
+    InterfaceMethod<"Floating-point operations of one execution.",
+      "double", "getFlops", (ins)>,
+    InterfaceMethod<"Bytes read and written when run unfused.",
+      "double", "getBytesAccessed", (ins), [{}], [{
+        double bytes = 0;
+        auto count = [&](::mlir::Type t) {
+          if (auto rt = ::llvm::dyn_cast<::mlir::RankedTensorType>(t))
+            bytes += double(rt.getNumElements()) *
+                     double(rt.getElementTypeBitWidth() + 7) / 8;
+        };
+        for (::mlir::Type t : $_op->getOperandTypes())
+          count(t);
+        for (::mlir::Type t : $_op->getResultTypes())
+          count(t);
+        return bytes;
+      }]>
+  ];
+}
+
+#endif // WEFT_INTERFACES_TD

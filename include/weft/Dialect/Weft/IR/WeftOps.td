@@ -1,0 +1,581 @@
+//===- WeftOps.td - weft dialect operations ----------------*- tablegen -*-===//
+//
+// Part of the Weft project.
+//
+//===----------------------------------------------------------------------===//
+//
+// Every op works on statically shaped ranked tensors and infers its result
+// type through InferTypeOpInterface, so the importer and later passes build
+// ops without spelling result types and the verifier checks the spelled ones.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef WEFT_OPS_TD
+#define WEFT_OPS_TD
+
+include "weft/Dialect/Weft/IR/WeftBase.td"
+include "weft/Dialect/Weft/IR/WeftInterfaces.td"
+include "mlir/Interfaces/InferTypeOpInterface.td"
+include "mlir/Interfaces/SideEffectInterfaces.td"
+include "mlir/IR/BuiltinAttributeInterfaces.td"
+
+def Weft_PositiveFloat : AttrConstraint<
+    CPred<"::llvm::cast<::mlir::FloatAttr>($_self).getValueAsDouble() > 0">,
+    "whose value is positive">;
+
+//===----------------------------------------------------------------------===//
+// Constants
+//===----------------------------------------------------------------------===//
+
+def Weft_ConstantOp : Weft_Op<"constant",
+    [ConstantLike, Pure, InferTypeOpAdaptor]> {
+  let summary = "A constant tensor";
+  let description = [{
+    A tensor known at compile time: shape arithmetic, masks, scalars.
+    Trainable weights are never constants; they are `weft.param` arguments.
+
+    ```mlir
+    %c = weft.constant dense<[4, 16]> : tensor<2xi64>
+    ```
+  }];
+  let arguments = (ins ElementsAttr:$value);
+  let results = (outs Weft_AnyTensor:$result);
+  let assemblyFormat = "attr-dict $value";
+  let hasFolder = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Linear algebra
+//===----------------------------------------------------------------------===//
+
+def Weft_MatMulOp : Weft_Op<"matmul", [Pure, InferTypeOpAdaptor,
+    AllElementTypesMatch<["lhs", "rhs", "result"]>]> {
+  let summary = "Batched matrix product with optional transposes";
+  let description = [{
+    `result[..., i, j] = sum_k lhs'[..., i, k] * rhs'[..., k, j]` where `'`
+    swaps the last two axes when `transpose_lhs` / `transpose_rhs` is set.
+    Leading (batch) axes broadcast as in numpy. Products accumulate in f32 or
+    wider whatever the element type.
+
+    ```mlir
+    %y = weft.matmul %x, %w {transpose_rhs = true}
+        : (tensor<4x32xf32>, tensor<10x32xf32>) -> tensor<4x10xf32>
+    ```
+
+    Constraints: both operands have rank >= 2; the contracted sizes agree;
+    batch axes broadcast.
+  }];
+  let arguments = (ins Weft_FloatTensor:$lhs, Weft_FloatTensor:$rhs,
+      DefaultValuedAttr<BoolAttr, "false">:$transpose_lhs,
+      DefaultValuedAttr<BoolAttr, "false">:$transpose_rhs);
+  let results = (outs Weft_FloatTensor:$result);
+  let assemblyFormat =
+      "$lhs `,` $rhs attr-dict `:` functional-type(operands, results)";
+}
+
+//===----------------------------------------------------------------------===//
+// Elementwise
+//===----------------------------------------------------------------------===//
+
+class Weft_BinaryOp<string mnemonic, Type operandType, list<Trait> traits = []>
+    : Weft_Op<mnemonic, !listconcat([Pure, InferTypeOpAdaptor,
+        AllElementTypesMatch<["lhs", "rhs", "result"]>], traits)> {
+  let description = [{
+    Elementwise with numpy broadcasting: operand shapes are aligned from the
+    right and size-1 axes stretch.
+
+    Constraints: element types match; shapes broadcast.
+  }];
+  let arguments = (ins operandType:$lhs, operandType:$rhs);
+  let results = (outs operandType:$result);
+  let assemblyFormat =
+      "$lhs `,` $rhs attr-dict `:` functional-type(operands, results)";
+}
+
+def Weft_AddOp : Weft_BinaryOp<"add", Weft_NumericTensor, [Commutative]> {
+  let summary = "Elementwise sum";
+}
+def Weft_SubOp : Weft_BinaryOp<"sub", Weft_NumericTensor> {
+  let summary = "Elementwise difference";
+}
+def Weft_MulOp : Weft_BinaryOp<"mul", Weft_NumericTensor, [Commutative]> {
+  let summary = "Elementwise product";
+}
+def Weft_DivOp : Weft_BinaryOp<"div", Weft_NumericTensor> {
+  let summary = "Elementwise quotient (integers truncate toward zero)";
+}
+def Weft_PowOp : Weft_BinaryOp<"pow", Weft_FloatTensor> {
+  let summary = "Elementwise power";
+}
+def Weft_MaxOp : Weft_BinaryOp<"max", Weft_NumericTensor, [Commutative]> {
+  let summary = "Elementwise maximum";
+}
+def Weft_MinOp : Weft_BinaryOp<"min", Weft_NumericTensor, [Commutative]> {
+  let summary = "Elementwise minimum";
+}
+
+def Weft_CmpOp : Weft_Op<"cmp", [Pure, InferTypeOpAdaptor,
+    AllElementTypesMatch<["lhs", "rhs"]>]> {
+  let summary = "Elementwise comparison to a boolean tensor";
+  let description = [{
+    ```mlir
+    %m = weft.cmp eq, %a, %b : (tensor<4x4xf32>, tensor<f32>) -> tensor<4x4xi1>
+    ```
+    Constraints: element types match; shapes broadcast.
+  }];
+  let arguments = (ins Weft_CmpPredicateAttr:$predicate,
+      Weft_NumericTensor:$lhs, Weft_NumericTensor:$rhs);
+  let results = (outs Weft_BoolTensor:$result);
+  let assemblyFormat = "$predicate `,` $lhs `,` $rhs attr-dict `:` "
+                       "functional-type(operands, results)";
+}
+
+def Weft_WhereOp : Weft_Op<"where", [Pure, InferTypeOpAdaptor,
+    AllElementTypesMatch<["on_true", "on_false", "result"]>]> {
+  let summary = "Elementwise select";
+  let description = [{
+    `result = condition ? on_true : on_false`, all three broadcast together.
+
+    Constraints: `on_true` and `on_false` share an element type; shapes
+    broadcast.
+  }];
+  let arguments = (ins Weft_BoolTensor:$condition, Weft_AnyTensor:$on_true,
+      Weft_AnyTensor:$on_false);
+  let results = (outs Weft_AnyTensor:$result);
+  let assemblyFormat = "$condition `,` $on_true `,` $on_false attr-dict `:` "
+                       "functional-type(operands, results)";
+}
+
+class Weft_UnaryOp<string mnemonic, Type type = Weft_FloatTensor,
+                   list<Trait> traits = []>
+    : Weft_Op<mnemonic, !listconcat([Pure, InferTypeOpInterface,
+        SameOperandsAndResultType], traits)> {
+  let arguments = (ins type:$input);
+  let results = (outs type:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input)";
+}
+
+def Weft_NegOp : Weft_UnaryOp<"neg", Weft_NumericTensor> {
+  let summary = "Elementwise negation";
+}
+def Weft_AbsOp : Weft_UnaryOp<"abs", Weft_NumericTensor> {
+  let summary = "Elementwise absolute value";
+}
+def Weft_ReluOp : Weft_UnaryOp<"relu"> { let summary = "max(x, 0)"; }
+def Weft_TanhOp : Weft_UnaryOp<"tanh"> { let summary = "Hyperbolic tangent"; }
+def Weft_SigmoidOp : Weft_UnaryOp<"sigmoid"> { let summary = "1 / (1 + e^-x)"; }
+def Weft_ExpOp : Weft_UnaryOp<"exp"> { let summary = "e^x"; }
+def Weft_LogOp : Weft_UnaryOp<"log"> { let summary = "Natural logarithm"; }
+def Weft_SqrtOp : Weft_UnaryOp<"sqrt"> { let summary = "Square root"; }
+def Weft_RsqrtOp : Weft_UnaryOp<"rsqrt"> { let summary = "1 / sqrt(x)"; }
+def Weft_ErfOp : Weft_UnaryOp<"erf"> { let summary = "Gauss error function"; }
+
+def Weft_GeluOp : Weft_Op<"gelu", [Pure, InferTypeOpInterface,
+    SameOperandsAndResultType]> {
+  let summary = "Gaussian error linear unit";
+  let description = [{
+    Exact: `x * (1 + erf(x / sqrt(2))) / 2`. With `approximate = tanh`:
+    `x * (1 + tanh(sqrt(2/pi) * (x + 0.044715 x^3))) / 2`, as PyTorch's
+    `GELU(approximate='tanh')`.
+
+    ```mlir
+    %y = weft.gelu %x approximate = tanh : tensor<4x64xf32>
+    ```
+  }];
+  let arguments = (ins Weft_FloatTensor:$input,
+      DefaultValuedAttr<Weft_GeluApproximationAttr,
+                        "::weft::GeluApproximation::None">:$approximate);
+  let results = (outs Weft_FloatTensor:$result);
+  let assemblyFormat =
+      "$input (`approximate` `=` $approximate^)? attr-dict `:` type($input)";
+}
+
+def Weft_CastOp : Weft_Op<"cast", [Pure, SameOperandsAndResultShape]> {
+  let summary = "Element type conversion";
+  let description = [{
+    Float to float rounds to nearest even; float to integer truncates toward
+    zero; to `i1` tests for non-zero.
+
+    ```mlir
+    %h = weft.cast %x : tensor<4x8xf32> -> tensor<4x8xbf16>
+    ```
+  }];
+  let arguments = (ins Weft_AnyTensor:$input);
+  let results = (outs Weft_AnyTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+  let hasFolder = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Normalization and reductions
+//===----------------------------------------------------------------------===//
+
+class Weft_AxisOp<string mnemonic> : Weft_Op<mnemonic, [Pure,
+    InferTypeOpInterface, SameOperandsAndResultType]> {
+  let arguments = (ins Weft_FloatTensor:$input, I64Attr:$axis);
+  let results = (outs Weft_FloatTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input)";
+  let hasVerifier = 1;
+}
+
+def Weft_SoftmaxOp : Weft_AxisOp<"softmax"> {
+  let summary = "Softmax along one axis";
+  let description = [{
+    ```mlir
+    %p = weft.softmax %x {axis = 1 : i64} : tensor<4x10xf32>
+    ```
+    Constraints: `0 <= axis < rank`.
+  }];
+}
+
+def Weft_LogSoftmaxOp : Weft_AxisOp<"log_softmax"> {
+  let summary = "Log of softmax along one axis, computed stably";
+  let description = [{
+    Constraints: `0 <= axis < rank`.
+  }];
+}
+
+def Weft_LayerNormOp : Weft_Op<"layer_norm", [Pure, InferTypeOpAdaptor,
+    AllElementTypesMatch<["input", "scale", "bias", "result"]>]> {
+  let summary = "Layer normalization over the trailing axes";
+  let description = [{
+    Normalizes over axes `[axis, rank)` with biased variance, then applies
+    `scale` and `bias`, both shaped like those trailing axes (PyTorch's
+    `nn.LayerNorm`, ONNX `LayerNormalization`).
+
+    ```mlir
+    %y = weft.layer_norm %x, %g, %b {axis = 2 : i64, epsilon = 1.0e-05 : f64}
+        : (tensor<4x16x32xf32>, tensor<32xf32>, tensor<32xf32>)
+        -> tensor<4x16x32xf32>
+    ```
+    Constraints: `0 <= axis < rank`; scale and bias have the shape of the
+    normalized axes; `epsilon > 0`.
+  }];
+  let arguments = (ins Weft_FloatTensor:$input, Weft_FloatTensor:$scale,
+      Weft_FloatTensor:$bias, I64Attr:$axis,
+      ConfinedAttr<F64Attr, [Weft_PositiveFloat]>:$epsilon);
+  let results = (outs Weft_FloatTensor:$result);
+  let assemblyFormat = "$input `,` $scale `,` $bias attr-dict `:` "
+                       "functional-type(operands, results)";
+}
+
+class Weft_ReduceOp<string mnemonic, Type type>
+    : Weft_Op<mnemonic, [Pure, InferTypeOpAdaptor,
+        AllElementTypesMatch<["input", "result"]>]> {
+  let description = [{
+    Reduces over `axes` (sorted, distinct, in range), dropping them unless
+    `keep_dims` is set.
+
+    ```mlir
+    %s = weft.reduce_sum %x {axes = array<i64: 1>, keep_dims = true}
+        : (tensor<4x8xf32>) -> tensor<4x1xf32>
+    ```
+  }];
+  let arguments = (ins type:$input, DenseI64ArrayAttr:$axes,
+      DefaultValuedAttr<BoolAttr, "false">:$keep_dims);
+  let results = (outs type:$result);
+  let assemblyFormat =
+      "$input attr-dict `:` functional-type(operands, results)";
+}
+
+def Weft_ReduceSumOp : Weft_ReduceOp<"reduce_sum", Weft_NumericTensor> {
+  let summary = "Sum over axes";
+}
+def Weft_ReduceMeanOp : Weft_ReduceOp<"reduce_mean", Weft_FloatTensor> {
+  let summary = "Mean over axes";
+}
+def Weft_ReduceMaxOp : Weft_ReduceOp<"reduce_max", Weft_NumericTensor> {
+  let summary = "Maximum over axes";
+}
+
+//===----------------------------------------------------------------------===//
+// Data movement
+//===----------------------------------------------------------------------===//
+
+def Weft_GatherOp : Weft_Op<"gather", [Pure, InferTypeOpAdaptor,
+    AllElementTypesMatch<["input", "result"]>]> {
+  let summary = "Take slices along an axis by index (embedding lookup)";
+  let description = [{
+    ONNX `Gather`: the result shape is `input.shape[:axis] + indices.shape +
+    input.shape[axis+1:]`. Negative indices count from the end.
+
+    ```mlir
+    %e = weft.gather %table, %tokens {axis = 0 : i64}
+        : (tensor<64x32xf32>, tensor<4x16xi64>) -> tensor<4x16x32xf32>
+    ```
+    Constraints: `0 <= axis < rank(input)`.
+  }];
+  let arguments = (ins Weft_AnyTensor:$input, Weft_IndexTensor:$indices,
+      I64Attr:$axis);
+  let results = (outs Weft_AnyTensor:$result);
+  let assemblyFormat =
+      "$input `,` $indices attr-dict `:` functional-type(operands, results)";
+}
+
+def Weft_ReshapeOp : Weft_Op<"reshape", [Pure,
+    AllElementTypesMatch<["input", "result"]>]> {
+  let summary = "Same elements in a new shape";
+  let description = [{
+    ```mlir
+    %r = weft.reshape %x : tensor<4x16x32xf32> -> tensor<64x32xf32>
+    ```
+    Constraints: the element count is unchanged.
+  }];
+  let arguments = (ins Weft_AnyTensor:$input);
+  let results = (outs Weft_AnyTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+  let hasVerifier = 1;
+  let hasFolder = 1;
+}
+
+def Weft_BroadcastOp : Weft_Op<"broadcast", [Pure,
+    AllElementTypesMatch<["input", "result"]>]> {
+  let summary = "Stretch size-1 and missing leading axes (ONNX Expand)";
+  let description = [{
+    ```mlir
+    %b = weft.broadcast %x : tensor<1x16xf32> -> tensor<4x16xf32>
+    ```
+    Constraints: the input shape broadcasts to the result shape.
+  }];
+  let arguments = (ins Weft_AnyTensor:$input);
+  let results = (outs Weft_AnyTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+  let hasVerifier = 1;
+  let hasFolder = 1;
+}
+
+def Weft_TransposeOp : Weft_Op<"transpose", [Pure, InferTypeOpAdaptor,
+    AllElementTypesMatch<["input", "result"]>]> {
+  let summary = "Permute axes";
+  let description = [{
+    `result.shape[i] = input.shape[permutation[i]]`.
+
+    ```mlir
+    %t = weft.transpose %x {permutation = array<i64: 0, 2, 1>}
+        : (tensor<4x16x32xf32>) -> tensor<4x32x16xf32>
+    ```
+    Constraints: `permutation` is a permutation of `[0, rank)`.
+  }];
+  let arguments = (ins Weft_AnyTensor:$input, DenseI64ArrayAttr:$permutation);
+  let results = (outs Weft_AnyTensor:$result);
+  let assemblyFormat =
+      "$input attr-dict `:` functional-type(operands, results)";
+  let hasFolder = 1;
+}
+
+def Weft_SliceOp : Weft_Op<"slice", [Pure, InferTypeOpAdaptor,
+    AllElementTypesMatch<["input", "result"]>]> {
+  let summary = "Strided static slice";
+  let description = [{
+    Along every axis takes `start, start + stride, ...` below `limit`.
+
+    ```mlir
+    %s = weft.slice %x {starts = array<i64: 0, 32>, limits = array<i64: 4, 64>,
+                        strides = array<i64: 1, 1>}
+        : (tensor<4x96xf32>) -> tensor<4x32xf32>
+    ```
+    Constraints: one start, limit and stride per axis;
+    `0 <= start <= limit <= size`; `stride >= 1`.
+  }];
+  let arguments = (ins Weft_AnyTensor:$input, DenseI64ArrayAttr:$starts,
+      DenseI64ArrayAttr:$limits, DenseI64ArrayAttr:$strides);
+  let results = (outs Weft_AnyTensor:$result);
+  let assemblyFormat =
+      "$input attr-dict `:` functional-type(operands, results)";
+}
+
+def Weft_ConcatOp : Weft_Op<"concat", [Pure, InferTypeOpAdaptor]> {
+  let summary = "Join tensors along an axis";
+  let description = [{
+    ```mlir
+    %c = weft.concat %a, %b {axis = 1 : i64}
+        : (tensor<4x8xf32>, tensor<4x2xf32>) -> tensor<4x10xf32>
+    ```
+    Constraints: at least one operand; equal ranks and element types; sizes
+    agree off the concatenated axis; `0 <= axis < rank`.
+  }];
+  let arguments = (ins Variadic<Weft_AnyTensor>:$inputs, I64Attr:$axis);
+  let results = (outs Weft_AnyTensor:$result);
+  let assemblyFormat =
+      "$inputs attr-dict `:` functional-type(operands, results)";
+}
+
+def Weft_CausalMaskOp : Weft_Op<"causal_mask", [Pure, InferTypeOpInterface,
+    SameOperandsAndResultType]> {
+  let summary = "Fill the strictly upper triangle of the last two axes";
+  let description = [{
+    `result[..., i, j] = j > i + diagonal ? fill : input[..., i, j]`: the
+    attention mask of a causal decoder without a materialized mask tensor.
+
+    ```mlir
+    %m = weft.causal_mask %scores : tensor<4x2x16x16xf32>
+    ```
+    Constraints: rank >= 2.
+  }];
+  let arguments = (ins Weft_FloatTensor:$input,
+      DefaultValuedAttr<I64Attr, "0">:$diagonal,
+      DefaultValuedAttr<F64Attr,
+                        "-std::numeric_limits<double>::infinity()">:$fill);
+  let results = (outs Weft_FloatTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input)";
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Convolution and pooling (NCHW)
+//===----------------------------------------------------------------------===//
+
+def Weft_Conv2DOp : Weft_Op<"conv2d", [Pure, InferTypeOpAdaptor,
+    AllElementTypesMatch<["input", "filter", "result"]>]> {
+  let summary = "2-D convolution, NCHW input, OIHW filter";
+  let description = [{
+    `padding` is `[top, left, bottom, right]`. With `groups = g` the input
+    channels split into g groups of `C/g`, each seen by `O/g` filters.
+
+    ```mlir
+    %y = weft.conv2d %x, %w, %b {strides = array<i64: 1, 1>,
+                                 padding = array<i64: 1, 1, 1, 1>,
+                                 dilations = array<i64: 1, 1>}
+        : (tensor<4x3x16x16xf32>, tensor<8x3x3x3xf32>, tensor<8xf32>)
+        -> tensor<4x8x16x16xf32>
+    ```
+    Constraints: rank-4 input and filter; `C == I * groups`; `O % groups ==
+    0`; bias has shape `[O]`; positive strides and dilations; non-negative
+    padding; a non-empty output.
+  }];
+  let arguments = (ins Weft_FloatTensor:$input, Weft_FloatTensor:$filter,
+      Optional<Weft_FloatTensor>:$bias, DenseI64ArrayAttr:$strides,
+      DenseI64ArrayAttr:$padding, DenseI64ArrayAttr:$dilations,
+      DefaultValuedAttr<I64Attr, "1">:$groups);
+  let results = (outs Weft_FloatTensor:$result);
+  let assemblyFormat = "$input `,` $filter (`,` $bias^)? attr-dict `:` "
+                       "functional-type(operands, results)";
+}
+
+class Weft_Pool2DOp<string mnemonic> : Weft_Op<mnemonic, [Pure,
+    InferTypeOpAdaptor, AllElementTypesMatch<["input", "result"]>]> {
+  let results = (outs Weft_FloatTensor:$result);
+  let assemblyFormat =
+      "$input attr-dict `:` functional-type(operands, results)";
+}
+
+def Weft_MaxPool2DOp : Weft_Pool2DOp<"max_pool2d"> {
+  let summary = "2-D max pooling, NCHW";
+  let description = [{
+    Padding cells never win: they count as -inf.
+
+    ```mlir
+    %p = weft.max_pool2d %x {kernel = array<i64: 2, 2>,
+                             strides = array<i64: 2, 2>,
+                             padding = array<i64: 0, 0, 0, 0>}
+        : (tensor<4x8x16x16xf32>) -> tensor<4x8x8x8xf32>
+    ```
+    Constraints: rank-4 input; positive kernel and strides; padding
+    `[top, left, bottom, right]` non-negative and below the kernel size.
+  }];
+  let arguments = (ins Weft_FloatTensor:$input, DenseI64ArrayAttr:$kernel,
+      DenseI64ArrayAttr:$strides, DenseI64ArrayAttr:$padding);
+}
+
+def Weft_AvgPool2DOp : Weft_Pool2DOp<"avg_pool2d"> {
+  let summary = "2-D average pooling, NCHW";
+  let description = [{
+    With `count_include_pad` the divisor is the full kernel area, else the
+    number of real cells under the window.
+
+    Constraints: as `weft.max_pool2d`.
+  }];
+  let arguments = (ins Weft_FloatTensor:$input, DenseI64ArrayAttr:$kernel,
+      DenseI64ArrayAttr:$strides, DenseI64ArrayAttr:$padding,
+      DefaultValuedAttr<BoolAttr, "false">:$count_include_pad);
+}
+
+def Weft_GlobalAvgPoolOp : Weft_Op<"global_avg_pool", [Pure,
+    InferTypeOpAdaptor, AllElementTypesMatch<["input", "result"]>]> {
+  let summary = "Mean over all spatial axes, keeping them as size 1";
+  let description = [{
+    ```mlir
+    %g = weft.global_avg_pool %x : (tensor<4x16x4x4xf32>) -> tensor<4x16x1x1xf32>
+    ```
+    Constraints: rank >= 3 (N, C, spatial...).
+  }];
+  let arguments = (ins Weft_FloatTensor:$input);
+  let results = (outs Weft_FloatTensor:$result);
+  let assemblyFormat =
+      "$input attr-dict `:` functional-type(operands, results)";
+}
+
+//===----------------------------------------------------------------------===//
+// Losses
+//===----------------------------------------------------------------------===//
+
+def Weft_CrossEntropyOp : Weft_Op<"cross_entropy", [Pure,
+    InferTypeOpAdaptor]> {
+  let summary = "Mean softmax cross-entropy of logits against class labels";
+  let description = [{
+    Classes lie along the last axis of `logits`; `labels` has the shape of
+    `logits` without that axis and holds class indices. The result is the
+    mean over all label positions, as PyTorch's
+    `F.cross_entropy(logits.reshape(-1, C), labels.reshape(-1))`.
+
+    ```mlir
+    %l = weft.cross_entropy %logits, %labels
+        : (tensor<4x16x64xf32>, tensor<4x16xi64>) -> tensor<f32>
+    ```
+    Constraints: labels shape equals logits shape without its last axis.
+  }];
+  let arguments = (ins Weft_FloatTensor:$logits, Weft_IndexTensor:$labels);
+  let results = (outs Weft_Scalar:$result);
+  let assemblyFormat =
+      "$logits `,` $labels attr-dict `:` functional-type(operands, results)";
+}
+
+def Weft_MseOp : Weft_Op<"mse", [Pure, InferTypeOpAdaptor,
+    AllElementTypesMatch<["prediction", "target", "result"]>]> {
+  let summary = "Mean squared error";
+  let description = [{
+    `mean((prediction - target)^2)` over all elements.
+
+    ```mlir
+    %l = weft.mse %y, %t : (tensor<4x10xf32>, tensor<4x10xf32>) -> tensor<f32>
+    ```
+    Constraints: prediction and target have the same shape.
+  }];
+  let arguments = (ins Weft_FloatTensor:$prediction, Weft_FloatTensor:$target);
+  let results = (outs Weft_Scalar:$result);
+  let assemblyFormat = "$prediction `,` $target attr-dict `:` "
+                       "functional-type(operands, results)";
+}
+
+//===----------------------------------------------------------------------===//
+// ONNX import
+//===----------------------------------------------------------------------===//
+
+def Weft_OnnxNodeOp : Weft_Op<"onnx.node"> {
+  let summary = "An ONNX node not yet legalized";
+  let description = [{
+    The importer turns every ONNX node into one of these, keeping its op
+    type, opset, node name and attributes; `--weft-legalize-onnx` rewrites
+    them into weft ops, one pattern per op type and opset range. Absent
+    optional inputs are `weft.onnx.none` values. Result types are whatever
+    the file declared and are not trusted: legalization infers real ones.
+
+    ```mlir
+    %y = weft.onnx.node "Relu"(%x) {name = "/act/Relu", opset = 17 : i64}
+        : (tensor<4x64xf32>) -> tensor<*xf32>
+    ```
+  }];
+  let arguments = (ins StrAttr:$op_type, I64Attr:$opset, StrAttr:$name,
+      OptionalAttr<DictionaryAttr>:$attrs, Variadic<AnyType>:$inputs);
+  let results = (outs Variadic<AnyType>:$outputs);
+  let assemblyFormat = "$op_type `(` $inputs `)` attr-dict `:` "
+                       "functional-type($inputs, results)";
+}
+
+def Weft_OnnxNoneOp : Weft_Op<"onnx.none", [Pure]> {
+  let summary = "Placeholder for an absent optional ONNX input";
+  let results = (outs NoneType:$result);
+  let assemblyFormat = "attr-dict";
+}
+
+#endif // WEFT_OPS_TD

@@ -1,0 +1,49 @@
+//===- SafeTensors.h - safetensors checkpoint reader and writer ---*- C++
+//-*-===//
+//
+// Part of the Weft project.
+//
+//===----------------------------------------------------------------------===//
+//
+// Checkpoints use the safetensors format: an 8-byte little-endian header
+// length N, N bytes of JSON
+//   {"__metadata__": {"k": "v"},
+//    "w": {"dtype": "F32", "shape": [2, 2], "data_offsets": [0, 16]}, ...}
+// padded with spaces to a multiple of 8, then the tensors' bytes. Offsets are
+// relative to the end of the header and must tile the buffer exactly.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef WEFT_RUNTIME_SAFETENSORS_H
+#define WEFT_RUNTIME_SAFETENSORS_H
+
+#include "weft/Runtime/HostArray.h"
+
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace weft {
+namespace rt {
+
+/// The contents of a safetensors file. Both lists keep their order: the
+/// writer lays tensors out in this order, and the reader returns them in the
+/// order the header lists them, so a write/read round trip is the identity
+/// and output files are deterministic.
+struct SafeTensorsFile {
+  std::vector<std::pair<std::string, HostArray>> tensors;
+  std::vector<std::pair<std::string, std::string>> metadata;
+};
+
+/// Reads and validates the safetensors file at `path`. `out` is left
+/// untouched on error.
+Status readSafeTensors(const std::string &path, SafeTensorsFile &out);
+
+/// Writes `f` to `path` atomically (see writeFileAtomic). Names and metadata
+/// must be valid UTF-8 and unique; no tensor may be called "__metadata__".
+Status writeSafeTensors(const std::string &path, const SafeTensorsFile &f);
+
+} // namespace rt
+} // namespace weft
+
+#endif // WEFT_RUNTIME_SAFETENSORS_H
