@@ -1,5 +1,4 @@
-//===- HostArray.h - Dense host arrays shared by runtime and tools -*- C++
-//-*-===//
+//===- HostArray.h - Dense arrays shared by runtime and tools ---*- C++ -*-===//
 //
 // Part of the Weft project.
 //

@@ -1,5 +1,4 @@
-//===- Npy.h - NumPy .npy reader and writer -----------------------*- C++
-//-*-===//
+//===- Npy.h - NumPy .npy reader and writer ---------------------*- C++ -*-===//
 //
 // Part of the Weft project.
 //

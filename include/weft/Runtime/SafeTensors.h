@@ -1,5 +1,4 @@
-//===- SafeTensors.h - safetensors checkpoint reader and writer ---*- C++
-//-*-===//
+//===- SafeTensors.h - safetensors reader and writer ------------*- C++ -*-===//
 //
 // Part of the Weft project.
 //

@@ -99,14 +99,6 @@ LogicalResult inferBroadcast(std::optional<Location> loc, ValueRange operands,
   return success();
 }
 
-LogicalResult inferSameAsInput(std::optional<Location> loc, Value input,
-                               SmallVectorImpl<Type> &inferred) {
-  RankedTensorType t = getRanked(loc, input, "input");
-  if (!t)
-    return failure();
-  inferred.push_back(t);
-  return success();
-}
 } // namespace
 
 //===----------------------------------------------------------------------===//

@@ -1,0 +1,519 @@
+//===- OnnxImporter.cpp - ONNX protobuf to generic weft IR ----------------===//
+//
+// Part of the Weft project.
+//
+//===----------------------------------------------------------------------===//
+
+#include "weft/Import/OnnxImporter.h"
+#include "weft/Dialect/Weft/IR/WeftOps.h"
+#include "weft/Import/OnnxModel.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/Diagnostics.h"
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/ADT/StringRef.h"
+
+#include <set>
+
+using namespace mlir;
+using namespace weft;
+
+namespace {
+
+std::string dirName(const std::string &path) {
+  size_t slash = path.find_last_of('/');
+  return slash == std::string::npos ? "." : path.substr(0, slash + 1);
+}
+
+/// The element type a tensor of `dtype` has in the dialect. Narrow integers
+/// only occur in constants and are widened to i64.
+Type getElementType(MLIRContext *ctx, rt::DType dtype) {
+  switch (dtype) {
+  case rt::DType::F64:
+    return Float64Type::get(ctx);
+  case rt::DType::F32:
+    return Float32Type::get(ctx);
+  case rt::DType::F16:
+    return Float16Type::get(ctx);
+  case rt::DType::BF16:
+    return BFloat16Type::get(ctx);
+  case rt::DType::I32:
+    return IntegerType::get(ctx, 32);
+  case rt::DType::Bool:
+    return IntegerType::get(ctx, 1);
+  default:
+    return IntegerType::get(ctx, 64);
+  }
+}
+
+bool isFloat(rt::DType dtype) {
+  return dtype == rt::DType::F64 || dtype == rt::DType::F32 ||
+         dtype == rt::DType::F16 || dtype == rt::DType::BF16;
+}
+
+DenseElementsAttr toElementsAttr(MLIRContext *ctx, const rt::HostArray &a) {
+  auto type = RankedTensorType::get(a.shape, getElementType(ctx, a.dtype));
+  switch (a.dtype) {
+  case rt::DType::F64:
+  case rt::DType::F32:
+  case rt::DType::F16:
+  case rt::DType::BF16:
+  case rt::DType::I64:
+  case rt::DType::I32:
+    return DenseElementsAttr::getFromRawBuffer(
+        type, ArrayRef<char>(reinterpret_cast<const char *>(a.data.data()),
+                             a.data.size()));
+  case rt::DType::Bool: {
+    SmallVector<bool> values;
+    for (int64_t i = 0, e = a.numElements(); i < e; ++i)
+      values.push_back(a.getAsInt(i) != 0);
+    return DenseElementsAttr::get(type, ArrayRef<bool>(values));
+  }
+  default: {
+    SmallVector<int64_t> values;
+    for (int64_t i = 0, e = a.numElements(); i < e; ++i)
+      values.push_back(a.getAsInt(i));
+    return DenseElementsAttr::get(type, ArrayRef<int64_t>(values));
+  }
+  }
+}
+
+/// True when `b` holds the 2-D transpose of `a`, element for element.
+bool isTransposeOf(const rt::HostArray &a, const rt::HostArray &b) {
+  if (a.dtype != b.dtype || a.shape.size() != 2 || b.shape.size() != 2 ||
+      a.shape[0] != b.shape[1] || a.shape[1] != b.shape[0])
+    return false;
+  size_t size = rt::dtypeSize(a.dtype);
+  int64_t rows = a.shape[0], cols = a.shape[1];
+  for (int64_t i = 0; i < rows; ++i)
+    for (int64_t j = 0; j < cols; ++j)
+      if (std::memcmp(&a.data[(i * cols + j) * size],
+                      &b.data[(j * rows + i) * size], size) != 0)
+        return false;
+  return true;
+}
+
+class Importer {
+public:
+  Importer(MLIRContext *ctx, const std::string &path,
+           const onnx::ModelProto &model, const OnnxImportOptions &options)
+      : ctx(ctx), builder(ctx), path(path), model(model), options(options) {}
+
+  OwningOpRef<ModuleOp> run();
+
+private:
+  struct Initializer {
+    const onnx::TensorProto *proto;
+    rt::HostArray array;
+  };
+
+  LogicalResult error(const Twine &message) {
+    emitError(FileLineColLoc::get(ctx, path, 0, 0)) << message;
+    return failure();
+  }
+  LogicalResult readInitializers();
+  LogicalResult buildSignature(SmallVectorImpl<Type> &argTypes,
+                               SmallVectorImpl<DictionaryAttr> &argAttrs);
+  FailureOr<RankedTensorType> getInputType(const onnx::ValueInfoProto &info);
+  LogicalResult importNode(const onnx::NodeProto &node, int64_t index);
+  FailureOr<Attribute> convertAttribute(const onnx::NodeProto &node,
+                                        const onnx::AttributeProto &attr);
+  Type getDeclaredType(const std::string &name);
+
+  MLIRContext *ctx;
+  OpBuilder builder;
+  const std::string &path;
+  const onnx::ModelProto &model;
+  const OnnxImportOptions &options;
+  int64_t opset = 0;
+
+  std::map<std::string, Initializer> initializers;
+  /// Initializers in file order, so parameters get a stable argument order.
+  std::vector<std::string> initializerOrder;
+  /// Initializers that become arguments (trainable or frozen).
+  std::vector<std::string> parameters;
+  /// Generated initializers that alias a parameter, possibly transposed:
+  /// PyTorch's constant folding turns a tied `x @ W.T` into a fresh
+  /// `onnx::MatMul_N` copy, which must stay tied for training.
+  std::map<std::string, std::pair<std::string, bool>> aliases;
+  std::vector<const onnx::ValueInfoProto *> inputs;
+  std::map<std::string, Value> values;
+  std::map<std::string, const onnx::TypeProto *> declaredTypes;
+};
+
+} // namespace
+
+LogicalResult Importer::readInitializers() {
+  const onnx::GraphProto &graph = model.graph();
+  std::set<std::string> used;
+  for (const onnx::NodeProto &node : graph.node())
+    for (const std::string &in : node.input())
+      used.insert(in);
+  for (const onnx::ValueInfoProto &out : graph.output())
+    used.insert(out.name());
+
+  std::string dir = dirName(path);
+  for (const onnx::TensorProto &t : graph.initializer()) {
+    if (!used.count(t.name()) || initializers.count(t.name()))
+      continue;
+    Initializer init{&t, {}};
+    if (rt::Status s = onnximport::tensorToHostArray(t, dir, init.array);
+        !s.ok())
+      return error(s.message);
+    initializers.emplace(t.name(), std::move(init));
+    initializerOrder.push_back(t.name());
+  }
+
+  std::set<std::string> frozen(options.frozen.begin(), options.frozen.end());
+  for (const std::string &name : options.frozen)
+    if (!initializers.count(name))
+      return error("--freeze names '" + name +
+                   "', which is not a float initializer used by the model");
+  for (const std::string &name : initializerOrder) {
+    const rt::HostArray &a = initializers[name].array;
+    // Scalars are hyperparameters PyTorch folded into initializers
+    // (1/sqrt(d), eps), never weights.
+    if (isFloat(a.dtype) && a.numElements() > 1)
+      parameters.push_back(name);
+  }
+
+  // Resolve generated copies of named parameters.
+  std::vector<std::string> named;
+  for (const std::string &name : parameters)
+    if (!llvm::StringRef(name).starts_with("onnx::"))
+      named.push_back(name);
+  for (const std::string &name : parameters) {
+    if (!llvm::StringRef(name).starts_with("onnx::") || frozen.count(name))
+      continue;
+    const rt::HostArray &copy = initializers[name].array;
+    for (const std::string &target : named) {
+      const rt::HostArray &orig = initializers[target].array;
+      if (orig.shape == copy.shape && orig.dtype == copy.dtype &&
+          orig.data == copy.data) {
+        aliases[name] = {target, false};
+        break;
+      }
+      if (isTransposeOf(orig, copy)) {
+        aliases[name] = {target, true};
+        break;
+      }
+    }
+  }
+  llvm::erase_if(parameters,
+                 [&](const std::string &n) { return aliases.count(n) != 0; });
+  return success();
+}
+
+FailureOr<RankedTensorType>
+Importer::getInputType(const onnx::ValueInfoProto &info) {
+  std::vector<int64_t> dims;
+  std::vector<std::string> symbols;
+  rt::DType dtype;
+  if (rt::Status s =
+          onnximport::readValueInfoShape(info, dims, symbols, dtype);
+      !s.ok())
+    return error(s.message);
+  if (dtype != rt::DType::F32 && dtype != rt::DType::F64 &&
+      dtype != rt::DType::F16 && dtype != rt::DType::BF16 &&
+      dtype != rt::DType::I64 && dtype != rt::DType::I32 &&
+      dtype != rt::DType::Bool)
+    return error("input '" + info.name() + "' has element type " +
+                 rt::dtypeName(dtype) +
+                 ", which weft does not support; export it as float32 or "
+                 "int64");
+  auto it = options.inputShapes.find(info.name());
+  if (it != options.inputShapes.end()) {
+    const std::vector<int64_t> &given = it->second;
+    bool fits = given.size() == dims.size();
+    for (size_t i = 0; fits && i < dims.size(); ++i)
+      fits = dims[i] < 0 || dims[i] == given[i];
+    if (!fits) {
+      std::string declared;
+      for (size_t i = 0; i < dims.size(); ++i)
+        declared += (i ? "x" : "") +
+                    (dims[i] < 0 ? std::string("?") : std::to_string(dims[i]));
+      return error("--input-shape " + info.name() + "=" +
+                   formatShape(given) +
+                   " does not fit the model's declared shape " + declared);
+    }
+    dims = given;
+  }
+  for (size_t i = 0; i < dims.size(); ++i) {
+    if (dims[i] >= 0)
+      continue;
+    std::string example;
+    for (size_t j = 0; j < dims.size(); ++j)
+      example += (j ? "x" : "") +
+                 (dims[j] < 0 ? std::string(j == 0 ? "4" : "N")
+                              : std::to_string(dims[j]));
+    return error("input '" + info.name() + "' has dynamic dimension " +
+                 std::to_string(i) +
+                 (symbols[i].empty() ? std::string()
+                                     : " ('" + symbols[i] + "')") +
+                 "; weft compiles static shapes: give them with "
+                 "--input-shape " +
+                 info.name() + "=" + example);
+  }
+  return RankedTensorType::get(dims, getElementType(ctx, dtype));
+}
+
+LogicalResult
+Importer::buildSignature(SmallVectorImpl<Type> &argTypes,
+                         SmallVectorImpl<DictionaryAttr> &argAttrs) {
+  std::set<std::string> frozen(options.frozen.begin(), options.frozen.end());
+  for (const std::string &name : parameters) {
+    const rt::HostArray &a = initializers[name].array;
+    argTypes.push_back(
+        RankedTensorType::get(a.shape, getElementType(ctx, a.dtype)));
+    StringRef attrName = frozen.count(name) ? WeftDialect::kBufferAttrName
+                                            : WeftDialect::kParamAttrName;
+    argAttrs.push_back(builder.getDictionaryAttr(builder.getNamedAttr(
+        attrName, builder.getStringAttr(name))));
+  }
+  std::set<std::string> known;
+  for (const onnx::ValueInfoProto &in : model.graph().input()) {
+    if (initializers.count(in.name()) ||
+        llvm::any_of(model.graph().initializer(),
+                     [&](const onnx::TensorProto &t) {
+                       return t.name() == in.name();
+                     }))
+      continue;
+    known.insert(in.name());
+    FailureOr<RankedTensorType> type = getInputType(in);
+    if (failed(type))
+      return failure();
+    inputs.push_back(&in);
+    argTypes.push_back(*type);
+    argAttrs.push_back(builder.getDictionaryAttr(builder.getNamedAttr(
+        WeftDialect::kInputAttrName, builder.getStringAttr(in.name()))));
+  }
+  for (const auto &[name, shape] : options.inputShapes) {
+    if (known.count(name))
+      continue;
+    std::string list;
+    for (const std::string &k : known)
+      list += (list.empty() ? "" : ", ") + k;
+    return error("--input-shape names '" + name +
+                 "', which is not an input of the model (inputs: " + list +
+                 ")");
+  }
+  return success();
+}
+
+Type Importer::getDeclaredType(const std::string &name) {
+  auto it = declaredTypes.find(name);
+  Type element = Float32Type::get(ctx);
+  if (it != declaredTypes.end() && it->second->has_tensor_type()) {
+    const onnx::TypeProto::Tensor &t = it->second->tensor_type();
+    onnx::ValueInfoProto info;
+    *info.mutable_type() = *it->second;
+    std::vector<int64_t> dims;
+    std::vector<std::string> symbols;
+    rt::DType dtype;
+    if (onnximport::readValueInfoShape(info, dims, symbols, dtype).ok()) {
+      element = getElementType(ctx, dtype);
+      if (t.has_shape())
+        return RankedTensorType::get(
+            llvm::map_to_vector(dims,
+                                [](int64_t d) {
+                                  return d < 0 ? ShapedType::kDynamic : d;
+                                }),
+            element);
+    }
+  }
+  return UnrankedTensorType::get(element);
+}
+
+FailureOr<Attribute>
+Importer::convertAttribute(const onnx::NodeProto &node,
+                           const onnx::AttributeProto &attr) {
+  switch (attr.type()) {
+  case onnx::AttributeProto::FLOAT:
+    return Attribute(builder.getF32FloatAttr(attr.f()));
+  case onnx::AttributeProto::INT:
+    return Attribute(builder.getI64IntegerAttr(attr.i()));
+  case onnx::AttributeProto::STRING:
+    return Attribute(builder.getStringAttr(attr.s()));
+  case onnx::AttributeProto::FLOATS:
+    return Attribute(DenseF32ArrayAttr::get(
+        ctx, SmallVector<float>(attr.floats().begin(), attr.floats().end())));
+  case onnx::AttributeProto::INTS:
+    return Attribute(DenseI64ArrayAttr::get(
+        ctx, SmallVector<int64_t>(attr.ints().begin(), attr.ints().end())));
+  case onnx::AttributeProto::STRINGS:
+    return Attribute(builder.getStrArrayAttr(
+        SmallVector<StringRef>(attr.strings().begin(), attr.strings().end())));
+  case onnx::AttributeProto::TENSOR: {
+    rt::HostArray a;
+    if (rt::Status s = onnximport::tensorToHostArray(attr.t(), dirName(path), a);
+        !s.ok())
+      return error(s.message);
+    return Attribute(toElementsAttr(ctx, a));
+  }
+  default:
+    return error("node '" + node.name() + "' (" + node.op_type() +
+                 "): attribute '" + attr.name() +
+                 "' is a graph, sparse tensor or type; weft imports only "
+                 "graphs without control flow or subgraphs");
+  }
+}
+
+LogicalResult Importer::importNode(const onnx::NodeProto &node,
+                                   int64_t index) {
+  std::string name = node.name().empty()
+                         ? node.op_type() + "_" + std::to_string(index)
+                         : node.name();
+  Location loc = NameLoc::get(builder.getStringAttr(name));
+  SmallVector<Value> operands;
+  for (const std::string &in : node.input()) {
+    if (in.empty()) {
+      operands.push_back(OnnxNoneOp::create(builder, loc));
+      continue;
+    }
+    auto it = values.find(in);
+    if (it == values.end())
+      return error("node '" + name + "' (" + node.op_type() +
+                   ") reads '" + in + "', which nothing defines");
+    operands.push_back(it->second);
+  }
+
+  // Constants need no legalization; importing them as weft.constant lets
+  // legalizers match shape inputs directly.
+  if (node.op_type() == "Constant" && node.attribute_size() == 1 &&
+      node.attribute(0).name() == "value" && node.output_size() == 1) {
+    FailureOr<Attribute> value = convertAttribute(node, node.attribute(0));
+    if (failed(value))
+      return failure();
+    values[node.output(0)] =
+        ConstantOp::create(builder, loc, cast<ElementsAttr>(*value));
+    return success();
+  }
+
+  SmallVector<NamedAttribute> attrs;
+  for (const onnx::AttributeProto &attr : node.attribute()) {
+    FailureOr<Attribute> value = convertAttribute(node, attr);
+    if (failed(value))
+      return failure();
+    attrs.push_back(builder.getNamedAttr(attr.name(), *value));
+  }
+  SmallVector<Type> resultTypes;
+  for (const std::string &out : node.output())
+    resultTypes.push_back(getDeclaredType(out));
+  auto op = OnnxNodeOp::create(
+      builder, loc, resultTypes, builder.getStringAttr(node.op_type()),
+      builder.getI64IntegerAttr(opset), builder.getStringAttr(name),
+      attrs.empty() ? DictionaryAttr() : builder.getDictionaryAttr(attrs),
+      operands);
+  for (auto [out, result] : llvm::zip(node.output(), op.getResults()))
+    if (!out.empty())
+      values[out] = result;
+  return success();
+}
+
+OwningOpRef<ModuleOp> Importer::run() {
+  opset = onnximport::getDefaultOpset(model);
+  const onnx::GraphProto &graph = model.graph();
+  for (const onnx::ValueInfoProto &v : graph.value_info())
+    declaredTypes[v.name()] = &v.type();
+  for (const onnx::ValueInfoProto &v : graph.output())
+    declaredTypes[v.name()] = &v.type();
+  if (failed(readInitializers()))
+    return nullptr;
+
+  SmallVector<Type> argTypes;
+  SmallVector<DictionaryAttr> argAttrs;
+  if (failed(buildSignature(argTypes, argAttrs)))
+    return nullptr;
+
+  Location fileLoc = FileLineColLoc::get(ctx, path, 0, 0);
+  OwningOpRef<ModuleOp> module = ModuleOp::create(fileLoc);
+  (*module)->setAttr(WeftDialect::kWeightsAttrName,
+                     builder.getStringAttr(options.weightsAttr.empty()
+                                               ? path
+                                               : options.weightsAttr));
+  builder.setInsertionPointToEnd(module->getBody());
+  auto fn = func::FuncOp::create(builder, fileLoc, options.functionName,
+                                 builder.getFunctionType(argTypes, {}));
+  fn.setAllArgAttrs(argAttrs);
+  Block *body = fn.addEntryBlock();
+  builder.setInsertionPointToStart(body);
+
+  for (auto [i, name] : llvm::enumerate(parameters))
+    values[name] = body->getArgument(i);
+  for (auto [i, in] : llvm::enumerate(inputs))
+    values[in->name()] = body->getArgument(parameters.size() + i);
+  for (const std::string &name : initializerOrder) {
+    if (values.count(name))
+      continue;
+    Location loc = NameLoc::get(builder.getStringAttr(name));
+    auto alias = aliases.find(name);
+    if (alias == aliases.end()) {
+      values[name] = ConstantOp::create(
+          builder, loc, toElementsAttr(ctx, initializers[name].array));
+      continue;
+    }
+    Value target = values[alias->second.first];
+    if (alias->second.second)
+      target = TransposeOp::create(builder, loc, target,
+                                   builder.getDenseI64ArrayAttr({1, 0}));
+    values[name] = target;
+  }
+
+  for (auto [i, node] : llvm::enumerate(graph.node()))
+    if (failed(importNode(node, i)))
+      return nullptr;
+
+  SmallVector<Value> results;
+  for (const onnx::ValueInfoProto &out : graph.output()) {
+    auto it = values.find(out.name());
+    if (it == values.end()) {
+      (void)error("graph output '" + out.name() + "' is never computed");
+      return nullptr;
+    }
+    results.push_back(it->second);
+  }
+  func::ReturnOp::create(builder, fileLoc, results);
+  fn.setFunctionType(
+      builder.getFunctionType(argTypes, ValueRange(results).getTypes()));
+  return module;
+}
+
+OwningOpRef<ModuleOp> weft::importOnnxModel(MLIRContext *context,
+                                            const std::string &path,
+                                            const OnnxImportOptions &options) {
+  context->loadDialect<WeftDialect, func::FuncDialect>();
+  onnx::ModelProto model;
+  if (rt::Status s = onnximport::loadOnnxModel(path, model); !s.ok()) {
+    emitError(UnknownLoc::get(context)) << s.message;
+    return nullptr;
+  }
+  return Importer(context, path, model, options).run();
+}
+
+bool weft::parseInputShape(const std::string &spec, std::string &name,
+                           std::vector<int64_t> &shape, std::string &error) {
+  size_t eq = spec.rfind('=');
+  if (eq == std::string::npos || eq == 0) {
+    error = "--input-shape expects NAME=DIMS such as input=4x48, got '" +
+            spec + "'";
+    return false;
+  }
+  name = spec.substr(0, eq);
+  shape.clear();
+  SmallVector<StringRef> parts;
+  StringRef(spec).substr(eq + 1).split(parts, 'x');
+  for (StringRef part : parts) {
+    int64_t dim;
+    if (part.getAsInteger(10, dim) || dim < 1) {
+      error = "--input-shape " + spec +
+              ": every dimension must be a positive integer (e.g. " + name +
+              "=4x48)";
+      return false;
+    }
+    shape.push_back(dim);
+  }
+  return true;
+}
