@@ -4,7 +4,9 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "weft/Conversion/Passes.h"
 #include "weft/Dialect/Weft/IR/WeftDialect.h"
+#include "weft/Transforms/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/DialectRegistry.h"
@@ -19,6 +21,8 @@ int main(int argc, char **argv) {
   mlir::registerCanonicalizerPass();
   mlir::registerCSEPass();
   mlir::registerSymbolDCEPass();
+  weft::registerWeftTransformsPasses();
+  weft::registerWeftConversionPasses();
   return mlir::asMainReturnCode(
       mlir::MlirOptMain(argc, argv, "Weft optimizer driver\n", registry));
 }

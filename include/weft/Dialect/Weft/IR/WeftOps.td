@@ -19,6 +19,10 @@ include "mlir/Interfaces/InferTypeOpInterface.td"
 include "mlir/Interfaces/SideEffectInterfaces.td"
 include "mlir/IR/BuiltinAttributeInterfaces.td"
 
+// Ops with a reverse-mode rule (implemented in WeftGradients*.cpp).
+defvar Weft_Differentiable =
+    DeclareOpInterfaceMethods<Weft_GradientOpInterface>;
+
 def Weft_PositiveFloat : AttrConstraint<
     CPred<"::llvm::cast<::mlir::FloatAttr>($_self).getValueAsDouble() > 0">,
     "whose value is positive">;
@@ -49,7 +53,7 @@ def Weft_ConstantOp : Weft_Op<"constant",
 //===----------------------------------------------------------------------===//
 
 def Weft_MatMulOp : Weft_Op<"matmul", [Pure, InferTypeOpAdaptor,
-    AllElementTypesMatch<["lhs", "rhs", "result"]>]> {
+    AllElementTypesMatch<["lhs", "rhs", "result"]>, Weft_Differentiable]> {
   let summary = "Batched matrix product with optional transposes";
   let description = [{
     `result[..., i, j] = sum_k lhs'[..., i, k] * rhs'[..., k, j]` where `'`
@@ -79,7 +83,8 @@ def Weft_MatMulOp : Weft_Op<"matmul", [Pure, InferTypeOpAdaptor,
 
 class Weft_BinaryOp<string mnemonic, Type operandType, list<Trait> traits = []>
     : Weft_Op<mnemonic, !listconcat([Pure, InferTypeOpAdaptor,
-        AllElementTypesMatch<["lhs", "rhs", "result"]>], traits)> {
+        AllElementTypesMatch<["lhs", "rhs", "result"]>, Weft_Differentiable],
+        traits)> {
   let description = [{
     Elementwise with numpy broadcasting: operand shapes are aligned from the
     right and size-1 axes stretch.
@@ -131,7 +136,8 @@ def Weft_CmpOp : Weft_Op<"cmp", [Pure, InferTypeOpAdaptor,
 }
 
 def Weft_WhereOp : Weft_Op<"where", [Pure, InferTypeOpAdaptor,
-    AllElementTypesMatch<["on_true", "on_false", "result"]>]> {
+    AllElementTypesMatch<["on_true", "on_false", "result"]>,
+    Weft_Differentiable]> {
   let summary = "Elementwise select";
   let description = [{
     `result = condition ? on_true : on_false`, all three broadcast together.
@@ -149,7 +155,7 @@ def Weft_WhereOp : Weft_Op<"where", [Pure, InferTypeOpAdaptor,
 class Weft_UnaryOp<string mnemonic, Type type = Weft_FloatTensor,
                    list<Trait> traits = []>
     : Weft_Op<mnemonic, !listconcat([Pure, InferTypeOpInterface,
-        SameOperandsAndResultType], traits)> {
+        SameOperandsAndResultType, Weft_Differentiable], traits)> {
   let arguments = (ins type:$input);
   let results = (outs type:$result);
   let assemblyFormat = "$input attr-dict `:` type($input)";
@@ -169,9 +175,11 @@ def Weft_LogOp : Weft_UnaryOp<"log"> { let summary = "Natural logarithm"; }
 def Weft_SqrtOp : Weft_UnaryOp<"sqrt"> { let summary = "Square root"; }
 def Weft_RsqrtOp : Weft_UnaryOp<"rsqrt"> { let summary = "1 / sqrt(x)"; }
 def Weft_ErfOp : Weft_UnaryOp<"erf"> { let summary = "Gauss error function"; }
+def Weft_CosOp : Weft_UnaryOp<"cos"> { let summary = "Cosine (radians)"; }
+def Weft_SinOp : Weft_UnaryOp<"sin"> { let summary = "Sine (radians)"; }
 
 def Weft_GeluOp : Weft_Op<"gelu", [Pure, InferTypeOpInterface,
-    SameOperandsAndResultType]> {
+    SameOperandsAndResultType, Weft_Differentiable]> {
   let summary = "Gaussian error linear unit";
   let description = [{
     Exact: `x * (1 + erf(x / sqrt(2))) / 2`. With `approximate = tanh`:
@@ -190,7 +198,8 @@ def Weft_GeluOp : Weft_Op<"gelu", [Pure, InferTypeOpInterface,
       "$input (`approximate` `=` $approximate^)? attr-dict `:` type($input)";
 }
 
-def Weft_CastOp : Weft_Op<"cast", [Pure, SameOperandsAndResultShape]> {
+def Weft_CastOp : Weft_Op<"cast", [Pure, SameOperandsAndResultShape,
+    Weft_Differentiable]> {
   let summary = "Element type conversion";
   let description = [{
     Float to float rounds to nearest even; float to integer truncates toward
@@ -211,7 +220,7 @@ def Weft_CastOp : Weft_Op<"cast", [Pure, SameOperandsAndResultShape]> {
 //===----------------------------------------------------------------------===//
 
 class Weft_AxisOp<string mnemonic> : Weft_Op<mnemonic, [Pure,
-    InferTypeOpInterface, SameOperandsAndResultType]> {
+    InferTypeOpInterface, SameOperandsAndResultType, Weft_Differentiable]> {
   let arguments = (ins Weft_FloatTensor:$input, I64Attr:$axis);
   let results = (outs Weft_FloatTensor:$result);
   let assemblyFormat = "$input attr-dict `:` type($input)";
@@ -236,7 +245,8 @@ def Weft_LogSoftmaxOp : Weft_AxisOp<"log_softmax"> {
 }
 
 def Weft_LayerNormOp : Weft_Op<"layer_norm", [Pure, InferTypeOpAdaptor,
-    AllElementTypesMatch<["input", "scale", "bias", "result"]>]> {
+    AllElementTypesMatch<["input", "scale", "bias", "result"]>,
+    Weft_Differentiable]> {
   let summary = "Layer normalization over the trailing axes";
   let description = [{
     Normalizes over axes `[axis, rank)` with biased variance, then applies
@@ -261,7 +271,7 @@ def Weft_LayerNormOp : Weft_Op<"layer_norm", [Pure, InferTypeOpAdaptor,
 
 class Weft_ReduceOp<string mnemonic, Type type>
     : Weft_Op<mnemonic, [Pure, InferTypeOpAdaptor,
-        AllElementTypesMatch<["input", "result"]>]> {
+        AllElementTypesMatch<["input", "result"]>, Weft_Differentiable]> {
   let description = [{
     Reduces over `axes` (sorted, distinct, in range), dropping them unless
     `keep_dims` is set.
@@ -293,7 +303,7 @@ def Weft_ReduceMaxOp : Weft_ReduceOp<"reduce_max", Weft_NumericTensor> {
 //===----------------------------------------------------------------------===//
 
 def Weft_GatherOp : Weft_Op<"gather", [Pure, InferTypeOpAdaptor,
-    AllElementTypesMatch<["input", "result"]>]> {
+    AllElementTypesMatch<["input", "result"]>, Weft_Differentiable]> {
   let summary = "Take slices along an axis by index (embedding lookup)";
   let description = [{
     ONNX `Gather`: the result shape is `input.shape[:axis] + indices.shape +
@@ -313,7 +323,7 @@ def Weft_GatherOp : Weft_Op<"gather", [Pure, InferTypeOpAdaptor,
 }
 
 def Weft_ReshapeOp : Weft_Op<"reshape", [Pure,
-    AllElementTypesMatch<["input", "result"]>]> {
+    AllElementTypesMatch<["input", "result"]>, Weft_Differentiable]> {
   let summary = "Same elements in a new shape";
   let description = [{
     ```mlir
@@ -329,7 +339,7 @@ def Weft_ReshapeOp : Weft_Op<"reshape", [Pure,
 }
 
 def Weft_BroadcastOp : Weft_Op<"broadcast", [Pure,
-    AllElementTypesMatch<["input", "result"]>]> {
+    AllElementTypesMatch<["input", "result"]>, Weft_Differentiable]> {
   let summary = "Stretch size-1 and missing leading axes (ONNX Expand)";
   let description = [{
     ```mlir
@@ -345,7 +355,7 @@ def Weft_BroadcastOp : Weft_Op<"broadcast", [Pure,
 }
 
 def Weft_TransposeOp : Weft_Op<"transpose", [Pure, InferTypeOpAdaptor,
-    AllElementTypesMatch<["input", "result"]>]> {
+    AllElementTypesMatch<["input", "result"]>, Weft_Differentiable]> {
   let summary = "Permute axes";
   let description = [{
     `result.shape[i] = input.shape[permutation[i]]`.
@@ -364,7 +374,7 @@ def Weft_TransposeOp : Weft_Op<"transpose", [Pure, InferTypeOpAdaptor,
 }
 
 def Weft_SliceOp : Weft_Op<"slice", [Pure, InferTypeOpAdaptor,
-    AllElementTypesMatch<["input", "result"]>]> {
+    AllElementTypesMatch<["input", "result"]>, Weft_Differentiable]> {
   let summary = "Strided static slice";
   let description = [{
     Along every axis takes `start, start + stride, ...` below `limit`.
@@ -384,7 +394,8 @@ def Weft_SliceOp : Weft_Op<"slice", [Pure, InferTypeOpAdaptor,
       "$input attr-dict `:` functional-type(operands, results)";
 }
 
-def Weft_ConcatOp : Weft_Op<"concat", [Pure, InferTypeOpAdaptor]> {
+def Weft_ConcatOp : Weft_Op<"concat", [Pure, InferTypeOpAdaptor,
+    Weft_Differentiable]> {
   let summary = "Join tensors along an axis";
   let description = [{
     ```mlir
@@ -401,7 +412,7 @@ def Weft_ConcatOp : Weft_Op<"concat", [Pure, InferTypeOpAdaptor]> {
 }
 
 def Weft_CausalMaskOp : Weft_Op<"causal_mask", [Pure, InferTypeOpInterface,
-    SameOperandsAndResultType]> {
+    SameOperandsAndResultType, Weft_Differentiable]> {
   let summary = "Fill the strictly upper triangle of the last two axes";
   let description = [{
     `result[..., i, j] = j > i + diagonal ? fill : input[..., i, j]`: the
@@ -426,7 +437,8 @@ def Weft_CausalMaskOp : Weft_Op<"causal_mask", [Pure, InferTypeOpInterface,
 //===----------------------------------------------------------------------===//
 
 def Weft_Conv2DOp : Weft_Op<"conv2d", [Pure, InferTypeOpAdaptor,
-    AllElementTypesMatch<["input", "filter", "result"]>]> {
+    AllElementTypesMatch<["input", "filter", "result"]>,
+    Weft_Differentiable]> {
   let summary = "2-D convolution, NCHW input, OIHW filter";
   let description = [{
     `padding` is `[top, left, bottom, right]`. With `groups = g` the input
@@ -453,7 +465,8 @@ def Weft_Conv2DOp : Weft_Op<"conv2d", [Pure, InferTypeOpAdaptor,
 }
 
 class Weft_Pool2DOp<string mnemonic> : Weft_Op<mnemonic, [Pure,
-    InferTypeOpAdaptor, AllElementTypesMatch<["input", "result"]>]> {
+    InferTypeOpAdaptor, AllElementTypesMatch<["input", "result"]>,
+    Weft_Differentiable]> {
   let results = (outs Weft_FloatTensor:$result);
   let assemblyFormat =
       "$input attr-dict `:` functional-type(operands, results)";
@@ -491,7 +504,8 @@ def Weft_AvgPool2DOp : Weft_Pool2DOp<"avg_pool2d"> {
 }
 
 def Weft_GlobalAvgPoolOp : Weft_Op<"global_avg_pool", [Pure,
-    InferTypeOpAdaptor, AllElementTypesMatch<["input", "result"]>]> {
+    InferTypeOpAdaptor, AllElementTypesMatch<["input", "result"]>,
+    Weft_Differentiable]> {
   let summary = "Mean over all spatial axes, keeping them as size 1";
   let description = [{
     ```mlir
@@ -510,7 +524,7 @@ def Weft_GlobalAvgPoolOp : Weft_Op<"global_avg_pool", [Pure,
 //===----------------------------------------------------------------------===//
 
 def Weft_CrossEntropyOp : Weft_Op<"cross_entropy", [Pure,
-    InferTypeOpAdaptor]> {
+    InferTypeOpAdaptor, Weft_Differentiable]> {
   let summary = "Mean softmax cross-entropy of logits against class labels";
   let description = [{
     Classes lie along the last axis of `logits`; `labels` has the shape of
@@ -531,7 +545,8 @@ def Weft_CrossEntropyOp : Weft_Op<"cross_entropy", [Pure,
 }
 
 def Weft_MseOp : Weft_Op<"mse", [Pure, InferTypeOpAdaptor,
-    AllElementTypesMatch<["prediction", "target", "result"]>]> {
+    AllElementTypesMatch<["prediction", "target", "result"]>,
+    Weft_Differentiable]> {
   let summary = "Mean squared error";
   let description = [{
     `mean((prediction - target)^2)` over all elements.
@@ -545,6 +560,184 @@ def Weft_MseOp : Weft_Op<"mse", [Pure, InferTypeOpAdaptor,
   let results = (outs Weft_Scalar:$result);
   let assemblyFormat = "$prediction `,` $target attr-dict `:` "
                        "functional-type(operands, results)";
+}
+
+//===----------------------------------------------------------------------===//
+// Backward ops: adjoints that no composition of the ops above expresses
+// cheaply. Gradient rules build them; they have no gradient rules themselves.
+//===----------------------------------------------------------------------===//
+
+def Weft_ScatterAddOp : Weft_Op<"scatter_add", [Pure, InferTypeOpAdaptor,
+    AllElementTypesMatch<["input", "updates", "result"]>]> {
+  let summary = "Add slices into a tensor by index (the adjoint of gather)";
+  let description = [{
+    `result` starts as `input`; then, for every position `p` of `indices`,
+    the slice of `updates` at `p` is added to the slice of `result` at index
+    `indices[p]` along `axis`. Repeated indices accumulate, so the gradient
+    of an embedding lookup is `scatter_add(zeros, tokens, grad)`. Negative
+    indices count from the end, as in `weft.gather`.
+
+    ```mlir
+    %d = weft.scatter_add %zeros, %tokens, %g {axis = 0 : i64}
+        : (tensor<64x32xf32>, tensor<4x16xi64>, tensor<4x16x32xf32>)
+        -> tensor<64x32xf32>
+    ```
+    Constraints: `0 <= axis < rank(input)`; `updates` has the shape
+    `weft.gather` of `input` by `indices` along `axis` would have.
+  }];
+  let arguments = (ins Weft_FloatTensor:$input, Weft_IndexTensor:$indices,
+      Weft_FloatTensor:$updates, I64Attr:$axis);
+  let results = (outs Weft_FloatTensor:$result);
+  let assemblyFormat = "$input `,` $indices `,` $updates attr-dict `:` "
+                       "functional-type(operands, results)";
+}
+
+def Weft_PadOp : Weft_Op<"pad", [Pure, InferTypeOpAdaptor,
+    AllElementTypesMatch<["input", "result"]>]> {
+  let summary = "Pad with a constant at both ends and between elements";
+  let description = [{
+    Along axis `d` puts `low[d]` cells of `value` first, `interior[d]` cells
+    between consecutive elements and `high[d]` cells last: a size-`n` axis
+    becomes `low + n + (n - 1) * interior + high` (`low + high` when `n` is
+    0). Zero padding is the adjoint of a strided `weft.slice`.
+
+    ```mlir
+    %p = weft.pad %x {low = array<i64: 0, 1>, high = array<i64: 0, 2>,
+                      interior = array<i64: 0, 1>}
+        : (tensor<4x3xf32>) -> tensor<4x8xf32>
+    ```
+    Constraints: one `low`, `high` and `interior` entry per axis, all >= 0.
+  }];
+  let arguments = (ins Weft_FloatTensor:$input, DenseI64ArrayAttr:$low,
+      DenseI64ArrayAttr:$high, DenseI64ArrayAttr:$interior,
+      DefaultValuedAttr<F64Attr, "0.0">:$value);
+  let results = (outs Weft_FloatTensor:$result);
+  let assemblyFormat =
+      "$input attr-dict `:` functional-type(operands, results)";
+}
+
+def Weft_OneHotOp : Weft_Op<"one_hot", [Pure]> {
+  let summary = "Class indices to one-hot vectors";
+  let description = [{
+    `result[..., c] = indices[...] == c ? 1 : 0` for `c` in `[0, C)`, where
+    `C` is the size of the result's last axis. An index outside `[0, C)` is
+    an error at run time, as in PyTorch's `F.one_hot`.
+
+    ```mlir
+    %h = weft.one_hot %labels : tensor<4x16xi64> -> tensor<4x16x64xf32>
+    ```
+    Constraints: the result shape is the indices shape plus one axis.
+  }];
+  let arguments = (ins Weft_IndexTensor:$indices);
+  let results = (outs Weft_FloatTensor:$result);
+  let assemblyFormat =
+      "$indices attr-dict `:` type($indices) `->` type($result)";
+  let hasVerifier = 1;
+}
+
+def Weft_Conv2DBackwardInputOp : Weft_Op<"conv2d_backward_input", [Pure,
+    AllElementTypesMatch<["grad", "filter", "result"]>]> {
+  let summary = "Adjoint of conv2d with respect to its input";
+  let description = [{
+    The transposed convolution: every output position adds `grad * filter`
+    into each input cell its window read. The attributes are the forward
+    `weft.conv2d`'s; the result type is the forward input's, which `grad`
+    does not determine when strides leave trailing input cells unread.
+
+    ```mlir
+    %dx = weft.conv2d_backward_input %g, %w {strides = array<i64: 1, 1>,
+                                             padding = array<i64: 1, 1, 1, 1>,
+                                             dilations = array<i64: 1, 1>}
+        : (tensor<4x8x16x16xf32>, tensor<8x3x3x3xf32>) -> tensor<4x3x16x16xf32>
+    ```
+    Constraints: `weft.conv2d` of a result-shaped input by `filter` with
+    these attributes is valid and has the shape of `grad`.
+  }];
+  let arguments = (ins Weft_FloatTensor:$grad, Weft_FloatTensor:$filter,
+      DenseI64ArrayAttr:$strides, DenseI64ArrayAttr:$padding,
+      DenseI64ArrayAttr:$dilations, DefaultValuedAttr<I64Attr, "1">:$groups);
+  let results = (outs Weft_FloatTensor:$result);
+  let assemblyFormat = "$grad `,` $filter attr-dict `:` "
+                       "functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
+def Weft_Conv2DBackwardFilterOp : Weft_Op<"conv2d_backward_filter", [Pure,
+    AllElementTypesMatch<["grad", "input", "result"]>]> {
+  let summary = "Adjoint of conv2d with respect to its filter";
+  let description = [{
+    `result[o, c, i, j]` sums `grad[n, o, y, x]` times the input cell that
+    tap `(c, i, j)` of filter `o` read at output position `(y, x)`. The
+    attributes are the forward `weft.conv2d`'s and the result type is the
+    filter's.
+
+    ```mlir
+    %dw = weft.conv2d_backward_filter %g, %x {strides = array<i64: 1, 1>,
+                                              padding = array<i64: 1, 1, 1, 1>,
+                                              dilations = array<i64: 1, 1>}
+        : (tensor<4x8x16x16xf32>, tensor<4x3x16x16xf32>) -> tensor<8x3x3x3xf32>
+    ```
+    Constraints: `weft.conv2d` of `input` by a result-shaped filter with
+    these attributes is valid and has the shape of `grad`.
+  }];
+  let arguments = (ins Weft_FloatTensor:$grad, Weft_FloatTensor:$input,
+      DenseI64ArrayAttr:$strides, DenseI64ArrayAttr:$padding,
+      DenseI64ArrayAttr:$dilations, DefaultValuedAttr<I64Attr, "1">:$groups);
+  let results = (outs Weft_FloatTensor:$result);
+  let assemblyFormat = "$grad `,` $input attr-dict `:` "
+                       "functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
+def Weft_MaxPool2DGradOp : Weft_Op<"max_pool2d_grad", [Pure,
+    InferTypeOpAdaptor, AllElementTypesMatch<["grad", "input", "result"]>]> {
+  let summary = "Adjoint of max_pool2d: each window's gradient to its maximum";
+  let description = [{
+    `result` has the shape of the forward `input`; each window adds its
+    `grad` element at the cell `weft.max_pool2d` returned (the first maximum
+    in row-major window order, as PyTorch's argmax). The attributes are the
+    forward op's.
+
+    ```mlir
+    %dx = weft.max_pool2d_grad %g, %x {kernel = array<i64: 2, 2>,
+                                       strides = array<i64: 2, 2>,
+                                       padding = array<i64: 0, 0, 0, 0>}
+        : (tensor<4x8x8x8xf32>, tensor<4x8x16x16xf32>) -> tensor<4x8x16x16xf32>
+    ```
+    Constraints: `weft.max_pool2d` of `input` with these attributes is valid
+    and has the shape of `grad`.
+  }];
+  let arguments = (ins Weft_FloatTensor:$grad, Weft_FloatTensor:$input,
+      DenseI64ArrayAttr:$kernel, DenseI64ArrayAttr:$strides,
+      DenseI64ArrayAttr:$padding);
+  let results = (outs Weft_FloatTensor:$result);
+  let assemblyFormat = "$grad `,` $input attr-dict `:` "
+                       "functional-type(operands, results)";
+}
+
+def Weft_AvgPool2DGradOp : Weft_Op<"avg_pool2d_grad", [Pure,
+    AllElementTypesMatch<["grad", "result"]>]> {
+  let summary = "Adjoint of avg_pool2d";
+  let description = [{
+    Each window spreads its `grad` element evenly over the real cells under
+    it, divided by the forward divisor. The attributes are the forward
+    `weft.avg_pool2d`'s and the result type is its input's.
+
+    ```mlir
+    %dx = weft.avg_pool2d_grad %g {kernel = array<i64: 2, 2>,
+                                   strides = array<i64: 2, 2>,
+                                   padding = array<i64: 0, 0, 0, 0>}
+        : (tensor<4x8x8x8xf32>) -> tensor<4x8x16x16xf32>
+    ```
+    Constraints: `weft.avg_pool2d` of a result-shaped input with these
+    attributes is valid and has the shape of `grad`.
+  }];
+  let arguments = (ins Weft_FloatTensor:$grad, DenseI64ArrayAttr:$kernel,
+      DenseI64ArrayAttr:$strides, DenseI64ArrayAttr:$padding,
+      DefaultValuedAttr<BoolAttr, "false">:$count_include_pad);
+  let results = (outs Weft_FloatTensor:$result);
+  let assemblyFormat = "$grad attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
 }
 
 //===----------------------------------------------------------------------===//

@@ -1,0 +1,243 @@
+//===- Passes.td - Training-step transformations -----------*- tablegen -*-===//
+//
+// Part of the Weft project.
+//
+//===----------------------------------------------------------------------===//
+//
+// Passes that turn a forward model into a training step and later transform
+// it. One `def` per pass, implemented in lib/Transforms/<Name>.cpp.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef WEFT_TRANSFORMS_PASSES_TD
+#define WEFT_TRANSFORMS_PASSES_TD
+
+include "mlir/Pass/PassBase.td"
+
+//===----------------------------------------------------------------------===//
+// Autodiff
+//===----------------------------------------------------------------------===//
+
+def AutodiffPass : Pass<"weft-autodiff", "mlir::ModuleOp"> {
+  let summary = "Build the gradient of a loss with respect to the parameters";
+  let description = [{
+    Reverse-mode differentiation of the function named by `function`, whose
+    result 0 must be the loss, a 0-d float tensor. Adds a function
+    `@<function>_grad` with the same arguments that returns the loss and
+    `d loss / d p` for every `weft.param` argument `p`, in argument order,
+    each result tagged `weft.grad = "<param name>"`.
+
+    The forward ops are cloned into the new function and the backward ops,
+    built by each op's `weft::GradientOpInterface` rule in reverse program
+    order, use the forward values directly (a later pass may trade stored
+    activations for recomputation). A value used several times receives the
+    sum of its adjoints (a tied embedding accumulates both uses). Only ops on
+    a path from a parameter to the loss are differentiated; integer and i1
+    values carry no gradient; a parameter that does not reach the loss gets
+    a zero gradient. Ops neither the loss nor a gradient needs are dropped.
+
+    Errors: the function is missing or is not a single block, the loss is
+    not a 0-d float tensor, the function has no `weft.param` argument, or an
+    op on a path from a parameter to the loss has no gradient rule.
+
+    Before:
+
+    ```mlir
+    func.func @loss(%w: tensor<4x2xf32> {weft.param = "fc.weight"},
+                    %x: tensor<8x4xf32> {weft.input = "x"},
+                    %t: tensor<8x2xf32> {weft.input = "target"})
+        -> tensor<f32> {
+      %y = weft.matmul %x, %w
+          : (tensor<8x4xf32>, tensor<4x2xf32>) -> tensor<8x2xf32>
+      %l = weft.mse %y, %t
+          : (tensor<8x2xf32>, tensor<8x2xf32>) -> tensor<f32>
+      return %l : tensor<f32>
+    }
+    ```
+
+    After (`@loss` is unchanged; this function is added):
+
+    ```mlir
+    func.func @loss_grad(%w: tensor<4x2xf32> {weft.param = "fc.weight"},
+                         %x: tensor<8x4xf32> {weft.input = "x"},
+                         %t: tensor<8x2xf32> {weft.input = "target"})
+        -> (tensor<f32>, tensor<4x2xf32> {weft.grad = "fc.weight"}) {
+      %y = weft.matmul %x, %w
+          : (tensor<8x4xf32>, tensor<4x2xf32>) -> tensor<8x2xf32>
+      %l = weft.mse %y, %t
+          : (tensor<8x2xf32>, tensor<8x2xf32>) -> tensor<f32>
+      %one = weft.constant dense<1.000000e+00> : tensor<f32>
+      %d = weft.sub %y, %t
+          : (tensor<8x2xf32>, tensor<8x2xf32>) -> tensor<8x2xf32>
+      %dg = weft.mul %d, %one
+          : (tensor<8x2xf32>, tensor<f32>) -> tensor<8x2xf32>
+      %k = weft.constant dense<1.250000e-01> : tensor<f32>
+      %dy = weft.mul %dg, %k
+          : (tensor<8x2xf32>, tensor<f32>) -> tensor<8x2xf32>
+      %dw = weft.matmul %x, %dy {transpose_lhs = true}
+          : (tensor<8x4xf32>, tensor<8x2xf32>) -> tensor<4x2xf32>
+      return %l, %dw : tensor<f32>, tensor<4x2xf32>
+    }
+    ```
+  }];
+  let options = [
+    Option<"functionName", "function", "std::string", /*default=*/"\"loss\"",
+           "The function to differentiate; its result 0 is the loss">
+  ];
+  let dependentDialects = ["::weft::WeftDialect"];
+}
+
+//===----------------------------------------------------------------------===//
+// Loss, precision and optimizer
+//===----------------------------------------------------------------------===//
+
+def AttachLossPass : Pass<"weft-attach-loss", "mlir::ModuleOp"> {
+  let summary = "Derive a scalar loss function from the forward function";
+  let description = [{
+    Clones `@forward` into `@loss`, adds a labels argument and returns the
+    loss of the forward output. `cross-entropy` takes classes on the last
+    axis and int64 labels shaped like the output without it, averaging over
+    all other positions (PyTorch's `F.cross_entropy(out.reshape(-1, C),
+    y.reshape(-1))`); `mse` takes a target shaped like the output; `none`
+    uses a model whose first output already is a scalar loss. Losses are
+    computed in f32 whatever precision the model runs in.
+
+    Before:
+
+    ```mlir
+    func.func @forward(%w: tensor<32x10xf32> {weft.param = "w"},
+                       %x: tensor<4x32xf32> {weft.input = "input"})
+        -> tensor<4x10xf32>
+    ```
+
+    After (`kind=cross-entropy`), in addition:
+
+    ```mlir
+    func.func @loss(%w: tensor<32x10xf32> {weft.param = "w"},
+                    %x: tensor<4x32xf32> {weft.input = "input"},
+                    %y: tensor<4xi64> {weft.input = "labels"})
+        -> (tensor<f32> {weft.output = "loss"}) {
+      %0 = weft.matmul %x, %w : ...
+      %1 = weft.cross_entropy %0, %y
+          : (tensor<4x10xf32>, tensor<4xi64>) -> tensor<f32>
+      return %1 : tensor<f32>
+    }
+    ```
+  }];
+  let options = [
+    Option<"kind", "kind", "std::string", "\"cross-entropy\"",
+           "Loss: cross-entropy, mse or none">,
+    Option<"function", "function", "std::string", "\"forward\"",
+           "The forward function">,
+    Option<"lossFunction", "loss-function", "std::string", "\"loss\"",
+           "Name of the function to create">,
+    Option<"labels", "labels", "std::string", "\"labels\"",
+           "Input name of the labels argument">,
+  ];
+}
+
+def MixedPrecisionPass : Pass<"weft-mixed-precision", "mlir::ModuleOp"> {
+  let summary = "Run the forward function in bf16 with f32 master weights";
+  let description = [{
+    Rewrites `@forward` so every float computation runs in bf16: float
+    arguments (parameters stay f32 master weights, inputs keep their type)
+    are cast to bf16 where used, float constants become bf16, and the result
+    is cast back to f32. Matmuls and reductions accumulate in f32 or wider by
+    the ops' definition, so only storage is narrowed. Apply before
+    `--weft-attach-loss`; gradients flow back through the casts to the f32
+    parameters.
+
+    Before:
+
+    ```mlir
+    func.func @forward(%w: tensor<32x10xf32> {weft.param = "w"},
+                       %x: tensor<4x32xf32>) -> tensor<4x10xf32> {
+      %0 = weft.matmul %x, %w : (tensor<4x32xf32>, tensor<32x10xf32>)
+                                -> tensor<4x10xf32>
+      return %0 : tensor<4x10xf32>
+    }
+    ```
+
+    After:
+
+    ```mlir
+    func.func @forward(%w: tensor<32x10xf32> {weft.param = "w"},
+                       %x: tensor<4x32xf32>) -> tensor<4x10xf32> {
+      %0 = weft.cast %x : tensor<4x32xf32> -> tensor<4x32xbf16>
+      %1 = weft.cast %w : tensor<32x10xf32> -> tensor<32x10xbf16>
+      %2 = weft.matmul %0, %1 : (tensor<4x32xbf16>, tensor<32x10xbf16>)
+                                -> tensor<4x10xbf16>
+      %3 = weft.cast %2 : tensor<4x10xbf16> -> tensor<4x10xf32>
+      return %3 : tensor<4x10xf32>
+    }
+    ```
+  }];
+  let options = [
+    Option<"function", "function", "std::string", "\"forward\"",
+           "The function to convert">,
+  ];
+}
+
+def OptimizerPass : Pass<"weft-optimizer", "mlir::ModuleOp"> {
+  let summary = "Build @train_step: gradients, clipping, schedule, update";
+  let description = [{
+    Wraps `@loss_grad` (from `--weft-autodiff`) into
+    `@train_step(params, state, batch, step, lr) -> (params', state', loss,
+    lr_t)`. `step` (i64, 0-based) and the base learning rate `lr` are run-time
+    inputs; the schedule turns them into `lr_t`. With `accum-steps=K` every
+    batch input is K micro-batches along axis 0 and gradients and loss are
+    averaged over them. Update rules match torch.optim 1.13: SGD (momentum,
+    Nesterov, L2 weight decay added to the gradient) and AdamW (decoupled
+    weight decay, bias correction, eps outside the square root), with
+    optional global-norm clipping (`clip_grad_norm_`). Defaults are
+    PyTorch's: SGD momentum 0, weight decay 0; AdamW betas 0.9/0.999, eps
+    1e-8, weight decay 0.01.
+
+    Optimizer state arguments are named `weft.state = "<kind>.<param>"`
+    (`momentum_buffer`, `exp_avg`, `exp_avg_sq`) and start at zero.
+
+    Before: `@loss_grad(%w {weft.param = "w"}, %x, %y) -> (loss, dw)`.
+    After, in addition:
+
+    ```mlir
+    func.func @train_step(%w: tensor<32x10xf32> {weft.param = "w"},
+                          %m: tensor<32x10xf32> {weft.state = "exp_avg.w"},
+                          %v: tensor<32x10xf32> {weft.state = "exp_avg_sq.w"},
+                          %x: ..., %y: ...,
+                          %step: tensor<i64> {weft.input = "step"},
+                          %lr: tensor<f32> {weft.input = "lr"})
+        -> (tensor<32x10xf32> {weft.param = "w"}, ...,
+            tensor<f32> {weft.output = "loss"},
+            tensor<f32> {weft.output = "lr"})
+    ```
+  }];
+  let options = [
+    Option<"optimizer", "optimizer", "std::string", "\"adamw\"",
+           "sgd or adamw">,
+    Option<"momentum", "momentum", "double", "0.0", "SGD momentum">,
+    Option<"nesterov", "nesterov", "bool", "false", "SGD Nesterov momentum">,
+    Option<"weightDecay", "weight-decay", "double", "-1.0",
+           "Weight decay (default: 0 for SGD, 0.01 for AdamW)">,
+    Option<"beta1", "beta1", "double", "0.9", "AdamW beta1">,
+    Option<"beta2", "beta2", "double", "0.999", "AdamW beta2">,
+    Option<"eps", "eps", "double", "1e-8", "AdamW epsilon">,
+    Option<"clipNorm", "clip-norm", "double", "0.0",
+           "Global gradient-norm clipping threshold (0: off)">,
+    Option<"accumSteps", "accum-steps", "int64_t", "1",
+           "Micro-batches per step (gradient accumulation)">,
+    Option<"schedule", "schedule", "std::string", "\"constant\"",
+           "Learning-rate schedule: constant, warmup or cosine">,
+    Option<"warmupSteps", "warmup-steps", "int64_t", "0",
+           "Linear warmup steps (warmup, cosine)">,
+    Option<"totalSteps", "total-steps", "int64_t", "0",
+           "Steps until the cosine schedule reaches its minimum">,
+    Option<"minLrRatio", "min-lr-ratio", "double", "0.0",
+           "Cosine floor as a fraction of the base learning rate">,
+    Option<"gradFunction", "grad-function", "std::string", "\"loss_grad\"",
+           "The gradient function to wrap">,
+    Option<"stepFunction", "step-function", "std::string", "\"train_step\"",
+           "Name of the function to create">,
+  ];
+}
+
+#endif // WEFT_TRANSFORMS_PASSES_TD

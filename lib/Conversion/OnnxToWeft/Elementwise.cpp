@@ -1,0 +1,330 @@
+//===- Elementwise.cpp - ONNX elementwise ops to weft ---------------------===//
+//
+// Part of the Weft project.
+//
+//===----------------------------------------------------------------------===//
+//
+// Arithmetic, activations, comparisons, Cast, Constant, Identity and
+// Dropout.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Legalizers.h"
+
+using namespace mlir;
+using namespace weft;
+using namespace weft::onnx;
+
+namespace {
+
+template <typename OpTy>
+LegalizeResult legalizeBinary(LegalizeContext &ctx, OnnxNodeOp, ValueRange) {
+  FailureOr<SmallVector<Value>> in = ctx.getTensors({"A", "B"});
+  if (failed(in))
+    return failure();
+  return one(ctx.create<OpTy>(*in));
+}
+
+/// ONNX allows an integer exponent with a float base; weft.pow wants one
+/// element type, so the exponent is cast (folded when it is a constant).
+LegalizeResult legalizePow(LegalizeContext &ctx, OnnxNodeOp, ValueRange) {
+  FailureOr<SmallVector<Value>> in = ctx.getTensors({"X", "Y"});
+  if (failed(in))
+    return failure();
+  Value x = (*in)[0], y = (*in)[1];
+  if (elementTypeOf(y) != elementTypeOf(x)) {
+    FailureOr<Value> cast = ctx.create<CastOp>(
+        {y}, {}, RankedTensorType::get(shapeOf(y), elementTypeOf(x)));
+    if (failed(cast))
+      return failure();
+    y = *cast;
+  }
+  return one(ctx.create<PowOp>({x, y}));
+}
+
+/// Max, Min and Sum take any number of inputs.
+template <typename OpTy>
+LegalizeResult legalizeVariadic(LegalizeContext &ctx, OnnxNodeOp, ValueRange) {
+  FailureOr<SmallVector<Value>> in = ctx.getVariadicTensors();
+  if (failed(in))
+    return failure();
+  Value result = in->front();
+  for (Value v : ArrayRef<Value>(*in).drop_front()) {
+    FailureOr<Value> next = ctx.create<OpTy>({result, v});
+    if (failed(next))
+      return failure();
+    result = *next;
+  }
+  return SmallVector<Value>{result};
+}
+
+template <typename OpTy>
+LegalizeResult legalizeUnary(LegalizeContext &ctx, OnnxNodeOp, ValueRange) {
+  FailureOr<SmallVector<Value>> in = ctx.getTensors({"X"});
+  if (failed(in))
+    return failure();
+  return one(ctx.create<OpTy>(*in));
+}
+
+LegalizeResult legalizeReciprocal(LegalizeContext &ctx, OnnxNodeOp,
+                                  ValueRange) {
+  FailureOr<SmallVector<Value>> in = ctx.getTensors({"X"});
+  if (failed(in))
+    return failure();
+  FailureOr<Value> oneValue = ctx.scalar(elementTypeOf(in->front()), 1.0);
+  if (failed(oneValue))
+    return failure();
+  return one(ctx.create<DivOp>({*oneValue, in->front()}));
+}
+
+/// `x >= 0 ? x : alpha * x`.
+LegalizeResult legalizeLeakyRelu(LegalizeContext &ctx, OnnxNodeOp,
+                                 ValueRange) {
+  FailureOr<SmallVector<Value>> in = ctx.getTensors({"X"});
+  double alpha = 0.01;
+  if (failed(in) || failed(ctx.getFloat("alpha", alpha)))
+    return failure();
+  Value x = in->front();
+  FailureOr<Value> zero = ctx.scalar(elementTypeOf(x), 0.0);
+  FailureOr<Value> slope = ctx.scalar(elementTypeOf(x), alpha);
+  if (failed(zero) || failed(slope))
+    return failure();
+  FailureOr<Value> positive = ctx.create<CmpOp>(
+      {x, *zero}, {ctx.builder.getNamedAttr(
+                      "predicate", CmpPredicateAttr::get(ctx.getContext(),
+                                                         CmpPredicate::ge))});
+  FailureOr<Value> scaled = ctx.create<MulOp>({x, *slope});
+  if (failed(positive) || failed(scaled))
+    return failure();
+  return one(ctx.create<WhereOp>({*positive, x, *scaled}));
+}
+
+LegalizeResult legalizeGelu(LegalizeContext &ctx, OnnxNodeOp, ValueRange) {
+  FailureOr<SmallVector<Value>> in = ctx.getTensors({"X"});
+  std::string approximate = "none";
+  if (failed(in) || failed(ctx.getString("approximate", approximate)))
+    return failure();
+  GeluApproximation kind;
+  if (approximate == "none")
+    kind = GeluApproximation::None;
+  else if (approximate == "tanh")
+    kind = GeluApproximation::Tanh;
+  else
+    return ctx.unsupportedAttr("approximate", "'" + approximate + "'",
+                               "'none', 'tanh'");
+  return one(ctx.create<GeluOp>(
+      *in, {ctx.builder.getNamedAttr(
+               "approximate",
+               GeluApproximationAttr::get(ctx.getContext(), kind))}));
+}
+
+/// `min(max(x, lo), hi)`; a missing bound is no bound. Before opset 11 the
+/// bounds are attributes, from 11 on optional inputs.
+LegalizeResult legalizeClip(LegalizeContext &ctx, OnnxNodeOp, ValueRange) {
+  FailureOr<SmallVector<Value>> in = ctx.getTensors({"input"});
+  if (failed(in))
+    return failure();
+  Value x = in->front();
+  Value bounds[2];
+  StringRef names[2] = {"min", "max"};
+  for (int i = 0; i < 2; ++i) {
+    if (ctx.opset < 11) {
+      if (!ctx.hasAttr(names[i]))
+        continue;
+      double bound = 0;
+      if (failed(ctx.getFloat(names[i], bound)))
+        return failure();
+      FailureOr<Value> c = ctx.scalar(elementTypeOf(x), bound);
+      if (failed(c))
+        return failure();
+      bounds[i] = *c;
+    } else if (ctx.hasInput(i + 1)) {
+      FailureOr<TypedValue<RankedTensorType>> b =
+          ctx.getTensor(i + 1, names[i]);
+      if (failed(b))
+        return failure();
+      bounds[i] = *b;
+    }
+  }
+  if (bounds[0]) {
+    FailureOr<Value> lo = ctx.create<MaxOp>({x, bounds[0]});
+    if (failed(lo))
+      return failure();
+    x = *lo;
+  }
+  if (bounds[1]) {
+    FailureOr<Value> hi = ctx.create<MinOp>({x, bounds[1]});
+    if (failed(hi))
+      return failure();
+    x = *hi;
+  }
+  return SmallVector<Value>{x};
+}
+
+/// `where(a, b, !b)` is a == b for booleans, which weft.cmp does not take.
+FailureOr<Value> buildBoolEqual(LegalizeContext &ctx, Value a, Value b) {
+  FailureOr<Value> f = ctx.scalar(elementTypeOf(a), 0);
+  FailureOr<Value> t = ctx.scalar(elementTypeOf(a), 1);
+  if (failed(f) || failed(t))
+    return failure();
+  FailureOr<Value> notB = ctx.create<WhereOp>({b, *f, *t});
+  if (failed(notB))
+    return failure();
+  return ctx.create<WhereOp>({a, b, *notB});
+}
+
+template <CmpPredicate predicate>
+LegalizeResult legalizeCmp(LegalizeContext &ctx, OnnxNodeOp, ValueRange) {
+  FailureOr<SmallVector<Value>> in = ctx.getTensors({"A", "B"});
+  if (failed(in))
+    return failure();
+  Value a = (*in)[0], b = (*in)[1];
+  if (predicate == CmpPredicate::eq && elementTypeOf(a).isInteger(1) &&
+      elementTypeOf(b).isInteger(1))
+    return one(buildBoolEqual(ctx, a, b));
+  return one(ctx.create<CmpOp>(
+      {a, b}, {ctx.builder.getNamedAttr(
+                  "predicate",
+                  CmpPredicateAttr::get(ctx.getContext(), predicate))}));
+}
+
+LegalizeResult legalizeNot(LegalizeContext &ctx, OnnxNodeOp, ValueRange) {
+  FailureOr<SmallVector<Value>> in = ctx.getTensors({"X"});
+  if (failed(in))
+    return failure();
+  Type i1 = ctx.builder.getI1Type();
+  FailureOr<Value> f = ctx.scalar(i1, 0);
+  FailureOr<Value> t = ctx.scalar(i1, 1);
+  if (failed(f) || failed(t))
+    return failure();
+  return one(ctx.create<WhereOp>({in->front(), *f, *t}));
+}
+
+LegalizeResult legalizeCast(LegalizeContext &ctx, OnnxNodeOp, ValueRange) {
+  FailureOr<SmallVector<Value>> in = ctx.getTensors({"input"});
+  int64_t to = -1;
+  if (failed(in) || failed(ctx.getInt("to", to)))
+    return failure();
+  OpBuilder &b = ctx.builder;
+  Type element;
+  switch (to) {
+  case 1: element = b.getF32Type(); break;
+  case 6: element = b.getI32Type(); break;
+  case 7: element = b.getI64Type(); break;
+  case 9: element = b.getI1Type(); break;
+  case 10: element = b.getF16Type(); break;
+  case 11: element = b.getF64Type(); break;
+  case 16: element = b.getBF16Type(); break;
+  default:
+    return ctx.unsupportedAttr(
+        "to", std::to_string(to),
+        "1 (float), 6 (int32), 7 (int64), 9 (bool), 10 (float16), "
+        "11 (double), 16 (bfloat16)");
+  }
+  Value x = in->front();
+  return one(ctx.create<CastOp>(
+      {x}, {}, RankedTensorType::get(shapeOf(x), element)));
+}
+
+LegalizeResult legalizeConstant(LegalizeContext &ctx, OnnxNodeOp, ValueRange) {
+  OpBuilder &b = ctx.builder;
+  Attribute attr;
+  if ((attr = ctx.getAttr("value"))) {
+    if (auto elements = dyn_cast<ElementsAttr>(attr))
+      return one(ctx.constant(elements));
+  } else if ((attr = ctx.getAttr("value_float"))) {
+    double v = 0;
+    if (failed(ctx.getFloat("value_float", v)))
+      return failure();
+    return one(ctx.scalar(b.getF32Type(), v));
+  } else if ((attr = ctx.getAttr("value_int"))) {
+    int64_t v = 0;
+    if (failed(ctx.getInt("value_int", v)))
+      return failure();
+    return one(ctx.constant(DenseElementsAttr::get(
+        RankedTensorType::get({}, b.getI64Type()), b.getI64IntegerAttr(v))));
+  } else if ((attr = ctx.getAttr("value_floats"))) {
+    if (auto floats = dyn_cast<DenseF32ArrayAttr>(attr))
+      return one(ctx.constant(DenseElementsAttr::get(
+          RankedTensorType::get({floats.size()}, b.getF32Type()),
+          floats.asArrayRef())));
+  } else if ((attr = ctx.getAttr("value_ints"))) {
+    SmallVector<int64_t> ints;
+    if (failed(ctx.getInts("value_ints", ints)))
+      return failure();
+    return one(ctx.constant(DenseElementsAttr::get(
+        RankedTensorType::get({static_cast<int64_t>(ints.size())},
+                              b.getI64Type()),
+        ArrayRef<int64_t>(ints))));
+  } else {
+    return ctx.emitError()
+           << "needs one of the attributes 'value', 'value_float', "
+              "'value_int', 'value_floats', 'value_ints' (string and sparse "
+              "constants are not supported)";
+  }
+  return ctx.emitError() << "unsupported constant attribute " << attr;
+}
+
+LegalizeResult legalizeIdentity(LegalizeContext &ctx, OnnxNodeOp, ValueRange) {
+  return ctx.getTensors({"input"});
+}
+
+/// Inference semantics: Dropout passes its input through. Training mode
+/// would need a random mask, which weft does not model.
+LegalizeResult legalizeDropout(LegalizeContext &ctx, OnnxNodeOp, ValueRange) {
+  FailureOr<SmallVector<Value>> in = ctx.getTensors({"data"});
+  if (failed(in))
+    return failure();
+  if (ctx.hasInput(2)) {
+    ElementsAttr training = ctx.matchConstant(2);
+    SmallVector<int64_t> values;
+    if (training)
+      values = getIntValues(training);
+    if (!training || values.size() != 1 || values.front() != 0)
+      return ctx.emitError() << "input 2 (training_mode) must be a constant "
+                                "false: only inference Dropout is supported";
+  }
+  return in;
+}
+
+} // namespace
+
+void weft::onnx::populateElementwiseLegalizers(LegalizerRegistry &registry) {
+  registry.add("Add", 7, kMaxOpset, legalizeBinary<AddOp>);
+  registry.add("Sub", 7, kMaxOpset, legalizeBinary<SubOp>);
+  registry.add("Mul", 7, kMaxOpset, legalizeBinary<MulOp>);
+  registry.add("Div", 7, kMaxOpset, legalizeBinary<DivOp>);
+  registry.add("Pow", 7, kMaxOpset, legalizePow);
+  registry.add("Max", 8, kMaxOpset, legalizeVariadic<MaxOp>);
+  registry.add("Min", 8, kMaxOpset, legalizeVariadic<MinOp>);
+  registry.add("Sum", 8, kMaxOpset, legalizeVariadic<AddOp>);
+
+  registry.add("Abs", 6, kMaxOpset, legalizeUnary<AbsOp>);
+  registry.add("Neg", 6, kMaxOpset, legalizeUnary<NegOp>);
+  registry.add("Sqrt", 6, kMaxOpset, legalizeUnary<SqrtOp>);
+  registry.add("Exp", 6, kMaxOpset, legalizeUnary<ExpOp>);
+  registry.add("Log", 6, kMaxOpset, legalizeUnary<LogOp>);
+  registry.add("Relu", 6, kMaxOpset, legalizeUnary<ReluOp>);
+  registry.add("Tanh", 6, kMaxOpset, legalizeUnary<TanhOp>);
+  registry.add("Sigmoid", 6, kMaxOpset, legalizeUnary<SigmoidOp>);
+  registry.add("Erf", 9, kMaxOpset, legalizeUnary<ErfOp>);
+  registry.add("Cos", 7, kMaxOpset, legalizeUnary<CosOp>);
+  registry.add("Sin", 7, kMaxOpset, legalizeUnary<SinOp>);
+  registry.add("Reciprocal", 6, kMaxOpset, legalizeReciprocal);
+  registry.add("LeakyRelu", 6, kMaxOpset, legalizeLeakyRelu);
+  registry.add("Gelu", 20, kMaxOpset, legalizeGelu);
+  registry.add("Clip", 6, kMaxOpset, legalizeClip);
+
+  registry.add("Equal", 7, kMaxOpset, legalizeCmp<CmpPredicate::eq>);
+  registry.add("Less", 7, kMaxOpset, legalizeCmp<CmpPredicate::lt>);
+  registry.add("LessOrEqual", 12, kMaxOpset, legalizeCmp<CmpPredicate::le>);
+  registry.add("Greater", 7, kMaxOpset, legalizeCmp<CmpPredicate::gt>);
+  registry.add("GreaterOrEqual", 12, kMaxOpset,
+               legalizeCmp<CmpPredicate::ge>);
+  registry.add("Not", 1, kMaxOpset, legalizeNot);
+
+  registry.add("Cast", 6, kMaxOpset, legalizeCast);
+  registry.add("Constant", 1, kMaxOpset, legalizeConstant);
+  registry.add("Identity", 1, kMaxOpset, legalizeIdentity);
+  registry.add("Dropout", 1, kMaxOpset, legalizeDropout);
+}

@@ -1,0 +1,232 @@
+//===- Evaluator.cpp - Reference evaluation of weft functions -------------===//
+//
+// Part of the Weft project.
+//
+//===----------------------------------------------------------------------===//
+//
+// Walks a function's block op by op, handing each op to the family that
+// knows it (OpsElementwise.cpp, OpsReduction.cpp, OpsLinalg.cpp,
+// OpsDataMovement.cpp). Calls run on an explicit frame stack, so neither deep
+// call chains nor long functions grow the native stack, and values are freed
+// after their last use so a long training step does not keep every
+// activation alive.
+//
+//===----------------------------------------------------------------------===//
+
+#include "EvaluatorInternal.h"
+
+#include "weft/Dialect/Weft/IR/WeftOps.h"
+
+#include "mlir/IR/SymbolTable.h"
+#include "llvm/ADT/DenseMap.h"
+
+using namespace mlir;
+using namespace weft;
+using namespace weft::eval;
+using namespace weft::eval::detail;
+
+namespace {
+
+/// Whether `t` is a well-formed value of `type`: same shape and element type,
+/// and storage of the right size, so op loops can index it blindly.
+bool matchesType(const Tensor &t, Type type) {
+  auto ranked = dyn_cast<RankedTensorType>(type);
+  if (!ranked || !t.elementType || t.elementType != ranked.getElementType() ||
+      ArrayRef<int64_t>(t.shape) != ranked.getShape())
+    return false;
+  size_t n = static_cast<size_t>(t.numElements());
+  return t.isFloat() ? t.fp.size() == n : t.ints.size() == n;
+}
+
+/// "tensor<4x8xf32>", or a description of a malformed value.
+std::string describe(const Tensor &t) {
+  if (!t.elementType)
+    return "an uninitialized value";
+  std::string s;
+  llvm::raw_string_ostream os(s);
+  os << t.getType();
+  return s;
+}
+
+/// Checks `values` against `types` and reports the first mismatch on `op`.
+LogicalResult checkValues(Operation *op, StringRef what,
+                          ArrayRef<Tensor> values, TypeRange types) {
+  if (values.size() != types.size())
+    return op->emitError("expected ")
+           << types.size() << " " << what << "s, got " << values.size();
+  for (auto [i, value, type] : llvm::enumerate(values, types))
+    if (!matchesType(value, type))
+      return op->emitError() << what << " #" << i << " has type " << type
+                             << " but the evaluator was given "
+                             << describe(value);
+  return success();
+}
+
+/// One function activation on the explicit call stack.
+struct Frame {
+  func::FuncOp fn;
+  Block::iterator next;
+  /// Live values; each is dropped when its last use has consumed it.
+  llvm::DenseMap<Value, Tensor> values;
+  /// Uses not yet consumed, per live value.
+  llvm::DenseMap<Value, unsigned> remainingUses;
+  /// The func.call in the caller frame that this frame's results bind to.
+  Operation *caller = nullptr;
+
+  void bind(Value v, Tensor t) {
+    unsigned uses = static_cast<unsigned>(
+        std::distance(v.getUses().begin(), v.getUses().end()));
+    if (uses == 0)
+      return;
+    values[v] = std::move(t);
+    remainingUses[v] = uses;
+  }
+
+  /// The value of `v` for one use: moved out at its last use, copied before.
+  Tensor take(Value v) {
+    auto it = remainingUses.find(v);
+    assert(it != remainingUses.end() && "value used before definition");
+    if (--it->second > 0)
+      return values[v];
+    remainingUses.erase(it);
+    Tensor t = std::move(values[v]);
+    values.erase(v);
+    return t;
+  }
+};
+
+/// Starts a frame for `fn` after checking that it can be evaluated on `args`.
+/// `site` is where errors about the arguments are reported.
+FailureOr<Frame> enterFunction(func::FuncOp fn, SmallVector<Tensor> args,
+                               Operation *site) {
+  if (fn.isExternal())
+    return site->emitError("function '")
+           << fn.getSymName() << "' has no body to evaluate";
+  if (!fn.getBody().hasOneBlock())
+    return fn.emitError("the evaluator needs a single-block function");
+  if (failed(checkValues(site, "argument", args, fn.getArgumentTypes())))
+    return failure();
+  Frame frame;
+  frame.fn = fn;
+  Block &body = fn.getBody().front();
+  frame.next = body.begin();
+  for (auto [arg, value] : llvm::zip_equal(body.getArguments(), args))
+    frame.bind(arg, std::move(value));
+  return frame;
+}
+
+} // namespace
+
+FailureOr<SmallVector<Tensor>> eval::evaluateOp(Operation *op,
+                                                ArrayRef<Tensor> operands) {
+  if (auto node = dyn_cast<OnnxNodeOp>(op))
+    return op->emitError("op 'weft.onnx.node' (ONNX ")
+           << node.getOpType()
+           << ") is not legalized; run --weft-legalize-onnx first";
+  if (failed(checkValues(op, "operand", operands, op->getOperandTypes())))
+    return failure();
+  if (auto call = dyn_cast<func::CallOp>(op)) {
+    auto callee = SymbolTable::lookupNearestSymbolFrom<func::FuncOp>(
+        op, call.getCalleeAttr());
+    if (!callee)
+      return op->emitError("cannot find the called function '")
+             << call.getCallee() << "'";
+    return evaluateFunction(callee, operands);
+  }
+  bool known = op->getDialect() && isa<WeftDialect>(op->getDialect()) &&
+               op->getNumResults() == 1 && op->getNumRegions() == 0 &&
+               isa<RankedTensorType>(op->getResult(0).getType()) &&
+               cast<RankedTensorType>(op->getResult(0).getType())
+                   .hasStaticShape();
+  if (known) {
+    Tensor result = resultFor(op);
+    std::optional<LogicalResult> status;
+    for (auto family : {evaluateElementwiseOp, evaluateReductionOp,
+                        evaluateLinalgOp, evaluateDataMovementOp,
+                        evaluateGradientOp}) {
+      status = family(op, operands, result);
+      if (status)
+        break;
+    }
+    if (status) {
+      if (failed(*status))
+        return failure();
+      SmallVector<Tensor> results;
+      results.push_back(std::move(result));
+      return results;
+    }
+  }
+  return op->emitError("op '")
+         << op->getName() << "' is not supported by the reference evaluator";
+}
+
+FailureOr<SmallVector<Tensor>>
+eval::evaluateFunction(func::FuncOp fn, ArrayRef<Tensor> args) {
+  FailureOr<Frame> entry =
+      enterFunction(fn, SmallVector<Tensor>(args.begin(), args.end()), fn);
+  if (failed(entry))
+    return failure();
+  std::vector<Frame> stack;
+  stack.push_back(std::move(*entry));
+
+  while (true) {
+    Frame &frame = stack.back();
+    if (frame.next == frame.fn.getBody().front().end())
+      return frame.fn.emitError("function body does not end in func.return");
+    Operation *op = &*frame.next++;
+
+    // weft.onnx.none only feeds weft.onnx.node, which reports the real
+    // problem (the function was not legalized).
+    if (isa<OnnxNoneOp>(op))
+      continue;
+
+    SmallVector<Tensor> operands;
+    operands.reserve(op->getNumOperands());
+    for (Value v : op->getOperands()) {
+      if (!frame.remainingUses.count(v))
+        return op->emitError("operand is not a value the evaluator computed");
+      operands.push_back(frame.take(v));
+    }
+
+    if (isa<func::ReturnOp>(op)) {
+      if (failed(checkValues(op, "result", operands,
+                             frame.fn.getResultTypes())))
+        return failure();
+      Operation *caller = frame.caller;
+      stack.pop_back();
+      if (stack.empty())
+        return operands;
+      for (auto [v, t] : llvm::zip_equal(caller->getResults(), operands))
+        stack.back().bind(v, std::move(t));
+      continue;
+    }
+
+    if (auto call = dyn_cast<func::CallOp>(op)) {
+      auto callee = SymbolTable::lookupNearestSymbolFrom<func::FuncOp>(
+          op, call.getCalleeAttr());
+      if (!callee)
+        return op->emitError("cannot find the called function '")
+               << call.getCallee() << "'";
+      if (stack.size() >= kMaxCallDepth)
+        return op->emitError("calls nest deeper than ")
+               << kMaxCallDepth << " (is '" << call.getCallee()
+               << "' recursive?)";
+      if (call->getNumResults() != callee.getNumResults())
+        return op->emitError("call and callee disagree on the result count");
+      FailureOr<Frame> callFrame =
+          enterFunction(callee, std::move(operands), op);
+      if (failed(callFrame))
+        return failure();
+      callFrame->caller = op;
+      // `frame` dangles once the stack grows; it is not used past here.
+      stack.push_back(std::move(*callFrame));
+      continue;
+    }
+
+    FailureOr<SmallVector<Tensor>> results = evaluateOp(op, operands);
+    if (failed(results))
+      return failure();
+    for (auto [v, t] : llvm::zip_equal(op->getResults(), *results))
+      frame.bind(v, std::move(t));
+  }
+}

@@ -1,0 +1,257 @@
+//===- OpsLinalg.cpp - Evaluating matmul, convolution and pooling ---------===//
+//
+// Part of the Weft project.
+//
+//===----------------------------------------------------------------------===//
+//
+// Matmul, convolution and pooling. Direct loops, no tiling: the evaluator is
+// an oracle, and straightforward loops are easiest to trust. Strides are
+// computed once per op and products accumulate in double, so a transformer
+// of a few million FLOPs evaluates in well under a second.
+//
+//===----------------------------------------------------------------------===//
+
+#include "EvaluatorInternal.h"
+
+#include "weft/Dialect/Weft/IR/WeftOps.h"
+
+#include "llvm/ADT/TypeSwitch.h"
+
+#include <limits>
+
+using namespace mlir;
+using namespace weft;
+using namespace weft::eval;
+using namespace weft::eval::detail;
+
+namespace {
+
+void evalMatMul(MatMulOp op, const Tensor &a, const Tensor &b, Tensor &r) {
+  Rounder round(r.elementType);
+  ArrayRef<int64_t> as = a.shape, bs = b.shape;
+  int64_t aRows = as[as.size() - 2], aCols = as.back();
+  int64_t bRows = bs[bs.size() - 2], bCols = bs.back();
+  // Transposes only swap strides: element (i, k) of lhs' is at
+  // i * aIStride + k * aKStride within its matrix, likewise (k, j) of rhs'.
+  bool ta = op.getTransposeLhs(), tb = op.getTransposeRhs();
+  int64_t m = ta ? aCols : aRows, k = ta ? aRows : aCols;
+  int64_t n = tb ? bRows : bCols;
+  int64_t aIStride = ta ? 1 : aCols, aKStride = ta ? aCols : 1;
+  int64_t bKStride = tb ? 1 : bCols, bJStride = tb ? bCols : 1;
+
+  ArrayRef<int64_t> batch = ArrayRef<int64_t>(r.shape).drop_back(2);
+  std::vector<int64_t> aBatch = broadcastOffsets(batch, as.drop_back(2));
+  std::vector<int64_t> bBatch = broadcastOffsets(batch, bs.drop_back(2));
+  // One row of sums at a time, walking rhs rows contiguously when it is not
+  // transposed; every sum still adds its products in order of k.
+  std::vector<double> row(n);
+  for (size_t bi = 0, e = aBatch.size(); bi < e; ++bi) {
+    const double *aMat = a.fp.data() + aBatch[bi] * aRows * aCols;
+    const double *bMat = b.fp.data() + bBatch[bi] * bRows * bCols;
+    double *rMat = r.fp.data() + bi * m * n;
+    for (int64_t i = 0; i < m; ++i) {
+      std::fill(row.begin(), row.end(), 0.0);
+      for (int64_t kk = 0; kk < k; ++kk) {
+        double av = aMat[i * aIStride + kk * aKStride];
+        const double *bRow = bMat + kk * bKStride;
+        for (int64_t j = 0; j < n; ++j)
+          row[j] += av * bRow[j * bJStride];
+      }
+      for (int64_t j = 0; j < n; ++j)
+        rMat[i * n + j] = round(row[j]);
+    }
+  }
+}
+
+/// The index arithmetic of a conv2d.
+struct ConvGeometry {
+  int64_t batch, channels, h, w;         // input, NCHW
+  int64_t outChannels, groupChannels, kh, kw; // filter, OIHW
+  int64_t oh, ow;                         // result spatial sizes
+  ArrayRef<int64_t> strides, padding, dilations;
+  int64_t groups;
+
+  template <typename Op>
+  ConvGeometry(Op op, ArrayRef<int64_t> input, ArrayRef<int64_t> filter,
+               ArrayRef<int64_t> output)
+      : batch(input[0]), channels(input[1]), h(input[2]), w(input[3]),
+        outChannels(filter[0]), groupChannels(filter[1]), kh(filter[2]),
+        kw(filter[3]), oh(output[2]), ow(output[3]),
+        strides(op.getStrides()), padding(op.getPadding()),
+        dilations(op.getDilations()),
+        groups(static_cast<int64_t>(op.getGroups())) {}
+
+  /// Calls `visit(input, filter, output)` with flat offsets for every
+  /// product the convolution sums, in the order a direct loop adds them up
+  /// for each output element (channel, then filter row, then column).
+  template <typename F> void forEachTap(F visit) const {
+    int64_t perGroup = outChannels / groups;
+    for (int64_t n = 0; n < batch; ++n) {
+      for (int64_t o = 0; o < outChannels; ++o) {
+        int64_t firstChannel = (o / perGroup) * groupChannels;
+        for (int64_t y = 0; y < oh; ++y) {
+          for (int64_t x = 0; x < ow; ++x) {
+            int64_t out = ((n * outChannels + o) * oh + y) * ow + x;
+            for (int64_t c = 0; c < groupChannels; ++c) {
+              int64_t plane = (n * channels + firstChannel + c) * h * w;
+              int64_t taps = (o * groupChannels + c) * kh * kw;
+              for (int64_t i = 0; i < kh; ++i) {
+                int64_t iy = y * strides[0] - padding[0] + i * dilations[0];
+                if (iy < 0 || iy >= h)
+                  continue;
+                for (int64_t j = 0; j < kw; ++j) {
+                  int64_t ix = x * strides[1] - padding[1] + j * dilations[1];
+                  if (ix < 0 || ix >= w)
+                    continue;
+                  visit(plane + iy * w + ix, taps + i * kw + j, out);
+                }
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+};
+
+/// Rounds every element of a result accumulated in place in double.
+void roundAll(Tensor &r) {
+  Rounder round(r.elementType);
+  for (double &v : r.fp)
+    v = round(v);
+}
+
+void evalConv2D(Conv2DOp op, const Tensor &x, const Tensor &w,
+                const Tensor *bias, Tensor &r) {
+  ConvGeometry g(op, x.shape, w.shape, r.shape);
+  g.forEachTap([&](int64_t xi, int64_t wi, int64_t ri) {
+    r.fp[ri] += x.fp[xi] * w.fp[wi];
+  });
+  if (bias) {
+    int64_t plane = g.oh * g.ow;
+    for (size_t i = 0, e = r.fp.size(); i < e; ++i)
+      r.fp[i] += bias->fp[(i / plane) % g.outChannels];
+  }
+  roundAll(r);
+}
+
+/// The windows of a 2-D pooling op over an NCHW input.
+struct PoolGeometry {
+  int64_t planes, h, w, oh, ow;
+  ArrayRef<int64_t> kernel, strides, padding;
+
+  template <typename Op>
+  PoolGeometry(Op op, ArrayRef<int64_t> input, ArrayRef<int64_t> output)
+      : planes(input[0] * input[1]), h(input[2]), w(input[3]),
+        oh(output[2]), ow(output[3]), kernel(op.getKernel()),
+        strides(op.getStrides()), padding(op.getPadding()) {}
+
+  /// Calls `visit(window, cells)` for every output element with the flat
+  /// input offsets of the real (non-padding) cells under its window, in
+  /// row-major window order.
+  template <typename F> void forEachWindow(F visit) const {
+    SmallVector<int64_t> cells;
+    for (int64_t p = 0; p < planes; ++p) {
+      for (int64_t y = 0; y < oh; ++y) {
+        for (int64_t x = 0; x < ow; ++x) {
+          cells.clear();
+          for (int64_t i = 0; i < kernel[0]; ++i) {
+            int64_t iy = y * strides[0] - padding[0] + i;
+            if (iy < 0 || iy >= h)
+              continue;
+            for (int64_t j = 0; j < kernel[1]; ++j) {
+              int64_t ix = x * strides[1] - padding[1] + j;
+              if (ix >= 0 && ix < w)
+                cells.push_back((p * h + iy) * w + ix);
+            }
+          }
+          visit((p * oh + y) * ow + x, ArrayRef<int64_t>(cells));
+        }
+      }
+    }
+  }
+
+  /// The average's divisor for a window with `cells` real cells.
+  double divisor(bool countIncludePad, size_t cells) const {
+    return countIncludePad ? static_cast<double>(kernel[0] * kernel[1])
+                           : static_cast<double>(cells);
+  }
+};
+
+/// The cell max_pool2d returns for a window: PyTorch's rule, the first
+/// strict maximum in row-major order, except that a NaN always takes over.
+int64_t argMax(const Tensor &x, ArrayRef<int64_t> cells) {
+  int64_t best = cells.front();
+  double bestValue = -std::numeric_limits<double>::infinity();
+  for (int64_t c : cells) {
+    double v = x.fp[c];
+    if (v > bestValue || std::isnan(v)) {
+      best = c;
+      bestValue = v;
+    }
+  }
+  return best;
+}
+
+void evalMaxPool(MaxPool2DOp op, const Tensor &x, Tensor &r) {
+  PoolGeometry g(op, x.shape, r.shape);
+  g.forEachWindow([&](int64_t out, ArrayRef<int64_t> cells) {
+    // The verifier keeps padding below the kernel size, so every window
+    // holds a real cell; the guard only keeps unverified IR memory-safe.
+    r.fp[out] = cells.empty() ? -std::numeric_limits<double>::infinity()
+                              : x.fp[argMax(x, cells)];
+  });
+}
+
+void evalAvgPool(AvgPool2DOp op, const Tensor &x, Tensor &r) {
+  Rounder round(r.elementType);
+  PoolGeometry g(op, x.shape, r.shape);
+  g.forEachWindow([&](int64_t out, ArrayRef<int64_t> cells) {
+    double sum = 0;
+    for (int64_t c : cells)
+      sum += x.fp[c];
+    r.fp[out] = round(sum / g.divisor(op.getCountIncludePad(), cells.size()));
+  });
+}
+
+void evalGlobalAvgPool(const Tensor &x, Tensor &r) {
+  Rounder round(r.elementType);
+  int64_t planes = x.shape[0] * x.shape[1];
+  int64_t size = product(ArrayRef<int64_t>(x.shape).drop_front(2));
+  for (int64_t p = 0; p < planes; ++p) {
+    double sum = 0;
+    for (int64_t i = 0; i < size; ++i)
+      sum += x.fp[p * size + i];
+    r.fp[p] = round(sum / static_cast<double>(size));
+  }
+}
+
+} // namespace
+
+std::optional<LogicalResult>
+weft::eval::detail::evaluateLinalgOp(Operation *op, ArrayRef<Tensor> operands,
+                         Tensor &result) {
+  return llvm::TypeSwitch<Operation *, std::optional<LogicalResult>>(op)
+      .Case([&](MatMulOp matmul) {
+        evalMatMul(matmul, operands[0], operands[1], result);
+        return success();
+      })
+      .Case([&](Conv2DOp conv) {
+        const Tensor *bias = operands.size() > 2 ? &operands[2] : nullptr;
+        evalConv2D(conv, operands[0], operands[1], bias, result);
+        return success();
+      })
+      .Case([&](MaxPool2DOp pool) {
+        evalMaxPool(pool, operands[0], result);
+        return success();
+      })
+      .Case([&](AvgPool2DOp pool) {
+        evalAvgPool(pool, operands[0], result);
+        return success();
+      })
+      .Case([&](GlobalAvgPoolOp) {
+        evalGlobalAvgPool(operands[0], result);
+        return success();
+      })
+      .Default([](Operation *) { return std::nullopt; });
+}

@@ -1,0 +1,274 @@
+//===- Autodiff.cpp - Reverse-mode differentiation of a loss --------------===//
+//
+// Part of the Weft project.
+//
+//===----------------------------------------------------------------------===//
+//
+// --weft-autodiff: clones the loss function into `<name>_grad` and appends
+// the backward sweep. Two linear scans find the active ops (reached from a
+// parameter and reaching the loss), then one reverse scan asks each active
+// op's GradientOpInterface rule for its operand adjoints. All scans walk the
+// block in order, never the use-def graph, so a deep model cannot exhaust
+// the stack; maps are keyed by Value for lookup only, never iterated, so the
+// output does not depend on hash order.
+//
+//===----------------------------------------------------------------------===//
+
+#include "weft/Transforms/Passes.h"
+
+#include "weft/Dialect/Weft/IR/WeftDialect.h"
+#include "weft/Dialect/Weft/IR/WeftOps.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/SymbolTable.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/DenseSet.h"
+
+namespace weft {
+#define GEN_PASS_DEF_AUTODIFFPASS
+#include "weft/Transforms/Passes.h.inc"
+} // namespace weft
+
+using namespace mlir;
+using namespace weft;
+
+namespace {
+
+/// Float tensors carry gradients; integer and i1 tensors do not.
+bool isDifferentiable(Type type) {
+  auto shaped = dyn_cast<ShapedType>(type);
+  return shaped && isa<FloatType>(shaped.getElementType());
+}
+
+/// Whether `op` reads a value of `set`, as an operand or from inside one of
+/// its regions.
+bool readsAny(Operation *op, const llvm::DenseSet<Value> &set) {
+  auto reads = [&](Operation *user) {
+    return llvm::any_of(user->getOperands(),
+                        [&](Value v) { return set.contains(v); });
+  };
+  if (reads(op))
+    return true;
+  if (op->getNumRegions() == 0)
+    return false;
+  return op->walk([&](Operation *nested) {
+             return reads(nested) ? WalkResult::interrupt()
+                                  : WalkResult::advance();
+           })
+      .wasInterrupted();
+}
+
+/// The ops of `body` on a path from a parameter to `loss`, in block order,
+/// and the values that need an adjoint (`varied`: reached from a parameter).
+void findActiveOps(Block &body, ArrayRef<BlockArgument> params, Value loss,
+                   SmallVectorImpl<Operation *> &active,
+                   llvm::DenseSet<Value> &varied) {
+  for (BlockArgument param : params)
+    if (isDifferentiable(param.getType()))
+      varied.insert(param);
+  SmallVector<Operation *> reached;
+  for (Operation &op : body.without_terminator()) {
+    if (!readsAny(&op, varied))
+      continue;
+    reached.push_back(&op);
+    for (Value result : op.getResults())
+      if (isDifferentiable(result.getType()))
+        varied.insert(result);
+  }
+  // Reverse scan: an op is active when one of its varied results is
+  // useful; its varied operands then become useful in turn.
+  llvm::DenseSet<Value> useful;
+  if (varied.contains(loss))
+    useful.insert(loss);
+  for (Operation *op : llvm::reverse(reached)) {
+    if (llvm::none_of(op->getResults(),
+                      [&](Value r) { return useful.contains(r); }))
+      continue;
+    active.push_back(op);
+    for (Value operand : op->getOperands())
+      if (varied.contains(operand))
+        useful.insert(operand);
+  }
+  std::reverse(active.begin(), active.end());
+}
+
+/// Builds the adjoints of every active op's varied operands at `builder`'s
+/// insertion point, seeding `adjoint[loss]`. Reports the first op without a
+/// usable gradient rule.
+LogicalResult buildBackward(OpBuilder &builder, ArrayRef<Operation *> active,
+                            const llvm::DenseSet<Value> &varied, Value loss,
+                            llvm::DenseMap<Value, Value> &adjoint) {
+  auto lossType = cast<RankedTensorType>(loss.getType());
+  adjoint[loss] = ConstantOp::create(
+      builder, loss.getLoc(),
+      DenseElementsAttr::get(lossType,
+                             FloatAttr::get(lossType.getElementType(), 1.0)));
+
+  for (Operation *op : llvm::reverse(active)) {
+    SmallVector<Value> resultGrads;
+    for (Value result : op->getResults())
+      resultGrads.push_back(adjoint.lookup(result));
+    if (llvm::all_of(resultGrads, [](Value g) { return !g; }))
+      continue;
+
+    auto rule = dyn_cast<GradientOpInterface>(op);
+    if (!rule)
+      return op->emitError("op '")
+             << op->getName() << "' has no gradient rule";
+    SmallVector<Value> operandGrads;
+    if (failed(rule.buildGradient(builder, resultGrads, operandGrads)))
+      return op->emitError("the gradient rule of op '")
+             << op->getName() << "' failed";
+    if (operandGrads.size() != op->getNumOperands())
+      return op->emitError("the gradient rule of op '")
+             << op->getName() << "' built " << operandGrads.size()
+             << " adjoints for " << op->getNumOperands() << " operands";
+
+    for (auto [operand, grad] : llvm::zip(op->getOperands(), operandGrads)) {
+      if (!grad || !varied.contains(operand))
+        continue;
+      if (grad.getType() != operand.getType())
+        return op->emitError("the gradient rule of op '")
+               << op->getName() << "' built an adjoint of type "
+               << grad.getType() << " for an operand of type "
+               << operand.getType();
+      // Fan-out: every use of a value contributes to its adjoint.
+      Value &sum = adjoint[operand];
+      sum = sum ? Value(AddOp::create(builder, op->getLoc(), sum, grad)) : grad;
+    }
+  }
+  return success();
+}
+
+struct AutodiffPass : weft::impl::AutodiffPassBase<AutodiffPass> {
+  using AutodiffPassBase::AutodiffPassBase;
+
+  void runOnOperation() override;
+
+private:
+  /// Checks that `fn` can be differentiated; reports why not.
+  LogicalResult checkLossFunction(func::FuncOp fn);
+  /// Fills the body of `gradFn` (a clone of the loss function) with the
+  /// backward sweep and returns the loss and the gradients.
+  LogicalResult differentiate(func::FuncOp gradFn);
+};
+
+LogicalResult AutodiffPass::checkLossFunction(func::FuncOp fn) {
+  if (fn.isExternal() || !fn.getBody().hasOneBlock())
+    return fn.emitError("function '")
+           << fn.getSymName()
+           << "' must have a body of a single block to be differentiated";
+  if (fn.getNumResults() == 0)
+    return fn.emitError("function '")
+           << fn.getSymName() << "' must return the loss as result 0";
+  Type lossType = fn.getResultTypes().front();
+  auto ranked = dyn_cast<RankedTensorType>(lossType);
+  if (!ranked || ranked.getRank() != 0 ||
+      !isa<FloatType>(ranked.getElementType()))
+    return fn.emitError("the loss (result 0 of '")
+           << fn.getSymName() << "') must be a 0-d float tensor, got "
+           << lossType;
+  if (llvm::none_of(llvm::seq<unsigned>(0, fn.getNumArguments()),
+                    [&](unsigned i) {
+                      return fn.getArgAttr(i, WeftDialect::kParamAttrName);
+                    }))
+    return fn.emitError("model has no parameters: nothing to train (no "
+                        "argument of '")
+           << fn.getSymName() << "' has a '" << WeftDialect::kParamAttrName
+           << "' attribute)";
+  return success();
+}
+
+LogicalResult AutodiffPass::differentiate(func::FuncOp gradFn) {
+  MLIRContext *context = gradFn.getContext();
+  Block &body = gradFn.getBody().front();
+  auto ret = cast<func::ReturnOp>(body.getTerminator());
+  Value loss = ret.getOperand(0);
+
+  SmallVector<BlockArgument> params;
+  SmallVector<StringAttr> paramNames;
+  for (BlockArgument arg : body.getArguments()) {
+    if (auto name = gradFn.getArgAttrOfType<StringAttr>(
+            arg.getArgNumber(), WeftDialect::kParamAttrName)) {
+      params.push_back(arg);
+      paramNames.push_back(name);
+    }
+  }
+
+  SmallVector<Operation *> active;
+  llvm::DenseSet<Value> varied;
+  findActiveOps(body, params, loss, active, varied);
+  OpBuilder builder(ret);
+  llvm::DenseMap<Value, Value> adjoint;
+  if (failed(buildBackward(builder, active, varied, loss, adjoint)))
+    return failure();
+
+  SmallVector<Value> results{loss};
+  SmallVector<DictionaryAttr> resultAttrs{gradFn.getResultAttrDict(0)};
+  for (auto [param, name] : llvm::zip(params, paramNames)) {
+    Value grad = adjoint.lookup(param);
+    if (!grad) {
+      // A parameter that does not reach the loss (or carries no gradient).
+      auto type = cast<RankedTensorType>(param.getType());
+      Attribute zero = isa<FloatType>(type.getElementType())
+                           ? Attribute(FloatAttr::get(type.getElementType(), 0))
+                           : Attribute(IntegerAttr::get(type.getElementType(), 0));
+      grad = ConstantOp::create(builder, param.getLoc(),
+                                DenseElementsAttr::get(type, zero));
+    }
+    results.push_back(grad);
+    resultAttrs.push_back(DictionaryAttr::get(
+        context, {NamedAttribute(StringAttr::get(context, "weft.grad"), name)}));
+  }
+  func::ReturnOp::create(builder, ret.getLoc(), results);
+  ret.erase();
+
+  gradFn.setFunctionType(FunctionType::get(
+      context, gradFn.getArgumentTypes(), ValueRange(results).getTypes()));
+  for (DictionaryAttr &attrs : resultAttrs)
+    if (!attrs)
+      attrs = DictionaryAttr::get(context);
+  gradFn.setAllResultAttrs(resultAttrs);
+
+  // Drop what neither the loss nor a gradient uses: forward ops of other
+  // results and adjoints of operands that need none. Walking backwards
+  // frees a whole dead chain in one pass.
+  for (Operation *op = body.getTerminator()->getPrevNode(); op;) {
+    Operation *previous = op->getPrevNode();
+    if (isOpTriviallyDead(op))
+      op->erase();
+    op = previous;
+  }
+  return success();
+}
+
+void AutodiffPass::runOnOperation() {
+  ModuleOp module = getOperation();
+  SymbolTable symbols(module);
+  auto fn = symbols.lookup<func::FuncOp>(functionName);
+  if (!fn) {
+    module.emitError("function '") << functionName << "' not found";
+    return signalPassFailure();
+  }
+  if (failed(checkLossFunction(fn)))
+    return signalPassFailure();
+  std::string gradName = functionName + "_grad";
+  if (Operation *existing = symbols.lookup(gradName)) {
+    existing->emitError("cannot create the gradient function: symbol '")
+        << gradName << "' already exists";
+    return signalPassFailure();
+  }
+
+  // Built detached, inserted only once complete, so a failure leaves the
+  // module as it was.
+  func::FuncOp gradFn = fn.clone();
+  gradFn.setSymName(gradName);
+  if (failed(differentiate(gradFn))) {
+    gradFn.erase();
+    return signalPassFailure();
+  }
+  symbols.insert(gradFn, std::next(Block::iterator(fn)));
+}
+
+} // namespace

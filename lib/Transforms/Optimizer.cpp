@@ -1,0 +1,331 @@
+//===- Optimizer.cpp - Build the training step around the gradients -------===//
+//
+// Part of the Weft project.
+//
+//===----------------------------------------------------------------------===//
+//
+// Builds @train_step(params, state, batch, step, lr) -> (params', state',
+// loss, lr_t) from @loss_grad. The update rules follow torch.optim (1.13,
+// single-tensor path) operation for operation so the numbers match it.
+//
+//===----------------------------------------------------------------------===//
+
+#include "weft/Dialect/Weft/IR/WeftOps.h"
+#include "weft/Transforms/Passes.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+
+#include <cmath>
+
+namespace weft {
+#define GEN_PASS_DEF_OPTIMIZERPASS
+#include "weft/Transforms/Passes.h.inc"
+} // namespace weft
+
+using namespace mlir;
+using namespace weft;
+
+namespace {
+
+/// Scalar f32 arithmetic on 0-d tensors and elementwise arithmetic with
+/// broadcasting; keeps the update rules below readable.
+class Emitter {
+public:
+  Emitter(OpBuilder &b, Location loc) : b(b), loc(loc) {}
+  Value c(double v) {
+    auto type = RankedTensorType::get({}, b.getF32Type());
+    return ConstantOp::create(
+        b, loc, DenseElementsAttr::get(type, b.getF32FloatAttr(v)));
+  }
+  Value add(Value x, Value y) { return AddOp::create(b, loc, x, y); }
+  Value sub(Value x, Value y) { return SubOp::create(b, loc, x, y); }
+  Value mul(Value x, Value y) { return MulOp::create(b, loc, x, y); }
+  Value div(Value x, Value y) { return DivOp::create(b, loc, x, y); }
+  Value min(Value x, Value y) { return MinOp::create(b, loc, x, y); }
+  Value sqrt(Value x) { return SqrtOp::create(b, loc, x); }
+  Value pow(Value x, Value y) { return PowOp::create(b, loc, x, y); }
+  Value cos(Value x) { return CosOp::create(b, loc, x); }
+  Value sumAll(Value x) {
+    auto t = cast<RankedTensorType>(x.getType());
+    auto axes = llvm::to_vector(llvm::seq<int64_t>(0, t.getRank()));
+    return ReduceSumOp::create(b, loc, x, b.getDenseI64ArrayAttr(axes),
+                               b.getBoolAttr(false));
+  }
+  Value less(Value x, Value y) {
+    return CmpOp::create(b, loc, CmpPredicate::lt, x, y);
+  }
+  Value select(Value cond, Value x, Value y) {
+    return WhereOp::create(b, loc, cond, x, y);
+  }
+
+private:
+  OpBuilder &b;
+  Location loc;
+};
+
+struct OptimizerPass : public weft::impl::OptimizerPassBase<OptimizerPass> {
+  using OptimizerPassBase::OptimizerPassBase;
+
+  void runOnOperation() override;
+
+private:
+  LogicalResult checkOptions(ModuleOp module);
+  Value buildSchedule(Emitter &e, Value lr, Value stepF);
+};
+
+LogicalResult OptimizerPass::checkOptions(ModuleOp module) {
+  auto fail = [&](const Twine &msg) {
+    module.emitError() << msg;
+    return failure();
+  };
+  if (optimizer != "sgd" && optimizer != "adamw")
+    return fail("unknown optimizer '" + optimizer + "'; expected sgd or adamw");
+  if (schedule != "constant" && schedule != "warmup" && schedule != "cosine")
+    return fail("unknown learning-rate schedule '" + schedule +
+                "'; expected constant, warmup or cosine");
+  if (momentum < 0 || (nesterov && momentum <= 0))
+    return fail("momentum must be >= 0, and > 0 with nesterov");
+  if (beta1 < 0 || beta1 >= 1 || beta2 < 0 || beta2 >= 1)
+    return fail("adamw betas must lie in [0, 1)");
+  if (eps <= 0)
+    return fail("eps must be > 0");
+  if (clipNorm < 0)
+    return fail("clip-norm must be >= 0 (0 disables clipping)");
+  if (accumSteps < 1)
+    return fail("accum-steps must be >= 1");
+  if (schedule != "constant" && warmupSteps < 0)
+    return fail("warmup-steps must be >= 0");
+  if (schedule == "cosine" && totalSteps <= warmupSteps)
+    return fail("the cosine schedule needs total-steps > warmup-steps");
+  if (minLrRatio < 0 || minLrRatio > 1)
+    return fail("min-lr-ratio must lie in [0, 1]");
+  return success();
+}
+
+/// lr_t for the 0-based step s, as torch.optim.lr_scheduler.LambdaLR with
+///   warmup: min(1, (s + 1) / W)
+///   cosine: (s + 1) / W while s < W, then
+///           r + (1 - r) (1 + cos(pi min(1, (s - W) / (T - W)))) / 2.
+Value OptimizerPass::buildSchedule(Emitter &e, Value lr, Value stepF) {
+  if (schedule == "constant")
+    return lr;
+  Value warm = e.c(1.0);
+  if (warmupSteps > 0)
+    warm = e.min(e.div(e.add(stepF, e.c(1.0)), e.c(double(warmupSteps))),
+                 e.c(1.0));
+  if (schedule == "warmup")
+    return e.mul(lr, warm);
+  Value progress =
+      e.min(e.div(e.sub(stepF, e.c(double(warmupSteps))),
+                  e.c(double(totalSteps - warmupSteps))),
+            e.c(1.0));
+  Value cosine = e.add(
+      e.c(minLrRatio),
+      e.mul(e.c((1.0 - minLrRatio) * 0.5),
+            e.add(e.c(1.0), e.cos(e.mul(e.c(M_PI), progress)))));
+  Value factor = e.select(e.less(stepF, e.c(double(warmupSteps))), warm, cosine);
+  return e.mul(lr, factor);
+}
+
+void OptimizerPass::runOnOperation() {
+  ModuleOp module = getOperation();
+  if (failed(checkOptions(module)))
+    return signalPassFailure();
+  auto gradFn = module.lookupSymbol<func::FuncOp>(gradFunction);
+  if (!gradFn) {
+    module.emitError() << "no @" << gradFunction
+                       << " function; run --weft-autodiff first";
+    return signalPassFailure();
+  }
+  if (module.lookupSymbol(stepFunction)) {
+    gradFn.emitError() << "the module already has a @" << stepFunction
+                       << " function";
+    return signalPassFailure();
+  }
+  MLIRContext *ctx = module.getContext();
+  OpBuilder b(ctx);
+  Location loc = gradFn.getLoc();
+  double weightDecayValue =
+      weightDecay >= 0 ? weightDecay : (optimizer == "adamw" ? 0.01 : 0.0);
+
+  // Classify the gradient function's arguments.
+  SmallVector<unsigned> paramArgs, batchArgs, otherArgs;
+  for (unsigned i = 0, e = gradFn.getNumArguments(); i < e; ++i) {
+    if (gradFn.getArgAttr(i, WeftDialect::kParamAttrName))
+      paramArgs.push_back(i);
+    else if (gradFn.getArgAttr(i, WeftDialect::kInputAttrName))
+      batchArgs.push_back(i);
+    else
+      otherArgs.push_back(i);
+  }
+  if (gradFn.getNumResults() != paramArgs.size() + 1) {
+    gradFn.emitError() << "expected (loss, one gradient per parameter) "
+                          "results, got "
+                       << gradFn.getNumResults() << " results for "
+                       << paramArgs.size() << " parameters";
+    return signalPassFailure();
+  }
+  auto paramName = [&](unsigned i) {
+    return gradFn.getArgAttrOfType<StringAttr>(i, WeftDialect::kParamAttrName)
+        .getValue();
+  };
+
+  // Signature: params, optimizer state, batch (and buffers), step, lr.
+  SmallVector<Type> argTypes;
+  SmallVector<DictionaryAttr> argAttrs;
+  auto named = [&](StringRef key, const Twine &name) {
+    return b.getDictionaryAttr(
+        b.getNamedAttr(key, b.getStringAttr(name.str())));
+  };
+  SmallVector<std::string> stateKinds;
+  if (optimizer == "sgd" && momentum > 0)
+    stateKinds.push_back("momentum_buffer");
+  if (optimizer == "adamw")
+    stateKinds = {"exp_avg", "exp_avg_sq"};
+  for (unsigned i : paramArgs) {
+    argTypes.push_back(gradFn.getArgumentTypes()[i]);
+    argAttrs.push_back(gradFn.getArgAttrDict(i));
+  }
+  for (const std::string &kind : stateKinds)
+    for (unsigned i : paramArgs) {
+      argTypes.push_back(gradFn.getArgumentTypes()[i]);
+      argAttrs.push_back(named("weft.state", kind + "." + paramName(i)));
+    }
+  for (unsigned i : llvm::concat<unsigned>(batchArgs, otherArgs)) {
+    auto type = cast<RankedTensorType>(gradFn.getArgumentTypes()[i]);
+    if (accumSteps > 1 && llvm::is_contained(batchArgs, i)) {
+      if (type.getRank() == 0) {
+        gradFn.emitError() << "gradient accumulation splits batch inputs "
+                              "along axis 0, but input "
+                           << i << " is a scalar";
+        return signalPassFailure();
+      }
+      SmallVector<int64_t> shape(type.getShape());
+      shape[0] *= accumSteps;
+      type = type.clone(shape);
+    }
+    argTypes.push_back(type);
+    argAttrs.push_back(gradFn.getArgAttrDict(i));
+  }
+  argTypes.push_back(RankedTensorType::get({}, b.getI64Type()));
+  argAttrs.push_back(named(WeftDialect::kInputAttrName, "step"));
+  argTypes.push_back(RankedTensorType::get({}, b.getF32Type()));
+  argAttrs.push_back(named(WeftDialect::kInputAttrName, "lr"));
+
+  b.setInsertionPointAfter(gradFn);
+  auto fn = func::FuncOp::create(b, loc, stepFunction,
+                                 b.getFunctionType(argTypes, {}));
+  fn.setAllArgAttrs(argAttrs);
+  Block *body = fn.addEntryBlock();
+  b.setInsertionPointToStart(body);
+  Emitter e(b, loc);
+
+  size_t numParams = paramArgs.size();
+  auto param = [&](size_t p) { return body->getArgument(p); };
+  auto state = [&](size_t k, size_t p) {
+    return body->getArgument(numParams * (1 + k) + p);
+  };
+  size_t batchBase = numParams * (1 + stateKinds.size());
+  Value step = body->getArgument(body->getNumArguments() - 2);
+  Value lr = body->getArgument(body->getNumArguments() - 1);
+
+  // Gradients, averaged over micro-batches as loss / K per backward does.
+  SmallVector<Value> grads(numParams);
+  Value loss;
+  for (int64_t k = 0; k < accumSteps; ++k) {
+    SmallVector<Value> operands(gradFn.getNumArguments());
+    for (auto [p, i] : llvm::enumerate(paramArgs))
+      operands[i] = param(p);
+    for (auto [j, i] : llvm::enumerate(llvm::concat<unsigned>(batchArgs,
+                                                              otherArgs))) {
+      Value v = body->getArgument(batchBase + j);
+      if (accumSteps > 1 && llvm::is_contained(batchArgs, i)) {
+        auto type = cast<RankedTensorType>(v.getType());
+        int64_t micro = type.getDimSize(0) / accumSteps;
+        SmallVector<int64_t> starts(type.getRank(), 0),
+            limits(type.getShape()), strides(type.getRank(), 1);
+        starts[0] = k * micro;
+        limits[0] = (k + 1) * micro;
+        v = SliceOp::create(b, loc, v, b.getDenseI64ArrayAttr(starts),
+                            b.getDenseI64ArrayAttr(limits),
+                            b.getDenseI64ArrayAttr(strides));
+      }
+      operands[i] = v;
+    }
+    auto call = func::CallOp::create(b, loc, gradFn, operands);
+    loss = k ? e.add(loss, call.getResult(0)) : call.getResult(0);
+    for (size_t p = 0; p < numParams; ++p)
+      grads[p] = k ? e.add(grads[p], call.getResult(p + 1))
+                   : call.getResult(p + 1);
+  }
+  if (accumSteps > 1) {
+    Value scale = e.c(1.0 / double(accumSteps));
+    loss = e.mul(loss, scale);
+    for (Value &g : grads)
+      g = e.mul(g, scale);
+  }
+
+  // torch.nn.utils.clip_grad_norm_: scale by min(1, max / (norm + 1e-6)).
+  if (clipNorm > 0) {
+    Value total = e.c(0.0);
+    for (Value g : grads)
+      total = e.add(total, e.sumAll(e.mul(g, g)));
+    Value coef = e.min(e.div(e.c(clipNorm), e.add(e.sqrt(total), e.c(1e-6))),
+                       e.c(1.0));
+    for (Value &g : grads)
+      g = e.mul(g, coef);
+  }
+
+  Value stepF = CastOp::create(
+      b, loc, RankedTensorType::get({}, b.getF32Type()), step);
+  Value lrT = buildSchedule(e, lr, stepF);
+
+  SmallVector<Value> newParams, newState(numParams * stateKinds.size());
+  for (size_t p = 0; p < numParams; ++p) {
+    Value w = param(p), g = grads[p];
+    if (optimizer == "sgd") {
+      if (weightDecayValue != 0)
+        g = e.add(g, e.mul(e.c(weightDecayValue), w));
+      if (momentum > 0) {
+        // The buffer starts at zero, so step 0 gives buf = g as PyTorch's
+        // clone does (no dampening).
+        Value buf = e.add(e.mul(e.c(momentum), state(0, p)), g);
+        newState[p] = buf;
+        g = nesterov ? e.add(g, e.mul(e.c(momentum), buf)) : buf;
+      }
+      newParams.push_back(e.sub(w, e.mul(lrT, g)));
+      continue;
+    }
+    if (weightDecayValue != 0)
+      w = e.mul(w, e.sub(e.c(1.0), e.mul(lrT, e.c(weightDecayValue))));
+    Value m = e.add(e.mul(e.c(beta1), state(0, p)), e.mul(e.c(1 - beta1), g));
+    Value v = e.add(e.mul(e.c(beta2), state(1, p)),
+                    e.mul(e.c(1 - beta2), e.mul(g, g)));
+    Value t = e.add(stepF, e.c(1.0));
+    Value bc1 = e.sub(e.c(1.0), e.pow(e.c(beta1), t));
+    Value bc2 = e.sub(e.c(1.0), e.pow(e.c(beta2), t));
+    Value stepSize = e.div(lrT, bc1);
+    Value denom = e.add(e.div(e.sqrt(v), e.sqrt(bc2)), e.c(eps));
+    newParams.push_back(e.sub(w, e.mul(stepSize, e.div(m, denom))));
+    newState[p] = m;
+    newState[numParams + p] = v;
+  }
+
+  SmallVector<Value> results(newParams);
+  llvm::append_range(results, newState);
+  results.push_back(loss);
+  results.push_back(lrT);
+  func::ReturnOp::create(b, loc, results);
+  fn.setFunctionType(
+      b.getFunctionType(argTypes, ValueRange(results).getTypes()));
+  SmallVector<DictionaryAttr> resultAttrs;
+  for (size_t i = 0; i < numParams; ++i)
+    resultAttrs.push_back(argAttrs[i]);
+  for (size_t i = 0; i < newState.size(); ++i)
+    resultAttrs.push_back(argAttrs[numParams + i]);
+  resultAttrs.push_back(named("weft.output", "loss"));
+  resultAttrs.push_back(named("weft.output", "lr"));
+  fn.setAllResultAttrs(resultAttrs);
+}
+} // namespace

@@ -1,0 +1,385 @@
+//===- weft-eval.cpp - Run a weft function on the reference evaluator -----===//
+//
+// Part of the Weft project.
+//
+//===----------------------------------------------------------------------===//
+//
+// weft-eval FILE.mlir [--fn=NAME] [--input NAME=X.npy]... [--param NAME=W.npy]...
+//           [--weights=PATH] [-o PREFIX] [--print]
+//
+// Binds the function's arguments from .npy files and the weights file, runs
+// the reference evaluator and writes result i to PREFIX.i.npy. It is the
+// oracle end-to-end tests compare compiled programs against, so every
+// binding problem is reported with the argument, its type and the file.
+//
+//===----------------------------------------------------------------------===//
+
+#include "weft/Dialect/Weft/IR/WeftDialect.h"
+#include "weft/Evaluator/Evaluator.h"
+#include "weft/Import/Weights.h"
+#include "weft/Runtime/Npy.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/Parser/Parser.h"
+#include "mlir/Support/FileUtilities.h"
+#include "llvm/ADT/MapVector.h"
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/CommandLine.h"
+#include "llvm/Support/Format.h"
+#include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/SourceMgr.h"
+#include "llvm/Support/WithColor.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <optional>
+
+using namespace mlir;
+using namespace weft;
+namespace cl = llvm::cl;
+
+namespace {
+
+cl::OptionCategory evalCategory("weft-eval options");
+
+cl::opt<std::string> inputFilename(cl::Positional, cl::desc("<file.mlir>"),
+                                   cl::Required, cl::cat(evalCategory));
+cl::opt<std::string>
+    fnName("fn",
+           cl::desc("Function to run (default: the only public function, "
+                    "else @forward)"),
+           cl::value_desc("name"), cl::cat(evalCategory));
+cl::list<std::string>
+    inputBindings("input",
+                  cl::desc("Bind the argument tagged weft.input = \"NAME\" "
+                           "(or untagged argument N as argN) to an .npy file"),
+                  cl::value_desc("NAME=FILE.npy"), cl::cat(evalCategory));
+cl::list<std::string> paramBindings(
+    "param",
+    cl::desc("Bind a weft.param / weft.buffer argument to an .npy file "
+             "instead of the weights file"),
+    cl::value_desc("NAME=FILE.npy"), cl::cat(evalCategory));
+cl::opt<std::string> weightsPath(
+    "weights",
+    cl::desc("Weights file (.onnx or .safetensors; default: the module's "
+             "weft.weights attribute)"),
+    cl::value_desc("path"), cl::cat(evalCategory));
+cl::opt<std::string> outputPrefix("o",
+                                  cl::desc("Write result i to PREFIX.i.npy"),
+                                  cl::value_desc("prefix"), cl::init("out"),
+                                  cl::cat(evalCategory));
+cl::opt<bool> printResults("print",
+                           cl::desc("Print each result's type and first values"),
+                           cl::init(false), cl::cat(evalCategory));
+
+/// Reports a usage or binding error; returns the tool's exit code.
+int fail(const llvm::Twine &message) {
+  llvm::WithColor::error(llvm::errs(), "weft-eval") << message << "\n";
+  return 1;
+}
+
+std::string typeString(Type type) {
+  std::string s;
+  llvm::raw_string_ostream os(s);
+  os << type;
+  return s;
+}
+
+/// How one function argument gets its value.
+struct ArgInfo {
+  enum Kind { Input, Param, Buffer, Untagged } kind = Untagged;
+  /// The weft.input / weft.param / weft.buffer name, or "argN".
+  std::string name;
+  RankedTensorType type;
+
+  std::string describe() const {
+    switch (kind) {
+    case Input:
+      return "input '" + name + "'";
+    case Param:
+      return "parameter '" + name + "'";
+    case Buffer:
+      return "buffer '" + name + "'";
+    case Untagged:
+      return "argument " + name;
+    }
+    return name;
+  }
+};
+
+/// Picks the function to run: --fn, else the only public function, else
+/// @forward.
+func::FuncOp selectFunction(ModuleOp module, std::string &error) {
+  SmallVector<func::FuncOp> all, publicFns;
+  for (func::FuncOp fn : module.getOps<func::FuncOp>()) {
+    all.push_back(fn);
+    if (fn.isPublic() && !fn.isExternal())
+      publicFns.push_back(fn);
+  }
+  auto names = [&] {
+    std::string s;
+    for (func::FuncOp fn : all)
+      s += (s.empty() ? "@" : ", @") + fn.getSymName().str();
+    return s.empty() ? std::string("none") : s;
+  };
+  if (!fnName.empty()) {
+    for (func::FuncOp fn : all)
+      if (fn.getSymName() == fnName)
+        return fn;
+    error = "no function @" + fnName + " in " + inputFilename +
+            " (functions: " + names() + ")";
+    return nullptr;
+  }
+  if (publicFns.size() == 1)
+    return publicFns.front();
+  for (func::FuncOp fn : all)
+    if (fn.getSymName() == "forward")
+      return fn;
+  error = inputFilename + " has " + std::to_string(publicFns.size()) +
+          " public functions and no @forward; choose one with --fn=NAME "
+          "(functions: " +
+          names() + ")";
+  return nullptr;
+}
+
+/// Splits "NAME=FILE" bindings of `flag` into an insertion-ordered map.
+LogicalResult parseBindings(StringRef flag, ArrayRef<std::string> bindings,
+                            llvm::MapVector<StringRef, StringRef> &out) {
+  for (StringRef binding : bindings) {
+    auto [name, file] = binding.split('=');
+    if (name.empty() || file.empty()) {
+      fail("--" + flag + " expects NAME=FILE.npy, got '" + binding + "'");
+      return failure();
+    }
+    if (!out.insert({name, file}).second) {
+      fail("--" + flag + " " + name + " is given twice");
+      return failure();
+    }
+  }
+  return success();
+}
+
+/// Reads `file` and converts it to `arg`'s type.
+std::optional<eval::Tensor> loadNpy(const ArgInfo &arg, StringRef file) {
+  rt::HostArray array;
+  if (rt::Status s = rt::readNpy(file.str(), array); !s.ok()) {
+    fail(arg.describe() + ": " + s.message);
+    return std::nullopt;
+  }
+  std::string error;
+  FailureOr<eval::Tensor> t = eval::Tensor::fromHostArray(
+      array, arg.type, arg.describe() + ": " + file.str(), error);
+  if (failed(t)) {
+    fail(error);
+    return std::nullopt;
+  }
+  return std::move(*t);
+}
+
+/// A name list for error messages, shortened for models with many
+/// parameters.
+std::string listNames(ArrayRef<std::string> names) {
+  if (names.empty())
+    return "none";
+  constexpr size_t kShown = 12;
+  std::string s = llvm::join(names.take_front(kShown), ", ");
+  if (names.size() > kShown)
+    s += ", ... (" + std::to_string(names.size()) + " in all)";
+  return s;
+}
+
+void printTensor(unsigned index, const eval::Tensor &t,
+                 const std::string &path) {
+  llvm::outs() << "result " << index << ": " << t.getType() << " -> " << path
+               << "\n  [";
+  constexpr int64_t kShown = 8;
+  int64_t n = t.numElements();
+  for (int64_t i = 0; i < std::min(n, kShown); ++i) {
+    if (i)
+      llvm::outs() << ", ";
+    if (t.isFloat())
+      llvm::outs() << llvm::format("%.6g", t.fp[i]);
+    else
+      llvm::outs() << t.ints[i];
+  }
+  if (n > kShown)
+    llvm::outs() << ", ... (" << n << " elements)";
+  llvm::outs() << "]\n";
+}
+
+int run(MLIRContext &context) {
+  std::string error;
+  std::unique_ptr<llvm::MemoryBuffer> file =
+      openInputFile(inputFilename, &error);
+  if (!file)
+    return fail(error);
+  llvm::SourceMgr sourceMgr;
+  sourceMgr.AddNewSourceBuffer(std::move(file), llvm::SMLoc());
+  SourceMgrDiagnosticHandler diagnostics(sourceMgr, &context);
+  OwningOpRef<ModuleOp> module =
+      parseSourceFile<ModuleOp>(sourceMgr, ParserConfig(&context));
+  if (!module)
+    return 1;
+
+  func::FuncOp fn = selectFunction(*module, error);
+  if (!fn)
+    return fail(error);
+  std::string fnLabel = "@" + fn.getSymName().str();
+  if (fn.isExternal())
+    return fail("function " + fnLabel + " has no body");
+
+  // Describe every argument and index them by the names bindings use.
+  SmallVector<ArgInfo> args;
+  llvm::StringMap<unsigned> inputIndex, paramIndex;
+  std::vector<std::string> inputNames, paramNames;
+  for (unsigned i = 0, e = fn.getNumArguments(); i < e; ++i) {
+    ArgInfo info;
+    info.type = dyn_cast<RankedTensorType>(fn.getArgumentTypes()[i]);
+    if (!info.type || !info.type.hasStaticShape())
+      return fail("argument #" + std::to_string(i) + " of " + fnLabel +
+                  " has type " + typeString(fn.getArgumentTypes()[i]) +
+                  "; the evaluator needs statically shaped tensors");
+    auto tag = [&](StringRef attr) {
+      return fn.getArgAttrOfType<StringAttr>(i, attr);
+    };
+    if (StringAttr name = tag(WeftDialect::kInputAttrName)) {
+      info = {ArgInfo::Input, name.str(), info.type};
+      inputIndex[info.name] = i;
+      inputNames.push_back(info.name);
+    } else if (StringAttr name = tag(WeftDialect::kParamAttrName)) {
+      info = {ArgInfo::Param, name.str(), info.type};
+    } else if (StringAttr name = tag(WeftDialect::kBufferAttrName)) {
+      info = {ArgInfo::Buffer, name.str(), info.type};
+    } else {
+      info.name = "arg" + std::to_string(i);
+      inputIndex[info.name] = i;
+      inputNames.push_back(info.name);
+    }
+    if (info.kind == ArgInfo::Param || info.kind == ArgInfo::Buffer) {
+      paramIndex[info.name] = i;
+      paramNames.push_back(info.name);
+    }
+    args.push_back(std::move(info));
+  }
+
+  // Keys and values point into the cl::list storage, which outlives run().
+  llvm::MapVector<StringRef, StringRef> inputs, params;
+  if (failed(parseBindings("input", inputBindings, inputs)) ||
+      failed(parseBindings("param", paramBindings, params)))
+    return 1;
+
+  SmallVector<std::optional<eval::Tensor>> values(args.size());
+  for (auto &[name, path] : inputs) {
+    auto it = inputIndex.find(name);
+    if (it == inputIndex.end()) {
+      auto param = paramIndex.find(name);
+      if (param != paramIndex.end())
+        return fail("--input " + name + ": '" + name + "' is a parameter of " +
+                    fnLabel + "; bind it with --param " + name + "=FILE.npy");
+      return fail("--input " + name + ": " + fnLabel +
+                  " has no input named '" + name +
+                  "' (inputs: " + listNames(inputNames) + ")");
+    }
+    if (!(values[it->second] = loadNpy(args[it->second], path)))
+      return 1;
+  }
+  for (auto &[name, path] : params) {
+    auto it = paramIndex.find(name);
+    if (it == paramIndex.end())
+      return fail("--param " + name + ": " + fnLabel +
+                  " has no parameter or buffer named '" + name +
+                  "' (parameters: " + listNames(paramNames) + ")");
+    if (!(values[it->second] = loadNpy(args[it->second], path)))
+      return 1;
+  }
+
+  // Inputs must be bound explicitly; parameters fall back to the weights.
+  std::vector<std::string> fromWeights;
+  std::vector<unsigned> fromWeightsArgs;
+  for (auto [i, arg] : llvm::enumerate(args)) {
+    if (values[i])
+      continue;
+    if (arg.kind == ArgInfo::Input)
+      return fail("input '" + arg.name + "' (" + typeString(arg.type) +
+                  ") is not bound: pass --input " + arg.name + "=FILE.npy");
+    if (arg.kind == ArgInfo::Untagged)
+      return fail("argument #" + std::to_string(i) + " (" +
+                  typeString(arg.type) +
+                  ") has no weft.input or weft.param attribute and is not "
+                  "bound: pass --input " +
+                  arg.name + "=FILE.npy");
+    fromWeights.push_back(arg.name);
+    fromWeightsArgs.push_back(i);
+  }
+  if (!fromWeights.empty()) {
+    std::string path = weightsPath;
+    if (path.empty()) {
+      auto attr =
+          (*module)->getAttrOfType<StringAttr>(WeftDialect::kWeightsAttrName);
+      if (!attr)
+        return fail(args[fromWeightsArgs.front()].describe() + " (" +
+                    typeString(args[fromWeightsArgs.front()].type) +
+                    ") has no value: pass --param " + fromWeights.front() +
+                    "=FILE.npy or --weights=PATH (the module has no " +
+                    WeftDialect::kWeightsAttrName.str() + " attribute)");
+      path = resolveWeightsPath(attr.str(), inputFilename);
+    }
+    std::vector<rt::HostArray> arrays;
+    if (rt::Status s = readWeights(path, fromWeights, arrays); !s.ok())
+      return fail(s.message);
+    if (arrays.size() != fromWeights.size())
+      return fail("reading " + path + " returned " +
+                  std::to_string(arrays.size()) + " arrays for " +
+                  std::to_string(fromWeights.size()) + " names");
+    for (auto [argIndex, array] : llvm::zip_equal(fromWeightsArgs, arrays)) {
+      const ArgInfo &arg = args[argIndex];
+      FailureOr<eval::Tensor> t = eval::Tensor::fromHostArray(
+          array, arg.type, arg.describe() + " in " + path, error);
+      if (failed(t))
+        return fail(error);
+      values[argIndex] = std::move(*t);
+    }
+  }
+
+  SmallVector<eval::Tensor> argValues;
+  for (std::optional<eval::Tensor> &v : values)
+    argValues.push_back(std::move(*v));
+  FailureOr<SmallVector<eval::Tensor>> results =
+      eval::evaluateFunction(fn, argValues);
+  if (failed(results))
+    return 1;
+
+  for (auto [i, result] : llvm::enumerate(*results)) {
+    std::string path = outputPrefix + "." + std::to_string(i) + ".npy";
+    rt::HostArray array = result.toHostArray();
+    // NumPy has no bf16; f16 widens too so that every float result reads
+    // back as f32 or f64.
+    if (array.dtype == rt::DType::BF16 || array.dtype == rt::DType::F16) {
+      rt::HostArray wide = rt::HostArray::zeros(rt::DType::F32, array.shape);
+      for (int64_t k = 0, e = array.numElements(); k < e; ++k)
+        wide.setFromDouble(k, array.getAsDouble(k));
+      array = std::move(wide);
+    }
+    if (rt::Status s = rt::writeNpy(path, array); !s.ok())
+      return fail(s.message);
+    if (printResults)
+      printTensor(i, result, path);
+  }
+  return 0;
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  llvm::InitLLVM init(argc, argv);
+  cl::HideUnrelatedOptions(evalCategory);
+  cl::ParseCommandLineOptions(
+      argc, argv, "Weft reference evaluator: runs a weft function on .npy "
+                  "inputs and writes its results as .npy files\n");
+  DialectRegistry registry;
+  // Only what weft-eval reads: weft ops inside func.func.
+  registry.insert<WeftDialect, func::FuncDialect>();
+  MLIRContext context(registry);
+  return run(context);
+}
