@@ -56,9 +56,9 @@ LogicalResult checkValues(Operation *op, StringRef what,
            << types.size() << " " << what << "s, got " << values.size();
   for (auto [i, value, type] : llvm::enumerate(values, types))
     if (!matchesType(value, type))
-      return op->emitError() << what << " #" << i << " has type " << type
-                             << " but the evaluator was given "
-                             << describe(value);
+      return op->emitError()
+             << what << " #" << i << " has type " << type
+             << " but the evaluator was given " << describe(value);
   return success();
 }
 
@@ -133,17 +133,17 @@ FailureOr<SmallVector<Tensor>> eval::evaluateOp(Operation *op,
              << call.getCallee() << "'";
     return evaluateFunction(callee, operands);
   }
-  bool known = op->getDialect() && isa<WeftDialect>(op->getDialect()) &&
-               op->getNumResults() == 1 && op->getNumRegions() == 0 &&
-               isa<RankedTensorType>(op->getResult(0).getType()) &&
-               cast<RankedTensorType>(op->getResult(0).getType())
-                   .hasStaticShape();
+  bool known =
+      op->getDialect() && isa<WeftDialect>(op->getDialect()) &&
+      op->getNumResults() == 1 && op->getNumRegions() == 0 &&
+      isa<RankedTensorType>(op->getResult(0).getType()) &&
+      cast<RankedTensorType>(op->getResult(0).getType()).hasStaticShape();
   if (known) {
     Tensor result = resultFor(op);
     std::optional<LogicalResult> status;
-    for (auto family : {evaluateElementwiseOp, evaluateReductionOp,
-                        evaluateLinalgOp, evaluateDataMovementOp,
-                        evaluateGradientOp}) {
+    for (auto family :
+         {evaluateElementwiseOp, evaluateReductionOp, evaluateLinalgOp,
+          evaluateDataMovementOp, evaluateGradientOp}) {
       status = family(op, operands, result);
       if (status)
         break;
@@ -160,8 +160,8 @@ FailureOr<SmallVector<Tensor>> eval::evaluateOp(Operation *op,
          << op->getName() << "' is not supported by the reference evaluator";
 }
 
-FailureOr<SmallVector<Tensor>>
-eval::evaluateFunction(func::FuncOp fn, ArrayRef<Tensor> args) {
+FailureOr<SmallVector<Tensor>> eval::evaluateFunction(func::FuncOp fn,
+                                                      ArrayRef<Tensor> args) {
   FailureOr<Frame> entry =
       enterFunction(fn, SmallVector<Tensor>(args.begin(), args.end()), fn);
   if (failed(entry))
@@ -189,8 +189,8 @@ eval::evaluateFunction(func::FuncOp fn, ArrayRef<Tensor> args) {
     }
 
     if (isa<func::ReturnOp>(op)) {
-      if (failed(checkValues(op, "result", operands,
-                             frame.fn.getResultTypes())))
+      if (failed(
+              checkValues(op, "result", operands, frame.fn.getResultTypes())))
         return failure();
       Operation *caller = frame.caller;
       stack.pop_back();

@@ -1,4 +1,4 @@
-//===- EvaluatorInternal.h - Helpers shared by the op evaluators -*- C++ -*-===//
+//===- EvaluatorInternal.h - Helpers shared by op evaluators ----*- C++ -*-===//
 //
 // Part of the Weft project.
 //

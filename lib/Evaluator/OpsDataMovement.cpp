@@ -22,6 +22,8 @@ using namespace weft::eval::detail;
 
 namespace {
 
+/// Decodes the constant's attribute; only an unreadable one (an elided
+/// resource) fails.
 LogicalResult evalConstant(ConstantOp op, Tensor &r) {
   std::string error;
   FailureOr<Tensor> value = Tensor::tryFromAttr(op.getValue(), error);
@@ -61,6 +63,7 @@ FailureOr<std::vector<int64_t>> resolveIndices(Operation *op,
   return rows;
 }
 
+/// ONNX Gather: the indexed axis is replaced by the indices' shape.
 LogicalResult evalGather(GatherOp op, const Tensor &x, const Tensor &indices,
                          Tensor &r) {
   int64_t axis = static_cast<int64_t>(op.getAxis());
@@ -77,6 +80,8 @@ LogicalResult evalGather(GatherOp op, const Tensor &x, const Tensor &indices,
   return success();
 }
 
+/// Result axis i walks input axis permutation[i], so its stride is that
+/// axis's input stride.
 Tensor evalTranspose(TransposeOp op, const Tensor &x) {
   SmallVector<int64_t> inStrides = stridesOf(x.shape);
   SmallVector<int64_t> strides;
@@ -86,6 +91,8 @@ Tensor evalTranspose(TransposeOp op, const Tensor &x) {
   return takeElements(x, type, stridedOffsets(type.getShape(), strides));
 }
 
+/// A strided slice is a strided view: base offset from the starts, strides
+/// multiplied by the steps.
 Tensor evalSlice(SliceOp op, const Tensor &x) {
   SmallVector<int64_t> inStrides = stridesOf(x.shape);
   ArrayRef<int64_t> starts = op.getStarts(), steps = op.getStrides();
@@ -99,6 +106,8 @@ Tensor evalSlice(SliceOp op, const Tensor &x) {
   return takeElements(x, type, stridedOffsets(type.getShape(), strides, base));
 }
 
+/// Copies each input's contiguous block per outer index, inputs side by
+/// side along the axis.
 void evalConcat(ConcatOp op, ArrayRef<Tensor> inputs, Tensor &r) {
   int64_t axis = static_cast<int64_t>(op.getAxis());
   ArrayRef<int64_t> shape = r.shape;
@@ -116,9 +125,8 @@ void evalConcat(ConcatOp op, ArrayRef<Tensor> inputs, Tensor &r) {
 
 } // namespace
 
-std::optional<LogicalResult>
-weft::eval::detail::evaluateDataMovementOp(Operation *op, ArrayRef<Tensor> operands,
-                               Tensor &result) {
+std::optional<LogicalResult> weft::eval::detail::evaluateDataMovementOp(
+    Operation *op, ArrayRef<Tensor> operands, Tensor &result) {
   return llvm::TypeSwitch<Operation *, std::optional<LogicalResult>>(op)
       .Case([&](ConstantOp constant) { return evalConstant(constant, result); })
       .Case([&](GatherOp gather) {
@@ -131,8 +139,9 @@ weft::eval::detail::evaluateDataMovementOp(Operation *op, ArrayRef<Tensor> opera
         return success();
       })
       .Case([&](BroadcastOp) {
-        result = takeElements(operands[0], result.getType(),
-                              broadcastOffsets(result.shape, operands[0].shape));
+        result =
+            takeElements(operands[0], result.getType(),
+                         broadcastOffsets(result.shape, operands[0].shape));
         return success();
       })
       .Case([&](TransposeOp transpose) {

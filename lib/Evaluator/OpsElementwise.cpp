@@ -29,6 +29,8 @@ namespace {
 // Binary arithmetic
 //===----------------------------------------------------------------------===//
 
+/// Applies `f` to broadcast operand pairs in double and rounds each result
+/// to the element type once.
 template <typename F>
 void floatBinary(const Tensor &a, const Tensor &b, Tensor &r, F f) {
   Rounder round(r.elementType);
@@ -38,6 +40,8 @@ void floatBinary(const Tensor &a, const Tensor &b, Tensor &r, F f) {
     r.fp[i] = round(f(a.fp[oa[i]], b.fp[ob[i]]));
 }
 
+/// Integer counterpart of floatBinary: `f` works in int64 and the result
+/// wraps to the element type's width.
 template <typename F>
 void intBinary(const Tensor &a, const Tensor &b, Tensor &r, F f) {
   Wrapper wrap(r.elementType);
@@ -64,14 +68,17 @@ int64_t wrappingMul(int64_t x, int64_t y) {
 
 /// NaN-propagating like torch.maximum / torch.minimum.
 double floatMax(double x, double y) {
-  return std::isnan(x) || std::isnan(y) ? std::numeric_limits<double>::quiet_NaN()
-                                        : std::max(x, y);
+  return std::isnan(x) || std::isnan(y)
+             ? std::numeric_limits<double>::quiet_NaN()
+             : std::max(x, y);
 }
 double floatMin(double x, double y) {
-  return std::isnan(x) || std::isnan(y) ? std::numeric_limits<double>::quiet_NaN()
-                                        : std::min(x, y);
+  return std::isnan(x) || std::isnan(y)
+             ? std::numeric_limits<double>::quiet_NaN()
+             : std::min(x, y);
 }
 
+/// Integer division is the one elementwise op that can fail at run time.
 LogicalResult evalIntDiv(Operation *op, const Tensor &a, const Tensor &b,
                          Tensor &r) {
   Wrapper wrap(r.elementType);
@@ -91,6 +98,7 @@ LogicalResult evalIntDiv(Operation *op, const Tensor &a, const Tensor &b,
   return success();
 }
 
+/// The binary arithmetic ops, dispatched once per op rather than per element.
 enum class Binary { Add, Sub, Mul, Div, Pow, Max, Min };
 
 LogicalResult evalBinary(Operation *op, Binary kind, const Tensor &a,
@@ -145,6 +153,7 @@ LogicalResult evalBinary(Operation *op, Binary kind, const Tensor &a,
   return success();
 }
 
+/// IEEE comparison for floats (every predicate but ne is false on NaN).
 template <typename T> bool compare(CmpPredicate predicate, T x, T y) {
   switch (predicate) {
   case CmpPredicate::eq:
@@ -163,6 +172,7 @@ template <typename T> bool compare(CmpPredicate predicate, T x, T y) {
   return false;
 }
 
+/// Compares in the operands' own representation (double or int64).
 void evalCmp(CmpOp op, const Tensor &a, const Tensor &b, Tensor &r) {
   CmpPredicate predicate = op.getPredicate();
   std::vector<int64_t> oa = broadcastOffsets(r.shape, a.shape);
@@ -172,6 +182,7 @@ void evalCmp(CmpOp op, const Tensor &a, const Tensor &b, Tensor &r) {
                             : compare(predicate, a.ints[oa[i]], b.ints[ob[i]]);
 }
 
+/// Selects without rounding: both branches already have the result type.
 void evalWhere(const Tensor &c, const Tensor &t, const Tensor &f, Tensor &r) {
   std::vector<int64_t> oc = broadcastOffsets(r.shape, c.shape);
   std::vector<int64_t> ot = broadcastOffsets(r.shape, t.shape);
@@ -190,18 +201,21 @@ void evalWhere(const Tensor &c, const Tensor &t, const Tensor &f, Tensor &r) {
 // Unary
 //===----------------------------------------------------------------------===//
 
+/// Applies `f` in double and rounds once per element.
 template <typename F> void floatUnary(const Tensor &x, Tensor &r, F f) {
   Rounder round(r.elementType);
   for (size_t i = 0, e = r.fp.size(); i < e; ++i)
     r.fp[i] = round(f(x.fp[i]));
 }
 
+/// Applies `f` in int64 and wraps to the element type's width.
 template <typename F> void intUnary(const Tensor &x, Tensor &r, F f) {
   Wrapper wrap(r.elementType);
   for (size_t i = 0, e = r.ints.size(); i < e; ++i)
     r.ints[i] = wrap(f(x.ints[i]));
 }
 
+/// GELU exactly or with PyTorch's tanh approximation.
 double geluOf(double x, GeluApproximation approximation) {
   // PyTorch's formulas (aten/src/ATen/native/cpu/Activation.cpp).
   if (approximation == GeluApproximation::Tanh) {
@@ -238,6 +252,8 @@ int64_t floatToInt(double v, IntegerType type) {
   return static_cast<int64_t>(t);
 }
 
+/// Float to float rounds, float to integer truncates (floatToInt), integer
+/// to integer wraps, anything to i1 tests for non-zero.
 void evalCast(const Tensor &x, Tensor &r) {
   int64_t n = r.numElements();
   if (r.isFloat()) {
@@ -270,6 +286,8 @@ void evalCast(const Tensor &x, Tensor &r) {
 // Causal mask
 //===----------------------------------------------------------------------===//
 
+/// Masks per trailing matrix; `fill` is rounded to the element type like
+/// any other result.
 void evalCausalMask(CausalMaskOp op, const Tensor &x, Tensor &r) {
   int64_t rows = x.shape[x.shape.size() - 2], cols = x.shape.back();
   int64_t diagonal = static_cast<int64_t>(op.getDiagonal());
@@ -286,9 +304,8 @@ void evalCausalMask(CausalMaskOp op, const Tensor &x, Tensor &r) {
 
 } // namespace
 
-std::optional<LogicalResult>
-weft::eval::detail::evaluateElementwiseOp(Operation *op, ArrayRef<Tensor> operands,
-                              Tensor &result) {
+std::optional<LogicalResult> weft::eval::detail::evaluateElementwiseOp(
+    Operation *op, ArrayRef<Tensor> operands, Tensor &result) {
   auto binary = [&](Binary kind) -> LogicalResult {
     return evalBinary(op, kind, operands[0], operands[1], result);
   };
@@ -327,14 +344,17 @@ weft::eval::detail::evaluateElementwiseOp(Operation *op, ArrayRef<Tensor> operan
         return success();
       })
       // `x < 0 ? 0 : x` lets NaN through, as torch.relu does.
-      .Case([&](ReluOp) { return unary([](double x) { return x < 0 ? 0 : x; }); })
-      .Case([&](TanhOp) { return unary([](double x) { return std::tanh(x); }); })
+      .Case(
+          [&](ReluOp) { return unary([](double x) { return x < 0 ? 0 : x; }); })
+      .Case(
+          [&](TanhOp) { return unary([](double x) { return std::tanh(x); }); })
       .Case([&](SigmoidOp) {
         return unary([](double x) { return 1 / (1 + std::exp(-x)); });
       })
       .Case([&](ExpOp) { return unary([](double x) { return std::exp(x); }); })
       .Case([&](LogOp) { return unary([](double x) { return std::log(x); }); })
-      .Case([&](SqrtOp) { return unary([](double x) { return std::sqrt(x); }); })
+      .Case(
+          [&](SqrtOp) { return unary([](double x) { return std::sqrt(x); }); })
       .Case([&](RsqrtOp) {
         return unary([](double x) { return 1 / std::sqrt(x); });
       })

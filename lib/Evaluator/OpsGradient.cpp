@@ -88,8 +88,7 @@ LogicalResult evalOneHot(OneHotOp op, const Tensor &indices, Tensor &r) {
     if (index < 0 || index >= classes)
       return op.emitError("index ")
              << index << " at position " << p << " is out of range for "
-             << classes << " classes (expected 0 <= index < " << classes
-             << ")";
+             << classes << " classes (expected 0 <= index < " << classes << ")";
     r.fp[p * classes + index] = 1.0;
   }
   return success();
@@ -110,8 +109,7 @@ struct ConvGeometry {
 
 /// Calls `f(inputOffset, filterOffset, gradOffset)` for every product the
 /// forward conv2d computes, in the forward op's order.
-template <typename F>
-void forEachConvProduct(const ConvGeometry &g, F f) {
+template <typename F> void forEachConvProduct(const ConvGeometry &g, F f) {
   for (int64_t n = 0; n < g.batch; ++n)
     for (int64_t o = 0; o < g.outChannels; ++o) {
       int64_t firstChannel = (o / g.perGroup) * g.groupChannels;
@@ -233,8 +231,7 @@ void evalPoolGrad(bool isMax, bool countIncludePad, ArrayRef<int64_t> kernel,
 } // namespace
 
 std::optional<LogicalResult>
-weft::eval::detail::evaluateGradientOp(Operation *op,
-                                       ArrayRef<Tensor> operands,
+weft::eval::detail::evaluateGradientOp(Operation *op, ArrayRef<Tensor> operands,
                                        Tensor &result) {
   return llvm::TypeSwitch<Operation *, std::optional<LogicalResult>>(op)
       .Case([&](ScatterAddOp scatter) {

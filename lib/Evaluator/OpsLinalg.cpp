@@ -26,6 +26,7 @@ using namespace weft::eval::detail;
 
 namespace {
 
+/// Batched matmul with numpy batch broadcasting; every sum runs in double.
 void evalMatMul(MatMulOp op, const Tensor &a, const Tensor &b, Tensor &r) {
   Rounder round(r.elementType);
   ArrayRef<int64_t> as = a.shape, bs = b.shape;
@@ -65,9 +66,9 @@ void evalMatMul(MatMulOp op, const Tensor &a, const Tensor &b, Tensor &r) {
 
 /// The index arithmetic of a conv2d.
 struct ConvGeometry {
-  int64_t batch, channels, h, w;         // input, NCHW
+  int64_t batch, channels, h, w;              // input, NCHW
   int64_t outChannels, groupChannels, kh, kw; // filter, OIHW
-  int64_t oh, ow;                         // result spatial sizes
+  int64_t oh, ow;                             // result spatial sizes
   ArrayRef<int64_t> strides, padding, dilations;
   int64_t groups;
 
@@ -76,9 +77,8 @@ struct ConvGeometry {
                ArrayRef<int64_t> output)
       : batch(input[0]), channels(input[1]), h(input[2]), w(input[3]),
         outChannels(filter[0]), groupChannels(filter[1]), kh(filter[2]),
-        kw(filter[3]), oh(output[2]), ow(output[3]),
-        strides(op.getStrides()), padding(op.getPadding()),
-        dilations(op.getDilations()),
+        kw(filter[3]), oh(output[2]), ow(output[3]), strides(op.getStrides()),
+        padding(op.getPadding()), dilations(op.getDilations()),
         groups(static_cast<int64_t>(op.getGroups())) {}
 
   /// Calls `visit(input, filter, output)` with flat offsets for every
@@ -121,6 +121,7 @@ void roundAll(Tensor &r) {
     v = round(v);
 }
 
+/// Sums in double, adds the bias last and rounds once.
 void evalConv2D(Conv2DOp op, const Tensor &x, const Tensor &w,
                 const Tensor *bias, Tensor &r) {
   ConvGeometry g(op, x.shape, w.shape, r.shape);
@@ -142,9 +143,9 @@ struct PoolGeometry {
 
   template <typename Op>
   PoolGeometry(Op op, ArrayRef<int64_t> input, ArrayRef<int64_t> output)
-      : planes(input[0] * input[1]), h(input[2]), w(input[3]),
-        oh(output[2]), ow(output[3]), kernel(op.getKernel()),
-        strides(op.getStrides()), padding(op.getPadding()) {}
+      : planes(input[0] * input[1]), h(input[2]), w(input[3]), oh(output[2]),
+        ow(output[3]), kernel(op.getKernel()), strides(op.getStrides()),
+        padding(op.getPadding()) {}
 
   /// Calls `visit(window, cells)` for every output element with the flat
   /// input offsets of the real (non-padding) cells under its window, in
@@ -193,6 +194,8 @@ int64_t argMax(const Tensor &x, ArrayRef<int64_t> cells) {
   return best;
 }
 
+/// Takes the argMax cell's value, so the forward op and PyTorch's index
+/// choice agree.
 void evalMaxPool(MaxPool2DOp op, const Tensor &x, Tensor &r) {
   PoolGeometry g(op, x.shape, r.shape);
   g.forEachWindow([&](int64_t out, ArrayRef<int64_t> cells) {
@@ -203,6 +206,7 @@ void evalMaxPool(MaxPool2DOp op, const Tensor &x, Tensor &r) {
   });
 }
 
+/// Averages the real cells; padding only changes the divisor.
 void evalAvgPool(AvgPool2DOp op, const Tensor &x, Tensor &r) {
   Rounder round(r.elementType);
   PoolGeometry g(op, x.shape, r.shape);
@@ -214,6 +218,7 @@ void evalAvgPool(AvgPool2DOp op, const Tensor &x, Tensor &r) {
   });
 }
 
+/// Means over all spatial axes of each (batch, channel) plane.
 void evalGlobalAvgPool(const Tensor &x, Tensor &r) {
   Rounder round(r.elementType);
   int64_t planes = x.shape[0] * x.shape[1];
@@ -230,7 +235,7 @@ void evalGlobalAvgPool(const Tensor &x, Tensor &r) {
 
 std::optional<LogicalResult>
 weft::eval::detail::evaluateLinalgOp(Operation *op, ArrayRef<Tensor> operands,
-                         Tensor &result) {
+                                     Tensor &result) {
   return llvm::TypeSwitch<Operation *, std::optional<LogicalResult>>(op)
       .Case([&](MatMulOp matmul) {
         evalMatMul(matmul, operands[0], operands[1], result);

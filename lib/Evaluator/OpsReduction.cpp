@@ -77,8 +77,11 @@ void evalLayerNorm(LayerNormOp op, const Tensor &x, const Tensor &scale,
   }
 }
 
+/// The reductions share one walk; they differ in the initial value and how
+/// an element joins the accumulator.
 enum class Reduce { Sum, Mean, Max };
 
+/// Reduces `axes` of `x` into `r` (which already has the keep_dims shape).
 void evalReduce(Reduce kind, const Tensor &x, ArrayRef<int64_t> axes,
                 Tensor &r) {
   // Map every input element to its result element: reduced axes do not move
@@ -102,9 +105,9 @@ void evalReduce(Reduce kind, const Tensor &x, ArrayRef<int64_t> axes,
 
   if (!r.isFloat()) {
     Wrapper wrap(r.elementType);
-    std::vector<int64_t> acc(resultSize, kind == Reduce::Max
-                                             ? std::numeric_limits<int64_t>::min()
-                                             : 0);
+    std::vector<int64_t> acc(
+        resultSize,
+        kind == Reduce::Max ? std::numeric_limits<int64_t>::min() : 0);
     for (int64_t i = 0; i < n; ++i) {
       int64_t &a = acc[target[i]];
       if (kind == Reduce::Max)
@@ -129,6 +132,8 @@ void evalReduce(Reduce kind, const Tensor &x, ArrayRef<int64_t> axes,
     r.fp[i] = round(kind == Reduce::Mean ? acc[i] / count : acc[i]);
 }
 
+/// Mean over label positions of logsumexp(logits) - logits[label], as
+/// F.cross_entropy with the default mean reduction and no ignore_index.
 LogicalResult evalCrossEntropy(Operation *op, const Tensor &logits,
                                const Tensor &labels, Tensor &r) {
   int64_t classes = logits.shape.back();
@@ -137,11 +142,10 @@ LogicalResult evalCrossEntropy(Operation *op, const Tensor &logits,
   for (int64_t p = 0; p < positions; ++p) {
     int64_t label = labels.ints[p];
     if (label < 0 || label >= classes) {
-      InFlightDiagnostic diag = op->emitError("label ")
-                                << label << " at position " << p
-                                << " is out of range for " << classes
-                                << " classes (expected 0 <= label < "
-                                << classes << ")";
+      InFlightDiagnostic diag =
+          op->emitError("label ")
+          << label << " at position " << p << " is out of range for " << classes
+          << " classes (expected 0 <= label < " << classes << ")";
       if (label == -100)
         diag << "; PyTorch's ignore_index=-100 is not supported";
       return diag;
@@ -160,6 +164,7 @@ LogicalResult evalCrossEntropy(Operation *op, const Tensor &logits,
   return success();
 }
 
+/// Mean of squared differences, summed in double.
 void evalMse(const Tensor &prediction, const Tensor &target, Tensor &r) {
   int64_t n = prediction.numElements();
   double sum = 0;
@@ -172,9 +177,8 @@ void evalMse(const Tensor &prediction, const Tensor &target, Tensor &r) {
 
 } // namespace
 
-std::optional<LogicalResult>
-weft::eval::detail::evaluateReductionOp(Operation *op, ArrayRef<Tensor> operands,
-                            Tensor &result) {
+std::optional<LogicalResult> weft::eval::detail::evaluateReductionOp(
+    Operation *op, ArrayRef<Tensor> operands, Tensor &result) {
   auto reduce = [&](Reduce kind, ArrayRef<int64_t> axes) {
     evalReduce(kind, operands[0], axes, result);
     return success();

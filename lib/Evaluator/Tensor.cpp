@@ -34,8 +34,8 @@ using namespace weft::eval::detail;
 // Rounding
 //===----------------------------------------------------------------------===//
 
-double weft::eval::detail::roundNarrow(double v, int mantissaBits, int minExponent,
-                           double maxFinite) {
+double weft::eval::detail::roundNarrow(double v, int mantissaBits,
+                                       int minExponent, double maxFinite) {
   if (!std::isfinite(v) || v == 0)
     return v;
   double a = std::fabs(v);
@@ -123,9 +123,9 @@ SmallVector<int64_t> weft::eval::detail::stridesOf(ArrayRef<int64_t> shape) {
   return strides;
 }
 
-std::vector<int64_t> weft::eval::detail::stridedOffsets(ArrayRef<int64_t> shape,
-                                            ArrayRef<int64_t> strides,
-                                            int64_t base) {
+std::vector<int64_t>
+weft::eval::detail::stridedOffsets(ArrayRef<int64_t> shape,
+                                   ArrayRef<int64_t> strides, int64_t base) {
   int64_t n = product(shape);
   std::vector<int64_t> offsets(n);
   if (n == 0)
@@ -147,8 +147,9 @@ std::vector<int64_t> weft::eval::detail::stridedOffsets(ArrayRef<int64_t> shape,
   return offsets;
 }
 
-std::vector<int64_t> weft::eval::detail::broadcastOffsets(ArrayRef<int64_t> result,
-                                              ArrayRef<int64_t> source) {
+std::vector<int64_t>
+weft::eval::detail::broadcastOffsets(ArrayRef<int64_t> result,
+                                     ArrayRef<int64_t> source) {
   assert(result.size() >= source.size() && "source has a larger rank");
   size_t lead = result.size() - source.size();
   SmallVector<int64_t> sourceStrides = stridesOf(source);
@@ -160,8 +161,9 @@ std::vector<int64_t> weft::eval::detail::broadcastOffsets(ArrayRef<int64_t> resu
   return stridedOffsets(result, strides);
 }
 
-Tensor weft::eval::detail::takeElements(const Tensor &source, RankedTensorType type,
-                            ArrayRef<int64_t> offsets) {
+Tensor weft::eval::detail::takeElements(const Tensor &source,
+                                        RankedTensorType type,
+                                        ArrayRef<int64_t> offsets) {
   Tensor result = Tensor::zeros(type);
   assert(static_cast<int64_t>(offsets.size()) == result.numElements());
   if (source.isFloat())
@@ -233,7 +235,9 @@ LogicalResult decodeRaw(ArrayRef<char> data, Tensor &t, std::string &error) {
   return success();
 }
 
-LogicalResult decodeDense(DenseElementsAttr dense, Tensor &t) {
+/// Decodes through DenseElementsAttr's typed iterators, which read the
+/// storage directly for f32, f64, i1, i32 and i64 instead of via APFloat.
+void decodeDense(DenseElementsAttr dense, Tensor &t) {
   Type et = t.elementType;
   if (dense.isSplat()) {
     if (t.isFloat())
@@ -243,7 +247,7 @@ LogicalResult decodeDense(DenseElementsAttr dense, Tensor &t) {
       std::fill(t.ints.begin(), t.ints.end(),
                 intFromAPInt(dense.getSplatValue<llvm::APInt>(),
                              cast<IntegerType>(et)));
-    return success();
+    return;
   }
   if (et.isF32()) {
     llvm::copy(dense.getValues<float>(), t.fp.begin());
@@ -262,7 +266,6 @@ LogicalResult decodeDense(DenseElementsAttr dense, Tensor &t) {
     for (auto [i, v] : llvm::enumerate(dense.getValues<llvm::APInt>()))
       t.ints[i] = intFromAPInt(v, cast<IntegerType>(et));
   }
-  return success();
 }
 } // namespace
 
@@ -279,8 +282,7 @@ FailureOr<Tensor> Tensor::tryFromAttr(ElementsAttr attr, std::string &error) {
   }
   Tensor t = zeros(type);
   if (auto dense = dyn_cast<DenseElementsAttr>(attr)) {
-    if (failed(decodeDense(dense, t)))
-      return failure();
+    decodeDense(dense, t);
     return t;
   }
   if (auto resource = dyn_cast<DenseResourceElementsAttr>(attr)) {
@@ -434,8 +436,8 @@ FailureOr<Tensor> Tensor::fromHostArray(const rt::HostArray &array,
 
 rt::HostArray Tensor::toHostArray() const {
   rt::DType dtype = dtypeFor(elementType);
-  rt::HostArray a =
-      rt::HostArray::zeros(dtype, std::vector<int64_t>(shape.begin(), shape.end()));
+  rt::HostArray a = rt::HostArray::zeros(
+      dtype, std::vector<int64_t>(shape.begin(), shape.end()));
   int64_t n = numElements();
   switch (dtype) {
   case rt::DType::F64:

@@ -273,15 +273,28 @@ Importer::buildSignature(SmallVectorImpl<Type> &argTypes,
     argAttrs.push_back(builder.getDictionaryAttr(builder.getNamedAttr(
         attrName, builder.getStringAttr(name))));
   }
+  // Graph inputs that are initializers are weights (older exporters list
+  // them as inputs), not batch inputs.
+  std::set<std::string> initializerNames;
+  for (const onnx::TensorProto &t : model.graph().initializer())
+    initializerNames.insert(t.name());
+  std::vector<const onnx::ValueInfoProto *> batchInputs;
   std::set<std::string> known;
-  for (const onnx::ValueInfoProto &in : model.graph().input()) {
-    if (initializers.count(in.name()) ||
-        llvm::any_of(model.graph().initializer(),
-                     [&](const onnx::TensorProto &t) {
-                       return t.name() == in.name();
-                     }))
+  for (const onnx::ValueInfoProto &in : model.graph().input())
+    if (!initializerNames.count(in.name()) && known.insert(in.name()).second)
+      batchInputs.push_back(&in);
+  for (const auto &[name, shape] : options.inputShapes) {
+    if (known.count(name))
       continue;
-    known.insert(in.name());
+    std::string list;
+    for (const onnx::ValueInfoProto *in : batchInputs)
+      list += (list.empty() ? "" : ", ") + in->name();
+    return error("--input-shape names '" + name +
+                 "', which is not an input of the model (inputs: " + list +
+                 ")");
+  }
+  for (const onnx::ValueInfoProto *input : batchInputs) {
+    const onnx::ValueInfoProto &in = *input;
     FailureOr<RankedTensorType> type = getInputType(in);
     if (failed(type))
       return failure();
@@ -289,16 +302,6 @@ Importer::buildSignature(SmallVectorImpl<Type> &argTypes,
     argTypes.push_back(*type);
     argAttrs.push_back(builder.getDictionaryAttr(builder.getNamedAttr(
         WeftDialect::kInputAttrName, builder.getStringAttr(in.name()))));
-  }
-  for (const auto &[name, shape] : options.inputShapes) {
-    if (known.count(name))
-      continue;
-    std::string list;
-    for (const std::string &k : known)
-      list += (list.empty() ? "" : ", ") + k;
-    return error("--input-shape names '" + name +
-                 "', which is not an input of the model (inputs: " + list +
-                 ")");
   }
   return success();
 }
@@ -366,7 +369,8 @@ LogicalResult Importer::importNode(const onnx::NodeProto &node,
   std::string name = node.name().empty()
                          ? node.op_type() + "_" + std::to_string(index)
                          : node.name();
-  Location loc = NameLoc::get(builder.getStringAttr(name));
+  Location loc = NameLoc::get(builder.getStringAttr(name),
+                                 FileLineColLoc::get(ctx, path, 0, 0));
   SmallVector<Value> operands;
   for (const std::string &in : node.input()) {
     if (in.empty()) {
@@ -448,7 +452,8 @@ OwningOpRef<ModuleOp> Importer::run() {
   for (const std::string &name : initializerOrder) {
     if (values.count(name))
       continue;
-    Location loc = NameLoc::get(builder.getStringAttr(name));
+    Location loc = NameLoc::get(builder.getStringAttr(name),
+                                 FileLineColLoc::get(ctx, path, 0, 0));
     auto alias = aliases.find(name);
     if (alias == aliases.end()) {
       values[name] = ConstantOp::create(

@@ -35,6 +35,9 @@ using namespace weft;
 
 namespace {
 
+/// Result attribute naming the parameter a gradient result belongs to.
+constexpr llvm::StringLiteral kGradAttrName = "weft.grad";
+
 /// Float tensors carry gradients; integer and i1 tensors do not.
 bool isDifferentiable(Type type) {
   auto shaped = dyn_cast<ShapedType>(type);
@@ -52,10 +55,10 @@ bool readsAny(Operation *op, const llvm::DenseSet<Value> &set) {
     return true;
   if (op->getNumRegions() == 0)
     return false;
-  return op->walk([&](Operation *nested) {
-             return reads(nested) ? WalkResult::interrupt()
-                                  : WalkResult::advance();
-           })
+  return op
+      ->walk([&](Operation *nested) {
+        return reads(nested) ? WalkResult::interrupt() : WalkResult::advance();
+      })
       .wasInterrupted();
 }
 
@@ -114,8 +117,7 @@ LogicalResult buildBackward(OpBuilder &builder, ArrayRef<Operation *> active,
 
     auto rule = dyn_cast<GradientOpInterface>(op);
     if (!rule)
-      return op->emitError("op '")
-             << op->getName() << "' has no gradient rule";
+      return op->emitError("op '") << op->getName() << "' has no gradient rule";
     SmallVector<Value> operandGrads;
     if (failed(rule.buildGradient(builder, resultGrads, operandGrads)))
       return op->emitError("the gradient rule of op '")
@@ -141,24 +143,34 @@ LogicalResult buildBackward(OpBuilder &builder, ArrayRef<Operation *> active,
   return success();
 }
 
+/// The `weft.param` arguments of the loss function, in argument order.
+struct Parameters {
+  SmallVector<unsigned> argNumbers;
+  SmallVector<StringAttr> names;
+};
+
 struct AutodiffPass : weft::impl::AutodiffPassBase<AutodiffPass> {
   using AutodiffPassBase::AutodiffPassBase;
 
   void runOnOperation() override;
 
 private:
-  /// Checks that `fn` can be differentiated; reports why not.
-  LogicalResult checkLossFunction(func::FuncOp fn);
+  /// Checks that `fn` can be differentiated and collects its parameters
+  /// (argument numbers and names); reports why not.
+  LogicalResult checkLossFunction(func::FuncOp fn, Parameters &params);
   /// Fills the body of `gradFn` (a clone of the loss function) with the
-  /// backward sweep and returns the loss and the gradients.
-  LogicalResult differentiate(func::FuncOp gradFn);
+  /// backward sweep and returns the loss and the gradients of `params`.
+  LogicalResult differentiate(func::FuncOp gradFn, const Parameters &params);
 };
 
-LogicalResult AutodiffPass::checkLossFunction(func::FuncOp fn) {
-  if (fn.isExternal() || !fn.getBody().hasOneBlock())
+LogicalResult AutodiffPass::checkLossFunction(func::FuncOp fn,
+                                              Parameters &params) {
+  if (fn.isExternal() || !fn.getBody().hasOneBlock() ||
+      !isa<func::ReturnOp>(fn.getBody().front().back()))
     return fn.emitError("function '")
            << fn.getSymName()
-           << "' must have a body of a single block to be differentiated";
+           << "' must be a single block ending in func.return to be "
+              "differentiated";
   if (fn.getNumResults() == 0)
     return fn.emitError("function '")
            << fn.getSymName() << "' must return the loss as result 0";
@@ -169,10 +181,29 @@ LogicalResult AutodiffPass::checkLossFunction(func::FuncOp fn) {
     return fn.emitError("the loss (result 0 of '")
            << fn.getSymName() << "') must be a 0-d float tensor, got "
            << lossType;
-  if (llvm::none_of(llvm::seq<unsigned>(0, fn.getNumArguments()),
-                    [&](unsigned i) {
-                      return fn.getArgAttr(i, WeftDialect::kParamAttrName);
-                    }))
+  for (unsigned i = 0, e = fn.getNumArguments(); i < e; ++i) {
+    Attribute attr = fn.getArgAttr(i, WeftDialect::kParamAttrName);
+    if (!attr)
+      continue;
+    auto name = dyn_cast<StringAttr>(attr);
+    if (!name)
+      return fn.emitError("argument #")
+             << i << ": '" << WeftDialect::kParamAttrName
+             << "' must be a string naming the parameter, got " << attr;
+    // The gradient of a parameter that does not reach the loss is a zero
+    // constant, which needs a static shape.
+    auto type = dyn_cast<RankedTensorType>(fn.getArgumentTypes()[i]);
+    if (!type || !type.hasStaticShape() ||
+        !isa<FloatType, IntegerType>(type.getElementType()))
+      return fn.emitError("parameter '")
+             << name.getValue()
+             << "' must be a statically shaped tensor of floats or integers, "
+                "got "
+             << fn.getArgumentTypes()[i];
+    params.argNumbers.push_back(i);
+    params.names.push_back(name);
+  }
+  if (params.argNumbers.empty())
     return fn.emitError("model has no parameters: nothing to train (no "
                         "argument of '")
            << fn.getSymName() << "' has a '" << WeftDialect::kParamAttrName
@@ -180,25 +211,19 @@ LogicalResult AutodiffPass::checkLossFunction(func::FuncOp fn) {
   return success();
 }
 
-LogicalResult AutodiffPass::differentiate(func::FuncOp gradFn) {
+LogicalResult AutodiffPass::differentiate(func::FuncOp gradFn,
+                                          const Parameters &params) {
   MLIRContext *context = gradFn.getContext();
   Block &body = gradFn.getBody().front();
   auto ret = cast<func::ReturnOp>(body.getTerminator());
   Value loss = ret.getOperand(0);
-
-  SmallVector<BlockArgument> params;
-  SmallVector<StringAttr> paramNames;
-  for (BlockArgument arg : body.getArguments()) {
-    if (auto name = gradFn.getArgAttrOfType<StringAttr>(
-            arg.getArgNumber(), WeftDialect::kParamAttrName)) {
-      params.push_back(arg);
-      paramNames.push_back(name);
-    }
-  }
+  SmallVector<BlockArgument> paramArgs;
+  for (unsigned i : params.argNumbers)
+    paramArgs.push_back(body.getArgument(i));
 
   SmallVector<Operation *> active;
   llvm::DenseSet<Value> varied;
-  findActiveOps(body, params, loss, active, varied);
+  findActiveOps(body, paramArgs, loss, active, varied);
   OpBuilder builder(ret);
   llvm::DenseMap<Value, Value> adjoint;
   if (failed(buildBackward(builder, active, varied, loss, adjoint)))
@@ -206,26 +231,24 @@ LogicalResult AutodiffPass::differentiate(func::FuncOp gradFn) {
 
   SmallVector<Value> results{loss};
   SmallVector<DictionaryAttr> resultAttrs{gradFn.getResultAttrDict(0)};
-  for (auto [param, name] : llvm::zip(params, paramNames)) {
+  for (auto [param, name] : llvm::zip(paramArgs, params.names)) {
     Value grad = adjoint.lookup(param);
     if (!grad) {
       // A parameter that does not reach the loss (or carries no gradient).
-      auto type = cast<RankedTensorType>(param.getType());
-      Attribute zero = isa<FloatType>(type.getElementType())
-                           ? Attribute(FloatAttr::get(type.getElementType(), 0))
-                           : Attribute(IntegerAttr::get(type.getElementType(), 0));
-      grad = ConstantOp::create(builder, param.getLoc(),
-                                DenseElementsAttr::get(type, zero));
+      grad = ConstantOp::create(
+          builder, param.getLoc(),
+          cast<ElementsAttr>(builder.getZeroAttr(param.getType())));
     }
     results.push_back(grad);
     resultAttrs.push_back(DictionaryAttr::get(
-        context, {NamedAttribute(StringAttr::get(context, "weft.grad"), name)}));
+        context,
+        {NamedAttribute(StringAttr::get(context, kGradAttrName), name)}));
   }
   func::ReturnOp::create(builder, ret.getLoc(), results);
   ret.erase();
 
-  gradFn.setFunctionType(FunctionType::get(
-      context, gradFn.getArgumentTypes(), ValueRange(results).getTypes()));
+  gradFn.setFunctionType(FunctionType::get(context, gradFn.getArgumentTypes(),
+                                           ValueRange(results).getTypes()));
   for (DictionaryAttr &attrs : resultAttrs)
     if (!attrs)
       attrs = DictionaryAttr::get(context);
@@ -251,7 +274,8 @@ void AutodiffPass::runOnOperation() {
     module.emitError("function '") << functionName << "' not found";
     return signalPassFailure();
   }
-  if (failed(checkLossFunction(fn)))
+  Parameters params;
+  if (failed(checkLossFunction(fn, params)))
     return signalPassFailure();
   std::string gradName = functionName + "_grad";
   if (Operation *existing = symbols.lookup(gradName)) {
@@ -264,7 +288,7 @@ void AutodiffPass::runOnOperation() {
   // module as it was.
   func::FuncOp gradFn = fn.clone();
   gradFn.setSymName(gradName);
-  if (failed(differentiate(gradFn))) {
+  if (failed(differentiate(gradFn, params))) {
     gradFn.erase();
     return signalPassFailure();
   }

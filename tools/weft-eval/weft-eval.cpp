@@ -4,7 +4,8 @@
 //
 //===----------------------------------------------------------------------===//
 //
-// weft-eval FILE.mlir [--fn=NAME] [--input NAME=X.npy]... [--param NAME=W.npy]...
+// weft-eval FILE.mlir [--fn=NAME] [--input NAME=X.npy]... [--param
+// NAME=W.npy]...
 //           [--weights=PATH] [-o PREFIX] [--print]
 //
 // Binds the function's arguments from .npy files and the weights file, runs
@@ -69,9 +70,9 @@ cl::opt<std::string> outputPrefix("o",
                                   cl::desc("Write result i to PREFIX.i.npy"),
                                   cl::value_desc("prefix"), cl::init("out"),
                                   cl::cat(evalCategory));
-cl::opt<bool> printResults("print",
-                           cl::desc("Print each result's type and first values"),
-                           cl::init(false), cl::cat(evalCategory));
+cl::opt<bool>
+    printResults("print", cl::desc("Print each result's type and first values"),
+                 cl::init(false), cl::cat(evalCategory));
 
 /// Reports a usage or binding error; returns the tool's exit code.
 int fail(const llvm::Twine &message) {
@@ -277,9 +278,8 @@ int run(MLIRContext &context) {
       if (param != paramIndex.end())
         return fail("--input " + name + ": '" + name + "' is a parameter of " +
                     fnLabel + "; bind it with --param " + name + "=FILE.npy");
-      return fail("--input " + name + ": " + fnLabel +
-                  " has no input named '" + name +
-                  "' (inputs: " + listNames(inputNames) + ")");
+      return fail("--input " + name + ": " + fnLabel + " has no input named '" +
+                  name + "' (inputs: " + listNames(inputNames) + ")");
     }
     if (!(values[it->second] = loadNpy(args[it->second], path)))
       return 1;
@@ -375,8 +375,9 @@ int main(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
   cl::HideUnrelatedOptions(evalCategory);
   cl::ParseCommandLineOptions(
-      argc, argv, "Weft reference evaluator: runs a weft function on .npy "
-                  "inputs and writes its results as .npy files\n");
+      argc, argv,
+      "Weft reference evaluator: runs a weft function on .npy "
+      "inputs and writes its results as .npy files\n");
   DialectRegistry registry;
   // Only what weft-eval reads: weft ops inside func.func.
   registry.insert<WeftDialect, func::FuncDialect>();

@@ -16,6 +16,7 @@
 #include "weft/Import/Weights.h"
 #include "weft/Pipelines/Pipelines.h"
 #include "weft/Runtime/SafeTensors.h"
+#include "weft/Support/Diagnostics.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/AsmState.h"
@@ -255,6 +256,9 @@ int main(int argc, char **argv) {
   registry.insert<weft::WeftDialect, func::FuncDialect>();
   MLIRContext context(registry);
   context.loadAllAvailableDialects();
+  ToolDiagnosticHandler diagnostics(&context, "weftc");
+  // The failing op is named in the message; its generic dump is noise.
+  context.printOpOnDiagnostic(false);
 
   OwningOpRef<ModuleOp> module = loadInput(context);
   if (!module)

@@ -107,8 +107,8 @@ TEST_F(EvaluatorTest, Conv2DAdjointsSatisfyDotProductIdentity) {
   std::mt19937 rng(7);
   std::uniform_real_distribution<double> uniform(-1, 1);
   auto random = [&](ArrayRef<int64_t> shape) {
-    Tensor t = Tensor::zeros(
-        RankedTensorType::get(shape, Float64Type::get(&context)));
+    Tensor t =
+        Tensor::zeros(RankedTensorType::get(shape, Float64Type::get(&context)));
     for (double &v : t.fp)
       v = uniform(rng);
     return t;
@@ -151,10 +151,10 @@ TEST_F(EvaluatorTest, MaxPoolGradGoesToFirstMaximum) {
           : (tensor<1x1x2x2xf32>, tensor<1x1x2x2xf32>) -> tensor<1x1x2x2xf32>
       return %r : tensor<1x1x2x2xf32>
     })mlir";
-  expectValues(runOne(grad, {g, f32({1, 1, 2, 2}, {1, 5, 3, 2})}),
-               {1, 1, 2, 2}, {1, 6, 3, 0});
-  expectValues(runOne(grad, {g, f32({1, 1, 2, 2}, {7, 7, 7, 7})}),
-               {1, 1, 2, 2}, {1 + 2 + 3 + 4, 0, 0, 0});
+  expectValues(runOne(grad, {g, f32({1, 1, 2, 2}, {1, 5, 3, 2})}), {1, 1, 2, 2},
+               {1, 6, 3, 0});
+  expectValues(runOne(grad, {g, f32({1, 1, 2, 2}, {7, 7, 7, 7})}), {1, 1, 2, 2},
+               {1 + 2 + 3 + 4, 0, 0, 0});
 }
 
 constexpr const char *kAvgPoolGrad = R"mlir(

@@ -30,7 +30,8 @@ namespace {
 //===----------------------------------------------------------------------===//
 
 TEST_F(EvaluatorTest, MatMulWithTransposes) {
-  // A = [[1,2,3],[4,5,6]], B = [[7,8],[9,10],[11,12]]: A B = [[58,64],[139,154]].
+  // A = [[1,2,3],[4,5,6]], B = [[7,8],[9,10],[11,12]]: A B =
+  // [[58,64],[139,154]].
   Tensor a = f32({2, 3}, {1, 2, 3, 4, 5, 6});
   Tensor aT = f32({3, 2}, {1, 4, 2, 5, 3, 6});
   Tensor b = f32({3, 2}, {7, 8, 9, 10, 11, 12});
@@ -73,9 +74,8 @@ TEST_F(EvaluatorTest, MatMulBroadcastsBatchAxes) {
       return %r : tensor<2x3x2x2xf32>
     })mlir",
                     {lhs, rhs});
-  expectValues(r, {2, 3, 2, 2},
-               {0, 1, 2, 0, 1, 1, 2, 1, 2, 1, 2, 2, //
-                0, 2, 4, 0, 2, 2, 4, 2, 4, 2, 4, 4});
+  expectValues(r, {2, 3, 2, 2}, {0, 1, 2, 0, 1, 1, 2, 1, 2, 1, 2, 2, //
+                                 0, 2, 4, 0, 2, 2, 4, 2, 4, 2, 4, 4});
 }
 
 TEST_F(EvaluatorTest, Conv2DPaddingStrideAndBias) {
@@ -367,8 +367,9 @@ TEST_F(EvaluatorTest, IntegerDivisionTruncatesAndChecksZero) {
       %r = weft.div %a, %b : (tensor<4xi64>, tensor<4xi64>) -> tensor<4xi64>
       return %r : tensor<4xi64>
     })mlir";
-  expectValues(runOne(div, {i64({4}, {7, -7, 7, -7}), i64({4}, {2, 2, -2, -2})}),
-               {4}, {3, -3, -3, 3});
+  expectValues(
+      runOne(div, {i64({4}, {7, -7, 7, -7}), i64({4}, {2, 2, -2, -2})}), {4},
+      {3, -3, -3, 3});
   EXPECT_TRUE(
       failed(run(div, {i64({4}, {1, 2, 3, 4}), i64({4}, {1, 0, 1, 1})})));
   EXPECT_NE(diagnostics.find("division by zero"), std::string::npos)
@@ -517,6 +518,32 @@ TEST_F(EvaluatorTest, ConstantsRoundTripThroughAttributes) {
   }
 }
 
+TEST_F(EvaluatorTest, ConstantsFromDenseResources) {
+  // A resource blob starts with its alignment (4), then little-endian f32s.
+  Tensor r = runOne(R"mlir(
+    func.func @f() -> tensor<2xf32> {
+      %c = weft.constant dense_resource<blob> : tensor<2xf32>
+      return %c : tensor<2xf32>
+    }
+    {-#
+      dialect_resources: {
+        builtin: {
+          blob: "0x040000000000803F00002040"
+        }
+      }
+    #-})mlir",
+                    {});
+  expectValues(r, {2}, {1, 2.5});
+
+  EXPECT_TRUE(failed(run(R"mlir(
+    func.func @f() -> tensor<2xf32> {
+      %c = weft.constant dense_resource<__elided__> : tensor<2xf32>
+      return %c : tensor<2xf32>
+    })mlir",
+                         {})));
+  EXPECT_NE(diagnostics.find("has no data"), std::string::npos) << diagnostics;
+}
+
 //===----------------------------------------------------------------------===//
 // Calls and errors
 //===----------------------------------------------------------------------===//
@@ -596,8 +623,8 @@ TEST_F(EvaluatorTest, HostArraysConvertWithChecks) {
   EXPECT_EQ(back.getAsDouble(1), -2);
 
   auto wrongShape = RankedTensorType::get({3}, Float32Type::get(&context));
-  EXPECT_TRUE(failed(Tensor::fromHostArray(a, wrongShape, "input 'x': x.npy",
-                                           error)));
+  EXPECT_TRUE(
+      failed(Tensor::fromHostArray(a, wrongShape, "input 'x': x.npy", error)));
   EXPECT_EQ(error, "input 'x': x.npy has shape 2 but the function expects "
                    "tensor<3xf32>");
 

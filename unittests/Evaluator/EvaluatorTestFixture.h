@@ -1,4 +1,4 @@
-//===- EvaluatorTestFixture.h - Shared setup of the evaluator tests -*- C++ -*-===//
+//===- EvaluatorTestFixture.h - Setup shared by evaluator tests -*- C++ -*-===//
 //
 // Part of the Weft project.
 //
@@ -100,7 +100,7 @@ protected:
 };
 
 inline void expectValues(const Tensor &t, ArrayRef<int64_t> shape,
-                  ArrayRef<double> expected, double tolerance = 0) {
+                         ArrayRef<double> expected, double tolerance = 0) {
   ASSERT_EQ(ArrayRef<int64_t>(t.shape), shape);
   ASSERT_EQ(static_cast<int64_t>(expected.size()), t.numElements());
   for (size_t i = 0; i < expected.size(); ++i) {

@@ -1,4 +1,4 @@
-//===- Passes.h - Conversions into the weft dialect ---------------*- C++ -*-===//
+//===- Passes.h - Conversions into the weft dialect -------------*- C++ -*-===//
 //
 // Part of the Weft project.
 //
@@ -7,7 +7,6 @@
 #ifndef WEFT_CONVERSION_PASSES_H
 #define WEFT_CONVERSION_PASSES_H
 
-#include "mlir/IR/BuiltinOps.h"
 #include "mlir/Pass/Pass.h"
 
 namespace weft {

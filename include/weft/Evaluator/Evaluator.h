@@ -1,4 +1,4 @@
-//===- Evaluator.h - Reference evaluator for the weft dialect -----*- C++ -*-===//
+//===- Evaluator.h - Reference evaluator for the weft dialect ---*- C++ -*-===//
 //
 // Part of the Weft project.
 //

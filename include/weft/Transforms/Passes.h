@@ -1,4 +1,4 @@
-//===- Passes.h - Training-step transformations -------------------*- C++ -*-===//
+//===- Passes.h - Training-step transformations -----------------*- C++ -*-===//
 //
 // Part of the Weft project.
 //

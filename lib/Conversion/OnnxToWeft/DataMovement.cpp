@@ -13,16 +13,19 @@
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/SmallBitVector.h"
 
+#include <algorithm>
 #include <numeric>
 
 using namespace mlir;
 using namespace weft;
-using namespace weft::onnx;
+using namespace weft::onnxtoweft;
 
 namespace {
 
-LegalizeResult legalizeTranspose(LegalizeContext &ctx, OnnxNodeOp,
-                                 ValueRange) {
+/// Trilu materializes its mask as a constant; bigger ones are a mistake.
+constexpr int64_t kMaxTriluMaskElements = int64_t(1) << 26;
+
+LegalizeResult legalizeTranspose(LegalizeContext &ctx, OnnxNodeOp, ValueRange) {
   FailureOr<SmallVector<Value>> in = ctx.getTensors({"data"});
   if (failed(in))
     return failure();
@@ -98,9 +101,15 @@ LegalizeResult legalizeSlice(LegalizeContext &ctx, OnnxNodeOp, ValueRange) {
       indices.push_back(i);
     reversed.push_back({*axis, std::move(indices)});
   }
-  FailureOr<Value> result = ctx.create<SliceOp>(
-      {x}, {ctx.arrayAttr("starts", begin), ctx.arrayAttr("limits", limit),
-            ctx.arrayAttr("strides", stride)});
+  // PyTorch exports full-range slices such as `mask[:, :, :T, :T]`.
+  bool identity = llvm::all_of(begin, [](int64_t b) { return b == 0; }) &&
+                  ArrayRef<int64_t>(limit) == shape &&
+                  llvm::all_of(stride, [](int64_t s) { return s == 1; });
+  FailureOr<Value> result =
+      identity ? FailureOr<Value>(x)
+               : ctx.create<SliceOp>({x}, {ctx.arrayAttr("starts", begin),
+                                           ctx.arrayAttr("limits", limit),
+                                           ctx.arrayAttr("strides", stride)});
   for (auto &[axis, indices] : reversed) {
     if (failed(result))
       return failure();
@@ -110,7 +119,8 @@ LegalizeResult legalizeSlice(LegalizeContext &ctx, OnnxNodeOp, ValueRange) {
         ctx.constant(DenseElementsAttr::get(type, ArrayRef<int64_t>(indices)));
     if (failed(index))
       return failure();
-    result = ctx.create<GatherOp>({*result, *index}, {ctx.i64Attr("axis", axis)});
+    result =
+        ctx.create<GatherOp>({*result, *index}, {ctx.i64Attr("axis", axis)});
   }
   return one(result);
 }
@@ -158,9 +168,9 @@ LegalizeResult legalizeSplit(LegalizeContext &ctx, OnnxNodeOp node,
   if (sizes.empty() && parts > 0) {
     int64_t chunk = (dim + parts - 1) / parts;
     if (ctx.opset < 18 && dim % parts != 0)
-      return ctx.emitError() << "axis " << *a << " of size " << dim
-                             << " does not split into " << parts
-                             << " equal parts";
+      return ctx.emitError()
+             << "axis " << *a << " of size " << dim << " does not split into "
+             << parts << " equal parts";
     for (int64_t i = 0; i < parts; ++i)
       sizes.push_back(std::clamp<int64_t>(dim - i * chunk, 0, chunk));
   }
@@ -169,7 +179,7 @@ LegalizeResult legalizeSplit(LegalizeContext &ctx, OnnxNodeOp node,
       std::accumulate(sizes.begin(), sizes.end(), int64_t(0)) != dim)
     return ctx.emitError() << "cannot split axis " << *a << " of size " << dim
                            << " into " << parts << " outputs of sizes "
-                           << formatShape(sizes);
+                           << formatList(sizes);
   SmallVector<Value> results;
   SmallVector<int64_t> begin(shape.size(), 0), limit(shape),
       stride(shape.size(), 1);
@@ -219,6 +229,10 @@ LegalizeResult legalizeTrilu(LegalizeContext &ctx, OnnxNodeOp, ValueRange) {
     return ctx.emitError() << "input must have rank >= 2, got "
                            << formatShape(shape);
   int64_t rows = shape[shape.size() - 2], cols = shape.back();
+  if (rows * cols > kMaxTriluMaskElements)
+    return ctx.emitError() << "a " << rows << "x" << cols
+                           << " triangle mask is too large to build at "
+                              "compile time";
   SmallVector<bool> mask;
   mask.reserve(rows * cols);
   for (int64_t i = 0; i < rows; ++i)
@@ -249,7 +263,8 @@ LegalizeResult legalizePad(LegalizeContext &ctx, OnnxNodeOp, ValueRange) {
   SmallVector<int64_t> pads, axes;
   double value = 0;
   if (ctx.opset < 11) {
-    if (failed(ctx.getInts("pads", pads)) || failed(ctx.getFloat("value", value)))
+    if (failed(ctx.getInts("pads", pads)) ||
+        failed(ctx.getFloat("value", value)))
       return failure();
   } else {
     FailureOr<SmallVector<int64_t>> given = ctx.getConstInts(1, "pads");
@@ -260,11 +275,12 @@ LegalizeResult legalizePad(LegalizeContext &ctx, OnnxNodeOp, ValueRange) {
       FailureOr<ElementsAttr> fill = ctx.getConstant(2, "constant_value");
       if (failed(fill))
         return failure();
-      if (fill->getNumElements() != 1 || !isa<FloatType>(fill->getElementType()))
+      FailureOr<SmallVector<double>> values = getFloatValues(*fill);
+      if (failed(values) || values->size() != 1)
         return ctx.emitError() << "input 2 (constant_value) must be a float "
                                   "scalar, got "
                                << fill->getType();
-      value = (*fill->value_begin<APFloat>()).convertToDouble();
+      value = values->front();
     }
     if (ctx.hasInput(3)) {
       FailureOr<SmallVector<int64_t>> givenAxes = ctx.getConstInts(3, "axes");
@@ -276,7 +292,7 @@ LegalizeResult legalizePad(LegalizeContext &ctx, OnnxNodeOp, ValueRange) {
   if (axes.empty())
     axes = llvm::to_vector(llvm::seq<int64_t>(0, rank));
   if (pads.size() != 2 * axes.size())
-    return ctx.emitError() << "pads " << formatShape(pads) << " must have "
+    return ctx.emitError() << "pads " << formatList(pads) << " must have "
                            << 2 * axes.size() << " entries";
   SmallVector<int64_t> low(rank, 0), high(rank, 0), interior(rank, 0);
   SmallVector<int64_t> cropLow(rank, 0), cropHigh(rank, 0);
@@ -293,28 +309,31 @@ LegalizeResult legalizePad(LegalizeContext &ctx, OnnxNodeOp, ValueRange) {
   FailureOr<Value> padded = x;
   if (llvm::any_of(low, [](int64_t p) { return p > 0; }) ||
       llvm::any_of(high, [](int64_t p) { return p > 0; }))
-    padded = ctx.create<PadOp>(
-        {x}, {ctx.arrayAttr("low", low), ctx.arrayAttr("high", high),
-              ctx.arrayAttr("interior", interior), ctx.f64Attr("value", value)});
-  if (failed(padded) || (llvm::all_of(cropLow, [](int64_t c) { return c == 0; }) &&
-                         llvm::all_of(cropHigh, [](int64_t c) { return c == 0; })))
+    padded = ctx.create<PadOp>({x}, {ctx.arrayAttr("low", low),
+                                     ctx.arrayAttr("high", high),
+                                     ctx.arrayAttr("interior", interior),
+                                     ctx.f64Attr("value", value)});
+  if (failed(padded) ||
+      (llvm::all_of(cropLow, [](int64_t c) { return c == 0; }) &&
+       llvm::all_of(cropHigh, [](int64_t c) { return c == 0; })))
     return one(padded);
   SmallVector<int64_t> limits(shapeOf(*padded)), strides(rank, 1);
   for (int64_t d = 0; d < rank; ++d) {
     limits[d] -= cropHigh[d];
     if (limits[d] < cropLow[d])
-      return ctx.emitError() << "pads " << formatShape(pads) << " crop axis "
+      return ctx.emitError() << "pads " << formatList(pads) << " crop axis "
                              << d << " below size 0";
   }
-  return one(ctx.create<SliceOp>(
-      {*padded}, {ctx.arrayAttr("starts", cropLow),
-                  ctx.arrayAttr("limits", limits),
-                  ctx.arrayAttr("strides", strides)}));
+  return one(
+      ctx.create<SliceOp>({*padded}, {ctx.arrayAttr("starts", cropLow),
+                                      ctx.arrayAttr("limits", limits),
+                                      ctx.arrayAttr("strides", strides)}));
 }
 
 } // namespace
 
-void weft::onnx::populateDataMovementLegalizers(LegalizerRegistry &registry) {
+void weft::onnxtoweft::populateDataMovementLegalizers(
+    LegalizerRegistry &registry) {
   registry.add("Transpose", 1, kMaxOpset, legalizeTranspose);
   registry.add("Slice", 1, kMaxOpset, legalizeSlice);
   registry.add("Concat", 4, kMaxOpset, legalizeConcat);

@@ -13,7 +13,7 @@
 
 using namespace mlir;
 using namespace weft;
-using namespace weft::onnx;
+using namespace weft::onnxtoweft;
 
 namespace {
 
@@ -78,8 +78,7 @@ LegalizeResult legalizeReciprocal(LegalizeContext &ctx, OnnxNodeOp,
 }
 
 /// `x >= 0 ? x : alpha * x`.
-LegalizeResult legalizeLeakyRelu(LegalizeContext &ctx, OnnxNodeOp,
-                                 ValueRange) {
+LegalizeResult legalizeLeakyRelu(LegalizeContext &ctx, OnnxNodeOp, ValueRange) {
   FailureOr<SmallVector<Value>> in = ctx.getTensors({"X"});
   double alpha = 0.01;
   if (failed(in) || failed(ctx.getFloat("alpha", alpha)))
@@ -113,9 +112,9 @@ LegalizeResult legalizeGelu(LegalizeContext &ctx, OnnxNodeOp, ValueRange) {
     return ctx.unsupportedAttr("approximate", "'" + approximate + "'",
                                "'none', 'tanh'");
   return one(ctx.create<GeluOp>(
-      *in, {ctx.builder.getNamedAttr(
-               "approximate",
-               GeluApproximationAttr::get(ctx.getContext(), kind))}));
+      *in,
+      {ctx.builder.getNamedAttr(
+          "approximate", GeluApproximationAttr::get(ctx.getContext(), kind))}));
 }
 
 /// `min(max(x, lo), hi)`; a missing bound is no bound. Before opset 11 the
@@ -183,9 +182,9 @@ LegalizeResult legalizeCmp(LegalizeContext &ctx, OnnxNodeOp, ValueRange) {
       elementTypeOf(b).isInteger(1))
     return one(buildBoolEqual(ctx, a, b));
   return one(ctx.create<CmpOp>(
-      {a, b}, {ctx.builder.getNamedAttr(
-                  "predicate",
-                  CmpPredicateAttr::get(ctx.getContext(), predicate))}));
+      {a, b},
+      {ctx.builder.getNamedAttr(
+          "predicate", CmpPredicateAttr::get(ctx.getContext(), predicate))}));
 }
 
 LegalizeResult legalizeNot(LegalizeContext &ctx, OnnxNodeOp, ValueRange) {
@@ -208,13 +207,27 @@ LegalizeResult legalizeCast(LegalizeContext &ctx, OnnxNodeOp, ValueRange) {
   OpBuilder &b = ctx.builder;
   Type element;
   switch (to) {
-  case 1: element = b.getF32Type(); break;
-  case 6: element = b.getI32Type(); break;
-  case 7: element = b.getI64Type(); break;
-  case 9: element = b.getI1Type(); break;
-  case 10: element = b.getF16Type(); break;
-  case 11: element = b.getF64Type(); break;
-  case 16: element = b.getBF16Type(); break;
+  case 1:
+    element = b.getF32Type();
+    break;
+  case 6:
+    element = b.getI32Type();
+    break;
+  case 7:
+    element = b.getI64Type();
+    break;
+  case 9:
+    element = b.getI1Type();
+    break;
+  case 10:
+    element = b.getF16Type();
+    break;
+  case 11:
+    element = b.getF64Type();
+    break;
+  case 16:
+    element = b.getBF16Type();
+    break;
   default:
     return ctx.unsupportedAttr(
         "to", std::to_string(to),
@@ -222,8 +235,8 @@ LegalizeResult legalizeCast(LegalizeContext &ctx, OnnxNodeOp, ValueRange) {
         "11 (double), 16 (bfloat16)");
   }
   Value x = in->front();
-  return one(ctx.create<CastOp>(
-      {x}, {}, RankedTensorType::get(shapeOf(x), element)));
+  return one(
+      ctx.create<CastOp>({x}, {}, RankedTensorType::get(shapeOf(x), element)));
 }
 
 LegalizeResult legalizeConstant(LegalizeContext &ctx, OnnxNodeOp, ValueRange) {
@@ -277,10 +290,10 @@ LegalizeResult legalizeDropout(LegalizeContext &ctx, OnnxNodeOp, ValueRange) {
     return failure();
   if (ctx.hasInput(2)) {
     ElementsAttr training = ctx.matchConstant(2);
-    SmallVector<int64_t> values;
+    FailureOr<SmallVector<int64_t>> values = failure();
     if (training)
       values = getIntValues(training);
-    if (!training || values.size() != 1 || values.front() != 0)
+    if (failed(values) || values->size() != 1 || values->front() != 0)
       return ctx.emitError() << "input 2 (training_mode) must be a constant "
                                 "false: only inference Dropout is supported";
   }
@@ -289,7 +302,8 @@ LegalizeResult legalizeDropout(LegalizeContext &ctx, OnnxNodeOp, ValueRange) {
 
 } // namespace
 
-void weft::onnx::populateElementwiseLegalizers(LegalizerRegistry &registry) {
+void weft::onnxtoweft::populateElementwiseLegalizers(
+    LegalizerRegistry &registry) {
   registry.add("Add", 7, kMaxOpset, legalizeBinary<AddOp>);
   registry.add("Sub", 7, kMaxOpset, legalizeBinary<SubOp>);
   registry.add("Mul", 7, kMaxOpset, legalizeBinary<MulOp>);
@@ -319,8 +333,7 @@ void weft::onnx::populateElementwiseLegalizers(LegalizerRegistry &registry) {
   registry.add("Less", 7, kMaxOpset, legalizeCmp<CmpPredicate::lt>);
   registry.add("LessOrEqual", 12, kMaxOpset, legalizeCmp<CmpPredicate::le>);
   registry.add("Greater", 7, kMaxOpset, legalizeCmp<CmpPredicate::gt>);
-  registry.add("GreaterOrEqual", 12, kMaxOpset,
-               legalizeCmp<CmpPredicate::ge>);
+  registry.add("GreaterOrEqual", 12, kMaxOpset, legalizeCmp<CmpPredicate::ge>);
   registry.add("Not", 1, kMaxOpset, legalizeNot);
 
   registry.add("Cast", 6, kMaxOpset, legalizeCast);

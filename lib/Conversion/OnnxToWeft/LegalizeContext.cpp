@@ -24,10 +24,10 @@
 
 using namespace mlir;
 using namespace weft;
-using namespace weft::onnx;
+using namespace weft::onnxtoweft;
 
 LegalizeContext::LegalizeContext(OpBuilder &builder, OnnxNodeOp node)
-    : builder(builder), node(node), opset(node.getOpset()) {}
+    : builder(builder), node(node), opset(node.getOpsetAttr().getInt()) {}
 
 InFlightDiagnostic LegalizeContext::emitError() {
   return node.emitError() << node.getOpType() << " node '" << node.getName()
@@ -92,18 +92,26 @@ ElementsAttr LegalizeContext::matchConstant(unsigned i) {
   return attr;
 }
 
-SmallVector<int64_t> weft::onnx::getIntValues(ElementsAttr attr) {
-  SmallVector<int64_t> values;
-  if (auto dense = dyn_cast<DenseIntElementsAttr>(attr)) {
-    bool isBool = dense.getElementType().isInteger(1);
-    for (const APInt &v : dense.getValues<APInt>())
-      values.push_back(isBool ? v.getZExtValue() : v.getSExtValue());
-    return values;
-  }
-  // Resource-backed constants go through the evaluator's decoder.
-  eval::Tensor t = eval::Tensor::fromAttr(attr);
-  values.assign(t.ints.begin(), t.ints.end());
-  return values;
+FailureOr<SmallVector<int64_t>>
+weft::onnxtoweft::getIntValues(ElementsAttr attr) {
+  if (!isa<IntegerType>(attr.getElementType()))
+    return failure();
+  std::string error;
+  FailureOr<eval::Tensor> t = eval::Tensor::tryFromAttr(attr, error);
+  if (failed(t))
+    return failure();
+  return SmallVector<int64_t>(t->ints.begin(), t->ints.end());
+}
+
+FailureOr<SmallVector<double>>
+weft::onnxtoweft::getFloatValues(ElementsAttr attr) {
+  if (!isa<FloatType>(attr.getElementType()))
+    return failure();
+  std::string error;
+  FailureOr<eval::Tensor> t = eval::Tensor::tryFromAttr(attr, error);
+  if (failed(t))
+    return failure();
+  return SmallVector<double>(t->fp.begin(), t->fp.end());
 }
 
 FailureOr<ElementsAttr> LegalizeContext::getConstant(unsigned i,
@@ -127,6 +135,15 @@ FailureOr<ElementsAttr> LegalizeContext::getConstant(unsigned i,
   return diag;
 }
 
+std::string weft::onnxtoweft::formatList(ArrayRef<int64_t> values) {
+  std::string s;
+  llvm::raw_string_ostream os(s);
+  os << "[";
+  llvm::interleaveComma(values, os);
+  os << "]";
+  return s;
+}
+
 FailureOr<SmallVector<int64_t>> LegalizeContext::getConstInts(unsigned i,
                                                               StringRef what) {
   FailureOr<ElementsAttr> constant = getConstant(i, what);
@@ -140,7 +157,11 @@ FailureOr<SmallVector<int64_t>> LegalizeContext::getConstInts(unsigned i,
   if (cast<ShapedType>(attr.getType()).getRank() > 1)
     return emitError() << "input " << i << " (" << what
                        << ") must be a scalar or 1-D, got " << attr.getType();
-  return getIntValues(attr);
+  FailureOr<SmallVector<int64_t>> values = getIntValues(attr);
+  if (failed(values))
+    return emitError() << "input " << i << " (" << what
+                       << ") is a constant whose encoding cannot be read";
+  return values;
 }
 
 //===----------------------------------------------------------------------===//
@@ -262,10 +283,9 @@ FailureOr<Value> LegalizeContext::build(StringRef opName, ValueRange operands,
       auto infer = dyn_cast<InferTypeOpInterface>(op);
       SmallVector<Type, 1> types;
       if (!infer ||
-          failed(infer.inferReturnTypes(ctx, getLoc(), op->getOperands(),
-                                        op->getRawDictionaryAttrs(),
-                                        op->getPropertiesStorage(),
-                                        op->getRegions(), types)) ||
+          failed(infer.inferReturnTypes(
+              ctx, getLoc(), op->getOperands(), op->getRawDictionaryAttrs(),
+              op->getPropertiesStorage(), op->getRegions(), types)) ||
           types.size() != 1)
         result = failure();
       else
@@ -300,7 +320,8 @@ FailureOr<Value> LegalizeContext::scalar(Type elementType, double value) {
   return constant(DenseElementsAttr::get(type, element));
 }
 
-FailureOr<Value> LegalizeContext::reshape(Value input, ArrayRef<int64_t> shape) {
+FailureOr<Value> LegalizeContext::reshape(Value input,
+                                          ArrayRef<int64_t> shape) {
   auto type = RankedTensorType::get(shape, elementTypeOf(input));
   if (type == input.getType())
     return input;

@@ -17,9 +17,12 @@
 #include "weft/Evaluator/Evaluator.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/Matchers.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
+
+#include <limits>
 
 namespace weft {
 #define GEN_PASS_DEF_LEGALIZEONNXPASS
@@ -28,7 +31,7 @@ namespace weft {
 
 using namespace mlir;
 using namespace weft;
-using namespace weft::onnx;
+using namespace weft::onnxtoweft;
 
 namespace {
 
@@ -52,8 +55,8 @@ void replaceFolded(OpBuilder &builder, Operation *op,
   for (auto [result, folded] : llvm::zip(op->getResults(), values)) {
     Value replacement = dyn_cast<Value>(folded);
     if (!replacement)
-      replacement = ConstantOp::create(builder, op->getLoc(),
-                                       cast<ElementsAttr>(cast<Attribute>(folded)));
+      replacement = ConstantOp::create(
+          builder, op->getLoc(), cast<ElementsAttr>(cast<Attribute>(folded)));
     result.replaceAllUsesWith(replacement);
   }
   op->erase();
@@ -115,10 +118,13 @@ void foldCreated(OpBuilder &builder, ArrayRef<Operation *> ops) {
     SmallVector<eval::Tensor> args;
     for (Value operand : op->getOperands()) {
       ElementsAttr value;
+      std::string error;
+      FailureOr<eval::Tensor> arg = failure();
       if (!matchPattern(operand, m_Constant(&value)) ||
-          numElements(value.getType()) > kMaxFoldOperandElements)
+          numElements(value.getType()) > kMaxFoldOperandElements ||
+          failed(arg = eval::Tensor::tryFromAttr(value, error)))
         break;
-      args.push_back(eval::Tensor::fromAttr(value));
+      args.push_back(std::move(*arg));
     }
     if (args.size() != op->getNumOperands())
       continue;
@@ -170,17 +176,18 @@ struct LegalizeOnnxPass
 
 LogicalResult LegalizeOnnxPass::legalizeNode(OnnxNodeOp node) {
   StringRef opType = node.getOpType();
-  const LegalizeFn *fn = registry.lookup(opType, node.getOpset());
+  // getOpset() reads the I64Attr as unsigned; opsets are compared signed.
+  int64_t opset = node.getOpsetAttr().getInt();
+  const LegalizeFn *fn = registry.lookup(opType, opset);
   if (!fn) {
     if (!registry.contains(opType))
       return node.emitError()
              << "unsupported ONNX op '" << opType << "' (node '"
-             << node.getName() << "', opset " << node.getOpset()
+             << node.getName() << "', opset " << opset
              << "); supported ops: " << registry.describeOpTypes();
     return node.emitError()
            << "ONNX op '" << opType << "' (node '" << node.getName()
-           << "') at opset " << node.getOpset()
-           << " is not supported; supported opsets: "
+           << "') at opset " << opset << " is not supported; supported opsets: "
            << registry.describeRanges(opType);
   }
 
@@ -189,16 +196,13 @@ LogicalResult LegalizeOnnxPass::legalizeNode(OnnxNodeOp node) {
   FailureOr<SmallVector<Value>> results = (*fn)(ctx, node, node.getInputs());
   if (failed(results))
     return failure();
-  if (results->size() > node.getNumResults())
-    return ctx.emitError() << "legalizer produced " << results->size()
-                           << " values for " << node.getNumResults()
-                           << " outputs";
+  // ONNX may omit trailing outputs; values for them are simply dropped.
+  results->truncate(std::min<size_t>(results->size(), node.getNumResults()));
   for (unsigned i = results->size(), e = node.getNumResults(); i < e; ++i)
     if (!node.getResult(i).use_empty())
-      return ctx.emitError() << "output " << i
-                             << " is used, but weft supports only the first "
-                             << results->size() << " output(s) of "
-                             << node.getOpType();
+      return ctx.emitError()
+             << "output " << i << " is used, but weft supports only the first "
+             << results->size() << " output(s) of " << node.getOpType();
   for (auto [result, value] : llvm::zip(node.getResults(), *results))
     result.replaceAllUsesWith(value);
   node.erase();
@@ -224,9 +228,8 @@ LogicalResult LegalizeOnnxPass::legalizeFunction(func::FuncOp fn) {
   for (Block &block : fn.getBody()) {
     if (auto ret = dyn_cast_or_null<func::ReturnOp>(
             block.mightHaveTerminator() ? block.getTerminator() : nullptr)) {
-      fn.setFunctionType(FunctionType::get(fn.getContext(),
-                                           fn.getArgumentTypes(),
-                                           ret.getOperandTypes()));
+      fn.setFunctionType(FunctionType::get(
+          fn.getContext(), fn.getArgumentTypes(), ret.getOperandTypes()));
       break;
     }
   }

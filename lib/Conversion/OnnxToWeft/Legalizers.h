@@ -23,7 +23,7 @@
 #include <vector>
 
 namespace weft {
-namespace onnx {
+namespace onnxtoweft {
 
 /// Highest opset any legalizer claims; semantics changes up to it are
 /// handled where they exist (e.g. Reduce* axes moving to an input at 18).
@@ -70,10 +70,10 @@ public:
   /// --input-shape, since a dynamic dimension is the usual cause.
   mlir::FailureOr<mlir::ElementsAttr> getConstant(unsigned i,
                                                   llvm::StringRef what);
-  /// Integer elements of input `i`, which must be a compile-time constant
-  /// (after folding); the error names `what` and suggests --input-shape.
-  mlir::FailureOr<llvm::SmallVector<int64_t>> getConstInts(unsigned i,
-                                                           llvm::StringRef what);
+  /// Integer elements of a scalar or 1-D input `i`, which must be constant
+  /// as for getConstant.
+  mlir::FailureOr<llvm::SmallVector<int64_t>>
+  getConstInts(unsigned i, llvm::StringRef what);
   /// The constant value of input `i`, or null when it is not a constant.
   mlir::ElementsAttr matchConstant(unsigned i);
 
@@ -83,7 +83,9 @@ public:
   //===--------------------------------------------------------------------===//
 
   mlir::Attribute getAttr(llvm::StringRef name);
-  bool hasAttr(llvm::StringRef name) { return static_cast<bool>(getAttr(name)); }
+  bool hasAttr(llvm::StringRef name) {
+    return static_cast<bool>(getAttr(name));
+  }
   mlir::LogicalResult getInt(llvm::StringRef name, int64_t &value);
   mlir::LogicalResult getFloat(llvm::StringRef name, double &value);
   mlir::LogicalResult getString(llvm::StringRef name, std::string &value);
@@ -132,12 +134,20 @@ public:
                                  llvm::ArrayRef<int64_t> value);
 };
 
-/// Shape of a value known to be a ranked tensor.
+/// Shape and element type of a value known to be a ranked tensor.
 inline llvm::ArrayRef<int64_t> shapeOf(mlir::Value v) {
   return llvm::cast<mlir::RankedTensorType>(v.getType()).getShape();
 }
 inline mlir::Type elementTypeOf(mlir::Value v) {
   return llvm::cast<mlir::RankedTensorType>(v.getType()).getElementType();
+}
+
+/// Number of elements of a shape (1 for rank 0).
+inline int64_t product(llvm::ArrayRef<int64_t> dims) {
+  int64_t p = 1;
+  for (int64_t d : dims)
+    p *= d;
+  return p;
 }
 
 /// What a legalizer returns: the values of the node's leading outputs.
@@ -150,14 +160,21 @@ inline LegalizeResult one(mlir::FailureOr<mlir::Value> value) {
   return llvm::SmallVector<mlir::Value>{*value};
 }
 
-/// Decodes integer (or i1) constant elements in row-major order.
-llvm::SmallVector<int64_t> getIntValues(mlir::ElementsAttr attr);
+/// "[4, -1, 0]": how shape-like inputs and attributes appear in errors.
+std::string formatList(llvm::ArrayRef<int64_t> values);
+
+/// Decodes the elements of an integer (or i1) constant in row-major order;
+/// failure when its encoding cannot be read.
+mlir::FailureOr<llvm::SmallVector<int64_t>>
+getIntValues(mlir::ElementsAttr attr);
+/// Decodes the elements of a float constant as doubles.
+mlir::FailureOr<llvm::SmallVector<double>>
+getFloatValues(mlir::ElementsAttr attr);
 
 /// Rewrites one node: returns the values of its leading outputs (trailing
 /// outputs it does not produce must be unused), or failure after an error.
-using LegalizeFn =
-    std::function<LegalizeResult(LegalizeContext &, OnnxNodeOp,
-                                 mlir::ValueRange)>;
+using LegalizeFn = std::function<LegalizeResult(LegalizeContext &, OnnxNodeOp,
+                                                mlir::ValueRange)>;
 
 /// Legalizers keyed by ONNX op type and inclusive opset range.
 class LegalizerRegistry {
@@ -168,7 +185,7 @@ public:
   const LegalizeFn *lookup(llvm::StringRef opType, int64_t opset) const;
   /// Whether any opset of `opType` has a legalizer.
   bool contains(llvm::StringRef opType) const;
-  /// "13-21" or "1-12, 13-21": the opset ranges of `opType`.
+  /// The opset ranges of `opType`, adjacent ones merged, e.g. "17-21".
   std::string describeRanges(llvm::StringRef opType) const;
   /// All supported op types, sorted, comma-separated.
   std::string describeOpTypes() const;
@@ -189,7 +206,7 @@ void populateShapeLegalizers(LegalizerRegistry &registry);
 void populateDataMovementLegalizers(LegalizerRegistry &registry);
 void populateWhereLegalizers(LegalizerRegistry &registry);
 
-} // namespace onnx
+} // namespace onnxtoweft
 } // namespace weft
 
 #endif // WEFT_LIB_CONVERSION_ONNXTOWEFT_LEGALIZERS_H

@@ -3,12 +3,23 @@
 // Part of the Weft project.
 //
 //===----------------------------------------------------------------------===//
+//
+// Gemm and MatMul become weft.matmul (with transposes, scales and bias);
+// 2-D Conv and pools map onto weft's NCHW window ops, with ONNX's auto_pad
+// resolved into explicit padding.
+//
+//===----------------------------------------------------------------------===//
 
 #include "Legalizers.h"
 
+#include "llvm/ADT/STLExtras.h"
+
+#include <algorithm>
+#include <type_traits>
+
 using namespace mlir;
 using namespace weft;
-using namespace weft::onnx;
+using namespace weft::onnxtoweft;
 
 namespace {
 
@@ -29,9 +40,8 @@ LegalizeResult legalizeGemm(LegalizeContext &ctx, OnnxNodeOp, ValueRange) {
                            << formatShape(shapeOf(a)) << " and "
                            << formatShape(shapeOf(b));
   FailureOr<Value> y = ctx.create<MatMulOp>(
-      {a, b},
-      {ctx.boolAttr("transpose_lhs", transA != 0),
-       ctx.boolAttr("transpose_rhs", transB != 0)});
+      {a, b}, {ctx.boolAttr("transpose_lhs", transA != 0),
+               ctx.boolAttr("transpose_rhs", transB != 0)});
   if (failed(y))
     return failure();
   Type element = elementTypeOf(*y);
@@ -77,10 +87,10 @@ LegalizeResult legalizeMatMul(LegalizeContext &ctx, OnnxNodeOp, ValueRange) {
     return ctx.emitError() << "inputs must have rank >= 1, got "
                            << formatShape(shapeOf(a)) << " and "
                            << formatShape(shapeOf(b));
-  FailureOr<Value> lhs = rankA == 1 ? ctx.reshape(a, {1, shapeOf(a)[0]})
-                                    : FailureOr<Value>(a);
-  FailureOr<Value> rhs = rankB == 1 ? ctx.reshape(b, {shapeOf(b)[0], 1})
-                                    : FailureOr<Value>(b);
+  FailureOr<Value> lhs =
+      rankA == 1 ? ctx.reshape(a, {1, shapeOf(a)[0]}) : FailureOr<Value>(a);
+  FailureOr<Value> rhs =
+      rankB == 1 ? ctx.reshape(b, {shapeOf(b)[0], 1}) : FailureOr<Value>(b);
   if (failed(lhs) || failed(rhs))
     return failure();
   FailureOr<Value> y = ctx.create<MatMulOp>({*lhs, *rhs});
@@ -95,30 +105,36 @@ LegalizeResult legalizeMatMul(LegalizeContext &ctx, OnnxNodeOp, ValueRange) {
   return one(ctx.reshape(*y, shape));
 }
 
-/// Reads a per-spatial-axis attribute (strides, dilations, kernel_shape),
-/// leaving `value` as given when absent.
+/// Reads a per-spatial-axis attribute (strides, dilations, kernel_shape,
+/// pads), leaving `value` as given when absent. Window sizes and steps must
+/// be positive: later arithmetic divides by them.
 LogicalResult getSpatialInts(LegalizeContext &ctx, StringRef name,
-                             SmallVectorImpl<int64_t> &value, size_t count) {
+                             SmallVectorImpl<int64_t> &value, size_t count,
+                             bool positive = true) {
   if (failed(ctx.getInts(name, value)))
     return failure();
   if (value.size() != count)
     return ctx.emitError() << "attribute '" << name << "' must have " << count
-                           << " entries for a 2-D window, got "
-                           << value.size();
+                           << " entries for a 2-D window, got " << value.size();
+  if (positive && llvm::any_of(value, [](int64_t v) { return v < 1; }))
+    return ctx.emitError() << "attribute '" << name
+                           << "' = " << formatList(value)
+                           << " must be positive";
   return success();
 }
 
 /// Padding `[top, left, bottom, right]` from `pads` or `auto_pad`. SAME_*
 /// pads so that `out = ceil(in / stride)`, the odd cell going at the end
 /// (UPPER) or the beginning (LOWER).
-FailureOr<SmallVector<int64_t>>
-resolvePads(LegalizeContext &ctx, ArrayRef<int64_t> in,
-            ArrayRef<int64_t> kernel, ArrayRef<int64_t> strides,
-            ArrayRef<int64_t> dilations) {
+FailureOr<SmallVector<int64_t>> resolvePads(LegalizeContext &ctx,
+                                            ArrayRef<int64_t> in,
+                                            ArrayRef<int64_t> kernel,
+                                            ArrayRef<int64_t> strides,
+                                            ArrayRef<int64_t> dilations) {
   std::string autoPad = "NOTSET";
   SmallVector<int64_t> pads = {0, 0, 0, 0};
   if (failed(ctx.getString("auto_pad", autoPad)) ||
-      failed(getSpatialInts(ctx, "pads", pads, 4)))
+      failed(getSpatialInts(ctx, "pads", pads, 4, /*positive=*/false)))
     return failure();
   if (autoPad == "NOTSET")
     return pads;
@@ -146,8 +162,7 @@ LogicalResult checkNCHW(LegalizeContext &ctx, Value x, StringRef what) {
   return ctx.emitError() << "only 2-D " << what
                          << " (NCHW input of rank 4) is supported, got input "
                             "0 (X) of shape "
-                         << formatShape(shapeOf(x)) << " (rank " << rank
-                         << ")";
+                         << formatShape(shapeOf(x)) << " (rank " << rank << ")";
 }
 
 LegalizeResult legalizeConv(LegalizeContext &ctx, OnnxNodeOp, ValueRange) {
@@ -159,8 +174,7 @@ LegalizeResult legalizeConv(LegalizeContext &ctx, OnnxNodeOp, ValueRange) {
     return ctx.emitError() << "input 1 (W) must be OIHW (rank 4), got "
                            << formatShape(shapeOf(w));
   SmallVector<int64_t> kernel(shapeOf(w).drop_front(2));
-  SmallVector<int64_t> declared = kernel, strides = {1, 1},
-                       dilations = {1, 1};
+  SmallVector<int64_t> declared = kernel, strides = {1, 1}, dilations = {1, 1};
   int64_t group = 1;
   if (failed(getSpatialInts(ctx, "kernel_shape", declared, 2)) ||
       failed(getSpatialInts(ctx, "strides", strides, 2)) ||
@@ -172,8 +186,8 @@ LegalizeResult legalizeConv(LegalizeContext &ctx, OnnxNodeOp, ValueRange) {
                            << formatShape(declared)
                            << ") does not match the filter's spatial shape ("
                            << formatShape(kernel) << ")";
-  FailureOr<SmallVector<int64_t>> pads = resolvePads(
-      ctx, shapeOf(x).drop_front(2), kernel, strides, dilations);
+  FailureOr<SmallVector<int64_t>> pads =
+      resolvePads(ctx, shapeOf(x).drop_front(2), kernel, strides, dilations);
   if (failed(pads))
     return failure();
   SmallVector<Value> operands = {x, w};
@@ -226,8 +240,9 @@ LegalizeResult legalizePool(LegalizeContext &ctx, OnnxNodeOp, ValueRange) {
       return ctx.emitError()
              << "attribute 'ceil_mode' = 1 is not supported here: it changes "
                 "the output size of spatial axis "
-             << d << " (supported: 0, or 1 when the windows tile the input "
-                     "exactly)";
+             << d
+             << " (supported: 0, or 1 when the windows tile the input "
+                "exactly)";
   }
   SmallVector<NamedAttribute> attrs = {ctx.arrayAttr("kernel", kernel),
                                        ctx.arrayAttr("strides", strides),
@@ -247,7 +262,7 @@ LegalizeResult legalizeGlobalAveragePool(LegalizeContext &ctx, OnnxNodeOp,
 
 } // namespace
 
-void weft::onnx::populateLinalgLegalizers(LegalizerRegistry &registry) {
+void weft::onnxtoweft::populateLinalgLegalizers(LegalizerRegistry &registry) {
   registry.add("Gemm", 7, kMaxOpset, legalizeGemm);
   registry.add("MatMul", 1, kMaxOpset, legalizeMatMul);
   registry.add("Conv", 1, kMaxOpset, legalizeConv);

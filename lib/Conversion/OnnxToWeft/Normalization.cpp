@@ -3,6 +3,12 @@
 // Part of the Weft project.
 //
 //===----------------------------------------------------------------------===//
+//
+// Softmax and LogSoftmax (both opset semantics), LayerNormalization, and the
+// Reduce* family, whose axes moved from an attribute to an input at a
+// different opset for each op.
+//
+//===----------------------------------------------------------------------===//
 
 #include "Legalizers.h"
 
@@ -10,16 +16,9 @@
 
 using namespace mlir;
 using namespace weft;
-using namespace weft::onnx;
+using namespace weft::onnxtoweft;
 
 namespace {
-
-int64_t product(ArrayRef<int64_t> dims) {
-  int64_t p = 1;
-  for (int64_t d : dims)
-    p *= d;
-  return p;
-}
 
 /// Softmax and LogSoftmax. From opset 13 they work along one axis (default
 /// -1). Before, the input is seen as a matrix [prod(dims[:axis]),
@@ -53,8 +52,7 @@ LegalizeResult legalizeSoftmax(LegalizeContext &ctx, OnnxNodeOp, ValueRange) {
 /// Scale or bias of a layer norm, broadcast to the normalized shape when
 /// ONNX's broadcasting allows a smaller one.
 FailureOr<Value> fitToNormalized(LegalizeContext &ctx, Value v,
-                                 ArrayRef<int64_t> normalized,
-                                 StringRef what) {
+                                 ArrayRef<int64_t> normalized, StringRef what) {
   if (shapeOf(v) == normalized)
     return v;
   std::optional<SmallVector<int64_t>> b =
@@ -69,8 +67,7 @@ FailureOr<Value> fitToNormalized(LegalizeContext &ctx, Value v,
 
 /// LayerNormalization (opset 17). Only output 0 is supported; Mean and
 /// InvStdDev are training-time byproducts weft recomputes itself.
-LegalizeResult legalizeLayerNorm(LegalizeContext &ctx, OnnxNodeOp,
-                                 ValueRange) {
+LegalizeResult legalizeLayerNorm(LegalizeContext &ctx, OnnxNodeOp, ValueRange) {
   FailureOr<SmallVector<Value>> in = ctx.getTensors({"X", "Scale"});
   int64_t axis = -1;
   double epsilon = 1e-5;
@@ -85,8 +82,8 @@ LegalizeResult legalizeLayerNorm(LegalizeContext &ctx, OnnxNodeOp,
     return ctx.unsupportedAttr("epsilon", std::to_string(epsilon),
                                "values > 0");
   ArrayRef<int64_t> normalized = shapeOf(x).drop_front(*a);
-  FailureOr<Value> scale = fitToNormalized(ctx, (*in)[1], normalized,
-                                           "input 1 (Scale)");
+  FailureOr<Value> scale =
+      fitToNormalized(ctx, (*in)[1], normalized, "input 1 (Scale)");
   if (failed(scale))
     return failure();
   FailureOr<Value> bias;
@@ -150,12 +147,12 @@ LegalizeResult legalizeReduce(LegalizeContext &ctx, OnnxNodeOp, ValueRange) {
 
 } // namespace
 
-void weft::onnx::populateNormalizationLegalizers(LegalizerRegistry &registry) {
+void weft::onnxtoweft::populateNormalizationLegalizers(
+    LegalizerRegistry &registry) {
   registry.add("Softmax", 1, kMaxOpset, legalizeSoftmax<SoftmaxOp>);
   registry.add("LogSoftmax", 1, kMaxOpset, legalizeSoftmax<LogSoftmaxOp>);
   registry.add("LayerNormalization", 17, kMaxOpset, legalizeLayerNorm);
-  registry.add("ReduceMean", 1, kMaxOpset,
-               legalizeReduce<ReduceMeanOp, 18>);
+  registry.add("ReduceMean", 1, kMaxOpset, legalizeReduce<ReduceMeanOp, 18>);
   registry.add("ReduceMax", 1, kMaxOpset, legalizeReduce<ReduceMaxOp, 18>);
   registry.add("ReduceSum", 1, kMaxOpset, legalizeReduce<ReduceSumOp, 13>);
 }

@@ -15,34 +15,19 @@
 
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/SmallBitVector.h"
+#include "llvm/Support/CheckedArithmetic.h"
 
+#include <algorithm>
 #include <cmath>
 
 using namespace mlir;
 using namespace weft;
-using namespace weft::onnx;
+using namespace weft::onnxtoweft;
 
 namespace {
 
-int64_t product(ArrayRef<int64_t> dims) {
-  int64_t p = 1;
-  for (int64_t d : dims)
-    p *= d;
-  return p;
-}
-
 /// Range builds its result as a constant; bigger ones are a mistake.
 constexpr int64_t kMaxRangeElements = int64_t(1) << 24;
-
-/// "[4, -1, 0]": how shape inputs appear in errors.
-std::string formatList(ArrayRef<int64_t> values) {
-  std::string s;
-  llvm::raw_string_ostream os(s);
-  os << "[";
-  llvm::interleaveComma(values, os);
-  os << "]";
-  return s;
-}
 
 FailureOr<Value> i64Constant(LegalizeContext &ctx, ArrayRef<int64_t> shape,
                              ArrayRef<int64_t> values) {
@@ -91,11 +76,10 @@ LegalizeResult legalizeReshape(LegalizeContext &ctx, OnnxNodeOp, ValueRange) {
   for (auto [i, d] : llvm::enumerate(*requested)) {
     if (d == 0 && allowZero == 0) {
       if (i >= inShape.size())
-        return ctx.emitError() << "shape " << formatList(*requested)
-                               << " copies dimension " << i
-                               << " (a 0), but the input "
-                               << formatShape(inShape) << " has rank "
-                               << inShape.size();
+        return ctx.emitError()
+               << "shape " << formatList(*requested) << " copies dimension "
+               << i << " (a 0), but the input " << formatShape(inShape)
+               << " has rank " << inShape.size();
       shape.push_back(inShape[i]);
     } else if (d == -1 && !inferred) {
       inferred = i;
@@ -114,8 +98,8 @@ LegalizeResult legalizeReshape(LegalizeContext &ctx, OnnxNodeOp, ValueRange) {
                              << " to " << formatList(*requested);
     shape[*inferred] = total / known;
   } else if (known != total) {
-    return ctx.emitError() << "cannot reshape " << formatShape(inShape)
-                           << " (" << total << " elements) to "
+    return ctx.emitError() << "cannot reshape " << formatShape(inShape) << " ("
+                           << total << " elements) to "
                            << formatList(*requested);
   }
   return one(ctx.reshape(x, shape));
@@ -171,9 +155,9 @@ LegalizeResult legalizeSqueeze(LegalizeContext &ctx, OnnxNodeOp, ValueRange) {
     if (failed(a))
       return failure();
     if (shape[*a] != 1)
-      return ctx.emitError() << "cannot squeeze axis " << axis << " of size "
-                             << shape[*a] << " (input shape "
-                             << formatShape(shape) << ")";
+      return ctx.emitError()
+             << "cannot squeeze axis " << axis << " of size " << shape[*a]
+             << " (input shape " << formatShape(shape) << ")";
     squeezed.set(*a);
   }
   SmallVector<int64_t> result;
@@ -183,8 +167,7 @@ LegalizeResult legalizeSqueeze(LegalizeContext &ctx, OnnxNodeOp, ValueRange) {
   return one(ctx.reshape(in->front(), result));
 }
 
-LegalizeResult legalizeUnsqueeze(LegalizeContext &ctx, OnnxNodeOp,
-                                 ValueRange) {
+LegalizeResult legalizeUnsqueeze(LegalizeContext &ctx, OnnxNodeOp, ValueRange) {
   FailureOr<SmallVector<Value>> in = ctx.getTensors({"data"});
   SmallVector<int64_t> axes;
   bool present = false;
@@ -200,8 +183,8 @@ LegalizeResult legalizeUnsqueeze(LegalizeContext &ctx, OnnxNodeOp,
     if (failed(a))
       return failure();
     if (inserted.test(*a))
-      return ctx.emitError() << "axes " << formatList(axes)
-                             << " name an output axis twice";
+      return ctx.emitError()
+             << "axes " << formatList(axes) << " name an output axis twice";
     inserted.set(*a);
   }
   SmallVector<int64_t> result;
@@ -299,9 +282,7 @@ LegalizeResult legalizeRange(LegalizeContext &ctx, OnnxNodeOp, ValueRange) {
     values[i] = *v;
   }
   Type element = values[0].getElementType();
-  auto checkCount = [&](int64_t count) -> LogicalResult {
-    if (count <= kMaxRangeElements)
-      return success();
+  auto tooLarge = [&](double count) {
     return ctx.emitError() << "a range of " << count
                            << " elements is too large to build at compile "
                               "time (at most "
@@ -309,39 +290,57 @@ LegalizeResult legalizeRange(LegalizeContext &ctx, OnnxNodeOp, ValueRange) {
   };
   if (auto intType = dyn_cast<IntegerType>(element);
       intType && !intType.isInteger(1)) {
-    int64_t start = getIntValues(values[0])[0];
-    int64_t limit = getIntValues(values[1])[0];
-    int64_t delta = getIntValues(values[2])[0];
+    int64_t v[3];
+    for (int i = 0; i < 3; ++i) {
+      FailureOr<SmallVector<int64_t>> ints = getIntValues(values[i]);
+      if (failed(ints))
+        return ctx.emitError() << "input " << i << " (" << names[i]
+                               << ") is a constant whose encoding cannot be "
+                                  "read";
+      v[i] = ints->front();
+    }
+    int64_t start = v[0], limit = v[1], delta = v[2];
     if (delta == 0)
       return ctx.emitError() << "input 2 (delta) must not be zero";
-    int64_t count = std::max<int64_t>(
-        0, (limit - start + delta + (delta > 0 ? -1 : 1)) / delta);
-    if (failed(checkCount(count)))
-      return failure();
+    // ceil((limit - start) / delta) without overflowing on extreme bounds.
+    std::optional<int64_t> span = llvm::checkedSub(limit, start);
+    if (!span)
+      return tooLarge(std::fabs(
+          (static_cast<double>(limit) - static_cast<double>(start)) / delta));
+    int64_t count = *span / delta;
+    if (*span % delta != 0 && (*span < 0) == (delta < 0))
+      ++count;
+    count = std::max<int64_t>(count, 0);
+    if (count > kMaxRangeElements)
+      return tooLarge(static_cast<double>(count));
     SmallVector<APInt> elements;
     for (int64_t i = 0; i < count; ++i)
       elements.push_back(APInt(intType.getWidth(), start + i * delta, true));
-    return one(ctx.constant(
-        DenseElementsAttr::get(RankedTensorType::get({count}, element),
-                               elements)));
+    return one(ctx.constant(DenseElementsAttr::get(
+        RankedTensorType::get({count}, element), elements)));
   }
   auto floatType = dyn_cast<FloatType>(element);
   if (!floatType)
     return ctx.emitError() << "inputs must be integers or floats, got "
                            << element;
-  auto scalarOf = [](ElementsAttr attr) {
-    return (*attr.value_begin<APFloat>()).convertToDouble();
-  };
-  double start = scalarOf(values[0]), limit = scalarOf(values[1]),
-         delta = scalarOf(values[2]);
+  double v[3];
+  for (int i = 0; i < 3; ++i) {
+    FailureOr<SmallVector<double>> floats = getFloatValues(values[i]);
+    if (failed(floats))
+      return ctx.emitError() << "input " << i << " (" << names[i]
+                             << ") is a constant whose encoding cannot be "
+                                "read";
+    v[i] = floats->front();
+  }
+  double start = v[0], limit = v[1], delta = v[2];
   if (delta == 0)
     return ctx.emitError() << "input 2 (delta) must not be zero";
-  double steps = std::ceil((limit - start) / delta);
+  double steps = std::max(0.0, std::ceil((limit - start) / delta));
   if (!std::isfinite(steps))
     return ctx.emitError() << "inputs must be finite";
   if (steps > static_cast<double>(kMaxRangeElements))
-    return checkCount(kMaxRangeElements + 1);
-  int64_t count = std::max<int64_t>(0, static_cast<int64_t>(steps));
+    return tooLarge(steps);
+  int64_t count = static_cast<int64_t>(steps);
   SmallVector<Attribute> elements;
   for (int64_t i = 0; i < count; ++i)
     elements.push_back(FloatAttr::get(floatType, start + i * delta));
@@ -351,7 +350,7 @@ LegalizeResult legalizeRange(LegalizeContext &ctx, OnnxNodeOp, ValueRange) {
 
 } // namespace
 
-void weft::onnx::populateShapeLegalizers(LegalizerRegistry &registry) {
+void weft::onnxtoweft::populateShapeLegalizers(LegalizerRegistry &registry) {
   registry.add("Shape", 1, kMaxOpset, legalizeShape);
   registry.add("Size", 1, kMaxOpset, legalizeSize);
   registry.add("Reshape", 5, kMaxOpset, legalizeReshape);

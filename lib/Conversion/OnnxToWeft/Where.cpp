@@ -18,7 +18,7 @@
 
 using namespace mlir;
 using namespace weft;
-using namespace weft::onnx;
+using namespace weft::onnxtoweft;
 
 namespace {
 
@@ -49,8 +49,8 @@ std::optional<int64_t> matchUpperTriangle(const std::vector<bool> &mask,
 /// way PyTorch exports `masked_fill` with a causal mask, and builds
 /// `weft.causal_mask` so the mask is never materialized. Null when the
 /// pattern does not apply.
-FailureOr<Value> matchCausalMask(LegalizeContext &ctx, Value cond,
-                                 Value onTrue, Value onFalse) {
+FailureOr<Value> matchCausalMask(LegalizeContext &ctx, Value cond, Value onTrue,
+                                 Value onFalse) {
   DenseElementsAttr maskAttr;
   ArrayRef<int64_t> maskShape = shapeOf(cond);
   if (maskShape.size() < 2 ||
@@ -94,8 +94,7 @@ FailureOr<Value> matchCausalMask(LegalizeContext &ctx, Value cond,
   return ctx.create<CausalMaskOp>(
       {x},
       {ctx.i64Attr("diagonal", *diagonal),
-       ctx.f64Attr("fill",
-                   fill.getSplatValue<APFloat>().convertToDouble())});
+       ctx.f64Attr("fill", fill.getSplatValue<APFloat>().convertToDouble())});
 }
 
 LegalizeResult legalizeWhere(LegalizeContext &ctx, OnnxNodeOp, ValueRange) {
@@ -103,7 +102,8 @@ LegalizeResult legalizeWhere(LegalizeContext &ctx, OnnxNodeOp, ValueRange) {
   if (failed(in))
     return failure();
   if (elementTypeOf((*in)[0]).isInteger(1)) {
-    FailureOr<Value> masked = matchCausalMask(ctx, (*in)[0], (*in)[1], (*in)[2]);
+    FailureOr<Value> masked =
+        matchCausalMask(ctx, (*in)[0], (*in)[1], (*in)[2]);
     if (failed(masked))
       return failure();
     if (*masked)
@@ -114,6 +114,6 @@ LegalizeResult legalizeWhere(LegalizeContext &ctx, OnnxNodeOp, ValueRange) {
 
 } // namespace
 
-void weft::onnx::populateWhereLegalizers(LegalizerRegistry &registry) {
+void weft::onnxtoweft::populateWhereLegalizers(LegalizerRegistry &registry) {
   registry.add("Where", 9, kMaxOpset, legalizeWhere);
 }

@@ -30,11 +30,12 @@ func.func @slice(%x: tensor<4x96xf32>) -> (tensor<*xf32>, tensor<*xf32>, tensor<
   return %0, %1, %2 : tensor<*xf32>, tensor<*xf32>, tensor<*xf32>
 }
 
-// A negative step gathers the explicit index list.
+// A negative step gathers the explicit index list; the positive-step part
+// is the whole tensor, so no weft.slice is built.
 // CHECK-LABEL: func.func @slice_reverse
-// CHECK: %[[ALL:.*]] = weft.slice %arg0 {limits = array<i64: 2, 5>, starts = array<i64: 0, 0>, strides = array<i64: 1, 1>}
+// CHECK-NOT: weft.slice
 // CHECK: %[[IDX:.*]] = weft.constant dense<[4, 2, 0]> : tensor<3xi64>
-// CHECK: weft.gather %[[ALL]], %[[IDX]] {axis = 1 : i64} : (tensor<2x5xf32>, tensor<3xi64>) -> tensor<2x3xf32>
+// CHECK: weft.gather %arg0, %[[IDX]] {axis = 1 : i64} : (tensor<2x5xf32>, tensor<3xi64>) -> tensor<2x3xf32>
 func.func @slice_reverse(%x: tensor<2x5xf32>) -> tensor<*xf32> {
   %s = weft.constant dense<[-1]> : tensor<1xi64>
   %e = weft.constant dense<[-9223372036854775807]> : tensor<1xi64>
@@ -101,4 +102,17 @@ func.func @trilu(%x: tensor<5x2x3xf32>) -> (tensor<*xf32>, tensor<*xf32>, tensor
   %ones = weft.constant dense<1.0> : tensor<2x2xf32>
   %2 = weft.onnx.node "Trilu"(%ones) {name = "mask", opset = 14 : i64, attrs = {upper = 0 : i64}} : (tensor<2x2xf32>) -> tensor<*xf32>
   return %0, %1, %2 : tensor<*xf32>, tensor<*xf32>, tensor<*xf32>
+}
+
+// Pad in constant mode; negative pads crop with a slice.
+// CHECK-LABEL: func.func @pad
+// CHECK: weft.pad %arg0 {high = array<i64: 0, 2>, interior = array<i64: 0, 0>, low = array<i64: 0, 1>, value = 5.000000e-01 : f64} : (tensor<2x3xf32>) -> tensor<2x6xf32>
+// CHECK: %[[P:.*]] = weft.pad %arg0 {high = array<i64: 0, 0>, interior = array<i64: 0, 0>, low = array<i64: 2, 0>} : (tensor<2x3xf32>) -> tensor<4x3xf32>
+// CHECK: weft.slice %[[P]] {limits = array<i64: 4, 2>, starts = array<i64: 0, 0>, strides = array<i64: 1, 1>} : (tensor<4x3xf32>) -> tensor<4x2xf32>
+func.func @pad(%x: tensor<2x3xf32>) -> (tensor<*xf32>, tensor<*xf32>) {
+  %pads = weft.constant dense<[0, 1, 0, 2]> : tensor<4xi64>
+  %v = weft.constant dense<0.5> : tensor<f32>
+  %0 = weft.onnx.node "Pad"(%x, %pads, %v) {name = "pad", opset = 13 : i64} : (tensor<2x3xf32>, tensor<4xi64>, tensor<f32>) -> tensor<*xf32>
+  %1 = weft.onnx.node "Pad"(%x) {name = "pad2", opset = 2 : i64, attrs = {pads = array<i64: 2, 0, 0, -1>}} : (tensor<2x3xf32>) -> tensor<*xf32>
+  return %0, %1 : tensor<*xf32>, tensor<*xf32>
 }

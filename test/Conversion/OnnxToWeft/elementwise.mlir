@@ -76,10 +76,14 @@ func.func @unary(%x: tensor<2x3xf32>) -> tensor<*xf32> {
 // CHECK: %[[SCALED:.*]] = weft.mul %arg0, %[[SLOPE]]
 // CHECK: weft.where %[[POS]], %arg0, %[[SCALED]]
 // CHECK: weft.gelu %arg0 approximate = tanh : tensor<8xf32>
-func.func @activations(%x: tensor<8xf32>) -> (tensor<*xf32>, tensor<*xf32>) {
+// CHECK: %[[COS:.*]] = weft.cos %arg0 : tensor<8xf32>
+// CHECK: weft.sin %[[COS]] : tensor<8xf32>
+func.func @activations(%x: tensor<8xf32>) -> (tensor<*xf32>, tensor<*xf32>, tensor<*xf32>) {
   %0 = weft.onnx.node "LeakyRelu"(%x) {name = "leaky", opset = 16 : i64, attrs = {alpha = 2.000000e-01 : f32}} : (tensor<8xf32>) -> tensor<*xf32>
   %1 = weft.onnx.node "Gelu"(%x) {name = "gelu", opset = 20 : i64, attrs = {approximate = "tanh"}} : (tensor<8xf32>) -> tensor<*xf32>
-  return %0, %1 : tensor<*xf32>, tensor<*xf32>
+  %2 = weft.onnx.node "Cos"(%x) {name = "cos", opset = 7 : i64} : (tensor<8xf32>) -> tensor<*xf32>
+  %3 = weft.onnx.node "Sin"(%2) {name = "sin", opset = 7 : i64} : (tensor<*xf32>) -> tensor<*xf32>
+  return %0, %1, %3 : tensor<*xf32>, tensor<*xf32>, tensor<*xf32>
 }
 
 // Clip bounds are optional inputs from opset 11, attributes before.

@@ -180,3 +180,12 @@ func.func @squeeze_non_unit(%x: tensor<3x4xf32>) -> tensor<*xf32> {
   %0 = weft.onnx.node "Squeeze"(%x, %a) {name = "/Squeeze", opset = 13 : i64} : (tensor<3x4xf32>, tensor<1xi64>) -> tensor<*xf32>
   return %0 : tensor<*xf32>
 }
+
+// -----
+
+func.func @pad_reflect(%x: tensor<2x3xf32>) -> tensor<*xf32> {
+  %pads = weft.constant dense<[0, 1, 0, 1]> : tensor<4xi64>
+  // expected-error @below {{Pad node '/Pad': attribute 'mode' = 'reflect' is not supported (supported: 'constant')}}
+  %0 = weft.onnx.node "Pad"(%x, %pads) {name = "/Pad", opset = 13 : i64, attrs = {mode = "reflect"}} : (tensor<2x3xf32>, tensor<4xi64>) -> tensor<*xf32>
+  return %0 : tensor<*xf32>
+}

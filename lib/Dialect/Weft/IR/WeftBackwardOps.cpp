@@ -132,10 +132,9 @@ LogicalResult ScatterAddOp::inferReturnTypes(MLIRContext *,
   llvm::append_range(expected, idx.getShape());
   llvm::append_range(expected, t.getShape().drop_front(axis + 1));
   if (updates.getShape() != ArrayRef<int64_t>(expected))
-    return emitOptionalError(loc, "updates shape ",
-                             formatShape(updates.getShape()),
-                             " is not the gathered shape ",
-                             formatShape(expected));
+    return emitOptionalError(
+        loc, "updates shape ", formatShape(updates.getShape()),
+        " is not the gathered shape ", formatShape(expected));
   inferred.push_back(t);
   return success();
 }
@@ -157,8 +156,9 @@ LogicalResult PadOp::inferReturnTypes(MLIRContext *,
   if (static_cast<int64_t>(low.size()) != rank ||
       static_cast<int64_t>(high.size()) != rank ||
       static_cast<int64_t>(interior.size()) != rank)
-    return emitOptionalError(loc, "low, high and interior need one entry per "
-                                  "axis (rank ",
+    return emitOptionalError(loc,
+                             "low, high and interior need one entry per "
+                             "axis (rank ",
                              rank, ")");
   SmallVector<int64_t> shape;
   for (int64_t d = 0; d < rank; ++d) {
@@ -167,8 +167,8 @@ LogicalResult PadOp::inferReturnTypes(MLIRContext *,
                                ", high ", high[d], ", interior ", interior[d],
                                ") must be >= 0");
     int64_t size = t.getDimSize(d);
-    shape.push_back(low[d] + size + std::max<int64_t>(size - 1, 0) * interior[d] +
-                    high[d]);
+    shape.push_back(low[d] + size +
+                    std::max<int64_t>(size - 1, 0) * interior[d] + high[d]);
   }
   inferred.push_back(t.clone(shape));
   return success();
@@ -206,9 +206,10 @@ LogicalResult Conv2DBackwardFilterOp::verify() {
                     static_cast<int64_t>(getGroups()));
 }
 
-LogicalResult MaxPool2DGradOp::inferReturnTypes(
-    MLIRContext *, std::optional<Location> loc, Adaptor adaptor,
-    SmallVectorImpl<Type> &inferred) {
+LogicalResult
+MaxPool2DGradOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                                  Adaptor adaptor,
+                                  SmallVectorImpl<Type> &inferred) {
   RankedTensorType grad = getRanked(loc, adaptor.getGrad(), "grad");
   RankedTensorType input = getRanked(loc, adaptor.getInput(), "input");
   if (!grad || !input)

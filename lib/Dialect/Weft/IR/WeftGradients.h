@@ -1,4 +1,4 @@
-//===- WeftGradients.h - Helpers shared by the gradient rules ----*- C++ -*-===//
+//===- WeftGradients.h - Helpers shared by the gradient rules ---*- C++ -*-===//
 //
 // Part of the Weft project.
 //

@@ -32,8 +32,8 @@ LogicalResult ReshapeOp::buildGradient(OpBuilder &b, ValueRange resultGrads,
                                        SmallVectorImpl<Value> &operandGrads) {
   if (noGradientFlows(*this, resultGrads, operandGrads))
     return success();
-  operandGrads.push_back(reshape(b, getLoc(), resultGrads[0],
-                                 getInput().getType().getShape()));
+  operandGrads.push_back(
+      reshape(b, getLoc(), resultGrads[0], getInput().getType().getShape()));
   return success();
 }
 
@@ -102,8 +102,7 @@ LogicalResult ConcatOp::buildGradient(OpBuilder &b, ValueRange resultGrads,
     starts[axis] = offset;
     limits[axis] = offset + size;
     offset += size;
-    operandGrads.push_back(
-        SliceOp::create(b, loc, g, starts, limits, strides));
+    operandGrads.push_back(SliceOp::create(b, loc, g, starts, limits, strides));
   }
   return success();
 }

@@ -67,8 +67,7 @@ LogicalResult minMaxGradient(OpBuilder &b, Operation *op, CmpPredicate wins,
 /// For a unary op `y = f(x)`: pushes `g * derivative`, where `derivative`
 /// builds f'(x) from x and y.
 template <typename F>
-LogicalResult unaryGradient(OpBuilder &b, Operation *op,
-                            ValueRange resultGrads,
+LogicalResult unaryGradient(OpBuilder &b, Operation *op, ValueRange resultGrads,
                             SmallVectorImpl<Value> &operandGrads,
                             F derivative) {
   if (noGradientFlows(op, resultGrads, operandGrads))
@@ -121,8 +120,8 @@ LogicalResult DivOp::buildGradient(OpBuilder &b, ValueRange resultGrads,
   Value g = resultGrads[0];
   // d(l/r)/dr = -l/r^2 = -result/r.
   Value dr = NegOp::create(
-      b, loc, DivOp::create(b, loc, MulOp::create(b, loc, g, getResult()),
-                            getRhs()));
+      b, loc,
+      DivOp::create(b, loc, MulOp::create(b, loc, g, getResult()), getRhs()));
   pushBinary(b, *this, DivOp::create(b, loc, g, getRhs()), dr, operandGrads);
   return success();
 }
@@ -140,11 +139,11 @@ LogicalResult PowOp::buildGradient(OpBuilder &b, ValueRange resultGrads,
   // y >= 0 (0 * -inf otherwise).
   Value dx = MulOp::create(
       b, loc, y, PowOp::create(b, loc, x, SubOp::create(b, loc, y, one)));
-  dx = WhereOp::create(b, loc, cmp(b, loc, CmpPredicate::eq, y, zero), zero,
-                       dx);
+  dx =
+      WhereOp::create(b, loc, cmp(b, loc, CmpPredicate::eq, y, zero), zero, dx);
   Value dy = MulOp::create(b, loc, getResult(), LogOp::create(b, loc, x));
-  Value masked = WhereOp::create(
-      b, loc, cmp(b, loc, CmpPredicate::ge, y, zero), zero, dy);
+  Value masked =
+      WhereOp::create(b, loc, cmp(b, loc, CmpPredicate::ge, y, zero), zero, dy);
   dy = WhereOp::create(b, loc, cmp(b, loc, CmpPredicate::eq, x, zero), masked,
                        dy);
   pushBinary(b, *this, MulOp::create(b, loc, g, dx),
@@ -191,17 +190,17 @@ LogicalResult NegOp::buildGradient(OpBuilder &b, ValueRange resultGrads,
 
 LogicalResult AbsOp::buildGradient(OpBuilder &b, ValueRange resultGrads,
                                    SmallVectorImpl<Value> &operandGrads) {
-  return unaryGradient(b, *this, resultGrads, operandGrads,
-                       [&](Location loc, Value x, Value, Type et) -> Value {
-                         // sign(x), with sign(0) = 0 as torch.abs.
-                         Value zero = scalar(b, loc, et, 0);
-                         Value negative = WhereOp::create(
-                             b, loc, cmp(b, loc, CmpPredicate::lt, x, zero),
-                             scalar(b, loc, et, -1), zero);
-                         return WhereOp::create(
-                             b, loc, cmp(b, loc, CmpPredicate::gt, x, zero),
-                             scalar(b, loc, et, 1), negative);
-                       });
+  return unaryGradient(
+      b, *this, resultGrads, operandGrads,
+      [&](Location loc, Value x, Value, Type et) -> Value {
+        // sign(x), with sign(0) = 0 as torch.abs.
+        Value zero = scalar(b, loc, et, 0);
+        Value negative =
+            WhereOp::create(b, loc, cmp(b, loc, CmpPredicate::lt, x, zero),
+                            scalar(b, loc, et, -1), zero);
+        return WhereOp::create(b, loc, cmp(b, loc, CmpPredicate::gt, x, zero),
+                               scalar(b, loc, et, 1), negative);
+      });
 }
 
 LogicalResult ReluOp::buildGradient(OpBuilder &b, ValueRange resultGrads,
@@ -210,9 +209,9 @@ LogicalResult ReluOp::buildGradient(OpBuilder &b, ValueRange resultGrads,
     return success();
   Location loc = getLoc();
   Value zero = scalar(b, loc, getType().getElementType(), 0);
-  operandGrads.push_back(WhereOp::create(
-      b, loc, cmp(b, loc, CmpPredicate::gt, getInput(), zero), resultGrads[0],
-      zero));
+  operandGrads.push_back(
+      WhereOp::create(b, loc, cmp(b, loc, CmpPredicate::gt, getInput(), zero),
+                      resultGrads[0], zero));
   return success();
 }
 
@@ -227,12 +226,12 @@ LogicalResult TanhOp::buildGradient(OpBuilder &b, ValueRange resultGrads,
 
 LogicalResult SigmoidOp::buildGradient(OpBuilder &b, ValueRange resultGrads,
                                        SmallVectorImpl<Value> &operandGrads) {
-  return unaryGradient(
-      b, *this, resultGrads, operandGrads,
-      [&](Location loc, Value, Value y, Type et) -> Value {
-        return MulOp::create(
-            b, loc, y, SubOp::create(b, loc, scalar(b, loc, et, 1), y));
-      });
+  return unaryGradient(b, *this, resultGrads, operandGrads,
+                       [&](Location loc, Value, Value y, Type et) -> Value {
+                         return MulOp::create(
+                             b, loc, y,
+                             SubOp::create(b, loc, scalar(b, loc, et, 1), y));
+                       });
 }
 
 LogicalResult ExpOp::buildGradient(OpBuilder &b, ValueRange resultGrads,
@@ -264,12 +263,12 @@ LogicalResult SqrtOp::buildGradient(OpBuilder &b, ValueRange resultGrads,
 LogicalResult RsqrtOp::buildGradient(OpBuilder &b, ValueRange resultGrads,
                                      SmallVectorImpl<Value> &operandGrads) {
   // d x^(-1/2) = -x^(-3/2) / 2 = -y^3 / 2.
-  return unaryGradient(
-      b, *this, resultGrads, operandGrads,
-      [&](Location loc, Value, Value y, Type) -> Value {
-        Value cube = MulOp::create(b, loc, y, MulOp::create(b, loc, y, y));
-        return scale(b, loc, cube, -0.5);
-      });
+  return unaryGradient(b, *this, resultGrads, operandGrads,
+                       [&](Location loc, Value, Value y, Type) -> Value {
+                         Value cube = MulOp::create(
+                             b, loc, y, MulOp::create(b, loc, y, y));
+                         return scale(b, loc, cube, -0.5);
+                       });
 }
 
 LogicalResult ErfOp::buildGradient(OpBuilder &b, ValueRange resultGrads,
@@ -312,22 +311,25 @@ LogicalResult GeluOp::buildGradient(OpBuilder &b, ValueRange resultGrads,
           // d x*Phi(x) = Phi(x) + x * phi(x).
           Value cdf = scale(
               b, loc,
-              AddOp::create(b, loc, one,
-                            ErfOp::create(b, loc, scale(b, loc, x, llvm::numbers::inv_sqrt2))),
+              AddOp::create(
+                  b, loc, one,
+                  ErfOp::create(b, loc,
+                                scale(b, loc, x, llvm::numbers::inv_sqrt2))),
               0.5);
-          Value pdf = scale(b, loc, ExpOp::create(b, loc, scale(b, loc, x2, -0.5)),
-                            llvm::numbers::inv_sqrt2 * llvm::numbers::inv_sqrtpi);
+          Value pdf =
+              scale(b, loc, ExpOp::create(b, loc, scale(b, loc, x2, -0.5)),
+                    llvm::numbers::inv_sqrt2 * llvm::numbers::inv_sqrtpi);
           return AddOp::create(b, loc, cdf, MulOp::create(b, loc, x, pdf));
         }
         // y = x (1 + tanh u) / 2 with u = k (x + c x^3):
         // dy = (1 + tanh u) / 2 + x (1 - tanh^2 u) k (1 + 3 c x^2) / 2.
         constexpr double c = 0.044715;
         constexpr double k = llvm::numbers::sqrt2 * llvm::numbers::inv_sqrtpi;
-        Value u = scale(
-            b, loc,
-            AddOp::create(b, loc, x,
-                          scale(b, loc, MulOp::create(b, loc, x2, x), c)),
-            k);
+        Value u =
+            scale(b, loc,
+                  AddOp::create(b, loc, x,
+                                scale(b, loc, MulOp::create(b, loc, x2, x), c)),
+                  k);
         Value t = TanhOp::create(b, loc, u);
         Value left = scale(b, loc, AddOp::create(b, loc, one, t), 0.5);
         Value sech2 = SubOp::create(b, loc, one, MulOp::create(b, loc, t, t));
@@ -358,13 +360,13 @@ LogicalResult CastOp::buildGradient(OpBuilder &b, ValueRange resultGrads,
   return success();
 }
 
-LogicalResult CausalMaskOp::buildGradient(OpBuilder &b, ValueRange resultGrads,
-                                          SmallVectorImpl<Value> &operandGrads) {
+LogicalResult
+CausalMaskOp::buildGradient(OpBuilder &b, ValueRange resultGrads,
+                            SmallVectorImpl<Value> &operandGrads) {
   if (noGradientFlows(*this, resultGrads, operandGrads))
     return success();
   // Masked cells are constants: their gradient is 0, the rest passes.
-  operandGrads.push_back(CausalMaskOp::create(b, getLoc(), resultGrads[0],
-                                              getDiagonalAttr(),
-                                              b.getF64FloatAttr(0.0)));
+  operandGrads.push_back(CausalMaskOp::create(
+      b, getLoc(), resultGrads[0], getDiagonalAttr(), b.getF64FloatAttr(0.0)));
   return success();
 }

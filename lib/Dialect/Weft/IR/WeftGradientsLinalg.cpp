@@ -84,7 +84,7 @@ GlobalAvgPoolOp::buildGradient(OpBuilder &b, ValueRange resultGrads,
   for (int64_t size : input.getShape().drop_front(2))
     cells *= size;
   Value spread = broadcastTo(b, loc, resultGrads[0], input.getShape());
-  operandGrads.push_back(
-      scale(b, loc, spread, cells == 0 ? 0.0 : 1.0 / static_cast<double>(cells)));
+  operandGrads.push_back(scale(
+      b, loc, spread, cells == 0 ? 0.0 : 1.0 / static_cast<double>(cells)));
   return success();
 }

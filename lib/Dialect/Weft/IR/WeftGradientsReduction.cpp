@@ -49,8 +49,9 @@ LogicalResult SoftmaxOp::buildGradient(OpBuilder &b, ValueRange resultGrads,
   return success();
 }
 
-LogicalResult LogSoftmaxOp::buildGradient(OpBuilder &b, ValueRange resultGrads,
-                                          SmallVectorImpl<Value> &operandGrads) {
+LogicalResult
+LogSoftmaxOp::buildGradient(OpBuilder &b, ValueRange resultGrads,
+                            SmallVectorImpl<Value> &operandGrads) {
   if (noGradientFlows(*this, resultGrads, operandGrads))
     return success();
   // dx = g - softmax(x) * sum(g) along the axis, with softmax = exp(y).
@@ -83,7 +84,8 @@ LogicalResult LayerNormOp::buildGradient(OpBuilder &b, ValueRange resultGrads,
   Value variance = mean(MulOp::create(b, loc, centred, centred));
   Value epsilon = scalar(b, loc, getType().getElementType(),
                          getEpsilon().convertToDouble());
-  Value rstd = RsqrtOp::create(b, loc, AddOp::create(b, loc, variance, epsilon));
+  Value rstd =
+      RsqrtOp::create(b, loc, AddOp::create(b, loc, variance, epsilon));
   Value xhat = MulOp::create(b, loc, centred, rstd);
 
   // dx = rstd * (dxhat - mean(dxhat) - xhat * mean(dxhat * xhat)).
@@ -109,20 +111,21 @@ LogicalResult ReduceSumOp::buildGradient(OpBuilder &b, ValueRange resultGrads,
                                          SmallVectorImpl<Value> &operandGrads) {
   if (noGradientFlows(*this, resultGrads, operandGrads))
     return success();
-  operandGrads.push_back(unreduce(b, getLoc(), resultGrads[0],
-                                  getInput().getType(), getAxes()));
+  operandGrads.push_back(
+      unreduce(b, getLoc(), resultGrads[0], getInput().getType(), getAxes()));
   return success();
 }
 
-LogicalResult ReduceMeanOp::buildGradient(OpBuilder &b, ValueRange resultGrads,
-                                          SmallVectorImpl<Value> &operandGrads) {
+LogicalResult
+ReduceMeanOp::buildGradient(OpBuilder &b, ValueRange resultGrads,
+                            SmallVectorImpl<Value> &operandGrads) {
   if (noGradientFlows(*this, resultGrads, operandGrads))
     return success();
   Location loc = getLoc();
   RankedTensorType input = getInput().getType();
   Value spread = unreduce(b, loc, resultGrads[0], input, getAxes());
-  operandGrads.push_back(scale(
-      b, loc, spread, reciprocal(countOf(input.getShape(), getAxes()))));
+  operandGrads.push_back(
+      scale(b, loc, spread, reciprocal(countOf(input.getShape(), getAxes()))));
   return success();
 }
 
@@ -139,15 +142,17 @@ LogicalResult ReduceMaxOp::buildGradient(OpBuilder &b, ValueRange resultGrads,
   Value isMax = CmpOp::create(b, loc, CmpPredicate::eq, x,
                               reshape(b, loc, getResult(), kept));
   Value mask = CastOp::create(b, loc, input, isMax);
-  Value count = ReduceSumOp::create(b, loc, mask, getAxes(), /*keep_dims=*/true);
+  Value count =
+      ReduceSumOp::create(b, loc, mask, getAxes(), /*keep_dims=*/true);
   Value share =
       DivOp::create(b, loc, reshape(b, loc, resultGrads[0], kept), count);
   operandGrads.push_back(MulOp::create(b, loc, mask, share));
   return success();
 }
 
-LogicalResult CrossEntropyOp::buildGradient(OpBuilder &b, ValueRange resultGrads,
-                                            SmallVectorImpl<Value> &operandGrads) {
+LogicalResult
+CrossEntropyOp::buildGradient(OpBuilder &b, ValueRange resultGrads,
+                              SmallVectorImpl<Value> &operandGrads) {
   if (noGradientFlows(*this, resultGrads, operandGrads))
     return success();
   // d mean_p(logsumexp(z_p) - z_p[label_p]) / dz = (softmax(z) - onehot) / P.
@@ -157,8 +162,8 @@ LogicalResult CrossEntropyOp::buildGradient(OpBuilder &b, ValueRange resultGrads
   Value onehot = OneHotOp::create(b, loc, logits, getLabels());
   Value perPosition = scale(b, loc, resultGrads[0],
                             reciprocal(getLabels().getType().getNumElements()));
-  operandGrads.push_back(MulOp::create(
-      b, loc, SubOp::create(b, loc, p, onehot), perPosition));
+  operandGrads.push_back(
+      MulOp::create(b, loc, SubOp::create(b, loc, p, onehot), perPosition));
   operandGrads.push_back(Value());
   return success();
 }
