@@ -16,6 +16,7 @@ void weft::buildImportPipeline(OpPassManager &pm) {
   pm.addPass(createLegalizeOnnxPass());
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
+  pm.addPass(createMarkBuffersPass());
 }
 
 void weft::buildTrainPipeline(OpPassManager &pm,

@@ -4,14 +4,20 @@
 //
 //===----------------------------------------------------------------------===//
 //
-// weft-eval FILE.mlir [--fn=NAME] [--input NAME=X.npy]... [--param
-// NAME=W.npy]...
-//           [--weights=PATH] [-o PREFIX] [--print]
+// weft-eval FILE.mlir [--fn=NAME] [--input NAME=X.npy]... [--scalar
+//           NAME=VALUE]... [--param NAME=W.npy]... [--param-dir DIR]
+//           [--weights=PATH] [-o PREFIX | --output-dir DIR] [--print]
 //
-// Binds the function's arguments from .npy files and the weights file, runs
-// the reference evaluator and writes result i to PREFIX.i.npy. It is the
+// Binds the function's arguments from .npy files, numbers and the weights
+// file, runs the reference evaluator and writes result i to PREFIX.i.npy, or
+// each result to DIR/NAME.npy named by its result attribute. It is the
 // oracle end-to-end tests compare compiled programs against, so every
 // binding problem is reported with the argument, its type and the file.
+//
+// A training loop is a sequence of calls sharing one folder: `--fn
+// train_step --param-dir S --output-dir S` reads the parameters and
+// optimizer state the previous step wrote (the weights file and zeros on the
+// first step) and overwrites them.
 //
 //===----------------------------------------------------------------------===//
 

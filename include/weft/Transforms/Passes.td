@@ -87,6 +87,30 @@ def AutodiffPass : Pass<"weft-autodiff", "mlir::ModuleOp"> {
   let dependentDialects = ["::weft::WeftDialect"];
 }
 
+def MarkBuffersPass : Pass<"weft-mark-buffers", "mlir::ModuleOp"> {
+  let summary = "Turn parameters with a structurally zero gradient into buffers";
+  let description = [{
+    A `weft.param` argument that reaches no function result through
+    differentiable ops (its uses end in comparisons, indices or shapes) can
+    never receive a gradient: it is a PyTorch buffer such as a float causal
+    mask that ONNX stored as an initializer. Its attribute becomes
+    `weft.buffer`, so the optimizer neither updates nor decays it.
+
+    Before:
+
+    ```mlir
+    func.func @forward(%mask: tensor<16x16xf32> {weft.param = "attn.bias"},
+                       %x: tensor<16x16xf32>) -> tensor<16x16xf32> {
+      %z = weft.constant dense<0.0> : tensor<f32>
+      %c = weft.cmp eq, %mask, %z : (tensor<16x16xf32>, tensor<f32>)
+                                    -> tensor<16x16xi1>
+      ...
+    ```
+
+    After: `%mask: tensor<16x16xf32> {weft.buffer = "attn.bias"}`.
+  }];
+}
+
 //===----------------------------------------------------------------------===//
 // Loss, precision and optimizer
 //===----------------------------------------------------------------------===//
