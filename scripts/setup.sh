@@ -8,6 +8,7 @@ packages=(
   llvm-22-dev libmlir-22-dev mlir-22-tools llvm-22-tools  # MLIR, lit, FileCheck
   libonnx-dev libprotobuf-dev                             # ONNX import
   nlohmann-json3-dev                                      # safetensors headers
+  libopenblas-dev libcli11-dev                            # runtime: GEMM, CLI
   libgtest-dev                                            # unit tests
   python3-torch python3-onnx python3-numpy                # reference numbers
   cmake ninja-build ccache g++

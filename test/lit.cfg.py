@@ -32,3 +32,19 @@ llvm_config.use_default_substitutions()
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 tool_dirs = [config.weft_tools_dir, config.llvm_tools_dir]
 llvm_config.add_tool_substitutions(["weft-opt", "weftc", "weft-eval"], tool_dirs)
+
+# Executing lowered code (test/Conversion/WeftToLinalg): mlir-runner with the
+# runner utilities, and the driver comparing it against weft-eval.
+llvm_lib_dir = os.path.join(os.path.dirname(config.llvm_tools_dir), "lib")
+runner_libs = ",".join(
+    os.path.join(llvm_lib_dir, lib)
+    for lib in ["libmlir_c_runner_utils.so", "libmlir_runner_utils.so"])
+mlir_runner = os.path.join(config.llvm_tools_dir, "mlir-runner")
+config.substitutions.append(("%mlir_runner", mlir_runner))
+config.substitutions.append(("%runner_libs", runner_libs))
+config.substitutions.append(
+    ("%check_lowering",
+     "%s %s --tools %s --runner %s --runner-libs %s" % (
+         python, os.path.join(config.test_source_root, "lib",
+                              "check_lowering.py"),
+         config.weft_tools_dir, mlir_runner, runner_libs)))

@@ -7,6 +7,23 @@
 #include "weft/Pipelines/Pipelines.h"
 #include "weft/Conversion/Passes.h"
 
+#include "mlir/Conversion/AffineToStandard/AffineToStandard.h"
+#include "mlir/Conversion/ArithToLLVM/ArithToLLVM.h"
+#include "mlir/Conversion/ControlFlowToLLVM/ControlFlowToLLVM.h"
+#include "mlir/Conversion/FuncToLLVM/ConvertFuncToLLVMPass.h"
+#include "mlir/Conversion/MathToLLVM/MathToLLVM.h"
+#include "mlir/Conversion/MathToLibm/MathToLibm.h"
+#include "mlir/Conversion/MemRefToLLVM/MemRefToLLVM.h"
+#include "mlir/Conversion/ReconcileUnrealizedCasts/ReconcileUnrealizedCasts.h"
+#include "mlir/Conversion/SCFToControlFlow/SCFToControlFlow.h"
+#include "mlir/Dialect/Arith/Transforms/Passes.h"
+#include "mlir/Dialect/Bufferization/Pipelines/Passes.h"
+#include "mlir/Dialect/Bufferization/Transforms/Passes.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Linalg/Passes.h"
+#include "mlir/Dialect/MemRef/Transforms/Passes.h"
+#include "mlir/Conversion/MathToFuncs/MathToFuncs.h"
+#include "mlir/Dialect/SCF/Transforms/Passes.h"
 #include "mlir/Pass/PassRegistry.h"
 #include "mlir/Transforms/Passes.h"
 
@@ -30,6 +47,109 @@ void weft::buildTrainPipeline(OpPassManager &pm,
   pm.addPass(createCSEPass());
 }
 
+void weft::buildLowerToLLVMPipeline(OpPassManager &pm) {
+  pm.addPass(createLowerToLinalgPass());
+  pm.addPass(createCanonicalizerPass());
+  pm.addPass(createLinalgElementwiseOpFusionPass());
+
+  bufferization::OneShotBufferizePassOptions bufferize;
+  bufferize.bufferizeFunctionBoundaries = true;
+  bufferize.functionBoundaryTypeConversion =
+      bufferization::LayoutMapOption::IdentityLayoutMap;
+  pm.addPass(bufferization::createOneShotBufferizePass(bufferize));
+  bufferization::BufferResultsToOutParamsPassOptions outParams;
+  outParams.hoistStaticAllocs = true;
+  outParams.modifyPublicFunctions = true;
+  pm.addPass(bufferization::createBufferResultsToOutParamsPass(outParams));
+  bufferization::buildBufferDeallocationPipeline(pm);
+
+  pm.addNestedPass<func::FuncOp>(createConvertLinalgToLoopsPass());
+  pm.addPass(memref::createExpandStridedMetadataPass());
+  pm.addPass(createLowerAffinePass());
+  pm.addPass(createSCFToControlFlowPass());
+  // bf16 <-> f32 conversions as integer arithmetic, so no runtime helper
+  // is needed; transcendental math to LLVM intrinsics or libm calls.
+  arith::ArithExpandOpsPassOptions expand;
+  expand.includeBf16 = true;
+  pm.addPass(arith::createArithExpandOpsPass(expand));
+  pm.addPass(createConvertMathToLLVMPass());
+  pm.addPass(createConvertMathToLibmPass());
+  pm.addPass(createFinalizeMemRefToLLVMConversionPass());
+  pm.addPass(createArithToLLVMConversionPass());
+  pm.addPass(createConvertControlFlowToLLVMPass());
+  pm.addPass(createConvertFuncToLLVMPass());
+  pm.addPass(createReconcileUnrealizedCastsPass());
+  pm.addPass(createCanonicalizerPass());
+}
+
+void weft::buildCodegenPipeline(OpPassManager &pm,
+                                const CodegenPipelineOptions &options) {
+  using Stage = CodegenPipelineOptions::Stage;
+  // One entry: the step; what it calls is inlined (once lowered: weft ops
+  // have no inliner interface), the rest dropped.
+  SelectEntryPassOptions select;
+  select.entry = options.entry;
+  pm.addPass(createSelectEntryPass(select));
+  pm.addPass(createSymbolDCEPass());
+  pm.addPass(createLowerToLinalgPass());
+  pm.addPass(createInlinerPass());
+  pm.addPass(createSymbolDCEPass());
+
+  // Kernels on tensors.
+  pm.addPass(createCanonicalizerPass());
+  pm.addPass(createCSEPass());
+  pm.addNestedPass<func::FuncOp>(createFuseKernelsPass());
+  // No CSE from here on: it would merge the per-GEMM zero fills again.
+  pm.addPass(createCanonicalizerPass());
+  if (options.stopAfter == Stage::Kernels)
+    return;
+
+  // Buffers: results become out-parameters written in place, GEMMs call
+  // BLAS, intermediates are placed in the workspace.
+  bufferization::OneShotBufferizePassOptions bufferize;
+  bufferize.bufferizeFunctionBoundaries = true;
+  bufferize.functionBoundaryTypeConversion =
+      bufferization::LayoutMapOption::IdentityLayoutMap;
+  bufferize.bufferAlignment = 64;
+  pm.addPass(bufferization::createOneShotBufferizePass(bufferize));
+  bufferization::BufferResultsToOutParamsPassOptions outParams;
+  outParams.hoistStaticAllocs = true;
+  outParams.modifyPublicFunctions = true;
+  pm.addPass(bufferization::createBufferResultsToOutParamsPass(outParams));
+  pm.addPass(createCanonicalizerPass());
+  pm.addPass(createLinalgToBlasPass());
+  pm.addNestedPass<func::FuncOp>(createLowerCopiesPass());
+  PlanBuffersPassOptions plan;
+  plan.function = options.entry;
+  pm.addPass(createPlanBuffersPass(plan));
+  if (options.stopAfter == Stage::Buffers)
+    return;
+
+  // Loops and the LLVM dialect. Kernels run their iterations in order on
+  // the CPU (scf.forall -> scf.for).
+  pm.addNestedPass<func::FuncOp>(createConvertLinalgToLoopsPass());
+  pm.addPass(createForallToForLoopPass());
+  pm.addPass(memref::createExpandStridedMetadataPass());
+  pm.addPass(createLowerAffinePass());
+  pm.addPass(createSCFToControlFlowPass());
+  arith::ArithExpandOpsPassOptions expand;
+  expand.includeBf16 = true;
+  pm.addPass(arith::createArithExpandOpsPass(expand));
+  pm.addPass(createConvertMathToLLVMPass());
+  pm.addPass(createConvertMathToLibmPass());
+  pm.addPass(createConvertMathToFuncs());
+  pm.addPass(createFinalizeMemRefToLLVMConversionPass());
+  pm.addPass(createArithToLLVMConversionPass());
+  pm.addPass(createConvertControlFlowToLLVMPass());
+  // Bare pointers: the entry takes one `float *` per buffer, which is what
+  // the descriptor's trainStep wrapper passes.
+  ConvertFuncToLLVMPassOptions funcToLLVM;
+  funcToLLVM.useBarePtrCallConv = true;
+  pm.addPass(createConvertFuncToLLVMPass(funcToLLVM));
+  pm.addPass(createReconcileUnrealizedCastsPass());
+  pm.addPass(createCanonicalizerPass());
+}
+
 void weft::registerWeftPipelines() {
   PassPipelineRegistration<>(
       "weft-import-pipeline",
@@ -39,4 +159,8 @@ void weft::registerWeftPipelines() {
       "weft-train-pipeline",
       "Forward model -> training step with cross-entropy and AdamW defaults",
       [](OpPassManager &pm) { buildTrainPipeline(pm, {}); });
+  PassPipelineRegistration<>(
+      "weft-lower-to-llvm-pipeline",
+      "Reference CPU lowering: weft -> linalg -> bufferization -> LLVM",
+      [](OpPassManager &pm) { buildLowerToLLVMPipeline(pm); });
 }

@@ -56,7 +56,8 @@ struct MixedPrecisionPass
     for (BlockArgument arg : body.getArguments()) {
       if (!isF32Tensor(arg.getType()) || arg.use_empty())
         continue;
-      Value narrow = CastOp::create(b, arg.getLoc(), toBF16(arg.getType()), arg);
+      Value narrow =
+          CastOp::create(b, arg.getLoc(), toBF16(arg.getType()), arg);
       arg.replaceAllUsesExcept(narrow, narrow.getDefiningOp());
     }
 
@@ -66,15 +67,24 @@ struct MixedPrecisionPass
         for (OpOperand &operand : ret->getOpOperands()) {
           Type expected = fn.getResultTypes()[operand.getOperandNumber()];
           if (operand.get().getType() != expected)
-            operand.set(CastOp::create(b, ret.getLoc(), expected,
-                                       operand.get()));
+            operand.set(
+                CastOp::create(b, ret.getLoc(), expected, operand.get()));
         }
         continue;
       }
       if (auto cst = dyn_cast<ConstantOp>(op)) {
-        auto dense = dyn_cast<DenseFPElementsAttr>(cst.getValue());
-        if (!dense || !dense.getElementType().isF32())
+        if (!isF32Tensor(cst.getType()))
           continue;
+        auto dense = dyn_cast<DenseFPElementsAttr>(cst.getValue());
+        if (!dense) {
+          // Other encodings (dense resources) stay as they are, narrowed by
+          // a cast.
+          b.setInsertionPointAfter(cst);
+          Value narrow =
+              CastOp::create(b, cst.getLoc(), toBF16(cst.getType()), cst);
+          cst.getResult().replaceAllUsesExcept(narrow, narrow.getDefiningOp());
+          continue;
+        }
         auto bf16 = BFloat16Type::get(fn.getContext());
         cst.setValueAttr(dense.mapValues(bf16, [](const APFloat &v) {
           APFloat narrow = v;

@@ -33,10 +33,18 @@ namespace {
 class Emitter {
 public:
   Emitter(OpBuilder &b, Location loc) : b(b), loc(loc) {}
-  Value c(double v) {
-    auto type = RankedTensorType::get({}, b.getF32Type());
+  /// A 0-d constant, f32 unless `type` says otherwise.
+  Value c(double v, FloatType type = {}) {
+    if (!type)
+      type = b.getF32Type();
+    auto tensorType = RankedTensorType::get({}, type);
     return ConstantOp::create(
-        b, loc, DenseElementsAttr::get(type, b.getF32FloatAttr(v)));
+        b, loc, DenseElementsAttr::get(tensorType, b.getFloatAttr(type, v)));
+  }
+  /// `x` with element type `type`.
+  Value convert(Value x, Type type) {
+    auto t = cast<RankedTensorType>(x.getType());
+    return CastOp::create(b, loc, t.clone(type), x);
   }
   Value add(Value x, Value y) { return AddOp::create(b, loc, x, y); }
   Value sub(Value x, Value y) { return SubOp::create(b, loc, x, y); }
@@ -71,6 +79,10 @@ struct OptimizerPass : public weft::impl::OptimizerPassBase<OptimizerPass> {
 
 private:
   LogicalResult checkOptions(ModuleOp module);
+  LogicalResult classifyArguments(func::FuncOp gradFn,
+                                  SmallVectorImpl<unsigned> &paramArgs,
+                                  SmallVectorImpl<unsigned> &batchArgs,
+                                  SmallVectorImpl<unsigned> &otherArgs);
   Value buildSchedule(Emitter &e, Value lr, Value stepF);
 };
 
@@ -103,28 +115,90 @@ LogicalResult OptimizerPass::checkOptions(ModuleOp module) {
   return success();
 }
 
-/// lr_t for the 0-based step s, as torch.optim.lr_scheduler.LambdaLR with
+/// Splits @loss_grad's arguments into parameters, batch inputs and the rest
+/// (buffers), and checks that the function has the shape --weft-autodiff
+/// gives it: (loss: tensor<f32>, one gradient per parameter, typed and
+/// tagged like it).
+LogicalResult
+OptimizerPass::classifyArguments(func::FuncOp gradFn,
+                                 SmallVectorImpl<unsigned> &paramArgs,
+                                 SmallVectorImpl<unsigned> &batchArgs,
+                                 SmallVectorImpl<unsigned> &otherArgs) {
+  for (unsigned i = 0, e = gradFn.getNumArguments(); i < e; ++i) {
+    Type type = gradFn.getArgumentTypes()[i];
+    if (!isa<RankedTensorType>(type))
+      return gradFn.emitError() << "argument #" << i << " has type " << type
+                                << "; the training step needs ranked tensors";
+    if (Attribute attr = gradFn.getArgAttr(i, WeftDialect::kParamAttrName)) {
+      if (!isa<StringAttr>(attr) ||
+          cast<RankedTensorType>(type).getElementType() !=
+              Float32Type::get(type.getContext()))
+        return gradFn.emitError()
+               << "parameter argument #" << i << " must be an f32 tensor "
+               << "named by a string (f32 master weights), got " << type
+               << " named " << attr;
+      paramArgs.push_back(i);
+    } else if (auto name = gradFn.getArgAttrOfType<StringAttr>(
+                   i, WeftDialect::kInputAttrName)) {
+      if (name.getValue() == "step" || name.getValue() == "lr")
+        return gradFn.emitError() << "input '" << name.getValue()
+                                  << "' clashes with the training step's own '"
+                                  << name.getValue() << "' input";
+      batchArgs.push_back(i);
+    } else {
+      otherArgs.push_back(i);
+    }
+  }
+  if (paramArgs.empty())
+    return gradFn.emitError()
+           << "no argument has a '" << WeftDialect::kParamAttrName
+           << "' attribute: nothing to train";
+  if (gradFn.getNumResults() != paramArgs.size() + 1)
+    return gradFn.emitError()
+           << "expected (loss, one gradient per parameter) results, got "
+           << gradFn.getNumResults() << " results for " << paramArgs.size()
+           << " parameters";
+  auto lossType =
+      RankedTensorType::get({}, Float32Type::get(gradFn.getContext()));
+  if (gradFn.getResultTypes()[0] != lossType)
+    return gradFn.emitError() << "result 0 must be the loss, a tensor<f32>; "
+                                 "got "
+                              << gradFn.getResultTypes()[0];
+  for (auto [k, i] : llvm::enumerate(paramArgs)) {
+    auto param =
+        gradFn.getArgAttrOfType<StringAttr>(i, WeftDialect::kParamAttrName);
+    auto grad = gradFn.getResultAttrOfType<StringAttr>(k + 1, "weft.grad");
+    if (gradFn.getResultTypes()[k + 1] != gradFn.getArgumentTypes()[i] ||
+        grad != param)
+      return gradFn.emitError()
+             << "result " << k + 1 << " must be the gradient of parameter '"
+             << param.getValue() << "' (" << gradFn.getArgumentTypes()[i]
+             << ", weft.grad = \"" << param.getValue() << "\")";
+  }
+  return success();
+}
+
+/// lr_t for the 0-based step s (warmup and cosine schedules), as
+/// torch.optim.lr_scheduler.LambdaLR with
 ///   warmup: min(1, (s + 1) / W)
 ///   cosine: (s + 1) / W while s < W, then
 ///           r + (1 - r) (1 + cos(pi min(1, (s - W) / (T - W)))) / 2.
 Value OptimizerPass::buildSchedule(Emitter &e, Value lr, Value stepF) {
-  if (schedule == "constant")
-    return lr;
   Value warm = e.c(1.0);
   if (warmupSteps > 0)
     warm = e.min(e.div(e.add(stepF, e.c(1.0)), e.c(double(warmupSteps))),
                  e.c(1.0));
   if (schedule == "warmup")
     return e.mul(lr, warm);
-  Value progress =
-      e.min(e.div(e.sub(stepF, e.c(double(warmupSteps))),
-                  e.c(double(totalSteps - warmupSteps))),
-            e.c(1.0));
-  Value cosine = e.add(
-      e.c(minLrRatio),
-      e.mul(e.c((1.0 - minLrRatio) * 0.5),
-            e.add(e.c(1.0), e.cos(e.mul(e.c(M_PI), progress)))));
-  Value factor = e.select(e.less(stepF, e.c(double(warmupSteps))), warm, cosine);
+  Value progress = e.min(e.div(e.sub(stepF, e.c(double(warmupSteps))),
+                               e.c(double(totalSteps - warmupSteps))),
+                         e.c(1.0));
+  Value cosine =
+      e.add(e.c(minLrRatio),
+            e.mul(e.c((1.0 - minLrRatio) * 0.5),
+                  e.add(e.c(1.0), e.cos(e.mul(e.c(M_PI), progress)))));
+  Value factor =
+      e.select(e.less(stepF, e.c(double(warmupSteps))), warm, cosine);
   return e.mul(lr, factor);
 }
 
@@ -138,9 +212,9 @@ void OptimizerPass::runOnOperation() {
                        << " function; run --weft-autodiff first";
     return signalPassFailure();
   }
-  if (module.lookupSymbol(stepFunction)) {
-    gradFn.emitError() << "the module already has a @" << stepFunction
-                       << " function";
+  if (Operation *existing = module.lookupSymbol(stepFunction)) {
+    existing->emitError() << "the module already has a @" << stepFunction
+                          << " function";
     return signalPassFailure();
   }
   MLIRContext *ctx = module.getContext();
@@ -149,23 +223,9 @@ void OptimizerPass::runOnOperation() {
   double weightDecayValue =
       weightDecay >= 0 ? weightDecay : (optimizer == "adamw" ? 0.01 : 0.0);
 
-  // Classify the gradient function's arguments.
   SmallVector<unsigned> paramArgs, batchArgs, otherArgs;
-  for (unsigned i = 0, e = gradFn.getNumArguments(); i < e; ++i) {
-    if (gradFn.getArgAttr(i, WeftDialect::kParamAttrName))
-      paramArgs.push_back(i);
-    else if (gradFn.getArgAttr(i, WeftDialect::kInputAttrName))
-      batchArgs.push_back(i);
-    else
-      otherArgs.push_back(i);
-  }
-  if (gradFn.getNumResults() != paramArgs.size() + 1) {
-    gradFn.emitError() << "expected (loss, one gradient per parameter) "
-                          "results, got "
-                       << gradFn.getNumResults() << " results for "
-                       << paramArgs.size() << " parameters";
+  if (failed(classifyArguments(gradFn, paramArgs, batchArgs, otherArgs)))
     return signalPassFailure();
-  }
   auto paramName = [&](unsigned i) {
     return gradFn.getArgAttrOfType<StringAttr>(i, WeftDialect::kParamAttrName)
         .getValue();
@@ -237,14 +297,14 @@ void OptimizerPass::runOnOperation() {
     SmallVector<Value> operands(gradFn.getNumArguments());
     for (auto [p, i] : llvm::enumerate(paramArgs))
       operands[i] = param(p);
-    for (auto [j, i] : llvm::enumerate(llvm::concat<unsigned>(batchArgs,
-                                                              otherArgs))) {
+    for (auto [j, i] :
+         llvm::enumerate(llvm::concat<unsigned>(batchArgs, otherArgs))) {
       Value v = body->getArgument(batchBase + j);
       if (accumSteps > 1 && llvm::is_contained(batchArgs, i)) {
         auto type = cast<RankedTensorType>(v.getType());
         int64_t micro = type.getDimSize(0) / accumSteps;
-        SmallVector<int64_t> starts(type.getRank(), 0),
-            limits(type.getShape()), strides(type.getRank(), 1);
+        SmallVector<int64_t> starts(type.getRank(), 0), limits(type.getShape()),
+            strides(type.getRank(), 1);
         starts[0] = k * micro;
         limits[0] = (k + 1) * micro;
         v = SliceOp::create(b, loc, v, b.getDenseI64ArrayAttr(starts),
@@ -256,8 +316,8 @@ void OptimizerPass::runOnOperation() {
     auto call = func::CallOp::create(b, loc, gradFn, operands);
     loss = k ? e.add(loss, call.getResult(0)) : call.getResult(0);
     for (size_t p = 0; p < numParams; ++p)
-      grads[p] = k ? e.add(grads[p], call.getResult(p + 1))
-                   : call.getResult(p + 1);
+      grads[p] =
+          k ? e.add(grads[p], call.getResult(p + 1)) : call.getResult(p + 1);
   }
   if (accumSteps > 1) {
     Value scale = e.c(1.0 / double(accumSteps));
@@ -268,18 +328,34 @@ void OptimizerPass::runOnOperation() {
 
   // torch.nn.utils.clip_grad_norm_: scale by min(1, max / (norm + 1e-6)).
   if (clipNorm > 0) {
-    Value total = e.c(0.0);
-    for (Value g : grads)
-      total = e.add(total, e.sumAll(e.mul(g, g)));
-    Value coef = e.min(e.div(e.c(clipNorm), e.add(e.sqrt(total), e.c(1e-6))),
-                       e.c(1.0));
+    Value total;
+    for (Value g : grads) {
+      Value squares = e.sumAll(e.mul(g, g));
+      total = total ? e.add(total, squares) : squares;
+    }
+    Value coef =
+        e.min(e.div(e.c(clipNorm), e.add(e.sqrt(total), e.c(1e-6))), e.c(1.0));
     for (Value &g : grads)
       g = e.mul(g, coef);
   }
 
-  Value stepF = CastOp::create(
-      b, loc, RankedTensorType::get({}, b.getF32Type()), step);
-  Value lrT = buildSchedule(e, lr, stepF);
+  Value lrT = lr;
+  if (schedule != "constant")
+    lrT = buildSchedule(e, lr, e.convert(step, b.getF32Type()));
+
+  // AdamW's step size lr_t / (1 - beta1^t) and sqrt(1 - beta2^t), t = step
+  // + 1. torch.optim computes them in Python floats (f64) and rounds them
+  // to f32 where they meet the tensors; in f32, 1 - 0.999^t would lose most
+  // of its digits to cancellation (5e-5 relative at t = 1).
+  Value stepSize, bc2Sqrt;
+  if (optimizer == "adamw") {
+    FloatType f64 = b.getF64Type();
+    Value t = e.add(e.convert(step, f64), e.c(1.0, f64));
+    Value bc1 = e.sub(e.c(1.0, f64), e.pow(e.c(beta1, f64), t));
+    Value bc2 = e.sub(e.c(1.0, f64), e.pow(e.c(beta2, f64), t));
+    stepSize = e.convert(e.div(e.convert(lrT, f64), bc1), b.getF32Type());
+    bc2Sqrt = e.convert(e.sqrt(bc2), b.getF32Type());
+  }
 
   SmallVector<Value> newParams, newState(numParams * stateKinds.size());
   for (size_t p = 0; p < numParams; ++p) {
@@ -302,11 +378,7 @@ void OptimizerPass::runOnOperation() {
     Value m = e.add(e.mul(e.c(beta1), state(0, p)), e.mul(e.c(1 - beta1), g));
     Value v = e.add(e.mul(e.c(beta2), state(1, p)),
                     e.mul(e.c(1 - beta2), e.mul(g, g)));
-    Value t = e.add(stepF, e.c(1.0));
-    Value bc1 = e.sub(e.c(1.0), e.pow(e.c(beta1), t));
-    Value bc2 = e.sub(e.c(1.0), e.pow(e.c(beta2), t));
-    Value stepSize = e.div(lrT, bc1);
-    Value denom = e.add(e.div(e.sqrt(v), e.sqrt(bc2)), e.c(eps));
+    Value denom = e.add(e.div(e.sqrt(v), bc2Sqrt), e.c(eps));
     newParams.push_back(e.sub(w, e.mul(stepSize, e.div(m, denom))));
     newState[p] = m;
     newState[numParams + p] = v;

@@ -34,8 +34,10 @@
 #include "llvm/ADT/MapVector.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/CommandLine.h"
+#include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Format.h"
 #include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/Path.h"
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/WithColor.h"
 #include "llvm/Support/raw_ostream.h"
@@ -62,20 +64,40 @@ cl::list<std::string>
                   cl::desc("Bind the argument tagged weft.input = \"NAME\" "
                            "(or untagged argument N as argN) to an .npy file"),
                   cl::value_desc("NAME=FILE.npy"), cl::cat(evalCategory));
+cl::list<std::string> scalarBindings(
+    "scalar",
+    cl::desc("Bind a 0-d argument (weft.input name or argN) to a number, "
+             "e.g. --scalar step=3 --scalar lr=0.01; integer arguments take "
+             "integers"),
+    cl::value_desc("NAME=VALUE"), cl::cat(evalCategory));
 cl::list<std::string> paramBindings(
     "param",
-    cl::desc("Bind a weft.param / weft.buffer argument to an .npy file "
-             "instead of the weights file"),
+    cl::desc("Bind a weft.param / weft.buffer / weft.state argument to an "
+             ".npy file instead of the weights file (or zeros for state)"),
     cl::value_desc("NAME=FILE.npy"), cl::cat(evalCategory));
+cl::opt<std::string> paramDir(
+    "param-dir",
+    cl::desc("Read each weft.param / weft.buffer / weft.state argument from "
+             "DIR/NAME.npy when that file exists; otherwise parameters and "
+             "buffers come from the weights file and optimizer state starts "
+             "at zero"),
+    cl::value_desc("dir"), cl::cat(evalCategory));
 cl::opt<std::string> weightsPath(
     "weights",
     cl::desc("Weights file (.onnx or .safetensors; default: the module's "
              "weft.weights attribute)"),
     cl::value_desc("path"), cl::cat(evalCategory));
-cl::opt<std::string> outputPrefix("o",
-                                  cl::desc("Write result i to PREFIX.i.npy"),
-                                  cl::value_desc("prefix"), cl::init("out"),
-                                  cl::cat(evalCategory));
+cl::opt<std::string> outputPrefix(
+    "o",
+    cl::desc("Write result i to PREFIX.i.npy (default: out, unless "
+             "--output-dir is given)"),
+    cl::value_desc("prefix"), cl::init("out"), cl::cat(evalCategory));
+cl::opt<std::string> outputDir(
+    "output-dir",
+    cl::desc("Write each result to DIR/NAME.npy, named by its result "
+             "attribute: weft.param, weft.state, weft.output -> NAME, "
+             "weft.grad -> grad.NAME, none -> resultI (DIR is created)"),
+    cl::value_desc("dir"), cl::cat(evalCategory));
 cl::opt<bool>
     printResults("print", cl::desc("Print each result's type and first values"),
                  cl::init(false), cl::cat(evalCategory));
@@ -93,10 +115,16 @@ std::string typeString(Type type) {
   return s;
 }
 
+/// Argument and result attributes of the training step; the dialect defines
+/// the first three, the training-step passes the others.
+constexpr llvm::StringLiteral kStateAttrName = "weft.state";
+constexpr llvm::StringLiteral kGradAttrName = "weft.grad";
+constexpr llvm::StringLiteral kOutputAttrName = "weft.output";
+
 /// How one function argument gets its value.
 struct ArgInfo {
-  enum Kind { Input, Param, Buffer, Untagged } kind = Untagged;
-  /// The weft.input / weft.param / weft.buffer name, or "argN".
+  enum Kind { Input, Param, Buffer, State, Untagged } kind = Untagged;
+  /// The weft.input / weft.param / weft.buffer / weft.state name, or "argN".
   std::string name;
   RankedTensorType type;
 
@@ -108,6 +136,8 @@ struct ArgInfo {
       return "parameter '" + name + "'";
     case Buffer:
       return "buffer '" + name + "'";
+    case State:
+      return "optimizer state '" + name + "'";
     case Untagged:
       return "argument " + name;
     }
@@ -152,11 +182,12 @@ func::FuncOp selectFunction(ModuleOp module, std::string &error) {
 
 /// Splits "NAME=FILE" bindings of `flag` into an insertion-ordered map.
 LogicalResult parseBindings(StringRef flag, ArrayRef<std::string> bindings,
-                            llvm::MapVector<StringRef, StringRef> &out) {
+                            llvm::MapVector<StringRef, StringRef> &out,
+                            StringRef usage = "NAME=FILE.npy") {
   for (StringRef binding : bindings) {
     auto [name, file] = binding.split('=');
     if (name.empty() || file.empty()) {
-      fail("--" + flag + " expects NAME=FILE.npy, got '" + binding + "'");
+      fail("--" + flag + " expects " + usage + ", got '" + binding + "'");
       return failure();
     }
     if (!out.insert({name, file}).second) {
@@ -182,6 +213,83 @@ std::optional<eval::Tensor> loadNpy(const ArgInfo &arg, StringRef file) {
     return std::nullopt;
   }
   return std::move(*t);
+}
+
+/// Parses `text` as the value of the 0-d argument `arg`: an integer for
+/// integer (and i1) element types, any number for float ones.
+std::optional<eval::Tensor> parseScalar(const ArgInfo &arg, StringRef name,
+                                        StringRef text) {
+  std::string what = "--scalar " + name.str() + "=" + text.str() + ": ";
+  std::string type = typeString(arg.type);
+  if (arg.type.getRank() != 0) {
+    fail(what + arg.describe() + " has type " + type +
+         ", not a 0-d tensor; bind it with --input " + name + "=FILE.npy");
+    return std::nullopt;
+  }
+  eval::Tensor t = eval::Tensor::zeros(arg.type);
+  Type elementType = arg.type.getElementType();
+  if (auto floatType = dyn_cast<FloatType>(elementType)) {
+    double v;
+    if (text.trim().getAsDouble(v)) {
+      fail(what + "not a number (" + arg.describe() + " is " + type + ")");
+      return std::nullopt;
+    }
+    t.fp[0] = eval::roundToFloat(floatType, v);
+    return t;
+  }
+  auto intType = dyn_cast<IntegerType>(elementType);
+  int64_t v;
+  if (!intType || text.trim().getAsInteger(10, v)) {
+    fail(what + "not an integer (" + arg.describe() + " is " + type + ")");
+    return std::nullopt;
+  }
+  if (eval::wrapToInteger(intType, v) != v) {
+    fail(what + "out of range for " + type);
+    return std::nullopt;
+  }
+  t.ints[0] = v;
+  return t;
+}
+
+/// Whether `name` can be used as a file name inside a folder as is.
+bool isFileName(StringRef name) {
+  return !name.empty() && name != "." && name != ".." && !name.contains('/') &&
+         !name.contains('\\') && !name.contains('\0');
+}
+
+/// The file name (without .npy) of result `i` for --output-dir.
+std::string resultName(func::FuncOp fn, unsigned i) {
+  auto tag = [&](StringRef attr) {
+    return fn.getResultAttrOfType<StringAttr>(i, attr);
+  };
+  if (StringAttr name = tag(WeftDialect::kParamAttrName))
+    return name.str();
+  if (StringAttr name = tag(kStateAttrName))
+    return name.str();
+  if (StringAttr name = tag(kGradAttrName))
+    return "grad." + name.str();
+  if (StringAttr name = tag(kOutputAttrName))
+    return name.str();
+  return "result" + std::to_string(i);
+}
+
+/// Writes `array` to `path` through a temporary file renamed into place, so
+/// a reader never sees half a file. Unlike rt::writeNpy it does not fsync:
+/// results are scratch files, and a training loop writes ~100 per step.
+LogicalResult writeResult(const std::string &path, const rt::HostArray &array) {
+  std::vector<uint8_t> bytes;
+  if (rt::Status s = rt::serializeNpy(array, path, bytes); !s.ok()) {
+    fail(s.message);
+    return failure();
+  }
+  if (llvm::Error e = llvm::writeToOutput(path, [&](raw_ostream &os) {
+        os.write(reinterpret_cast<const char *>(bytes.data()), bytes.size());
+        return llvm::Error::success();
+      })) {
+    fail("cannot write " + path + ": " + llvm::toString(std::move(e)));
+    return failure();
+  }
+  return success();
 }
 
 /// A name list for error messages, shortened for models with many
@@ -258,12 +366,15 @@ int run(MLIRContext &context) {
       info = {ArgInfo::Param, name.str(), info.type};
     } else if (StringAttr name = tag(WeftDialect::kBufferAttrName)) {
       info = {ArgInfo::Buffer, name.str(), info.type};
+    } else if (StringAttr name = tag(kStateAttrName)) {
+      info = {ArgInfo::State, name.str(), info.type};
     } else {
       info.name = "arg" + std::to_string(i);
       inputIndex[info.name] = i;
       inputNames.push_back(info.name);
     }
-    if (info.kind == ArgInfo::Param || info.kind == ArgInfo::Buffer) {
+    if (info.kind == ArgInfo::Param || info.kind == ArgInfo::Buffer ||
+        info.kind == ArgInfo::State) {
       paramIndex[info.name] = i;
       paramNames.push_back(info.name);
     }
@@ -271,8 +382,9 @@ int run(MLIRContext &context) {
   }
 
   // Keys and values point into the cl::list storage, which outlives run().
-  llvm::MapVector<StringRef, StringRef> inputs, params;
+  llvm::MapVector<StringRef, StringRef> inputs, scalars, params;
   if (failed(parseBindings("input", inputBindings, inputs)) ||
+      failed(parseBindings("scalar", scalarBindings, scalars, "NAME=VALUE")) ||
       failed(parseBindings("param", paramBindings, params)))
     return 1;
 
@@ -290,14 +402,39 @@ int run(MLIRContext &context) {
     if (!(values[it->second] = loadNpy(args[it->second], path)))
       return 1;
   }
+  for (auto &[name, text] : scalars) {
+    auto it = inputIndex.find(name);
+    if (it == inputIndex.end())
+      return fail("--scalar " + name + ": " + fnLabel +
+                  " has no input named '" + name +
+                  "' (inputs: " + listNames(inputNames) + ")");
+    if (values[it->second])
+      return fail("--scalar " + name + ": input '" + name +
+                  "' is already bound by --input");
+    if (!(values[it->second] = parseScalar(args[it->second], name, text)))
+      return 1;
+  }
   for (auto &[name, path] : params) {
     auto it = paramIndex.find(name);
     if (it == paramIndex.end())
       return fail("--param " + name + ": " + fnLabel +
-                  " has no parameter or buffer named '" + name +
-                  "' (parameters: " + listNames(paramNames) + ")");
+                  " has no parameter, buffer or optimizer state named '" +
+                  name + "' (parameters: " + listNames(paramNames) + ")");
     if (!(values[it->second] = loadNpy(args[it->second], path)))
       return 1;
+  }
+  if (!paramDir.empty()) {
+    if (!llvm::sys::fs::is_directory(paramDir))
+      return fail("--param-dir " + paramDir + ": no such directory");
+    for (auto [i, arg] : llvm::enumerate(args)) {
+      if (values[i] || arg.kind == ArgInfo::Input ||
+          arg.kind == ArgInfo::Untagged || !isFileName(arg.name))
+        continue;
+      SmallString<256> path(paramDir);
+      llvm::sys::path::append(path, arg.name + ".npy");
+      if (llvm::sys::fs::exists(path) && !(values[i] = loadNpy(arg, path)))
+        return 1;
+    }
   }
 
   // Inputs must be bound explicitly; parameters fall back to the weights.
@@ -315,6 +452,11 @@ int run(MLIRContext &context) {
                   ") has no weft.input or weft.param attribute and is not "
                   "bound: pass --input " +
                   arg.name + "=FILE.npy");
+    // Optimizer state starts at zero (torch.optim's lazily created state).
+    if (arg.kind == ArgInfo::State) {
+      values[i] = eval::Tensor::zeros(arg.type);
+      continue;
+    }
     fromWeights.push_back(arg.name);
     fromWeightsArgs.push_back(i);
   }
@@ -356,8 +498,37 @@ int run(MLIRContext &context) {
   if (failed(results))
     return 1;
 
+  // Result i goes to PREFIX.i.npy and/or DIR/NAME.npy.
+  bool toDir = !outputDir.empty();
+  bool toPrefix = !toDir || outputPrefix.getNumOccurrences() > 0;
+  SmallVector<std::string> dirPaths;
+  if (toDir) {
+    llvm::StringMap<unsigned> seen;
+    for (unsigned i = 0, e = fn.getNumResults(); i < e; ++i) {
+      std::string name = resultName(fn, i);
+      if (!isFileName(name))
+        return fail("result " + std::to_string(i) + " of " + fnLabel +
+                    " is named '" + name +
+                    "', which cannot be a file name in --output-dir");
+      auto [it, inserted] = seen.try_emplace(name, i);
+      if (!inserted)
+        return fail("results " + std::to_string(it->second) + " and " +
+                    std::to_string(i) + " of " + fnLabel + " are both named '" +
+                    name + "'; --output-dir needs distinct names");
+      SmallString<256> path(outputDir);
+      llvm::sys::path::append(path, name + ".npy");
+      dirPaths.push_back(std::string(path));
+    }
+    if (std::error_code ec = llvm::sys::fs::create_directories(outputDir))
+      return fail("--output-dir " + outputDir + ": " + ec.message());
+  }
+
   for (auto [i, result] : llvm::enumerate(*results)) {
-    std::string path = outputPrefix + "." + std::to_string(i) + ".npy";
+    SmallVector<std::string, 2> paths;
+    if (toPrefix)
+      paths.push_back(outputPrefix + "." + std::to_string(i) + ".npy");
+    if (toDir)
+      paths.push_back(dirPaths[i]);
     rt::HostArray array = result.toHostArray();
     // NumPy has no bf16; f16 widens too so that every float result reads
     // back as f32 or f64.
@@ -367,10 +538,11 @@ int run(MLIRContext &context) {
         wide.setFromDouble(k, array.getAsDouble(k));
       array = std::move(wide);
     }
-    if (rt::Status s = rt::writeNpy(path, array); !s.ok())
-      return fail(s.message);
+    for (const std::string &path : paths)
+      if (failed(writeResult(path, array)))
+        return 1;
     if (printResults)
-      printTensor(i, result, path);
+      printTensor(i, result, paths.back());
   }
   return 0;
 }

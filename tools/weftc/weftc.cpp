@@ -5,8 +5,11 @@
 //===----------------------------------------------------------------------===//
 //
 // weftc MODEL [-o OUT] --emit=STAGE: imports an ONNX model (or reads weft
-// IR) and runs the pipeline up to STAGE. Later stages (training step, plan,
-// executable) extend the --emit ladder.
+// IR) and runs the pipeline up to STAGE: the model (weft), the training
+// step (train), fused kernels on tensors (linalg), planned buffers with
+// BLAS calls (memref), LLVM IR (llvm), an object file (obj) or a training
+// executable linked with the runtime (exe, the default for an output name
+// without extension).
 //
 //===----------------------------------------------------------------------===//
 
@@ -17,6 +20,8 @@
 #include "weft/Pipelines/Pipelines.h"
 #include "weft/Runtime/SafeTensors.h"
 #include "weft/Support/Diagnostics.h"
+#include "weft/Target/CPU.h"
+#include "weft/Target/Registration.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/AsmState.h"
@@ -25,20 +30,27 @@
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Support/FileUtilities.h"
 #include "mlir/Support/Timing.h"
+#include "llvm/IR/LLVMContext.h"
+#include "llvm/IR/Module.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
+#include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/JSON.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/ToolOutputFile.h"
 #include "llvm/Support/raw_ostream.h"
+#include "llvm/Target/TargetMachine.h"
+
+#include <chrono>
 
 using namespace mlir;
 using namespace weft;
 namespace cl = llvm::cl;
 
 namespace {
-enum class Emit { Onnx, Weft, Train };
+enum class Emit { Onnx, Weft, Train, Linalg, Memref, Llvm, Obj, Exe };
 
 cl::OptionCategory weftcCategory("weftc options");
 
@@ -55,7 +67,22 @@ cl::opt<Emit> emit(
                clEnumValN(Emit::Weft, "weft", "the model in the weft dialect"),
                clEnumValN(Emit::Train, "train",
                           "the training step: @loss, @loss_grad, "
-                          "@train_step")),
+                          "@train_step"),
+               clEnumValN(Emit::Linalg, "linalg",
+                          "@train_step as fused kernels on tensors"),
+               clEnumValN(Emit::Memref, "memref",
+                          "@train_step on buffers: BLAS calls, planned "
+                          "workspace"),
+               clEnumValN(Emit::Llvm, "llvm",
+                          "optimized LLVM IR of the step and its "
+                          "descriptor (weights not embedded)"),
+               clEnumValN(Emit::Obj, "obj",
+                          "an object file defining weft_get_model(), "
+                          "weights embedded (default -o model.o)"),
+               clEnumValN(Emit::Exe, "exe",
+                          "a training executable linked with the Weft "
+                          "runtime (default -o train; the default stage "
+                          "when -o names a file without extension)")),
     cl::cat(weftcCategory));
 cl::list<std::string> inputShapes(
     "input-shape",
@@ -120,8 +147,33 @@ cl::opt<std::string> precision("precision",
                                cl::init("fp32"), cl::cat(trainCategory));
 
 cl::opt<bool> summary("summary",
-                      cl::desc("Print parameter and input counts to stderr"),
+                      cl::desc("Print parameter and input counts, planned "
+                               "peak memory and compile time to stderr"),
                       cl::init(false), cl::cat(weftcCategory));
+
+cl::OptionCategory codegenCategory(
+    "Code generation options (--emit=linalg|memref|llvm|obj|exe)");
+cl::opt<std::string> cpu("cpu",
+                         cl::desc("CPU to generate code for: generic (the "
+                                  "default; runs on any machine of the "
+                                  "host's architecture), native, or an LLVM "
+                                  "CPU name"),
+                         cl::init("generic"), cl::cat(codegenCategory));
+cl::opt<unsigned> optLevel("O", cl::desc("LLVM optimization level 0-3"),
+                           cl::init(2), cl::Prefix, cl::cat(codegenCategory));
+cl::opt<std::string> runtimeDir(
+    "runtime-dir",
+    cl::desc("Folder with libWeftRuntimeMain.a and libWeftRuntime.a "
+             "(default: next to weftc)"),
+    cl::value_desc("dir"), cl::cat(codegenCategory));
+cl::list<std::string> linkArgs("link-arg",
+                               cl::desc("Extra argument for the link"),
+                               cl::value_desc("arg"),
+                               cl::cat(codegenCategory));
+cl::opt<bool> saveTemps("save-temps",
+                        cl::desc("Keep the temporary folder with the object "
+                                 "and weights (its path goes to stderr)"),
+                        cl::init(false), cl::cat(codegenCategory));
 
 /// `target` relative to `fromDir` when both are on disk; keeps the IR free of
 /// machine-specific absolute paths.
@@ -237,9 +289,243 @@ OwningOpRef<ModuleOp> loadInput(MLIRContext &context) {
   sourceMgr.AddNewSourceBuffer(std::move(file), llvm::SMLoc());
   return parseSourceFile<ModuleOp>(sourceMgr, &context);
 }
+
+/// Records the training options on the module, so the model's JSON can
+/// describe them even when the step is compiled later from its .mlir.
+void recordTrainConfig(ModuleOp module) {
+  Builder b(module.getContext());
+  double decay = weightDecay >= 0 ? weightDecay
+                                  : (optimizer == "adamw" ? 0.01 : 0.0);
+  NamedAttribute entries[] = {
+      b.getNamedAttr("loss", b.getStringAttr(loss)),
+      b.getNamedAttr("optimizer", b.getStringAttr(optimizer)),
+      b.getNamedAttr("momentum", b.getF64FloatAttr(momentum)),
+      b.getNamedAttr("nesterov", b.getBoolAttr(nesterov)),
+      b.getNamedAttr("weight_decay", b.getF64FloatAttr(decay)),
+      b.getNamedAttr("beta1", b.getF64FloatAttr(beta1)),
+      b.getNamedAttr("beta2", b.getF64FloatAttr(beta2)),
+      b.getNamedAttr("eps", b.getF64FloatAttr(adamEps)),
+      b.getNamedAttr("clip_norm", b.getF64FloatAttr(clipNorm)),
+      b.getNamedAttr("accum_steps", b.getI64IntegerAttr(accumSteps)),
+      b.getNamedAttr("lr_schedule", b.getStringAttr(lrSchedule)),
+      b.getNamedAttr("warmup_steps", b.getI64IntegerAttr(warmupSteps)),
+      b.getNamedAttr("total_steps", b.getI64IntegerAttr(totalSteps)),
+      b.getNamedAttr("min_lr_ratio", b.getF64FloatAttr(minLrRatio)),
+      b.getNamedAttr("precision", b.getStringAttr(precision))};
+  module->setAttr("weft.train_config", b.getDictionaryAttr(entries));
+}
+
+/// The model's JSON: where it came from, how it trains, what it needs.
+std::string modelJson(ModuleOp module, const ModelAbi &abi) {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  llvm::json::OStream json(os);
+  json.object([&] {
+    json.attribute("weft_version", kWeftVersion);
+    json.attribute("source",
+                   llvm::sys::path::filename(inputFilename).str());
+    json.attribute("entry", "train_step");
+    if (auto config =
+            module->getAttrOfType<DictionaryAttr>("weft.train_config")) {
+      for (NamedAttribute entry : config) {
+        StringRef key = entry.getName().strref();
+        if (auto s = dyn_cast<StringAttr>(entry.getValue()))
+          json.attribute(key, s.str());
+        else if (auto f = dyn_cast<FloatAttr>(entry.getValue()))
+          json.attribute(key, f.getValueAsDouble());
+        else if (auto i = dyn_cast<IntegerAttr>(entry.getValue()))
+          json.attribute(key, i.getInt());
+        else if (auto bAttr = dyn_cast<BoolAttr>(entry.getValue()))
+          json.attribute(key, bAttr.getValue());
+      }
+    }
+    auto bytes = [&](StringRef name) -> int64_t {
+      auto attr = module->getAttrOfType<IntegerAttr>(name);
+      return attr ? attr.getInt() : 0;
+    };
+    json.attribute("workspace_bytes", bytes("weft.workspace_bytes"));
+    json.attribute("peak_bytes", bytes("weft.peak_bytes"));
+    json.attribute("num_args", static_cast<int64_t>(abi.args.size()));
+    json.attribute("num_results", static_cast<int64_t>(abi.results.size()));
+  });
+  return text;
+}
+
+/// A private temporary folder, removed on exit unless --save-temps.
+struct TempDir {
+  SmallString<128> path;
+  ~TempDir() {
+    if (path.empty())
+      return;
+    if (saveTemps)
+      llvm::errs() << "weftc: temporary files kept in " << path << "\n";
+    else
+      llvm::sys::fs::remove_directories(path);
+  }
+  bool create() {
+    std::error_code ec = llvm::sys::fs::createUniqueDirectory("weftc", path);
+    if (ec) {
+      llvm::errs() << "weftc: error: cannot create a temporary folder: "
+                   << ec.message() << "\n";
+      path.clear();
+      return false;
+    }
+    return true;
+  }
+  std::string file(StringRef name) const {
+    SmallString<256> p(path);
+    llvm::sys::path::append(p, name);
+    return std::string(p);
+  }
+};
+
+/// Writes the initial value of every param and buffer argument to a
+/// safetensors file in `dir`, the image the executable embeds.
+LogicalResult writeEmbeddedWeights(ModuleOp module, const ModelAbi &abi,
+                                   const TempDir &dir, std::string &path,
+                                   uint64_t &size) {
+  std::vector<std::string> names = abi.weightNames();
+  if (names.empty())
+    return success();
+  auto attr = module->getAttrOfType<StringAttr>(WeftDialect::kWeightsAttrName);
+  if (!attr)
+    return module.emitError("no weft.weights attribute: the initial values "
+                            "of the parameters are unknown");
+  // An imported model's attribute is relative to the output's folder; a
+  // .mlir file's to the file's own.
+  bool fromOnnx = StringRef(inputFilename).ends_with(".onnx");
+  std::string source = weft::resolveWeightsPath(
+      attr.str(), fromOnnx ? outputFilename.getValue() : inputFilename.getValue());
+  rt::SafeTensorsFile file;
+  {
+    std::vector<rt::HostArray> arrays;
+    if (rt::Status s = weft::readWeights(source, names, arrays); !s.ok())
+      return module.emitError(s.message);
+    for (size_t i = 0; i < names.size(); ++i)
+      file.tensors.emplace_back(names[i], std::move(arrays[i]));
+  }
+  file.metadata.emplace_back("format", "weft-weights");
+  path = dir.file("weights.safetensors");
+  if (rt::Status s = rt::writeSafeTensors(path, file); !s.ok())
+    return module.emitError(s.message);
+  if (std::error_code ec = llvm::sys::fs::file_size(path, size))
+    return module.emitError("cannot read back " + path + ": " + ec.message());
+  return success();
+}
+
+std::string mib(uint64_t bytes) {
+  return llvm::formatv("{0:F1} MiB", bytes / 1048576.0).str();
+}
+
+/// "planned peak memory 12.3 MiB: workspace ..., params+state+batch ...,
+/// results ...".
+std::string memorySummary(ModuleOp module, const ModelAbi &abi) {
+  uint64_t args = 0, results = 0;
+  for (const AbiTensor &t : abi.args)
+    args += t.bytes();
+  for (const AbiTensor &t : abi.results)
+    results += t.bytes();
+  auto attr = module->getAttrOfType<IntegerAttr>("weft.workspace_bytes");
+  uint64_t workspace = attr ? attr.getInt() : 0;
+  return "planned peak memory " + mib(workspace + args + results) +
+         " (workspace " + mib(workspace) + ", params+state+batch " +
+         mib(args) + ", results " + mib(results) + ")";
+}
+
+/// --emit=llvm|obj|exe: LLVM IR, object file, executable.
+LogicalResult emitNative(ModuleOp module, const ModelAbi &abi,
+                         TimingScope &timing, const char *argv0) {
+  TempDir temps;
+  std::string weightsPath, error;
+  uint64_t weightsSize = 0;
+  if (emit != Emit::Llvm) {
+    if (!temps.create())
+      return failure();
+    TimingScope t = timing.nest("Embed weights");
+    if (failed(writeEmbeddedWeights(module, abi, temps, weightsPath,
+                                    weightsSize)))
+      return failure();
+  }
+  std::string runtime;
+  if (emit == Emit::Exe) {
+    // Fail before the expensive part when the runtime is missing.
+    runtime = findRuntimeDir(argv0, runtimeDir, error);
+    if (runtime.empty()) {
+      llvm::errs() << "weftc: error: " << error << "\n";
+      return failure();
+    }
+  }
+
+  CpuTargetOptions target;
+  target.cpu = cpu;
+  target.optLevel = optLevel;
+  std::unique_ptr<llvm::TargetMachine> machine =
+      createCpuTargetMachine(target, error);
+  if (!machine) {
+    llvm::errs() << "weftc: error: " << error << "\n";
+    return failure();
+  }
+  ModelDescriptor descriptor;
+  descriptor.abi = abi;
+  descriptor.modelJson = modelJson(module, abi);
+  if (auto ws = module->getAttrOfType<IntegerAttr>("weft.workspace_bytes"))
+    descriptor.workspaceBytes = ws.getInt();
+  descriptor.weightsPath = weightsPath;
+  descriptor.weightsSize = weightsSize;
+
+  llvm::LLVMContext llvmContext;
+  std::unique_ptr<llvm::Module> llvmModule;
+  {
+    TimingScope t = timing.nest("LLVM translation and O" +
+                                std::to_string(optLevel.getValue()));
+    llvmModule = buildModelModule(module, llvmContext, *machine, "train_step",
+                                  descriptor, optLevel, error);
+  }
+  if (!llvmModule) {
+    llvm::errs() << "weftc: error: " << error << "\n";
+    return failure();
+  }
+  if (emit == Emit::Llvm) {
+    std::string openError;
+    auto output = openOutputFile(outputFilename, &openError);
+    if (!output) {
+      llvm::errs() << "weftc: " << openError << "\n";
+      return failure();
+    }
+    llvmModule->print(output->os(), nullptr);
+    output->keep();
+    return success();
+  }
+  std::string object =
+      emit == Emit::Obj ? outputFilename.getValue() : temps.file("model.o");
+  {
+    TimingScope t = timing.nest("Object emission");
+    error = emitObjectFile(*llvmModule, *machine, object);
+  }
+  if (!error.empty()) {
+    llvm::errs() << "weftc: error: " << error << "\n";
+    return failure();
+  }
+  if (emit == Emit::Obj)
+    return success();
+  LinkOptions link;
+  link.output = outputFilename;
+  link.objects = {object};
+  link.runtimeDir = runtime;
+  link.extraArgs.assign(linkArgs.begin(), linkArgs.end());
+  link.verbose = saveTemps;
+  TimingScope t = timing.nest("Link");
+  error = linkExecutable(link);
+  if (!error.empty()) {
+    llvm::errs() << "weftc: error: " << error << "\n";
+    return failure();
+  }
+  return success();
+}
 } // namespace
 
 int main(int argc, char **argv) {
+  auto startTime = std::chrono::steady_clock::now();
   llvm::InitLLVM y(argc, argv);
   registerAsmPrinterCLOptions();
   registerMLIRContextCLOptions();
@@ -250,10 +536,23 @@ int main(int argc, char **argv) {
       "Weft: ahead-of-time compiler for training\n\n"
       "  weftc model.onnx --emit=weft            print the imported model\n"
       "  weftc model.onnx --input-shape input=4x48 --emit=weft -o m.mlir\n"
-      "  weftc model.onnx --emit=train --loss cross-entropy --optimizer adamw\n");
+      "  weftc model.onnx --emit=train --loss cross-entropy --optimizer adamw\n"
+      "  weftc model.onnx -o train               a training executable\n");
+
+  // An output name without extension is an executable unless told
+  // otherwise; executables and objects get default names.
+  if (!emit.getNumOccurrences() && outputFilename != "-" &&
+      llvm::sys::path::extension(outputFilename).empty())
+    emit = Emit::Exe;
+  if (outputFilename == "-" && emit == Emit::Exe)
+    outputFilename = "train";
+  if (outputFilename == "-" && emit == Emit::Obj)
+    outputFilename = "model.o";
 
   DialectRegistry registry;
   registry.insert<weft::WeftDialect, func::FuncDialect>();
+  if (emit >= Emit::Linalg)
+    weft::registerCodegenDialects(registry);
   MLIRContext context(registry);
   context.loadAllAvailableDialects();
   ToolDiagnosticHandler diagnostics(&context, "weftc");
@@ -264,16 +563,20 @@ int main(int argc, char **argv) {
   if (!module)
     return 1;
 
+  DefaultTimingManager tm;
+  applyDefaultTimingManagerCLOptions(tm);
+  TimingScope timing = tm.getRootScope();
   if (emit != Emit::Onnx) {
     PassManager pm(&context);
     if (failed(applyPassManagerCLOptions(pm)))
       return 1;
-    DefaultTimingManager tm;
-    applyDefaultTimingManagerCLOptions(tm);
-    TimingScope timing = tm.getRootScope();
     pm.enableTiming(timing);
     weft::buildImportPipeline(pm);
-    if (emit == Emit::Train) {
+    // A training step given as input is compiled as it is.
+    bool hasStep = static_cast<bool>(
+        module->lookupSymbol<func::FuncOp>("train_step"));
+    bool buildStep = emit == Emit::Train || (emit > Emit::Train && !hasStep);
+    if (buildStep) {
       if (precision != "fp32" && precision != "bf16") {
         llvm::errs() << "weftc: --precision must be fp32 or bf16, got '"
                      << precision << "'\n";
@@ -299,6 +602,8 @@ int main(int argc, char **argv) {
     }
     if (failed(pm.run(*module)))
       return 1;
+    if (buildStep)
+      recordTrainConfig(*module);
   }
   if (!weightsOut.empty() &&
       failed(writeWeights(*module, StringRef(inputFilename).ends_with(".onnx")
@@ -307,6 +612,49 @@ int main(int argc, char **argv) {
     return 1;
   if (summary)
     printSummary(*module);
+
+  if (emit >= Emit::Linalg) {
+    auto step = module->lookupSymbol<func::FuncOp>("train_step");
+    if (!step) {
+      llvm::errs() << "weftc: error: " << inputFilename
+                   << " has no @train_step to compile\n";
+      return 1;
+    }
+    FailureOr<ModelAbi> abi = collectModelAbi(step);
+    if (failed(abi))
+      return 1;
+    PassManager pm(&context);
+    if (failed(applyPassManagerCLOptions(pm)))
+      return 1;
+    pm.enableTiming(timing);
+    weft::CodegenPipelineOptions codegen;
+    codegen.stopAfter =
+        emit == Emit::Linalg   ? weft::CodegenPipelineOptions::Stage::Kernels
+        : emit == Emit::Memref ? weft::CodegenPipelineOptions::Stage::Buffers
+                               : weft::CodegenPipelineOptions::Stage::LLVM;
+    weft::buildCodegenPipeline(pm, codegen);
+    if (failed(pm.run(*module)))
+      return 1;
+    std::string memory = emit >= Emit::Memref
+                             ? memorySummary(*module, *abi)
+                             : std::string();
+    if (emit >= Emit::Llvm) {
+      if (failed(emitNative(*module, *abi, timing, argv[0])))
+        return 1;
+      double seconds = std::chrono::duration<double>(
+                           std::chrono::steady_clock::now() - startTime)
+                           .count();
+      if (summary || emit == Emit::Exe)
+        llvm::errs() << "weftc: "
+                     << (emit == Emit::Exe ? "wrote " + outputFilename + ": "
+                                           : std::string())
+                     << memory << "; compiled in "
+                     << llvm::formatv("{0:F2}", seconds) << " s\n";
+      return 0;
+    }
+    if (summary && !memory.empty())
+      llvm::errs() << "weftc: " << memory << "\n";
+  }
 
   std::string error;
   auto output = openOutputFile(outputFilename, &error);

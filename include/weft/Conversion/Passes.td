@@ -1,4 +1,4 @@
-//===- Passes.td - Conversions into the weft dialect -------*- tablegen -*-===//
+//===- Passes.td - Conversions into and out of weft --------*- tablegen -*-===//
 //
 // Part of the Weft project.
 //
@@ -60,6 +60,84 @@ def LegalizeOnnxPass : Pass<"weft-legalize-onnx", "mlir::ModuleOp"> {
     ```
   }];
   let dependentDialects = ["::weft::WeftDialect", "::mlir::func::FuncDialect"];
+}
+
+def LowerToLinalgPass : Pass<"weft-lower-to-linalg", "mlir::ModuleOp"> {
+  let summary = "Lower weft ops to linalg, tensor, arith, math and scf";
+  let description = [{
+    Rewrites every weft op in every function into upstream ops on tensors,
+    with exactly the reference evaluator's semantics, so that the result can
+    be fused, bufferized and lowered to LLVM by upstream passes. Function
+    signatures, calls and argument attributes are unchanged.
+
+    - Elementwise ops become `linalg.generic`s whose indexing maps express
+      numpy broadcasting. bf16 and f16 are computed in f32 inside the region
+      (`arith.extf` / `arith.truncf`): compute wide, round to the element
+      type, as the evaluator does. Float-to-integer casts saturate and map
+      NaN to 0; integer division truncates (division by zero gives 0
+      instead of trapping).
+    - `weft.matmul` becomes `linalg.matmul` / `linalg.batch_matmul` with
+      indexing maps expressing the transposes, on a zero-filled init. A
+      matrix times a 2-D weight collapses the batch axes into M; a 2-D
+      operand of a batched product is read through a broadcast map where
+      `linalg.batch_matmul` allows one. bf16 and f16 accumulate in f32 and
+      are truncated once at the end.
+    - Reductions, softmax, log-softmax, layer norm and the losses are chains
+      of `linalg.generic` reductions and elementwise generics (max-shifted
+      softmax, two-pass biased variance); they accumulate in the element
+      type, f32 for bf16 and f16.
+    - conv2d is `tensor.pad` + `linalg.conv_2d_nchw_fchw` (grouped:
+      `linalg.conv_2d_ngchw_gfchw`); pools are `linalg.pooling_nchw_max` /
+      `_sum`. The conv adjoints are a transposed convolution and a
+      `linalg.generic` reduction; the pool adjoints gather, for every input
+      cell, the windows that cover it.
+    - Data movement uses `tensor` ops (`collapse_shape` / `expand_shape`,
+      `extract_slice`, `insert_slice`, `pad`) and `linalg.transpose`;
+      `weft.gather` reads with `tensor.extract` inside a generic;
+      `weft.scatter_add` is an `scf.for` over the indices.
+
+    Run-time errors of the evaluator (an index out of range, a label out of
+    range, integer division by zero) are not checked: indices are clamped so
+    memory stays safe, and the result is unspecified. An op without a
+    lowering (or an unsupported type) fails the pass with an error naming
+    the op.
+
+    Before:
+
+    ```mlir
+    func.func @f(%x: tensor<4x10xf32>, %b: tensor<10xf32>) -> tensor<4x10xf32> {
+      %0 = weft.add %x, %b
+          : (tensor<4x10xf32>, tensor<10xf32>) -> tensor<4x10xf32>
+      return %0 : tensor<4x10xf32>
+    }
+    ```
+
+    After:
+
+    ```mlir
+    #id = affine_map<(d0, d1) -> (d0, d1)>
+    #row = affine_map<(d0, d1) -> (d1)>
+    func.func @f(%x: tensor<4x10xf32>, %b: tensor<10xf32>) -> tensor<4x10xf32> {
+      %e = tensor.empty() : tensor<4x10xf32>
+      %0 = linalg.generic {indexing_maps = [#id, #row, #id],
+                           iterator_types = ["parallel", "parallel"]}
+          ins(%x, %b : tensor<4x10xf32>, tensor<10xf32>)
+          outs(%e : tensor<4x10xf32>) {
+      ^bb0(%in: f32, %in_0: f32, %out: f32):
+        %s = arith.addf %in, %in_0 : f32
+        linalg.yield %s : f32
+      } -> tensor<4x10xf32>
+      return %0 : tensor<4x10xf32>
+    }
+    ```
+  }];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect",
+    "::mlir::linalg::LinalgDialect",
+    "::mlir::math::MathDialect",
+    "::mlir::scf::SCFDialect",
+    "::mlir::tensor::TensorDialect"
+  ];
 }
 
 #endif // WEFT_CONVERSION_PASSES_TD

@@ -14,6 +14,7 @@
 #include "llvm/ADT/SmallBitVector.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <numeric>
 
 using namespace mlir;
@@ -247,16 +248,50 @@ LegalizeResult legalizeTrilu(LegalizeContext &ctx, OnnxNodeOp, ValueRange) {
   return one(ctx.create<WhereOp>({*maskValue, x, *zero}));
 }
 
-/// Pad in constant mode. Pads come as `[begin..., end...]` over `axes`
-/// (all axes unless given, opset 18); negative pads crop, which becomes a
-/// slice after padding the non-negative parts.
+/// Pads axis `axis` of `x` by `low` and `high` copies of its cells in
+/// reflect, edge or wrap mode, as a gather of the index list that mode
+/// reads: reflect mirrors without repeating the border cell, edge repeats
+/// it, wrap continues from the other end.
+FailureOr<Value> padByGather(LegalizeContext &ctx, Value x, int64_t axis,
+                             int64_t low, int64_t high, StringRef mode) {
+  int64_t n = shapeOf(x)[axis];
+  int64_t limit = mode == "reflect" ? n - 1 : mode == "wrap" ? n : INT64_MAX;
+  if (n == 0 || low > limit || high > limit)
+    return ctx.emitError() << "cannot pad axis " << axis << " of size " << n
+                           << " by " << low << " and " << high << " in " << mode
+                           << " mode";
+  SmallVector<int64_t> indices;
+  for (int64_t i = -low; i < n + high; ++i) {
+    if (mode == "edge")
+      indices.push_back(std::clamp<int64_t>(i, 0, n - 1));
+    else if (mode == "wrap")
+      indices.push_back((i + n) % n);
+    else
+      indices.push_back(i < 0 ? -i : i >= n ? 2 * (n - 1) - i : i);
+  }
+  auto type = RankedTensorType::get({static_cast<int64_t>(indices.size())},
+                                    ctx.builder.getI64Type());
+  FailureOr<Value> index =
+      ctx.constant(DenseElementsAttr::get(type, ArrayRef<int64_t>(indices)));
+  if (failed(index))
+    return failure();
+  return ctx.create<GatherOp>({x, *index}, {ctx.i64Attr("axis", axis)});
+}
+
+/// Pad. Pads come as `[begin..., end...]` over `axes` (all axes unless
+/// given, opset 18); negative pads crop, which becomes a slice after
+/// padding the non-negative parts. Constant mode is weft.pad, the others
+/// gathers.
 LegalizeResult legalizePad(LegalizeContext &ctx, OnnxNodeOp, ValueRange) {
   FailureOr<SmallVector<Value>> in = ctx.getTensors({"data"});
   std::string mode = "constant";
   if (failed(in) || failed(ctx.getString("mode", mode)))
     return failure();
-  if (mode != "constant")
-    return ctx.unsupportedAttr("mode", "'" + mode + "'", "'constant'");
+  if (mode != "constant" && mode != "reflect" && mode != "edge" &&
+      (mode != "wrap" || ctx.opset < 19))
+    return ctx.unsupportedAttr("mode", "'" + mode + "'",
+                               "'constant', 'reflect', 'edge', 'wrap' (from "
+                               "opset 19)");
   Value x = in->front();
   ArrayRef<int64_t> shape = shapeOf(x);
   int64_t rank = shape.size();
@@ -307,12 +342,17 @@ LegalizeResult legalizePad(LegalizeContext &ctx, OnnxNodeOp, ValueRange) {
     cropHigh[*a] = std::max<int64_t>(-end, 0);
   }
   FailureOr<Value> padded = x;
-  if (llvm::any_of(low, [](int64_t p) { return p > 0; }) ||
-      llvm::any_of(high, [](int64_t p) { return p > 0; }))
+  if (mode != "constant") {
+    for (int64_t d = 0; d < rank && succeeded(padded); ++d)
+      if (low[d] > 0 || high[d] > 0)
+        padded = padByGather(ctx, *padded, d, low[d], high[d], mode);
+  } else if (llvm::any_of(low, [](int64_t p) { return p > 0; }) ||
+             llvm::any_of(high, [](int64_t p) { return p > 0; })) {
     padded = ctx.create<PadOp>({x}, {ctx.arrayAttr("low", low),
                                      ctx.arrayAttr("high", high),
                                      ctx.arrayAttr("interior", interior),
                                      ctx.f64Attr("value", value)});
+  }
   if (failed(padded) ||
       (llvm::all_of(cropLow, [](int64_t c) { return c == 0; }) &&
        llvm::all_of(cropHigh, [](int64_t c) { return c == 0; })))

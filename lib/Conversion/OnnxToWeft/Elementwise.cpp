@@ -4,8 +4,8 @@
 //
 //===----------------------------------------------------------------------===//
 //
-// Arithmetic, activations, comparisons, Cast, Constant, Identity and
-// Dropout.
+// Arithmetic, basic activations (the rest are in Activations.cpp),
+// comparisons, Cast, Constant, Identity and Dropout.
 //
 //===----------------------------------------------------------------------===//
 
@@ -58,6 +58,17 @@ LegalizeResult legalizeVariadic(LegalizeContext &ctx, OnnxNodeOp, ValueRange) {
   return SmallVector<Value>{result};
 }
 
+/// The elementwise mean of any number of inputs.
+LegalizeResult legalizeMean(LegalizeContext &ctx, OnnxNodeOp node,
+                            ValueRange inputs) {
+  LegalizeResult sum = legalizeVariadic<AddOp>(ctx, node, inputs);
+  if (failed(sum) || inputs.size() == 1)
+    return sum;
+  Value total = sum->front();
+  FailureOr<Value> count = ctx.scalar(elementTypeOf(total), inputs.size());
+  return one(make<DivOp>(ctx, total, count));
+}
+
 template <typename OpTy>
 LegalizeResult legalizeUnary(LegalizeContext &ctx, OnnxNodeOp, ValueRange) {
   FailureOr<SmallVector<Value>> in = ctx.getTensors({"X"});
@@ -75,46 +86,6 @@ LegalizeResult legalizeReciprocal(LegalizeContext &ctx, OnnxNodeOp,
   if (failed(oneValue))
     return failure();
   return one(ctx.create<DivOp>({*oneValue, in->front()}));
-}
-
-/// `x >= 0 ? x : alpha * x`.
-LegalizeResult legalizeLeakyRelu(LegalizeContext &ctx, OnnxNodeOp, ValueRange) {
-  FailureOr<SmallVector<Value>> in = ctx.getTensors({"X"});
-  double alpha = 0.01;
-  if (failed(in) || failed(ctx.getFloat("alpha", alpha)))
-    return failure();
-  Value x = in->front();
-  FailureOr<Value> zero = ctx.scalar(elementTypeOf(x), 0.0);
-  FailureOr<Value> slope = ctx.scalar(elementTypeOf(x), alpha);
-  if (failed(zero) || failed(slope))
-    return failure();
-  FailureOr<Value> positive = ctx.create<CmpOp>(
-      {x, *zero}, {ctx.builder.getNamedAttr(
-                      "predicate", CmpPredicateAttr::get(ctx.getContext(),
-                                                         CmpPredicate::ge))});
-  FailureOr<Value> scaled = ctx.create<MulOp>({x, *slope});
-  if (failed(positive) || failed(scaled))
-    return failure();
-  return one(ctx.create<WhereOp>({*positive, x, *scaled}));
-}
-
-LegalizeResult legalizeGelu(LegalizeContext &ctx, OnnxNodeOp, ValueRange) {
-  FailureOr<SmallVector<Value>> in = ctx.getTensors({"X"});
-  std::string approximate = "none";
-  if (failed(in) || failed(ctx.getString("approximate", approximate)))
-    return failure();
-  GeluApproximation kind;
-  if (approximate == "none")
-    kind = GeluApproximation::None;
-  else if (approximate == "tanh")
-    kind = GeluApproximation::Tanh;
-  else
-    return ctx.unsupportedAttr("approximate", "'" + approximate + "'",
-                               "'none', 'tanh'");
-  return one(ctx.create<GeluOp>(
-      *in,
-      {ctx.builder.getNamedAttr(
-          "approximate", GeluApproximationAttr::get(ctx.getContext(), kind))}));
 }
 
 /// `min(max(x, lo), hi)`; a missing bound is no bound. Before opset 11 the
@@ -312,6 +283,7 @@ void weft::onnxtoweft::populateElementwiseLegalizers(
   registry.add("Max", 8, kMaxOpset, legalizeVariadic<MaxOp>);
   registry.add("Min", 8, kMaxOpset, legalizeVariadic<MinOp>);
   registry.add("Sum", 8, kMaxOpset, legalizeVariadic<AddOp>);
+  registry.add("Mean", 8, kMaxOpset, legalizeMean);
 
   registry.add("Abs", 6, kMaxOpset, legalizeUnary<AbsOp>);
   registry.add("Neg", 6, kMaxOpset, legalizeUnary<NegOp>);
@@ -325,8 +297,6 @@ void weft::onnxtoweft::populateElementwiseLegalizers(
   registry.add("Cos", 7, kMaxOpset, legalizeUnary<CosOp>);
   registry.add("Sin", 7, kMaxOpset, legalizeUnary<SinOp>);
   registry.add("Reciprocal", 6, kMaxOpset, legalizeReciprocal);
-  registry.add("LeakyRelu", 6, kMaxOpset, legalizeLeakyRelu);
-  registry.add("Gelu", 20, kMaxOpset, legalizeGelu);
   registry.add("Clip", 6, kMaxOpset, legalizeClip);
 
   registry.add("Equal", 7, kMaxOpset, legalizeCmp<CmpPredicate::eq>);

@@ -150,9 +150,13 @@ struct LegalizeOnnxPass
     : public weft::impl::LegalizeOnnxPassBase<LegalizeOnnxPass> {
   LogicalResult initialize(MLIRContext *) override {
     registry = LegalizerRegistry();
+    populateActivationLegalizers(registry);
     populateElementwiseLegalizers(registry);
     populateLinalgLegalizers(registry);
+    populateConvolutionLegalizers(registry);
     populateNormalizationLegalizers(registry);
+    populateReductionLegalizers(registry);
+    populateResampleLegalizers(registry);
     populateShapeLegalizers(registry);
     populateDataMovementLegalizers(registry);
     populateWhereLegalizers(registry);

@@ -160,6 +160,41 @@ inline LegalizeResult one(mlir::FailureOr<mlir::Value> value) {
   return llvm::SmallVector<mlir::Value>{*value};
 }
 
+/// Builds `OpTy` on operands that are Values or results of earlier builds,
+/// so that compositions read as formulas: a failed operand (already
+/// reported) fails the whole expression. C++ leaves the order in which
+/// arguments are evaluated open, so at most one operand expression of a
+/// call may build ops; otherwise the IR's op order depends on the compiler.
+inline bool isBuilt(mlir::Value) { return true; }
+inline bool isBuilt(const mlir::FailureOr<mlir::Value> &v) {
+  return mlir::succeeded(v);
+}
+inline mlir::Value builtValue(mlir::Value v) { return v; }
+inline mlir::Value builtValue(const mlir::FailureOr<mlir::Value> &v) {
+  return *v;
+}
+template <typename OpTy, typename... Operands>
+mlir::FailureOr<mlir::Value> make(LegalizeContext &ctx,
+                                  const Operands &...operands) {
+  if (!(isBuilt(operands) && ...))
+    return mlir::failure();
+  return ctx.create<OpTy>(
+      llvm::SmallVector<mlir::Value>{builtValue(operands)...});
+}
+
+/// `weft.cmp` with `predicate`, operands as for make().
+template <typename A, typename B>
+mlir::FailureOr<mlir::Value> makeCmp(LegalizeContext &ctx,
+                                     CmpPredicate predicate, const A &lhs,
+                                     const B &rhs) {
+  if (!isBuilt(lhs) || !isBuilt(rhs))
+    return mlir::failure();
+  return ctx.create<CmpOp>(
+      {builtValue(lhs), builtValue(rhs)},
+      {ctx.builder.getNamedAttr(
+          "predicate", CmpPredicateAttr::get(ctx.getContext(), predicate))});
+}
+
 /// "[4, -1, 0]": how shape-like inputs and attributes appear in errors.
 std::string formatList(llvm::ArrayRef<int64_t> values);
 
@@ -199,7 +234,11 @@ private:
   std::vector<Entry> entries;
 };
 
+void populateActivationLegalizers(LegalizerRegistry &registry);
 void populateElementwiseLegalizers(LegalizerRegistry &registry);
+void populateConvolutionLegalizers(LegalizerRegistry &registry);
+void populateReductionLegalizers(LegalizerRegistry &registry);
+void populateResampleLegalizers(LegalizerRegistry &registry);
 void populateLinalgLegalizers(LegalizerRegistry &registry);
 void populateNormalizationLegalizers(LegalizerRegistry &registry);
 void populateShapeLegalizers(LegalizerRegistry &registry);

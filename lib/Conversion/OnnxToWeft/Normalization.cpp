@@ -1,12 +1,12 @@
-//===- Normalization.cpp - ONNX softmax, layer norm, reductions to weft ---===//
+//===- Normalization.cpp - ONNX softmax and normalizations to weft --------===//
 //
 // Part of the Weft project.
 //
 //===----------------------------------------------------------------------===//
 //
-// Softmax and LogSoftmax (both opset semantics), LayerNormalization, and the
-// Reduce* family, whose axes moved from an attribute to an input at a
-// different opset for each op.
+// Softmax and LogSoftmax (both opset semantics), LayerNormalization, and
+// BatchNormalization (inference) and InstanceNormalization as elementwise
+// ops on their statistics.
 //
 //===----------------------------------------------------------------------===//
 
@@ -104,45 +104,101 @@ LegalizeResult legalizeLayerNorm(LegalizeContext &ctx, OnnxNodeOp, ValueRange) {
       {ctx.i64Attr("axis", *a), ctx.f64Attr("epsilon", epsilon)}));
 }
 
-/// ReduceMean/Sum/Max. `axes` is an attribute before `axesInputOpset` and
-/// an optional input from then on, where `noop_with_empty_axes` also
-/// appears. No axes means all axes (or the identity with noop).
-template <typename OpTy, int64_t axesInputOpset>
-LegalizeResult legalizeReduce(LegalizeContext &ctx, OnnxNodeOp, ValueRange) {
-  FailureOr<SmallVector<Value>> in = ctx.getTensors({"data"});
-  int64_t keepDims = 1, noop = 0;
-  if (failed(in) || failed(ctx.getInt("keepdims", keepDims)))
+/// Per-channel parameter `i` ([C]) of a normalization over NC... input
+/// of `rank`, reshaped to [C, 1, ...] so it broadcasts along axis 1.
+FailureOr<Value> getChannelParam(LegalizeContext &ctx, unsigned i,
+                                 StringRef what, int64_t channels,
+                                 int64_t rank) {
+  FailureOr<TypedValue<RankedTensorType>> v = ctx.getTensor(i, what);
+  if (failed(v))
     return failure();
-  Value x = in->front();
-  int64_t rank = shapeOf(x).size();
-  SmallVector<int64_t> axes;
-  if (ctx.opset >= axesInputOpset) {
-    if (failed(ctx.getInt("noop_with_empty_axes", noop)))
-      return failure();
-    if (ctx.hasInput(1)) {
-      FailureOr<SmallVector<int64_t>> given = ctx.getConstInts(1, "axes");
-      if (failed(given))
-        return failure();
-      axes = *given;
-    }
-  } else if (failed(ctx.getInts("axes", axes))) {
+  if (shapeOf(*v) != ArrayRef<int64_t>{channels})
+    return ctx.emitError() << "input " << i << " (" << what << ") has shape "
+                           << formatShape(shapeOf(*v)) << ", expected "
+                           << channels << " (one per channel)";
+  SmallVector<int64_t> shape(rank - 1, 1);
+  shape.front() = channels;
+  return ctx.reshape(*v, shape);
+}
+
+/// The channel count of X, which must have rank >= `minRank`.
+FailureOr<int64_t> getChannels(LegalizeContext &ctx, Value x, int64_t minRank) {
+  ArrayRef<int64_t> shape = shapeOf(x);
+  if (static_cast<int64_t>(shape.size()) < minRank)
+    return ctx.emitError() << "input 0 (X) must have rank >= " << minRank
+                           << " (N, C, ...), got " << formatShape(shape);
+  return shape[1];
+}
+
+/// `centered * rsqrt(var + epsilon) * scale + B`, centered = x - mean.
+FailureOr<Value> normalize(LegalizeContext &ctx, FailureOr<Value> centered,
+                           FailureOr<Value> var, Value scale, Value bias,
+                           double epsilon) {
+  FailureOr<Value> eps = ctx.scalar(elementTypeOf(scale), epsilon);
+  FailureOr<Value> invStd = make<RsqrtOp>(ctx, make<AddOp>(ctx, var, eps));
+  return make<AddOp>(
+      ctx, make<MulOp>(ctx, centered, make<MulOp>(ctx, invStd, scale)), bias);
+}
+
+/// BatchNormalization in inference mode, with the given statistics (which
+/// the importer makes parameters, as every float initializer). Only output
+/// 0 exists then; training mode is rejected.
+LegalizeResult legalizeBatchNorm(LegalizeContext &ctx, OnnxNodeOp, ValueRange) {
+  FailureOr<TypedValue<RankedTensorType>> x = ctx.getTensor(0, "X");
+  double epsilon = 1e-5;
+  int64_t training = 0, spatial = 1;
+  if (failed(x) || failed(ctx.getFloat("epsilon", epsilon)) ||
+      failed(ctx.getInt("training_mode", training)) ||
+      failed(ctx.getInt("spatial", spatial)))
     return failure();
-  }
-  if (axes.empty()) {
-    if (noop != 0)
-      return SmallVector<Value>{x};
-    axes = llvm::to_vector(llvm::seq<int64_t>(0, rank));
-  }
-  for (int64_t &axis : axes) {
-    FailureOr<int64_t> a = ctx.normalizeAxis(axis, rank, "axes entry");
-    if (failed(a))
+  if (training != 0)
+    return ctx.unsupportedAttr("training_mode", std::to_string(training),
+                               "0 (inference)");
+  if (spatial != 1)
+    return ctx.unsupportedAttr("spatial", std::to_string(spatial), "1");
+  FailureOr<int64_t> channels = getChannels(ctx, *x, 2);
+  if (failed(channels))
+    return failure();
+  int64_t rank = shapeOf(*x).size();
+  StringRef names[4] = {"scale", "B", "input_mean", "input_var"};
+  SmallVector<Value> params;
+  for (unsigned i = 0; i < 4; ++i) {
+    FailureOr<Value> p = getChannelParam(ctx, i + 1, names[i], *channels, rank);
+    if (failed(p))
       return failure();
-    axis = *a;
+    params.push_back(*p);
   }
-  llvm::sort(axes);
-  axes.erase(llvm::unique(axes), axes.end());
-  return one(ctx.create<OpTy>({x}, {ctx.arrayAttr("axes", axes),
-                                    ctx.boolAttr("keep_dims", keepDims != 0)}));
+  return one(normalize(ctx, make<SubOp>(ctx, *x, params[2]), params[3],
+                       params[0], params[1], epsilon));
+}
+
+/// InstanceNormalization: statistics over the spatial axes of each
+/// (sample, channel), then a per-channel scale and bias. PyTorch's
+/// GroupNorm exports as one over [N, groups, -1].
+LegalizeResult legalizeInstanceNorm(LegalizeContext &ctx, OnnxNodeOp,
+                                    ValueRange) {
+  FailureOr<TypedValue<RankedTensorType>> x = ctx.getTensor(0, "input");
+  double epsilon = 1e-5;
+  if (failed(x) || failed(ctx.getFloat("epsilon", epsilon)))
+    return failure();
+  FailureOr<int64_t> channels = getChannels(ctx, *x, 3);
+  if (failed(channels))
+    return failure();
+  int64_t rank = shapeOf(*x).size();
+  FailureOr<Value> scale = getChannelParam(ctx, 1, "scale", *channels, rank);
+  FailureOr<Value> bias = getChannelParam(ctx, 2, "B", *channels, rank);
+  if (failed(scale) || failed(bias))
+    return failure();
+  SmallVector<NamedAttribute> attrs = {
+      ctx.arrayAttr("axes", llvm::to_vector(llvm::seq<int64_t>(2, rank))),
+      ctx.boolAttr("keep_dims", true)};
+  FailureOr<Value> mean = ctx.create<ReduceMeanOp>({*x}, attrs);
+  FailureOr<Value> centered = make<SubOp>(ctx, *x, mean);
+  FailureOr<Value> squares = make<MulOp>(ctx, centered, centered);
+  if (failed(squares))
+    return failure();
+  FailureOr<Value> var = ctx.create<ReduceMeanOp>({*squares}, attrs);
+  return one(normalize(ctx, centered, var, *scale, *bias, epsilon));
 }
 
 } // namespace
@@ -152,7 +208,6 @@ void weft::onnxtoweft::populateNormalizationLegalizers(
   registry.add("Softmax", 1, kMaxOpset, legalizeSoftmax<SoftmaxOp>);
   registry.add("LogSoftmax", 1, kMaxOpset, legalizeSoftmax<LogSoftmaxOp>);
   registry.add("LayerNormalization", 17, kMaxOpset, legalizeLayerNorm);
-  registry.add("ReduceMean", 1, kMaxOpset, legalizeReduce<ReduceMeanOp, 18>);
-  registry.add("ReduceMax", 1, kMaxOpset, legalizeReduce<ReduceMaxOp, 18>);
-  registry.add("ReduceSum", 1, kMaxOpset, legalizeReduce<ReduceSumOp, 13>);
+  registry.add("BatchNormalization", 7, kMaxOpset, legalizeBatchNorm);
+  registry.add("InstanceNormalization", 6, kMaxOpset, legalizeInstanceNorm);
 }

@@ -116,3 +116,22 @@ func.func @pad(%x: tensor<2x3xf32>) -> (tensor<*xf32>, tensor<*xf32>) {
   %1 = weft.onnx.node "Pad"(%x) {name = "pad2", opset = 2 : i64, attrs = {pads = array<i64: 2, 0, 0, -1>}} : (tensor<2x3xf32>) -> tensor<*xf32>
   return %0, %1 : tensor<*xf32>, tensor<*xf32>
 }
+
+// Reflect and edge padding gather the rows and columns they copy:
+// reflect mirrors without repeating the border, edge repeats it.
+// CHECK-LABEL: func.func @pad_modes
+// CHECK: %[[RROWS:.*]] = weft.constant dense<[0, 1, 0]> : tensor<3xi64>
+// CHECK: %[[R0:.*]] = weft.gather %arg0, %[[RROWS]] {axis = 0 : i64} : (tensor<2x3xf32>, tensor<3xi64>) -> tensor<3x3xf32>
+// CHECK: %[[RCOLS:.*]] = weft.constant dense<[2, 1, 0, 1, 2, 1]> : tensor<6xi64>
+// CHECK: %[[REFLECT:.*]] = weft.gather %[[R0]], %[[RCOLS]] {axis = 1 : i64} : (tensor<3x3xf32>, tensor<6xi64>) -> tensor<3x6xf32>
+// CHECK: %[[EROWS:.*]] = weft.constant dense<[0, 1, 1]> : tensor<3xi64>
+// CHECK: %[[E0:.*]] = weft.gather %arg0, %[[EROWS]] {axis = 0 : i64}
+// CHECK: %[[ECOLS:.*]] = weft.constant dense<[0, 0, 0, 1, 2, 2]> : tensor<6xi64>
+// CHECK: %[[EDGE:.*]] = weft.gather %[[E0]], %[[ECOLS]] {axis = 1 : i64}
+// CHECK: return %[[REFLECT]], %[[EDGE]]
+func.func @pad_modes(%x: tensor<2x3xf32>) -> (tensor<*xf32>, tensor<*xf32>) {
+  %pads = weft.constant dense<[0, 2, 1, 1]> : tensor<4xi64>
+  %0 = weft.onnx.node "Pad"(%x, %pads) {name = "reflect", opset = 13 : i64, attrs = {mode = "reflect"}} : (tensor<2x3xf32>, tensor<4xi64>) -> tensor<*xf32>
+  %1 = weft.onnx.node "Pad"(%x, %pads) {name = "edge", opset = 13 : i64, attrs = {mode = "edge"}} : (tensor<2x3xf32>, tensor<4xi64>) -> tensor<*xf32>
+  return %0, %1 : tensor<*xf32>, tensor<*xf32>
+}

@@ -35,11 +35,17 @@ func.func @pow_int_exponent(%x: tensor<4xf32>) -> tensor<*xf32> {
 // CHECK: weft.min %arg0, %arg1
 // CHECK: %[[S0:.*]] = weft.add %arg0, %arg1
 // CHECK: weft.add %[[S0]], %arg2
-func.func @variadic(%a: tensor<4xf32>, %b: tensor<4xf32>, %c: tensor<1xf32>) -> (tensor<*xf32>, tensor<*xf32>, tensor<*xf32>) {
+// Mean is the sum divided by the input count.
+// CHECK: %[[T0:.*]] = weft.add %arg0, %arg1
+// CHECK: %[[T1:.*]] = weft.add %[[T0]], %arg2
+// CHECK: %[[THREE:.*]] = weft.constant dense<3.000000e+00> : tensor<f32>
+// CHECK: weft.div %[[T1]], %[[THREE]] : (tensor<4xf32>, tensor<f32>) -> tensor<4xf32>
+func.func @variadic(%a: tensor<4xf32>, %b: tensor<4xf32>, %c: tensor<1xf32>) -> (tensor<*xf32>, tensor<*xf32>, tensor<*xf32>, tensor<*xf32>) {
   %0 = weft.onnx.node "Max"(%a, %b, %c) {name = "max", opset = 13 : i64} : (tensor<4xf32>, tensor<4xf32>, tensor<1xf32>) -> tensor<*xf32>
   %1 = weft.onnx.node "Min"(%a, %b) {name = "min", opset = 13 : i64} : (tensor<4xf32>, tensor<4xf32>) -> tensor<*xf32>
   %2 = weft.onnx.node "Sum"(%a, %b, %c) {name = "sum", opset = 13 : i64} : (tensor<4xf32>, tensor<4xf32>, tensor<1xf32>) -> tensor<*xf32>
-  return %0, %1, %2 : tensor<*xf32>, tensor<*xf32>, tensor<*xf32>
+  %3 = weft.onnx.node "Mean"(%a, %b, %c) {name = "mean", opset = 13 : i64} : (tensor<4xf32>, tensor<4xf32>, tensor<1xf32>) -> tensor<*xf32>
+  return %0, %1, %2, %3 : tensor<*xf32>, tensor<*xf32>, tensor<*xf32>, tensor<*xf32>
 }
 
 // CHECK-LABEL: func.func @unary
@@ -69,21 +75,14 @@ func.func @unary(%x: tensor<2x3xf32>) -> tensor<*xf32> {
   return %9 : tensor<*xf32>
 }
 
-// CHECK-LABEL: func.func @activations
-// CHECK: %[[ZERO:.*]] = weft.constant dense<0.000000e+00> : tensor<f32>
-// CHECK: %[[SLOPE:.*]] = weft.constant dense<2.000000e-01> : tensor<f32>
-// CHECK: %[[POS:.*]] = weft.cmp ge, %arg0, %[[ZERO]]
-// CHECK: %[[SCALED:.*]] = weft.mul %arg0, %[[SLOPE]]
-// CHECK: weft.where %[[POS]], %arg0, %[[SCALED]]
-// CHECK: weft.gelu %arg0 approximate = tanh : tensor<8xf32>
+// LeakyRelu, Gelu and the other activations are in activations.mlir.
+// CHECK-LABEL: func.func @trig
 // CHECK: %[[COS:.*]] = weft.cos %arg0 : tensor<8xf32>
 // CHECK: weft.sin %[[COS]] : tensor<8xf32>
-func.func @activations(%x: tensor<8xf32>) -> (tensor<*xf32>, tensor<*xf32>, tensor<*xf32>) {
-  %0 = weft.onnx.node "LeakyRelu"(%x) {name = "leaky", opset = 16 : i64, attrs = {alpha = 2.000000e-01 : f32}} : (tensor<8xf32>) -> tensor<*xf32>
-  %1 = weft.onnx.node "Gelu"(%x) {name = "gelu", opset = 20 : i64, attrs = {approximate = "tanh"}} : (tensor<8xf32>) -> tensor<*xf32>
-  %2 = weft.onnx.node "Cos"(%x) {name = "cos", opset = 7 : i64} : (tensor<8xf32>) -> tensor<*xf32>
-  %3 = weft.onnx.node "Sin"(%2) {name = "sin", opset = 7 : i64} : (tensor<*xf32>) -> tensor<*xf32>
-  return %0, %1, %3 : tensor<*xf32>, tensor<*xf32>, tensor<*xf32>
+func.func @trig(%x: tensor<8xf32>) -> tensor<*xf32> {
+  %0 = weft.onnx.node "Cos"(%x) {name = "cos", opset = 7 : i64} : (tensor<8xf32>) -> tensor<*xf32>
+  %1 = weft.onnx.node "Sin"(%0) {name = "sin", opset = 7 : i64} : (tensor<*xf32>) -> tensor<*xf32>
+  return %1 : tensor<*xf32>
 }
 
 // Clip bounds are optional inputs from opset 11, attributes before.

@@ -1,7 +1,7 @@
 // RUN: weft-opt --weft-legalize-onnx -split-input-file -verify-diagnostics %s
 
 func.func @unsupported_op(%x: tensor<4xf32>) -> tensor<*xf32> {
-  // expected-error @below {{unsupported ONNX op 'NonZero' (node '/x/NonZero', opset 17); supported ops: Abs, Add, AveragePool, Cast, Clip, Concat, Constant, ConstantOfShape, Conv}}
+  // expected-error @below {{unsupported ONNX op 'NonZero' (node '/x/NonZero', opset 17); supported ops: Abs, Add, AveragePool, BatchNormalization, Cast, Celu, Clip, Concat, Constant, ConstantOfShape, Conv, ConvTranspose}}
   %0 = weft.onnx.node "NonZero"(%x) {name = "/x/NonZero", opset = 17 : i64} : (tensor<4xf32>) -> tensor<*xf32>
   return %0 : tensor<*xf32>
 }
@@ -42,17 +42,51 @@ func.func @dynamic_input(%x: tensor<?x8xf32>) -> tensor<*xf32> {
 
 // -----
 
-func.func @conv1d(%x: tensor<4x3x16xf32>, %w: tensor<8x3x3xf32>) -> tensor<*xf32> {
-  // expected-error @below {{Conv node '/Conv': only 2-D convolution (NCHW input of rank 4) is supported, got input 0 (X) of shape 4x3x16 (rank 3)}}
-  %0 = weft.onnx.node "Conv"(%x, %w) {name = "/Conv", opset = 17 : i64} : (tensor<4x3x16xf32>, tensor<8x3x3xf32>) -> tensor<*xf32>
+func.func @conv3d(%x: tensor<1x3x4x4x4xf32>, %w: tensor<8x3x3x3x3xf32>) -> tensor<*xf32> {
+  // expected-error @below {{Conv node '/Conv': only 1-D and 2-D convolutions (input of rank 3 or 4) are supported, got input 0 (X) of shape 1x3x4x4x4 (rank 5)}}
+  %0 = weft.onnx.node "Conv"(%x, %w) {name = "/Conv", opset = 17 : i64} : (tensor<1x3x4x4x4xf32>, tensor<8x3x3x3x3xf32>) -> tensor<*xf32>
   return %0 : tensor<*xf32>
 }
 
 // -----
 
-func.func @maxpool_ceil_mode(%x: tensor<1x1x5x5xf32>) -> tensor<*xf32> {
-  // expected-error @below {{MaxPool node '/MaxPool': attribute 'ceil_mode' = 1 is not supported here: it changes the output size of spatial axis 0 (supported: 0, or 1 when the windows tile the input exactly)}}
-  %0 = weft.onnx.node "MaxPool"(%x) {name = "/MaxPool", opset = 12 : i64, attrs = {ceil_mode = 1 : i64, kernel_shape = array<i64: 2, 2>, strides = array<i64: 2, 2>}} : (tensor<1x1x5x5xf32>) -> tensor<*xf32>
+func.func @maxpool_dilations(%x: tensor<1x1x5x5xf32>) -> tensor<*xf32> {
+  // expected-error @below {{MaxPool node '/MaxPool': attribute 'dilations' = [2, 2] is not supported (supported: all 1)}}
+  %0 = weft.onnx.node "MaxPool"(%x) {name = "/MaxPool", opset = 12 : i64, attrs = {dilations = array<i64: 2, 2>, kernel_shape = array<i64: 2, 2>}} : (tensor<1x1x5x5xf32>) -> tensor<*xf32>
+  return %0 : tensor<*xf32>
+}
+
+// -----
+
+func.func @conv_transpose_output_shape(%x: tensor<1x2x4x4xf32>, %w: tensor<2x2x3x3xf32>) -> tensor<*xf32> {
+  // expected-error @below {{ConvTranspose node '/ConvTranspose': attribute 'output_shape' is not supported; give 'pads' and 'output_padding' instead}}
+  %0 = weft.onnx.node "ConvTranspose"(%x, %w) {name = "/ConvTranspose", opset = 17 : i64, attrs = {output_shape = array<i64: 9, 9>, strides = array<i64: 2, 2>}} : (tensor<1x2x4x4xf32>, tensor<2x2x3x3xf32>) -> tensor<*xf32>
+  return %0 : tensor<*xf32>
+}
+
+// -----
+
+func.func @batch_norm_training(%x: tensor<4x8xf32>, %p: tensor<8xf32>) -> tensor<*xf32> {
+  // expected-error @below {{BatchNormalization node '/bn': attribute 'training_mode' = 1 is not supported (supported: 0 (inference))}}
+  %0 = weft.onnx.node "BatchNormalization"(%x, %p, %p, %p, %p) {name = "/bn", opset = 15 : i64, attrs = {training_mode = 1 : i64}} : (tensor<4x8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>) -> tensor<*xf32>
+  return %0 : tensor<*xf32>
+}
+
+// -----
+
+func.func @batch_norm_param_shape(%x: tensor<4x8xf32>, %p: tensor<8xf32>, %q: tensor<4xf32>) -> tensor<*xf32> {
+  // expected-error @below {{BatchNormalization node '/bn': input 4 (input_var) has shape 4, expected 8 (one per channel)}}
+  %0 = weft.onnx.node "BatchNormalization"(%x, %p, %p, %p, %q) {name = "/bn", opset = 15 : i64} : (tensor<4x8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<4xf32>) -> tensor<*xf32>
+  return %0 : tensor<*xf32>
+}
+
+// -----
+
+func.func @resize_cubic(%x: tensor<1x1x2x2xf32>) -> tensor<*xf32> {
+  %none = weft.onnx.none
+  %scales = weft.constant dense<[1.0, 1.0, 2.0, 2.0]> : tensor<4xf32>
+  // expected-error @below {{Resize node '/Resize': attribute 'mode' = 'cubic' is not supported (supported: 'nearest', 'linear')}}
+  %0 = weft.onnx.node "Resize"(%x, %none, %scales) {name = "/Resize", opset = 13 : i64, attrs = {mode = "cubic"}} : (tensor<1x1x2x2xf32>, none, tensor<4xf32>) -> tensor<*xf32>
   return %0 : tensor<*xf32>
 }
 
@@ -183,9 +217,18 @@ func.func @squeeze_non_unit(%x: tensor<3x4xf32>) -> tensor<*xf32> {
 
 // -----
 
-func.func @pad_reflect(%x: tensor<2x3xf32>) -> tensor<*xf32> {
+func.func @pad_wrap_opset13(%x: tensor<2x3xf32>) -> tensor<*xf32> {
   %pads = weft.constant dense<[0, 1, 0, 1]> : tensor<4xi64>
-  // expected-error @below {{Pad node '/Pad': attribute 'mode' = 'reflect' is not supported (supported: 'constant')}}
+  // expected-error @below {{Pad node '/Pad': attribute 'mode' = 'wrap' is not supported (supported: 'constant', 'reflect', 'edge', 'wrap' (from opset 19))}}
+  %0 = weft.onnx.node "Pad"(%x, %pads) {name = "/Pad", opset = 13 : i64, attrs = {mode = "wrap"}} : (tensor<2x3xf32>, tensor<4xi64>) -> tensor<*xf32>
+  return %0 : tensor<*xf32>
+}
+
+// -----
+
+func.func @pad_reflect_too_wide(%x: tensor<2x3xf32>) -> tensor<*xf32> {
+  %pads = weft.constant dense<[0, 3, 0, 0]> : tensor<4xi64>
+  // expected-error @below {{Pad node '/Pad': cannot pad axis 1 of size 3 by 3 and 0 in reflect mode}}
   %0 = weft.onnx.node "Pad"(%x, %pads) {name = "/Pad", opset = 13 : i64, attrs = {mode = "reflect"}} : (tensor<2x3xf32>, tensor<4xi64>) -> tensor<*xf32>
   return %0 : tensor<*xf32>
 }

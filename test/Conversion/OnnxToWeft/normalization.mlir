@@ -34,26 +34,46 @@ func.func @layer_norm(%x: tensor<4x16x32xf32>, %g: tensor<32xf32>, %b: tensor<32
   return %0, %1 : tensor<*xf32>, tensor<*xf32>
 }
 
-// CHECK-LABEL: func.func @reduce
-// CHECK: weft.reduce_mean %arg0 {axes = array<i64: 2>, keep_dims = true} : (tensor<2x3x4xf32>) -> tensor<2x3x1xf32>
-// CHECK: weft.reduce_mean %arg0 {axes = array<i64: 0, 2>} : (tensor<2x3x4xf32>) -> tensor<3xf32>
-// CHECK: weft.reduce_sum %arg0 {axes = array<i64: 1>, keep_dims = true} : (tensor<2x3x4xf32>) -> tensor<2x1x4xf32>
-// No axes reduces everything.
-// CHECK: weft.reduce_sum %arg0 {axes = array<i64: 0, 1, 2>} : (tensor<2x3x4xf32>) -> tensor<f32>
-// CHECK: weft.reduce_max %arg0 {axes = array<i64: 0>, keep_dims = true} : (tensor<2x3x4xf32>) -> tensor<1x3x4xf32>
-// ReduceSum before opset 13 reads the attribute.
-// CHECK: weft.reduce_sum %arg0 {axes = array<i64: 0>, keep_dims = true}
-// With noop_with_empty_axes and no axes the input passes through.
-// CHECK: return {{.*}}, %arg0 :
-func.func @reduce(%x: tensor<2x3x4xf32>) -> (tensor<*xf32>, tensor<*xf32>, tensor<*xf32>, tensor<*xf32>, tensor<*xf32>, tensor<*xf32>, tensor<*xf32>) {
-  %0 = weft.onnx.node "ReduceMean"(%x) {name = "mean", opset = 13 : i64, attrs = {axes = array<i64: -1>}} : (tensor<2x3x4xf32>) -> tensor<*xf32>
-  %1 = weft.onnx.node "ReduceMean"(%x) {name = "mean2", opset = 17 : i64, attrs = {axes = array<i64: 2, 0, -1>, keepdims = 0 : i64}} : (tensor<2x3x4xf32>) -> tensor<*xf32>
-  %axes = weft.constant dense<[1]> : tensor<1xi64>
-  %2 = weft.onnx.node "ReduceSum"(%x, %axes) {name = "sum", opset = 13 : i64} : (tensor<2x3x4xf32>, tensor<1xi64>) -> tensor<*xf32>
-  %3 = weft.onnx.node "ReduceSum"(%x) {name = "sum_all", opset = 13 : i64, attrs = {keepdims = 0 : i64}} : (tensor<2x3x4xf32>) -> tensor<*xf32>
-  %first = weft.constant dense<[0]> : tensor<1xi64>
-  %4 = weft.onnx.node "ReduceMax"(%x, %first) {name = "max18", opset = 18 : i64} : (tensor<2x3x4xf32>, tensor<1xi64>) -> tensor<*xf32>
-  %5 = weft.onnx.node "ReduceSum"(%x) {name = "sum11", opset = 11 : i64, attrs = {axes = array<i64: 0>}} : (tensor<2x3x4xf32>) -> tensor<*xf32>
-  %6 = weft.onnx.node "ReduceSum"(%x) {name = "noop", opset = 13 : i64, attrs = {noop_with_empty_axes = 1 : i64}} : (tensor<2x3x4xf32>) -> tensor<*xf32>
-  return %0, %1, %2, %3, %4, %5, %6 : tensor<*xf32>, tensor<*xf32>, tensor<*xf32>, tensor<*xf32>, tensor<*xf32>, tensor<*xf32>, tensor<*xf32>
+// Inference BatchNormalization: per-channel parameters reshaped to [C, 1, 1]
+// broadcast along axis 1 of NCHW; rank 2 ([N, C], BatchNorm1d) needs none.
+// CHECK-LABEL: func.func @batch_norm
+// CHECK: %[[SCALE:.*]] = weft.reshape %arg2 : tensor<8xf32> -> tensor<8x1x1xf32>
+// CHECK: %[[BIAS:.*]] = weft.reshape %arg3 : tensor<8xf32> -> tensor<8x1x1xf32>
+// CHECK: %[[MEAN:.*]] = weft.reshape %arg4 : tensor<8xf32> -> tensor<8x1x1xf32>
+// CHECK: %[[VAR:.*]] = weft.reshape %arg5 : tensor<8xf32> -> tensor<8x1x1xf32>
+// CHECK: %[[CENTERED:.*]] = weft.sub %arg0, %[[MEAN]] : (tensor<4x8x5x5xf32>, tensor<8x1x1xf32>) -> tensor<4x8x5x5xf32>
+// CHECK: %[[EPS:.*]] = weft.constant dense<1.000000e-03> : tensor<f32>
+// CHECK: %[[VE:.*]] = weft.add %[[VAR]], %[[EPS]]
+// CHECK: %[[INV:.*]] = weft.rsqrt %[[VE]]
+// CHECK: %[[FACTOR:.*]] = weft.mul %[[INV]], %[[SCALE]]
+// CHECK: %[[SCALED:.*]] = weft.mul %[[CENTERED]], %[[FACTOR]]
+// CHECK: %[[BN:.*]] = weft.add %[[SCALED]], %[[BIAS]] : (tensor<4x8x5x5xf32>, tensor<8x1x1xf32>) -> tensor<4x8x5x5xf32>
+// CHECK: %[[C1:.*]] = weft.sub %arg1, %arg4 : (tensor<4x8xf32>, tensor<8xf32>) -> tensor<4x8xf32>
+// CHECK: weft.constant dense<9.99999974E-6> : tensor<f32>
+// CHECK: %[[BN1:.*]] = weft.add %{{.*}}, %arg3 : (tensor<4x8xf32>, tensor<8xf32>) -> tensor<4x8xf32>
+// CHECK: return %[[BN]], %[[BN1]]
+func.func @batch_norm(%x: tensor<4x8x5x5xf32>, %y: tensor<4x8xf32>, %g: tensor<8xf32>, %b: tensor<8xf32>, %m: tensor<8xf32>, %v: tensor<8xf32>) -> (tensor<*xf32>, tensor<*xf32>) {
+  %0 = weft.onnx.node "BatchNormalization"(%x, %g, %b, %m, %v) {name = "bn", opset = 15 : i64, attrs = {epsilon = 1.000000e-03 : f32, momentum = 0.9 : f32}} : (tensor<4x8x5x5xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>) -> tensor<*xf32>
+  %1 = weft.onnx.node "BatchNormalization"(%y, %g, %b, %m, %v) {name = "bn1d", opset = 9 : i64} : (tensor<4x8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>) -> tensor<*xf32>
+  return %0, %1 : tensor<*xf32>, tensor<*xf32>
+}
+
+// InstanceNormalization: statistics over the spatial axes, then the
+// per-channel scale and bias (PyTorch's GroupNorm exports as one).
+// CHECK-LABEL: func.func @instance_norm
+// CHECK: %[[SCALE:.*]] = weft.reshape %arg1 : tensor<4xf32> -> tensor<4x1xf32>
+// CHECK: %[[BIAS:.*]] = weft.reshape %arg2 : tensor<4xf32> -> tensor<4x1xf32>
+// CHECK: %[[MEAN:.*]] = weft.reduce_mean %arg0 {axes = array<i64: 2>, keep_dims = true} : (tensor<2x4x6xf32>) -> tensor<2x4x1xf32>
+// CHECK: %[[CENTERED:.*]] = weft.sub %arg0, %[[MEAN]]
+// CHECK: %[[SQ:.*]] = weft.mul %[[CENTERED]], %[[CENTERED]]
+// CHECK: %[[VAR:.*]] = weft.reduce_mean %[[SQ]] {axes = array<i64: 2>, keep_dims = true}
+// CHECK: %[[VE:.*]] = weft.add %[[VAR]]
+// CHECK: %[[INV:.*]] = weft.rsqrt %[[VE]]
+// CHECK: %[[FACTOR:.*]] = weft.mul %[[INV]], %[[SCALE]]
+// CHECK: %[[SCALED:.*]] = weft.mul %[[CENTERED]], %[[FACTOR]]
+// CHECK: %[[OUT:.*]] = weft.add %[[SCALED]], %[[BIAS]] : (tensor<2x4x6xf32>, tensor<4x1xf32>) -> tensor<2x4x6xf32>
+// CHECK: return %[[OUT]]
+func.func @instance_norm(%x: tensor<2x4x6xf32>, %g: tensor<4xf32>, %b: tensor<4xf32>) -> tensor<*xf32> {
+  %0 = weft.onnx.node "InstanceNormalization"(%x, %g, %b) {name = "in", opset = 6 : i64, attrs = {epsilon = 1.000000e-05 : f32}} : (tensor<2x4x6xf32>, tensor<4xf32>, tensor<4xf32>) -> tensor<*xf32>
+  return %0 : tensor<*xf32>
 }

@@ -1,0 +1,93 @@
+//===- ModelDescriptor.h - What the executable tells the runtime -*- C++ -*-===//
+//
+// Part of the Weft project.
+//
+//===----------------------------------------------------------------------===//
+//
+// A compiled model exports `weft_get_model()` (include/weft/Runtime/
+// ModelABI.h): the step function's arguments and results by name, kind,
+// dtype and shape, a JSON description of how it was compiled, the initial
+// weights as an embedded safetensors image, the workspace size, and a
+// `trainStep(args, results, workspace)` wrapper around the generated code.
+// This header collects that information from the tensor-level entry
+// function and writes it into the LLVM module next to the code.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef WEFT_TARGET_MODELDESCRIPTOR_H
+#define WEFT_TARGET_MODELDESCRIPTOR_H
+
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/Support/LLVM.h"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace llvm {
+class Module;
+} // namespace llvm
+
+namespace mlir {
+namespace func {
+class FuncOp;
+} // namespace func
+} // namespace mlir
+
+namespace weft {
+
+/// The Weft version recorded in every model's JSON.
+inline constexpr const char *kWeftVersion = "0.1.0";
+
+/// One argument or result of the step as the runtime sees it.
+struct AbiTensor {
+  std::string name;
+  /// "param", "state", "buffer", "input" or "output".
+  std::string kind;
+  /// A weft::rt::DType value.
+  int32_t dtype = 0;
+  std::vector<int64_t> shape;
+
+  /// Size of the dense row-major buffer in bytes.
+  uint64_t bytes() const;
+};
+
+/// The step function's C ABI: arguments, then results, in order.
+struct ModelAbi {
+  std::vector<AbiTensor> args, results;
+
+  /// Names of the "param" and "buffer" arguments, whose initial values the
+  /// executable embeds, in argument order.
+  std::vector<std::string> weightNames() const;
+};
+
+/// Reads the ABI of a tensor-level step function from its `weft.param`,
+/// `weft.state`, `weft.buffer`, `weft.input` argument attributes and its
+/// `weft.param`, `weft.state`, `weft.output` result attributes. An argument
+/// without one is an input named `arg<i>`, a result an output named
+/// `result<i>`. Errors (emitted on the function): a type that is not a
+/// statically shaped tensor of a dtype the runtime knows.
+mlir::FailureOr<ModelAbi> collectModelAbi(mlir::func::FuncOp entry);
+
+/// Everything the descriptor holds besides the code.
+struct ModelDescriptor {
+  ModelAbi abi;
+  std::string modelJson;
+  uint64_t workspaceBytes = 0;
+  /// A safetensors file embedded with `.incbin` when the object is
+  /// assembled, or empty for no weights (weights = NULL).
+  std::string weightsPath;
+  uint64_t weightsSize = 0;
+};
+
+/// Adds `weft_get_model()` and the `trainStep` wrapper to `module`, which
+/// holds the translated step function `stepName`: its parameters are one
+/// pointer per argument, per result (out-parameters) and the workspace, in
+/// that order. The step function becomes internal. Returns an error message
+/// or "".
+std::string addModelDescriptor(llvm::Module &module, llvm::StringRef stepName,
+                               const ModelDescriptor &descriptor);
+
+} // namespace weft
+
+#endif // WEFT_TARGET_MODELDESCRIPTOR_H

@@ -1,0 +1,64 @@
+//===- LowerToLinalg.cpp - weft -> linalg, tensor, arith, math, scf -------===//
+//
+// Part of the Weft project.
+//
+//===----------------------------------------------------------------------===//
+//
+// The driver of --weft-lower-to-linalg: a partial dialect conversion with
+// every weft op illegal and the upstream dialects the patterns build legal,
+// so an op without a pattern (or one whose pattern declines an unsupported
+// case) fails the pass with an error naming it.
+// Tensor types do not change, so no type converter is needed; the patterns
+// live in one file per op family.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Lowerings.h"
+
+#include "weft/Conversion/Passes.h"
+#include "weft/Dialect/Weft/IR/WeftDialect.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/Transforms/DialectConversion.h"
+
+namespace weft {
+#define GEN_PASS_DEF_LOWERTOLINALGPASS
+#include "weft/Conversion/Passes.h.inc"
+} // namespace weft
+
+using namespace mlir;
+using namespace weft;
+
+namespace {
+
+struct LowerToLinalgPass
+    : public weft::impl::LowerToLinalgPassBase<LowerToLinalgPass> {
+  void runOnOperation() override {
+    MLIRContext *ctx = &getContext();
+    ConversionTarget target(*ctx);
+    target.addIllegalDialect<WeftDialect>();
+    target.addLegalDialect<arith::ArithDialect, linalg::LinalgDialect,
+                           math::MathDialect, scf::SCFDialect,
+                           tensor::TensorDialect>();
+
+    RewritePatternSet patterns(ctx);
+    lowering::populateElementwisePatterns(patterns);
+    lowering::populateCastPatterns(patterns);
+    lowering::populateReductionPatterns(patterns);
+    lowering::populateMatMulPatterns(patterns);
+    lowering::populateConvolutionPatterns(patterns);
+    lowering::populatePoolingPatterns(patterns);
+    lowering::populateDataMovementPatterns(patterns);
+
+    if (failed(applyPartialConversion(getOperation(), target,
+                                      std::move(patterns))))
+      signalPassFailure();
+  }
+};
+
+} // namespace

@@ -1,0 +1,351 @@
+//===- Reduction.cpp - Lowering reductions, normalizations and losses -----===//
+//
+// Part of the Weft project.
+//
+//===----------------------------------------------------------------------===//
+//
+// reduce_sum/mean/max, global_avg_pool, softmax, log_softmax, layer_norm,
+// cross_entropy and mse, each a short chain of linalg.generic reductions and
+// elementwise generics on tensors (a fusion pass can later tile a chain into
+// one kernel). Accumulators have the compute type (f32 for bf16 and f16);
+// the last generic of a chain rounds to the element type. The algorithms
+// are the evaluator's (lib/Evaluator/OpsReduction.cpp): max-shifted softmax,
+// two-pass biased variance, mean of per-position cross-entropies.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Lowerings.h"
+
+#include "weft/Dialect/Weft/IR/WeftOps.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+
+#include <limits>
+
+using namespace mlir;
+using namespace weft;
+using namespace weft::lowering;
+
+namespace {
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+enum class Reduce { Sum, Mean, Max };
+
+/// Accumulates `a` and `x` (both of the accumulator type).
+Value combine(OpBuilder &b, Location loc, Reduce kind, Value acc, Value x) {
+  bool isFloat = isa<FloatType>(acc.getType());
+  if (kind == Reduce::Max)
+    return isFloat ? Value(arith::MaximumFOp::create(b, loc, acc, x))
+                   : Value(arith::MaxSIOp::create(b, loc, acc, x));
+  return isFloat ? Value(arith::AddFOp::create(b, loc, acc, x))
+                 : Value(arith::AddIOp::create(b, loc, acc, x));
+}
+
+/// Reduces `input` over `axes` into `resultType` (which has the keep_dims
+/// shape when the op keeps them).
+Value lowerReduce(OpBuilder &b, Location loc, Reduce kind, Value input,
+                  ArrayRef<int64_t> axes, RankedTensorType resultType) {
+  auto type = cast<RankedTensorType>(input.getType());
+  Type elementType = type.getElementType();
+  Type acc = computeType(elementType);
+  double init = 0;
+  if (kind == Reduce::Max)
+    init = isa<FloatType>(acc)
+               ? -kInf
+               : static_cast<double>(
+                     APInt::getSignedMinValue(acc.getIntOrFloatBitWidth())
+                         .getSExtValue());
+  Value reduced =
+      buildReduction(b, loc, type.getShape(), axes, input,
+                     b.getMultiDimIdentityMap(type.getRank()), acc, init,
+                     [&](OpBuilder &nb, Location nl,
+                         ValueRange args) -> SmallVector<Value> {
+                       Value x = toCompute(nb, nl, args[0]);
+                       return {combine(nb, nl, kind, args[1], x)};
+                     })
+          .front();
+  int64_t kept = cast<RankedTensorType>(reduced.getType()).getNumElements();
+  double count =
+      kept == 0 ? 0 : static_cast<double>(type.getNumElements() / kept);
+  if (kind == Reduce::Mean || acc != elementType)
+    reduced = mapTensor(b, loc, reduced, elementType,
+                        [&](OpBuilder &nb, Location nl, Value v) {
+                          if (kind == Reduce::Mean)
+                            v = arith::DivFOp::create(
+                                nb, nl, v, scalarConstant(nb, nl, acc, count));
+                          return fromCompute(nb, nl, v, elementType);
+                        });
+  return reshapeTo(b, loc, reduced, resultType.getShape());
+}
+
+template <typename OpTy, Reduce kind>
+struct ReduceLowering : OpConversionPattern<OpTy> {
+  using OpConversionPattern<OpTy>::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(OpTy op, typename OpTy::Adaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    rewriter.replaceOp(op, lowerReduce(rewriter, op.getLoc(), kind,
+                                       adaptor.getInput(), op.getAxes(),
+                                       op.getType()));
+    return success();
+  }
+};
+
+struct GlobalAvgPoolLowering : OpConversionPattern<GlobalAvgPoolOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(GlobalAvgPoolOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    int64_t rank = op.getType().getRank();
+    SmallVector<int64_t> axes = llvm::to_vector(llvm::seq<int64_t>(2, rank));
+    rewriter.replaceOp(op, lowerReduce(rewriter, op.getLoc(), Reduce::Mean,
+                                       adaptor.getInput(), axes, op.getType()));
+    return success();
+  }
+};
+
+/// Softmax or log-softmax along one axis: max, sum of exp(x - max), then
+/// exp(x - max) / sum or (x - max) - log(sum).
+template <typename OpTy, bool logarithm>
+struct SoftmaxLowering : OpConversionPattern<OpTy> {
+  using OpConversionPattern<OpTy>::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(OpTy op, typename OpTy::Adaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    Value x = adaptor.getInput();
+    RankedTensorType type = op.getType();
+    Type elementType = type.getElementType();
+    Type acc = computeType(elementType);
+    int64_t rank = type.getRank();
+    int64_t axis = static_cast<int64_t>(op.getAxis());
+    MLIRContext *ctx = rewriter.getContext();
+    AffineMap id = rewriter.getMultiDimIdentityMap(rank);
+    AffineMap rowMap = projectionMap(ctx, rank, axis);
+
+    Value max =
+        buildReduction(rewriter, loc, type.getShape(), axis, x, id, acc, -kInf,
+                       [&](OpBuilder &b, Location l,
+                           ValueRange args) -> SmallVector<Value> {
+                         return {arith::MaximumFOp::create(
+                             b, l, args[1], toCompute(b, l, args[0]))};
+                       })
+            .front();
+    Value sum = buildReduction(
+                    rewriter, loc, type.getShape(), axis, ValueRange{x, max},
+                    {id, rowMap}, acc, 0.0,
+                    [&](OpBuilder &b, Location l,
+                        ValueRange args) -> SmallVector<Value> {
+                      Value shifted = arith::SubFOp::create(
+                          b, l, toCompute(b, l, args[0]), args[1]);
+                      return {arith::AddFOp::create(
+                          b, l, args[2], math::ExpOp::create(b, l, shifted))};
+                    })
+                    .front();
+    Value r = buildParallel(
+        rewriter, loc, type, ValueRange{x, max, sum}, {id, rowMap, rowMap},
+        [&](OpBuilder &b, Location l, ValueRange args) -> SmallVector<Value> {
+          Value shifted =
+              arith::SubFOp::create(b, l, toCompute(b, l, args[0]), args[1]);
+          Value v =
+              logarithm
+                  ? Value(arith::SubFOp::create(
+                        b, l, shifted, math::LogOp::create(b, l, args[2])))
+                  : Value(arith::DivFOp::create(
+                        b, l, math::ExpOp::create(b, l, shifted), args[2]));
+          return {fromCompute(b, l, v, elementType)};
+        });
+    rewriter.replaceOp(op, r);
+    return success();
+  }
+};
+
+/// PyTorch's LayerNorm over axes [axis, rank): mean, centred sum of
+/// squares, then (x - mean) * rsqrt(var + eps) * scale + bias.
+struct LayerNormLowering : OpConversionPattern<LayerNormOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(LayerNormOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    Value x = adaptor.getInput();
+    RankedTensorType type = op.getType();
+    Type elementType = type.getElementType();
+    Type acc = computeType(elementType);
+    int64_t rank = type.getRank();
+    int64_t axis = static_cast<int64_t>(op.getAxis());
+    MLIRContext *ctx = rewriter.getContext();
+    SmallVector<int64_t> inner =
+        llvm::to_vector(llvm::seq<int64_t>(axis, rank));
+    SmallVector<int64_t> outer = llvm::to_vector(llvm::seq<int64_t>(0, axis));
+    double n = static_cast<double>(
+        ShapedType::getNumElements(type.getShape().drop_front(axis)));
+    double epsilon = op.getEpsilon().convertToDouble();
+    AffineMap id = rewriter.getMultiDimIdentityMap(rank);
+    AffineMap rowMap = projectionMap(ctx, rank, inner);
+    AffineMap paramMap = projectionMap(ctx, rank, outer);
+
+    Value sum =
+        buildReduction(rewriter, loc, type.getShape(), inner, x, id, acc, 0.0,
+                       [&](OpBuilder &b, Location l,
+                           ValueRange args) -> SmallVector<Value> {
+                         return {arith::AddFOp::create(
+                             b, l, args[1], toCompute(b, l, args[0]))};
+                       })
+            .front();
+    auto centred = [&](OpBuilder &b, Location l, Value v, Value s) -> Value {
+      Value mean = arith::DivFOp::create(b, l, s, scalarConstant(b, l, acc, n));
+      return arith::SubFOp::create(b, l, toCompute(b, l, v), mean);
+    };
+    Value squares =
+        buildReduction(rewriter, loc, type.getShape(), inner,
+                       ValueRange{x, sum}, {id, rowMap}, acc, 0.0,
+                       [&](OpBuilder &b, Location l,
+                           ValueRange args) -> SmallVector<Value> {
+                         Value d = centred(b, l, args[0], args[1]);
+                         return {arith::AddFOp::create(
+                             b, l, args[2], arith::MulFOp::create(b, l, d, d))};
+                       })
+            .front();
+    Value r = buildParallel(
+        rewriter, loc, type,
+        ValueRange{x, sum, squares, adaptor.getScale(), adaptor.getBias()},
+        {id, rowMap, rowMap, paramMap, paramMap},
+        [&](OpBuilder &b, Location l, ValueRange args) -> SmallVector<Value> {
+          Value d = centred(b, l, args[0], args[1]);
+          Value var = arith::DivFOp::create(b, l, args[2],
+                                            scalarConstant(b, l, acc, n));
+          Value shifted = arith::AddFOp::create(
+              b, l, var, scalarConstant(b, l, acc, epsilon));
+          Value rstd =
+              arith::DivFOp::create(b, l, scalarConstant(b, l, acc, 1),
+                                    math::SqrtOp::create(b, l, shifted));
+          Value v =
+              arith::MulFOp::create(b, l, arith::MulFOp::create(b, l, d, rstd),
+                                    toCompute(b, l, args[3]));
+          v = arith::AddFOp::create(b, l, v, toCompute(b, l, args[4]));
+          return {fromCompute(b, l, v, elementType)};
+        });
+    rewriter.replaceOp(op, r);
+    return success();
+  }
+};
+
+/// Sums every element of the positions tensors through `term` into a 0-d
+/// accumulator, then divides by `count` and rounds: the losses' mean.
+Value meanOver(OpBuilder &b, Location loc, ArrayRef<int64_t> shape,
+               ValueRange inputs, Type acc, RankedTensorType resultType,
+               double count,
+               function_ref<Value(OpBuilder &, Location, ValueRange)> term) {
+  int64_t rank = shape.size();
+  SmallVector<int64_t> all = llvm::to_vector(llvm::seq<int64_t>(0, rank));
+  SmallVector<AffineMap> maps(inputs.size(), b.getMultiDimIdentityMap(rank));
+  Value total =
+      buildReduction(b, loc, shape, all, inputs, maps, acc, 0.0,
+                     [&](OpBuilder &nb, Location nl,
+                         ValueRange args) -> SmallVector<Value> {
+                       Value t = term(nb, nl, args.drop_back());
+                       return {arith::AddFOp::create(nb, nl, args.back(), t)};
+                     })
+          .front();
+  Type elementType = resultType.getElementType();
+  return mapTensor(b, loc, total, elementType,
+                   [&](OpBuilder &nb, Location nl, Value v) {
+                     Value m = arith::DivFOp::create(
+                         nb, nl, v, scalarConstant(nb, nl, acc, count));
+                     return fromCompute(nb, nl, m, elementType);
+                   });
+}
+
+/// Per position: max + log(sum exp(x - max)) - x[label], then the mean.
+/// The label's logit is picked by a reduction comparing the class index
+/// with the label, so no gather is needed; a label out of range (an
+/// evaluator error) picks nothing.
+struct CrossEntropyLowering : OpConversionPattern<CrossEntropyOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(CrossEntropyOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    Value logits = adaptor.getLogits(), labels = adaptor.getLabels();
+    auto type = cast<RankedTensorType>(logits.getType());
+    Type acc = computeType(type.getElementType());
+    int64_t rank = type.getRank();
+    int64_t classAxis = rank - 1;
+    AffineMap id = rewriter.getMultiDimIdentityMap(rank);
+    AffineMap rowMap = projectionMap(rewriter.getContext(), rank, classAxis);
+    Type labelType = cast<RankedTensorType>(labels.getType()).getElementType();
+
+    Value max = buildReduction(rewriter, loc, type.getShape(), classAxis,
+                               logits, id, acc, -kInf,
+                               [&](OpBuilder &b, Location l,
+                                   ValueRange args) -> SmallVector<Value> {
+                                 return {arith::MaximumFOp::create(
+                                     b, l, args[1], toCompute(b, l, args[0]))};
+                               })
+                    .front();
+    SmallVector<Value> sums = buildReduction(
+        rewriter, loc, type.getShape(), classAxis,
+        ValueRange{logits, max, labels}, {id, rowMap, rowMap}, {acc, acc},
+        {0.0, 0.0},
+        [&](OpBuilder &b, Location l, ValueRange args) -> SmallVector<Value> {
+          Value x = toCompute(b, l, args[0]);
+          Value e = math::ExpOp::create(
+              b, l, arith::SubFOp::create(b, l, x, args[1]));
+          Value c = arith::IndexCastOp::create(
+              b, l, labelType, linalg::IndexOp::create(b, l, classAxis));
+          Value hit =
+              arith::CmpIOp::create(b, l, arith::CmpIPredicate::eq, c, args[2]);
+          Value picked = arith::SelectOp::create(b, l, hit, x,
+                                                 scalarConstant(b, l, acc, 0));
+          return {arith::AddFOp::create(b, l, args[3], e),
+                  arith::AddFOp::create(b, l, args[4], picked)};
+        });
+    auto positions = cast<RankedTensorType>(max.getType());
+    Value r = meanOver(rewriter, loc, positions.getShape(),
+                       ValueRange{max, sums[0], sums[1]}, acc, op.getType(),
+                       static_cast<double>(positions.getNumElements()),
+                       [](OpBuilder &b, Location l, ValueRange args) -> Value {
+                         Value lse = arith::AddFOp::create(
+                             b, l, args[0], math::LogOp::create(b, l, args[1]));
+                         return arith::SubFOp::create(b, l, lse, args[2]);
+                       });
+    rewriter.replaceOp(op, r);
+    return success();
+  }
+};
+
+struct MseLowering : OpConversionPattern<MseOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(MseOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    auto type = cast<RankedTensorType>(adaptor.getPrediction().getType());
+    Type acc = computeType(type.getElementType());
+    Value r =
+        meanOver(rewriter, op.getLoc(), type.getShape(),
+                 ValueRange{adaptor.getPrediction(), adaptor.getTarget()}, acc,
+                 op.getType(), static_cast<double>(type.getNumElements()),
+                 [](OpBuilder &b, Location l, ValueRange args) -> Value {
+                   Value d =
+                       arith::SubFOp::create(b, l, toCompute(b, l, args[0]),
+                                             toCompute(b, l, args[1]));
+                   return arith::MulFOp::create(b, l, d, d);
+                 });
+    rewriter.replaceOp(op, r);
+    return success();
+  }
+};
+
+} // namespace
+
+void lowering::populateReductionPatterns(RewritePatternSet &patterns) {
+  patterns.add<ReduceLowering<ReduceSumOp, Reduce::Sum>,
+               ReduceLowering<ReduceMeanOp, Reduce::Mean>,
+               ReduceLowering<ReduceMaxOp, Reduce::Max>, GlobalAvgPoolLowering,
+               SoftmaxLowering<SoftmaxOp, false>,
+               SoftmaxLowering<LogSoftmaxOp, true>, LayerNormLowering,
+               CrossEntropyLowering, MseLowering>(patterns.getContext());
+}

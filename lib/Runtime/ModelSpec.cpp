@@ -1,0 +1,381 @@
+//===- ModelSpec.cpp - Validating a compiled model's argument table -------===//
+//
+// Part of the Weft project.
+//
+//===----------------------------------------------------------------------===//
+//
+// The table comes from generated code, so a failure here is a compiler bug
+// or a runtime built for another ABI; the messages name the entry so that
+// either is quick to find. The embedded weights image is read in place: the
+// header is checked entry by entry against the compiled arguments and the
+// bytes are copied straight into the step's buffers.
+//
+//===----------------------------------------------------------------------===//
+
+#include "weft/Runtime/ModelSpec.h"
+
+#include <nlohmann/json.hpp>
+
+#include <cinttypes>
+#include <cstdio>
+#include <cstring>
+#include <map>
+#include <set>
+
+using namespace weft::rt;
+using json = nlohmann::ordered_json;
+
+namespace {
+
+constexpr int32_t kMaxDType = int32_t(DType::Bool);
+constexpr int32_t kMaxRank = 64;
+
+std::string quote(const std::string &s) { return "'" + s + "'"; }
+
+Status readInfo(const WeftTensorInfo &info, const char *what, int index,
+                TensorSpec &out) {
+  std::string where = std::string(what) + " " + std::to_string(index);
+  if (!info.name || !*info.name)
+    return Status::error("compiled model: " + where + " has no name");
+  where += " " + quote(info.name);
+  if (!info.kind)
+    return Status::error("compiled model: " + where + " has no kind");
+  if (info.dtype < 0 || info.dtype > kMaxDType)
+    return Status::error("compiled model: " + where + " has unknown dtype " +
+                         std::to_string(info.dtype));
+  if (info.rank < 0 || info.rank > kMaxRank || (info.rank > 0 && !info.shape))
+    return Status::error("compiled model: " + where + " has invalid rank " +
+                         std::to_string(info.rank));
+  out.name = info.name;
+  out.kind = info.kind;
+  out.dtype = DType(info.dtype);
+  out.shape.assign(info.shape, info.shape + info.rank);
+  if (!computeByteSize(out.dtype, out.shape, out.bytes))
+    return Status::error("compiled model: " + where + " has invalid shape " +
+                         formatShape(out.shape));
+  return Status::success();
+}
+
+std::string describeTensor(const TensorSpec &t) {
+  return quote(t.name) + " (" + t.kind + ", " + dtypeName(t.dtype) + " " +
+         formatShape(t.shape) + ")";
+}
+
+/// "1,234,567": parameter counts are easier to read grouped.
+std::string groupDigits(int64_t v) {
+  std::string s = std::to_string(v), out;
+  int n = 0;
+  for (auto it = s.rbegin(); it != s.rend(); ++it) {
+    if (n && n % 3 == 0 && *it != '-')
+      out += ',';
+    out += *it;
+    ++n;
+  }
+  return std::string(out.rbegin(), out.rend());
+}
+
+std::string formatBytes(double bytes) {
+  const char *units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  int u = 0;
+  while (bytes >= 1024 && u < 4) {
+    bytes /= 1024;
+    ++u;
+  }
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), u ? "%.1f %s" : "%.0f %s", bytes, units[u]);
+  return buf;
+}
+
+/// `hp.weight_decay` becomes `--weight-decay`.
+std::string flagFor(const std::string &hpName) {
+  std::string flag = "--" + hpName;
+  for (char &c : flag)
+    if (c == '_')
+      c = '-';
+  return flag;
+}
+
+} // namespace
+
+int64_t ModelSpec::numParameters() const {
+  int64_t n = 0;
+  for (int i : paramArgs)
+    n += args[i].numElements();
+  return n;
+}
+
+int ModelSpec::findArg(const std::string &name, const std::string &kind) const {
+  for (size_t i = 0; i < args.size(); ++i)
+    if (args[i].name == name && args[i].kind == kind)
+      return int(i);
+  return -1;
+}
+
+Status weft::rt::loadModelSpec(const WeftModel &model, ModelSpec &out) {
+  if (model.abiVersion != WEFT_MODEL_ABI_VERSION)
+    return Status::error("compiled model uses ABI version " +
+                         std::to_string(model.abiVersion) +
+                         " but this runtime implements version " +
+                         std::to_string(WEFT_MODEL_ABI_VERSION) +
+                         "; rebuild the model with a matching weftc");
+  if (!model.trainStep)
+    return Status::error("compiled model has no step function");
+  if (model.numArgs < 0 || model.numResults < 0 ||
+      (model.numArgs && !model.args) || (model.numResults && !model.results))
+    return Status::error("compiled model has an invalid argument table");
+  if (model.weightsSize && !model.weights)
+    return Status::error("compiled model has no weights image");
+
+  ModelSpec spec;
+  spec.modelJson = model.modelJson ? model.modelJson : "";
+  spec.workspaceBytes = model.workspaceBytes;
+  std::set<std::string> argNames, resultNames;
+  for (int i = 0; i < model.numArgs; ++i) {
+    TensorSpec t;
+    if (Status s = readInfo(model.args[i], "argument", i, t); !s.ok())
+      return s;
+    if (!argNames.insert(t.name).second)
+      return Status::error("compiled model: two arguments are named " +
+                           quote(t.name));
+    spec.args.push_back(std::move(t));
+  }
+  for (int i = 0; i < model.numResults; ++i) {
+    TensorSpec t;
+    if (Status s = readInfo(model.results[i], "result", i, t); !s.ok())
+      return s;
+    if (!resultNames.insert(t.name).second)
+      return Status::error("compiled model: two results are named " +
+                           quote(t.name));
+    spec.results.push_back(std::move(t));
+  }
+
+  json root = json::parse(spec.modelJson, nullptr, /*allow_exceptions=*/false);
+  const json *hyper = nullptr;
+  if (root.is_object()) {
+    for (const char *key : {"num_classes", "vocab_size"}) {
+      auto it = root.find(key);
+      if (spec.numClasses == 0 && it != root.end() && it->is_number_unsigned())
+        spec.numClasses = int64_t(it->get<uint64_t>());
+    }
+    auto it = root.find("hyperparameters");
+    if (it != root.end() && it->is_object())
+      hyper = &*it;
+  }
+
+  spec.resultForArg.assign(spec.args.size(), -1);
+  for (size_t i = 0; i < spec.args.size(); ++i) {
+    const TensorSpec &t = spec.args[i];
+    int idx = int(i);
+    if (t.kind == "param" || t.kind == "state") {
+      (t.kind == "param" ? spec.paramArgs : spec.stateArgs).push_back(idx);
+      for (size_t r = 0; r < spec.results.size(); ++r)
+        if (spec.results[r].name == t.name && spec.results[r].kind == t.kind)
+          spec.resultForArg[i] = int(r);
+      int r = spec.resultForArg[i];
+      if (r < 0)
+        return Status::error("compiled model: argument " + describeTensor(t) +
+                             " has no result carrying its new value");
+      const TensorSpec &res = spec.results[r];
+      if (res.dtype != t.dtype || res.shape != t.shape)
+        return Status::error("compiled model: argument " + describeTensor(t) +
+                             " comes back as " + describeTensor(res));
+    } else if (t.kind == "buffer") {
+      spec.bufferArgs.push_back(idx);
+    } else if (t.kind == "input") {
+      if (t.name == "step") {
+        if (t.dtype != DType::I64 || !t.shape.empty())
+          return Status::error("compiled model: " + describeTensor(t) +
+                               " must be a scalar I64");
+        spec.stepArg = idx;
+      } else if (t.name == "lr") {
+        if (t.dtype != DType::F32 || !t.shape.empty())
+          return Status::error("compiled model: " + describeTensor(t) +
+                               " must be a scalar F32");
+        spec.lrArg = idx;
+      } else if (t.name.rfind("hp.", 0) == 0) {
+        if (!t.shape.empty() || t.dtype == DType::Bool || t.name.size() == 3)
+          return Status::error("compiled model: hyperparameter " +
+                               describeTensor(t) +
+                               " must be a named numeric scalar");
+        HyperParamSpec hp;
+        hp.arg = idx;
+        hp.name = t.name.substr(3);
+        hp.flag = flagFor(hp.name);
+        if (hyper) {
+          auto it = hyper->find(hp.name);
+          if (it != hyper->end() && it->is_number()) {
+            hp.hasDefault = true;
+            hp.defaultValue = it->get<double>();
+          }
+        }
+        spec.hyperParams.push_back(std::move(hp));
+      } else {
+        if (t.shape.empty() || t.shape[0] <= 0)
+          return Status::error("compiled model: batch input " +
+                               describeTensor(t) +
+                               " needs a non-empty batch axis 0");
+        if (!spec.batchArgs.empty() && t.shape[0] != spec.batchSize)
+          return Status::error(
+              "compiled model: batch inputs disagree on the batch size: " +
+              describeTensor(spec.args[spec.batchArgs[0]]) + " and " +
+              describeTensor(t));
+        spec.batchSize = t.shape[0];
+        spec.batchArgs.push_back(idx);
+      }
+    } else {
+      return Status::error("compiled model: argument " + quote(t.name) +
+                           " has unknown kind " + quote(t.kind));
+    }
+  }
+  if (spec.stepArg < 0 || spec.lrArg < 0)
+    return Status::error("compiled model: the step must take the inputs "
+                         "'step' (I64 scalar) and 'lr' (F32 scalar)");
+  if (spec.batchArgs.empty())
+    return Status::error("compiled model: the step takes no batch input");
+
+  for (size_t r = 0; r < spec.results.size(); ++r) {
+    const TensorSpec &t = spec.results[r];
+    if (t.kind == "param" || t.kind == "state") {
+      int a = spec.findArg(t.name, t.kind);
+      if (a < 0)
+        return Status::error("compiled model: result " + describeTensor(t) +
+                             " matches no argument");
+    } else if (t.kind == "output") {
+      bool isScalarF32 = t.dtype == DType::F32 && t.shape.empty();
+      if (t.name == "loss" || t.name == "lr") {
+        if (!isScalarF32)
+          return Status::error("compiled model: result " + describeTensor(t) +
+                               " must be a scalar F32");
+        (t.name == "loss" ? spec.lossResult : spec.lrResult) = int(r);
+      }
+    } else {
+      return Status::error("compiled model: result " + quote(t.name) +
+                           " has unknown kind " + quote(t.kind));
+    }
+  }
+  if (spec.lossResult < 0)
+    return Status::error("compiled model: the step returns no 'loss'");
+  out = std::move(spec);
+  return Status::success();
+}
+
+Status weft::rt::loadInitialWeights(const WeftModel &model,
+                                    const ModelSpec &spec,
+                                    const std::vector<void *> &argData) {
+  const char *name = "embedded weights";
+  auto bad = [&](const std::string &what) {
+    return Status::error(std::string(name) + ": " + what);
+  };
+  std::vector<int> wanted = spec.paramArgs;
+  wanted.insert(wanted.end(), spec.bufferArgs.begin(), spec.bufferArgs.end());
+  if (wanted.empty())
+    return Status::success();
+  const uint8_t *image = model.weights;
+  uint64_t size = model.weightsSize;
+  if (!image || size < 8)
+    return bad("image is missing or shorter than its 8-byte header length");
+  uint64_t headerLen = 0;
+  for (int i = 0; i < 8; ++i)
+    headerLen |= uint64_t(image[i]) << (8 * i);
+  if (headerLen > size - 8)
+    return bad("header length " + std::to_string(headerLen) +
+               " exceeds the image");
+  const char *text = reinterpret_cast<const char *>(image + 8);
+  json header =
+      json::parse(text, text + headerLen, nullptr, /*allow_exceptions=*/false);
+  if (!header.is_object())
+    return bad("header is not a JSON object");
+  uint64_t dataStart = 8 + headerLen, dataLen = size - dataStart;
+
+  for (int i : wanted) {
+    const TensorSpec &t = spec.args[i];
+    auto it = header.find(t.name);
+    if (it == header.end() || !it->is_object())
+      return bad("no tensor for " + describeTensor(t));
+    const json &e = *it;
+    auto dt = e.find("dtype"), sh = e.find("shape"),
+         off = e.find("data_offsets");
+    if (dt == e.end() || !dt->is_string() ||
+        dt->get<std::string>() != dtypeName(t.dtype))
+      return bad("tensor " + quote(t.name) + " has dtype " +
+                 (dt != e.end() ? dt->dump() : "(none)") +
+                 " but the step takes " + dtypeName(t.dtype));
+    std::vector<int64_t> shape;
+    bool shapeOk = sh != e.end() && sh->is_array();
+    if (shapeOk)
+      for (const json &d : *sh) {
+        if (!d.is_number_unsigned()) {
+          shapeOk = false;
+          break;
+        }
+        shape.push_back(int64_t(d.get<uint64_t>()));
+      }
+    if (!shapeOk || shape != t.shape)
+      return bad("tensor " + quote(t.name) + " has shape " +
+                 (sh != e.end() ? sh->dump() : "(none)") +
+                 " but the step takes " + formatShape(t.shape));
+    if (off == e.end() || !off->is_array() || off->size() != 2 ||
+        !(*off)[0].is_number_unsigned() || !(*off)[1].is_number_unsigned())
+      return bad("tensor " + quote(t.name) + " has no valid data_offsets");
+    uint64_t begin = (*off)[0].get<uint64_t>(), end = (*off)[1].get<uint64_t>();
+    if (begin > end || end > dataLen || end - begin != t.bytes)
+      return bad("tensor " + quote(t.name) + " has data_offsets " +
+                 off->dump() + " that do not hold its " +
+                 std::to_string(t.bytes) + " bytes within the " +
+                 std::to_string(dataLen) + "-byte data buffer");
+    std::memcpy(argData[i], image + dataStart + begin, t.bytes);
+  }
+  return Status::success();
+}
+
+std::string weft::rt::describeModel(const ModelSpec &spec) {
+  std::string out = "Compiled model:\n";
+  out += "  batch inputs (batch size " + std::to_string(spec.batchSize) +
+         ", axis 0):\n";
+  for (int i : spec.batchArgs) {
+    const TensorSpec &t = spec.args[i];
+    out += "    " + t.name + ": " + dtypeName(t.dtype) + " " +
+           formatShape(t.shape) + "\n";
+  }
+  int64_t stateElems = 0, bufferElems = 0;
+  for (int i : spec.stateArgs)
+    stateElems += spec.args[i].numElements();
+  for (int i : spec.bufferArgs)
+    bufferElems += spec.args[i].numElements();
+  double paramBytes = 0;
+  for (int i : spec.paramArgs)
+    paramBytes += double(spec.args[i].bytes);
+  out += "  parameters: " + groupDigits(spec.numParameters()) + " in " +
+         std::to_string(spec.paramArgs.size()) + " tensors (" +
+         formatBytes(paramBytes) + ")\n";
+  out += "  optimizer state: " + groupDigits(stateElems) + " in " +
+         std::to_string(spec.stateArgs.size()) +
+         " tensors; frozen buffers: " + groupDigits(bufferElems) + " in " +
+         std::to_string(spec.bufferArgs.size()) + " tensors\n";
+  out += "  workspace: " + formatBytes(double(spec.workspaceBytes)) + "\n";
+  if (spec.numClasses > 0)
+    out += "  labels / tokens must lie in [0, " +
+           std::to_string(spec.numClasses) + ")\n";
+  for (const HyperParamSpec &hp : spec.hyperParams) {
+    char buf[64] = "required";
+    if (hp.hasDefault)
+      std::snprintf(buf, sizeof(buf), "default %g", hp.defaultValue);
+    out += "  hyperparameter " + hp.name + " (" + hp.flag + ", " + buf + ")\n";
+  }
+
+  json root = json::parse(spec.modelJson, nullptr, /*allow_exceptions=*/false);
+  if (root.is_object()) {
+    out += "  model JSON:\n";
+    constexpr size_t kMaxValue = 72;
+    for (auto it = root.begin(); it != root.end(); ++it) {
+      std::string value = it.value().dump();
+      if (value.size() > kMaxValue)
+        value = value.substr(0, kMaxValue - 3) + "...";
+      out += "    " + it.key() + ": " + value + "\n";
+    }
+  } else if (!spec.modelJson.empty()) {
+    out += "  model JSON: (not a JSON object) " + spec.modelJson.substr(0, 72) +
+           "\n";
+  }
+  return out;
+}

@@ -1,0 +1,622 @@
+//===- TrainMain.cpp - The training executable's loop and CLI -------------===//
+//
+// Part of the Weft project.
+//
+//===----------------------------------------------------------------------===//
+//
+// One step of the loop: take a batch, set `step` and `lr`, run the compiled
+// step into a second set of buffers, swap the new params and state into the
+// argument slots, record metrics, checkpoint when due. Everything the step
+// reads and writes is 64-byte aligned and allocated once, before the first
+// step. CLI11 reports errors by throwing, so this file is compiled with
+// exceptions and runTraining catches everything at its boundary.
+//
+//===----------------------------------------------------------------------===//
+
+#include "weft/Runtime/TrainMain.h"
+
+#include "weft/Runtime/AlignedBuffer.h"
+#include "weft/Runtime/Checkpoint.h"
+#include "weft/Runtime/DataLoader.h"
+#include "weft/Runtime/Metrics.h"
+#include "weft/Runtime/ModelSpec.h"
+
+#include <CLI/CLI.hpp>
+#include <cblas.h>
+
+#include <chrono>
+#include <climits>
+#include <cmath>
+#include <csignal>
+#include <cstring>
+#include <iostream>
+#include <set>
+
+#include <signal.h>
+#include <sys/stat.h>
+
+using namespace weft::rt;
+
+namespace {
+
+volatile std::sig_atomic_t gStopSignal = 0;
+
+/// The first signal asks the loop to stop after the current step; a second
+/// one, for when that takes too long, kills the process the default way.
+extern "C" void onStopSignal(int sig) {
+  if (gStopSignal) {
+    std::signal(sig, SIG_DFL);
+    std::raise(sig);
+    return;
+  }
+  gStopSignal = sig;
+}
+
+/// Routes SIGINT and SIGTERM to gStopSignal while alive.
+class SignalScope {
+public:
+  SignalScope() {
+    gStopSignal = 0;
+    struct sigaction sa;
+    std::memset(&sa, 0, sizeof(sa));
+    sa.sa_handler = onStopSignal;
+    sigemptyset(&sa.sa_mask);
+    sa.sa_flags = SA_RESTART;
+    sigaction(SIGINT, &sa, &oldInt);
+    sigaction(SIGTERM, &sa, &oldTerm);
+  }
+  ~SignalScope() {
+    sigaction(SIGINT, &oldInt, nullptr);
+    sigaction(SIGTERM, &oldTerm, nullptr);
+  }
+
+private:
+  struct sigaction oldInt, oldTerm;
+};
+
+/// What the command line asks for.
+struct Options {
+  std::vector<std::string> data;
+  std::string labels;
+  int64_t steps = 0;
+  double lr = 0;
+  uint64_t seed = 0;
+  bool noShuffle = false;
+  std::string metrics;
+  std::string checkpointDir;
+  int64_t checkpointEvery = 0;
+  int keepCheckpoints = 3;
+  int64_t logEvery = 10;
+  int threads = 0;
+  /// One value per ModelSpec::hyperParams entry.
+  std::vector<double> hyperParams;
+};
+
+std::string quote(const std::string &s) { return "'" + s + "'"; }
+
+bool endsWith(const std::string &s, const std::string &suffix) {
+  return s.size() >= suffix.size() &&
+         s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+const char *const kBuiltinFlags[] = {"--data",
+                                     "--labels",
+                                     "--steps",
+                                     "--lr",
+                                     "--seed",
+                                     "--no-shuffle",
+                                     "--metrics",
+                                     "--checkpoint-dir",
+                                     "--checkpoint-every",
+                                     "--keep-checkpoints",
+                                     "--log-every",
+                                     "--threads",
+                                     "--help"};
+
+/// Turns --data / --labels into loader options for `spec`'s batch inputs.
+Status resolveData(const ModelSpec &spec, const Options &opts,
+                   DataLoaderOptions &out) {
+  for (int i : spec.batchArgs)
+    out.inputs.push_back(
+        {spec.args[i].name, spec.args[i].dtype, spec.args[i].shape});
+  out.numClasses = spec.numClasses;
+  out.shuffle = !opts.noShuffle;
+  auto isInput = [&](const std::string &name) {
+    for (const BatchInputSpec &in : out.inputs)
+      if (in.name == name)
+        return true;
+    return false;
+  };
+  std::vector<std::string> others;
+  for (const BatchInputSpec &in : out.inputs)
+    if (in.name != out.labelsName)
+      others.push_back(in.name);
+
+  // (input name or "", path) for each argument.
+  std::vector<std::pair<std::string, std::string>> given;
+  for (const std::string &arg : opts.data) {
+    size_t eq = arg.find('=');
+    std::string name = eq == std::string::npos ? "" : arg.substr(0, eq);
+    if (!name.empty() && isInput(name)) {
+      given.emplace_back(name, arg.substr(eq + 1));
+      continue;
+    }
+    struct stat st;
+    if (!name.empty() && name.find('/') == std::string::npos &&
+        ::stat(arg.c_str(), &st) != 0) {
+      std::string list;
+      for (const BatchInputSpec &in : out.inputs)
+        list += (list.empty() ? "" : ", ") + in.name;
+      return Status::error("--data " + arg + ": the model has no batch input " +
+                           quote(name) + " (its batch inputs: " + list + ")");
+    }
+    given.emplace_back("", arg);
+  }
+  if (!opts.labels.empty()) {
+    if (!isInput(out.labelsName))
+      return Status::error("--labels: the model takes no " +
+                           quote(out.labelsName) + " input");
+    given.emplace_back(out.labelsName, opts.labels);
+  }
+  bool anyNpy = false, anyTokens = false;
+  for (const auto &g : given)
+    (endsWith(g.second, ".npy") ? anyNpy : anyTokens) = true;
+  if (anyNpy && anyTokens)
+    return Status::error("--data mixes .npy arrays with token files; give "
+                         "either one .npy file per batch input or token "
+                         "shards (.bin, a directory, or a glob)");
+
+  if (anyTokens) {
+    for (const auto &[name, path] : given) {
+      if (name == out.labelsName)
+        return Status::error(path + ": token data provides its own labels "
+                                    "(the next token); drop --labels");
+      if (Status s = expandDataPath(path, out.tokenShards); !s.ok())
+        return s;
+    }
+    return Status::success();
+  }
+
+  for (const auto &[nameIn, path] : given) {
+    std::string name = nameIn;
+    if (name.empty()) {
+      if (others.size() != 1) {
+        std::string list;
+        for (const std::string &o : others)
+          list += (list.empty() ? "" : ", ") + o;
+        return Status::error("--data " + path +
+                             ": the model has several batch inputs; give "
+                             "--data NAME=FILE for each of: " +
+                             list);
+      }
+      name = others[0];
+    }
+    for (const auto &[have, havePath] : out.arrays)
+      if (have == name)
+        return Status::error("input " + quote(name) + " is given twice (" +
+                             havePath + " and " + path + ")");
+    out.arrays.emplace_back(name, path);
+  }
+  for (const BatchInputSpec &in : out.inputs) {
+    bool found = false;
+    for (const auto &a : out.arrays)
+      found |= a.first == in.name;
+    if (!found)
+      return Status::error("no data for the model's batch input " +
+                           quote(in.name) +
+                           (in.name == out.labelsName
+                                ? ": give --labels FILE.npy"
+                                : ": give --data " + in.name + "=FILE.npy"));
+  }
+  return Status::success();
+}
+
+/// Stores `v` into a scalar of type `dtype`.
+void storeScalar(DType dtype, void *dst, double v) {
+  HostArray a = HostArray::zeros(dtype, {});
+  a.setFromDouble(0, v);
+  std::memcpy(dst, a.data.data(), a.data.size());
+}
+
+/// The loop's state: the step's buffers and everything around them.
+class Trainer {
+public:
+  Trainer(const WeftModel &model, const ModelSpec &spec, const Options &opts,
+          std::ostream &out, std::ostream &err)
+      : model(model), spec(spec), opts(opts), out(out), err(err) {}
+
+  int run(bool seedGiven);
+
+private:
+  const WeftModel &model;
+  const ModelSpec &spec;
+  const Options &opts;
+  std::ostream &out, &err;
+
+  std::vector<AlignedBuffer> argBufs, resultBufs;
+  AlignedBuffer workspace;
+  std::vector<void *> argPtrs, resultPtrs;
+  std::unique_ptr<DataLoader> loader;
+
+  Status allocate();
+  std::vector<CheckpointTensor> checkpointTensors();
+  Status checkpoint(int64_t completed);
+  int fail(const Status &s) {
+    err << "error: " << s.message << "\n";
+    return 1;
+  }
+};
+
+Status Trainer::allocate() {
+  argBufs.resize(spec.args.size());
+  resultBufs.resize(spec.results.size());
+  std::set<int> batch(spec.batchArgs.begin(), spec.batchArgs.end());
+  for (size_t i = 0; i < spec.args.size(); ++i)
+    if (!batch.count(int(i)) && !argBufs[i].allocate(spec.args[i].bytes))
+      return Status::error(
+          "out of memory: " + std::to_string(spec.args[i].bytes) +
+          " bytes for argument " + quote(spec.args[i].name));
+  for (size_t i = 0; i < spec.results.size(); ++i)
+    if (!resultBufs[i].allocate(spec.results[i].bytes))
+      return Status::error(
+          "out of memory: " + std::to_string(spec.results[i].bytes) +
+          " bytes for result " + quote(spec.results[i].name));
+  if (!workspace.allocate(size_t(spec.workspaceBytes)))
+    return Status::error(
+        "out of memory: " + std::to_string(spec.workspaceBytes) +
+        " bytes of workspace");
+  argPtrs.resize(argBufs.size());
+  resultPtrs.resize(resultBufs.size());
+  for (size_t i = 0; i < argBufs.size(); ++i)
+    argPtrs[i] = argBufs[i].data();
+  for (size_t i = 0; i < resultBufs.size(); ++i)
+    resultPtrs[i] = resultBufs[i].data();
+  return Status::success();
+}
+
+std::vector<CheckpointTensor> Trainer::checkpointTensors() {
+  std::vector<CheckpointTensor> tensors;
+  for (const auto *group : {&spec.paramArgs, &spec.stateArgs, &spec.bufferArgs})
+    for (int i : *group)
+      tensors.push_back({spec.args[i].name, spec.args[i].kind,
+                         spec.args[i].dtype, spec.args[i].shape,
+                         argBufs[i].data()});
+  return tensors;
+}
+
+Status Trainer::checkpoint(int64_t completed) {
+  CheckpointMeta meta;
+  meta.step = completed;
+  meta.dataLoaderState = loader->state().toJson();
+  meta.modelJson = spec.modelJson;
+  std::string path;
+  auto t0 = std::chrono::steady_clock::now();
+  if (Status s = writeCheckpoint(opts.checkpointDir, meta, checkpointTensors(),
+                                 opts.keepCheckpoints, path);
+      !s.ok())
+    return s;
+  double secs =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0)
+          .count();
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "%.2f", secs);
+  out << "checkpoint " << path << " (" << buf << " s)\n";
+  return Status::success();
+}
+
+int Trainer::run(bool seedGiven) {
+  if (Status s = allocate(); !s.ok())
+    return fail(s);
+  if (Status s = loadInitialWeights(model, spec, argPtrs); !s.ok())
+    return fail(s);
+  for (size_t h = 0; h < spec.hyperParams.size(); ++h) {
+    const HyperParamSpec &hp = spec.hyperParams[h];
+    storeScalar(spec.args[hp.arg].dtype, argPtrs[hp.arg], opts.hyperParams[h]);
+  }
+
+  DataLoaderOptions dataOpts;
+  if (Status s = resolveData(spec, opts, dataOpts); !s.ok())
+    return fail(s);
+  int labels = spec.findArg(dataOpts.labelsName, "input");
+  if (labels >= 0 && spec.numClasses == 0 &&
+      (spec.args[labels].dtype == DType::I64 ||
+       spec.args[labels].dtype == DType::I32))
+    err << "warning: the model JSON gives no num_classes / vocab_size; "
+           "labels and tokens are not range-checked\n";
+
+  int64_t start = 0;
+  DataLoaderState dataState;
+  dataState.seed = opts.seed;
+  if (!opts.checkpointDir.empty()) {
+    if (Status s = prepareCheckpointDir(opts.checkpointDir); !s.ok())
+      return fail(s);
+    RestoreResult restored;
+    Status s = restoreLatestCheckpoint(opts.checkpointDir, checkpointTensors(),
+                                       spec.modelJson, restored);
+    for (const std::string &w : restored.warnings)
+      err << w << "\n";
+    if (!s.ok())
+      return fail(s);
+    if (restored.found) {
+      start = restored.meta.step;
+      if (Status ds = DataLoaderState::fromJson(restored.meta.dataLoaderState,
+                                                dataState);
+          !ds.ok())
+        return fail(Status::error(restored.path + ": " + ds.message));
+      if (seedGiven && dataState.seed != opts.seed)
+        err << "warning: --seed " << opts.seed << " ignored: resuming with "
+            << "the checkpoint's data order (seed " << dataState.seed << ")\n";
+      if (dataState.shuffle == opts.noShuffle)
+        err << "warning: the checkpoint was written with"
+            << (dataState.shuffle ? "" : " --no-shuffle") << " and this run "
+            << "uses" << (opts.noShuffle ? " --no-shuffle" : " shuffling")
+            << "; the data order will differ from an uninterrupted run\n";
+      out << "resuming from " << restored.path << " at step " << start << "\n";
+    }
+  }
+  if (start >= opts.steps) {
+    out << "the checkpoint is at step " << start << ", which reaches --steps "
+        << opts.steps << "; nothing to do\n";
+    return 0;
+  }
+
+  int64_t savedSamples = dataState.numSamples;
+  if (Status s = DataLoader::open(dataOpts, dataState, loader); !s.ok())
+    return fail(s);
+  if (savedSamples && savedSamples != loader->numSamples())
+    err << "warning: the data set had " << savedSamples
+        << " samples when the checkpoint was written and has "
+        << loader->numSamples()
+        << " now; the data order will differ from an uninterrupted run\n";
+
+  MetricsWriter metrics;
+  if (!opts.metrics.empty())
+    if (Status s = metrics.open(opts.metrics, start); !s.ok())
+      return fail(s);
+
+  int64_t batch = loader->batchSize();
+  int64_t tokensPerStep = loader->tokensPerSample() * batch;
+  out << "data: " << loader->description() << "\n";
+  out << "training " << spec.numParameters() << " parameters, batch " << batch
+      << ", " << loader->batchesPerEpoch() << " batches per epoch, steps "
+      << start << ".." << opts.steps << "\n";
+
+  ProgressLog progress(opts.steps, batch, tokensPerStep);
+  float *loss = reinterpret_cast<float *>(resultPtrs[spec.lossResult]);
+  const float *lrOut =
+      spec.lrResult >= 0
+          ? reinterpret_cast<const float *>(resultPtrs[spec.lrResult])
+          : nullptr;
+  bool warnedNan = false;
+  auto runStart = std::chrono::steady_clock::now();
+  double lastLoss = 0;
+  for (int64_t step = start; step < opts.steps; ++step) {
+    auto t0 = std::chrono::steady_clock::now();
+    Batch b;
+    if (Status s = loader->next(b); !s.ok())
+      return fail(s);
+    for (size_t k = 0; k < spec.batchArgs.size(); ++k)
+      argPtrs[spec.batchArgs[k]] = b.inputs[k].data();
+    *reinterpret_cast<int64_t *>(argPtrs[spec.stepArg]) = step;
+    *reinterpret_cast<float *>(argPtrs[spec.lrArg]) = float(opts.lr);
+
+    model.trainStep(argPtrs.data(), resultPtrs.data(), workspace.data());
+
+    for (size_t i = 0; i < spec.args.size(); ++i) {
+      int r = spec.resultForArg[i];
+      if (r < 0)
+        continue;
+      argBufs[i].swap(resultBufs[r]);
+      argPtrs[i] = argBufs[i].data();
+      resultPtrs[r] = resultBufs[r].data();
+    }
+    loss = reinterpret_cast<float *>(resultPtrs[spec.lossResult]);
+    if (lrOut)
+      lrOut = reinterpret_cast<const float *>(resultPtrs[spec.lrResult]);
+    double secs =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0)
+            .count();
+    StepMetrics m;
+    m.step = step + 1;
+    m.loss = *loss;
+    m.lr = lrOut ? double(*lrOut) : double(float(opts.lr));
+    m.stepTimeS = secs;
+    m.dataWaitS = b.waitSeconds;
+    m.samplesPerS = secs > 0 ? double(batch) / secs : 0;
+    if (tokensPerStep)
+      m.tokensPerS = secs > 0 ? double(tokensPerStep) / secs : 0;
+    lastLoss = m.loss;
+    if (!std::isfinite(m.loss) && !warnedNan) {
+      err << "warning: the loss is " << m.loss << " at step " << m.step << "\n";
+      warnedNan = true;
+    }
+    if (!opts.metrics.empty())
+      if (Status s = metrics.write(m); !s.ok())
+        return fail(s);
+    if (progress.record(m, opts.logEvery))
+      out << progress.line() << "\n" << std::flush;
+
+    int64_t completed = step + 1;
+    if (int sig = gStopSignal) {
+      const char *name = sig == SIGINT ? "SIGINT" : "SIGTERM";
+      if (!opts.checkpointDir.empty())
+        if (Status s = checkpoint(completed); !s.ok())
+          return fail(s);
+      err << "stopped by " << name << " after step " << completed
+          << (opts.checkpointDir.empty()
+                  ? " (no --checkpoint-dir: progress is not saved)"
+                  : "; rerun the same command to resume")
+          << "\n";
+      return 128 + sig;
+    }
+    if (!opts.checkpointDir.empty() && opts.checkpointEvery > 0 &&
+        completed % opts.checkpointEvery == 0 && completed != opts.steps)
+      if (Status s = checkpoint(completed); !s.ok())
+        return fail(s);
+  }
+  if (!opts.checkpointDir.empty())
+    if (Status s = checkpoint(opts.steps); !s.ok())
+      return fail(s);
+  double total =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - runStart)
+          .count();
+  char buf[96];
+  std::snprintf(buf, sizeof(buf), "done: %lld steps in %s, final loss %.6g\n",
+                (long long)(opts.steps - start), formatDuration(total).c_str(),
+                lastLoss);
+  out << buf;
+  return 0;
+}
+
+/// Checks the parsed flags; the messages name the flag.
+Status validate(const Options &o, const ModelSpec &spec) {
+  if (o.data.empty())
+    return Status::error("--data is required");
+  if (o.steps <= 0)
+    return Status::error("--steps must be positive (got " +
+                         std::to_string(o.steps) + ")");
+  if (!(o.lr > 0) || !std::isfinite(o.lr))
+    return Status::error("--lr must be a positive number (got " +
+                         std::to_string(o.lr) + ")");
+  if (o.checkpointEvery < 0)
+    return Status::error("--checkpoint-every must be >= 0 (0: only at the "
+                         "end)");
+  if (o.checkpointEvery > 0 && o.checkpointDir.empty())
+    return Status::error("--checkpoint-every needs --checkpoint-dir");
+  if (o.keepCheckpoints < 2)
+    return Status::error("--keep-checkpoints must be at least 2, so that a "
+                         "damaged newest checkpoint can fall back to the "
+                         "previous one (got " +
+                         std::to_string(o.keepCheckpoints) + ")");
+  if (o.logEvery <= 0)
+    return Status::error("--log-every must be positive (got " +
+                         std::to_string(o.logEvery) + ")");
+  if (o.threads < 0)
+    return Status::error("--threads must be >= 0 (got " +
+                         std::to_string(o.threads) + ")");
+  for (size_t h = 0; h < spec.hyperParams.size(); ++h)
+    if (!std::isfinite(o.hyperParams[h]))
+      return Status::error(spec.hyperParams[h].flag +
+                           " must be a finite number");
+  return Status::success();
+}
+
+int runTrainingImpl(const WeftModel &model, int argc, const char *const *argv,
+                    std::ostream &out, std::ostream &err) {
+  ModelSpec spec;
+  if (Status s = loadModelSpec(model, spec); !s.ok()) {
+    err << "error: " << s.message << "\n";
+    return 1;
+  }
+  std::set<std::string> builtin(std::begin(kBuiltinFlags),
+                                std::end(kBuiltinFlags));
+  for (HyperParamSpec &hp : spec.hyperParams)
+    if (builtin.count(hp.flag))
+      hp.flag = "--hp-" + hp.flag.substr(2);
+
+  Options opts;
+  opts.hyperParams.resize(spec.hyperParams.size());
+  CLI::App app("Trains the model compiled into this executable, one "
+               "compiled step per batch.",
+               argc > 0 && argv[0] ? argv[0] : "train");
+  app.add_option("--data", opts.data,
+                 "Training data: FILE.npy (samples along axis 0) for the "
+                 "model's one non-label input, NAME=FILE.npy per batch "
+                 "input, or token shards (llm.c or raw uint16 .bin files, a "
+                 "directory of .bin files, or a glob such as 'data/*.bin', "
+                 "read in name order)")
+      ->expected(1, CLI::detail::expected_max_vector_size);
+  app.add_option("--labels", opts.labels,
+                 "Labels .npy for the input 'labels' (same as --data "
+                 "labels=FILE)");
+  app.add_option("--steps", opts.steps,
+                 "Total number of steps to train (a resumed run continues "
+                 "up to it)")
+      ->required();
+  app.add_option("--lr", opts.lr,
+                 "Base learning rate; the compiled schedule scales it")
+      ->required();
+  app.add_option("--seed", opts.seed, "Seed of the data order")
+      ->capture_default_str();
+  app.add_flag("--no-shuffle", opts.noShuffle,
+               "Visit samples in file order (batch i = samples [iB, "
+               "(i+1)B))");
+  app.add_option("--metrics", opts.metrics,
+                 "Write one JSON object per step to this .jsonl file");
+  app.add_option("--checkpoint-dir", opts.checkpointDir,
+                 "Save checkpoints here and resume from the newest one");
+  app.add_option("--checkpoint-every", opts.checkpointEvery,
+                 "Also checkpoint every K steps (0: only at the end)")
+      ->capture_default_str();
+  app.add_option("--keep-checkpoints", opts.keepCheckpoints,
+                 "Keep the newest K checkpoints (at least 2)")
+      ->capture_default_str();
+  app.add_option("--log-every", opts.logEvery,
+                 "Print a progress line every K steps")
+      ->capture_default_str();
+  app.add_option("--threads", opts.threads,
+                 "BLAS threads (0: OpenBLAS's default)")
+      ->capture_default_str();
+  for (size_t h = 0; h < spec.hyperParams.size(); ++h) {
+    const HyperParamSpec &hp = spec.hyperParams[h];
+    CLI::Option *o =
+        app.add_option(hp.flag, opts.hyperParams[h],
+                       "Optimizer hyperparameter " + hp.name +
+                           (hp.hasDefault ? " (compiled default)" : ""));
+    if (hp.hasDefault) {
+      opts.hyperParams[h] = hp.defaultValue;
+      o->capture_default_str();
+    } else {
+      o->required();
+    }
+  }
+  // A repeated flag takes its last value, as in most tools (so a wrapper
+  // script can append overrides); --data collects all of its values.
+  for (CLI::Option *o : app.get_options())
+    if (o->get_name() != "--data" && o->get_expected_max() == 1)
+      o->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
+  app.footer(describeModel(spec) +
+             "\nStopping with Ctrl-C (SIGINT) or SIGTERM finishes the current "
+             "step and writes a checkpoint (with --checkpoint-dir); rerunning "
+             "the same command resumes exactly where it stopped.");
+  app.failure_message([](const CLI::App *, const CLI::Error &e) {
+    return "error: " + std::string(e.what()) +
+           "\nRun with --help for more information.\n";
+  });
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError &e) {
+    int code = app.exit(e, out, err);
+    return code == 0 ? 0 : 1;
+  }
+  if (Status s = validate(opts, spec); !s.ok()) {
+    err << "error: " << s.message << "\n";
+    return 1;
+  }
+  if (opts.threads > 0)
+    openblas_set_num_threads(opts.threads);
+
+  SignalScope signals;
+  Trainer trainer(model, spec, opts, out, err);
+  return trainer.run(app.count("--seed") > 0);
+}
+
+} // namespace
+
+int weft::rt::runTraining(const WeftModel &model, int argc,
+                          const char *const *argv, std::ostream &out,
+                          std::ostream &err) {
+  try {
+    return runTrainingImpl(model, argc, argv, out, err);
+  } catch (const std::exception &e) {
+    err << "error: " << e.what() << "\n";
+  } catch (...) {
+    err << "error: unexpected failure\n";
+  }
+  return 1;
+}
+
+int weft::rt::runTraining(const WeftModel &model, int argc,
+                          const char *const *argv) {
+  return runTraining(model, argc, argv, std::cout, std::cerr);
+}

@@ -1,0 +1,153 @@
+//===- CpuTarget.cpp - LLVM dialect to an optimized object file -----------===//
+//
+// Part of the Weft project.
+//
+//===----------------------------------------------------------------------===//
+//
+// Objects are machine independent by default: the host triple with its
+// baseline CPU ("generic" is x86-64 without AVX on x86), so a binary built
+// on one machine runs on any other of the same architecture. `native`
+// trades that for this machine's vector units.
+//
+//===----------------------------------------------------------------------===//
+
+#include "weft/Target/CPU.h"
+
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Target/LLVMIR/Export.h"
+#include "llvm/IR/LLVMContext.h"
+#include "llvm/IR/LegacyPassManager.h"
+#include "llvm/IR/Module.h"
+#include "llvm/IR/Verifier.h"
+#include "llvm/MC/TargetRegistry.h"
+#include "llvm/Passes/PassBuilder.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/TargetSelect.h"
+#include "llvm/Support/raw_ostream.h"
+#include "llvm/Target/TargetMachine.h"
+#include "llvm/TargetParser/Host.h"
+#include "llvm/TargetParser/SubtargetFeature.h"
+
+using namespace mlir;
+
+std::unique_ptr<llvm::TargetMachine>
+weft::createCpuTargetMachine(const CpuTargetOptions &options,
+                             std::string &error) {
+  llvm::InitializeNativeTarget();
+  llvm::InitializeNativeTargetAsmPrinter();
+  // Module-level assembly (the embedded weights) needs the asm parser.
+  llvm::InitializeNativeTargetAsmParser();
+
+  llvm::Triple triple(llvm::sys::getProcessTriple());
+  const llvm::Target *target =
+      llvm::TargetRegistry::lookupTarget(triple, error);
+  if (!target)
+    return nullptr;
+  std::string cpu = options.cpu, features;
+  if (cpu == "native") {
+    cpu = llvm::sys::getHostCPUName().str();
+    llvm::SubtargetFeatures list;
+    for (const auto &feature : llvm::sys::getHostCPUFeatures())
+      list.AddFeature(feature.getKey(), feature.getValue());
+    features = list.getString();
+  } else if (cpu == "generic" && triple.getArch() == llvm::Triple::x86_64) {
+    cpu = "x86-64";
+  }
+  if (options.optLevel > 3) {
+    error = "optimization level must be 0 to 3";
+    return nullptr;
+  }
+  static const llvm::CodeGenOptLevel levels[] = {
+      llvm::CodeGenOptLevel::None, llvm::CodeGenOptLevel::Less,
+      llvm::CodeGenOptLevel::Default, llvm::CodeGenOptLevel::Aggressive};
+  llvm::TargetOptions targetOptions;
+  std::unique_ptr<llvm::TargetMachine> machine(target->createTargetMachine(
+      triple, cpu, features, targetOptions, llvm::Reloc::PIC_,
+      llvm::CodeModel::Small, levels[options.optLevel]));
+  if (!machine)
+    error = "cannot create a target machine for " + triple.str() + " (cpu " +
+            cpu + ")";
+  return machine;
+}
+
+namespace {
+void optimize(llvm::Module &module, llvm::TargetMachine &machine,
+              unsigned optLevel) {
+  llvm::LoopAnalysisManager lam;
+  llvm::FunctionAnalysisManager fam;
+  llvm::CGSCCAnalysisManager cgam;
+  llvm::ModuleAnalysisManager mam;
+  llvm::PipelineTuningOptions tuning;
+  tuning.LoopVectorization = optLevel >= 2;
+  tuning.SLPVectorization = optLevel >= 2;
+  llvm::PassBuilder builder(&machine, tuning);
+  builder.registerModuleAnalyses(mam);
+  builder.registerCGSCCAnalyses(cgam);
+  builder.registerFunctionAnalyses(fam);
+  builder.registerLoopAnalyses(lam);
+  builder.crossRegisterProxies(lam, fam, cgam, mam);
+  static const llvm::OptimizationLevel levels[] = {
+      llvm::OptimizationLevel::O0, llvm::OptimizationLevel::O1,
+      llvm::OptimizationLevel::O2, llvm::OptimizationLevel::O3};
+  llvm::ModulePassManager passes =
+      optLevel == 0 ? builder.buildO0DefaultPipeline(levels[0])
+                    : builder.buildPerModuleDefaultPipeline(levels[optLevel]);
+  passes.run(module, mam);
+}
+} // namespace
+
+std::unique_ptr<llvm::Module> weft::buildModelModule(
+    ModuleOp module, llvm::LLVMContext &context, llvm::TargetMachine &machine,
+    llvm::StringRef stepName, const ModelDescriptor &descriptor,
+    unsigned optLevel, std::string &error) {
+  // Weft's argument attributes (names, kinds) are in the descriptor; LLVM
+  // IR has no place for them.
+  module.walk([](LLVM::LLVMFuncOp fn) {
+    for (unsigned i = 0, e = fn.getNumArguments(); i < e; ++i) {
+      SmallVector<NamedAttribute> kept;
+      for (NamedAttribute attr : mlir::function_interface_impl::getArgAttrs(fn, i))
+        if (attr.getName().strref().starts_with("llvm."))
+          kept.push_back(attr);
+      fn.setArgAttrs(i, kept);
+    }
+  });
+  std::unique_ptr<llvm::Module> llvmModule =
+      translateModuleToLLVMIR(module, context, "weft_model");
+  if (!llvmModule) {
+    error = "cannot translate the module to LLVM IR";
+    return nullptr;
+  }
+  llvmModule->setTargetTriple(machine.getTargetTriple());
+  llvmModule->setDataLayout(machine.createDataLayout());
+  // Machine-independent output: no host path in the module.
+  llvmModule->setSourceFileName("weft_model");
+  error = addModelDescriptor(*llvmModule, stepName, descriptor);
+  if (!error.empty())
+    return nullptr;
+  std::string verifierMessage;
+  llvm::raw_string_ostream os(verifierMessage);
+  if (llvm::verifyModule(*llvmModule, &os)) {
+    error = "generated LLVM IR is invalid: " + verifierMessage;
+    return nullptr;
+  }
+  optimize(*llvmModule, machine, optLevel);
+  return llvmModule;
+}
+
+std::string weft::emitObjectFile(llvm::Module &module,
+                                 llvm::TargetMachine &machine,
+                                 llvm::StringRef path) {
+  std::error_code ec;
+  llvm::raw_fd_ostream os(path, ec, llvm::sys::fs::OF_None);
+  if (ec)
+    return ("cannot write " + path + ": " + ec.message()).str();
+  llvm::legacy::PassManager passes;
+  if (machine.addPassesToEmitFile(passes, os, nullptr,
+                                  llvm::CodeGenFileType::ObjectFile))
+    return "the target cannot emit object files";
+  passes.run(module);
+  os.flush();
+  if (os.has_error())
+    return ("cannot write " + path + ": " + os.error().message()).str();
+  return "";
+}

@@ -1,0 +1,104 @@
+//===- Linker.cpp - Link the model object with the Weft runtime -----------===//
+//
+// Part of the Weft project.
+//
+//===----------------------------------------------------------------------===//
+//
+// The system C++ compiler drives the link: the runtime is C++ and needs its
+// standard library, and `c++` knows where the C runtime start files are.
+// The runtime's `main` lives in libWeftRuntimeMain.a and pulls the model in
+// through `weft_get_model()`.
+//
+//===----------------------------------------------------------------------===//
+
+#include "weft/Target/CPU.h"
+
+#include "llvm/ADT/SmallString.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/Program.h"
+#include "llvm/Support/raw_ostream.h"
+
+namespace {
+constexpr const char *kRuntimeLibraries[] = {"libWeftRuntimeMain.a",
+                                             "libWeftRuntime.a"};
+
+bool hasRuntime(llvm::StringRef dir) {
+  for (const char *lib : kRuntimeLibraries) {
+    llvm::SmallString<256> path(dir);
+    llvm::sys::path::append(path, lib);
+    if (!llvm::sys::fs::exists(path))
+      return false;
+  }
+  return true;
+}
+} // namespace
+
+std::string weft::findRuntimeDir(llvm::StringRef argv0,
+                                 llvm::StringRef override,
+                                 std::string &error) {
+  std::vector<std::string> candidates;
+  if (!override.empty()) {
+    candidates.push_back(override.str());
+  } else {
+    // getMainExecutable resolves symlinks and PATH lookups.
+    static int anchor;
+    std::string exe = llvm::sys::fs::getMainExecutable(argv0.str().c_str(),
+                                                       &anchor);
+    llvm::SmallString<256> bin(exe.empty() ? argv0 : llvm::StringRef(exe));
+    llvm::sys::path::remove_filename(bin);
+    for (const char *sub : {"../lib/Runtime", "../lib"}) {
+      llvm::SmallString<256> dir(bin);
+      llvm::sys::path::append(dir, sub);
+      llvm::sys::path::remove_dots(dir, /*remove_dot_dot=*/true);
+      candidates.push_back(std::string(dir));
+    }
+  }
+  for (const std::string &dir : candidates)
+    if (hasRuntime(dir))
+      return dir;
+  llvm::raw_string_ostream os(error);
+  os << "cannot find the Weft runtime (";
+  for (const char *lib : kRuntimeLibraries)
+    os << lib << (lib == kRuntimeLibraries[0] ? ", " : "");
+  os << ") in ";
+  for (size_t i = 0; i < candidates.size(); ++i)
+    os << (i ? " or " : "") << candidates[i];
+  os << "; build the runtime (ninja WeftRuntimeMain) or pass --runtime-dir";
+  return "";
+}
+
+std::string weft::linkExecutable(const LinkOptions &options) {
+  llvm::ErrorOr<std::string> cxx = llvm::sys::findProgramByName("c++");
+  if (!cxx)
+    return "cannot find the C++ compiler 'c++' on PATH, which links the "
+           "executable; install g++ or clang, or write an object with "
+           "--emit=obj and link it yourself";
+  std::vector<std::string> args = {*cxx, "-o", options.output};
+  llvm::append_range(args, options.objects);
+  args.push_back("-Wl,--start-group");
+  for (const char *lib : kRuntimeLibraries) {
+    llvm::SmallString<256> path(options.runtimeDir);
+    llvm::sys::path::append(path, lib);
+    args.push_back(std::string(path));
+  }
+  args.push_back("-Wl,--end-group");
+  for (const char *lib : {"-lopenblas", "-lpthread", "-lm"})
+    args.push_back(lib);
+  llvm::append_range(args, options.extraArgs);
+
+  std::vector<llvm::StringRef> argRefs(args.begin(), args.end());
+  if (options.verbose) {
+    for (llvm::StringRef arg : argRefs)
+      llvm::errs() << arg << " ";
+    llvm::errs() << "\n";
+  }
+  std::string message;
+  int rc = llvm::sys::ExecuteAndWait(*cxx, argRefs, std::nullopt, {}, 0, 0,
+                                     &message);
+  if (rc != 0)
+    return "linking " + options.output + " with " + *cxx + " failed" +
+           (message.empty() ? "" : ": " + message) +
+           " (the linker's messages are above)";
+  return "";
+}

@@ -1,0 +1,298 @@
+//===- ModelDescriptor.cpp - weft_get_model() in LLVM IR ------------------===//
+//
+// Part of the Weft project.
+//
+//===----------------------------------------------------------------------===//
+//
+// The descriptor is written as LLVM IR globals in the same module as the
+// code, so one object file holds the whole model and no C compiler runs at
+// compile time. The struct types mirror include/weft/Runtime/ModelABI.h;
+// the target's data layout gives them C's padding. Weights are not copied
+// into LLVM constants: module-level assembly `.incbin`s the safetensors
+// file when the object is written, so 500 MB of weights cost one read.
+//
+//===----------------------------------------------------------------------===//
+
+#include "weft/Target/ModelDescriptor.h"
+#include "weft/Runtime/HostArray.h"
+#include "weft/Runtime/ModelABI.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/BuiltinTypes.h"
+#include "llvm/IR/Constants.h"
+#include "llvm/IR/IRBuilder.h"
+#include "llvm/IR/Module.h"
+
+using namespace mlir;
+namespace rt = weft::rt;
+
+uint64_t weft::AbiTensor::bytes() const {
+  uint64_t n = rt::dtypeSize(static_cast<rt::DType>(dtype));
+  for (int64_t d : shape)
+    n *= static_cast<uint64_t>(d);
+  return n;
+}
+
+std::vector<std::string> weft::ModelAbi::weightNames() const {
+  std::vector<std::string> names;
+  for (const AbiTensor &t : args)
+    if (t.kind == "param" || t.kind == "buffer")
+      names.push_back(t.name);
+  return names;
+}
+
+namespace {
+std::optional<rt::DType> toDType(Type type) {
+  if (type.isF64())
+    return rt::DType::F64;
+  if (type.isF32())
+    return rt::DType::F32;
+  if (type.isF16())
+    return rt::DType::F16;
+  if (type.isBF16())
+    return rt::DType::BF16;
+  if (type.isInteger(1))
+    return rt::DType::Bool;
+  if (auto i = dyn_cast<IntegerType>(type)) {
+    bool isUnsigned = i.isUnsigned();
+    switch (i.getWidth()) {
+    case 64:
+      return isUnsigned ? std::optional<rt::DType>() : rt::DType::I64;
+    case 32:
+      return isUnsigned ? std::optional<rt::DType>() : rt::DType::I32;
+    case 16:
+      return isUnsigned ? rt::DType::U16 : rt::DType::I16;
+    case 8:
+      return isUnsigned ? rt::DType::U8 : rt::DType::I8;
+    default:
+      return std::nullopt;
+    }
+  }
+  return std::nullopt;
+}
+
+/// Fills `tensor` from `type` and the first of `kinds` found in `attrs`.
+LogicalResult describe(func::FuncOp fn, Type type, DictionaryAttr attrs,
+                       ArrayRef<StringRef> kinds, StringRef fallbackKind,
+                       std::string fallbackName, weft::AbiTensor &tensor) {
+  auto tensorType = dyn_cast<RankedTensorType>(type);
+  std::optional<rt::DType> dtype;
+  if (tensorType && tensorType.hasStaticShape())
+    dtype = toDType(tensorType.getElementType());
+  if (!dtype)
+    return fn.emitError() << "'" << fallbackName << "' of @" << fn.getName()
+                          << " has type " << type
+                          << ", which the runtime cannot pass: a statically "
+                             "shaped tensor of f64, f32, f16, bf16, i64, i32, "
+                             "i16, i8 or i1 is needed";
+  tensor.kind = fallbackKind.str();
+  tensor.name = std::move(fallbackName);
+  for (StringRef kind : kinds)
+    if (auto name = attrs ? attrs.getAs<StringAttr>(("weft." + kind).str())
+                          : StringAttr()) {
+      tensor.kind = kind.str();
+      tensor.name = name.str();
+      break;
+    }
+  tensor.dtype = static_cast<int32_t>(*dtype);
+  tensor.shape.assign(tensorType.getShape().begin(), tensorType.getShape().end());
+  return success();
+}
+} // namespace
+
+FailureOr<weft::ModelAbi> weft::collectModelAbi(func::FuncOp entry) {
+  ModelAbi abi;
+  FunctionType type = entry.getFunctionType();
+  for (auto [i, argType] : llvm::enumerate(type.getInputs())) {
+    AbiTensor t;
+    if (failed(describe(entry, argType, entry.getArgAttrDict(i),
+                        {"param", "state", "buffer", "input"}, "input",
+                        "arg" + std::to_string(i), t)))
+      return failure();
+    abi.args.push_back(std::move(t));
+  }
+  for (auto [i, resultType] : llvm::enumerate(type.getResults())) {
+    AbiTensor t;
+    if (failed(describe(entry, resultType, entry.getResultAttrDict(i),
+                        {"param", "state", "output"}, "output",
+                        "result" + std::to_string(i), t)))
+      return failure();
+    abi.results.push_back(std::move(t));
+  }
+  return abi;
+}
+
+namespace {
+/// Builds the descriptor globals in one module.
+class DescriptorBuilder {
+public:
+  explicit DescriptorBuilder(llvm::Module &module)
+      : module(module), ctx(module.getContext()),
+        ptr(llvm::PointerType::getUnqual(ctx)), i32(llvm::Type::getInt32Ty(ctx)),
+        i64(llvm::Type::getInt64Ty(ctx)) {
+    // struct WeftTensorInfo { name, kind, dtype, rank, shape }
+    tensorInfo = llvm::StructType::create(ctx, {ptr, ptr, i32, i32, ptr},
+                                          "struct.WeftTensorInfo");
+    // struct WeftModel { abiVersion, modelJson, numArgs, args, numResults,
+    //                    results, weights, weightsSize, workspaceBytes,
+    //                    trainStep }
+    model = llvm::StructType::create(
+        ctx, {i32, ptr, i32, ptr, i32, ptr, ptr, i64, i64, ptr},
+        "struct.WeftModel");
+  }
+
+  llvm::Constant *string(llvm::StringRef s) {
+    auto [it, inserted] = strings.try_emplace(s, nullptr);
+    if (inserted) {
+      auto *init = llvm::ConstantDataArray::getString(ctx, s);
+      auto *global = new llvm::GlobalVariable(
+          module, init->getType(), /*isConstant=*/true,
+          llvm::GlobalValue::PrivateLinkage, init, "weft.str");
+      global->setUnnamedAddr(llvm::GlobalValue::UnnamedAddr::Global);
+      global->setAlignment(llvm::Align(1));
+      it->second = global;
+    }
+    return it->second;
+  }
+
+  llvm::Constant *tensorTable(llvm::ArrayRef<weft::AbiTensor> tensors,
+                              llvm::StringRef name) {
+    std::vector<llvm::Constant *> entries;
+    for (const weft::AbiTensor &t : tensors) {
+      llvm::Constant *shape = llvm::ConstantPointerNull::get(ptr);
+      if (!t.shape.empty()) {
+        std::vector<uint64_t> dims(t.shape.begin(), t.shape.end());
+        auto *init = llvm::ConstantDataArray::get(ctx, dims);
+        auto *global = new llvm::GlobalVariable(
+            module, init->getType(), true, llvm::GlobalValue::PrivateLinkage,
+            init, "weft.shape");
+        global->setUnnamedAddr(llvm::GlobalValue::UnnamedAddr::Global);
+        shape = global;
+      }
+      entries.push_back(llvm::ConstantStruct::get(
+          tensorInfo, {string(t.name), string(t.kind),
+                       llvm::ConstantInt::get(i32, t.dtype),
+                       llvm::ConstantInt::get(i32, t.shape.size()), shape}));
+    }
+    if (entries.empty())
+      return llvm::ConstantPointerNull::get(ptr);
+    auto *type = llvm::ArrayType::get(tensorInfo, entries.size());
+    return new llvm::GlobalVariable(module, type, true,
+                                    llvm::GlobalValue::PrivateLinkage,
+                                    llvm::ConstantArray::get(type, entries),
+                                    name);
+  }
+
+  /// `void trainStep(void *const *args, void *const *results, void *ws)`
+  /// calling `step(args[0], ..., results[0], ..., ws)`.
+  llvm::Function *wrapper(llvm::Function *step, size_t numArgs,
+                          size_t numResults) {
+    auto *type = llvm::FunctionType::get(llvm::Type::getVoidTy(ctx),
+                                         {ptr, ptr, ptr}, false);
+    auto *fn = llvm::Function::Create(type, llvm::GlobalValue::InternalLinkage,
+                                      "weft.train_step", module);
+    llvm::IRBuilder<> b(llvm::BasicBlock::Create(ctx, "entry", fn));
+    std::vector<llvm::Value *> operands;
+    auto load = [&](llvm::Value *array, size_t count, llvm::StringRef what) {
+      for (size_t i = 0; i < count; ++i) {
+        llvm::Value *slot =
+            b.CreateConstInBoundsGEP1_64(ptr, array, i, what + ".slot");
+        operands.push_back(b.CreateLoad(ptr, slot, what));
+      }
+    };
+    load(fn->getArg(0), numArgs, "arg");
+    load(fn->getArg(1), numResults, "result");
+    operands.push_back(fn->getArg(2));
+    b.CreateCall(step, operands);
+    b.CreateRetVoid();
+    return fn;
+  }
+
+  llvm::Module &module;
+  llvm::LLVMContext &ctx;
+  llvm::PointerType *ptr;
+  llvm::IntegerType *i32, *i64;
+  llvm::StructType *tensorInfo = nullptr, *model = nullptr;
+  llvm::StringMap<llvm::Constant *> strings;
+};
+
+/// Escapes a path for a double-quoted assembler string.
+std::string asmQuote(llvm::StringRef path) {
+  std::string out;
+  for (char c : path) {
+    if (c == '"' || c == '\\')
+      out += '\\';
+    out += c;
+  }
+  return out;
+}
+} // namespace
+
+std::string weft::addModelDescriptor(llvm::Module &module,
+                                     llvm::StringRef stepName,
+                                     const ModelDescriptor &descriptor) {
+  llvm::Function *step = module.getFunction(stepName);
+  const ModelAbi &abi = descriptor.abi;
+  size_t expected = abi.args.size() + abi.results.size() + 1;
+  if (!step || step->isDeclaration())
+    return ("the LLVM module has no function '" + stepName + "'").str();
+  if (step->arg_size() != expected ||
+      llvm::any_of(step->args(), [](llvm::Argument &a) {
+        return !a.getType()->isPointerTy();
+      }))
+    return ("'" + stepName + "' takes " + llvm::Twine(step->arg_size()) +
+            " parameters, expected " + llvm::Twine(expected) +
+            " pointers (arguments, results, workspace)")
+        .str();
+  step->setLinkage(llvm::GlobalValue::InternalLinkage);
+
+  DescriptorBuilder b(module);
+  llvm::Constant *weights = llvm::ConstantPointerNull::get(b.ptr);
+  uint64_t weightsSize = 0;
+  if (!descriptor.weightsPath.empty()) {
+    // Defined by the assembler from the file; hidden and dso_local so the
+    // code refers to it directly.
+    std::string symbol = "weft_weights";
+    module.appendModuleInlineAsm(
+        ".pushsection .lrodata.weft_weights,\"al\",@progbits\n"
+        ".p2align 6\n"
+        ".globl " + symbol + "\n"
+        ".hidden " + symbol + "\n" +
+        symbol + ":\n"
+        ".incbin \"" + asmQuote(descriptor.weightsPath) + "\"\n"
+        ".size " + symbol + ", " + std::to_string(descriptor.weightsSize) +
+        "\n"
+        ".popsection\n");
+    auto *global = new llvm::GlobalVariable(
+        module, llvm::ArrayType::get(llvm::Type::getInt8Ty(module.getContext()),
+                                     0),
+        true, llvm::GlobalValue::ExternalLinkage, nullptr, symbol);
+    global->setVisibility(llvm::GlobalValue::HiddenVisibility);
+    global->setDSOLocal(true);
+    weights = global;
+    weightsSize = descriptor.weightsSize;
+  }
+
+  llvm::Constant *fields[] = {
+      llvm::ConstantInt::get(b.i32, WEFT_MODEL_ABI_VERSION),
+      b.string(descriptor.modelJson),
+      llvm::ConstantInt::get(b.i32, abi.args.size()),
+      b.tensorTable(abi.args, "weft.args"),
+      llvm::ConstantInt::get(b.i32, abi.results.size()),
+      b.tensorTable(abi.results, "weft.results"),
+      weights,
+      llvm::ConstantInt::get(b.i64, weightsSize),
+      llvm::ConstantInt::get(b.i64, descriptor.workspaceBytes),
+      b.wrapper(step, abi.args.size(), abi.results.size())};
+  auto *model = new llvm::GlobalVariable(
+      module, b.model, true, llvm::GlobalValue::PrivateLinkage,
+      llvm::ConstantStruct::get(b.model, fields), "weft.model");
+
+  auto *getter = llvm::Function::Create(
+      llvm::FunctionType::get(b.ptr, {}, false),
+      llvm::GlobalValue::ExternalLinkage, "weft_get_model", module);
+  llvm::IRBuilder<> builder(
+      llvm::BasicBlock::Create(module.getContext(), "entry", getter));
+  builder.CreateRet(model);
+  return "";
+}

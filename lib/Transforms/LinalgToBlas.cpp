@@ -1,0 +1,232 @@
+//===- LinalgToBlas.cpp - f32 GEMMs on buffers to weft_rt_sgemm -----------===//
+//
+// Part of the Weft project.
+//
+//===----------------------------------------------------------------------===//
+//
+// A matmul is the one op generated loops cannot compete on: OpenBLAS is an
+// order of magnitude faster. After bufferization every f32 contraction of
+// the form C[b?, m, n] = sum_k op(A)[b?, m, k] * op(B)[b?, k, n] whose C was
+// just zero-filled becomes one call of the runtime's `weft_rt_sgemm`, which
+// takes plain pointers, row strides and batch strides.
+//
+//===----------------------------------------------------------------------===//
+
+#include "weft/Transforms/Passes.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/IR/Matchers.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+
+namespace weft {
+#define GEN_PASS_DEF_LINALGTOBLASPASS
+#include "weft/Transforms/Passes.h.inc"
+} // namespace weft
+
+using namespace mlir;
+
+namespace {
+constexpr llvm::StringLiteral kSgemmName = "weft_rt_sgemm";
+
+/// How one operand of a GEMM is laid out: which of its memref dimensions
+/// hold the batch (if any), the rows and the columns of the stored matrix,
+/// and whether the GEMM reads it transposed.
+struct OperandLayout {
+  std::optional<unsigned> batchDim;
+  unsigned rowDim = 0, colDim = 0;
+  bool transposed = false;
+};
+
+/// Matches `map` against (batch?, first, second) or (batch?, second, first)
+/// in terms of loop dimensions; `batch` is optional in the map only when
+/// `allowBroadcast`.
+std::optional<OperandLayout> matchOperand(AffineMap map,
+                                          std::optional<unsigned> batch,
+                                          unsigned first, unsigned second,
+                                          bool allowBroadcast) {
+  SmallVector<unsigned> dims;
+  for (AffineExpr e : map.getResults()) {
+    auto d = dyn_cast<AffineDimExpr>(e);
+    if (!d)
+      return std::nullopt;
+    dims.push_back(d.getPosition());
+  }
+  OperandLayout layout;
+  unsigned next = 0;
+  if (batch && dims.size() == 3) {
+    if (dims[0] != *batch)
+      return std::nullopt;
+    layout.batchDim = 0;
+    next = 1;
+  } else if (dims.size() != 2 || (batch && !allowBroadcast)) {
+    return std::nullopt;
+  }
+  layout.rowDim = next;
+  layout.colDim = next + 1;
+  if (dims[next] == first && dims[next + 1] == second)
+    layout.transposed = false;
+  else if (dims[next] == second && dims[next + 1] == first)
+    layout.transposed = true;
+  else
+    return std::nullopt;
+  return layout;
+}
+
+/// The memref must have unit stride in its last dimension; the row and
+/// batch strides can be anything (read at run time).
+bool hasUnitInnerStride(MemRefType type) {
+  SmallVector<int64_t> strides;
+  int64_t offset;
+  if (failed(type.getStridesAndOffset(strides, offset)) || strides.empty())
+    return false;
+  return strides.back() == 1 || type.getShape().back() == 1;
+}
+
+/// True when the op right before `op` (skipping ops without memory
+/// effects and allocations) zero-fills exactly `buffer`.
+linalg::FillOp findZeroFill(Operation *op, Value buffer) {
+  Operation *prev = op->getPrevNode();
+  while (prev && (isMemoryEffectFree(prev) ||
+                  isa<memref::AllocOp, memref::AllocaOp>(prev)))
+    prev = prev->getPrevNode();
+  auto fill = dyn_cast_or_null<linalg::FillOp>(prev);
+  if (!fill || fill.getOutputs().front() != buffer ||
+      !matchPattern(fill.getInputs().front(), m_AnyZeroFloat()))
+    return nullptr;
+  return fill;
+}
+
+struct LinalgToBlasPass
+    : public weft::impl::LinalgToBlasPassBase<LinalgToBlasPass> {
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    SmallVector<linalg::LinalgOp> candidates;
+    module.walk([&](linalg::LinalgOp op) {
+      if (op.hasPureBufferSemantics() && op.getNumDpsInputs() == 2 &&
+          op.getNumDpsInits() == 1 && linalg::isaContractionOpInterface(op))
+        candidates.push_back(op);
+    });
+    if (candidates.empty())
+      return;
+    func::FuncOp sgemm = getOrDeclareSgemm(module);
+    if (!sgemm)
+      return signalPassFailure();
+    for (linalg::LinalgOp op : candidates)
+      rewrite(op, sgemm);
+  }
+
+  func::FuncOp getOrDeclareSgemm(ModuleOp module) {
+    MLIRContext *ctx = &getContext();
+    Type i32 = IntegerType::get(ctx, 32), i64 = IntegerType::get(ctx, 64);
+    Type ptr = LLVM::LLVMPointerType::get(ctx);
+    auto type = FunctionType::get(ctx,
+                                  {i64, i32, i32, i64, i64, i64, ptr, i64, i64,
+                                   ptr, i64, i64, ptr, i64, i64},
+                                  {});
+    if (auto existing = module.lookupSymbol<func::FuncOp>(kSgemmName)) {
+      if (existing.getFunctionType() == type)
+        return existing;
+      existing.emitError() << "@" << kSgemmName << " is declared as "
+                           << existing.getFunctionType() << ", expected "
+                           << type;
+      return nullptr;
+    }
+    OpBuilder b = OpBuilder::atBlockBegin(module.getBody());
+    auto fn = func::FuncOp::create(b, module.getLoc(), kSgemmName, type);
+    fn.setPrivate();
+    return fn;
+  }
+
+  void rewrite(linalg::LinalgOp op, func::FuncOp sgemm) {
+    Value a = op.getDpsInputs()[0], b = op.getDpsInputs()[1];
+    Value c = op.getDpsInits()[0];
+    auto aType = cast<MemRefType>(a.getType());
+    auto bType = cast<MemRefType>(b.getType());
+    auto cType = cast<MemRefType>(c.getType());
+    if (!aType.getElementType().isF32() || !bType.getElementType().isF32() ||
+        !cType.getElementType().isF32())
+      return;
+    FailureOr<linalg::ContractionDimensions> dims =
+        linalg::inferContractionDims(op);
+    if (failed(dims) || dims->m.size() != 1 || dims->n.size() != 1 ||
+        dims->k.size() != 1 || dims->batch.size() > 1)
+      return;
+    std::optional<unsigned> batch;
+    if (!dims->batch.empty())
+      batch = dims->batch.front();
+    unsigned m = dims->m.front(), n = dims->n.front(), k = dims->k.front();
+    SmallVector<AffineMap> maps = op.getIndexingMapsArray();
+    std::optional<OperandLayout> la = matchOperand(maps[0], batch, m, k, true);
+    std::optional<OperandLayout> lb = matchOperand(maps[1], batch, k, n, true);
+    std::optional<OperandLayout> lc = matchOperand(maps[2], batch, m, n, false);
+    if (!la || !lb || !lc || lc->transposed || !hasUnitInnerStride(aType) ||
+        !hasUnitInnerStride(bType) || !hasUnitInnerStride(cType))
+      return;
+    linalg::FillOp fill = findZeroFill(op, c);
+    if (!fill)
+      return; // Accumulates into C: weft_rt_sgemm always overwrites.
+
+    OpBuilder builder(op);
+    Location loc = op.getLoc();
+    Type i32 = builder.getI32Type(), i64 = builder.getI64Type();
+    auto toI64 = [&](Value index) -> Value {
+      return arith::IndexCastOp::create(builder, loc, i64, index);
+    };
+    auto constI64 = [&](int64_t v) -> Value {
+      return arith::ConstantIntOp::create(builder, loc, i64, v);
+    };
+    // (pointer, row stride, batch stride) of one operand, and its metadata.
+    struct Operand {
+      Value ptr, ld, batchStride;
+      memref::ExtractStridedMetadataOp meta;
+    };
+    auto unpack = [&](Value memref, const OperandLayout &layout,
+                      MemRefType type) -> Operand {
+      Operand result;
+      result.meta = memref::ExtractStridedMetadataOp::create(builder, loc,
+                                                             memref);
+      Value aligned =
+          memref::ExtractAlignedPointerAsIndexOp::create(builder, loc, memref);
+      Value base = LLVM::IntToPtrOp::create(
+          builder, loc, LLVM::LLVMPointerType::get(builder.getContext()),
+          toI64(aligned));
+      result.ptr = LLVM::GEPOp::create(
+          builder, loc, base.getType(), builder.getF32Type(), base,
+          ValueRange{toI64(result.meta.getOffset())});
+      // A single stored row may carry any stride; BLAS wants >= its width.
+      if (type.getShape()[layout.rowDim] == 1)
+        result.ld = constI64(type.getShape()[layout.colDim]);
+      else
+        result.ld = toI64(result.meta.getStrides()[layout.rowDim]);
+      result.batchStride =
+          layout.batchDim
+              ? toI64(result.meta.getStrides()[*layout.batchDim])
+              : constI64(0);
+      return result;
+    };
+    Operand pa = unpack(a, *la, aType), pb = unpack(b, *lb, bType),
+            pc = unpack(c, *lc, cType);
+    Value batchCount =
+        lc->batchDim ? toI64(pc.meta.getSizes()[*lc->batchDim]) : constI64(1);
+    Value rows = toI64(pc.meta.getSizes()[lc->rowDim]);
+    Value cols = toI64(pc.meta.getSizes()[lc->colDim]);
+    Value depth = toI64(
+        pa.meta.getSizes()[la->transposed ? la->rowDim : la->colDim]);
+    Value transA = arith::ConstantIntOp::create(builder, loc, i32,
+                                                la->transposed ? 1 : 0);
+    Value transB = arith::ConstantIntOp::create(builder, loc, i32,
+                                                lb->transposed ? 1 : 0);
+    func::CallOp::create(builder, loc, sgemm,
+                         ValueRange{batchCount, transA, transB, rows, cols,
+                                    depth, pa.ptr, pa.ld, pa.batchStride,
+                                    pb.ptr, pb.ld, pb.batchStride, pc.ptr,
+                                    pc.ld, pc.batchStride});
+    fill->erase();
+    op->erase();
+  }
+};
+} // namespace

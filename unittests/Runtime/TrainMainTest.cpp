@@ -1,0 +1,612 @@
+//===- TrainMainTest.cpp - End-to-end tests of the training loop ----------===//
+//
+// Part of the Weft project.
+//
+//===----------------------------------------------------------------------===//
+//
+// Drives runTraining — the code a compiled executable runs — with the
+// hand-written models of TestModels.h, real files and real checkpoints.
+//
+//===----------------------------------------------------------------------===//
+
+#include "TestModels.h"
+
+#include "weft/Runtime/Checkpoint.h"
+#include "weft/Runtime/Npy.h"
+#include "weft/Runtime/SafeTensors.h"
+#include "weft/Runtime/TrainMain.h"
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <csignal>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include <unistd.h>
+
+using namespace weft::rt;
+using namespace weft::rt::test;
+namespace fs = std::filesystem;
+
+namespace {
+
+struct RunResult {
+  int code;
+  std::string out, err;
+};
+
+RunResult train(FakeModel &m, std::vector<std::string> args) {
+  args.insert(args.begin(), "train");
+  std::vector<const char *> argv;
+  for (const std::string &a : args)
+    argv.push_back(a.c_str());
+  std::ostringstream out, err;
+  m.records.clear();
+  int code = runTraining(m.model(), int(argv.size()), argv.data(), out, err);
+  return {code, out.str(), err.str()};
+}
+
+bool contains(const std::string &haystack, const std::string &needle) {
+  return haystack.find(needle) != std::string::npos;
+}
+
+std::string readFile(const std::string &path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+std::vector<nlohmann::json> readJsonLines(const std::string &path) {
+  std::vector<nlohmann::json> out;
+  std::ifstream in(path);
+  std::string line;
+  while (std::getline(in, line))
+    out.push_back(nlohmann::json::parse(line));
+  return out;
+}
+
+class TrainTest : public ::testing::Test {
+protected:
+  std::string dir;
+
+  void SetUp() override {
+    dir = ::testing::TempDir() + "weft_train_" + std::to_string(::getpid()) +
+          "_" + ::testing::UnitTest::GetInstance()->current_test_info()->name();
+    fs::remove_all(dir);
+    fs::create_directories(dir);
+  }
+  void TearDown() override { fs::remove_all(dir); }
+  std::string path(const std::string &name) { return dir + "/" + name; }
+
+  /// Linear-regression data: x[i][j] = i + j / 10 (so x[i][0] names the
+  /// sample), y[i] = sum_j x[i][j] / 4.
+  void writeLinearData(int64_t n, int64_t d, const std::string &x = "x.npy",
+                       const std::string &y = "y.npy") {
+    HostArray xa = HostArray::zeros(DType::F32, {n, d});
+    HostArray ya = HostArray::zeros(DType::F32, {n, 1});
+    for (int64_t i = 0; i < n; ++i) {
+      double sum = 0;
+      for (int64_t j = 0; j < d; ++j) {
+        double v = double(i) + double(j) / 10;
+        xa.setFromDouble(i * d + j, v / 10);
+        sum += v;
+      }
+      ya.setFromDouble(i, sum / 40);
+    }
+    ASSERT_TRUE(writeNpy(path(x), xa).ok());
+    ASSERT_TRUE(writeNpy(path(y), ya).ok());
+  }
+
+  std::vector<std::string> linearArgs(int64_t steps) {
+    return {"--data",      path("x.npy"), "--labels",
+            path("y.npy"), "--steps",     std::to_string(steps),
+            "--lr",        "0.05",        "--log-every",
+            "1000"};
+  }
+
+  /// Writes tokens [first, last) as an llm.c shard or a raw uint16 file.
+  void writeTokens(const std::string &name, int first, int last, bool llmc) {
+    std::string bytes;
+    if (llmc) {
+      int32_t header[256] = {20240520, 1, last - first};
+      bytes.append(reinterpret_cast<const char *>(header), sizeof(header));
+    }
+    for (int t = first; t < last; ++t) {
+      uint16_t v = uint16_t(t);
+      bytes.append(reinterpret_cast<const char *>(&v), 2);
+    }
+    std::ofstream(path(name), std::ios::binary) << bytes;
+  }
+};
+
+/// Sample indices of the linear model's recorded batches (x[i][0] * 10).
+std::vector<int> linearSamples(const FakeModel &m, int64_t d) {
+  std::vector<int> out;
+  for (const StepRecord &r : m.records) {
+    const float *x = reinterpret_cast<const float *>(r.batch[0].data());
+    size_t rows = r.batch[0].size() / sizeof(float) / size_t(d);
+    for (size_t i = 0; i < rows; ++i)
+      out.push_back(int(std::lround(x[i * d] * 10)));
+  }
+  return out;
+}
+
+//===----------------------------------------------------------------------===//
+// Data order and the CLI
+//===----------------------------------------------------------------------===//
+
+TEST_F(TrainTest, NoShuffleTakesBatchesInFileOrder) {
+  writeLinearData(10, 3);
+  auto m = makeLinearModel();
+  std::vector<std::string> args = linearArgs(5);
+  args.push_back("--no-shuffle");
+  RunResult r = train(*m, args);
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(linearSamples(*m, 3),
+            (std::vector<int>{0, 1, 2, 3, 4, 5, 6, 7, 0, 1,
+                              2, 3, 4, 5, 6, 7, 0, 1, 2, 3}));
+  ASSERT_EQ(m->records.size(), 5u);
+  for (int64_t s = 0; s < 5; ++s) {
+    EXPECT_EQ(m->records[s].step, s);
+    EXPECT_EQ(m->records[s].lr, 0.05f);
+    // hp.momentum defaults to the model JSON's value.
+    EXPECT_EQ(m->records[s].hyperParams, std::vector<double>{0.5});
+  }
+}
+
+TEST_F(TrainTest, ShuffleIsDeterminedBySeed) {
+  writeLinearData(12, 3);
+  auto m = makeLinearModel();
+  auto order = [&](const std::string &seed) {
+    std::vector<std::string> args = linearArgs(6);
+    args.insert(args.end(), {"--seed", seed});
+    RunResult r = train(*m, args);
+    EXPECT_EQ(r.code, 0) << r.err;
+    return linearSamples(*m, 3);
+  };
+  std::vector<int> a = order("5");
+  EXPECT_EQ(a, order("5"));
+  EXPECT_NE(a, order("6"));
+  std::vector<int> sorted(a.begin(), a.begin() + 12);
+  std::sort(sorted.begin(), sorted.end());
+  EXPECT_EQ(sorted, (std::vector<int>{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11}));
+}
+
+TEST_F(TrainTest, HyperparameterFlagsComeFromTheModel) {
+  writeLinearData(8, 3);
+  auto m = makeLinearModel();
+  std::vector<std::string> args = linearArgs(2);
+  args.insert(args.end(), {"--momentum", "0.25"});
+  RunResult r = train(*m, args);
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(m->records[1].hyperParams, std::vector<double>{0.25});
+}
+
+TEST_F(TrainTest, HelpDescribesFlagsAndModel) {
+  auto m = makeLinearModel();
+  RunResult r = train(*m, {"--help"});
+  EXPECT_EQ(r.code, 0);
+  for (const char *text :
+       {"--data", "--labels", "--steps", "--lr", "--seed", "--no-shuffle",
+        "--metrics", "--checkpoint-dir", "--checkpoint-every",
+        "--keep-checkpoints", "--log-every", "--threads", "--momentum",
+        "input: F32 4x3", "labels: F32 4x1", "parameters: 4 in 2 tensors",
+        "hyperparameter momentum (--momentum, default 0.5)",
+        "source: \"linear-test\""})
+    EXPECT_TRUE(contains(r.out, text)) << "missing " << text << " in\n"
+                                       << r.out;
+}
+
+//===----------------------------------------------------------------------===//
+// Metrics
+//===----------------------------------------------------------------------===//
+
+TEST_F(TrainTest, WritesMetricsAndProgressLines) {
+  writeLinearData(8, 3);
+  auto m = makeLinearModel();
+  std::vector<std::string> args = linearArgs(5);
+  args.insert(args.end(), {"--metrics", path("m.jsonl"), "--log-every", "2"});
+  RunResult r = train(*m, args);
+  ASSERT_EQ(r.code, 0) << r.err;
+  std::vector<nlohmann::json> lines = readJsonLines(path("m.jsonl"));
+  ASSERT_EQ(lines.size(), 5u);
+  for (size_t i = 0; i < lines.size(); ++i) {
+    const nlohmann::json &j = lines[i];
+    EXPECT_EQ(j["step"], int(i + 1));
+    EXPECT_TRUE(j["loss"].is_number());
+    EXPECT_GT(j["loss"].get<double>(), 0);
+    // The test model halves the lr for steps 0 and 1.
+    EXPECT_FLOAT_EQ(j["lr"].get<float>(), i < 2 ? 0.025f : 0.05f);
+    EXPECT_GE(j["step_time_s"].get<double>(), 0);
+    EXPECT_GE(j["samples_per_s"].get<double>(), 0);
+    EXPECT_GE(j["data_wait_s"].get<double>(), 0);
+    EXPECT_FALSE(j.contains("tokens_per_s"));
+  }
+  EXPECT_LT(lines[4]["loss"].get<double>(), lines[0]["loss"].get<double>());
+  EXPECT_TRUE(contains(r.out, "step 2/5 (40%) loss ")) << r.out;
+  EXPECT_TRUE(contains(r.out, "step 4/5 (80%) loss ")) << r.out;
+  EXPECT_TRUE(contains(r.out, "step 5/5 (100%) loss ")) << r.out;
+  EXPECT_TRUE(contains(r.out, " samples/s eta ")) << r.out;
+  EXPECT_FALSE(contains(r.out, "step 3/5")) << r.out;
+}
+
+//===----------------------------------------------------------------------===//
+// Token streams
+//===----------------------------------------------------------------------===//
+
+/// Checks that the token model saw windows `first`, `first + 1`, ... of a
+/// stream whose token i is i (seq 4, batch 2).
+void expectWindows(const FakeModel &m, std::vector<int> windows) {
+  size_t k = 0;
+  for (const StepRecord &r : m.records) {
+    const int64_t *x = reinterpret_cast<const int64_t *>(r.batch[0].data());
+    const int64_t *y = reinterpret_cast<const int64_t *>(r.batch[1].data());
+    for (int row = 0; row < 2; ++row, ++k) {
+      ASSERT_LT(k, windows.size());
+      for (int j = 0; j < 4; ++j) {
+        EXPECT_EQ(x[row * 4 + j], windows[k] * 4 + j) << "window " << k;
+        EXPECT_EQ(y[row * 4 + j], windows[k] * 4 + j + 1) << "window " << k;
+      }
+    }
+  }
+  EXPECT_EQ(k, windows.size());
+}
+
+TEST_F(TrainTest, TokenWindowsFromBothBinFormats) {
+  auto m = makeTokenModel();
+  for (bool llmc : {true, false}) {
+    // 43 tokens: windows need 4 + 1 tokens, so (43 - 1) / 4 = 10 windows.
+    writeTokens("tokens.bin", 0, 43, llmc);
+    RunResult r =
+        train(*m, {"--data", path("tokens.bin"), "--steps", "6", "--lr", "0.1",
+                   "--no-shuffle", "--metrics", path("m.jsonl")});
+    ASSERT_EQ(r.code, 0) << r.err;
+    expectWindows(*m, {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 0, 1});
+    std::vector<nlohmann::json> lines = readJsonLines(path("m.jsonl"));
+    ASSERT_EQ(lines.size(), 6u);
+    EXPECT_TRUE(lines[0].contains("tokens_per_s"));
+  }
+}
+
+TEST_F(TrainTest, TokenShardsFromADirectoryOrGlob) {
+  fs::create_directories(path("shards"));
+  // One stream of 0..42 split across formats and files; windows cross
+  // shard boundaries.
+  writeTokens("shards/part-0.bin", 0, 10, true);
+  writeTokens("shards/part-1.bin", 10, 11, false);
+  writeTokens("shards/part-2.bin", 11, 43, true);
+  std::ofstream(path("shards/README")) << "not a shard";
+  auto m = makeTokenModel();
+  for (const std::string &data : {path("shards"), path("shards/*.bin")}) {
+    RunResult r = train(
+        *m, {"--data", data, "--steps", "5", "--lr", "0.1", "--no-shuffle"});
+    ASSERT_EQ(r.code, 0) << r.err;
+    expectWindows(*m, {0, 1, 2, 3, 4, 5, 6, 7, 8, 9});
+    EXPECT_TRUE(contains(r.out, "43 tokens in 3 shards")) << r.out;
+  }
+  // An unquoted glob reaches the program as several arguments.
+  RunResult r = train(*m, {"--data", path("shards/part-0.bin"),
+                           path("shards/part-1.bin"), path("shards/part-2.bin"),
+                           "--steps", "5", "--lr", "0.1", "--no-shuffle"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  expectWindows(*m, {0, 1, 2, 3, 4, 5, 6, 7, 8, 9});
+}
+
+TEST_F(TrainTest, TokenErrorsNameTheFile) {
+  auto m = makeTokenModel();
+  // Odd-sized raw file.
+  std::ofstream(path("odd.bin"), std::ios::binary) << "abc";
+  RunResult r =
+      train(*m, {"--data", path("odd.bin"), "--steps", "1", "--lr", "0.1"});
+  EXPECT_EQ(r.code, 1);
+  EXPECT_TRUE(contains(r.err, path("odd.bin") + ": raw uint16 token file has "
+                                                "an odd size"))
+      << r.err;
+
+  // Truncated llm.c shard.
+  writeTokens("short.bin", 0, 20, true);
+  fs::resize_file(path("short.bin"), 1024 + 30);
+  r = train(*m, {"--data", path("short.bin"), "--steps", "1", "--lr", "0.1"});
+  EXPECT_EQ(r.code, 1);
+  EXPECT_TRUE(contains(r.err, "announces 20 tokens")) << r.err;
+  EXPECT_TRUE(contains(r.err, "(truncated)")) << r.err;
+
+  // A token past the vocabulary (50) in the third window.
+  writeTokens("big.bin", 0, 43, false);
+  {
+    std::fstream f(path("big.bin"),
+                   std::ios::binary | std::ios::in | std::ios::out);
+    f.seekp(2 * 9);
+    uint16_t bad = 60;
+    f.write(reinterpret_cast<const char *>(&bad), 2);
+  }
+  r = train(*m, {"--data", path("big.bin"), "--steps", "3", "--lr", "0.1",
+                 "--no-shuffle"});
+  EXPECT_EQ(r.code, 1);
+  EXPECT_TRUE(contains(r.err, path("big.bin") +
+                                  ": token 60 at byte offset 18 (token 9 of "
+                                  "the file) is outside the vocabulary [0, "
+                                  "50)"))
+      << r.err;
+
+  // Labels come from the stream.
+  r = train(*m, {"--data", path("big.bin"), "--labels", path("big.bin"),
+                 "--steps", "1", "--lr", "0.1"});
+  EXPECT_EQ(r.code, 1);
+  EXPECT_TRUE(contains(r.err, "token data provides its own labels")) << r.err;
+}
+
+//===----------------------------------------------------------------------===//
+// Errors
+//===----------------------------------------------------------------------===//
+
+TEST_F(TrainTest, ReportsBadArgumentsAndData) {
+  writeLinearData(10, 3);
+  auto m = makeLinearModel();
+  auto expectError = [&](std::vector<std::string> args,
+                         const std::string &text) {
+    RunResult r = train(*m, args);
+    EXPECT_EQ(r.code, 1) << "accepted " << ::testing::PrintToString(args);
+    EXPECT_TRUE(contains(r.err, text)) << "expected '" << text << "' in\n"
+                                       << r.err;
+    EXPECT_TRUE(m->records.empty());
+  };
+  std::vector<std::string> ok = linearArgs(3);
+  auto with = [&](std::vector<std::string> extra) {
+    std::vector<std::string> a = ok;
+    a.insert(a.end(), extra.begin(), extra.end());
+    return a;
+  };
+  expectError({"--data", path("missing.npy"), "--labels", path("y.npy"),
+               "--steps", "1", "--lr", "1"},
+              path("missing.npy"));
+  expectError({"--data", path("x.npy"), "--steps", "1", "--lr", "1"},
+              "no data for the model's batch input 'labels': give --labels");
+  expectError({"--labels", path("y.npy"), "--steps", "1", "--lr", "1"},
+              "--data is required");
+  expectError({"--data", path("x.npy"), "--labels", path("y.npy"), "--lr", "1"},
+              "--steps");
+  expectError(with({"--steps", "0"}), "--steps must be positive (got 0)");
+  expectError(with({"--lr", "-1"}), "--lr must be a positive number");
+  expectError(with({"--lr", "fast"}), "--lr");
+  expectError(with({"--keep-checkpoints", "1"}),
+              "--keep-checkpoints must be at least 2");
+  expectError(with({"--checkpoint-every", "5"}),
+              "--checkpoint-every needs --checkpoint-dir");
+  expectError(with({"--log-every", "0"}), "--log-every must be positive");
+  expectError(with({"--bogus"}), "--bogus");
+
+  writeLinearData(10, 4, "x4.npy", "y4.npy");
+  expectError({"--data", path("x4.npy"), "--labels", path("y.npy"), "--steps",
+               "1", "--lr", "1"},
+              path("x4.npy") + ": samples have shape 4 (array 10x4) but input "
+                               "'input' (F32 4x3) takes samples of shape 3");
+  writeLinearData(9, 3, "x9.npy", "y9.npy");
+  expectError({"--data", path("x.npy"), "--labels", path("y9.npy"), "--steps",
+               "1", "--lr", "1"},
+              path("y9.npy") + " has 9 samples but " + path("x.npy") +
+                  " has 10");
+  expectError({"--data", "input=" + path("x.npy"), "--data",
+               "input=" + path("x9.npy"), "--labels", path("y.npy"), "--steps",
+               "1", "--lr", "1"},
+              "input 'input' is given twice");
+  expectError({"--data", path("x.npy"), "--labels", path("y.npy"), "--data",
+               path("t.bin"), "--steps", "1", "--lr", "1"},
+              "mixes .npy arrays with token files");
+  expectError({"--data", "inputs=" + path("x.npy"), "--labels", path("y.npy"),
+               "--steps", "1", "--lr", "1"},
+              "the model has no batch input 'inputs' (its batch inputs: "
+              "input, labels)");
+}
+
+TEST_F(TrainTest, ReportsLabelsOutOfRange) {
+  auto m = makeClassifierModel(4, 3);
+  HostArray x = HostArray::zeros(DType::F32, {8, 2});
+  HostArray y = HostArray::zeros(DType::I64, {8});
+  for (int i = 0; i < 8; ++i)
+    y.setFromDouble(i, i % 3);
+  y.setFromDouble(5, -1);
+  ASSERT_TRUE(writeNpy(path("x.npy"), x).ok());
+  ASSERT_TRUE(writeNpy(path("y.npy"), y).ok());
+  RunResult r =
+      train(*m, {"--data", "input=" + path("x.npy"), "--data",
+                 "labels=" + path("y.npy"), "--steps", "1", "--lr", "1"});
+  EXPECT_EQ(r.code, 1);
+  EXPECT_TRUE(contains(r.err, path("y.npy") +
+                                  ": label -1 at index 5 is outside [0, 3)"))
+      << r.err;
+}
+
+//===----------------------------------------------------------------------===//
+// Checkpoints
+//===----------------------------------------------------------------------===//
+
+class CheckpointTrainTest : public TrainTest {
+protected:
+  std::unique_ptr<FakeModel> model = makeLinearModel();
+
+  void SetUp() override {
+    TrainTest::SetUp();
+    writeLinearData(10, 3);
+  }
+
+  /// Trains to `steps` with checkpoints in `ckpt`, shuffled with seed 3.
+  RunResult run(int64_t steps, const std::string &ckpt,
+                std::vector<std::string> extra = {}) {
+    std::vector<std::string> args = linearArgs(steps);
+    args.insert(args.end(), {"--seed", "3", "--checkpoint-dir", path(ckpt),
+                             "--metrics", path(ckpt + ".jsonl")});
+    args.insert(args.end(), extra.begin(), extra.end());
+    return train(*model, args);
+  }
+
+  std::string ckptPath(const std::string &ckpt, int64_t step) {
+    return path(ckpt) + "/" + checkpointName(step);
+  }
+
+  /// Losses and lrs per step from a metrics file.
+  std::vector<std::pair<double, double>> lossCurve(const std::string &ckpt) {
+    std::vector<std::pair<double, double>> out;
+    int64_t step = 0;
+    for (const nlohmann::json &j : readJsonLines(path(ckpt + ".jsonl"))) {
+      EXPECT_EQ(j["step"].get<int64_t>(), ++step);
+      out.emplace_back(j["loss"].get<double>(), j["lr"].get<double>());
+    }
+    return out;
+  }
+
+  void expectSameTensors(const std::string &a, const std::string &b) {
+    EXPECT_EQ(readFile(a + "/model.safetensors"),
+              readFile(b + "/model.safetensors"))
+        << a << " and " << b << " differ";
+  }
+};
+
+TEST_F(CheckpointTrainTest, ResumeIsBitIdentical) {
+  RunResult straight = run(20, "a");
+  ASSERT_EQ(straight.code, 0) << straight.err;
+  std::vector<int> straightOrder = linearSamples(*model, 3);
+
+  RunResult first = run(10, "b");
+  ASSERT_EQ(first.code, 0) << first.err;
+  RunResult second = run(20, "b");
+  ASSERT_EQ(second.code, 0) << second.err;
+  EXPECT_TRUE(contains(second.out,
+                       "resuming from " + ckptPath("b", 10) + " at step 10"))
+      << second.out;
+  ASSERT_EQ(model->records.size(), 10u);
+  EXPECT_EQ(model->records.front().step, 10);
+  std::vector<int> resumedOrder = linearSamples(*model, 3);
+  EXPECT_EQ(resumedOrder,
+            std::vector<int>(straightOrder.begin() + 40, straightOrder.end()));
+
+  expectSameTensors(ckptPath("a", 20), ckptPath("b", 20));
+  EXPECT_EQ(lossCurve("a"), lossCurve("b"));
+  EXPECT_EQ(lossCurve("a").size(), 20u);
+
+  // The manifest records what resuming needs.
+  nlohmann::json manifest =
+      nlohmann::json::parse(readFile(ckptPath("b", 20) + "/manifest.json"));
+  EXPECT_EQ(manifest["format_version"], kCheckpointFormatVersion);
+  EXPECT_EQ(manifest["step"], 20);
+  EXPECT_EQ(manifest["data_loader"]["seed"], "3");
+  EXPECT_EQ(manifest["data_loader"]["epoch"], 10);
+  EXPECT_EQ(manifest["model"]["source"], "linear-test");
+  EXPECT_EQ(manifest["tensors"].size(), 4u);
+  EXPECT_EQ(manifest["tensors"][0]["name"], "w");
+  EXPECT_EQ(manifest["tensors"][2]["kind"], "state");
+
+  // Running again at the target does nothing.
+  RunResult again = run(20, "b");
+  EXPECT_EQ(again.code, 0);
+  EXPECT_TRUE(contains(again.out, "nothing to do")) << again.out;
+  EXPECT_TRUE(model->records.empty());
+}
+
+TEST_F(CheckpointTrainTest, SigintCheckpointsAndResumesExactly) {
+  ASSERT_EQ(run(20, "a").code, 0);
+  model->onStep = [](int64_t step) {
+    if (step == 6)
+      std::raise(SIGINT);
+  };
+  RunResult stopped = run(20, "b");
+  model->onStep = nullptr;
+  EXPECT_EQ(stopped.code, kExitInterrupted);
+  EXPECT_TRUE(contains(stopped.err, "stopped by SIGINT after step 7"))
+      << stopped.err;
+  EXPECT_EQ(model->records.size(), 7u);
+  EXPECT_TRUE(fs::exists(ckptPath("b", 7)));
+
+  RunResult resumed = run(20, "b");
+  ASSERT_EQ(resumed.code, 0) << resumed.err;
+  EXPECT_EQ(model->records.front().step, 7);
+  expectSameTensors(ckptPath("a", 20), ckptPath("b", 20));
+  EXPECT_EQ(lossCurve("a"), lossCurve("b"));
+}
+
+TEST_F(CheckpointTrainTest, DamagedNewestCheckpointFallsBack) {
+  ASSERT_EQ(run(12, "a").code, 0);
+  struct Damage {
+    const char *name;
+    std::function<void(const std::string &)> apply;
+    const char *message;
+  };
+  std::vector<Damage> cases = {
+      {"truncated",
+       [](const std::string &p) {
+         fs::resize_file(p + "/model.safetensors",
+                         fs::file_size(p + "/model.safetensors") / 2);
+       },
+       "model.safetensors: 176 bytes but the manifest says 352 (truncated)"},
+      {"flipped",
+       [](const std::string &p) {
+         std::string bytes = readFile(p + "/model.safetensors");
+         bytes[bytes.size() - 3] ^= 0x40;
+         std::ofstream(p + "/model.safetensors", std::ios::binary) << bytes;
+       },
+       "does not match the manifest's"},
+      {"manifest",
+       [](const std::string &p) { fs::resize_file(p + "/manifest.json", 20); },
+       "manifest.json: not valid JSON (truncated?)"},
+  };
+  for (const Damage &d : cases) {
+    SCOPED_TRACE(d.name);
+    std::string ckpt = std::string("b-") + d.name;
+    ASSERT_EQ(run(10, ckpt, {"--checkpoint-every", "5"}).code, 0);
+    d.apply(ckptPath(ckpt, 10));
+    RunResult r = run(12, ckpt);
+    ASSERT_EQ(r.code, 0) << r.err;
+    EXPECT_TRUE(contains(r.err, "warning: skipping damaged checkpoint " +
+                                    ckptPath(ckpt, 10)))
+        << r.err;
+    EXPECT_TRUE(contains(r.err, d.message)) << r.err;
+    EXPECT_TRUE(contains(r.out, "resuming from " + ckptPath(ckpt, 5))) << r.out;
+    EXPECT_TRUE(fs::exists(path(ckpt) + "/corrupt-step-00000010"));
+    expectSameTensors(ckptPath("a", 12), ckptPath(ckpt, 12));
+    EXPECT_EQ(lossCurve("a"), lossCurve(ckpt));
+  }
+}
+
+TEST_F(CheckpointTrainTest, RefusesWhenNoCheckpointIsUsable) {
+  ASSERT_EQ(run(4, "b").code, 0);
+  fs::resize_file(ckptPath("b", 4) + "/model.safetensors", 10);
+  RunResult r = run(8, "b");
+  EXPECT_EQ(r.code, 1);
+  EXPECT_TRUE(contains(r.err, path("b") + ": no usable checkpoint")) << r.err;
+  EXPECT_TRUE(model->records.empty());
+}
+
+TEST_F(CheckpointTrainTest, RefusesACheckpointOfAnotherModel) {
+  ASSERT_EQ(run(2, "b").code, 0);
+  writeLinearData(10, 5);
+  model = makeLinearModel(5);
+  RunResult r = run(4, "b");
+  EXPECT_EQ(r.code, 1);
+  EXPECT_TRUE(contains(r.err, ckptPath("b", 2) +
+                                  " is a checkpoint of a different model: "
+                                  "tensor 'w' is param F32 3x1 in the "
+                                  "checkpoint but param F32 5x1 in this model"))
+      << r.err;
+  EXPECT_TRUE(model->records.empty());
+  EXPECT_TRUE(fs::exists(ckptPath("b", 2)));
+}
+
+TEST_F(CheckpointTrainTest, KeepsTheNewestK) {
+  RunResult r =
+      run(10, "b", {"--checkpoint-every", "2", "--keep-checkpoints", "3"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  std::vector<std::string> names;
+  for (const auto &e : fs::directory_iterator(path("b")))
+    names.push_back(e.path().filename());
+  std::sort(names.begin(), names.end());
+  EXPECT_EQ(names, (std::vector<std::string>{"step-00000006", "step-00000008",
+                                             "step-00000010"}));
+  auto listed = listCheckpoints(path("b"));
+  ASSERT_EQ(listed.size(), 3u);
+  EXPECT_EQ(listed[0].first, 10);
+  EXPECT_EQ(listed[2].first, 6);
+}
+
+} // namespace
