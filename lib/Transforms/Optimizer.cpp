@@ -51,6 +51,7 @@ public:
   Value mul(Value x, Value y) { return MulOp::create(b, loc, x, y); }
   Value div(Value x, Value y) { return DivOp::create(b, loc, x, y); }
   Value min(Value x, Value y) { return MinOp::create(b, loc, x, y); }
+  Value max(Value x, Value y) { return MaxOp::create(b, loc, x, y); }
   Value sqrt(Value x) { return SqrtOp::create(b, loc, x); }
   Value pow(Value x, Value y) { return PowOp::create(b, loc, x, y); }
   Value cos(Value x) { return CosOp::create(b, loc, x); }
@@ -72,6 +73,43 @@ private:
   Location loc;
 };
 
+/// Optimizer and schedule hyperparameters: constants by default, or, with
+/// `runtime-hyperparameters`, trailing 0-d f64 inputs `hp.<name>` so the
+/// executable can change them without recompiling. f64 like Python floats
+/// in torch.optim, rounded to f32 where they meet tensors.
+class Hyperparameters {
+public:
+  struct Entry {
+    std::string name;
+    double value;
+    Value f64, f32;
+  };
+
+  void add(StringRef name, double value) {
+    entries.push_back({name.str(), value, {}, {}});
+  }
+  ArrayRef<Entry> getEntries() const { return entries; }
+  /// Binds the entries to the trailing arguments `args`, or to constants.
+  void materialize(Emitter &e, FloatType f32, FloatType f64,
+                   ValueRange args) {
+    for (auto [i, entry] : llvm::enumerate(entries)) {
+      entry.f64 = args.empty() ? e.c(entry.value, f64) : args[i];
+      entry.f32 = args.empty() ? e.c(entry.value) : e.convert(entry.f64, f32);
+    }
+  }
+  Value f32(StringRef name) const { return lookup(name).f32; }
+  Value f64(StringRef name) const { return lookup(name).f64; }
+
+private:
+  const Entry &lookup(StringRef name) const {
+    for (const Entry &entry : entries)
+      if (entry.name == name)
+        return entry;
+    llvm_unreachable("hyperparameter not registered");
+  }
+  SmallVector<Entry> entries;
+};
+
 struct OptimizerPass : public weft::impl::OptimizerPassBase<OptimizerPass> {
   using OptimizerPassBase::OptimizerPassBase;
 
@@ -83,7 +121,8 @@ private:
                                   SmallVectorImpl<unsigned> &paramArgs,
                                   SmallVectorImpl<unsigned> &batchArgs,
                                   SmallVectorImpl<unsigned> &otherArgs);
-  Value buildSchedule(Emitter &e, Value lr, Value stepF);
+  Value buildSchedule(Emitter &e, const Hyperparameters &hp, Value lr,
+                      Value stepF);
 };
 
 LogicalResult OptimizerPass::checkOptions(ModuleOp module) {
@@ -183,22 +222,24 @@ OptimizerPass::classifyArguments(func::FuncOp gradFn,
 ///   warmup: min(1, (s + 1) / W)
 ///   cosine: (s + 1) / W while s < W, then
 ///           r + (1 - r) (1 + cos(pi min(1, (s - W) / (T - W)))) / 2.
-Value OptimizerPass::buildSchedule(Emitter &e, Value lr, Value stepF) {
+Value OptimizerPass::buildSchedule(Emitter &e, const Hyperparameters &hp,
+                                   Value lr, Value stepF) {
+  Value warmup = hp.f32("warmup_steps");
   Value warm = e.c(1.0);
-  if (warmupSteps > 0)
-    warm = e.min(e.div(e.add(stepF, e.c(1.0)), e.c(double(warmupSteps))),
-                 e.c(1.0));
+  // (s + 1) / 0 is +inf, so min(1, .) also covers a warmup set to 0 at run
+  // time.
+  if (warmupSteps > 0 || runtimeHyperparameters)
+    warm = e.min(e.div(e.add(stepF, e.c(1.0)), warmup), e.c(1.0));
   if (schedule == "warmup")
     return e.mul(lr, warm);
-  Value progress = e.min(e.div(e.sub(stepF, e.c(double(warmupSteps))),
-                               e.c(double(totalSteps - warmupSteps))),
-                         e.c(1.0));
+  // max(T - W, 1) keeps a run-time T == W from dividing zero by zero.
+  Value span = e.max(e.sub(hp.f32("total_steps"), warmup), e.c(1.0));
+  Value progress = e.min(e.div(e.sub(stepF, warmup), span), e.c(1.0));
+  Value ratio = hp.f32("min_lr_ratio");
   Value cosine =
-      e.add(e.c(minLrRatio),
-            e.mul(e.c((1.0 - minLrRatio) * 0.5),
-                  e.add(e.c(1.0), e.cos(e.mul(e.c(M_PI), progress)))));
-  Value factor =
-      e.select(e.less(stepF, e.c(double(warmupSteps))), warm, cosine);
+      e.add(ratio, e.mul(e.mul(e.sub(e.c(1.0), ratio), e.c(0.5)),
+                         e.add(e.c(1.0), e.cos(e.mul(e.c(M_PI), progress)))));
+  Value factor = e.select(e.less(stepF, warmup), warm, cosine);
   return e.mul(lr, factor);
 }
 
@@ -273,6 +314,36 @@ void OptimizerPass::runOnOperation() {
   argTypes.push_back(RankedTensorType::get({}, b.getF32Type()));
   argAttrs.push_back(named(WeftDialect::kInputAttrName, "lr"));
 
+  Hyperparameters hp;
+  if (optimizer == "sgd") {
+    if (momentum > 0)
+      hp.add("momentum", momentum);
+  } else {
+    hp.add("beta1", beta1);
+    hp.add("beta2", beta2);
+    hp.add("eps", eps);
+  }
+  hp.add("weight_decay", weightDecayValue);
+  if (clipNorm > 0)
+    hp.add("clip_norm", clipNorm);
+  if (schedule != "constant")
+    hp.add("warmup_steps", double(warmupSteps));
+  if (schedule == "cosine") {
+    hp.add("total_steps", double(totalSteps));
+    hp.add("min_lr_ratio", minLrRatio);
+  }
+  SmallVector<NamedAttribute> defaults;
+  for (const Hyperparameters::Entry &entry : hp.getEntries()) {
+    defaults.push_back(
+        b.getNamedAttr(entry.name, b.getF64FloatAttr(entry.value)));
+    if (!runtimeHyperparameters)
+      continue;
+    argTypes.push_back(RankedTensorType::get({}, b.getF64Type()));
+    argAttrs.push_back(named(WeftDialect::kInputAttrName, "hp." + entry.name));
+  }
+  // Recorded for the executable's --help and checkpoints.
+  module->setAttr("weft.hyperparameters", b.getDictionaryAttr(defaults));
+
   b.setInsertionPointAfter(gradFn);
   auto fn = func::FuncOp::create(b, loc, stepFunction,
                                  b.getFunctionType(argTypes, {}));
@@ -287,8 +358,12 @@ void OptimizerPass::runOnOperation() {
     return body->getArgument(numParams * (1 + k) + p);
   };
   size_t batchBase = numParams * (1 + stateKinds.size());
-  Value step = body->getArgument(body->getNumArguments() - 2);
-  Value lr = body->getArgument(body->getNumArguments() - 1);
+  size_t numHyper = runtimeHyperparameters ? hp.getEntries().size() : 0;
+  size_t stepIndex = body->getNumArguments() - numHyper - 2;
+  Value step = body->getArgument(stepIndex);
+  Value lr = body->getArgument(stepIndex + 1);
+  hp.materialize(e, b.getF32Type(), b.getF64Type(),
+                 body->getArguments().take_back(numHyper));
 
   // Gradients, averaged over micro-batches as loss / K per backward does.
   SmallVector<Value> grads(numParams);
@@ -334,51 +409,60 @@ void OptimizerPass::runOnOperation() {
       total = total ? e.add(total, squares) : squares;
     }
     Value coef =
-        e.min(e.div(e.c(clipNorm), e.add(e.sqrt(total), e.c(1e-6))), e.c(1.0));
+        e.min(e.div(hp.f32("clip_norm"), e.add(e.sqrt(total), e.c(1e-6))),
+              e.c(1.0));
     for (Value &g : grads)
       g = e.mul(g, coef);
   }
 
   Value lrT = lr;
   if (schedule != "constant")
-    lrT = buildSchedule(e, lr, e.convert(step, b.getF32Type()));
+    lrT = buildSchedule(e, hp, lr, e.convert(step, b.getF32Type()));
 
   // AdamW's step size lr_t / (1 - beta1^t) and sqrt(1 - beta2^t), t = step
   // + 1. torch.optim computes them in Python floats (f64) and rounds them
   // to f32 where they meet the tensors; in f32, 1 - 0.999^t would lose most
   // of its digits to cancellation (5e-5 relative at t = 1).
-  Value stepSize, bc2Sqrt;
+  Value stepSize, bc2Sqrt, oneMinusBeta1, oneMinusBeta2;
   if (optimizer == "adamw") {
     FloatType f64 = b.getF64Type();
     Value t = e.add(e.convert(step, f64), e.c(1.0, f64));
-    Value bc1 = e.sub(e.c(1.0, f64), e.pow(e.c(beta1, f64), t));
-    Value bc2 = e.sub(e.c(1.0, f64), e.pow(e.c(beta2, f64), t));
+    Value bc1 = e.sub(e.c(1.0, f64), e.pow(hp.f64("beta1"), t));
+    Value bc2 = e.sub(e.c(1.0, f64), e.pow(hp.f64("beta2"), t));
     stepSize = e.convert(e.div(e.convert(lrT, f64), bc1), b.getF32Type());
     bc2Sqrt = e.convert(e.sqrt(bc2), b.getF32Type());
+    // torch passes 1 - beta as a Python float, rounded once to f32.
+    oneMinusBeta1 =
+        e.convert(e.sub(e.c(1.0, f64), hp.f64("beta1")), b.getF32Type());
+    oneMinusBeta2 =
+        e.convert(e.sub(e.c(1.0, f64), hp.f64("beta2")), b.getF32Type());
   }
 
   SmallVector<Value> newParams, newState(numParams * stateKinds.size());
   for (size_t p = 0; p < numParams; ++p) {
     Value w = param(p), g = grads[p];
     if (optimizer == "sgd") {
-      if (weightDecayValue != 0)
-        g = e.add(g, e.mul(e.c(weightDecayValue), w));
+      if (weightDecayValue != 0 || runtimeHyperparameters)
+        g = e.add(g, e.mul(hp.f32("weight_decay"), w));
       if (momentum > 0) {
         // The buffer starts at zero, so step 0 gives buf = g as PyTorch's
         // clone does (no dampening).
-        Value buf = e.add(e.mul(e.c(momentum), state(0, p)), g);
+        Value mu = hp.f32("momentum");
+        Value buf = e.add(e.mul(mu, state(0, p)), g);
         newState[p] = buf;
-        g = nesterov ? e.add(g, e.mul(e.c(momentum), buf)) : buf;
+        g = nesterov ? e.add(g, e.mul(mu, buf)) : buf;
       }
       newParams.push_back(e.sub(w, e.mul(lrT, g)));
       continue;
     }
-    if (weightDecayValue != 0)
-      w = e.mul(w, e.sub(e.c(1.0), e.mul(lrT, e.c(weightDecayValue))));
-    Value m = e.add(e.mul(e.c(beta1), state(0, p)), e.mul(e.c(1 - beta1), g));
-    Value v = e.add(e.mul(e.c(beta2), state(1, p)),
-                    e.mul(e.c(1 - beta2), e.mul(g, g)));
-    Value denom = e.add(e.div(e.sqrt(v), bc2Sqrt), e.c(eps));
+    if (weightDecayValue != 0 || runtimeHyperparameters)
+      w = e.mul(w, e.sub(e.c(1.0), e.mul(lrT, hp.f32("weight_decay"))));
+    Value beta1Value = hp.f32("beta1"), beta2Value = hp.f32("beta2");
+    Value m = e.add(e.mul(beta1Value, state(0, p)),
+                    e.mul(oneMinusBeta1, g));
+    Value v = e.add(e.mul(beta2Value, state(1, p)),
+                    e.mul(oneMinusBeta2, e.mul(g, g)));
+    Value denom = e.add(e.div(e.sqrt(v), bc2Sqrt), hp.f32("eps"));
     newParams.push_back(e.sub(w, e.mul(stepSize, e.div(m, denom))));
     newState[p] = m;
     newState[numParams + p] = v;

@@ -257,6 +257,10 @@ def OptimizerPass : Pass<"weft-optimizer", "mlir::ModuleOp"> {
            "Steps until the cosine schedule reaches its minimum">,
     Option<"minLrRatio", "min-lr-ratio", "double", "0.0",
            "Cosine floor as a fraction of the base learning rate">,
+    Option<"runtimeHyperparameters", "runtime-hyperparameters", "bool",
+           "false",
+           "Take the hyperparameters as trailing 0-d f64 inputs `hp.<name>` "
+           "instead of constants (defaults in `weft.hyperparameters`)">,
     Option<"gradFunction", "grad-function", "std::string", "\"loss_grad\"",
            "The gradient function to wrap">,
     Option<"stepFunction", "step-function", "std::string", "\"train_step\"",
