@@ -60,7 +60,7 @@ class MLPActs(nn.Module):
 
 class MLPActs2(nn.Module):
     """Hardtanh, ReLU6, Hardsigmoid, Hardswish, PReLU, SELU, Mish, Softsign,
-    Dropout and LogSoftmax."""
+    Hardshrink (Or of two comparisons), sign, Dropout and LogSoftmax."""
 
     input_spec = ("float", (16,))
 
@@ -75,7 +75,7 @@ class MLPActs2(nn.Module):
         x = 2 * self.l1(x)
         x = F.hardtanh(x, -1.5, 1.5) + F.relu6(3 * x) + F.hardsigmoid(x) + F.hardswish(x)
         x = self.prelu(self.l2(x))
-        x = F.selu(x) + F.mish(x) + F.softsign(x)
+        x = F.selu(x) + F.mish(x) + F.softsign(x) + F.hardshrink(x, 0.5) + 0.1 * torch.sign(x)
         return F.log_softmax(self.l3(self.drop(x)), dim=-1)
 
 

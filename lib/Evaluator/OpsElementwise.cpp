@@ -246,9 +246,13 @@ int64_t floatToInt(double v, IntegerType type) {
   double hiExclusive = std::ldexp(1.0, isUnsigned ? width : width - 1);
   if (t < lo)
     return static_cast<int64_t>(lo);
-  if (t >= hiExclusive)
-    return isUnsigned && width == 64 ? -1
-                                     : static_cast<int64_t>(hiExclusive - 1);
+  if (t >= hiExclusive) {
+    if (width == 64)
+      // 2^63 - 1 is not a double: computing hiExclusive - 1 would round
+      // back to 2^63 and overflow the conversion.
+      return isUnsigned ? -1 : std::numeric_limits<int64_t>::max();
+    return static_cast<int64_t>(hiExclusive - 1);
+  }
   return static_cast<int64_t>(t);
 }
 

@@ -31,8 +31,8 @@ func.func @loss_grad(%w: tensor<4x2xf32> {weft.param = "w"},
 // SGD-SAME:      -> (tensor<4x2xf32> {weft.param = "w"}, tensor<2xf32> {weft.param = "b"},
 // SGD-SAME:          tensor<4x2xf32> {weft.state = "momentum_buffer.w"}, tensor<2xf32> {weft.state = "momentum_buffer.b"},
 // SGD-SAME:          tensor<f32> {weft.output = "loss"}, tensor<f32> {weft.output = "lr"})
-// SGD:           %[[G:.*]]:3 = call @loss_grad(%[[W]], %[[B]], %[[X]], %[[Y]])
 // SGD:           %[[MU:.*]] = weft.constant dense<0.899999976> : tensor<f32>
+// SGD:           %[[G:.*]]:3 = call @loss_grad(%[[W]], %[[B]], %[[X]], %[[Y]])
 // SGD:           %[[DECAYED:.*]] = weft.mul %[[MU]], %[[MW]]
 // SGD:           %[[BUF:.*]] = weft.add %[[DECAYED]], %[[G]]#1
 // SGD:           %[[STEP:.*]] = weft.mul %[[LR]], %[[BUF]]
@@ -59,12 +59,12 @@ func.func @loss_grad(%w: tensor<4x2xf32> {weft.param = "w"},
 // ADAMW-SAME:      tensor<4x2xf32> {weft.state = "exp_avg.w"}, %{{[^:]*}}: tensor<2xf32> {weft.state = "exp_avg.b"}
 // ADAMW-SAME:      tensor<4x2xf32> {weft.state = "exp_avg_sq.w"}, %{{[^:]*}}: tensor<2xf32> {weft.state = "exp_avg_sq.b"}
 // ADAMW-SAME:      %[[STEP:[^:]*]]: tensor<i64> {weft.input = "step"}, %[[LR:[^:]*]]: tensor<f32> {weft.input = "lr"})
+// ADAMW:           %[[BETA1:.*]] = weft.constant dense<9.000000e-01> : tensor<f64>
+// ADAMW:           %[[BETA2:.*]] = weft.constant dense<0.99899999999999999> : tensor<f64>
 // ADAMW:           %[[T64:.*]] = weft.cast %[[STEP]] : tensor<i64> -> tensor<f64>
 // ADAMW:           %[[T:.*]] = weft.add %[[T64]], %{{.*}} : (tensor<f64>, tensor<f64>)
-// ADAMW:           %[[BETA1:.*]] = weft.constant dense<9.000000e-01> : tensor<f64>
 // ADAMW:           %[[POW1:.*]] = weft.pow %[[BETA1]], %[[T]] : (tensor<f64>, tensor<f64>) -> tensor<f64>
 // ADAMW:           %[[BC1:.*]] = weft.sub %{{.*}}, %[[POW1]]
-// ADAMW:           %[[BETA2:.*]] = weft.constant dense<0.99899999999999999> : tensor<f64>
 // ADAMW:           %[[POW2:.*]] = weft.pow %[[BETA2]], %[[T]]
 // ADAMW:           %[[BC2:.*]] = weft.sub %{{.*}}, %[[POW2]]
 // ADAMW:           %[[LR64:.*]] = weft.cast %[[LR]] : tensor<f32> -> tensor<f64>
@@ -124,12 +124,13 @@ func.func @loss_grad(%w: tensor<4x2xf32> {weft.param = "w"},
 // second output.
 // COSINE-LABEL: func.func @train_step(
 // COSINE-SAME:      %[[STEP:[^:]*]]: tensor<i64> {weft.input = "step"}, %[[LR:[^:]*]]: tensor<f32> {weft.input = "lr"})
+// COSINE:           %[[W:.*]] = weft.constant dense<2.000000e+00> : tensor<f32>
+// COSINE:           %[[FLOOR:.*]] = weft.constant dense<1.000000e-01> : tensor<f32>
 // COSINE:           %[[S:.*]] = weft.cast %[[STEP]] : tensor<i64> -> tensor<f32>
 // COSINE:           %[[PI:.*]] = weft.constant dense<3.14159274> : tensor<f32>
 // COSINE:           %[[ANGLE:.*]] = weft.mul %[[PI]], %{{.*}}
 // COSINE:           %[[COS:.*]] = weft.cos %[[ANGLE]]
-// COSINE:           %[[FLOOR:.*]] = weft.constant dense<1.000000e-01> : tensor<f32>
-// COSINE:           %[[W:.*]] = weft.constant dense<2.000000e+00> : tensor<f32>
+// COSINE:           weft.sub %{{.*}}, %[[FLOOR]]
 // COSINE:           %[[WARM:.*]] = weft.cmp lt, %[[S]], %[[W]]
 // COSINE:           %[[FACTOR:.*]] = weft.where %[[WARM]], %{{.*}}, %{{.*}}
 // COSINE:           %[[LRT:.*]] = weft.mul %[[LR]], %[[FACTOR]]

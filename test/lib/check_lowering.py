@@ -4,7 +4,8 @@
 Usage:
   check_lowering.py FILE.mlir --tools DIR --runner MLIR_RUNNER
                     --runner-libs LIB[,LIB] [--fn NAME]... [--seed N]
-                    [--range NAME=LO,HI]... [--keep DIR]
+                    [--float-range LO,HI] [--range NAME=LO,HI]...
+                    [--keep DIR] [--verbose]
 
 Every public function of FILE.mlir (or each --fn) is a test case. Its
 arguments get deterministic random values, baked into a wrapper function as
@@ -18,12 +19,12 @@ every wrapper and prints the results' bits (f64 bitcast to i64, printed with
 printMemrefI64, so no digits are lost) is appended, the module goes through
 `weft-opt --weft-lower-to-llvm-pipeline` and mlir-runner executes it.
 
-Argument values: floats uniform in [-2, 2) (--float-range), integers in
-[-5, 5], i1 random;
-an argument attribute `check.range = [lo, hi]` overrides the range (integers
-inclusive), e.g. positive inputs of log or labels below the class count, and
-so does `--range NAME=LO,HI` for arguments named NAME by a weft.input /
-weft.param / weft.state attribute (for files this script does not write).
+Argument values: floats uniform in [-2, 2) (or --float-range), integers in
+[-5, 5], i1 random. An argument attribute `check.range = [lo, hi]`
+overrides the range (integers inclusive), e.g. positive inputs of log or
+labels below the class count, and so does `--range NAME=LO,HI` for the
+argument named NAME by its weft.input / weft.param / weft.state attribute
+(for files this script does not write, such as weftc's training step).
 Arguments tagged `weft.state = "exp_avg_sq..."` and 0-d float arguments (a
 learning rate) default to [0.1, 1) so an optimizer step stays well defined.
 
@@ -310,47 +311,8 @@ def compare(actual, expected, element):
     return True, err, ""
 
 
-def main():
-    parser = argparse.ArgumentParser()
-    parser.add_argument("file")
-    parser.add_argument("--tools", required=True,
-                        help="folder holding weft-opt and weft-eval")
-    parser.add_argument("--runner", required=True)
-    parser.add_argument("--runner-libs", required=True)
-    parser.add_argument("--fn", action="append", default=[])
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--range", action="append", default=[],
-                        help="NAME=LO,HI: value range of the argument named "
-                        "NAME")
-    parser.add_argument("--float-range", default="-2,2",
-                        help="LO,HI: default range of float arguments")
-    parser.add_argument("--keep", help="write the intermediate files here")
-    parser.add_argument("--verbose", action="store_true",
-                        help="print the error of every result")
-    args = parser.parse_args()
-
-    with open(args.file) as f:
-        text = f.read()
-    functions = [fn for fn in parse_functions(text)
-                 if (not args.fn or fn.name in args.fn)]
-    if args.fn and len(functions) != len(args.fn):
-        die("not all of %s found" % args.fn)
-    if not functions:
-        die("no public function to check")
-    global FLOAT_RANGE
-    FLOAT_RANGE = tuple(float(v) for v in args.float_range.split(","))
-    ranges = {}
-    for spec in args.range:
-        m = re.fullmatch(r"([^=]+)=([-0-9.eE+]+),([-0-9.eE+]+)", spec)
-        if not m:
-            die("bad --range " + spec)
-        ranges[m.group(1)] = (m.group(2), m.group(3))
-    rng = np.random.default_rng(args.seed)
-    wrappers = "".join(wrapper(fn, rng, ranges) for fn in functions)
-    module = insert_functions(text, wrappers)
-
-    work = args.keep or tempfile.mkdtemp(prefix="check_lowering_")
-    os.makedirs(work, exist_ok=True)
+def check(args, functions, module, work):
+    """Evaluates, lowers, runs and compares; exits with the status."""
     evaluated = os.path.join(work, "checked.mlir")
     with open(evaluated, "w") as f:
         f.write(module)
@@ -400,6 +362,53 @@ def main():
                                          worst,
                                          "".join("\n  " + m for m in lines)))
     sys.exit(1 if failed else 0)
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("file")
+    parser.add_argument("--tools", required=True,
+                        help="folder holding weft-opt and weft-eval")
+    parser.add_argument("--runner", required=True)
+    parser.add_argument("--runner-libs", required=True)
+    parser.add_argument("--fn", action="append", default=[])
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--range", action="append", default=[],
+                        help="NAME=LO,HI: value range of the argument named "
+                        "NAME")
+    parser.add_argument("--float-range", default="-2,2",
+                        help="LO,HI: default range of float arguments")
+    parser.add_argument("--keep", help="write the intermediate files here")
+    parser.add_argument("--verbose", action="store_true",
+                        help="print the error of every result")
+    args = parser.parse_args()
+
+    with open(args.file) as f:
+        text = f.read()
+    functions = [fn for fn in parse_functions(text)
+                 if (not args.fn or fn.name in args.fn)]
+    if args.fn and len(functions) != len(args.fn):
+        die("not all of %s found" % args.fn)
+    if not functions:
+        die("no public function to check")
+    global FLOAT_RANGE
+    FLOAT_RANGE = tuple(float(v) for v in args.float_range.split(","))
+    ranges = {}
+    for spec in args.range:
+        m = re.fullmatch(r"([^=]+)=([-0-9.eE+]+),([-0-9.eE+]+)", spec)
+        if not m:
+            die("bad --range " + spec)
+        ranges[m.group(1)] = (m.group(2), m.group(3))
+    rng = np.random.default_rng(args.seed)
+    wrappers = "".join(wrapper(fn, rng, ranges) for fn in functions)
+    module = insert_functions(text, wrappers)
+
+    if args.keep:
+        os.makedirs(args.keep, exist_ok=True)
+        check(args, functions, module, args.keep)
+    else:
+        with tempfile.TemporaryDirectory(prefix="check_lowering_") as work:
+            check(args, functions, module, work)
 
 
 if __name__ == "__main__":

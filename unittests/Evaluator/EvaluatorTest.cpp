@@ -405,6 +405,20 @@ TEST_F(EvaluatorTest, CastTruncatesAndTestsNonZero) {
   expectValues((*r)[2], {4}, {2.703125, -2.703125, 0, 0.5});
 }
 
+TEST_F(EvaluatorTest, CastToI64SaturatesAtBothEnds) {
+  Tensor x = f32({3}, {INFINITY, -INFINITY, 1e30});
+  FailureOr<SmallVector<Tensor>> r = run(R"mlir(
+    func.func @f(%x: tensor<3xf32>) -> tensor<3xi64> {
+      %i = weft.cast %x : tensor<3xf32> -> tensor<3xi64>
+      return %i : tensor<3xi64>
+    })mlir",
+                                         {x});
+  ASSERT_TRUE(succeeded(r)) << diagnostics;
+  EXPECT_EQ((*r)[0].ints[0], std::numeric_limits<int64_t>::max());
+  EXPECT_EQ((*r)[0].ints[1], std::numeric_limits<int64_t>::min());
+  EXPECT_EQ((*r)[0].ints[2], std::numeric_limits<int64_t>::max());
+}
+
 TEST_F(EvaluatorTest, CmpAndWhereBroadcast) {
   Tensor x = f32({2, 2}, {1, -2, -3, 4});
   Tensor zero = f32({}, {0});

@@ -50,8 +50,8 @@ FailureOr<Window> liftInput(LegalizeContext &ctx, Value x, StringRef what) {
 }
 
 /// Drops the unit height of a lifted 1-D result again.
-LegalizeResult lowerResult(LegalizeContext &ctx, const Window &w,
-                           FailureOr<Value> y) {
+LegalizeResult unliftResult(LegalizeContext &ctx, const Window &w,
+                            FailureOr<Value> y) {
   if (failed(y) || w.spatialRank == 2)
     return one(y);
   ArrayRef<int64_t> shape = shapeOf(*y);
@@ -198,7 +198,7 @@ LegalizeResult legalizeConv(LegalizeContext &ctx, OnnxNodeOp, ValueRange) {
       return failure();
     operands.push_back(*bias);
   }
-  return lowerResult(
+  return unliftResult(
       ctx, *w,
       ctx.create<Conv2DOp>(operands, {ctx.arrayAttr("strides", a->strides),
                                       ctx.arrayAttr("padding", *pads),
@@ -261,7 +261,7 @@ LegalizeResult legalizeConvTranspose(LegalizeContext &ctx, OnnxNodeOp,
                              << ", got " << formatShape(shapeOf(*bias));
     y = make<AddOp>(ctx, y, ctx.reshape(*bias, {shape[1], 1, 1}));
   }
-  return lowerResult(ctx, *w, y);
+  return unliftResult(ctx, *w, y);
 }
 
 /// MaxPool and AveragePool. With ceil_mode the output size rounds up, as
@@ -334,7 +334,7 @@ LegalizeResult legalizePool(LegalizeContext &ctx, OnnxNodeOp, ValueRange) {
   if constexpr (isAvg)
     attrs.push_back(
         ctx.boolAttr("count_include_pad", countIncludePad != 0 && !overhang));
-  return lowerResult(ctx, *w, ctx.create<OpTy>({x}, attrs));
+  return unliftResult(ctx, *w, ctx.create<OpTy>({x}, attrs));
 }
 
 LegalizeResult legalizeGlobalAveragePool(LegalizeContext &ctx, OnnxNodeOp,

@@ -5,7 +5,7 @@
 //===----------------------------------------------------------------------===//
 //
 // Arithmetic, basic activations (the rest are in Activations.cpp),
-// comparisons, Cast, Constant, Identity and Dropout.
+// comparisons and logical ops, Sign, Cast, Constant, Identity and Dropout.
 //
 //===----------------------------------------------------------------------===//
 
@@ -170,6 +170,46 @@ LegalizeResult legalizeNot(LegalizeContext &ctx, OnnxNodeOp, ValueRange) {
   return one(ctx.create<WhereOp>({in->front(), *f, *t}));
 }
 
+enum class Logical { And, Or, Xor };
+
+/// And, Or and Xor on booleans as selects: `a ? b : false`, `a ? true :
+/// b` and `a ? !b : b`.
+template <Logical kind>
+LegalizeResult legalizeLogical(LegalizeContext &ctx, OnnxNodeOp, ValueRange) {
+  FailureOr<SmallVector<Value>> in = ctx.getTensors({"A", "B"});
+  if (failed(in))
+    return failure();
+  Value a = (*in)[0], b = (*in)[1];
+  if (!elementTypeOf(a).isInteger(1) || !elementTypeOf(b).isInteger(1))
+    return ctx.emitError() << "inputs must be booleans, got " << a.getType()
+                           << " and " << b.getType();
+  Type i1 = ctx.builder.getI1Type();
+  if (kind == Logical::And)
+    return one(make<WhereOp>(ctx, a, b, ctx.scalar(i1, 0)));
+  if (kind == Logical::Or)
+    return one(make<WhereOp>(ctx, a, ctx.scalar(i1, 1), b));
+  FailureOr<Value> f = ctx.scalar(i1, 0);
+  FailureOr<Value> t = ctx.scalar(i1, 1);
+  FailureOr<Value> notB = make<WhereOp>(ctx, b, f, t);
+  return one(make<WhereOp>(ctx, a, notB, b));
+}
+
+/// `x > 0 ? 1 : (x < 0 ? -1 : 0)`.
+LegalizeResult legalizeSign(LegalizeContext &ctx, OnnxNodeOp, ValueRange) {
+  FailureOr<SmallVector<Value>> in = ctx.getTensors({"input"});
+  if (failed(in))
+    return failure();
+  Value x = in->front();
+  Type element = elementTypeOf(x);
+  FailureOr<Value> zero = ctx.scalar(element, 0);
+  FailureOr<Value> isNegative = makeCmp(ctx, CmpPredicate::lt, x, zero);
+  FailureOr<Value> minusOne = ctx.scalar(element, -1);
+  FailureOr<Value> negative = make<WhereOp>(ctx, isNegative, minusOne, zero);
+  FailureOr<Value> isPositive = makeCmp(ctx, CmpPredicate::gt, x, zero);
+  FailureOr<Value> plusOne = ctx.scalar(element, 1);
+  return one(make<WhereOp>(ctx, isPositive, plusOne, negative));
+}
+
 LegalizeResult legalizeCast(LegalizeContext &ctx, OnnxNodeOp, ValueRange) {
   FailureOr<SmallVector<Value>> in = ctx.getTensors({"input"});
   int64_t to = -1;
@@ -305,6 +345,10 @@ void weft::onnxtoweft::populateElementwiseLegalizers(
   registry.add("Greater", 7, kMaxOpset, legalizeCmp<CmpPredicate::gt>);
   registry.add("GreaterOrEqual", 12, kMaxOpset, legalizeCmp<CmpPredicate::ge>);
   registry.add("Not", 1, kMaxOpset, legalizeNot);
+  registry.add("And", 7, kMaxOpset, legalizeLogical<Logical::And>);
+  registry.add("Or", 7, kMaxOpset, legalizeLogical<Logical::Or>);
+  registry.add("Xor", 7, kMaxOpset, legalizeLogical<Logical::Xor>);
+  registry.add("Sign", 9, kMaxOpset, legalizeSign);
 
   registry.add("Cast", 6, kMaxOpset, legalizeCast);
   registry.add("Constant", 1, kMaxOpset, legalizeConstant);

@@ -12,6 +12,7 @@
 
 #include "Legalizers.h"
 
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "llvm/ADT/STLExtras.h"
 
 using namespace mlir;
@@ -140,10 +141,32 @@ FailureOr<Value> normalize(LegalizeContext &ctx, FailureOr<Value> centered,
       ctx, make<MulOp>(ctx, centered, make<MulOp>(ctx, invStd, scale)), bias);
 }
 
-/// BatchNormalization in inference mode, with the given statistics (which
-/// the importer makes parameters, as every float initializer). Only output
-/// 0 exists then; training mode is rejected.
-LegalizeResult legalizeBatchNorm(LegalizeContext &ctx, OnnxNodeOp, ValueRange) {
+/// Running statistics are not trained by gradient: PyTorch updates them by
+/// a moving average in train mode. Weft trains BatchNorm with frozen
+/// statistics (eval-mode semantics), so they become buffers, not the
+/// parameters the importer makes of every float initializer.
+void freezeStatistics(OnnxNodeOp node) {
+  for (unsigned i = 3; i < 5 && i < node.getInputs().size(); ++i) {
+    auto arg = dyn_cast<BlockArgument>(node.getInputs()[i]);
+    if (!arg)
+      continue;
+    auto fn = dyn_cast<func::FuncOp>(arg.getOwner()->getParentOp());
+    if (!fn)
+      continue;
+    unsigned index = arg.getArgNumber();
+    if (auto name =
+            fn.getArgAttrOfType<StringAttr>(index, WeftDialect::kParamAttrName)) {
+      fn.removeArgAttr(index, WeftDialect::kParamAttrName);
+      fn.setArgAttr(index, WeftDialect::kBufferAttrName, name);
+    }
+  }
+}
+
+/// BatchNormalization in inference mode, with the given statistics. Only
+/// output 0 exists then; training mode is rejected.
+LegalizeResult legalizeBatchNorm(LegalizeContext &ctx, OnnxNodeOp node,
+                                 ValueRange) {
+  freezeStatistics(node);
   FailureOr<TypedValue<RankedTensorType>> x = ctx.getTensor(0, "X");
   double epsilon = 1e-5;
   int64_t training = 0, spatial = 1;

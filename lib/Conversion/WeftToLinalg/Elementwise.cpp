@@ -376,7 +376,7 @@ struct CausalMaskLowering : OpConversionPattern<CausalMaskOp> {
 
 void lowering::populateElementwisePatterns(RewritePatternSet &patterns) {
   patterns.add<
-      ConstantLowering, CmpLowering, WhereLowering, GeluLowering, CastLowering,
+      ConstantLowering, CmpLowering, WhereLowering, GeluLowering,
       CausalMaskLowering, BinaryLowering<AddOp, Binary::Add>,
       BinaryLowering<SubOp, Binary::Sub>, BinaryLowering<MulOp, Binary::Mul>,
       BinaryLowering<DivOp, Binary::Div>, BinaryLowering<PowOp, Binary::Pow>,

@@ -206,7 +206,9 @@ struct MaxPool2DGradLowering : OpConversionPattern<MaxPool2DGradOp> {
     Axis ax = axisOf(kernel, strides, padding, in, out, 1);
 
     // Winner of every window: loops (n, c, y, x, i, j) over the padded
-    // input; padding cells are skipped by position, not by value.
+    // input; padding cells are skipped by position, not by value. The
+    // (i, j) reduction is order-dependent (the first maximum wins ties), so
+    // it must run in row-major order: no reassociation or splitting.
     Value padded = padTensor(rewriter, loc, adaptor.getInput(),
                              {0, 0, padding[0], padding[1]},
                              {0, 0, padding[2], padding[3]}, {0, 0, 0, 0}, 0.0);

@@ -170,3 +170,32 @@ func.func @passthrough(%x: tensor<4xf32>) -> tensor<*xf32> {
   %1:2 = weft.onnx.node "Dropout"(%0) {name = "drop", opset = 13 : i64, attrs = {ratio = 1.000000e-01 : f32}} : (tensor<*xf32>) -> (tensor<*xf32>, tensor<*xi1>)
   return %1#0 : tensor<*xf32>
 }
+
+// Logical ops on booleans are selects.
+// CHECK-LABEL: func.func @logical
+// CHECK: %[[F:.*]] = weft.constant dense<false> : tensor<i1>
+// CHECK: %[[AND:.*]] = weft.where %arg0, %arg1, %[[F]]
+// CHECK: %[[T:.*]] = weft.constant dense<true> : tensor<i1>
+// CHECK: %[[OR:.*]] = weft.where %arg0, %[[T]], %arg1
+// CHECK: %[[NOTB:.*]] = weft.where %arg1, %{{.*}}, %{{.*}} : (tensor<4xi1>, tensor<i1>, tensor<i1>) -> tensor<4xi1>
+// CHECK: %[[XOR:.*]] = weft.where %arg0, %[[NOTB]], %arg1
+// CHECK: return %[[AND]], %[[OR]], %[[XOR]]
+func.func @logical(%a: tensor<4xi1>, %b: tensor<4xi1>) -> (tensor<*xi1>, tensor<*xi1>, tensor<*xi1>) {
+  %0 = weft.onnx.node "And"(%a, %b) {name = "and", opset = 7 : i64} : (tensor<4xi1>, tensor<4xi1>) -> tensor<*xi1>
+  %1 = weft.onnx.node "Or"(%a, %b) {name = "or", opset = 7 : i64} : (tensor<4xi1>, tensor<4xi1>) -> tensor<*xi1>
+  %2 = weft.onnx.node "Xor"(%a, %b) {name = "xor", opset = 7 : i64} : (tensor<4xi1>, tensor<4xi1>) -> tensor<*xi1>
+  return %0, %1, %2 : tensor<*xi1>, tensor<*xi1>, tensor<*xi1>
+}
+
+// CHECK-LABEL: func.func @sign
+// CHECK: %[[ZERO:.*]] = weft.constant dense<0.000000e+00> : tensor<f32>
+// CHECK: %[[LT:.*]] = weft.cmp lt, %arg0, %[[ZERO]]
+// CHECK: %[[M1:.*]] = weft.constant dense<-1.000000e+00> : tensor<f32>
+// CHECK: %[[NEG:.*]] = weft.where %[[LT]], %[[M1]], %[[ZERO]] : (tensor<4xi1>, tensor<f32>, tensor<f32>) -> tensor<4xf32>
+// CHECK: %[[GT:.*]] = weft.cmp gt, %arg0, %[[ZERO]]
+// CHECK: %[[P1:.*]] = weft.constant dense<1.000000e+00> : tensor<f32>
+// CHECK: weft.where %[[GT]], %[[P1]], %[[NEG]] : (tensor<4xi1>, tensor<f32>, tensor<4xf32>) -> tensor<4xf32>
+func.func @sign(%x: tensor<4xf32>) -> tensor<*xf32> {
+  %0 = weft.onnx.node "Sign"(%x) {name = "sign", opset = 13 : i64} : (tensor<4xf32>) -> tensor<*xf32>
+  return %0 : tensor<*xf32>
+}

@@ -36,7 +36,9 @@ func.func @layer_norm(%x: tensor<4x16x32xf32>, %g: tensor<32xf32>, %b: tensor<32
 
 // Inference BatchNormalization: per-channel parameters reshaped to [C, 1, 1]
 // broadcast along axis 1 of NCHW; rank 2 ([N, C], BatchNorm1d) needs none.
+// The running statistics become buffers: they are never trained by gradient.
 // CHECK-LABEL: func.func @batch_norm
+// CHECK-SAME: %arg3: tensor<8xf32> {weft.param = "bn.bias"}, %arg4: tensor<8xf32> {weft.buffer = "bn.running_mean"}, %arg5: tensor<8xf32> {weft.buffer = "bn.running_var"}
 // CHECK: %[[SCALE:.*]] = weft.reshape %arg2 : tensor<8xf32> -> tensor<8x1x1xf32>
 // CHECK: %[[BIAS:.*]] = weft.reshape %arg3 : tensor<8xf32> -> tensor<8x1x1xf32>
 // CHECK: %[[MEAN:.*]] = weft.reshape %arg4 : tensor<8xf32> -> tensor<8x1x1xf32>
@@ -52,7 +54,7 @@ func.func @layer_norm(%x: tensor<4x16x32xf32>, %g: tensor<32xf32>, %b: tensor<32
 // CHECK: weft.constant dense<9.99999974E-6> : tensor<f32>
 // CHECK: %[[BN1:.*]] = weft.add %{{.*}}, %arg3 : (tensor<4x8xf32>, tensor<8xf32>) -> tensor<4x8xf32>
 // CHECK: return %[[BN]], %[[BN1]]
-func.func @batch_norm(%x: tensor<4x8x5x5xf32>, %y: tensor<4x8xf32>, %g: tensor<8xf32>, %b: tensor<8xf32>, %m: tensor<8xf32>, %v: tensor<8xf32>) -> (tensor<*xf32>, tensor<*xf32>) {
+func.func @batch_norm(%x: tensor<4x8x5x5xf32>, %y: tensor<4x8xf32>, %g: tensor<8xf32> {weft.param = "bn.weight"}, %b: tensor<8xf32> {weft.param = "bn.bias"}, %m: tensor<8xf32> {weft.param = "bn.running_mean"}, %v: tensor<8xf32> {weft.param = "bn.running_var"}) -> (tensor<*xf32>, tensor<*xf32>) {
   %0 = weft.onnx.node "BatchNormalization"(%x, %g, %b, %m, %v) {name = "bn", opset = 15 : i64, attrs = {epsilon = 1.000000e-03 : f32, momentum = 0.9 : f32}} : (tensor<4x8x5x5xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>) -> tensor<*xf32>
   %1 = weft.onnx.node "BatchNormalization"(%y, %g, %b, %m, %v) {name = "bn1d", opset = 9 : i64} : (tensor<4x8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>) -> tensor<*xf32>
   return %0, %1 : tensor<*xf32>, tensor<*xf32>

@@ -131,7 +131,8 @@ def Weft_CmpOp : Weft_Op<"cmp", [Pure, InferTypeOpAdaptor,
   let arguments = (ins Weft_CmpPredicateAttr:$predicate,
       Weft_NumericTensor:$lhs, Weft_NumericTensor:$rhs);
   let results = (outs Weft_BoolTensor:$result);
-  let assemblyFormat = "$predicate `,` $lhs `,` $rhs attr-dict `:` "
+  // The enum prints its own leading space; `` drops the op's.
+  let assemblyFormat = "`` $predicate `,` $lhs `,` $rhs attr-dict `:` "
                        "functional-type(operands, results)";
 }
 
@@ -195,7 +196,8 @@ def Weft_GeluOp : Weft_Op<"gelu", [Pure, InferTypeOpInterface,
                         "::weft::GeluApproximation::None">:$approximate);
   let results = (outs Weft_FloatTensor:$result);
   let assemblyFormat =
-      "$input (`approximate` `=` $approximate^)? attr-dict `:` type($input)";
+      "$input (`approximate` `=` `` $approximate^)? attr-dict `:` "
+      "type($input)";
 }
 
 def Weft_CastOp : Weft_Op<"cast", [Pure, SameOperandsAndResultShape,
