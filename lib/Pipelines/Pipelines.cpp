@@ -122,6 +122,9 @@ void weft::buildCodegenPipeline(OpPassManager &pm,
   PlanBuffersPassOptions plan;
   plan.function = options.entry;
   pm.addPass(createPlanBuffersPass(plan));
+  OutlineKernelsPassOptions outline;
+  outline.function = options.entry;
+  pm.addPass(createOutlineKernelsPass(outline));
   if (options.stopAfter == Stage::Buffers)
     return;
 
@@ -141,11 +144,10 @@ void weft::buildCodegenPipeline(OpPassManager &pm,
   pm.addPass(createFinalizeMemRefToLLVMConversionPass());
   pm.addPass(createArithToLLVMConversionPass());
   pm.addPass(createConvertControlFlowToLLVMPass());
-  // Bare pointers: the entry takes one `float *` per buffer, which is what
-  // the descriptor's trainStep wrapper passes.
-  ConvertFuncToLLVMPassOptions funcToLLVM;
-  funcToLLVM.useBarePtrCallConv = true;
-  pm.addPass(createConvertFuncToLLVMPass(funcToLLVM));
+  // The entry is marked `llvm.bareptr` (--weft-select-entry): it takes one
+  // pointer per buffer, which is what the descriptor's trainStep wrapper
+  // passes. Kernels take memref descriptors.
+  pm.addPass(createConvertFuncToLLVMPass());
   pm.addPass(createReconcileUnrealizedCastsPass());
   pm.addPass(createCanonicalizerPass());
 }
@@ -163,4 +165,9 @@ void weft::registerWeftPipelines() {
       "weft-lower-to-llvm-pipeline",
       "Reference CPU lowering: weft -> linalg -> bufferization -> LLVM",
       [](OpPassManager &pm) { buildLowerToLLVMPipeline(pm); });
+  PassPipelineRegistration<>(
+      "weft-codegen-pipeline",
+      "weftc's code generation: @train_step -> fused kernels -> buffers "
+      "with BLAS calls and a planned workspace -> LLVM dialect",
+      [](OpPassManager &pm) { buildCodegenPipeline(pm); });
 }

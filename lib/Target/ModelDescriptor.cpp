@@ -22,6 +22,8 @@
 #include "llvm/IR/Constants.h"
 #include "llvm/IR/IRBuilder.h"
 #include "llvm/IR/Module.h"
+#include "llvm/Support/raw_ostream.h"
+#include "llvm/TargetParser/Triple.h"
 
 using namespace mlir;
 namespace rt = weft::rt;
@@ -95,7 +97,8 @@ LogicalResult describe(func::FuncOp fn, Type type, DictionaryAttr attrs,
       break;
     }
   tensor.dtype = static_cast<int32_t>(*dtype);
-  tensor.shape.assign(tensorType.getShape().begin(), tensorType.getShape().end());
+  tensor.shape.assign(tensorType.getShape().begin(),
+                      tensorType.getShape().end());
   return success();
 }
 } // namespace
@@ -128,8 +131,8 @@ class DescriptorBuilder {
 public:
   explicit DescriptorBuilder(llvm::Module &module)
       : module(module), ctx(module.getContext()),
-        ptr(llvm::PointerType::getUnqual(ctx)), i32(llvm::Type::getInt32Ty(ctx)),
-        i64(llvm::Type::getInt64Ty(ctx)) {
+        ptr(llvm::PointerType::getUnqual(ctx)),
+        i32(llvm::Type::getInt32Ty(ctx)), i64(llvm::Type::getInt64Ty(ctx)) {
     // struct WeftTensorInfo { name, kind, dtype, rank, shape }
     tensorInfo = llvm::StructType::create(ctx, {ptr, ptr, i32, i32, ptr},
                                           "struct.WeftTensorInfo");
@@ -170,17 +173,16 @@ public:
         shape = global;
       }
       entries.push_back(llvm::ConstantStruct::get(
-          tensorInfo, {string(t.name), string(t.kind),
-                       llvm::ConstantInt::get(i32, t.dtype),
-                       llvm::ConstantInt::get(i32, t.shape.size()), shape}));
+          tensorInfo,
+          {string(t.name), string(t.kind), llvm::ConstantInt::get(i32, t.dtype),
+           llvm::ConstantInt::get(i32, t.shape.size()), shape}));
     }
     if (entries.empty())
       return llvm::ConstantPointerNull::get(ptr);
     auto *type = llvm::ArrayType::get(tensorInfo, entries.size());
-    return new llvm::GlobalVariable(module, type, true,
-                                    llvm::GlobalValue::PrivateLinkage,
-                                    llvm::ConstantArray::get(type, entries),
-                                    name);
+    return new llvm::GlobalVariable(
+        module, type, true, llvm::GlobalValue::PrivateLinkage,
+        llvm::ConstantArray::get(type, entries), name);
   }
 
   /// `void trainStep(void *const *args, void *const *results, void *ws)`
@@ -251,21 +253,26 @@ std::string weft::addModelDescriptor(llvm::Module &module,
   uint64_t weightsSize = 0;
   if (!descriptor.weightsPath.empty()) {
     // Defined by the assembler from the file; hidden and dso_local so the
-    // code refers to it directly.
+    // descriptor refers to it directly. x86-64 keeps large data in .lrodata
+    // (SHF_X86_64_LARGE), away from the code, so that weights past 2 GB do
+    // not push RIP-relative references out of range.
+    bool x86 = module.getTargetTriple().getArch() == llvm::Triple::x86_64;
     std::string symbol = "weft_weights";
-    module.appendModuleInlineAsm(
-        ".pushsection .lrodata.weft_weights,\"al\",@progbits\n"
-        ".p2align 6\n"
-        ".globl " + symbol + "\n"
-        ".hidden " + symbol + "\n" +
-        symbol + ":\n"
-        ".incbin \"" + asmQuote(descriptor.weightsPath) + "\"\n"
-        ".size " + symbol + ", " + std::to_string(descriptor.weightsSize) +
-        "\n"
-        ".popsection\n");
+    std::string text;
+    llvm::raw_string_ostream os(text);
+    os << ".pushsection " << (x86 ? ".lrodata" : ".rodata")
+       << ".weft_weights,\"" << (x86 ? "al" : "a") << "\",@progbits\n"
+       << ".p2align 6\n"
+       << ".globl " << symbol << "\n"
+       << ".hidden " << symbol << "\n"
+       << symbol << ":\n"
+       << ".incbin \"" << asmQuote(descriptor.weightsPath) << "\"\n"
+       << ".size " << symbol << ", " << descriptor.weightsSize << "\n"
+       << ".popsection\n";
+    module.appendModuleInlineAsm(text);
     auto *global = new llvm::GlobalVariable(
-        module, llvm::ArrayType::get(llvm::Type::getInt8Ty(module.getContext()),
-                                     0),
+        module,
+        llvm::ArrayType::get(llvm::Type::getInt8Ty(module.getContext()), 0),
         true, llvm::GlobalValue::ExternalLinkage, nullptr, symbol);
     global->setVisibility(llvm::GlobalValue::HiddenVisibility);
     global->setDSOLocal(true);

@@ -15,8 +15,10 @@
 // 2. Upstream elementwise fusion merges single-use elementwise chains.
 // 3. Walking the block backwards, each fusible op still at the top level is
 //    a kernel root: its parallel dimensions but the innermost are tiled by
-//    1 and producers are fused by `tileConsumerAndFuseProducersUsingSCF`
-//    when every iteration computes a disjoint slice of them.
+//    1 (`scf::tileUsingSCF`) and producers of its fusion group are fused
+//    along their slices (`scf::tileAndFuseProducerOfSlice`) when every
+//    iteration computes a disjoint slice of them; those used after the
+//    kernel are yielded by it.
 // 4. Each contraction gets its own zero fill right before it, so the BLAS
 //    rewrite after bufferization sees `fill; matmul` on one buffer.
 //
@@ -28,15 +30,18 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Linalg/Transforms/TilingInterfaceImpl.h"
 #include "mlir/Dialect/Linalg/Transforms/Transforms.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/SCF/Transforms/TileUsingInterface.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
-#include "mlir/Dialect/Tensor/Transforms/Transforms.h"
+#include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/IR/Dominance.h"
 #include "mlir/Transforms/CSE.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 #include "llvm/ADT/DenseSet.h"
+
+#include <deque>
 
 namespace weft {
 #define GEN_PASS_DEF_FUSEKERNELSPASS
@@ -77,8 +82,11 @@ bool hasStaticTensorOperands(Operation *op) {
 /// Ops that can take part in a fused kernel.
 bool isFusible(Operation *op) {
   auto linalgOp = dyn_cast<linalg::LinalgOp>(op);
-  return linalgOp && linalgOp.hasPureTensorSemantics() &&
-         !isContractionLike(op) && hasStaticTensorOperands(op);
+  // Windows (d0 + d2) make tiles overlap: pooling-like ops stay whole.
+  return linalgOp && isa<TilingInterface>(op) &&
+         linalgOp.hasPureTensorSemantics() &&
+         linalgOp.hasOnlyProjectedPermutations() && !isContractionLike(op) &&
+         hasStaticTensorOperands(op);
 }
 
 /// Tile sizes for a root: 1 for every parallel loop but the innermost one,
@@ -98,13 +106,66 @@ SmallVector<int64_t> rootTileSizes(linalg::LinalgOp op) {
   return sizes;
 }
 
+/// Upper bound on the producers fused into one kernel: a guard against
+/// pathological graphs, far above what a layer norm backward needs.
+constexpr size_t kMaxFusedPerKernel = 256;
+
+/// Whether two offsets, sizes or strides are the same: one value, equal
+/// constants, or one affine map applied to the same operands.
+bool sameIndex(OpFoldResult a, OpFoldResult b) {
+  if (isEqualConstantIntOrValue(a, b))
+    return true;
+  auto va = dyn_cast<Value>(a), vb = dyn_cast<Value>(b);
+  if (!va || !vb)
+    return false;
+  auto applyA = va.getDefiningOp<affine::AffineApplyOp>();
+  auto applyB = vb.getDefiningOp<affine::AffineApplyOp>();
+  return applyA && applyB && applyA.getAffineMap() == applyB.getAffineMap() &&
+         applyA.getOperands() == applyB.getOperands();
+}
+
+bool sameSlice(tensor::ExtractSliceOp a, tensor::ExtractSliceOp b) {
+  auto same = [](ArrayRef<OpFoldResult> x, ArrayRef<OpFoldResult> y) {
+    return x.size() == y.size() && llvm::all_of(llvm::zip(x, y), [](auto pair) {
+             return sameIndex(std::get<0>(pair), std::get<1>(pair));
+           });
+  };
+  return a.getResultType() == b.getResultType() &&
+         same(a.getMixedOffsets(), b.getMixedOffsets()) &&
+         same(a.getMixedSizes(), b.getMixedSizes()) &&
+         same(a.getMixedStrides(), b.getMixedStrides());
+}
+
+/// The untiled value a slice inside a kernel reads, looking through the
+/// loops' shared outputs to their initial values.
+OpResult producerOf(tensor::ExtractSliceOp slice) {
+  Value value = slice.getSource();
+  while (auto arg = dyn_cast<BlockArgument>(value)) {
+    auto forall = dyn_cast<scf::ForallOp>(arg.getOwner()->getParentOp());
+    if (!forall)
+      return nullptr;
+    OpOperand *init = forall.getTiedOpOperand(arg);
+    if (!init)
+      return nullptr;
+    value = init->get();
+  }
+  return dyn_cast<OpResult>(value);
+}
+
 /// Records erased ops so the backward walk skips roots fused elsewhere.
 struct ErasedOps : public RewriterBase::Listener {
   llvm::DenseSet<Operation *> erased;
   void notifyOperationErased(Operation *op) override { erased.insert(op); }
 };
 
-struct FuseKernelsPass : public weft::impl::FuseKernelsPassBase<FuseKernelsPass> {
+struct FuseKernelsPass
+    : public weft::impl::FuseKernelsPassBase<FuseKernelsPass> {
+  /// Tiling needs linalg's TilingInterface models, whichever tool runs us.
+  void getDependentDialects(DialectRegistry &registry) const override {
+    Base::getDependentDialects(registry);
+    linalg::registerTilingInterfaceExternalModels(registry);
+  }
+
   void runOnOperation() override {
     func::FuncOp fn = getOperation();
     if (fn.isExternal() || !fn.getBody().hasOneBlock())
@@ -167,13 +228,6 @@ struct FuseKernelsPass : public weft::impl::FuseKernelsPassBase<FuseKernelsPass>
     ErasedOps erasedOps;
     IRRewriter rewriter(ctx, &erasedOps);
 
-    RewritePatternSet cleanup(ctx);
-    tensor::ExtractSliceOp::getCanonicalizationPatterns(cleanup, ctx);
-    tensor::populateMergeConsecutiveInsertExtractSlicePatterns(cleanup);
-    tensor::populateBubbleUpExtractSliceOpPatterns(cleanup);
-    tensor::populateFoldTensorEmptyPatterns(cleanup);
-    FrozenRewritePatternSet frozenCleanup(std::move(cleanup));
-
     SmallVector<Operation *> ops;
     for (Operation &op : block.without_terminator())
       ops.push_back(&op);
@@ -185,81 +239,166 @@ struct FuseKernelsPass : public weft::impl::FuseKernelsPassBase<FuseKernelsPass>
       SmallVector<int64_t> sizes = rootTileSizes(linalgOp);
       if (sizes.empty())
         continue;
-      int64_t tripCount = 1;
-      SmallVector<int64_t> bounds = linalgOp.getStaticLoopRanges();
-      for (auto [size, bound] : llvm::zip(sizes, bounds))
-        if (size)
-          tripCount *= bound;
-
-      scf::SCFTilingOptions tiling;
-      tiling.setLoopType(scf::SCFTilingOptions::LoopType::ForallOp);
-      tiling.setTileSizes(getAsIndexOpFoldResult(ctx, sizes));
-      scf::SCFTileAndFuseOptions options;
-      options.setTilingOptions(tiling);
-      options.cleanupPatterns = frozenCleanup;
-      options.setFusionControlFn(
-          [&](tensor::ExtractSliceOp slice, OpResult producer,
-              bool) -> std::optional<scf::SCFTileAndFuseOptions::ControlFnResult> {
-            Operation *producerOp = producer.getOwner();
-            if (!isFusible(producerOp) || producerOp->getBlock() != &block)
-              return std::nullopt;
-            // Fuse only when the iterations partition the producer: a slice
-            // every iteration shares (a broadcast operand) would be
-            // recomputed on each and could not be yielded.
-            RankedTensorType sliceType = slice.getResultType();
-            auto fullType = cast<RankedTensorType>(producer.getType());
-            if (!sliceType.hasStaticShape() ||
-                sliceType.getNumElements() * tripCount !=
-                    fullType.getNumElements())
-              return std::nullopt;
-            // Yield it when ops after the kernel use it too. (The loop nest
-            // sits right after the root; its own uses do not count.)
-            Operation *loop = block.findAncestorOpInBlock(*slice);
-            scf::SCFTileAndFuseOptions::ControlFnResult result;
-            result.yieldProducerReplacement =
-                llvm::any_of(producer.getUses(), [&](OpOperand &use) {
-                  Operation *user = block.findAncestorOpInBlock(*use.getOwner());
-                  return user && user != op && user != loop &&
-                         op->isBeforeInBlock(user);
-                });
-            return result;
-          });
-
-      rewriter.setInsertionPoint(op);
-      FailureOr<scf::SCFTileAndFuseResult> fused =
-          scf::tileConsumerAndFuseProducersUsingSCF(
-              rewriter, cast<TilingInterface>(op), options);
-      if (failed(fused))
-        return op->emitError("could not tile this op into a fused kernel");
-      if (fused->loops.empty())
-        continue;
-      Operation *loop = fused->loops.front();
-      loop->setAttr(kKernelAttrName, UnitAttr::get(ctx));
-
-      // Uses after the loop read its results; uses before it belong to ops
-      // that are fused later or keep their own copy of the producer.
-      SmallVector<Operation *> originals = {op};
-      llvm::append_range(originals, fused->fusedProducers);
-      for (Operation *original : originals)
-        for (Value result : original->getResults()) {
-          Value replacement = fused->replacements.lookup(result);
-          if (!replacement)
-            continue;
-          rewriter.replaceUsesWithIf(result, replacement, [&](OpOperand &use) {
-            Operation *user = block.findAncestorOpInBlock(*use.getOwner());
-            return user && loop->isBeforeInBlock(user);
-          });
-        }
-      // Fusion leaves the slices it fused along dead inside the loop; they
-      // still use the original producers.
-      SmallVector<Operation *> slices;
-      loop->walk([&](tensor::ExtractSliceOp slice) {
-        slices.push_back(slice);
-      });
-      eraseDead(rewriter, slices);
-      eraseDead(rewriter, originals);
+      if (failed(formKernel(rewriter, block, linalgOp, sizes)))
+        return failure();
     }
     return success();
+  }
+
+  /// Tiles `root` and fuses its producers into the loop, breadth first.
+  /// A producer sliced the same way twice (a softmax's exp feeds both the
+  /// sum and the division) is computed once per iteration.
+  LogicalResult formKernel(RewriterBase &rewriter, Block &block,
+                           linalg::LinalgOp root, ArrayRef<int64_t> sizes) {
+    MLIRContext *ctx = root.getContext();
+    int64_t tripCount = 1;
+    for (auto [size, bound] : llvm::zip(sizes, root.getStaticLoopRanges()))
+      if (size)
+        tripCount *= bound;
+
+    llvm::SetVector<Operation *> group = fusionGroup(root, block);
+
+    scf::SCFTilingOptions tiling;
+    tiling.setLoopType(scf::SCFTilingOptions::LoopType::ForallOp);
+    tiling.setTileSizes(getAsIndexOpFoldResult(ctx, sizes));
+    rewriter.setInsertionPoint(root);
+    FailureOr<scf::SCFTilingResult> tiled = scf::tileUsingSCF(
+        rewriter, cast<TilingInterface>(root.getOperation()), tiling);
+    if (failed(tiled))
+      return root.emitError("could not tile this op into a fused kernel");
+    if (tiled->loops.empty())
+      return success();
+    rewriter.replaceOp(root, tiled->replacements);
+    SmallVector<LoopLikeOpInterface> loops = tiled->loops;
+    auto loop = [&]() -> Operation * { return loops.front(); };
+
+    struct Fused {
+      OpResult producer;
+      tensor::ExtractSliceOp slice;
+      Value tile;
+    };
+    SmallVector<Fused> fused;
+    SmallVector<Operation *> producers;
+    std::deque<tensor::ExtractSliceOp> worklist;
+    for (Operation *slice : tiled->generatedSlices)
+      if (auto s = dyn_cast<tensor::ExtractSliceOp>(slice))
+        worklist.push_back(s);
+    SmallVector<Operation *> deadSlices;
+    while (!worklist.empty() && fused.size() < kMaxFusedPerKernel) {
+      tensor::ExtractSliceOp slice = worklist.front();
+      worklist.pop_front();
+      OpResult producer = producerOf(slice);
+      if (!producer || !group.contains(producer.getOwner()) ||
+          !shouldFuse(slice, producer, block, tripCount))
+        continue;
+      // Reuse a tile of the same slice computed earlier in the body.
+      auto same = llvm::find_if(fused, [&](Fused &f) {
+        Operation *tileOp = f.tile.getDefiningOp();
+        return f.producer == producer && sameSlice(f.slice, slice) && tileOp &&
+               tileOp->getBlock() == slice->getBlock() &&
+               tileOp->isBeforeInBlock(slice);
+      });
+      if (same != fused.end()) {
+        rewriter.replaceAllUsesWith(slice.getResult(), same->tile);
+        deadSlices.push_back(slice);
+        continue;
+      }
+      Operation *producerOp = producer.getOwner();
+      bool usedAfter = llvm::any_of(producerOp->getUsers(), [&](Operation *u) {
+        Operation *user = block.findAncestorOpInBlock(*u);
+        return user && loop()->isBeforeInBlock(user);
+      });
+      std::optional<scf::SCFFuseProducerOfSliceResult> result =
+          scf::tileAndFuseProducerOfSlice(rewriter, slice, loops);
+      if (!result)
+        continue;
+      deadSlices.push_back(slice);
+      fused.push_back({producer, slice, result->tiledAndFusedProducer});
+      bool firstTime = !llvm::is_contained(producers, producerOp);
+      if (firstTime)
+        producers.push_back(producerOp);
+      for (Operation *s : result->generatedSlices)
+        if (auto next = dyn_cast<tensor::ExtractSliceOp>(s))
+          worklist.push_back(next);
+      // Ops after the kernel read the producer from the loop's results
+      // instead of recomputing it.
+      if (!usedAfter || !firstTime)
+        continue;
+      unsigned numResults = producerOp->getNumResults();
+      FailureOr<SmallVector<Operation *>> newSlices =
+          scf::yieldReplacementForFusedProducer(rewriter, slice, *result,
+                                                loops);
+      if (failed(newSlices))
+        continue;
+      for (Operation *s : *newSlices)
+        if (auto next = dyn_cast<tensor::ExtractSliceOp>(s))
+          worklist.push_back(next);
+      ValueRange yielded = loop()->getResults().take_back(numResults);
+      for (auto [original, replacement] :
+           llvm::zip(producerOp->getResults(), yielded))
+        rewriter.replaceUsesWithIf(original, replacement, [&](OpOperand &use) {
+          Operation *user = block.findAncestorOpInBlock(*use.getOwner());
+          return user && loop()->isBeforeInBlock(user);
+        });
+    }
+    loop()->setAttr(kKernelAttrName, UnitAttr::get(ctx));
+    // The slices fused along still read the original producers.
+    eraseDead(rewriter, deadSlices);
+    eraseDead(rewriter, producers);
+    return success();
+  }
+
+  /// The producers `root` may absorb: fusible ops it reaches through
+  /// fusible ops, minus those that ops outside the group read before the
+  /// root (they must exist in full anyway; fusing them would compute them
+  /// twice). Uses after the root are fine: the kernel yields the value.
+  /// Without this rule the last layer norm of a transformer would pull in
+  /// the whole residual stream.
+  static llvm::SetVector<Operation *> fusionGroup(linalg::LinalgOp root,
+                                                  Block &block) {
+    llvm::SetVector<Operation *> group;
+    SmallVector<Operation *> worklist = {root};
+    while (!worklist.empty()) {
+      Operation *op = worklist.pop_back_val();
+      for (Value operand : op->getOperands()) {
+        Operation *def = operand.getDefiningOp();
+        if (def && def->getBlock() == &block && isFusible(def) &&
+            group.insert(def))
+          worklist.push_back(def);
+      }
+    }
+    bool changed = true;
+    while (changed) {
+      changed = false;
+      SmallVector<Operation *> leaving;
+      for (Operation *op : group)
+        for (Operation *u : op->getUsers()) {
+          Operation *user = block.findAncestorOpInBlock(*u);
+          if (user && user != root && !group.contains(user) &&
+              !root->isBeforeInBlock(user)) {
+            leaving.push_back(op);
+            break;
+          }
+        }
+      for (Operation *op : leaving)
+        group.remove(op);
+      changed = !leaving.empty();
+    }
+    return group;
+  }
+
+  /// Fuse `producer` along `slice` only when it is fusible and the
+  /// iterations partition it: a slice every iteration shares (a broadcast
+  /// operand) would be recomputed by each and could not be yielded.
+  static bool shouldFuse(tensor::ExtractSliceOp slice, OpResult producer,
+                         Block &block, int64_t tripCount) {
+    Operation *producerOp = producer.getOwner();
+    if (!isFusible(producerOp) || producerOp->getBlock() != &block)
+      return false;
+    RankedTensorType sliceType = slice.getResultType();
+    auto fullType = cast<RankedTensorType>(producer.getType());
+    return sliceType.hasStaticShape() &&
+           sliceType.getNumElements() * tripCount == fullType.getNumElements();
   }
 
   /// Erases the ops in `candidates` that no longer have uses, repeatedly,
@@ -308,9 +447,9 @@ struct FuseKernelsPass : public weft::impl::FuseKernelsPassBase<FuseKernelsPass>
     fn.walk<WalkOrder::PreOrder>([&](Operation *op) {
       if (!op->hasAttr(kKernelAttrName))
         return;
-      op->setAttr(kKernelAttrName,
-                  StringAttr::get(&getContext(),
-                                  "fused_" + std::to_string(next++)));
+      op->setAttr(
+          kKernelAttrName,
+          StringAttr::get(&getContext(), "fused_" + std::to_string(next++)));
     });
   }
 };

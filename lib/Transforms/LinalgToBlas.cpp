@@ -150,16 +150,22 @@ struct LinalgToBlasPass
     if (!aType.getElementType().isF32() || !bType.getElementType().isF32() ||
         !cType.getElementType().isF32())
       return;
-    FailureOr<linalg::ContractionDimensions> dims =
-        linalg::inferContractionDims(op);
-    if (failed(dims) || dims->m.size() != 1 || dims->n.size() != 1 ||
-        dims->k.size() != 1 || dims->batch.size() > 1)
+    // C names the batch, M and N loops; the one reduction loop is K. (The
+    // upstream classification would call a batch loop that A lacks an N.)
+    SmallVector<AffineMap> maps = op.getIndexingMapsArray();
+    SmallVector<unsigned> reductions;
+    op.getReductionDims(reductions);
+    unsigned numLoops = op.getNumLoops();
+    AffineMap cMap = maps[2];
+    if (reductions.size() != 1 || cMap.getNumResults() + 1 != numLoops ||
+        numLoops < 3 || numLoops > 4 || !cMap.isProjectedPermutation())
       return;
     std::optional<unsigned> batch;
-    if (!dims->batch.empty())
-      batch = dims->batch.front();
-    unsigned m = dims->m.front(), n = dims->n.front(), k = dims->k.front();
-    SmallVector<AffineMap> maps = op.getIndexingMapsArray();
+    if (numLoops == 4)
+      batch = cMap.getDimPosition(0);
+    unsigned m = cMap.getDimPosition(numLoops - 3);
+    unsigned n = cMap.getDimPosition(numLoops - 2);
+    unsigned k = reductions.front();
     std::optional<OperandLayout> la = matchOperand(maps[0], batch, m, k, true);
     std::optional<OperandLayout> lb = matchOperand(maps[1], batch, k, n, true);
     std::optional<OperandLayout> lc = matchOperand(maps[2], batch, m, n, false);
@@ -187,8 +193,8 @@ struct LinalgToBlasPass
     auto unpack = [&](Value memref, const OperandLayout &layout,
                       MemRefType type) -> Operand {
       Operand result;
-      result.meta = memref::ExtractStridedMetadataOp::create(builder, loc,
-                                                             memref);
+      result.meta =
+          memref::ExtractStridedMetadataOp::create(builder, loc, memref);
       Value aligned =
           memref::ExtractAlignedPointerAsIndexOp::create(builder, loc, memref);
       Value base = LLVM::IntToPtrOp::create(
@@ -199,13 +205,12 @@ struct LinalgToBlasPass
           ValueRange{toI64(result.meta.getOffset())});
       // A single stored row may carry any stride; BLAS wants >= its width.
       if (type.getShape()[layout.rowDim] == 1)
-        result.ld = constI64(type.getShape()[layout.colDim]);
+        result.ld = toI64(result.meta.getSizes()[layout.colDim]);
       else
         result.ld = toI64(result.meta.getStrides()[layout.rowDim]);
       result.batchStride =
-          layout.batchDim
-              ? toI64(result.meta.getStrides()[*layout.batchDim])
-              : constI64(0);
+          layout.batchDim ? toI64(result.meta.getStrides()[*layout.batchDim])
+                          : constI64(0);
       return result;
     };
     Operand pa = unpack(a, *la, aType), pb = unpack(b, *lb, bType),
@@ -214,12 +219,12 @@ struct LinalgToBlasPass
         lc->batchDim ? toI64(pc.meta.getSizes()[*lc->batchDim]) : constI64(1);
     Value rows = toI64(pc.meta.getSizes()[lc->rowDim]);
     Value cols = toI64(pc.meta.getSizes()[lc->colDim]);
-    Value depth = toI64(
-        pa.meta.getSizes()[la->transposed ? la->rowDim : la->colDim]);
-    Value transA = arith::ConstantIntOp::create(builder, loc, i32,
-                                                la->transposed ? 1 : 0);
-    Value transB = arith::ConstantIntOp::create(builder, loc, i32,
-                                                lb->transposed ? 1 : 0);
+    Value depth =
+        toI64(pa.meta.getSizes()[la->transposed ? la->rowDim : la->colDim]);
+    Value transA =
+        arith::ConstantIntOp::create(builder, loc, i32, la->transposed ? 1 : 0);
+    Value transB =
+        arith::ConstantIntOp::create(builder, loc, i32, lb->transposed ? 1 : 0);
     func::CallOp::create(builder, loc, sgemm,
                          ValueRange{batchCount, transA, transB, rows, cols,
                                     depth, pa.ptr, pa.ld, pa.batchStride,

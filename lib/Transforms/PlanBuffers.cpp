@@ -107,8 +107,8 @@ struct PlanBuffersPass
     int64_t workspace = place(buffers);
     int64_t argBytes = 0;
     for (Type type : fn.getArgumentTypes())
-      if (auto memref = dyn_cast<MemRefType>(type); memref &&
-                                                    memref.hasStaticShape())
+      if (auto memref = dyn_cast<MemRefType>(type);
+          memref && memref.hasStaticShape())
         argBytes += memref.getNumElements() *
                     layout.getTypeSize(memref.getElementType()).getFixedValue();
 
@@ -126,7 +126,8 @@ struct PlanBuffersPass
     for (Buffer &buffer : buffers) {
       OpBuilder builder(buffer.alloc);
       Location loc = buffer.alloc.getLoc();
-      Value offset = arith::ConstantIndexOp::create(builder, loc, buffer.offset);
+      Value offset =
+          arith::ConstantIndexOp::create(builder, loc, buffer.offset);
       Value view = memref::ViewOp::create(builder, loc, buffer.alloc.getType(),
                                           ws, offset, ValueRange{});
       buffer.alloc.replaceAllUsesWith(view);
@@ -161,8 +162,8 @@ struct PlanBuffersPass
         }
         if (isa<func::ReturnOp>(user) && user->getBlock() == &block)
           return alloc.emitError()
-                 << "buffer escapes @" << alloc->getParentOfType<func::FuncOp>()
-                                               .getName()
+                 << "buffer escapes @"
+                 << alloc->getParentOfType<func::FuncOp>().getName()
                  << " through its return; run buffer-results-to-out-params "
                     "first";
         Operation *userTop = block.findAncestorOpInBlock(*user);

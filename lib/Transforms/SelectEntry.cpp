@@ -67,6 +67,8 @@ struct SelectEntryPass
         return signalPassFailure();
       }
     }
+    // The C wrapper passes one pointer per buffer.
+    entryFn->setAttr("llvm.bareptr", UnitAttr::get(&getContext()));
     for (auto fn : module.getOps<func::FuncOp>())
       if (fn != entryFn && !fn.isExternal())
         fn.setPrivate();

@@ -57,7 +57,8 @@ cl::OptionCategory weftcCategory("weftc options");
 cl::opt<std::string> inputFilename(cl::Positional,
                                    cl::desc("<model.onnx | model.mlir>"),
                                    cl::Required, cl::cat(weftcCategory));
-cl::opt<std::string> outputFilename("o", cl::desc("Output file (default: stdout)"),
+cl::opt<std::string> outputFilename("o",
+                                    cl::desc("Output file (default: stdout)"),
                                     cl::value_desc("file"), cl::init("-"),
                                     cl::cat(weftcCategory));
 cl::opt<Emit> emit(
@@ -110,10 +111,10 @@ cl::opt<double> momentum("momentum", cl::desc("SGD momentum (default 0)"),
                          cl::init(0.0), cl::cat(trainCategory));
 cl::opt<bool> nesterov("nesterov", cl::desc("SGD Nesterov momentum"),
                        cl::init(false), cl::cat(trainCategory));
-cl::opt<double> weightDecay(
-    "weight-decay",
-    cl::desc("Weight decay (default: 0 for sgd, 0.01 for adamw)"),
-    cl::init(-1.0), cl::cat(trainCategory));
+cl::opt<double>
+    weightDecay("weight-decay",
+                cl::desc("Weight decay (default: 0 for sgd, 0.01 for adamw)"),
+                cl::init(-1.0), cl::cat(trainCategory));
 cl::opt<double> beta1("beta1", cl::desc("AdamW beta1"), cl::init(0.9),
                       cl::cat(trainCategory));
 cl::opt<double> beta2("beta2", cl::desc("AdamW beta2"), cl::init(0.999),
@@ -140,6 +141,12 @@ cl::opt<double> minLrRatio("min-lr-ratio",
                            cl::desc("Cosine floor as a fraction of the base "
                                     "learning rate"),
                            cl::init(0.0), cl::cat(trainCategory));
+cl::opt<bool> runtimeHyperparameters(
+    "runtime-hyperparameters",
+    cl::desc("Make the optimizer's hyperparameters run-time inputs "
+             "hp.<name>: flags of the executable, defaulting to the values "
+             "given here"),
+    cl::init(false), cl::cat(trainCategory));
 cl::opt<std::string> precision("precision",
                                cl::desc("fp32, or bf16 (bf16 compute, f32 "
                                         "master weights and optimizer "
@@ -161,15 +168,14 @@ cl::opt<std::string> cpu("cpu",
                          cl::init("generic"), cl::cat(codegenCategory));
 cl::opt<unsigned> optLevel("O", cl::desc("LLVM optimization level 0-3"),
                            cl::init(2), cl::Prefix, cl::cat(codegenCategory));
-cl::opt<std::string> runtimeDir(
-    "runtime-dir",
-    cl::desc("Folder with libWeftRuntimeMain.a and libWeftRuntime.a "
-             "(default: next to weftc)"),
-    cl::value_desc("dir"), cl::cat(codegenCategory));
+cl::opt<std::string>
+    runtimeDir("runtime-dir",
+               cl::desc("Folder with libWeftRuntimeMain.a and libWeftRuntime.a "
+                        "(default: next to weftc)"),
+               cl::value_desc("dir"), cl::cat(codegenCategory));
 cl::list<std::string> linkArgs("link-arg",
                                cl::desc("Extra argument for the link"),
-                               cl::value_desc("arg"),
-                               cl::cat(codegenCategory));
+                               cl::value_desc("arg"), cl::cat(codegenCategory));
 cl::opt<bool> saveTemps("save-temps",
                         cl::desc("Keep the temporary folder with the object "
                                  "and weights (its path goes to stderr)"),
@@ -238,8 +244,13 @@ LogicalResult writeWeights(ModuleOp module, StringRef irPath) {
 }
 
 void printSummary(ModuleOp module) {
-  int64_t params = 0, values = 0, bytes = 0, buffers = 0, inputs = 0;
+  int64_t params = 0, values = 0, bytes = 0, buffers = 0, state = 0, inputs = 0;
+  // A training step's arguments describe the model; the functions it was
+  // built from repeat them.
+  auto step = module.lookupSymbol<func::FuncOp>("train_step");
   module.walk([&](func::FuncOp fn) {
+    if (step && fn != step)
+      return;
     for (unsigned i = 0; i < fn.getNumArguments(); ++i) {
       auto type = dyn_cast<RankedTensorType>(fn.getArgument(i).getType());
       if (fn.getArgAttr(i, WeftDialect::kParamAttrName) && type) {
@@ -248,6 +259,8 @@ void printSummary(ModuleOp module) {
         bytes += type.getNumElements() * type.getElementTypeBitWidth() / 8;
       } else if (fn.getArgAttr(i, WeftDialect::kBufferAttrName)) {
         ++buffers;
+      } else if (fn.getArgAttr(i, "weft.state")) {
+        ++state;
       } else {
         ++inputs;
       }
@@ -256,7 +269,10 @@ void printSummary(ModuleOp module) {
   llvm::errs() << "weftc: " << inputFilename << ": " << params
                << " parameter tensors, " << values << " trainable values ("
                << llvm::format("%.1f", bytes / 1048576.0) << " MiB), "
-               << buffers << " buffers, " << inputs << " inputs\n";
+               << buffers << " buffers, ";
+  if (state)
+    llvm::errs() << state << " optimizer state tensors, ";
+  llvm::errs() << inputs << " inputs\n";
 }
 
 OwningOpRef<ModuleOp> loadInput(MLIRContext &context) {
@@ -294,8 +310,8 @@ OwningOpRef<ModuleOp> loadInput(MLIRContext &context) {
 /// describe them even when the step is compiled later from its .mlir.
 void recordTrainConfig(ModuleOp module) {
   Builder b(module.getContext());
-  double decay = weightDecay >= 0 ? weightDecay
-                                  : (optimizer == "adamw" ? 0.01 : 0.0);
+  double decay =
+      weightDecay >= 0 ? weightDecay : (optimizer == "adamw" ? 0.01 : 0.0);
   NamedAttribute entries[] = {
       b.getNamedAttr("loss", b.getStringAttr(loss)),
       b.getNamedAttr("optimizer", b.getStringAttr(optimizer)),
@@ -312,19 +328,45 @@ void recordTrainConfig(ModuleOp module) {
       b.getNamedAttr("total_steps", b.getI64IntegerAttr(totalSteps)),
       b.getNamedAttr("min_lr_ratio", b.getF64FloatAttr(minLrRatio)),
       b.getNamedAttr("precision", b.getStringAttr(precision))};
-  module->setAttr("weft.train_config", b.getDictionaryAttr(entries));
+  SmallVector<NamedAttribute> config(std::begin(entries), std::end(entries));
+  // The runtime range-checks integer labels and tokens against num_classes:
+  // the size of the cross-entropy's class axis.
+  module.walk([&](weft::CrossEntropyOp op) {
+    auto logits = cast<ShapedType>(op.getLogits().getType());
+    config.push_back(b.getNamedAttr(
+        "num_classes", b.getI64IntegerAttr(logits.getShape().back())));
+    return WalkResult::interrupt();
+  });
+  module->setAttr("weft.train_config", b.getDictionaryAttr(config));
+}
+
+/// For a cross-entropy loss, the number of classes (the last axis of
+/// @forward's output, the vocabulary of a language model): the runtime
+/// range-checks labels and tokens against it.
+std::optional<int64_t> numClasses(ModuleOp module) {
+  auto config = module->getAttrOfType<DictionaryAttr>("weft.train_config");
+  auto forward = module.lookupSymbol<func::FuncOp>("forward");
+  if (!config || !forward || forward.getNumResults() == 0 ||
+      config.getAs<StringAttr>("loss") != "cross-entropy")
+    return std::nullopt;
+  auto type = dyn_cast<RankedTensorType>(forward.getResultTypes().front());
+  if (!type || type.getRank() == 0 || type.isDynamicDim(type.getRank() - 1))
+    return std::nullopt;
+  return type.getShape().back();
 }
 
 /// The model's JSON: where it came from, how it trains, what it needs.
-std::string modelJson(ModuleOp module, const ModelAbi &abi) {
+std::string modelJson(ModuleOp module, const ModelAbi &abi,
+                      std::optional<int64_t> classes) {
   std::string text;
   llvm::raw_string_ostream os(text);
   llvm::json::OStream json(os);
   json.object([&] {
     json.attribute("weft_version", kWeftVersion);
-    json.attribute("source",
-                   llvm::sys::path::filename(inputFilename).str());
+    json.attribute("source", llvm::sys::path::filename(inputFilename).str());
     json.attribute("entry", "train_step");
+    if (classes)
+      json.attribute("num_classes", *classes);
     if (auto config =
             module->getAttrOfType<DictionaryAttr>("weft.train_config")) {
       for (NamedAttribute entry : config) {
@@ -339,6 +381,15 @@ std::string modelJson(ModuleOp module, const ModelAbi &abi) {
           json.attribute(key, bAttr.getValue());
       }
     }
+    // Defaults of the hp.* inputs (--runtime-hyperparameters), which the
+    // runtime turns into flags.
+    if (auto hyper =
+            module->getAttrOfType<DictionaryAttr>("weft.hyperparameters"))
+      json.attributeObject("hyperparameters", [&] {
+        for (NamedAttribute entry : hyper)
+          if (auto value = dyn_cast<FloatAttr>(entry.getValue()))
+            json.attribute(entry.getName().strref(), value.getValueAsDouble());
+      });
     auto bytes = [&](StringRef name) -> int64_t {
       auto attr = module->getAttrOfType<IntegerAttr>(name);
       return attr ? attr.getInt() : 0;
@@ -394,8 +445,9 @@ LogicalResult writeEmbeddedWeights(ModuleOp module, const ModelAbi &abi,
   // An imported model's attribute is relative to the output's folder; a
   // .mlir file's to the file's own.
   bool fromOnnx = StringRef(inputFilename).ends_with(".onnx");
-  std::string source = weft::resolveWeightsPath(
-      attr.str(), fromOnnx ? outputFilename.getValue() : inputFilename.getValue());
+  std::string source =
+      weft::resolveWeightsPath(attr.str(), fromOnnx ? outputFilename.getValue()
+                                                    : inputFilename.getValue());
   rt::SafeTensorsFile file;
   {
     std::vector<rt::HostArray> arrays;
@@ -428,13 +480,14 @@ std::string memorySummary(ModuleOp module, const ModelAbi &abi) {
   auto attr = module->getAttrOfType<IntegerAttr>("weft.workspace_bytes");
   uint64_t workspace = attr ? attr.getInt() : 0;
   return "planned peak memory " + mib(workspace + args + results) +
-         " (workspace " + mib(workspace) + ", params+state+batch " +
-         mib(args) + ", results " + mib(results) + ")";
+         " (workspace " + mib(workspace) + ", params+state+batch " + mib(args) +
+         ", results " + mib(results) + ")";
 }
 
 /// --emit=llvm|obj|exe: LLVM IR, object file, executable.
 LogicalResult emitNative(ModuleOp module, const ModelAbi &abi,
-                         TimingScope &timing, const char *argv0) {
+                         std::optional<int64_t> classes, TimingScope &timing,
+                         const char *argv0) {
   TempDir temps;
   std::string weightsPath, error;
   uint64_t weightsSize = 0;
@@ -442,8 +495,8 @@ LogicalResult emitNative(ModuleOp module, const ModelAbi &abi,
     if (!temps.create())
       return failure();
     TimingScope t = timing.nest("Embed weights");
-    if (failed(writeEmbeddedWeights(module, abi, temps, weightsPath,
-                                    weightsSize)))
+    if (failed(
+            writeEmbeddedWeights(module, abi, temps, weightsPath, weightsSize)))
       return failure();
   }
   std::string runtime;
@@ -467,7 +520,7 @@ LogicalResult emitNative(ModuleOp module, const ModelAbi &abi,
   }
   ModelDescriptor descriptor;
   descriptor.abi = abi;
-  descriptor.modelJson = modelJson(module, abi);
+  descriptor.modelJson = modelJson(module, abi, classes);
   if (auto ws = module->getAttrOfType<IntegerAttr>("weft.workspace_bytes"))
     descriptor.workspaceBytes = ws.getInt();
   descriptor.weightsPath = weightsPath;
@@ -542,6 +595,7 @@ int main(int argc, char **argv) {
   // An output name without extension is an executable unless told
   // otherwise; executables and objects get default names.
   if (!emit.getNumOccurrences() && outputFilename != "-" &&
+      outputFilename != "/dev/null" &&
       llvm::sys::path::extension(outputFilename).empty())
     emit = Emit::Exe;
   if (outputFilename == "-" && emit == Emit::Exe)
@@ -573,8 +627,8 @@ int main(int argc, char **argv) {
     pm.enableTiming(timing);
     weft::buildImportPipeline(pm);
     // A training step given as input is compiled as it is.
-    bool hasStep = static_cast<bool>(
-        module->lookupSymbol<func::FuncOp>("train_step"));
+    bool hasStep =
+        static_cast<bool>(module->lookupSymbol<func::FuncOp>("train_step"));
     bool buildStep = emit == Emit::Train || (emit > Emit::Train && !hasStep);
     if (buildStep) {
       if (precision != "fp32" && precision != "bf16") {
@@ -598,6 +652,7 @@ int main(int argc, char **argv) {
       train.optimizer.warmupSteps = warmupSteps;
       train.optimizer.totalSteps = totalSteps;
       train.optimizer.minLrRatio = minLrRatio;
+      train.optimizer.runtimeHyperparameters = runtimeHyperparameters;
       weft::buildTrainPipeline(pm, train);
     }
     if (failed(pm.run(*module)))
@@ -623,6 +678,7 @@ int main(int argc, char **argv) {
     FailureOr<ModelAbi> abi = collectModelAbi(step);
     if (failed(abi))
       return 1;
+    std::optional<int64_t> classes = numClasses(*module);
     PassManager pm(&context);
     if (failed(applyPassManagerCLOptions(pm)))
       return 1;
@@ -635,25 +691,27 @@ int main(int argc, char **argv) {
     weft::buildCodegenPipeline(pm, codegen);
     if (failed(pm.run(*module)))
       return 1;
-    std::string memory = emit >= Emit::Memref
-                             ? memorySummary(*module, *abi)
-                             : std::string();
-    if (emit >= Emit::Llvm) {
-      if (failed(emitNative(*module, *abi, timing, argv[0])))
-        return 1;
+    std::string memory =
+        emit >= Emit::Memref ? memorySummary(*module, *abi) : std::string();
+    auto report = [&] {
       double seconds = std::chrono::duration<double>(
                            std::chrono::steady_clock::now() - startTime)
                            .count();
+      llvm::errs() << "weftc: "
+                   << (emit == Emit::Exe ? "wrote " + outputFilename + ": "
+                                         : std::string())
+                   << (memory.empty() ? "" : memory + "; ") << "compiled in "
+                   << llvm::formatv("{0:F2}", seconds) << " s\n";
+    };
+    if (emit >= Emit::Llvm) {
+      if (failed(emitNative(*module, *abi, classes, timing, argv[0])))
+        return 1;
       if (summary || emit == Emit::Exe)
-        llvm::errs() << "weftc: "
-                     << (emit == Emit::Exe ? "wrote " + outputFilename + ": "
-                                           : std::string())
-                     << memory << "; compiled in "
-                     << llvm::formatv("{0:F2}", seconds) << " s\n";
+        report();
       return 0;
     }
-    if (summary && !memory.empty())
-      llvm::errs() << "weftc: " << memory << "\n";
+    if (summary)
+      report();
   }
 
   std::string error;

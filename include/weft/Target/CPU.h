@@ -1,4 +1,5 @@
-//===- CPU.h - LLVM dialect to object file and executable ---------*- C++ -*-===//
+//===- CPU.h - LLVM dialect to object file and executable ---------*- C++
+//-*-===//
 //
 // Part of the Weft project.
 //

@@ -1,4 +1,5 @@
-//===- ModelDescriptor.h - What the executable tells the runtime -*- C++ -*-===//
+//===- ModelDescriptor.h - What the executable tells the runtime -*- C++
+//-*-===//
 //
 // Part of the Weft project.
 //

@@ -1,4 +1,5 @@
-//===- Registration.h - Dialects the code generator uses ----------*- C++ -*-===//
+//===- Registration.h - Dialects the code generator uses ----------*- C++
+//-*-===//
 //
 // Part of the Weft project.
 //

@@ -280,7 +280,8 @@ def SelectEntryPass : Pass<"weft-select-entry", "mlir::ModuleOp"> {
     results, makes every other function private (so `--symbol-dce` drops
     what the inliner left behind) and marks the entry's arguments
     `bufferization.writable = false`: the runtime owns those buffers, so
-    bufferization never updates a parameter in place.
+    bufferization never updates a parameter in place. The entry gets
+    `llvm.bareptr`: lowered to LLVM, it takes one pointer per buffer.
 
     Errors: the entry is missing or external, or an argument or result is
     not a statically shaped tensor.
@@ -300,6 +301,7 @@ def SelectEntryPass : Pass<"weft-select-entry", "mlir::ModuleOp"> {
     func.func @train_step(%w: tensor<4x2xf32>
                           {bufferization.writable = false,
                            weft.param = "w"}) -> tensor<4x2xf32>
+        attributes {llvm.bareptr}
     ```
   }];
   let options = [
@@ -466,6 +468,54 @@ def PlanBuffersPass : Pass<"weft-plan-buffers", "mlir::ModuleOp"> {
   let dependentDialects = [
     "::mlir::memref::MemRefDialect", "::mlir::arith::ArithDialect"
   ];
+}
+
+def OutlineKernelsPass : Pass<"weft-outline-kernels", "mlir::ModuleOp"> {
+  let summary = "Move every loop nest of the step into a function of its own";
+  let description = [{
+    Runs on buffers, after `--weft-plan-buffers`. Every top-level loop nest
+    of `function` (a fused kernel, a remaining linalg op, an scf loop)
+    becomes a private function `@<function>.<kernel>` called in its place,
+    taking the buffers and scalars it uses as arguments (index and other
+    constants are cloned in). The step becomes a sequence of kernel calls,
+    BLAS calls and copies: LLVM optimizes many small functions in time
+    linear in their number, where one function holding a whole GPT-2 step
+    takes minutes, and a GPU target finds each kernel as a function, ready
+    for `gpu.launch_func`. Kernels are marked `no_inline` so LLVM keeps them
+    apart; a fused kernel's function carries the `weft.kernel` tag instead
+    of its loop. Identical kernels (the same layer's kernels in every layer,
+    on other buffers) become one function, so each is compiled once. A
+    kernel whose buffers all have static shapes and identity layouts is
+    marked `llvm.bareptr` and takes one pointer per buffer.
+
+    Before:
+
+    ```mlir
+    func.func @train_step(%x: memref<64x128xf32>, %y: memref<64x128xf32>) {
+      scf.forall (%i) in (64) { ... } {weft.kernel = "fused_0"}
+      return
+    }
+    ```
+
+    After:
+
+    ```mlir
+    func.func @train_step(%x: memref<64x128xf32>, %y: memref<64x128xf32>) {
+      call @train_step.fused_0(%x, %y) : (memref<64x128xf32>, memref<64x128xf32>) -> ()
+      return
+    }
+    func.func private @train_step.fused_0(%x: memref<64x128xf32>, %y: memref<64x128xf32>)
+        attributes {llvm.bareptr, no_inline, weft.kernel} {
+      scf.forall (%i) in (64) { ... }
+      return
+    }
+    ```
+  }];
+  let options = [
+    Option<"function", "function", "std::string", "\"train_step\"",
+           "The function whose loop nests are outlined">,
+  ];
+  let dependentDialects = ["::mlir::func::FuncDialect", "::mlir::scf::SCFDialect"];
 }
 
 #endif // WEFT_TRANSFORMS_PASSES_TD

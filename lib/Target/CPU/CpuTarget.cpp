@@ -46,9 +46,14 @@ weft::createCpuTargetMachine(const CpuTargetOptions &options,
   std::string cpu = options.cpu, features;
   if (cpu == "native") {
     cpu = llvm::sys::getHostCPUName().str();
-    llvm::SubtargetFeatures list;
+    // Sorted: StringMap order is not deterministic.
+    std::vector<std::pair<std::string, bool>> host;
     for (const auto &feature : llvm::sys::getHostCPUFeatures())
-      list.AddFeature(feature.getKey(), feature.getValue());
+      host.emplace_back(feature.getKey().str(), feature.getValue());
+    llvm::sort(host);
+    llvm::SubtargetFeatures list;
+    for (const auto &[name, enabled] : host)
+      list.AddFeature(name, enabled);
     features = list.getString();
   } else if (cpu == "generic" && triple.getArch() == llvm::Triple::x86_64) {
     cpu = "x86-64";
@@ -96,16 +101,18 @@ void optimize(llvm::Module &module, llvm::TargetMachine &machine,
 }
 } // namespace
 
-std::unique_ptr<llvm::Module> weft::buildModelModule(
-    ModuleOp module, llvm::LLVMContext &context, llvm::TargetMachine &machine,
-    llvm::StringRef stepName, const ModelDescriptor &descriptor,
-    unsigned optLevel, std::string &error) {
+std::unique_ptr<llvm::Module>
+weft::buildModelModule(ModuleOp module, llvm::LLVMContext &context,
+                       llvm::TargetMachine &machine, llvm::StringRef stepName,
+                       const ModelDescriptor &descriptor, unsigned optLevel,
+                       std::string &error) {
   // Weft's argument attributes (names, kinds) are in the descriptor; LLVM
   // IR has no place for them.
   module.walk([](LLVM::LLVMFuncOp fn) {
     for (unsigned i = 0, e = fn.getNumArguments(); i < e; ++i) {
       SmallVector<NamedAttribute> kept;
-      for (NamedAttribute attr : mlir::function_interface_impl::getArgAttrs(fn, i))
+      for (NamedAttribute attr :
+           mlir::function_interface_impl::getArgAttrs(fn, i))
         if (attr.getName().strref().starts_with("llvm."))
           kept.push_back(attr);
       fn.setArgAttrs(i, kept);
@@ -124,6 +131,17 @@ std::unique_ptr<llvm::Module> weft::buildModelModule(
   error = addModelDescriptor(*llvmModule, stepName, descriptor);
   if (!error.empty())
     return nullptr;
+  // Only weft_get_model is exported. The step's kernels stay separate
+  // functions: inlined back into the step, LLVM's time would grow with the
+  // square of the model.
+  std::string kernelPrefix = (stepName + ".").str();
+  for (llvm::Function &fn : *llvmModule) {
+    if (fn.isDeclaration() || fn.getName() == "weft_get_model")
+      continue;
+    fn.setLinkage(llvm::GlobalValue::InternalLinkage);
+    if (fn.getName().starts_with(kernelPrefix))
+      fn.addFnAttr(llvm::Attribute::NoInline);
+  }
   std::string verifierMessage;
   llvm::raw_string_ostream os(verifierMessage);
   if (llvm::verifyModule(*llvmModule, &os)) {

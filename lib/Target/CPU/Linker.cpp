@@ -35,16 +35,15 @@ bool hasRuntime(llvm::StringRef dir) {
 } // namespace
 
 std::string weft::findRuntimeDir(llvm::StringRef argv0,
-                                 llvm::StringRef override,
-                                 std::string &error) {
+                                 llvm::StringRef override, std::string &error) {
   std::vector<std::string> candidates;
   if (!override.empty()) {
     candidates.push_back(override.str());
   } else {
     // getMainExecutable resolves symlinks and PATH lookups.
     static int anchor;
-    std::string exe = llvm::sys::fs::getMainExecutable(argv0.str().c_str(),
-                                                       &anchor);
+    std::string exe =
+        llvm::sys::fs::getMainExecutable(argv0.str().c_str(), &anchor);
     llvm::SmallString<256> bin(exe.empty() ? argv0 : llvm::StringRef(exe));
     llvm::sys::path::remove_filename(bin);
     for (const char *sub : {"../lib/Runtime", "../lib"}) {

@@ -1,0 +1,245 @@
+"""Shared pieces of Weft's benchmarks (bench/train_step.py, bench/gemm.py).
+
+The benchmark models, their ONNX export, their training data, and one timed
+training run each of Weft's executable and of PyTorch 1.13 on the same
+model, initial weights, batches, optimizer and thread count.
+
+Both sides train with AdamW (lr 1e-3, weight decay 0.01, no clipping,
+constant schedule) and cross-entropy; both do their matrix products with
+the same OpenBLAS (Debian's openblas-pthread 0.3.21: weftc's executables
+link libopenblas.so.0, PyTorch's libblas.so.3 is the same library).
+"""
+
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+PYTHON = "/usr/bin/python3"  # Debian's PyTorch 1.13
+
+# name -> configuration. Larger than the tests' models so that a step takes
+# long enough to time and the matrix products are realistic.
+CONFIGS = {
+    "mlp": {"layers": [1024, 4096, 4096, 1024], "batch": 256},
+    "gpt": {"vocab": 8192, "block": 128, "embd": 256, "heads": 4,
+            "layers": 4, "batch": 8},
+}
+
+LR = 1e-3
+
+
+def describe(name):
+    c = CONFIGS[name]
+    if name == "mlp":
+        return "MLP %s (ReLU), batch %d, cross-entropy over %d classes" % (
+            "-".join(map(str, c["layers"])), c["batch"], c["layers"][-1])
+    return ("GPT decoder: %d layers, d_model %d, %d heads, T %d, vocab %d, "
+            "batch %d (tied embeddings)" % (c["layers"], c["embd"], c["heads"],
+                                           c["block"], c["vocab"], c["batch"]))
+
+
+def build_model(name):
+    """The PyTorch module, deterministic given the seed."""
+    import torch
+    import torch.nn as nn
+
+    torch.manual_seed(0)
+    c = CONFIGS[name]
+    if name == "mlp":
+        dims = c["layers"]
+        layers = []
+        for i in range(len(dims) - 1):
+            layers.append(nn.Linear(dims[i], dims[i + 1]))
+            if i + 2 < len(dims):
+                layers.append(nn.ReLU())
+        return nn.Sequential(*layers)
+    sys.path.insert(0, os.path.join(ROOT, "examples", "models"))
+    from export import GPT, make_params_distinct
+    model = GPT(vocab=c["vocab"], block_size=c["block"], n_embd=c["embd"],
+                n_head=c["heads"], n_layer=c["layers"])
+    make_params_distinct(model, 0)
+    return model
+
+
+def example_input(name):
+    import torch
+
+    c = CONFIGS[name]
+    if name == "mlp":
+        return torch.zeros(c["batch"], c["layers"][0])
+    return torch.zeros(c["batch"], c["block"], dtype=torch.int64)
+
+
+def export(name, work):
+    """Writes work/NAME.onnx (constant folding on, as users export)."""
+    import torch
+
+    path = os.path.join(work, name + ".onnx")
+    model = build_model(name)
+    model.eval()
+    with torch.enable_grad():
+        torch.onnx.export(model, (example_input(name),), path,
+                          export_params=True, opset_version=17,
+                          do_constant_folding=True, input_names=["input"],
+                          output_names=["output"])
+    return path
+
+
+def write_data(name, work, steps):
+    """Training data for `steps` batches, read in file order (--no-shuffle)
+    by both sides: .npy arrays for the mlp, a raw uint16 token stream (the
+    nanoGPT format) for the gpt."""
+    import numpy as np
+
+    c = CONFIGS[name]
+    rng = np.random.default_rng(1)
+    if name == "mlp":
+        n = steps * c["batch"]
+        x = rng.standard_normal((n, c["layers"][0]), dtype=np.float32)
+        y = rng.integers(0, c["layers"][-1], n).astype(np.int64)
+        np.save(os.path.join(work, "x.npy"), x)
+        np.save(os.path.join(work, "y.npy"), y)
+        return ["--data", os.path.join(work, "x.npy"),
+                "--labels", os.path.join(work, "y.npy")]
+    n = steps * c["batch"] * c["block"] + 1
+    rng.integers(0, c["vocab"], n).astype("<u2").tofile(
+        os.path.join(work, "tokens.bin"))
+    return ["--data", os.path.join(work, "tokens.bin")]
+
+
+def compile_exe(name, work, weftc):
+    onnx_path = os.path.join(work, name + ".onnx")
+    exe = os.path.join(work, "train_" + name)
+    start = time.time()
+    subprocess.run([weftc, onnx_path, "--emit=exe", "--optimizer", "adamw",
+                    "-o", exe], check=True, stderr=subprocess.DEVNULL)
+    return exe, time.time() - start
+
+
+def thread_env(threads, extra=None):
+    env = dict(os.environ)
+    for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+        env[var] = str(threads)
+    env.update(extra or {})
+    return env
+
+
+def print_load(when):
+    """Other processes on the machine distort the timings, the two-thread
+    ones most: print the load average so that a run can be judged."""
+    print("-- load average at %s: %.2f %.2f %.2f (1, 5, 15 min; %d cores)"
+          % ((when,) + os.getloadavg() + (os.cpu_count(),)), flush=True)
+
+
+def summarize(times, warmup):
+    """Median and minimum step time in ms after `warmup` steps."""
+    steady = times[warmup:] if len(times) > warmup else times
+    return {"median_ms": 1e3 * statistics.median(steady),
+            "min_ms": 1e3 * min(steady), "steps_timed": len(steady)}
+
+
+def run_weft(exe, data_args, work, steps, threads, warmup, env_extra=None):
+    metrics = os.path.join(work, "metrics-%d.jsonl" % threads)
+    if os.path.exists(metrics):
+        os.remove(metrics)
+    subprocess.run([exe] + data_args +
+                   ["--steps", str(steps), "--lr", str(LR), "--no-shuffle",
+                    "--threads", str(threads), "--log-every", "100000",
+                    "--metrics", metrics],
+                   check=True, stdout=subprocess.DEVNULL,
+                   env=thread_env(threads, env_extra))
+    with open(metrics) as f:
+        lines = [json.loads(line) for line in f if line.strip()]
+    result = summarize([m["step_time_s"] for m in lines], warmup)
+    result["data_wait_ms"] = 1e3 * statistics.median(
+        [m["data_wait_s"] for m in lines[warmup:]])
+    result["losses"] = [m["loss"] for m in lines]
+    return result
+
+
+def run_torch(name, work, steps, threads, warmup, env_extra=None,
+              omp_threads=None):
+    """Runs torch_step() below in a fresh interpreter whose OpenMP and
+    OpenBLAS thread counts are set before PyTorch loads (both `threads`,
+    or OpenMP `omp_threads` when given)."""
+    omp = threads if omp_threads is None else omp_threads
+    out = os.path.join(work, "torch-%d-%d.json" % (threads, omp))
+    code = ("import sys; sys.path.insert(0, %r); import common; "
+            "common.torch_step(%r, %r, %d, %d, %r)"
+            % (HERE, name, work, steps, omp, out))
+    env = thread_env(threads, env_extra)
+    env["OMP_NUM_THREADS"] = str(omp)
+    subprocess.run([PYTHON, "-c", code], check=True, env=env)
+    with open(out) as f:
+        times, losses = json.load(f)
+    result = summarize(times, warmup)
+    result["losses"] = losses
+    return result
+
+
+def torch_step(name, work, steps, threads, out):
+    """PyTorch's training loop over the same batches as the executable's,
+    timing each step from batch to updated parameters."""
+    import numpy as np
+    import torch
+    import torch.nn.functional as F
+
+    torch.set_num_threads(threads)
+    model = build_model(name)
+    model.eval()  # as exported; neither model has dropout
+    opt = torch.optim.AdamW(model.parameters(), lr=LR, weight_decay=0.01)
+    c = CONFIGS[name]
+    b = c["batch"]
+    if name == "mlp":
+        xs = torch.from_numpy(np.load(os.path.join(work, "x.npy")))
+        ys = torch.from_numpy(np.load(os.path.join(work, "y.npy")))
+
+        def batch(s):
+            return xs[s * b:(s + 1) * b], ys[s * b:(s + 1) * b]
+    else:
+        t = c["block"]
+        tokens = torch.from_numpy(np.fromfile(
+            os.path.join(work, "tokens.bin"), dtype="<u2").astype(np.int64))
+
+        def batch(s):
+            first = s * b * t
+            x = tokens[first:first + b * t].view(b, t)
+            y = tokens[first + 1:first + b * t + 1].view(b, t)
+            return x, y
+
+    times, losses = [], []
+    for s in range(steps):
+        start = time.perf_counter()
+        x, y = batch(s)
+        opt.zero_grad(set_to_none=True)
+        logits = model(x)
+        loss = F.cross_entropy(logits.reshape(-1, logits.shape[-1]),
+                               y.reshape(-1))
+        loss.backward()
+        opt.step()
+        times.append(time.perf_counter() - start)
+        losses.append(loss.item())
+    with open(out, "w") as f:
+        json.dump([times, losses], f)
+
+
+def matmul_flops(name):
+    """FLOPs (2 per multiply-add) of the matrix products one training step
+    needs: forward, weight gradients and input gradients (none for the
+    mlp's first layer, whose input is data; the gpt's embedding lookups are
+    not products)."""
+    c = CONFIGS[name]
+    if name == "mlp":
+        b, dims = c["batch"], c["layers"]
+        fwd = sum(2 * b * dims[i] * dims[i + 1] for i in range(len(dims) - 1))
+        first = 2 * b * dims[0] * dims[1]
+        return 3 * fwd - first
+    bt, d, t, v = c["batch"] * c["block"], c["embd"], c["block"], c["vocab"]
+    per_layer = 2 * bt * (3 * d * d + d * d + 4 * d * d + 4 * d * d)
+    attention = 2 * 2 * c["batch"] * t * t * d  # q k^T and att v, all heads
+    fwd = c["layers"] * (per_layer + attention) + 2 * bt * d * v
+    return 3 * fwd

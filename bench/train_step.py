@@ -1,0 +1,106 @@
+#!/usr/bin/python3
+"""Time one training step of Weft's executable against PyTorch 1.13 (CPU).
+
+Usage:
+  /usr/bin/python3 bench/train_step.py [--models mlp,gpt] [--threads 1,2]
+      [--steps 20] [--warmup 3] [--work DIR] [--weftc build/bin/weftc]
+      [--json OUT.json]
+
+For each model (bench/common.py: an MLP 1024-4096-4096-1024 at batch 256,
+and a GPT decoder with 4 layers, d_model 256, T 128 at batch 8): exports it
+from PyTorch, compiles it with `weftc --emit=exe --optimizer adamw`, and for
+each thread count trains --steps AdamW steps on the same batches and initial
+weights, once with the executable (`--threads N --no-shuffle`, step times
+from its --metrics file: batch wait + step) and once with PyTorch
+(torch.set_num_threads(N), OMP_NUM_THREADS = OPENBLAS_NUM_THREADS = N;
+zero_grad + forward + cross-entropy + backward + AdamW.step). Reports the
+median step time after --warmup steps, the ratio Weft / PyTorch (below 1:
+Weft is faster), and the GFLOP/s the step's matrix products reach. With
+--torch-omp K, PyTorch is also timed with K OpenMP threads (OpenBLAS
+keeping N), since OpenMP's and OpenBLAS's spinning threads can compete for
+the same cores. The
+first losses of both sides are printed as a check that they train the same
+thing.
+
+This is a benchmark, not a test: numbers depend on the machine and load.
+"""
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import common  # noqa: E402
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--models", default="mlp,gpt")
+    p.add_argument("--threads", default="1,2")
+    p.add_argument("--steps", type=int, default=20)
+    p.add_argument("--warmup", type=int, default=3)
+    p.add_argument("--work", help="working folder (default: a temporary one)")
+    p.add_argument("--weftc", default=os.path.join(common.ROOT, "build", "bin",
+                                                   "weftc"))
+    p.add_argument("--torch-omp", type=int,
+                   help="also time PyTorch with this many OpenMP threads "
+                        "(OpenBLAS keeps the thread count), e.g. 1 to avoid "
+                        "OpenMP and OpenBLAS threads competing for cores")
+    p.add_argument("--json", help="also write the results here")
+    args = p.parse_args(argv)
+    models = args.models.split(",")
+    threads = [int(t) for t in args.threads.split(",")]
+    for m in models:
+        if m not in common.CONFIGS:
+            p.error("unknown model %s (have %s)" % (m, ", ".join(common.CONFIGS)))
+
+    work_root = args.work or tempfile.mkdtemp(prefix="weft-bench-")
+    common.print_load("start")
+    results = []
+    for name in models:
+        work = os.path.join(work_root, name)
+        os.makedirs(work, exist_ok=True)
+        print("== %s" % common.describe(name), flush=True)
+        common.export(name, work)
+        data = common.write_data(name, work, args.steps)
+        exe, seconds = common.compile_exe(name, work, args.weftc)
+        print("   weftc --emit=exe: %.1f s; matrix products per step: %.1f GFLOP"
+              % (seconds, common.matmul_flops(name) / 1e9), flush=True)
+        for n in threads:
+            weft = common.run_weft(exe, data, work, args.steps, n, args.warmup)
+            torch = common.run_torch(name, work, args.steps, n, args.warmup)
+            gflop = common.matmul_flops(name) / 1e9
+            row = {"model": name, "threads": n, "weft": weft, "torch": torch,
+                   "ratio": weft["median_ms"] / torch["median_ms"],
+                   "gflop_per_step": gflop}
+            results.append(row)
+            print("   %d thread%s: Weft %8.1f ms/step (%5.1f GFLOP/s)   "
+                  "PyTorch %8.1f ms/step (%5.1f GFLOP/s)   Weft/PyTorch %.2f"
+                  % (n, " " if n == 1 else "s", weft["median_ms"],
+                     gflop / weft["median_ms"] * 1e3, torch["median_ms"],
+                     gflop / torch["median_ms"] * 1e3, row["ratio"]),
+                  flush=True)
+            if args.torch_omp is not None and args.torch_omp != n:
+                alt = common.run_torch(name, work, args.steps, n, args.warmup,
+                                       omp_threads=args.torch_omp)
+                row["torch_omp"] = alt
+                print("      PyTorch with %d OpenMP thread%s: %8.1f ms/step   "
+                      "Weft/PyTorch %.2f"
+                      % (args.torch_omp, "" if args.torch_omp == 1 else "s",
+                         alt["median_ms"], weft["median_ms"] / alt["median_ms"]),
+                      flush=True)
+            print("      first losses: Weft %s, PyTorch %s"
+                  % (" ".join("%.5f" % v for v in weft["losses"][:3]),
+                     " ".join("%.5f" % v for v in torch["losses"][:3])),
+                  flush=True)
+    common.print_load("end")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(results, f, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,158 @@
+//===- OutlineKernels.cpp - One function per loop nest of the step --------===//
+//
+// Part of the Weft project.
+//
+//===----------------------------------------------------------------------===//
+//
+// A GPT-2 step is thousands of loop nests. As one LLVM function it costs
+// minutes of optimization (several of LLVM's function passes grow faster
+// than linearly); as one function per loop nest it costs seconds. The same
+// split is what a GPU target needs: each kernel a function to launch.
+//
+//===----------------------------------------------------------------------===//
+
+#include "weft/Transforms/Passes.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/SCF/Utils/Utils.h"
+#include "mlir/IR/Matchers.h"
+#include "mlir/IR/PatternMatch.h"
+#include "mlir/IR/SymbolTable.h"
+#include "mlir/Transforms/RegionUtils.h"
+
+#include <map>
+
+namespace weft {
+#define GEN_PASS_DEF_OUTLINEKERNELSPASS
+#include "weft/Transforms/Passes.h.inc"
+} // namespace weft
+
+using namespace mlir;
+
+namespace {
+/// Loop nests worth a function: anything with a loop inside. Ops with
+/// results (an scf.for carrying a scalar) stay inline.
+bool isKernel(Operation &op) {
+  return op.getNumResults() == 0 &&
+         (isa<linalg::LinalgOp>(op) ||
+          isa<scf::ForallOp, scf::ForOp, scf::WhileOp, scf::ParallelOp>(op));
+}
+
+struct OutlineKernelsPass
+    : public weft::impl::OutlineKernelsPassBase<OutlineKernelsPass> {
+  using Base::Base;
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    auto fn = module.lookupSymbol<func::FuncOp>(function);
+    if (!fn || fn.isExternal() || !fn.getBody().hasOneBlock())
+      return;
+    SmallVector<Operation *> kernels;
+    for (Operation &op : fn.getBody().front().without_terminator())
+      if (isKernel(op))
+        kernels.push_back(&op);
+
+    SymbolTable symbols(module);
+    IRRewriter rewriter(&getContext());
+    unsigned next = 0;
+    SmallVector<func::FuncOp> outlined;
+    for (Operation *kernel : kernels) {
+      auto tag = kernel->getAttrOfType<StringAttr>("weft.kernel");
+      std::string name =
+          function + "." + (tag ? tag.str() : "kernel_" + std::to_string(next));
+      ++next;
+      while (symbols.lookup(name))
+        name += "_";
+      FailureOr<func::FuncOp> fn = outline(rewriter, kernel, name, symbols);
+      if (failed(fn))
+        return signalPassFailure();
+      outlined.push_back(*fn);
+    }
+    deduplicate(fn, outlined, symbols);
+  }
+
+  /// Layers repeat: the kernels of layer 7 are those of layer 0 on other
+  /// buffers. Identical kernels (same signature, same body) become one
+  /// function, the first in program order, so LLVM compiles each once.
+  static void deduplicate(func::FuncOp entry, ArrayRef<func::FuncOp> kernels,
+                          SymbolTable &symbols) {
+    std::map<std::string, func::FuncOp> seen;
+    llvm::DenseMap<StringAttr, func::FuncOp> replacement;
+    for (func::FuncOp kernel : kernels) {
+      std::string key;
+      llvm::raw_string_ostream os(key);
+      StringAttr name = kernel.getSymNameAttr();
+      kernel.setSymName("kernel");
+      kernel->print(os, OpPrintingFlags().useLocalScope().printGenericOpForm());
+      kernel.setSymNameAttr(name);
+      auto [it, inserted] = seen.try_emplace(std::move(key), kernel);
+      if (!inserted)
+        replacement[name] = it->second;
+    }
+    entry.walk([&](func::CallOp call) {
+      if (func::FuncOp target =
+              replacement.lookup(call.getCalleeAttr().getAttr()))
+        call.setCallee(target.getSymName());
+    });
+    for (func::FuncOp kernel : kernels)
+      if (replacement.count(kernel.getSymNameAttr()))
+        symbols.erase(kernel);
+  }
+
+  /// Wraps `kernel` in an scf.execute_region, clones the constants it uses
+  /// into it, outlines the region and replaces it by the call.
+  FailureOr<func::FuncOp> outline(RewriterBase &rewriter, Operation *kernel,
+                                  StringRef name, SymbolTable &symbols) {
+    Location loc = kernel->getLoc();
+    rewriter.setInsertionPoint(kernel);
+    auto region = scf::ExecuteRegionOp::create(rewriter, loc, TypeRange{});
+    Block *body = rewriter.createBlock(&region.getRegion());
+    auto yield = scf::YieldOp::create(rewriter, loc);
+    rewriter.moveOpBefore(kernel, yield);
+
+    SetVector<Value> captured;
+    getUsedValuesDefinedAbove(region.getRegion(), captured);
+    rewriter.setInsertionPointToStart(body);
+    for (Value value : captured) {
+      Operation *def = value.getDefiningOp();
+      if (!def || !matchPattern(value, m_Constant()))
+        continue;
+      Value copy = rewriter.clone(*def)->getResult(0);
+      rewriter.replaceUsesWithIf(value, copy, [&](OpOperand &use) {
+        return region->isProperAncestor(use.getOwner());
+      });
+    }
+
+    func::CallOp call;
+    FailureOr<func::FuncOp> outlined = outlineSingleBlockRegion(
+        rewriter, loc, region.getRegion(), name, &call);
+    if (failed(outlined)) {
+      kernel->emitError("could not outline this loop nest");
+      return failure();
+    }
+    symbols.insert(*outlined);
+    outlined->setPrivate();
+    (*outlined)->setAttr("no_inline", rewriter.getUnitAttr());
+    // The function is the kernel now: the tag moves to it, so that the
+    // kernels of different layers compare equal.
+    outlined->walk([&](Operation *op) {
+      if (op->removeAttr("weft.kernel"))
+        (*outlined)->setAttr("weft.kernel", rewriter.getUnitAttr());
+    });
+    // Plain buffers pass as one pointer each; a strided view needs the
+    // full memref descriptor.
+    auto isPlain = [](Type type) {
+      auto memref = dyn_cast<MemRefType>(type);
+      return !memref ||
+             (memref.hasStaticShape() && memref.getLayout().isIdentity());
+    };
+    if (llvm::all_of(outlined->getArgumentTypes(), isPlain))
+      (*outlined)->setAttr("llvm.bareptr", rewriter.getUnitAttr());
+    call->moveBefore(region);
+    rewriter.eraseOp(region);
+    return *outlined;
+  }
+};
+} // namespace

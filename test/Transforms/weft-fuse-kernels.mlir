@@ -1,0 +1,287 @@
+// RUN: weft-opt %s --weft-fuse-kernels -split-input-file | FileCheck %s
+
+// Softmax over rows: max, exp, sum and divide run as one loop over rows.
+
+#id = affine_map<(d0, d1) -> (d0, d1)>
+#row = affine_map<(d0, d1) -> (d0)>
+// CHECK-LABEL: func.func @softmax
+// CHECK-NOT: linalg.generic
+// CHECK: scf.forall (%{{.*}}) in (64)
+// CHECK: linalg.generic {{.*}}iterator_types = ["parallel", "reduction"]
+// CHECK: arith.maximumf
+// CHECK: linalg.generic {{.*}}iterator_types = ["parallel", "parallel"]
+// CHECK: math.exp
+// CHECK: linalg.generic {{.*}}iterator_types = ["parallel", "reduction"]
+// CHECK: arith.addf
+// CHECK: linalg.generic {{.*}}iterator_types = ["parallel", "parallel"]
+// CHECK: arith.divf
+// CHECK: tensor.parallel_insert_slice
+// CHECK: } {weft.kernel = "fused_0"}
+// CHECK-NOT: linalg.generic
+// CHECK: return
+func.func @softmax(%x: tensor<64x128xf32>) -> tensor<64x128xf32> {
+  %ninf = arith.constant 0xFF800000 : f32
+  %zero = arith.constant 0.0 : f32
+  %e1 = tensor.empty() : tensor<64xf32>
+  %m0 = linalg.fill ins(%ninf : f32) outs(%e1 : tensor<64xf32>) -> tensor<64xf32>
+  %max = linalg.generic {indexing_maps = [#id, #row], iterator_types = ["parallel", "reduction"]}
+      ins(%x : tensor<64x128xf32>) outs(%m0 : tensor<64xf32>) {
+  ^bb0(%in: f32, %acc: f32):
+    %r = arith.maximumf %in, %acc : f32
+    linalg.yield %r : f32
+  } -> tensor<64xf32>
+  %e2 = tensor.empty() : tensor<64x128xf32>
+  %exp = linalg.generic {indexing_maps = [#id, #row, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%x, %max : tensor<64x128xf32>, tensor<64xf32>) outs(%e2 : tensor<64x128xf32>) {
+  ^bb0(%in: f32, %m: f32, %out: f32):
+    %s = arith.subf %in, %m : f32
+    %e = math.exp %s : f32
+    linalg.yield %e : f32
+  } -> tensor<64x128xf32>
+  %s0 = linalg.fill ins(%zero : f32) outs(%e1 : tensor<64xf32>) -> tensor<64xf32>
+  %sum = linalg.generic {indexing_maps = [#id, #row], iterator_types = ["parallel", "reduction"]}
+      ins(%exp : tensor<64x128xf32>) outs(%s0 : tensor<64xf32>) {
+  ^bb0(%in: f32, %acc: f32):
+    %r = arith.addf %in, %acc : f32
+    linalg.yield %r : f32
+  } -> tensor<64xf32>
+  %out = linalg.generic {indexing_maps = [#id, #row, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%exp, %sum : tensor<64x128xf32>, tensor<64xf32>) outs(%e2 : tensor<64x128xf32>) {
+  ^bb0(%in: f32, %s: f32, %o: f32):
+    %d = arith.divf %in, %s : f32
+    linalg.yield %d : f32
+  } -> tensor<64x128xf32>
+  return %out : tensor<64x128xf32>
+}
+
+// -----
+
+// Layer norm over the last axis of a 3-D tensor: both reductions and the
+// normalization run in one loop over (batch, position); gamma and beta are
+// read whole by every row.
+
+#id3 = affine_map<(d0, d1, d2) -> (d0, d1, d2)>
+#row3 = affine_map<(d0, d1, d2) -> (d0, d1)>
+#chan = affine_map<(d0, d1, d2) -> (d2)>
+// CHECK-LABEL: func.func @layer_norm
+// CHECK-NOT: linalg.generic
+// CHECK: scf.forall (%{{.*}}, %{{.*}}) in (2, 8)
+// CHECK: linalg.generic {{.*}}["parallel", "parallel", "reduction"]
+// CHECK: linalg.generic {{.*}}["parallel", "parallel", "parallel"]
+// CHECK: linalg.generic {{.*}}["parallel", "parallel", "reduction"]
+// CHECK: linalg.generic {{.*}}["parallel", "parallel", "parallel"]
+// CHECK: math.rsqrt
+// CHECK: } {weft.kernel = "fused_0"}
+// CHECK-NOT: linalg.generic
+// CHECK: return
+func.func @layer_norm(%x: tensor<2x8x32xf32>, %gamma: tensor<32xf32>,
+                      %beta: tensor<32xf32>) -> tensor<2x8x32xf32> {
+  %zero = arith.constant 0.0 : f32
+  %inv = arith.constant 0.03125 : f32
+  %eps = arith.constant 1.0e-5 : f32
+  %e1 = tensor.empty() : tensor<2x8xf32>
+  %z = linalg.fill ins(%zero : f32) outs(%e1 : tensor<2x8xf32>) -> tensor<2x8xf32>
+  %sum = linalg.generic {indexing_maps = [#id3, #row3], iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%x : tensor<2x8x32xf32>) outs(%z : tensor<2x8xf32>) {
+  ^bb0(%in: f32, %acc: f32):
+    %r = arith.addf %in, %acc : f32
+    linalg.yield %r : f32
+  } -> tensor<2x8xf32>
+  %e3 = tensor.empty() : tensor<2x8x32xf32>
+  %centered = linalg.generic {indexing_maps = [#id3, #row3, #id3], iterator_types = ["parallel", "parallel", "parallel"]}
+      ins(%x, %sum : tensor<2x8x32xf32>, tensor<2x8xf32>) outs(%e3 : tensor<2x8x32xf32>) {
+  ^bb0(%in: f32, %s: f32, %out: f32):
+    %mean = arith.mulf %s, %inv : f32
+    %c = arith.subf %in, %mean : f32
+    linalg.yield %c : f32
+  } -> tensor<2x8x32xf32>
+  %sq = linalg.generic {indexing_maps = [#id3, #row3], iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%centered : tensor<2x8x32xf32>) outs(%z : tensor<2x8xf32>) {
+  ^bb0(%in: f32, %acc: f32):
+    %p = arith.mulf %in, %in : f32
+    %r = arith.addf %p, %acc : f32
+    linalg.yield %r : f32
+  } -> tensor<2x8xf32>
+  %y = linalg.generic {indexing_maps = [#id3, #row3, #chan, #chan, #id3], iterator_types = ["parallel", "parallel", "parallel"]}
+      ins(%centered, %sq, %gamma, %beta : tensor<2x8x32xf32>, tensor<2x8xf32>, tensor<32xf32>, tensor<32xf32>)
+      outs(%e3 : tensor<2x8x32xf32>) {
+  ^bb0(%c: f32, %v: f32, %g: f32, %b: f32, %out: f32):
+    %var = arith.mulf %v, %inv : f32
+    %ve = arith.addf %var, %eps : f32
+    %rs = math.rsqrt %ve : f32
+    %n = arith.mulf %c, %rs : f32
+    %s = arith.mulf %n, %g : f32
+    %r = arith.addf %s, %b : f32
+    linalg.yield %r : f32
+  } -> tensor<2x8x32xf32>
+  return %y : tensor<2x8x32xf32>
+}
+
+// -----
+
+// GELU (erf form) as four elementwise ops: merged into one generic, one loop.
+
+#id = affine_map<(d0, d1) -> (d0, d1)>
+// CHECK-LABEL: func.func @gelu
+// CHECK-NOT: linalg.generic
+// CHECK: scf.forall (%{{.*}}) in (16)
+// CHECK-COUNT-1: linalg.generic
+// CHECK: math.erf
+// CHECK: } {weft.kernel = "fused_0"}
+// CHECK-NOT: linalg.generic
+// CHECK: return
+func.func @gelu(%x: tensor<16x64xf32>) -> tensor<16x64xf32> {
+  %half = arith.constant 0.5 : f32
+  %one = arith.constant 1.0 : f32
+  %rsqrt2 = arith.constant 0.707106769 : f32
+  %e = tensor.empty() : tensor<16x64xf32>
+  %a = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%x : tensor<16x64xf32>) outs(%e : tensor<16x64xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %r = arith.mulf %in, %rsqrt2 : f32
+    linalg.yield %r : f32
+  } -> tensor<16x64xf32>
+  %b = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%a : tensor<16x64xf32>) outs(%e : tensor<16x64xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %r = math.erf %in : f32
+    linalg.yield %r : f32
+  } -> tensor<16x64xf32>
+  %c = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%b : tensor<16x64xf32>) outs(%e : tensor<16x64xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %r = arith.addf %in, %one : f32
+    linalg.yield %r : f32
+  } -> tensor<16x64xf32>
+  %d = linalg.generic {indexing_maps = [#id, #id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%x, %c : tensor<16x64xf32>, tensor<16x64xf32>) outs(%e : tensor<16x64xf32>) {
+  ^bb0(%in: f32, %in2: f32, %out: f32):
+    %h = arith.mulf %in, %half : f32
+    %r = arith.mulf %h, %in2 : f32
+    linalg.yield %r : f32
+  } -> tensor<16x64xf32>
+  return %d : tensor<16x64xf32>
+}
+
+// -----
+
+// Bias + ReLU after a matmul: the matmul stays outside (BLAS), keeps its own
+// zero fill right before it, and bias + ReLU are one generic in one loop.
+
+#id = affine_map<(d0, d1) -> (d0, d1)>
+#col = affine_map<(d0, d1) -> (d1)>
+// CHECK-LABEL: func.func @bias_relu
+// CHECK: %[[FILL:.*]] = linalg.fill
+// CHECK-NEXT: %[[MM:.*]] = linalg.matmul {{.*}}outs(%[[FILL]]
+// CHECK: %[[FILL2:.*]] = linalg.fill
+// CHECK-NEXT: linalg.matmul {{.*}}outs(%[[FILL2]]
+// CHECK: scf.forall (%{{.*}}) in (8)
+// CHECK-COUNT-1: linalg.generic
+// CHECK: arith.addf
+// CHECK: arith.maximumf
+// CHECK: } {weft.kernel = "fused_0"}
+// CHECK: return
+func.func @bias_relu(%x: tensor<8x16xf32>, %w: tensor<16x32xf32>, %w2: tensor<16x32xf32>,
+                     %b: tensor<32xf32>) -> (tensor<8x32xf32>, tensor<8x32xf32>) {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<8x32xf32>
+  %z = linalg.fill ins(%zero : f32) outs(%e : tensor<8x32xf32>) -> tensor<8x32xf32>
+  %mm = linalg.matmul ins(%x, %w : tensor<8x16xf32>, tensor<16x32xf32>)
+                      outs(%z : tensor<8x32xf32>) -> tensor<8x32xf32>
+  %mm2 = linalg.matmul ins(%x, %w2 : tensor<8x16xf32>, tensor<16x32xf32>)
+                       outs(%z : tensor<8x32xf32>) -> tensor<8x32xf32>
+  %biased = linalg.generic {indexing_maps = [#id, #col, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%mm, %b : tensor<8x32xf32>, tensor<32xf32>) outs(%e : tensor<8x32xf32>) {
+  ^bb0(%in: f32, %bias: f32, %out: f32):
+    %r = arith.addf %in, %bias : f32
+    linalg.yield %r : f32
+  } -> tensor<8x32xf32>
+  %relu = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%biased : tensor<8x32xf32>) outs(%e : tensor<8x32xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %r = arith.maximumf %in, %zero : f32
+    linalg.yield %r : f32
+  } -> tensor<8x32xf32>
+  return %relu, %mm2 : tensor<8x32xf32>, tensor<8x32xf32>
+}
+
+// -----
+
+// A producer that is also used after the kernel is yielded by the loop, not
+// computed twice.
+
+#id = affine_map<(d0, d1) -> (d0, d1)>
+// CHECK-LABEL: func.func @yield_producer
+// CHECK: %[[K:.*]]:2 = scf.forall
+// CHECK: math.exp
+// CHECK: arith.mulf
+// CHECK: } {weft.kernel = "fused_0"}
+// CHECK-NOT: linalg.generic
+// CHECK: return %[[K]]#0, %[[K]]#1
+func.func @yield_producer(%x: tensor<4x8xf32>) -> (tensor<4x8xf32>, tensor<4x8xf32>) {
+  %two = arith.constant 2.0 : f32
+  %e = tensor.empty() : tensor<4x8xf32>
+  %a = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%x : tensor<4x8xf32>) outs(%e : tensor<4x8xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %r = math.exp %in : f32
+    linalg.yield %r : f32
+  } -> tensor<4x8xf32>
+  %b = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%a : tensor<4x8xf32>) outs(%e : tensor<4x8xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %r = arith.mulf %in, %two : f32
+    linalg.yield %r : f32
+  } -> tensor<4x8xf32>
+  return %b, %a : tensor<4x8xf32>, tensor<4x8xf32>
+}
+
+// -----
+
+// Not fused into the last kernel: a column sum every row reads whole
+// (fusing would recompute it per row), and %sq, which %neg reads before the
+// kernel: it is computed once, in %neg's kernel, which yields it.
+
+#id = affine_map<(d0, d1) -> (d0, d1)>
+#col = affine_map<(d0, d1) -> (d1)>
+// CHECK-LABEL: func.func @not_fused
+// CHECK: %[[COLS:.*]] = linalg.generic {{.*}}["reduction", "parallel"]
+// CHECK: %[[K:.*]]:2 = scf.forall
+// CHECK: arith.mulf
+// CHECK: arith.negf
+// CHECK: } {weft.kernel = "fused_0"}
+// CHECK: scf.forall
+// CHECK-DAG: tensor.extract_slice %[[K]]#1
+// CHECK-DAG: tensor.extract_slice %[[COLS]][0] [8] [1]
+// CHECK: } {weft.kernel = "fused_1"}
+func.func @not_fused(%x: tensor<4x8xf32>) -> (tensor<4x8xf32>, tensor<4x8xf32>) {
+  %zero = arith.constant 0.0 : f32
+  %e1 = tensor.empty() : tensor<8xf32>
+  %z = linalg.fill ins(%zero : f32) outs(%e1 : tensor<8xf32>) -> tensor<8xf32>
+  %cols = linalg.generic {indexing_maps = [#id, #col], iterator_types = ["reduction", "parallel"]}
+      ins(%x : tensor<4x8xf32>) outs(%z : tensor<8xf32>) {
+  ^bb0(%in: f32, %acc: f32):
+    %r = arith.addf %in, %acc : f32
+    linalg.yield %r : f32
+  } -> tensor<8xf32>
+  %e = tensor.empty() : tensor<4x8xf32>
+  %sq = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%x : tensor<4x8xf32>) outs(%e : tensor<4x8xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %r = arith.mulf %in, %in : f32
+    linalg.yield %r : f32
+  } -> tensor<4x8xf32>
+  %neg = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%sq : tensor<4x8xf32>) outs(%e : tensor<4x8xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %r = arith.negf %in : f32
+    linalg.yield %r : f32
+  } -> tensor<4x8xf32>
+  %out = linalg.generic {indexing_maps = [#id, #col, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%sq, %cols : tensor<4x8xf32>, tensor<8xf32>) outs(%e : tensor<4x8xf32>) {
+  ^bb0(%in: f32, %c: f32, %o: f32):
+    %r = arith.addf %in, %c : f32
+    linalg.yield %r : f32
+  } -> tensor<4x8xf32>
+  return %out, %neg : tensor<4x8xf32>, tensor<4x8xf32>
+}
