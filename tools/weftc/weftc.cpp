@@ -141,12 +141,12 @@ cl::opt<double> minLrRatio("min-lr-ratio",
                            cl::desc("Cosine floor as a fraction of the base "
                                     "learning rate"),
                            cl::init(0.0), cl::cat(trainCategory));
-cl::opt<bool> runtimeHyperparameters(
+cl::opt<cl::boolOrDefault> runtimeHyperparameters(
     "runtime-hyperparameters",
     cl::desc("Make the optimizer's hyperparameters run-time inputs "
              "hp.<name>: flags of the executable, defaulting to the values "
-             "given here"),
-    cl::init(false), cl::cat(trainCategory));
+             "given here (default: on for --emit=llvm|obj|exe, off for IR)"),
+    cl::cat(trainCategory));
 cl::opt<std::string> precision("precision",
                                cl::desc("fp32, or bf16 (bf16 compute, f32 "
                                         "master weights and optimizer "
@@ -575,6 +575,23 @@ LogicalResult emitNative(ModuleOp module, const ModelAbi &abi,
   }
   return success();
 }
+/// LLVM's backends register hundreds of developer flags (AMDGPU, ARM, ...)
+/// that would bury weftc's own in --help. Keep weftc's categories, MLIR's
+/// --mlir-* debugging flags, and the generic ones.
+void hideUnrelatedOptions() {
+  const cl::OptionCategory *ours[] = {&weftcCategory, &trainCategory,
+                                      &codegenCategory};
+  for (auto &entry : cl::getRegisteredOptions()) {
+    cl::Option *option = entry.second;
+    StringRef name = entry.first;
+    bool keep = name.starts_with("mlir-") || name == "help" ||
+                name == "help-list" || name == "version" || name == "color";
+    for (const cl::OptionCategory *category : option->Categories)
+      keep |= llvm::is_contained(ours, category);
+    if (!keep)
+      option->setHiddenFlag(cl::ReallyHidden);
+  }
+}
 } // namespace
 
 int main(int argc, char **argv) {
@@ -584,6 +601,7 @@ int main(int argc, char **argv) {
   registerMLIRContextCLOptions();
   registerPassManagerCLOptions();
   registerDefaultTimingManagerCLOptions();
+  hideUnrelatedOptions();
   cl::ParseCommandLineOptions(
       argc, argv,
       "Weft: ahead-of-time compiler for training\n\n"
@@ -652,7 +670,14 @@ int main(int argc, char **argv) {
       train.optimizer.warmupSteps = warmupSteps;
       train.optimizer.totalSteps = totalSteps;
       train.optimizer.minLrRatio = minLrRatio;
-      train.optimizer.runtimeHyperparameters = runtimeHyperparameters;
+      // An executable should let users retune without recompiling; IR
+      // dumps stay readable with constants.
+      bool codegen = emit == Emit::Llvm || emit == Emit::Obj ||
+                     emit == Emit::Exe;
+      train.optimizer.runtimeHyperparameters =
+          runtimeHyperparameters == cl::BOU_UNSET
+              ? codegen
+              : runtimeHyperparameters == cl::BOU_TRUE;
       weft::buildTrainPipeline(pm, train);
     }
     if (failed(pm.run(*module)))
