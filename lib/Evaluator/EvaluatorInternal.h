@@ -48,6 +48,14 @@ struct AxisView {
         inner(product(shape.drop_front(axis + 1))) {}
 };
 
+/// Resolves gather (and scatter_add) indices along axis `axis` of `size`:
+/// negative indices wrap once; anything still out of range is reported on
+/// `op`.
+mlir::FailureOr<std::vector<int64_t>> resolveIndices(mlir::Operation *op,
+                                                     const Tensor &indices,
+                                                     int64_t axis,
+                                                     int64_t size);
+
 /// Source offsets of `source` (right-aligned against `result`, size-1 axes
 /// stretched) for every element of `result`.
 std::vector<int64_t> broadcastOffsets(llvm::ArrayRef<int64_t> result,
@@ -108,6 +116,109 @@ private:
 inline double nanMax(double acc, double x) {
   return (std::isnan(x) || x > acc) ? x : acc;
 }
+
+/// The index arithmetic of a conv2d. `Op` is conv2d or one of its adjoints
+/// (anything with strides, padding, dilations and groups), so the forward op
+/// and its adjoints visit the same products.
+struct ConvGeometry {
+  int64_t batch, channels, h, w;              // input, NCHW
+  int64_t outChannels, groupChannels, kh, kw; // filter, OIHW
+  int64_t oh, ow;                             // result spatial sizes
+  llvm::ArrayRef<int64_t> strides, padding, dilations;
+  int64_t groups;
+
+  template <typename Op>
+  ConvGeometry(Op op, llvm::ArrayRef<int64_t> input,
+               llvm::ArrayRef<int64_t> filter, llvm::ArrayRef<int64_t> output)
+      : batch(input[0]), channels(input[1]), h(input[2]), w(input[3]),
+        outChannels(filter[0]), groupChannels(filter[1]), kh(filter[2]),
+        kw(filter[3]), oh(output[2]), ow(output[3]), strides(op.getStrides()),
+        padding(op.getPadding()), dilations(op.getDilations()),
+        groups(static_cast<int64_t>(op.getGroups())) {}
+
+  /// Calls `visit(input, filter, output)` with flat offsets for every
+  /// product the convolution sums, in the order a direct loop adds them up
+  /// for each output element (channel, then filter row, then column).
+  template <typename F> void forEachTap(F visit) const {
+    int64_t perGroup = outChannels / groups;
+    for (int64_t n = 0; n < batch; ++n) {
+      for (int64_t o = 0; o < outChannels; ++o) {
+        int64_t firstChannel = (o / perGroup) * groupChannels;
+        for (int64_t y = 0; y < oh; ++y) {
+          for (int64_t x = 0; x < ow; ++x) {
+            int64_t out = ((n * outChannels + o) * oh + y) * ow + x;
+            for (int64_t c = 0; c < groupChannels; ++c) {
+              int64_t plane = (n * channels + firstChannel + c) * h * w;
+              int64_t taps = (o * groupChannels + c) * kh * kw;
+              for (int64_t i = 0; i < kh; ++i) {
+                int64_t iy = y * strides[0] - padding[0] + i * dilations[0];
+                if (iy < 0 || iy >= h)
+                  continue;
+                for (int64_t j = 0; j < kw; ++j) {
+                  int64_t ix = x * strides[1] - padding[1] + j * dilations[1];
+                  if (ix < 0 || ix >= w)
+                    continue;
+                  visit(plane + iy * w + ix, taps + i * kw + j, out);
+                }
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+};
+
+/// The windows of a 2-D pooling op over an NCHW input. `Op` is a pooling op
+/// or its adjoint (anything with kernel, strides and padding), so the
+/// forward op and its adjoint visit the same cells.
+struct PoolGeometry {
+  int64_t planes, h, w, oh, ow;
+  llvm::ArrayRef<int64_t> kernel, strides, padding;
+
+  template <typename Op>
+  PoolGeometry(Op op, llvm::ArrayRef<int64_t> input,
+               llvm::ArrayRef<int64_t> output)
+      : planes(input[0] * input[1]), h(input[2]), w(input[3]), oh(output[2]),
+        ow(output[3]), kernel(op.getKernel()), strides(op.getStrides()),
+        padding(op.getPadding()) {}
+
+  /// Calls `visit(window, cells)` for every output element with the flat
+  /// input offsets of the real (non-padding) cells under its window, in
+  /// row-major window order.
+  template <typename F> void forEachWindow(F visit) const {
+    llvm::SmallVector<int64_t> cells;
+    for (int64_t p = 0; p < planes; ++p) {
+      for (int64_t y = 0; y < oh; ++y) {
+        for (int64_t x = 0; x < ow; ++x) {
+          cells.clear();
+          for (int64_t i = 0; i < kernel[0]; ++i) {
+            int64_t iy = y * strides[0] - padding[0] + i;
+            if (iy < 0 || iy >= h)
+              continue;
+            for (int64_t j = 0; j < kernel[1]; ++j) {
+              int64_t ix = x * strides[1] - padding[1] + j;
+              if (ix >= 0 && ix < w)
+                cells.push_back((p * h + iy) * w + ix);
+            }
+          }
+          visit((p * oh + y) * ow + x, llvm::ArrayRef<int64_t>(cells));
+        }
+      }
+    }
+  }
+
+  /// The average's divisor for a window with `cells` real cells.
+  double divisor(bool countIncludePad, size_t cells) const {
+    return countIncludePad ? static_cast<double>(kernel[0] * kernel[1])
+                           : static_cast<double>(cells);
+  }
+};
+
+/// The cell max_pool2d returns for a window of `x`: PyTorch's rule, the
+/// first strict maximum in row-major order, except that a NaN always takes
+/// over. `cells` must not be empty.
+int64_t argMax(const Tensor &x, llvm::ArrayRef<int64_t> cells);
 
 /// The zero-filled result tensor for result `index` of `op`.
 Tensor resultFor(mlir::Operation *op, unsigned index = 0);

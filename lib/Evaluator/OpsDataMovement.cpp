@@ -43,26 +43,6 @@ void copyElements(const Tensor &src, int64_t from, Tensor &dst, int64_t to,
     std::copy_n(src.ints.begin() + from, count, dst.ints.begin() + to);
 }
 
-/// Resolves gather indices along an axis of `size`: negative indices wrap
-/// once; anything still out of range is reported on `op`.
-FailureOr<std::vector<int64_t>> resolveIndices(Operation *op,
-                                               const Tensor &indices,
-                                               int64_t axis, int64_t size) {
-  int64_t count = indices.numElements();
-  std::vector<int64_t> rows(count);
-  for (int64_t j = 0; j < count; ++j) {
-    int64_t index = indices.ints[j];
-    int64_t row = index < 0 ? index + size : index;
-    if (row < 0 || row >= size)
-      return op->emitError("index ")
-             << index << " (indices element " << j
-             << ") is out of range for axis " << axis << " of size " << size
-             << " (expected " << -size << " <= index < " << size << ")";
-    rows[j] = row;
-  }
-  return rows;
-}
-
 /// ONNX Gather: the indexed axis is replaced by the indices' shape.
 LogicalResult evalGather(GatherOp op, const Tensor &x, const Tensor &indices,
                          Tensor &r) {
@@ -124,6 +104,24 @@ void evalConcat(ConcatOp op, ArrayRef<Tensor> inputs, Tensor &r) {
 }
 
 } // namespace
+
+FailureOr<std::vector<int64_t>>
+weft::eval::detail::resolveIndices(Operation *op, const Tensor &indices,
+                                   int64_t axis, int64_t size) {
+  int64_t count = indices.numElements();
+  std::vector<int64_t> rows(count);
+  for (int64_t j = 0; j < count; ++j) {
+    int64_t index = indices.ints[j];
+    int64_t row = index < 0 ? index + size : index;
+    if (row < 0 || row >= size)
+      return op->emitError("index ")
+             << index << " (indices element " << j
+             << ") is out of range for axis " << axis << " of size " << size
+             << " (expected " << -size << " <= index < " << size << ")";
+    rows[j] = row;
+  }
+  return rows;
+}
 
 std::optional<LogicalResult> weft::eval::detail::evaluateDataMovementOp(
     Operation *op, ArrayRef<Tensor> operands, Tensor &result) {

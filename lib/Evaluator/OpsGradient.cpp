@@ -5,10 +5,11 @@
 //===----------------------------------------------------------------------===//
 //
 // The ops gradient rules build: scatter_add, pad, one_hot and the conv2d and
-// pool2d adjoints. Each is written as the forward op's loop nest with the
-// data flow reversed (read the gradient, accumulate into the input or
-// filter), accumulating in double and rounding once at the end, so that a
-// finite-difference check of a rule compares it against the forward loops.
+// pool2d adjoints. Each walks the forward op's own index arithmetic
+// (resolveIndices, ConvGeometry, PoolGeometry) with the data flow reversed
+// (read the gradient, accumulate into the input or filter), accumulating in
+// double and rounding once at the end, so that a finite-difference check of
+// a rule compares it against the forward loops.
 //
 //===----------------------------------------------------------------------===//
 
@@ -17,8 +18,6 @@
 #include "weft/Dialect/Weft/IR/WeftOps.h"
 
 #include "llvm/ADT/TypeSwitch.h"
-
-#include <limits>
 
 using namespace mlir;
 using namespace weft;
@@ -38,28 +37,18 @@ LogicalResult evalScatterAdd(ScatterAddOp op, const Tensor &x,
                              const Tensor &indices, const Tensor &updates,
                              Tensor &r) {
   int64_t axis = static_cast<int64_t>(op.getAxis());
-  ArrayRef<int64_t> shape = x.shape;
-  int64_t outer = product(shape.take_front(axis));
-  int64_t size = shape[axis];
-  int64_t inner = product(shape.drop_front(axis + 1));
-  int64_t count = indices.numElements();
-  std::vector<int64_t> rows(count);
-  for (int64_t j = 0; j < count; ++j) {
-    int64_t index = indices.ints[j];
-    int64_t row = index < 0 ? index + size : index;
-    if (row < 0 || row >= size)
-      return op.emitError("index ")
-             << index << " (indices element " << j
-             << ") is out of range for axis " << axis << " of size " << size
-             << " (expected " << -size << " <= index < " << size << ")";
-    rows[j] = row;
-  }
+  AxisView v(x.shape, axis);
+  FailureOr<std::vector<int64_t>> rows =
+      resolveIndices(op, indices, axis, v.size);
+  if (failed(rows))
+    return failure();
+  int64_t count = static_cast<int64_t>(rows->size());
   std::vector<double> acc = x.fp;
-  for (int64_t o = 0; o < outer; ++o)
+  for (int64_t o = 0; o < v.outer; ++o)
     for (int64_t j = 0; j < count; ++j)
-      for (int64_t i = 0; i < inner; ++i)
-        acc[(o * size + rows[j]) * inner + i] +=
-            updates.fp[(o * count + j) * inner + i];
+      for (int64_t i = 0; i < v.inner; ++i)
+        acc[(o * v.size + (*rows)[j]) * v.inner + i] +=
+            updates.fp[(o * count + j) * v.inner + i];
   store(acc, r);
   return success();
 }
@@ -94,73 +83,11 @@ LogicalResult evalOneHot(OneHotOp op, const Tensor &indices, Tensor &r) {
   return success();
 }
 
-/// The forward conv2d's geometry, shared by both adjoints.
-struct ConvGeometry {
-  int64_t batch, channels, h, w;
-  int64_t outChannels, groupChannels, kh, kw;
-  int64_t oh, ow, perGroup;
-  ArrayRef<int64_t> strides, padding, dilations;
-
-  /// Input row (or column) read by output `o` at tap `t` along axis `d`.
-  int64_t source(int d, int64_t o, int64_t t) const {
-    return o * strides[d] - padding[d] + t * dilations[d];
-  }
-};
-
-/// Calls `f(inputOffset, filterOffset, gradOffset)` for every product the
-/// forward conv2d computes, in the forward op's order.
-template <typename F> void forEachConvProduct(const ConvGeometry &g, F f) {
-  for (int64_t n = 0; n < g.batch; ++n)
-    for (int64_t o = 0; o < g.outChannels; ++o) {
-      int64_t firstChannel = (o / g.perGroup) * g.groupChannels;
-      for (int64_t y = 0; y < g.oh; ++y)
-        for (int64_t xo = 0; xo < g.ow; ++xo) {
-          int64_t out = ((n * g.outChannels + o) * g.oh + y) * g.ow + xo;
-          for (int64_t c = 0; c < g.groupChannels; ++c) {
-            int64_t plane = (n * g.channels + firstChannel + c) * g.h * g.w;
-            int64_t filter = (o * g.groupChannels + c) * g.kh * g.kw;
-            for (int64_t i = 0; i < g.kh; ++i) {
-              int64_t iy = g.source(0, y, i);
-              if (iy < 0 || iy >= g.h)
-                continue;
-              for (int64_t j = 0; j < g.kw; ++j) {
-                int64_t ix = g.source(1, xo, j);
-                if (ix < 0 || ix >= g.w)
-                  continue;
-                f(plane + iy * g.w + ix, filter + i * g.kw + j, out);
-              }
-            }
-          }
-        }
-    }
-}
-
-template <typename OpTy>
-ConvGeometry convGeometry(OpTy op, ArrayRef<int64_t> input,
-                          ArrayRef<int64_t> filter, ArrayRef<int64_t> grad) {
-  ConvGeometry g;
-  g.batch = input[0];
-  g.channels = input[1];
-  g.h = input[2];
-  g.w = input[3];
-  g.outChannels = filter[0];
-  g.groupChannels = filter[1];
-  g.kh = filter[2];
-  g.kw = filter[3];
-  g.oh = grad[2];
-  g.ow = grad[3];
-  g.perGroup = g.outChannels / static_cast<int64_t>(op.getGroups());
-  g.strides = op.getStrides();
-  g.padding = op.getPadding();
-  g.dilations = op.getDilations();
-  return g;
-}
-
 void evalConvBackwardInput(Conv2DBackwardInputOp op, const Tensor &grad,
                            const Tensor &w, Tensor &r) {
-  ConvGeometry g = convGeometry(op, r.shape, w.shape, grad.shape);
+  ConvGeometry g(op, r.shape, w.shape, grad.shape);
   std::vector<double> acc(r.fp.size(), 0.0);
-  forEachConvProduct(g, [&](int64_t in, int64_t filter, int64_t out) {
+  g.forEachTap([&](int64_t in, int64_t filter, int64_t out) {
     acc[in] += grad.fp[out] * w.fp[filter];
   });
   store(acc, r);
@@ -168,63 +95,37 @@ void evalConvBackwardInput(Conv2DBackwardInputOp op, const Tensor &grad,
 
 void evalConvBackwardFilter(Conv2DBackwardFilterOp op, const Tensor &grad,
                             const Tensor &x, Tensor &r) {
-  ConvGeometry g = convGeometry(op, x.shape, r.shape, grad.shape);
+  ConvGeometry g(op, x.shape, r.shape, grad.shape);
   std::vector<double> acc(r.fp.size(), 0.0);
-  forEachConvProduct(g, [&](int64_t in, int64_t filter, int64_t out) {
+  g.forEachTap([&](int64_t in, int64_t filter, int64_t out) {
     acc[filter] += grad.fp[out] * x.fp[in];
   });
   store(acc, r);
 }
 
-/// Max (to the window's first maximum, NaN winning as in max_pool2d) or
-/// average (spread over the real cells) pooling adjoint.
-void evalPoolGrad(bool isMax, bool countIncludePad, ArrayRef<int64_t> kernel,
-                  ArrayRef<int64_t> strides, ArrayRef<int64_t> padding,
-                  const Tensor &grad, const Tensor *x, Tensor &r) {
-  int64_t planes = r.shape[0] * r.shape[1], h = r.shape[2], w = r.shape[3];
-  int64_t oh = grad.shape[2], ow = grad.shape[3];
+/// Routes each window's gradient to the cell max_pool2d took from it (the
+/// window's first maximum, NaN winning).
+void evalMaxPoolGrad(MaxPool2DGradOp op, const Tensor &grad, const Tensor &x,
+                     Tensor &r) {
+  PoolGeometry g(op, r.shape, grad.shape);
   std::vector<double> acc(r.fp.size(), 0.0);
-  SmallVector<int64_t> cells;
-  for (int64_t p = 0; p < planes; ++p) {
-    for (int64_t y = 0; y < oh; ++y) {
-      for (int64_t xo = 0; xo < ow; ++xo) {
-        cells.clear();
-        for (int64_t i = 0; i < kernel[0]; ++i) {
-          int64_t iy = y * strides[0] - padding[0] + i;
-          if (iy < 0 || iy >= h)
-            continue;
-          for (int64_t j = 0; j < kernel[1]; ++j) {
-            int64_t ix = xo * strides[1] - padding[1] + j;
-            if (ix >= 0 && ix < w)
-              cells.push_back((p * h + iy) * w + ix);
-          }
-        }
-        if (cells.empty())
-          continue;
-        double g = grad.fp[(p * oh + y) * ow + xo];
-        if (isMax) {
-          // The forward op's nanMax scan: a cell that beats the running
-          // maximum, or is NaN, takes over, so the first maximum wins.
-          double best = -std::numeric_limits<double>::infinity();
-          int64_t winner = cells.front();
-          for (int64_t cell : cells) {
-            double v = x->fp[cell];
-            if (std::isnan(v) || v > best) {
-              best = v;
-              winner = cell;
-            }
-          }
-          acc[winner] += g;
-          continue;
-        }
-        double divisor = countIncludePad
-                             ? static_cast<double>(kernel[0] * kernel[1])
-                             : static_cast<double>(cells.size());
-        for (int64_t cell : cells)
-          acc[cell] += g / divisor;
-      }
-    }
-  }
+  g.forEachWindow([&](int64_t out, ArrayRef<int64_t> cells) {
+    if (!cells.empty())
+      acc[argMax(x, cells)] += grad.fp[out];
+  });
+  store(acc, r);
+}
+
+/// Spreads each window's gradient over its real cells, divided as the
+/// forward average divides.
+void evalAvgPoolGrad(AvgPool2DGradOp op, const Tensor &grad, Tensor &r) {
+  PoolGeometry g(op, r.shape, grad.shape);
+  std::vector<double> acc(r.fp.size(), 0.0);
+  g.forEachWindow([&](int64_t out, ArrayRef<int64_t> cells) {
+    double divisor = g.divisor(op.getCountIncludePad(), cells.size());
+    for (int64_t cell : cells)
+      acc[cell] += grad.fp[out] / divisor;
+  });
   store(acc, r);
 }
 
@@ -254,15 +155,11 @@ weft::eval::detail::evaluateGradientOp(Operation *op, ArrayRef<Tensor> operands,
         return success();
       })
       .Case([&](MaxPool2DGradOp pool) {
-        evalPoolGrad(/*isMax=*/true, /*countIncludePad=*/false,
-                     pool.getKernel(), pool.getStrides(), pool.getPadding(),
-                     operands[0], &operands[1], result);
+        evalMaxPoolGrad(pool, operands[0], operands[1], result);
         return success();
       })
       .Case([&](AvgPool2DGradOp pool) {
-        evalPoolGrad(/*isMax=*/false, pool.getCountIncludePad(),
-                     pool.getKernel(), pool.getStrides(), pool.getPadding(),
-                     operands[0], nullptr, result);
+        evalAvgPoolGrad(pool, operands[0], result);
         return success();
       })
       .Default([](Operation *) { return std::nullopt; });

@@ -29,6 +29,53 @@
 
 using namespace mlir;
 
+namespace {
+
+/// One-shot bufferization across function boundaries (identity layouts,
+/// 64-byte aligned allocations), then results become out-parameters.
+void addBufferizationPasses(OpPassManager &pm) {
+  bufferization::OneShotBufferizePassOptions bufferize;
+  bufferize.bufferizeFunctionBoundaries = true;
+  bufferize.functionBoundaryTypeConversion =
+      bufferization::LayoutMapOption::IdentityLayoutMap;
+  bufferize.bufferAlignment = 64;
+  pm.addPass(bufferization::createOneShotBufferizePass(bufferize));
+  bufferization::BufferResultsToOutParamsPassOptions outParams;
+  outParams.hoistStaticAllocs = true;
+  outParams.modifyPublicFunctions = true;
+  pm.addPass(bufferization::createBufferResultsToOutParamsPass(outParams));
+}
+
+/// Linalg on buffers -> loops -> the LLVM dialect. With `codegen` (weftc's
+/// pipeline) the outlined kernels also run their scf.forall iterations in
+/// order on the CPU (scf.forall -> scf.for), and the math ops left after libm
+/// become functions (--convert-math-to-funcs).
+void addLoopsToLLVMPasses(OpPassManager &pm, bool codegen) {
+  pm.addNestedPass<func::FuncOp>(createConvertLinalgToLoopsPass());
+  if (codegen)
+    pm.addPass(createForallToForLoopPass());
+  pm.addPass(memref::createExpandStridedMetadataPass());
+  pm.addPass(createLowerAffinePass());
+  pm.addPass(createSCFToControlFlowPass());
+  // bf16 <-> f32 conversions as integer arithmetic, so no runtime helper
+  // is needed; transcendental math to LLVM intrinsics or libm calls.
+  arith::ArithExpandOpsPassOptions expand;
+  expand.includeBf16 = true;
+  pm.addPass(arith::createArithExpandOpsPass(expand));
+  pm.addPass(createConvertMathToLLVMPass());
+  pm.addPass(createConvertMathToLibmPass());
+  if (codegen)
+    pm.addPass(createConvertMathToFuncs());
+  pm.addPass(createFinalizeMemRefToLLVMConversionPass());
+  pm.addPass(createArithToLLVMConversionPass());
+  pm.addPass(createConvertControlFlowToLLVMPass());
+  pm.addPass(createConvertFuncToLLVMPass());
+  pm.addPass(createReconcileUnrealizedCastsPass());
+  pm.addPass(createCanonicalizerPass());
+}
+
+} // namespace
+
 void weft::buildImportPipeline(OpPassManager &pm) {
   pm.addPass(createLegalizeOnnxPass());
   pm.addPass(createCanonicalizerPass());
@@ -52,34 +99,9 @@ void weft::buildLowerToLLVMPipeline(OpPassManager &pm) {
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createLinalgElementwiseOpFusionPass());
 
-  bufferization::OneShotBufferizePassOptions bufferize;
-  bufferize.bufferizeFunctionBoundaries = true;
-  bufferize.functionBoundaryTypeConversion =
-      bufferization::LayoutMapOption::IdentityLayoutMap;
-  pm.addPass(bufferization::createOneShotBufferizePass(bufferize));
-  bufferization::BufferResultsToOutParamsPassOptions outParams;
-  outParams.hoistStaticAllocs = true;
-  outParams.modifyPublicFunctions = true;
-  pm.addPass(bufferization::createBufferResultsToOutParamsPass(outParams));
+  addBufferizationPasses(pm);
   bufferization::buildBufferDeallocationPipeline(pm);
-
-  pm.addNestedPass<func::FuncOp>(createConvertLinalgToLoopsPass());
-  pm.addPass(memref::createExpandStridedMetadataPass());
-  pm.addPass(createLowerAffinePass());
-  pm.addPass(createSCFToControlFlowPass());
-  // bf16 <-> f32 conversions as integer arithmetic, so no runtime helper
-  // is needed; transcendental math to LLVM intrinsics or libm calls.
-  arith::ArithExpandOpsPassOptions expand;
-  expand.includeBf16 = true;
-  pm.addPass(arith::createArithExpandOpsPass(expand));
-  pm.addPass(createConvertMathToLLVMPass());
-  pm.addPass(createConvertMathToLibmPass());
-  pm.addPass(createFinalizeMemRefToLLVMConversionPass());
-  pm.addPass(createArithToLLVMConversionPass());
-  pm.addPass(createConvertControlFlowToLLVMPass());
-  pm.addPass(createConvertFuncToLLVMPass());
-  pm.addPass(createReconcileUnrealizedCastsPass());
-  pm.addPass(createCanonicalizerPass());
+  addLoopsToLLVMPasses(pm, /*codegen=*/false);
 }
 
 void weft::buildCodegenPipeline(OpPassManager &pm,
@@ -106,16 +128,7 @@ void weft::buildCodegenPipeline(OpPassManager &pm,
 
   // Buffers: results become out-parameters written in place, GEMMs call
   // BLAS, intermediates are placed in the workspace.
-  bufferization::OneShotBufferizePassOptions bufferize;
-  bufferize.bufferizeFunctionBoundaries = true;
-  bufferize.functionBoundaryTypeConversion =
-      bufferization::LayoutMapOption::IdentityLayoutMap;
-  bufferize.bufferAlignment = 64;
-  pm.addPass(bufferization::createOneShotBufferizePass(bufferize));
-  bufferization::BufferResultsToOutParamsPassOptions outParams;
-  outParams.hoistStaticAllocs = true;
-  outParams.modifyPublicFunctions = true;
-  pm.addPass(bufferization::createBufferResultsToOutParamsPass(outParams));
+  addBufferizationPasses(pm);
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createLinalgToBlasPass());
   pm.addNestedPass<func::FuncOp>(createLowerCopiesPass());
@@ -128,28 +141,10 @@ void weft::buildCodegenPipeline(OpPassManager &pm,
   if (options.stopAfter == Stage::Buffers)
     return;
 
-  // Loops and the LLVM dialect. Kernels run their iterations in order on
-  // the CPU (scf.forall -> scf.for).
-  pm.addNestedPass<func::FuncOp>(createConvertLinalgToLoopsPass());
-  pm.addPass(createForallToForLoopPass());
-  pm.addPass(memref::createExpandStridedMetadataPass());
-  pm.addPass(createLowerAffinePass());
-  pm.addPass(createSCFToControlFlowPass());
-  arith::ArithExpandOpsPassOptions expand;
-  expand.includeBf16 = true;
-  pm.addPass(arith::createArithExpandOpsPass(expand));
-  pm.addPass(createConvertMathToLLVMPass());
-  pm.addPass(createConvertMathToLibmPass());
-  pm.addPass(createConvertMathToFuncs());
-  pm.addPass(createFinalizeMemRefToLLVMConversionPass());
-  pm.addPass(createArithToLLVMConversionPass());
-  pm.addPass(createConvertControlFlowToLLVMPass());
-  // The entry is marked `llvm.bareptr` (--weft-select-entry): it takes one
-  // pointer per buffer, which is what the descriptor's trainStep wrapper
-  // passes. Kernels take memref descriptors.
-  pm.addPass(createConvertFuncToLLVMPass());
-  pm.addPass(createReconcileUnrealizedCastsPass());
-  pm.addPass(createCanonicalizerPass());
+  // Loops and the LLVM dialect. The entry is marked `llvm.bareptr`
+  // (--weft-select-entry): it takes one pointer per buffer, which is what the
+  // descriptor's trainStep wrapper passes. Kernels take memref descriptors.
+  addLoopsToLLVMPasses(pm, /*codegen=*/true);
 }
 
 void weft::registerWeftPipelines() {

@@ -13,11 +13,11 @@
 //===----------------------------------------------------------------------===//
 
 #include "weft/Runtime/DataLoader.h"
+#include "weft/Runtime/Npy.h"
 
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
-#include <cctype>
 #include <cerrno>
 #include <chrono>
 #include <cmath>
@@ -312,177 +312,6 @@ std::string formatIndex(uint64_t flat, const std::vector<int64_t> &shape) {
 std::string quote(const std::string &s) { return "'" + s + "'"; }
 
 //===----------------------------------------------------------------------===//
-// .npy headers
-//===----------------------------------------------------------------------===//
-
-/// Where an .npy file's array lies, read without loading its data.
-struct NpyLayout {
-  DType dtype = DType::F32;
-  std::vector<int64_t> shape;
-  uint64_t dataStart = 0;
-};
-
-/// A scanner for the header dict that NumPy writes (see Npy.cpp, which
-/// reads whole arrays; this reads only the header).
-class NpyDictScanner {
-public:
-  NpyDictScanner(const std::string &text) : text(text) {}
-
-  bool parse(std::string &descr, bool &fortran, std::vector<int64_t> &shape) {
-    bool haveDescr = false, haveOrder = false, haveShape = false;
-    if (!eat('{'))
-      return false;
-    while (!eat('}')) {
-      std::string key;
-      if (!str(key) || !eat(':'))
-        return false;
-      if (key == "descr") {
-        if (!str(descr))
-          return false;
-        haveDescr = true;
-      } else if (key == "fortran_order") {
-        if (word("True"))
-          fortran = true;
-        else if (word("False"))
-          fortran = false;
-        else
-          return false;
-        haveOrder = true;
-      } else if (key == "shape") {
-        if (!eat('('))
-          return false;
-        while (!eat(')')) {
-          skip();
-          if (pos >= text.size() || !std::isdigit((unsigned char)text[pos]))
-            return false;
-          int64_t v = 0;
-          while (pos < text.size() && std::isdigit((unsigned char)text[pos])) {
-            if (v > (INT64_MAX - 9) / 10)
-              return false;
-            v = v * 10 + (text[pos++] - '0');
-          }
-          if (pos < text.size() && text[pos] == 'L')
-            ++pos;
-          if (shape.size() >= 64)
-            return false;
-          shape.push_back(v);
-          if (!eat(',') && !peek(')'))
-            return false;
-        }
-        haveShape = true;
-      } else {
-        return false;
-      }
-      if (!eat(',') && !peek('}'))
-        return false;
-    }
-    return haveDescr && haveOrder && haveShape;
-  }
-
-private:
-  const std::string &text;
-  size_t pos = 0;
-
-  void skip() {
-    while (pos < text.size() && std::isspace((unsigned char)text[pos]))
-      ++pos;
-  }
-  bool peek(char c) {
-    skip();
-    return pos < text.size() && text[pos] == c;
-  }
-  bool eat(char c) {
-    if (!peek(c))
-      return false;
-    ++pos;
-    return true;
-  }
-  bool word(const char *w) {
-    skip();
-    size_t n = std::strlen(w);
-    if (text.compare(pos, n, w) != 0)
-      return false;
-    pos += n;
-    return true;
-  }
-  bool str(std::string &out) {
-    skip();
-    if (pos >= text.size() || (text[pos] != '\'' && text[pos] != '"'))
-      return false;
-    char q = text[pos++];
-    size_t end = text.find(q, pos);
-    if (end == std::string::npos)
-      return false;
-    out = text.substr(pos, end - pos);
-    pos = end + 1;
-    return true;
-  }
-};
-
-Status readNpyLayout(const std::string &path, const InputFile &file,
-                     NpyLayout &out) {
-  uint8_t pre[12] = {};
-  size_t avail = size_t(std::min<uint64_t>(file.size(), sizeof(pre)));
-  if (Status s = file.readAt(0, pre, avail); !s.ok())
-    return s;
-  if (avail < 10 || std::memcmp(pre, "\x93NUMPY", 6) != 0)
-    return Status::error(path + ": not an npy file (no \\x93NUMPY magic)");
-  unsigned major = pre[6];
-  size_t lenBytes = major == 1 ? 2 : 4;
-  if ((major != 1 && major != 2 && major != 3) || pre[7] != 0 ||
-      avail < 8 + lenBytes)
-    return Status::error(path + ": unsupported npy format version " +
-                         std::to_string(major) + "." + std::to_string(pre[7]));
-  uint64_t headerLen = 0;
-  for (size_t i = 0; i < lenBytes; ++i)
-    headerLen |= uint64_t(pre[8 + i]) << (8 * i);
-  uint64_t headerStart = 8 + lenBytes;
-  if (headerLen > (1u << 20) || headerLen > file.size() - headerStart)
-    return Status::error(path + ": truncated or corrupt npy header");
-  std::string text(size_t(headerLen), '\0');
-  if (Status s = file.readAt(headerStart, text.data(), text.size()); !s.ok())
-    return s;
-  std::string descr;
-  bool fortran = false;
-  if (!NpyDictScanner(text).parse(descr, fortran, out.shape))
-    return Status::error(path + ": malformed npy header");
-  if (fortran)
-    return Status::error(path + ": Fortran-order arrays are not supported; "
-                                "save np.ascontiguousarray(arr)");
-  static const std::pair<const char *, DType> kCodes[] = {
-      {"f8", DType::F64}, {"f4", DType::F32}, {"f2", DType::F16},
-      {"i8", DType::I64}, {"i4", DType::I32}, {"i2", DType::I16},
-      {"i1", DType::I8},  {"u2", DType::U16}, {"u1", DType::U8},
-      {"b1", DType::Bool}};
-  bool found = false;
-  if (descr.size() == 3 &&
-      (descr[0] == '<' || descr[0] == '|' || descr[0] == '='))
-    for (auto &[code, dtype] : kCodes)
-      if (descr.compare(1, 2, code) == 0) {
-        out.dtype = dtype;
-        found = true;
-      }
-  if (!found)
-    return Status::error(path + ": unsupported npy dtype " + quote(descr) +
-                         " (supported: little-endian float64/32/16, "
-                         "int64/32/16/8, uint16/8, bool)");
-  out.dataStart = headerStart + headerLen;
-  size_t bytes = 0;
-  if (!computeByteSize(out.dtype, out.shape, bytes))
-    return Status::error(path + ": shape " + formatShape(out.shape) +
-                         " is too large");
-  uint64_t have = file.size() - out.dataStart;
-  if (bytes != have)
-    return Status::error(
-        path + ": header says " + formatShape(out.shape) + " " +
-        dtypeName(out.dtype) + " = " + std::to_string(bytes) +
-        " bytes of data but the file "
-        "has " +
-        std::to_string(have) + (bytes > have ? " (truncated)" : ""));
-  return Status::success();
-}
-
-//===----------------------------------------------------------------------===//
 // Sample sources
 //===----------------------------------------------------------------------===//
 
@@ -505,7 +334,7 @@ public:
   struct Input {
     std::string path;
     std::unique_ptr<InputFile> file;
-    NpyLayout layout;
+    NpyHeader layout;
     DType to;
     size_t sampleElems;
     std::string name;
@@ -532,7 +361,7 @@ public:
                idx[i + run] == idx[i] + int64_t(run))
           ++run;
         scratch.resize(run * srcSample);
-        if (Status s = in.file->readAt(in.layout.dataStart +
+        if (Status s = in.file->readAt(in.layout.dataOffset +
                                            uint64_t(idx[i]) * srcSample,
                                        scratch.data(), scratch.size());
             !s.ok())
@@ -731,7 +560,7 @@ Status openArrays(const DataLoaderOptions &opt,
     in.file = std::make_unique<InputFile>();
     if (Status s = in.file->open(in.path); !s.ok())
       return s;
-    if (Status s = readNpyLayout(in.path, *in.file, in.layout); !s.ok())
+    if (Status s = readNpyHeader(*in.file, in.path, in.layout); !s.ok())
       return s;
     const std::vector<int64_t> &shape = in.layout.shape;
     std::vector<int64_t> want(spec.shape.begin() + 1, spec.shape.end());
@@ -774,7 +603,7 @@ Status openArrays(const DataLoaderOptions &opt,
       for (uint64_t start = 0; start < total; start += kChunkElems) {
         size_t cnt = size_t(std::min(kChunkElems, total - start));
         buf.resize(cnt * es);
-        if (Status s = in.file->readAt(in.layout.dataStart + start * es,
+        if (Status s = in.file->readAt(in.layout.dataOffset + start * es,
                                        buf.data(), buf.size());
             !s.ok())
           return s;

@@ -219,19 +219,14 @@ double HostArray::getAsDouble(int64_t i) const {
   case DType::BF16:
     return decodeNarrow(loadElement<uint16_t>(*this, i), kBF16);
   case DType::I64:
-    return double(loadElement<int64_t>(*this, i));
   case DType::I32:
-    return loadElement<int32_t>(*this, i);
   case DType::I16:
-    return loadElement<int16_t>(*this, i);
   case DType::I8:
-    return loadElement<int8_t>(*this, i);
   case DType::U16:
-    return loadElement<uint16_t>(*this, i);
   case DType::U8:
-    return loadElement<uint8_t>(*this, i);
   case DType::Bool:
-    return loadElement<uint8_t>(*this, i) ? 1.0 : 0.0;
+    // Exact but for int64 values beyond 2^53, which round to nearest.
+    return double(getAsInt(i));
   }
   return 0;
 }

@@ -284,9 +284,10 @@ Status parsePreamble(const uint8_t *p, size_t avail, uint64_t size,
   return Status::success();
 }
 
-/// Parses the header dict and checks that exactly its data follows.
+/// Parses the header dict into `out`'s dtype and shape and checks that
+/// exactly its data follows.
 Status parseHeader(const char *text, size_t headerLen, uint64_t dataAvail,
-                   const std::string &name, HostArray &out) {
+                   const std::string &name, NpyHeader &out) {
   HeaderParser parser(text, text + headerLen, name);
   if (Status s = parser.parse(out.dtype, out.shape); !s.ok())
     return s;
@@ -316,22 +317,23 @@ Status weft::rt::parseNpy(const uint8_t *bytes, size_t size,
                                headerLen);
       !s.ok())
     return s;
-  HostArray result;
+  NpyHeader header;
   size_t dataStart = headerStart + headerLen;
   if (Status s =
           parseHeader(reinterpret_cast<const char *>(bytes) + headerStart,
-                      headerLen, size - dataStart, nameForErrors, result);
+                      headerLen, size - dataStart, nameForErrors, header);
       !s.ok())
     return s;
+  HostArray result;
+  result.dtype = header.dtype;
+  result.shape = std::move(header.shape);
   result.data.assign(bytes + dataStart, bytes + size);
   out = std::move(result);
   return Status::success();
 }
 
-Status weft::rt::readNpy(const std::string &path, HostArray &out) {
-  InputFile file;
-  if (Status s = file.open(path); !s.ok())
-    return s;
+Status weft::rt::readNpyHeader(const InputFile &file, const std::string &path,
+                               NpyHeader &out) {
   uint8_t preamble[12];
   size_t avail = size_t(std::min<uint64_t>(file.size(), sizeof(preamble)));
   if (Status s = file.readAt(0, preamble, avail); !s.ok())
@@ -341,19 +343,34 @@ Status weft::rt::readNpy(const std::string &path, HostArray &out) {
                                headerLen);
       !s.ok())
     return s;
-  std::string header(headerLen, '\0');
-  if (Status s = file.readAt(headerStart, header.data(), headerLen); !s.ok())
+  std::string text(headerLen, '\0');
+  if (Status s = file.readAt(headerStart, text.data(), headerLen); !s.ok())
     return s;
-  HostArray result;
-  uint64_t dataStart = headerStart + headerLen;
-  if (Status s = parseHeader(header.data(), headerLen, file.size() - dataStart,
-                             path, result);
+  NpyHeader header;
+  header.dataOffset = headerStart + headerLen;
+  if (Status s = parseHeader(text.data(), headerLen,
+                             file.size() - header.dataOffset, path, header);
       !s.ok())
     return s;
-  // parseHeader checked the data size against the file, so this allocation
-  // is bounded by what is really there.
-  result.data.resize(size_t(file.size() - dataStart));
-  if (Status s = file.readAt(dataStart, result.data.data(), result.data.size());
+  out = std::move(header);
+  return Status::success();
+}
+
+Status weft::rt::readNpy(const std::string &path, HostArray &out) {
+  InputFile file;
+  if (Status s = file.open(path); !s.ok())
+    return s;
+  NpyHeader header;
+  if (Status s = readNpyHeader(file, path, header); !s.ok())
+    return s;
+  HostArray result;
+  result.dtype = header.dtype;
+  result.shape = std::move(header.shape);
+  // readNpyHeader checked the data size against the file, so this
+  // allocation is bounded by what is really there.
+  result.data.resize(size_t(file.size() - header.dataOffset));
+  if (Status s = file.readAt(header.dataOffset, result.data.data(),
+                             result.data.size());
       !s.ok())
     return s;
   out = std::move(result);

@@ -328,16 +328,7 @@ void recordTrainConfig(ModuleOp module) {
       b.getNamedAttr("total_steps", b.getI64IntegerAttr(totalSteps)),
       b.getNamedAttr("min_lr_ratio", b.getF64FloatAttr(minLrRatio)),
       b.getNamedAttr("precision", b.getStringAttr(precision))};
-  SmallVector<NamedAttribute> config(std::begin(entries), std::end(entries));
-  // The runtime range-checks integer labels and tokens against num_classes:
-  // the size of the cross-entropy's class axis.
-  module.walk([&](weft::CrossEntropyOp op) {
-    auto logits = cast<ShapedType>(op.getLogits().getType());
-    config.push_back(b.getNamedAttr(
-        "num_classes", b.getI64IntegerAttr(logits.getShape().back())));
-    return WalkResult::interrupt();
-  });
-  module->setAttr("weft.train_config", b.getDictionaryAttr(config));
+  module->setAttr("weft.train_config", b.getDictionaryAttr(entries));
 }
 
 /// For a cross-entropy loss, the number of classes (the last axis of

@@ -27,6 +27,21 @@ namespace rt {
 /// Reads the .npy file at `path` into `out`. `out` is left untouched on error.
 Status readNpy(const std::string &path, HostArray &out);
 
+/// What an .npy header says: the array's element type and shape, and where
+/// its data starts; the data runs from there to the end of the file.
+struct NpyHeader {
+  DType dtype = DType::F32;
+  std::vector<int64_t> shape;
+  uint64_t dataOffset = 0;
+};
+
+/// Reads and checks the preamble and header of the open .npy `file` (named
+/// `path` in messages) without reading its data. Fails, with readNpy's
+/// messages, on everything readNpy refuses, including a data size that does
+/// not match the header. `out` is left untouched on error.
+Status readNpyHeader(const InputFile &file, const std::string &path,
+                     NpyHeader &out);
+
 /// Parses an in-memory .npy image (e.g. a member of an .npz archive).
 /// `nameForErrors` stands in for the file name in messages.
 Status parseNpy(const uint8_t *bytes, size_t size,

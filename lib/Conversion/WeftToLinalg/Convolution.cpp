@@ -64,14 +64,6 @@ Value convolve(OpBuilder &b, Location loc, Value input, Value filter,
   return reshapeTo(b, loc, out, outShape);
 }
 
-/// Pads the spatial axes of an NCHW tensor by `padding` = [top, left,
-/// bottom, right].
-Value padSpatial(OpBuilder &b, Location loc, Value x,
-                 ArrayRef<int64_t> padding) {
-  return padTensor(b, loc, x, {0, 0, padding[0], padding[1]},
-                   {0, 0, padding[2], padding[3]}, {0, 0, 0, 0}, 0.0);
-}
-
 struct Conv2DLowering : OpConversionPattern<Conv2DOp> {
   using OpConversionPattern::OpConversionPattern;
   LogicalResult
@@ -82,7 +74,7 @@ struct Conv2DLowering : OpConversionPattern<Conv2DOp> {
     Type elementType = type.getElementType();
     Type acc = computeType(elementType);
     Value input =
-        padSpatial(rewriter, loc, adaptor.getInput(), op.getPadding());
+        padSpatial(rewriter, loc, adaptor.getInput(), op.getPadding(), 0.0);
     Value conv =
         convolve(rewriter, loc, input, adaptor.getFilter(), op.getGroups(),
                  op.getStrides(), op.getDilations(), acc, type.getShape());
@@ -180,7 +172,7 @@ struct Conv2DBackwardFilterLowering
     Type acc = computeType(elementType);
     Value grad = adaptor.getGrad();
     Value input =
-        padSpatial(rewriter, loc, adaptor.getInput(), op.getPadding());
+        padSpatial(rewriter, loc, adaptor.getInput(), op.getPadding(), 0.0);
     auto g = cast<RankedTensorType>(grad.getType()).getShape();
     ArrayRef<int64_t> w = type.getShape();
     ArrayRef<int64_t> strides = op.getStrides(), dilations = op.getDilations();

@@ -85,6 +85,11 @@ mlir::Value padTensor(mlir::OpBuilder &b, mlir::Location loc, mlir::Value v,
                       llvm::ArrayRef<int64_t> low, llvm::ArrayRef<int64_t> high,
                       llvm::ArrayRef<int64_t> interior, double value);
 
+/// Pads the spatial axes of an NCHW tensor with `value` by `padding` =
+/// [top, left, bottom, right] (padTensor on the last two axes).
+mlir::Value padSpatial(mlir::OpBuilder &b, mlir::Location loc, mlir::Value v,
+                       llvm::ArrayRef<int64_t> padding, double value);
+
 /// Applies `f` to every element of a tensor of compute-type or other
 /// scalars, producing a tensor of `elementType` with the same shape.
 mlir::Value

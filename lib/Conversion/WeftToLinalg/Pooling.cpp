@@ -93,9 +93,7 @@ template <typename OpTy>
 Value pool(OpBuilder &b, Location loc, Value input, ArrayRef<int64_t> kernel,
            ArrayRef<int64_t> strides, ArrayRef<int64_t> padding,
            ArrayRef<int64_t> outShape, Type acc, double padValue) {
-  Value padded =
-      padTensor(b, loc, input, {0, 0, padding[0], padding[1]},
-                {0, 0, padding[2], padding[3]}, {0, 0, 0, 0}, padValue);
+  Value padded = padSpatial(b, loc, input, padding, padValue);
   Value init = filledTensor(b, loc, outShape, acc, padValue);
   // The window operand only carries the kernel's shape.
   Value window = emptyTensor(b, loc, kernel, acc);
@@ -183,8 +181,8 @@ Gather gatherLoops(OpBuilder &b, Location loc, ArrayRef<int64_t> inShape,
 
 Value padWindows(OpBuilder &b, Location loc, Value v, const Axis &ay,
                  const Axis &ax, double value) {
-  return padTensor(b, loc, v, {0, 0, ay.lowPad(), ax.lowPad()},
-                   {0, 0, ay.highPad(), ax.highPad()}, {0, 0, 0, 0}, value);
+  return padSpatial(
+      b, loc, v, {ay.lowPad(), ax.lowPad(), ay.highPad(), ax.highPad()}, value);
 }
 
 struct MaxPool2DGradLowering : OpConversionPattern<MaxPool2DGradOp> {
@@ -209,9 +207,7 @@ struct MaxPool2DGradLowering : OpConversionPattern<MaxPool2DGradOp> {
     // input; padding cells are skipped by position, not by value. The
     // (i, j) reduction is order-dependent (the first maximum wins ties), so
     // it must run in row-major order: no reassociation or splitting.
-    Value padded = padTensor(rewriter, loc, adaptor.getInput(),
-                             {0, 0, padding[0], padding[1]},
-                             {0, 0, padding[2], padding[3]}, {0, 0, 0, 0}, 0.0);
+    Value padded = padSpatial(rewriter, loc, adaptor.getInput(), padding, 0.0);
     SmallVector<AffineExpr> d;
     for (unsigned k = 0; k < 6; ++k)
       d.push_back(getAffineDimExpr(k, ctx));

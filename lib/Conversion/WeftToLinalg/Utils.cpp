@@ -165,6 +165,12 @@ Value lowering::padTensor(OpBuilder &b, Location loc, Value v,
                                         unitStrides);
 }
 
+Value lowering::padSpatial(OpBuilder &b, Location loc, Value v,
+                           ArrayRef<int64_t> padding, double value) {
+  return padTensor(b, loc, v, {0, 0, padding[0], padding[1]},
+                   {0, 0, padding[2], padding[3]}, {0, 0, 0, 0}, value);
+}
+
 Value lowering::mapTensor(OpBuilder &b, Location loc, Value v, Type elementType,
                           function_ref<Value(OpBuilder &, Location, Value)> f) {
   auto type = cast<RankedTensorType>(v.getType());

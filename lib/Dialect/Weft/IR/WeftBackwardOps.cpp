@@ -13,50 +13,16 @@
 
 #include "weft/Dialect/Weft/IR/WeftOps.h"
 
-#include "llvm/ADT/STLExtras.h"
+#include "WeftShapeUtils.h"
 
 using namespace mlir;
 using namespace weft;
+using weft::detail::gatherShape;
+using weft::detail::getRanked;
+using weft::detail::inferPoolShape;
+using weft::detail::inferWindow;
 
 namespace {
-
-RankedTensorType getRanked(std::optional<Location> loc, Value v,
-                           StringRef what) {
-  auto type = dyn_cast<RankedTensorType>(v.getType());
-  if (!type)
-    (void)emitOptionalError(loc, what, " must be a ranked tensor, got ",
-                            v.getType());
-  return type;
-}
-
-/// The spatial output sizes of a 2-D window (conv or pool) over the spatial
-/// sizes `in`, appended to `out`; the same arithmetic as the forward ops.
-LogicalResult windowOutput(std::optional<Location> loc, ArrayRef<int64_t> in,
-                           ArrayRef<int64_t> window, ArrayRef<int64_t> strides,
-                           ArrayRef<int64_t> padding,
-                           ArrayRef<int64_t> dilations,
-                           SmallVectorImpl<int64_t> &out) {
-  if (window.size() != 2 || strides.size() != 2 || padding.size() != 4 ||
-      dilations.size() != 2)
-    return emitOptionalError(loc, "expected a 2-D window, 2 strides, 2 "
-                                  "dilations and 4 paddings [top, left, "
-                                  "bottom, right]");
-  for (int d = 0; d < 2; ++d) {
-    if (strides[d] < 1 || dilations[d] < 1 || window[d] < 1)
-      return emitOptionalError(loc,
-                               "window sizes, strides and dilations must be "
-                               ">= 1");
-    if (padding[d] < 0 || padding[d + 2] < 0)
-      return emitOptionalError(loc, "padding must be >= 0");
-    int64_t span = dilations[d] * (window[d] - 1) + 1;
-    int64_t padded = in[d] + padding[d] + padding[d + 2];
-    if (padded < span)
-      return emitOptionalError(loc, "window of ", span,
-                               " does not fit in padded spatial size ", padded);
-    out.push_back((padded - span) / strides[d] + 1);
-  }
-  return success();
-}
 
 /// Checks that conv2d of `input` by `filter` gives `grad`'s shape.
 LogicalResult verifyConv(Operation *op, ArrayRef<int64_t> input,
@@ -73,9 +39,9 @@ LogicalResult verifyConv(Operation *op, ArrayRef<int64_t> input,
            << input[1] << " channels but the filter " << formatShape(filter)
            << " with groups=" << groups << " expects " << filter[1] * groups;
   SmallVector<int64_t> forward{input[0], filter[0]};
-  if (failed(windowOutput(op->getLoc(), input.drop_front(2),
-                          filter.drop_front(2), strides, padding, dilations,
-                          forward)))
+  if (failed(inferWindow(op->getLoc(), input.drop_front(2),
+                         filter.drop_front(2), strides, padding, dilations,
+                         forward, /*checkWindow=*/true)))
     return failure();
   if (ArrayRef<int64_t>(forward) != grad)
     return op->emitOpError("gradient shape ")
@@ -92,16 +58,9 @@ LogicalResult checkPool(std::optional<Location> loc, ArrayRef<int64_t> input,
     return emitOptionalError(loc, "input (", formatShape(input),
                              ") and gradient (", formatShape(grad),
                              ") must be NCHW (rank 4)");
-  if (kernel.size() == 2 && padding.size() == 4)
-    for (int d = 0; d < 4; ++d)
-      if (padding[d] >= kernel[d % 2])
-        return emitOptionalError(loc, "padding ", padding[d],
-                                 " must be smaller than the kernel size ",
-                                 kernel[d % 2]);
-  SmallVector<int64_t> forward(input.take_front(2));
-  int64_t ones[] = {1, 1};
-  if (failed(windowOutput(loc, input.drop_front(2), kernel, strides, padding,
-                          ones, forward)))
+  SmallVector<int64_t> forward;
+  if (failed(inferPoolShape(loc, input, kernel, strides, padding, forward,
+                            /*checkWindow=*/true)))
     return failure();
   if (ArrayRef<int64_t>(forward) != grad)
     return emitOptionalError(loc, "gradient shape ", formatShape(grad),
@@ -128,9 +87,8 @@ LogicalResult ScatterAddOp::inferReturnTypes(MLIRContext *,
   if (axis < 0 || axis >= t.getRank())
     return emitOptionalError(loc, "axis ", axis, " is out of range for rank ",
                              t.getRank());
-  SmallVector<int64_t> expected(t.getShape().take_front(axis));
-  llvm::append_range(expected, idx.getShape());
-  llvm::append_range(expected, t.getShape().drop_front(axis + 1));
+  SmallVector<int64_t> expected =
+      gatherShape(t.getShape(), idx.getShape(), axis);
   if (updates.getShape() != ArrayRef<int64_t>(expected))
     return emitOptionalError(
         loc, "updates shape ", formatShape(updates.getShape()),

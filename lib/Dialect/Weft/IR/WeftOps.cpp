@@ -12,6 +12,8 @@
 
 #include "weft/Dialect/Weft/IR/WeftOps.h"
 
+#include "WeftShapeUtils.h"
+
 #include "mlir/IR/Matchers.h"
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/IR/TypeUtilities.h"
@@ -20,6 +22,10 @@
 
 using namespace mlir;
 using namespace weft;
+using weft::detail::gatherShape;
+using weft::detail::getRanked;
+using weft::detail::inferPoolShape;
+using weft::detail::inferWindow;
 
 #include "weft/Dialect/Weft/IR/WeftInterfaces.cpp.inc"
 
@@ -50,11 +56,8 @@ std::string weft::formatShape(ArrayRef<int64_t> shape) {
   return s;
 }
 
-namespace {
-/// Operand types are checked by ODS constraints only after inference may
-/// already have run (builders, parsers), so inference re-checks rankedness.
-RankedTensorType getRanked(std::optional<Location> loc, Value v,
-                           StringRef what) {
+RankedTensorType weft::detail::getRanked(std::optional<Location> loc, Value v,
+                                         StringRef what) {
   auto type = dyn_cast<RankedTensorType>(v.getType());
   if (!type)
     (void)emitOptionalError(loc, what, " must be a ranked tensor, got ",
@@ -62,6 +65,64 @@ RankedTensorType getRanked(std::optional<Location> loc, Value v,
   return type;
 }
 
+SmallVector<int64_t> weft::detail::gatherShape(ArrayRef<int64_t> input,
+                                               ArrayRef<int64_t> indices,
+                                               int64_t axis) {
+  SmallVector<int64_t> shape(input.take_front(axis));
+  llvm::append_range(shape, indices);
+  llvm::append_range(shape, input.drop_front(axis + 1));
+  return shape;
+}
+
+LogicalResult
+weft::detail::inferWindow(std::optional<Location> loc, ArrayRef<int64_t> in,
+                          ArrayRef<int64_t> window, ArrayRef<int64_t> strides,
+                          ArrayRef<int64_t> padding,
+                          ArrayRef<int64_t> dilations,
+                          SmallVectorImpl<int64_t> &out, bool checkWindow) {
+  if ((checkWindow && window.size() != 2) || strides.size() != 2 ||
+      padding.size() != 4 || dilations.size() != 2)
+    return emitOptionalError(loc, "expected ",
+                             checkWindow ? "a 2-D window, " : "",
+                             "2 strides, 2 dilations and 4 paddings [top, "
+                             "left, bottom, right]");
+  for (int d = 0; d < 2; ++d) {
+    if (strides[d] < 1 || dilations[d] < 1 || (checkWindow && window[d] < 1))
+      return emitOptionalError(
+          loc, checkWindow ? "window sizes, strides" : "strides",
+          " and dilations must be >= 1");
+    if (padding[d] < 0 || padding[d + 2] < 0)
+      return emitOptionalError(loc, "padding must be >= 0");
+    int64_t span = dilations[d] * (window[d] - 1) + 1;
+    int64_t padded = in[d] + padding[d] + padding[d + 2];
+    if (padded < span)
+      return emitOptionalError(loc, "window of ", span,
+                               " does not fit in padded spatial size ", padded);
+    out.push_back((padded - span) / strides[d] + 1);
+  }
+  return success();
+}
+
+LogicalResult weft::detail::inferPoolShape(std::optional<Location> loc,
+                                           ArrayRef<int64_t> input,
+                                           ArrayRef<int64_t> kernel,
+                                           ArrayRef<int64_t> strides,
+                                           ArrayRef<int64_t> padding,
+                                           SmallVectorImpl<int64_t> &out,
+                                           bool checkWindow) {
+  if (kernel.size() == 2 && padding.size() == 4)
+    for (int d = 0; d < 4; ++d)
+      if (padding[d] >= kernel[d % 2])
+        return emitOptionalError(loc, "padding ", padding[d],
+                                 " must be smaller than the kernel size ",
+                                 kernel[d % 2]);
+  llvm::append_range(out, input.take_front(2));
+  int64_t ones[] = {1, 1};
+  return inferWindow(loc, input.drop_front(2), kernel, strides, padding, ones,
+                     out, checkWindow);
+}
+
+namespace {
 LogicalResult checkAxis(std::optional<Location> loc, int64_t axis,
                         int64_t rank, StringRef what = "axis") {
   if (axis < 0 || axis >= rank)
@@ -289,9 +350,7 @@ LogicalResult GatherOp::inferReturnTypes(MLIRContext *,
   int64_t axis = adaptor.getAxis();
   if (failed(checkAxis(loc, axis, t.getRank())))
     return failure();
-  SmallVector<int64_t> shape(t.getShape().take_front(axis));
-  llvm::append_range(shape, idx.getShape());
-  llvm::append_range(shape, t.getShape().drop_front(axis + 1));
+  SmallVector<int64_t> shape = gatherShape(t.getShape(), idx.getShape(), axis);
   inferred.push_back(RankedTensorType::get(shape, t.getElementType()));
   return success();
 }
@@ -463,31 +522,6 @@ LogicalResult CausalMaskOp::verify() {
 //===----------------------------------------------------------------------===//
 
 namespace {
-/// Checks the per-axis window parameters and computes the spatial output
-/// sizes shared by conv2d and pooling.
-LogicalResult inferWindow(std::optional<Location> loc, ArrayRef<int64_t> in,
-                          ArrayRef<int64_t> window, ArrayRef<int64_t> strides,
-                          ArrayRef<int64_t> padding,
-                          ArrayRef<int64_t> dilations,
-                          SmallVectorImpl<int64_t> &out) {
-  if (strides.size() != 2 || padding.size() != 4 || dilations.size() != 2)
-    return emitOptionalError(loc, "expected 2 strides, 2 dilations and 4 "
-                                  "paddings [top, left, bottom, right]");
-  for (int d = 0; d < 2; ++d) {
-    if (strides[d] < 1 || dilations[d] < 1)
-      return emitOptionalError(loc, "strides and dilations must be >= 1");
-    if (padding[d] < 0 || padding[d + 2] < 0)
-      return emitOptionalError(loc, "padding must be >= 0");
-    int64_t span = dilations[d] * (window[d] - 1) + 1;
-    int64_t padded = in[d] + padding[d] + padding[d + 2];
-    if (padded < span)
-      return emitOptionalError(loc, "window of ", span,
-                               " does not fit in padded spatial size ", padded);
-    out.push_back((padded - span) / strides[d] + 1);
-  }
-  return success();
-}
-
 LogicalResult inferPool(std::optional<Location> loc, Value input,
                         ArrayRef<int64_t> kernel, ArrayRef<int64_t> strides,
                         ArrayRef<int64_t> padding,
@@ -500,16 +534,9 @@ LogicalResult inferPool(std::optional<Location> loc, Value input,
                              formatShape(t.getShape()));
   if (kernel.size() != 2 || kernel[0] < 1 || kernel[1] < 1)
     return emitOptionalError(loc, "kernel must be two sizes >= 1");
-  if (padding.size() == 4)
-    for (int d = 0; d < 4; ++d)
-      if (padding[d] >= kernel[d % 2])
-        return emitOptionalError(loc, "padding ", padding[d],
-                                 " must be smaller than the kernel size ",
-                                 kernel[d % 2]);
-  SmallVector<int64_t> shape(t.getShape().take_front(2));
-  int64_t ones[] = {1, 1};
-  if (failed(inferWindow(loc, t.getShape().drop_front(2), kernel, strides,
-                         padding, ones, shape)))
+  SmallVector<int64_t> shape;
+  if (failed(
+          inferPoolShape(loc, t.getShape(), kernel, strides, padding, shape)))
     return failure();
   inferred.push_back(RankedTensorType::get(shape, t.getElementType()));
   return success();
