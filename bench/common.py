@@ -130,9 +130,33 @@ def thread_env(threads, extra=None):
 
 def print_load(when):
     """Other processes on the machine distort the timings, the two-thread
-    ones most: print the load average so that a run can be judged."""
+    ones most: print the load average so that a run can be judged, and, at
+    the start, which OpenBLAS kernels run (OPENBLAS_CORETYPE pins them; on
+    the development machine the environment sets it to Haswell, half the
+    speed of the AVX-512 kernels OpenBLAS picks by itself)."""
     print("-- load average at %s: %.2f %.2f %.2f (1, 5, 15 min; %d cores)"
           % ((when,) + os.getloadavg() + (os.cpu_count(),)), flush=True)
+    if when == "start":
+        import ctypes
+        lib = ctypes.CDLL("libopenblas.so.0")
+        lib.openblas_get_corename.restype = ctypes.c_char_p
+        lib.openblas_get_config.restype = ctypes.c_char_p
+        print("-- %s, kernels %s; %s" % (
+            lib.openblas_get_config().decode(),
+            lib.openblas_get_corename().decode(),
+            ", ".join("%s=%s" % kv for kv in sorted(os.environ.items())
+                      if kv[0].startswith("OPENBLAS_")) or "no OPENBLAS_*"),
+            flush=True)
+
+
+def best_of(repeat, run):
+    """Calls run() `repeat` times and keeps the result with the lowest median
+    step time (other processes only ever slow a run down), recording every
+    median under "medians_ms"."""
+    results = [run() for _ in range(repeat)]
+    best = min(results, key=lambda r: r["median_ms"])
+    best["medians_ms"] = [r["median_ms"] for r in results]
+    return best
 
 
 def summarize(times, warmup):

@@ -3,8 +3,8 @@
 
 Usage:
   /usr/bin/python3 bench/train_step.py [--models mlp,gpt] [--threads 1,2]
-      [--steps 20] [--warmup 3] [--work DIR] [--weftc build/bin/weftc]
-      [--json OUT.json]
+      [--steps 20] [--warmup 3] [--repeat 2] [--torch-omp K] [--work DIR]
+      [--weftc build/bin/weftc] [--json OUT.json]
 
 For each model (bench/common.py: an MLP 1024-4096-4096-1024 at batch 256,
 and a GPT decoder with 4 layers, d_model 256, T 128 at batch 8): exports it
@@ -14,13 +14,13 @@ weights, once with the executable (`--threads N --no-shuffle`, step times
 from its --metrics file: batch wait + step) and once with PyTorch
 (torch.set_num_threads(N), OMP_NUM_THREADS = OPENBLAS_NUM_THREADS = N;
 zero_grad + forward + cross-entropy + backward + AdamW.step). Reports the
-median step time after --warmup steps, the ratio Weft / PyTorch (below 1:
+median step time after --warmup steps (the best of --repeat runs: other
+processes only slow a run down), the ratio Weft / PyTorch (below 1:
 Weft is faster), and the GFLOP/s the step's matrix products reach. With
 --torch-omp K, PyTorch is also timed with K OpenMP threads (OpenBLAS
 keeping N), since OpenMP's and OpenBLAS's spinning threads can compete for
-the same cores. The
-first losses of both sides are printed as a check that they train the same
-thing.
+the same cores. The first losses of both sides are printed as a check that
+they train the same thing.
 
 This is a benchmark, not a test: numbers depend on the machine and load.
 """
@@ -41,6 +41,8 @@ def main(argv=None):
     p.add_argument("--threads", default="1,2")
     p.add_argument("--steps", type=int, default=20)
     p.add_argument("--warmup", type=int, default=3)
+    p.add_argument("--repeat", type=int, default=2,
+                   help="runs per measurement; the fastest median is kept")
     p.add_argument("--work", help="working folder (default: a temporary one)")
     p.add_argument("--weftc", default=os.path.join(common.ROOT, "build", "bin",
                                                    "weftc"))
@@ -69,8 +71,10 @@ def main(argv=None):
         print("   weftc --emit=exe: %.1f s; matrix products per step: %.1f GFLOP"
               % (seconds, common.matmul_flops(name) / 1e9), flush=True)
         for n in threads:
-            weft = common.run_weft(exe, data, work, args.steps, n, args.warmup)
-            torch = common.run_torch(name, work, args.steps, n, args.warmup)
+            weft = common.best_of(args.repeat, lambda: common.run_weft(
+                exe, data, work, args.steps, n, args.warmup))
+            torch = common.best_of(args.repeat, lambda: common.run_torch(
+                name, work, args.steps, n, args.warmup))
             gflop = common.matmul_flops(name) / 1e9
             row = {"model": name, "threads": n, "weft": weft, "torch": torch,
                    "ratio": weft["median_ms"] / torch["median_ms"],
@@ -83,8 +87,9 @@ def main(argv=None):
                      gflop / torch["median_ms"] * 1e3, row["ratio"]),
                   flush=True)
             if args.torch_omp is not None and args.torch_omp != n:
-                alt = common.run_torch(name, work, args.steps, n, args.warmup,
-                                       omp_threads=args.torch_omp)
+                alt = common.best_of(args.repeat, lambda: common.run_torch(
+                    name, work, args.steps, n, args.warmup,
+                    omp_threads=args.torch_omp))
                 row["torch_omp"] = alt
                 print("      PyTorch with %d OpenMP thread%s: %8.1f ms/step   "
                       "Weft/PyTorch %.2f"
