@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
-# The main demo: export a GPT-style decoder from PyTorch, compile it with
-# weftc, print its IR and parameter count, then run the reference evaluator
-# and compare with PyTorch's own output.
+# The main demo: export a GPT-style decoder from PyTorch, import it with
+# weftc, print its IR and parameter count, check the reference evaluator
+# against PyTorch's output, then compile a training executable and train it
+# on a token stream.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
-scripts/setup.sh --target weftc weft-eval
+scripts/setup.sh --target weftc weft-eval WeftRuntime WeftRuntimeMain
 
 demo=build/demo
 mkdir -p "$demo"
@@ -16,3 +17,17 @@ cat "$demo/gpt.mlir"
 echo "== weft-eval: forward pass on $demo/input.npy"
 build/bin/weft-eval "$demo/gpt.mlir" --input input="$demo/input.npy" -o "$demo/weft_out"
 /usr/bin/python3 test/lib/compare_npy.py "$demo/weft_out.0.npy" "$demo/expected.npy" --rtol 1e-5
+echo "== weftc $demo/gpt.onnx -o $demo/train (AdamW, warmup + cosine)"
+build/bin/weftc "$demo/gpt.onnx" --optimizer adamw --clip-norm 1.0 \
+  --lr-schedule cosine --warmup-steps 20 --total-steps 200 -o "$demo/train"
+# A raw uint16 token stream (nanoGPT format) of a repeating pattern the
+# model can learn: the loss should fall well below log(64) = 4.16.
+/usr/bin/python3 -c "
+import numpy as np
+rng = np.random.default_rng(0)
+pattern = rng.integers(0, 64, 37).astype(np.uint16)
+np.tile(pattern, 400).tofile('$demo/tokens.bin')"
+rm -rf "$demo/ckpt"  # a rerun trains afresh rather than resuming at step 200
+echo "== $demo/train --data $demo/tokens.bin --steps 200 --lr 3e-3"
+"$demo/train" --data "$demo/tokens.bin" --steps 200 --lr 3e-3 --log-every 40 \
+  --metrics "$demo/metrics.jsonl" --checkpoint-dir "$demo/ckpt"
