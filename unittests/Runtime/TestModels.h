@@ -91,7 +91,8 @@ std::unique_ptr<FakeModel> makeLinearModel(int64_t features = 3,
 std::unique_ptr<FakeModel> makeTokenModel(int64_t batch = 2, int64_t seq = 4,
                                           int64_t vocab = 50);
 
-/// A classifier stub: "input" F32 [batch, 2], "labels" I64 [batch],
+/// A classifier-shaped test model for label range checks (its step reports
+/// loss 0): "input" F32 [batch, 2], "labels" I64 [batch],
 /// "num_classes": classes, param "w" [2, classes], loss 0.
 std::unique_ptr<FakeModel> makeClassifierModel(int64_t batch = 4,
                                                int64_t classes = 3);
