@@ -32,6 +32,19 @@ CONFIGS = {
 LR = 1e-3
 
 
+def add_run_options(parser, steps, warmup, repeat_help):
+    """The options every bench script shares: what to run and how often."""
+    parser.add_argument("--models", default="mlp,gpt")
+    parser.add_argument("--threads", default="1,2")
+    parser.add_argument("--steps", type=int, default=steps)
+    parser.add_argument("--warmup", type=int, default=warmup)
+    parser.add_argument("--repeat", type=int, default=2, help=repeat_help)
+    parser.add_argument("--work",
+                        help="working folder (default: a temporary one)")
+    parser.add_argument("--weftc",
+                        default=os.path.join(ROOT, "build", "bin", "weftc"))
+
+
 def describe(name):
     c = CONFIGS[name]
     if name == "mlp":

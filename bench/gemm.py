@@ -107,15 +107,9 @@ def slowest_shapes(calls, steps, count=6):
 
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--models", default="mlp,gpt")
-    p.add_argument("--threads", default="1,2")
-    p.add_argument("--steps", type=int, default=10)
-    p.add_argument("--warmup", type=int, default=2)
-    p.add_argument("--repeat", type=int, default=2,
-                   help="runs per measurement; the fastest is kept")
-    p.add_argument("--work", help="working folder (default: a temporary one)")
-    p.add_argument("--weftc", default=os.path.join(common.ROOT, "build", "bin",
-                                                   "weftc"))
+    common.add_run_options(p, steps=10, warmup=2,
+                           repeat_help="runs per measurement; the fastest "
+                                       "is kept")
     p.add_argument("--json", help="also write the results here")
     args = p.parse_args(argv)
     models = args.models.split(",")

@@ -37,15 +37,9 @@ import common  # noqa: E402
 
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--models", default="mlp,gpt")
-    p.add_argument("--threads", default="1,2")
-    p.add_argument("--steps", type=int, default=20)
-    p.add_argument("--warmup", type=int, default=3)
-    p.add_argument("--repeat", type=int, default=2,
-                   help="runs per measurement; the fastest median is kept")
-    p.add_argument("--work", help="working folder (default: a temporary one)")
-    p.add_argument("--weftc", default=os.path.join(common.ROOT, "build", "bin",
-                                                   "weftc"))
+    common.add_run_options(p, steps=20, warmup=3,
+                           repeat_help="runs per measurement; the fastest "
+                                       "median is kept")
     p.add_argument("--torch-omp", type=int,
                    help="also time PyTorch with this many OpenMP threads "
                         "(OpenBLAS keeps the thread count), e.g. 1 to avoid "

@@ -21,12 +21,12 @@ using namespace weft::rt::test;
 
 namespace {
 
-FakeModel *gActive = nullptr;
+TestModel *gActiveModel = nullptr;
 
 std::vector<uint8_t> safetensorsImage(
     const std::vector<std::pair<std::string, HostArray>> &tensors) {
   std::string path =
-      "/tmp/weft_fake_weights_" + std::to_string(::getpid()) + ".safetensors";
+      "/tmp/weft_test_weights_" + std::to_string(::getpid()) + ".safetensors";
   SafeTensorsFile f;
   f.tensors = tensors;
   Status s = writeSafeTensors(path, f);
@@ -50,20 +50,20 @@ float &at(void *const *bufs, int i, int64_t k = 0) {
 
 } // namespace
 
-FakeModel::FakeModel(std::vector<FakeTensor> argsIn,
-                     std::vector<FakeTensor> resultsIn, std::string jsonIn,
+TestModel::TestModel(std::vector<TestTensor> argsIn,
+                     std::vector<TestTensor> resultsIn, std::string jsonIn,
                      std::vector<std::pair<std::string, HostArray>> weightsIn,
                      StepFn stepIn)
     : args(std::move(argsIn)), results(std::move(resultsIn)),
       json(std::move(jsonIn)), weights(safetensorsImage(weightsIn)),
       step(std::move(stepIn)) {
-  auto info = [](const FakeTensor &t) {
+  auto info = [](const TestTensor &t) {
     return WeftTensorInfo{t.name.c_str(), t.kind.c_str(), int32_t(t.dtype),
                           int32_t(t.shape.size()), t.shape.data()};
   };
-  for (const FakeTensor &t : args)
+  for (const TestTensor &t : args)
     argInfo.push_back(info(t));
-  for (const FakeTensor &t : results)
+  for (const TestTensor &t : results)
     resultInfo.push_back(info(t));
   table = {};
   table.abiVersion = WEFT_MODEL_ABI_VERSION;
@@ -75,34 +75,34 @@ FakeModel::FakeModel(std::vector<FakeTensor> argsIn,
   table.weights = weights.data();
   table.weightsSize = weights.size();
   table.workspaceBytes = 256;
-  table.trainStep = &FakeModel::trampoline;
+  table.trainStep = &TestModel::trampoline;
 }
 
-const WeftModel &FakeModel::model() {
-  gActive = this;
+const WeftModel &TestModel::model() {
+  gActiveModel = this;
   return table;
 }
 
-int FakeModel::arg(const std::string &name) const {
+int TestModel::arg(const std::string &name) const {
   for (size_t i = 0; i < args.size(); ++i)
     if (args[i].name == name)
       return int(i);
   throw std::runtime_error("no argument " + name);
 }
 
-int FakeModel::result(const std::string &name) const {
+int TestModel::result(const std::string &name) const {
   for (size_t i = 0; i < results.size(); ++i)
     if (results[i].name == name)
       return int(i);
   throw std::runtime_error("no result " + name);
 }
 
-void FakeModel::record(void *const *a) {
+void TestModel::record(void *const *a) {
   StepRecord r;
   r.step = *static_cast<const int64_t *>(a[arg("step")]);
   r.lr = *static_cast<const float *>(a[arg("lr")]);
   for (size_t i = 0; i < args.size(); ++i) {
-    const FakeTensor &t = args[i];
+    const TestTensor &t = args[i];
     if (t.kind != "input" || t.name == "step" || t.name == "lr")
       continue;
     if (t.name.rfind("hp.", 0) == 0) {
@@ -117,8 +117,8 @@ void FakeModel::record(void *const *a) {
   records.push_back(std::move(r));
 }
 
-void FakeModel::trampoline(void *const *a, void *const *res, void *ws) {
-  FakeModel &m = *gActive;
+void TestModel::trampoline(void *const *a, void *const *res, void *ws) {
+  TestModel &m = *gActiveModel;
   // The runtime promises a 64-byte aligned workspace and buffers.
   if (reinterpret_cast<uintptr_t>(ws) % 64 != 0)
     throw std::runtime_error("unaligned workspace");
@@ -131,9 +131,9 @@ void FakeModel::trampoline(void *const *a, void *const *res, void *ws) {
   m.step(m, a, res);
 }
 
-std::unique_ptr<FakeModel> weft::rt::test::makeLinearModel(int64_t d,
+std::unique_ptr<TestModel> weft::rt::test::makeLinearModel(int64_t d,
                                                            int64_t batch) {
-  std::vector<FakeTensor> args = {
+  std::vector<TestTensor> args = {
       {"w", "param", DType::F32, {d, 1}},
       {"b", "param", DType::F32, {1}},
       {"momentum_buffer.w", "state", DType::F32, {d, 1}},
@@ -144,7 +144,7 @@ std::unique_ptr<FakeModel> weft::rt::test::makeLinearModel(int64_t d,
       {"lr", "input", DType::F32, {}},
       {"hp.momentum", "input", DType::F32, {}},
   };
-  std::vector<FakeTensor> results = {
+  std::vector<TestTensor> results = {
       {"w", "param", DType::F32, {d, 1}},
       {"b", "param", DType::F32, {1}},
       {"momentum_buffer.w", "state", DType::F32, {d, 1}},
@@ -155,7 +155,7 @@ std::unique_ptr<FakeModel> weft::rt::test::makeLinearModel(int64_t d,
   std::vector<float> w0;
   for (int64_t j = 0; j < d; ++j)
     w0.push_back(0.1f * float(j % 3 == 1 ? -(j + 1) : (j + 1)));
-  auto step = [d, batch](FakeModel &m, void *const *a, void *const *r) {
+  auto step = [d, batch](TestModel &m, void *const *a, void *const *r) {
     const float *x = static_cast<const float *>(a[m.arg("input")]);
     const float *y = static_cast<const float *>(a[m.arg("labels")]);
     const float *w = static_cast<const float *>(a[m.arg("w")]);
@@ -184,7 +184,7 @@ std::unique_ptr<FakeModel> weft::rt::test::makeLinearModel(int64_t d,
     at(r, m.result("loss")) = loss / float(batch);
     at(r, m.result("lr")) = lrT;
   };
-  return std::make_unique<FakeModel>(
+  return std::make_unique<TestModel>(
       args, results,
       R"({"source": "linear-test", "loss": "mse", "optimizer": "sgd", )"
       R"("hyperparameters": {"momentum": 0.5}})",
@@ -193,21 +193,21 @@ std::unique_ptr<FakeModel> weft::rt::test::makeLinearModel(int64_t d,
       step);
 }
 
-std::unique_ptr<FakeModel>
+std::unique_ptr<TestModel>
 weft::rt::test::makeTokenModel(int64_t batch, int64_t seq, int64_t vocab) {
-  std::vector<FakeTensor> args = {
+  std::vector<TestTensor> args = {
       {"emb", "param", DType::F32, {vocab}},
       {"input", "input", DType::I64, {batch, seq}},
       {"labels", "input", DType::I64, {batch, seq}},
       {"step", "input", DType::I64, {}},
       {"lr", "input", DType::F32, {}},
   };
-  std::vector<FakeTensor> results = {
+  std::vector<TestTensor> results = {
       {"emb", "param", DType::F32, {vocab}},
       {"loss", "output", DType::F32, {}},
       {"lr", "output", DType::F32, {}},
   };
-  auto step = [batch, seq, vocab](FakeModel &m, void *const *a,
+  auto step = [batch, seq, vocab](TestModel &m, void *const *a,
                                   void *const *r) {
     const int64_t *x = static_cast<const int64_t *>(a[m.arg("input")]);
     const int64_t *y = static_cast<const int64_t *>(a[m.arg("labels")]);
@@ -224,7 +224,7 @@ weft::rt::test::makeTokenModel(int64_t batch, int64_t seq, int64_t vocab) {
     at(r, m.result("loss")) = loss;
     at(r, m.result("lr")) = lr;
   };
-  return std::make_unique<FakeModel>(
+  return std::make_unique<TestModel>(
       args, results,
       R"({"source": "token-test", "vocab_size": )" + std::to_string(vocab) +
           "}",
@@ -233,25 +233,25 @@ weft::rt::test::makeTokenModel(int64_t batch, int64_t seq, int64_t vocab) {
       step);
 }
 
-std::unique_ptr<FakeModel>
+std::unique_ptr<TestModel>
 weft::rt::test::makeClassifierModel(int64_t batch, int64_t classes) {
-  std::vector<FakeTensor> args = {
+  std::vector<TestTensor> args = {
       {"w", "param", DType::F32, {2, classes}},
       {"input", "input", DType::F32, {batch, 2}},
       {"labels", "input", DType::I64, {batch}},
       {"step", "input", DType::I64, {}},
       {"lr", "input", DType::F32, {}},
   };
-  std::vector<FakeTensor> results = {
+  std::vector<TestTensor> results = {
       {"w", "param", DType::F32, {2, classes}},
       {"loss", "output", DType::F32, {}},
   };
-  auto step = [classes](FakeModel &m, void *const *a, void *const *r) {
+  auto step = [classes](TestModel &m, void *const *a, void *const *r) {
     std::memcpy(r[m.result("w")], a[m.arg("w")],
                 size_t(2 * classes) * sizeof(float));
     at(r, m.result("loss")) = 0;
   };
-  return std::make_unique<FakeModel>(
+  return std::make_unique<TestModel>(
       args, results,
       R"({"source": "classifier-test", "num_classes": )" +
           std::to_string(classes) + "}",

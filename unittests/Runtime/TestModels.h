@@ -27,7 +27,7 @@ namespace weft {
 namespace rt {
 namespace test {
 
-struct FakeTensor {
+struct TestTensor {
   std::string name, kind;
   DType dtype;
   std::vector<int64_t> shape;
@@ -44,16 +44,16 @@ struct StepRecord {
 };
 
 /// A WeftModel built from tables; its step calls `step`.
-class FakeModel {
+class TestModel {
 public:
   using StepFn =
-      std::function<void(FakeModel &, void *const *args, void *const *res)>;
+      std::function<void(TestModel &, void *const *args, void *const *res)>;
 
-  FakeModel(std::vector<FakeTensor> args, std::vector<FakeTensor> results,
+  TestModel(std::vector<TestTensor> args, std::vector<TestTensor> results,
             std::string json,
             std::vector<std::pair<std::string, HostArray>> weights,
             StepFn step);
-  FakeModel(const FakeModel &) = delete;
+  TestModel(const TestModel &) = delete;
 
   /// The table; makes this the model whose step runs.
   const WeftModel &model();
@@ -67,7 +67,7 @@ public:
   std::function<void(int64_t)> onStep;
 
 private:
-  std::vector<FakeTensor> args, results;
+  std::vector<TestTensor> args, results;
   std::vector<WeftTensorInfo> argInfo, resultInfo;
   std::string json;
   std::vector<uint8_t> weights;
@@ -82,19 +82,19 @@ private:
 /// 0.5) on batches of `batch` samples of `features` f32 features; MSE loss;
 /// the scheduled lr is half the base lr for steps 0 and 1. Params "w"
 /// [features, 1] and "b" [1], state "momentum_buffer.w/b".
-std::unique_ptr<FakeModel> makeLinearModel(int64_t features = 3,
+std::unique_ptr<TestModel> makeLinearModel(int64_t features = 3,
                                            int64_t batch = 4);
 
 /// A token model: inputs "input" and "labels" I64 [batch, seq]; param "emb"
 /// [vocab]; loss mean((emb[x] - y / vocab)^2) with plain SGD. Its model
 /// JSON sets "vocab_size".
-std::unique_ptr<FakeModel> makeTokenModel(int64_t batch = 2, int64_t seq = 4,
+std::unique_ptr<TestModel> makeTokenModel(int64_t batch = 2, int64_t seq = 4,
                                           int64_t vocab = 50);
 
 /// A classifier-shaped test model for label range checks (its step reports
 /// loss 0): "input" F32 [batch, 2], "labels" I64 [batch],
 /// "num_classes": classes, param "w" [2, classes], loss 0.
-std::unique_ptr<FakeModel> makeClassifierModel(int64_t batch = 4,
+std::unique_ptr<TestModel> makeClassifierModel(int64_t batch = 4,
                                                int64_t classes = 3);
 
 } // namespace test

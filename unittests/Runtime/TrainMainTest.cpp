@@ -38,7 +38,7 @@ struct RunResult {
   std::string out, err;
 };
 
-RunResult train(FakeModel &m, std::vector<std::string> args) {
+RunResult train(TestModel &m, std::vector<std::string> args) {
   args.insert(args.begin(), "train");
   std::vector<const char *> argv;
   for (const std::string &a : args)
@@ -122,7 +122,7 @@ protected:
 };
 
 /// Sample indices of the linear model's recorded batches (x[i][0] * 10).
-std::vector<int> linearSamples(const FakeModel &m, int64_t d) {
+std::vector<int> linearSamples(const TestModel &m, int64_t d) {
   std::vector<int> out;
   for (const StepRecord &r : m.records) {
     const float *x = reinterpret_cast<const float *>(r.batch[0].data());
@@ -238,7 +238,7 @@ TEST_F(TrainTest, WritesMetricsAndProgressLines) {
 
 /// Checks that the token model saw windows `first`, `first + 1`, ... of a
 /// stream whose token i is i (seq 4, batch 2).
-void expectWindows(const FakeModel &m, std::vector<int> windows) {
+void expectWindows(const TestModel &m, std::vector<int> windows) {
   size_t k = 0;
   for (const StepRecord &r : m.records) {
     const int64_t *x = reinterpret_cast<const int64_t *>(r.batch[0].data());
@@ -425,7 +425,7 @@ TEST_F(TrainTest, ReportsLabelsOutOfRange) {
 
 class CheckpointTrainTest : public TrainTest {
 protected:
-  std::unique_ptr<FakeModel> model = makeLinearModel();
+  std::unique_ptr<TestModel> model = makeLinearModel();
 
   void SetUp() override {
     TrainTest::SetUp();

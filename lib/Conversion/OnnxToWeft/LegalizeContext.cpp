@@ -266,7 +266,7 @@ FailureOr<Value> LegalizeContext::build(StringRef opName, ValueRange operands,
   state.addOperands(operands);
   state.addAttributes(attrs);
   // Generated builders abort when inference fails, so build with a
-  // placeholder type and infer from the created op, whose properties
+  // provisional none type and infer from the created op, whose properties
   // already hold the attributes' default values.
   state.addTypes(resultType ? resultType : NoneType::get(ctx));
   Operation *op = builder.create(state);

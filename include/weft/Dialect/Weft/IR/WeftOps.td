@@ -768,7 +768,7 @@ def Weft_OnnxNodeOp : Weft_Op<"onnx.node"> {
 }
 
 def Weft_OnnxNoneOp : Weft_Op<"onnx.none", [Pure]> {
-  let summary = "Placeholder for an absent optional ONNX input";
+  let summary = "Stands for an absent optional ONNX input";
   let results = (outs NoneType:$result);
   let assemblyFormat = "attr-dict";
 }
