@@ -26,6 +26,9 @@ if [ ${#missing[@]} -gt 0 ]; then
 fi
 
 export CCACHE_DIR="${CCACHE_DIR:-$HOME/.cache/weft-ccache}"
+# Paths relative to the checkout's parent, so that clones and worktrees
+# beside each other share cache entries.
+export CCACHE_BASEDIR="${CCACHE_BASEDIR:-$(cd .. && pwd)}"
 if [ ! -f build/build.ninja ]; then
   cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release
 fi
