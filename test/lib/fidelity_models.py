@@ -1,0 +1,253 @@
+"""PyTorch models for the training-fidelity tests (test/e2e/fidelity).
+
+Each model is written the way users write them: PyTorch's default
+initialization, LayerNorms of ones and zeros, zero biases where PyTorch
+makes them, buffers registered with register_buffer, no perturbation before
+export. They are small so that a test of 4 exports x 2 optimizers stays
+within seconds.
+
+MODELS[name] = (constructor, make_batch(batch, generator) -> (x, y), loss)
+with loss "cross-entropy" (logits [..., C], int64 labels [...]) or "mse".
+"""
+
+import math
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+# --------------------------------------------------------------------------
+# decoder: a nanoGPT-style transformer decoder, tied embeddings, causal mask
+# buffer (a float tril compared with 0, as nanoGPT does).
+# --------------------------------------------------------------------------
+VOCAB, SEQ, EMBD = 48, 8, 32
+
+
+class CausalSelfAttention(nn.Module):
+    def __init__(self, n_embd, n_head, seq):
+        super().__init__()
+        self.n_head = n_head
+        self.c_attn = nn.Linear(n_embd, 3 * n_embd)
+        self.c_proj = nn.Linear(n_embd, n_embd)
+        self.register_buffer("bias", torch.tril(torch.ones(seq, seq)).view(1, 1, seq, seq))
+
+    def forward(self, x):
+        B, T, C = x.size()
+        q, k, v = self.c_attn(x).split(C, dim=2)
+        hd = C // self.n_head
+        q = q.view(B, T, self.n_head, hd).transpose(1, 2)
+        k = k.view(B, T, self.n_head, hd).transpose(1, 2)
+        v = v.view(B, T, self.n_head, hd).transpose(1, 2)
+        att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(hd))
+        att = att.masked_fill(self.bias[:, :, :T, :T] == 0, float("-inf"))
+        att = F.softmax(att, dim=-1)
+        y = (att @ v).transpose(1, 2).contiguous().view(B, T, C)
+        return self.c_proj(y)
+
+
+class DecoderBlock(nn.Module):
+    def __init__(self, n_embd, n_head, seq):
+        super().__init__()
+        self.ln_1 = nn.LayerNorm(n_embd)
+        self.attn = CausalSelfAttention(n_embd, n_head, seq)
+        self.ln_2 = nn.LayerNorm(n_embd)
+        self.fc = nn.Linear(n_embd, 4 * n_embd)
+        self.proj = nn.Linear(4 * n_embd, n_embd)
+
+    def forward(self, x):
+        x = x + self.attn(self.ln_1(x))
+        return x + self.proj(F.gelu(self.fc(self.ln_2(x))))
+
+
+class Decoder(nn.Module):
+    def __init__(self, n_layer=3):
+        super().__init__()
+        self.wte = nn.Embedding(VOCAB, EMBD)
+        self.wpe = nn.Embedding(SEQ, EMBD)
+        self.h = nn.ModuleList([DecoderBlock(EMBD, 2, SEQ) for _ in range(n_layer)])
+        self.ln_f = nn.LayerNorm(EMBD)
+        self.lm_head = nn.Linear(EMBD, VOCAB, bias=False)
+        self.lm_head.weight = self.wte.weight
+
+    def forward(self, idx):
+        pos = torch.arange(0, idx.size(1), dtype=torch.long)
+        x = self.wte(idx) + self.wpe(pos)
+        for block in self.h:
+            x = block(x)
+        return self.lm_head(self.ln_f(x))
+
+
+# --------------------------------------------------------------------------
+# encoder: nn.TransformerEncoder as users build it (its layers are deep
+# copies of one prototype, so they start equal), mean-pooled classifier.
+# --------------------------------------------------------------------------
+class Encoder(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.emb = nn.Embedding(VOCAB, EMBD)
+        layer = nn.TransformerEncoderLayer(d_model=EMBD, nhead=4, dim_feedforward=64,
+                                           dropout=0.0, batch_first=True)
+        self.encoder = nn.TransformerEncoder(layer, num_layers=2, enable_nested_tensor=False)
+        self.head = nn.Linear(EMBD, 5)
+
+    def forward(self, idx):
+        return self.head(self.encoder(self.emb(idx)).mean(dim=1))
+
+
+# --------------------------------------------------------------------------
+# llama: RMSNorm, SwiGLU, no biases, a causal mask buffer of -inf added to
+# the scores.
+# --------------------------------------------------------------------------
+class RMSNorm(nn.Module):
+    def __init__(self, dim, eps=1e-6):
+        super().__init__()
+        self.eps = eps
+        self.weight = nn.Parameter(torch.ones(dim))
+
+    def forward(self, x):
+        return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps) * self.weight
+
+
+class LlamaBlock(nn.Module):
+    def __init__(self, dim, n_head, hidden):
+        super().__init__()
+        self.n_head = n_head
+        self.attention_norm = RMSNorm(dim)
+        self.wq = nn.Linear(dim, dim, bias=False)
+        self.wk = nn.Linear(dim, dim, bias=False)
+        self.wv = nn.Linear(dim, dim, bias=False)
+        self.wo = nn.Linear(dim, dim, bias=False)
+        self.ffn_norm = RMSNorm(dim)
+        self.w1 = nn.Linear(dim, hidden, bias=False)
+        self.w2 = nn.Linear(hidden, dim, bias=False)
+        self.w3 = nn.Linear(dim, hidden, bias=False)
+
+    def forward(self, x, mask):
+        B, T, C = x.shape
+        hd = C // self.n_head
+        h = self.attention_norm(x)
+        q = self.wq(h).view(B, T, self.n_head, hd).transpose(1, 2)
+        k = self.wk(h).view(B, T, self.n_head, hd).transpose(1, 2)
+        v = self.wv(h).view(B, T, self.n_head, hd).transpose(1, 2)
+        scores = q @ k.transpose(2, 3) / math.sqrt(hd) + mask
+        y = F.softmax(scores, dim=-1) @ v
+        x = x + self.wo(y.transpose(1, 2).contiguous().view(B, T, C))
+        h = self.ffn_norm(x)
+        return x + self.w2(F.silu(self.w1(h)) * self.w3(h))
+
+
+class Llama(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.tok_embeddings = nn.Embedding(VOCAB, EMBD)
+        self.layers = nn.ModuleList([LlamaBlock(EMBD, 4, 64) for _ in range(2)])
+        self.norm = RMSNorm(EMBD)
+        self.output = nn.Linear(EMBD, VOCAB, bias=False)
+        self.register_buffer("mask", torch.full((SEQ, SEQ), float("-inf")).triu(1))
+
+    def forward(self, idx):
+        x = self.tok_embeddings(idx)
+        for layer in self.layers:
+            x = layer(x, self.mask)
+        return self.output(self.norm(x))
+
+
+# --------------------------------------------------------------------------
+# cnn_bn: convolutions with BatchNorm (running statistics are buffers that
+# train mode updates).
+# --------------------------------------------------------------------------
+class CnnBn(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv1 = nn.Conv2d(3, 8, 3, padding=1)
+        self.bn1 = nn.BatchNorm2d(8)
+        self.conv2 = nn.Conv2d(8, 8, 3, padding=1, bias=False)
+        self.bn2 = nn.BatchNorm2d(8)
+        self.fc = nn.Linear(8, 10)
+
+    def forward(self, x):
+        x = F.max_pool2d(F.relu(self.bn1(self.conv1(x))), 2)
+        x = F.relu(self.bn2(self.conv2(x)))
+        return self.fc(x.mean(dim=(2, 3)))
+
+
+# --------------------------------------------------------------------------
+# dropout: an MLP with Dropout layers. p = 0 so that PyTorch's train mode is
+# deterministic and comparable; test/e2e/exe checks p > 0 statistically.
+# --------------------------------------------------------------------------
+class DropoutMlp(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc1 = nn.Linear(16, 32)
+        self.drop1 = nn.Dropout(0.0)
+        self.ln = nn.LayerNorm(32)
+        self.fc2 = nn.Linear(32, 32)
+        self.drop2 = nn.Dropout(0.0)
+        self.fc3 = nn.Linear(32, 4)
+
+    def forward(self, x):
+        x = self.drop1(F.relu(self.fc1(x)))
+        x = self.drop2(F.relu(self.fc2(self.ln(x))))
+        return self.fc3(x)
+
+
+# --------------------------------------------------------------------------
+# tcn: a temporal convolutional network: causal (left) padding with F.pad,
+# dilations, a reflection-padded input layer, residual 1x1 convolutions.
+# --------------------------------------------------------------------------
+class TemporalBlock(nn.Module):
+    def __init__(self, cin, cout, k, dilation):
+        super().__init__()
+        self.pad = (k - 1) * dilation
+        self.conv1 = nn.Conv1d(cin, cout, k, dilation=dilation)
+        self.conv2 = nn.Conv1d(cout, cout, k, dilation=dilation)
+        self.down = nn.Conv1d(cin, cout, 1) if cin != cout else None
+
+    def forward(self, x):
+        h = F.relu(self.conv1(F.pad(x, (self.pad, 0))))
+        h = F.relu(self.conv2(F.pad(h, (self.pad, 0))))
+        return F.relu(h + (x if self.down is None else self.down(x)))
+
+
+class Tcn(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.inp = nn.Sequential(nn.ReflectionPad1d(1), nn.Conv1d(4, 8, 3))
+        self.blocks = nn.Sequential(TemporalBlock(8, 8, 3, 1), TemporalBlock(8, 12, 3, 2))
+        self.out = nn.Conv1d(12, 2, 1)
+
+    def forward(self, x):
+        return self.out(self.blocks(self.inp(x)))
+
+
+# --------------------------------------------------------------------------
+def _tokens(batch, g):
+    x = torch.randint(0, VOCAB, (batch, SEQ), generator=g)
+    return x, torch.randint(0, VOCAB, (batch, SEQ), generator=g)
+
+
+def _classes(shape, classes):
+    def make(batch, g):
+        x = torch.randn((batch,) + shape, generator=g)
+        return x, torch.randint(0, classes, (batch,), generator=g)
+    return make
+
+
+def _encoder_batch(batch, g):
+    return torch.randint(0, VOCAB, (batch, SEQ), generator=g), \
+        torch.randint(0, 5, (batch,), generator=g)
+
+
+def _tcn_batch(batch, g):
+    return torch.randn(batch, 4, 24, generator=g), torch.randn(batch, 2, 24, generator=g)
+
+
+MODELS = {
+    "decoder": (Decoder, _tokens, "cross-entropy"),
+    "encoder": (Encoder, _encoder_batch, "cross-entropy"),
+    "llama": (Llama, _tokens, "cross-entropy"),
+    "cnn_bn": (CnnBn, _classes((3, 8, 8), 10), "cross-entropy"),
+    "dropout": (DropoutMlp, _classes((16,), 4), "cross-entropy"),
+    "tcn": (Tcn, _tcn_batch, "mse"),
+}
