@@ -46,7 +46,37 @@ import torch.nn.functional as F
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(HERE, "..", "..", "python"))
+sys.path.insert(0, os.path.join(HERE, "..", "..", "examples", "models"))
 import fidelity_models  # noqa: E402
+import zoo  # noqa: E402
+
+
+def zoo_model(name):
+    """examples/models/zoo.py's NAME as a fidelity model: its input, and an
+    MSE loss against random targets of its output's shape. Dropout is set to
+    p = 0, the only rate at which two frameworks' train modes can agree."""
+    zoo_cls = zoo.MODELS[name]
+
+    class cls(zoo_cls):
+        def __init__(self):
+            super().__init__()
+            for m in self.modules():
+                if isinstance(m, torch.nn.Dropout):
+                    m.p = 0.0
+                if isinstance(m, torch.nn.MultiheadAttention):
+                    m.dropout = 0.0
+                if isinstance(m, torch.nn.TransformerEncoderLayer):
+                    m.dropout.p = m.dropout1.p = m.dropout2.p = 0.0
+
+    if zoo.batch_dim(zoo_cls) != 0:
+        sys.exit("error: zoo model %s is not batch-first" % name)
+
+    def make_batch(batch, g):
+        x = zoo.make_input(zoo_cls, batch, int(torch.randint(0, 1 << 30, (1,), generator=g)))
+        with torch.no_grad():
+            shape = cls()(x).shape
+        return x, torch.randn(shape, generator=g)
+    return cls, make_batch, "mse"
 
 BATCH = 4
 LR = {"sgd": 0.05, "adamw": 0.003}
@@ -169,7 +199,7 @@ def weft_run(args, onnx_path, tag, optimizer, loss_kind, xs, ys, steps):
 
 
 def check(args, name, mode, optimizer, model, batches, loss_kind, onnx_path):
-    tag = "%s-%s-%s" % (name, mode, optimizer)
+    tag = "%s-%s-%s" % (name.replace(":", "-"), mode, optimizer)
     xs = os.path.join(args.out, tag + ".x.npy")
     ys = os.path.join(args.out, tag + ".y.npy")
     np.save(xs, torch.cat([x for x, _ in batches]).numpy())
@@ -230,7 +260,9 @@ def check(args, name, mode, optimizer, model, batches, loss_kind, onnx_path):
 
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("model", choices=sorted(fidelity_models.MODELS))
+    p.add_argument("model", help="a model of test/lib/fidelity_models.py "
+                   "(%s), or zoo:NAME for examples/models/zoo.py's NAME"
+                   % ", ".join(sorted(fidelity_models.MODELS)))
     p.add_argument("--out", required=True)
     p.add_argument("--weftc", required=True)
     p.add_argument("--exports", default="eval,train")
@@ -239,12 +271,20 @@ def main(argv=None):
                    help="ONNX opset (default: the exporter's)")
     p.add_argument("--steps", type=int, default=10)
     p.add_argument("--rtol", type=float, default=1e-5)
+    p.add_argument("--sgd-lr", type=float, default=LR["sgd"])
+    p.add_argument("--adamw-lr", type=float, default=LR["adamw"])
     p.add_argument("--plain", action="store_true",
                    help="export with torch.onnx.export alone, no metadata")
     args = p.parse_args(argv)
+    LR.update(sgd=args.sgd_lr, adamw=args.adamw_lr)
     os.makedirs(args.out, exist_ok=True)
 
-    ctor, make_batch, loss_kind = fidelity_models.MODELS[args.model]
+    if args.model.startswith("zoo:"):
+        ctor, make_batch, loss_kind = zoo_model(args.model[4:])
+    elif args.model in fidelity_models.MODELS:
+        ctor, make_batch, loss_kind = fidelity_models.MODELS[args.model]
+    else:
+        p.error("unknown model %s" % args.model)
     torch.manual_seed(0)
     model = ctor()
     g = torch.Generator().manual_seed(1)
@@ -252,7 +292,7 @@ def main(argv=None):
 
     status = 0
     for mode in args.exports.split(","):
-        onnx_path = os.path.join(args.out, "%s-%s.onnx" % (args.model, mode))
+        onnx_path = os.path.join(args.out, "%s-%s.onnx" % (args.model.replace(":", "-"), mode))
         with warnings.catch_warnings():
             # The exporter's advice on constant folding and in-place ops.
             warnings.simplefilter("ignore")
