@@ -4,12 +4,20 @@ its gradients from torch.autograd, for Weft's gradient tests.
 
 Usage:
   tcn_reference.py --out DIR [--opset 17] [--seed 0]
+      [--train-steps N --lr LR --momentum M --weight-decay W]
 
 Writes DIR/tcn.onnx (exported as a user would, in eval mode, with constant
 folding off so initializers keep PyTorch's names), DIR/input.npy, and under
 DIR/torch: labels.npy (an MSE target), loss.npy and grad.<param>.npy for
 every named parameter, the loss being F.mse_loss(model(input), labels), as
 weftc --loss mse builds it.
+
+With --train-steps N it also trains a copy of the model N steps with
+torch.optim.SGD (foreach=False) on fresh batches and writes, as
+torch_reference.py's train command does, DIR/run/input_<s>.npy and
+DIR/run/labels_<s>.npy, and under DIR/run/ref the loss of every step
+(loss_<s>.npy), the final parameters (<name>.npy) and momentum buffers
+(momentum_buffer.<name>.npy), for exe_check.py.
 
 The model pads in every way PyTorch exports to ONNX: Conv1d's own padding
 (Conv pads), F.pad for a causal dilated conv and nn.ConstantPad1d with a
@@ -62,6 +70,10 @@ def main():
     parser.add_argument("--out", required=True)
     parser.add_argument("--opset", type=int, default=17)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--train-steps", type=int, default=0)
+    parser.add_argument("--lr", type=float, default=0.1)
+    parser.add_argument("--momentum", type=float, default=0.0)
+    parser.add_argument("--weight-decay", type=float, default=0.0)
     args = parser.parse_args()
 
     torch.manual_seed(args.seed)
@@ -84,7 +96,36 @@ def main():
         save(os.path.join(ref, "grad.%s.npy" % name), param.grad)
     print("tcn: loss %.6f, %d parameters -> %s"
           % (loss.item(), len(list(model.parameters())), args.out))
+    if args.train_steps:
+        train(model, x.shape, y.shape, args)
     return 0
+
+
+def train(model, x_shape, y_shape, args):
+    run = os.path.join(args.out, "run")
+    ref = os.path.join(run, "ref")
+    os.makedirs(ref, exist_ok=True)
+    opt = torch.optim.SGD(model.parameters(), lr=args.lr,
+                          momentum=args.momentum,
+                          weight_decay=args.weight_decay, foreach=False)
+    g = torch.Generator().manual_seed(args.seed + 1)
+    for s in range(args.train_steps):
+        x = torch.randn(x_shape, generator=g)
+        y = torch.randn(y_shape, generator=g)
+        save(os.path.join(run, "input_%d.npy" % s), x)
+        save(os.path.join(run, "labels_%d.npy" % s), y)
+        opt.zero_grad(set_to_none=True)
+        loss = F.mse_loss(model(x), y)
+        loss.backward()
+        opt.step()
+        save(os.path.join(ref, "loss_%d.npy" % s), loss)
+    for name, param in model.named_parameters():
+        save(os.path.join(ref, "%s.npy" % name), param)
+        if args.momentum > 0:
+            save(os.path.join(ref, "momentum_buffer.%s.npy" % name),
+                 opt.state[param]["momentum_buffer"])
+    print("tcn: sgd, %d steps, final loss %.6f"
+          % (args.train_steps, loss.item()))
 
 
 if __name__ == "__main__":
