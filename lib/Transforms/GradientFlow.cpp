@@ -19,6 +19,8 @@ bool weft::carriesGradient(Type type) {
 
 std::string weft::explainNoGradient(Block &body, Value param,
                                     ValueRange targets, StringRef what) {
+  if (!carriesGradient(param.getType()))
+    return "it is not a float tensor";
   // Values computed from `param` by any op, gradient or not, in one scan in
   // block order (users follow their operands, so one scan is enough).
   llvm::DenseSet<Value> derived{param};

@@ -1,4 +1,6 @@
 // RUN: weft-opt %s -split-input-file --weft-autodiff -verify-diagnostics | FileCheck %s
+// RUN: weft-opt %s --weft-autodiff --weft-optimizer 2> /dev/null \
+// RUN:   | FileCheck %s --check-prefix=STEP
 
 // A parameter that gets no gradient from the loss is reported by name with
 // the reason, and becomes a buffer of the gradient function with no
@@ -13,6 +15,17 @@
 // CHECK-SAME:    %{{[^:]*}}: tensor<3xf32> {weft.buffer = "pos"}
 // CHECK-SAME:    -> (tensor<f32>, tensor<4x2xf32> {weft.grad = "fc.weight"}) {
 // CHECK:         return %{{.*}}, %{{.*}} : tensor<f32>, tensor<4x2xf32>
+
+// The training step carries them as buffers: no update, no decay, no
+// optimizer state.
+// STEP-LABEL: func.func @train_step(
+// STEP-SAME:    {weft.param = "fc.weight"}
+// STEP-SAME:    {weft.state = "exp_avg.fc.weight"}
+// STEP-SAME:    {weft.state = "exp_avg_sq.fc.weight"}
+// STEP-SAME:    {weft.buffer = "aux.bias"}
+// STEP-SAME:    {weft.buffer = "attn.bias"}
+// STEP-SAME:    {weft.buffer = "pos"}
+// STEP-SAME:    -> (tensor<4x2xf32> {weft.param = "fc.weight"}, tensor<4x2xf32> {weft.state = "exp_avg.fc.weight"}, tensor<4x2xf32> {weft.state = "exp_avg_sq.fc.weight"}, tensor<f32> {weft.output = "loss"}, tensor<f32> {weft.output = "lr"})
 
 // expected-warning@+3 {{parameter 'aux.bias' gets no gradient: it does not reach the loss; it stays a buffer (loaded, never updated or decayed), as torch.optim skips a parameter whose .grad stays None}}
 // expected-warning@+2 {{parameter 'attn.bias' gets no gradient: every path to the loss crosses 'weft.cmp', which is not differentiable;}}
