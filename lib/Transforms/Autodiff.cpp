@@ -12,8 +12,16 @@
 // the stack; maps are keyed by Value for lookup only, never iterated, so the
 // output does not depend on hash order.
 //
+// No parameter is left untrained silently: an active op without a gradient
+// rule is an error naming the op and a parameter behind it; a parameter
+// that truly gets no gradient (it does not reach the loss, or only through
+// ops marked NotDifferentiable) is reported and becomes a buffer of the
+// gradient function, so the optimizer neither updates nor decays it, as
+// torch.optim skips a parameter whose .grad is None.
+//
 //===----------------------------------------------------------------------===//
 
+#include "GradientFlow.h"
 #include "weft/Transforms/Passes.h"
 
 #include "weft/Dialect/Weft/IR/WeftDialect.h"
@@ -38,12 +46,6 @@ namespace {
 /// Result attribute naming the parameter a gradient result belongs to.
 constexpr llvm::StringLiteral kGradAttrName = "weft.grad";
 
-/// Float tensors carry gradients; integer and i1 tensors do not.
-bool isDifferentiable(Type type) {
-  auto shaped = dyn_cast<ShapedType>(type);
-  return shaped && isa<FloatType>(shaped.getElementType());
-}
-
 /// Whether `op` reads a value of `set`, as an operand or from inside one of
 /// its regions.
 bool readsAny(Operation *op, const llvm::DenseSet<Value> &set) {
@@ -63,21 +65,35 @@ bool readsAny(Operation *op, const llvm::DenseSet<Value> &set) {
 }
 
 /// The ops of `body` on a path from a parameter to `loss`, in block order,
-/// and the values that need an adjoint (`varied`: reached from a parameter).
+/// and the values that need an adjoint (`varied`: reached from a parameter
+/// through ops that pass gradients). `origin` maps each varied value to the
+/// index in `params` of one parameter it was computed from, for messages.
 void findActiveOps(Block &body, ArrayRef<BlockArgument> params, Value loss,
                    SmallVectorImpl<Operation *> &active,
-                   llvm::DenseSet<Value> &varied) {
-  for (BlockArgument param : params)
-    if (isDifferentiable(param.getType()))
+                   llvm::DenseSet<Value> &varied,
+                   llvm::DenseMap<Value, unsigned> &origin) {
+  for (auto [k, param] : llvm::enumerate(params))
+    if (carriesGradient(param.getType())) {
       varied.insert(param);
+      origin[param] = k;
+    }
   SmallVector<Operation *> reached;
   for (Operation &op : body.without_terminator()) {
-    if (!readsAny(&op, varied))
+    if (!passesGradients(&op) || !readsAny(&op, varied))
       continue;
     reached.push_back(&op);
+    // The first varied operand names the parameter behind the results.
+    unsigned from = 0;
+    for (Value operand : op.getOperands())
+      if (varied.contains(operand)) {
+        from = origin.lookup(operand);
+        break;
+      }
     for (Value result : op.getResults())
-      if (isDifferentiable(result.getType()))
+      if (carriesGradient(result.getType())) {
         varied.insert(result);
+        origin[result] = from;
+      }
   }
   // Reverse scan: an op is active when one of its varied results is
   // useful; its varied operands then become useful in turn.
@@ -98,10 +114,12 @@ void findActiveOps(Block &body, ArrayRef<BlockArgument> params, Value loss,
 
 /// Builds the adjoints of every active op's varied operands at `builder`'s
 /// insertion point, seeding `adjoint[loss]`. Reports the first op without a
-/// usable gradient rule.
-LogicalResult buildBackward(OpBuilder &builder, ArrayRef<Operation *> active,
-                            const llvm::DenseSet<Value> &varied, Value loss,
-                            llvm::DenseMap<Value, Value> &adjoint) {
+/// usable gradient rule, naming the parameter `paramOf` gives for it.
+LogicalResult
+buildBackward(OpBuilder &builder, ArrayRef<Operation *> active,
+              const llvm::DenseSet<Value> &varied, Value loss,
+              llvm::function_ref<StringRef(Operation *)> paramOf,
+              llvm::DenseMap<Value, Value> &adjoint) {
   auto lossType = cast<RankedTensorType>(loss.getType());
   adjoint[loss] = ConstantOp::create(
       builder, loss.getLoc(),
@@ -117,7 +135,14 @@ LogicalResult buildBackward(OpBuilder &builder, ArrayRef<Operation *> active,
 
     auto rule = dyn_cast<GradientOpInterface>(op);
     if (!rule)
-      return op->emitError("op '") << op->getName() << "' has no gradient rule";
+      return op->emitError("op '")
+             << op->getName()
+             << "' has no gradient rule, but it lies on the path from "
+                "parameter '"
+             << paramOf(op)
+             << "' to the loss: Weft cannot train this model as it is (a "
+                "missing rule is a compiler gap; to train without that "
+                "parameter, freeze it with --freeze)";
     SmallVector<Value> operandGrads;
     if (failed(rule.buildGradient(builder, resultGrads, operandGrads)))
       return op->emitError("the gradient rule of op '")
@@ -223,10 +248,17 @@ LogicalResult AutodiffPass::differentiate(func::FuncOp gradFn,
 
   SmallVector<Operation *> active;
   llvm::DenseSet<Value> varied;
-  findActiveOps(body, paramArgs, loss, active, varied);
+  llvm::DenseMap<Value, unsigned> origin;
+  findActiveOps(body, paramArgs, loss, active, varied, origin);
+  auto paramOf = [&](Operation *op) -> StringRef {
+    for (Value result : op->getResults())
+      if (auto it = origin.find(result); it != origin.end())
+        return params.names[it->second].getValue();
+    return "?";
+  };
   OpBuilder builder(ret);
   llvm::DenseMap<Value, Value> adjoint;
-  if (failed(buildBackward(builder, active, varied, loss, adjoint)))
+  if (failed(buildBackward(builder, active, varied, loss, paramOf, adjoint)))
     return failure();
 
   SmallVector<Value> results{loss};
@@ -234,16 +266,25 @@ LogicalResult AutodiffPass::differentiate(func::FuncOp gradFn,
   for (auto [param, name] : llvm::zip(paramArgs, params.names)) {
     Value grad = adjoint.lookup(param);
     if (!grad) {
-      // A parameter that does not reach the loss (or carries no gradient).
-      grad = ConstantOp::create(
-          builder, param.getLoc(),
-          cast<ElementsAttr>(builder.getZeroAttr(param.getType())));
+      // No gradient at all (not a zero one): say so, and leave the
+      // parameter to the optimizer as a buffer, as torch.optim does.
+      gradFn.emitWarning("parameter '")
+          << name.getValue() << "' gets no gradient: "
+          << explainNoGradient(body, param, loss, "the loss") << "; "
+          << untrainedParameterNote();
+      unsigned i = param.getArgNumber();
+      gradFn.removeArgAttr(i, WeftDialect::kParamAttrName);
+      gradFn.setArgAttr(i, WeftDialect::kBufferAttrName, name);
+      continue;
     }
     results.push_back(grad);
     resultAttrs.push_back(DictionaryAttr::get(
         context,
         {NamedAttribute(StringAttr::get(context, kGradAttrName), name)}));
   }
+  if (results.size() == 1)
+    return gradFn.emitError("no parameter gets a gradient from the loss of '")
+           << functionName << "': nothing to train";
   func::ReturnOp::create(builder, ret.getLoc(), results);
   ret.erase();
 

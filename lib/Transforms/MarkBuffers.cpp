@@ -6,11 +6,16 @@
 //
 // ONNX does not tell parameters from buffers: a float causal mask stored as
 // an initializer looks like a weight. A parameter whose every path to the
-// outputs crosses a non-differentiable op (a comparison, an index) has a
-// structurally zero gradient; training it would only let weight decay
-// corrupt it, so it becomes a buffer.
+// outputs crosses an op marked NotDifferentiable (a comparison) or an
+// integer value has a structurally zero gradient; training it would only
+// let weight decay corrupt it, so it becomes a buffer, with a warning that
+// names it and why. An op merely lacking a gradient rule does not count:
+// the parameter stays trainable and --weft-autodiff reports the op, so a
+// missing rule never freezes a weight silently.
 //
 //===----------------------------------------------------------------------===//
+
+#include "GradientFlow.h"
 
 #include "weft/Dialect/Weft/IR/WeftOps.h"
 #include "weft/Transforms/Passes.h"
@@ -27,11 +32,6 @@ using namespace mlir;
 using namespace weft;
 
 namespace {
-bool isFloatTensor(Value v) {
-  auto type = dyn_cast<RankedTensorType>(v.getType());
-  return type && isa<FloatType>(type.getElementType());
-}
-
 struct MarkBuffersPass : public weft::impl::MarkBuffersPassBase<MarkBuffersPass> {
   void runOnOperation() override {
     getOperation().walk([](func::FuncOp fn) {
@@ -41,23 +41,30 @@ struct MarkBuffersPass : public weft::impl::MarkBuffersPassBase<MarkBuffersPass>
       // Values whose gradient can be non-zero, found by one reverse sweep:
       // SSA order guarantees every user is visited before its operands.
       llvm::DenseSet<Value> reaches;
-      for (Value v : block.getTerminator()->getOperands())
-        if (isFloatTensor(v))
+      ValueRange results = block.getTerminator()->getOperands();
+      for (Value v : results)
+        if (carriesGradient(v.getType()))
           reaches.insert(v);
       for (Operation &op : llvm::reverse(block.without_terminator())) {
-        if (!isa<GradientOpInterface>(op) ||
+        if (!passesGradients(&op) ||
             llvm::none_of(op.getResults(),
                           [&](Value r) { return reaches.contains(r); }))
           continue;
         for (Value operand : op.getOperands())
-          if (isFloatTensor(operand))
+          if (carriesGradient(operand.getType()))
             reaches.insert(operand);
       }
+      std::string what =
+          ("the results of '" + fn.getSymName() + "'").str();
       for (BlockArgument arg : block.getArguments()) {
         auto name = fn.getArgAttrOfType<StringAttr>(
             arg.getArgNumber(), WeftDialect::kParamAttrName);
         if (!name || reaches.contains(arg))
           continue;
+        fn.emitWarning("parameter '")
+            << name.getValue() << "' gets no gradient: "
+            << explainNoGradient(block, arg, results, what) << "; "
+            << untrainedParameterNote();
         fn.removeArgAttr(arg.getArgNumber(), WeftDialect::kParamAttrName);
         fn.setArgAttr(arg.getArgNumber(), WeftDialect::kBufferAttrName, name);
       }

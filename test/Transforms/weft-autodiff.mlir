@@ -42,12 +42,13 @@ func.func @loss(%a: tensor<4x2x3xf32> {weft.param = "a"},
 // Tied embedding: the table is read by gather and by the output projection;
 // its gradient adds the scatter of the first to the matmul adjoint of the
 // second. The token arithmetic is integer and carries no gradient, the
-// logits result is dropped, and a parameter off the loss gets zeros.
+// logits result is dropped. (A parameter off the loss gets no gradient at
+// all: weft-autodiff-no-gradient.mlir.)
 
 // CHECK-LABEL: func.func @loss_grad(
 // CHECK-SAME:    %[[WTE:[^:]*]]: tensor<6x4xf32> {weft.param = "wte"}
 // CHECK-SAME:    %[[TOK:[^:]*]]: tensor<2x3xi64> {weft.input = "tokens"}
-// CHECK-SAME:    -> (tensor<f32>, tensor<6x4xf32> {weft.grad = "wte"}, tensor<2xf32> {weft.grad = "unused"})
+// CHECK-SAME:    -> (tensor<f32>, tensor<6x4xf32> {weft.grad = "wte"})
 // CHECK:         %[[NEXT:.*]] = weft.add %[[TOK]], %{{.*}} : (tensor<2x3xi64>, tensor<i64>)
 // CHECK:         %[[LOSS:.*]] = weft.cross_entropy
 // CHECK:         weft.one_hot %[[NEXT]] : tensor<2x3xi64> -> tensor<2x3x6xf32>
@@ -57,10 +58,8 @@ func.func @loss(%a: tensor<4x2x3xf32> {weft.param = "a"},
 // CHECK:         %[[ZEROS:.*]] = weft.constant dense<0.000000e+00> : tensor<6x4xf32>
 // CHECK:         %[[EMB:.*]] = weft.scatter_add %[[ZEROS]], %[[TOK]], %[[DH]] {axis = 0 : i64}
 // CHECK:         %[[WGRAD:.*]] = weft.add %[[PROJ]], %[[EMB]]
-// CHECK:         %[[UNUSED:.*]] = weft.constant dense<0.000000e+00> : tensor<2xf32>
-// CHECK:         return %[[LOSS]], %[[WGRAD]], %[[UNUSED]] :
+// CHECK:         return %[[LOSS]], %[[WGRAD]] :
 func.func @loss(%w: tensor<6x4xf32> {weft.param = "wte"},
-                %unused: tensor<2xf32> {weft.param = "unused"},
                 %tok: tensor<2x3xi64> {weft.input = "tokens"})
     -> (tensor<f32>, tensor<2x3x6xf32>) {
   %h = weft.gather %w, %tok {axis = 0 : i64}
@@ -96,5 +95,48 @@ func.func @loss(%x: tensor<4xf32> {weft.param = "x"},
   %g = weft.gather %table, %i {axis = 0 : i64} : (tensor<5xf32>, tensor<4xi64>) -> tensor<4xf32>
   %m = weft.mul %r, %g : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
   %l = weft.reduce_sum %m {axes = array<i64: 0>} : (tensor<4xf32>) -> tensor<f32>
+  return %l : tensor<f32>
+}
+
+// -----
+
+// Constant padding (ONNX Pad, a TCN's causal Conv1d padding): the adjoint
+// reads the input's cells back out of the padded gradient, skipping the
+// `low` cells and the interior ones.
+
+// CHECK-LABEL: func.func @loss_grad(
+// CHECK-SAME:    %[[W:[^:]*]]: tensor<2x3xf32> {weft.param = "w"}
+// CHECK-SAME:    -> (tensor<f32>, tensor<2x3xf32> {weft.grad = "w"})
+// CHECK:         %[[P:.*]] = weft.pad %[[W]]
+// CHECK:         %[[DP:.*]] = weft.add
+// CHECK:         %[[DW:.*]] = weft.slice %[[DP]] {limits = array<i64: 2, 7>, starts = array<i64: 0, 2>, strides = array<i64: 1, 2>}
+// CHECK-SAME:        : (tensor<2x8xf32>) -> tensor<2x3xf32>
+// CHECK:         return %{{.*}}, %[[DW]] :
+func.func @loss(%w: tensor<2x3xf32> {weft.param = "w"}) -> tensor<f32> {
+  %p = weft.pad %w {low = array<i64: 0, 2>, high = array<i64: 0, 1>,
+                    interior = array<i64: 0, 1>, value = 1.5 : f64}
+      : (tensor<2x3xf32>) -> tensor<2x8xf32>
+  %sq = weft.mul %p, %p : (tensor<2x8xf32>, tensor<2x8xf32>) -> tensor<2x8xf32>
+  %l = weft.reduce_sum %sq {axes = array<i64: 0, 1>} : (tensor<2x8xf32>) -> tensor<f32>
+  return %l : tensor<f32>
+}
+
+// -----
+
+// Reflect and edge padding are gathers of constant indices (see
+// test/Conversion/OnnxToWeft): their adjoint scatter_add sums the gradients
+// of every copy of a border cell back into it.
+
+// CHECK-LABEL: func.func @loss_grad(
+// CHECK-SAME:    %[[W:[^:]*]]: tensor<2x3xf32> {weft.param = "w"}
+// CHECK:         %[[I:.*]] = weft.constant dense<[1, 0, 1, 2, 1]> : tensor<5xi64>
+// CHECK:         %[[DW:.*]] = weft.scatter_add %{{.*}}, %[[I]], %{{.*}} {axis = 1 : i64}
+// CHECK:         return %{{.*}}, %[[DW]] :
+func.func @loss(%w: tensor<2x3xf32> {weft.param = "w"}) -> tensor<f32> {
+  %i = weft.constant dense<[1, 0, 1, 2, 1]> : tensor<5xi64>
+  %p = weft.gather %w, %i {axis = 1 : i64}
+      : (tensor<2x3xf32>, tensor<5xi64>) -> tensor<2x5xf32>
+  %sq = weft.mul %p, %p : (tensor<2x5xf32>, tensor<2x5xf32>) -> tensor<2x5xf32>
+  %l = weft.reduce_sum %sq {axes = array<i64: 0, 1>} : (tensor<2x5xf32>) -> tensor<f32>
   return %l : tensor<f32>
 }

@@ -33,12 +33,21 @@ def AutodiffPass : Pass<"weft-autodiff", "mlir::ModuleOp"> {
     activations for recomputation). A value used several times receives the
     sum of its adjoints (a tied embedding accumulates both uses). Only ops on
     a path from a parameter to the loss are differentiated; integer and i1
-    values carry no gradient; a parameter that does not reach the loss gets
-    a zero gradient. Ops neither the loss nor a gradient needs are dropped.
+    values, and the results of ops marked `NotDifferentiable`, carry no
+    gradient. Ops neither the loss nor a gradient needs are dropped.
+
+    A parameter that gets no gradient (it does not reach the loss, or only
+    through `NotDifferentiable` ops or integer values) is reported with a
+    warning naming it and the reason, and becomes a `weft.buffer` argument
+    of `@<function>_grad` with no gradient result, so the optimizer neither
+    updates nor decays it (torch.optim skips a parameter whose `.grad` is
+    None).
 
     Errors: the function is missing or is not a single block, the loss is
-    not a 0-d float tensor, the function has no `weft.param` argument, or an
-    op on a path from a parameter to the loss has no gradient rule.
+    not a 0-d float tensor, the function has no `weft.param` argument, no
+    parameter gets a gradient, or an op on a path from a parameter to the
+    loss has no gradient rule and is not `NotDifferentiable` (the error
+    names the op and the parameter).
 
     Before:
 
@@ -90,11 +99,16 @@ def AutodiffPass : Pass<"weft-autodiff", "mlir::ModuleOp"> {
 def MarkBuffersPass : Pass<"weft-mark-buffers", "mlir::ModuleOp"> {
   let summary = "Turn parameters with a structurally zero gradient into buffers";
   let description = [{
-    A `weft.param` argument that reaches no function result through
-    differentiable ops (its uses end in comparisons, indices or shapes) can
-    never receive a gradient: it is a PyTorch buffer such as a float causal
-    mask that ONNX stored as an initializer. Its attribute becomes
-    `weft.buffer`, so the optimizer neither updates nor decays it.
+    A `weft.param` argument that reaches no function result, or reaches
+    them only through ops marked `NotDifferentiable` (comparisons) or
+    integer values (indices), can never receive a gradient: typically a
+    PyTorch buffer such as a float causal mask that ONNX stored as an
+    initializer. The pass warns, naming the parameter and the op that stops
+    its gradient, and its attribute becomes `weft.buffer`, so the optimizer
+    neither updates nor decays it. An op that merely has no gradient rule
+    does not stop gradients here: the parameter stays trainable and
+    `--weft-autodiff` reports the op, so a missing rule never freezes a
+    weight silently.
 
     Before:
 
@@ -107,7 +121,14 @@ def MarkBuffersPass : Pass<"weft-mark-buffers", "mlir::ModuleOp"> {
       ...
     ```
 
-    After: `%mask: tensor<16x16xf32> {weft.buffer = "attn.bias"}`.
+    After: `%mask: tensor<16x16xf32> {weft.buffer = "attn.bias"}`, and
+
+    ```
+    warning: parameter 'attn.bias' gets no gradient: every path to the
+    results of 'forward' crosses 'weft.cmp', which is not differentiable;
+    it stays a buffer (loaded, never updated or decayed), as torch.optim
+    skips a parameter whose .grad stays None
+    ```
   }];
 }
 

@@ -5,8 +5,11 @@
 //===----------------------------------------------------------------------===//
 //
 // Each op that moves elements has an adjoint that moves them back: gather
-// scatters (accumulating repeated indices), slice pads with zeros, concat
-// slices, transpose inverts its permutation, broadcast sums.
+// scatters (accumulating repeated indices) and scatter_add gathers, slice
+// pads with zeros and pad slices, concat slices, transpose inverts its
+// permutation, broadcast sums. (ONNX Pad's reflect, edge and wrap modes are
+// gathers of constant indices, so their adjoint scatter_add sums the
+// gradients of all copies of a cell back into it.)
 //
 //===----------------------------------------------------------------------===//
 
@@ -25,6 +28,21 @@ LogicalResult GatherOp::buildGradient(OpBuilder &b, ValueRange resultGrads,
   operandGrads.push_back(ScatterAddOp::create(b, loc, zeros, getIndices(),
                                               resultGrads[0], getAxisAttr()));
   operandGrads.push_back(Value());
+  return success();
+}
+
+LogicalResult
+ScatterAddOp::buildGradient(OpBuilder &b, ValueRange resultGrads,
+                            SmallVectorImpl<Value> &operandGrads) {
+  if (noGradientFlows(*this, resultGrads, operandGrads))
+    return success();
+  // result = input + S(updates) with S linear: d input = g and
+  // d updates = S^T g, which reads the rows S wrote, a gather.
+  Value g = resultGrads[0];
+  operandGrads.push_back(g);
+  operandGrads.push_back(Value());
+  operandGrads.push_back(
+      GatherOp::create(b, getLoc(), g, getIndices(), getAxisAttr()));
   return success();
 }
 
@@ -104,5 +122,29 @@ LogicalResult ConcatOp::buildGradient(OpBuilder &b, ValueRange resultGrads,
     offset += size;
     operandGrads.push_back(SliceOp::create(b, loc, g, starts, limits, strides));
   }
+  return success();
+}
+
+LogicalResult PadOp::buildGradient(OpBuilder &b, ValueRange resultGrads,
+                                   SmallVectorImpl<Value> &operandGrads) {
+  if (noGradientFlows(*this, resultGrads, operandGrads))
+    return success();
+  Location loc = getLoc();
+  RankedTensorType input = getInput().getType();
+  // The padding value is an attribute, so only the input's own cells carry
+  // gradient: read them back out of `g`, from `low` on, `interior + 1`
+  // apart. An empty input got nothing.
+  if (llvm::is_contained(input.getShape(), 0)) {
+    operandGrads.push_back(splat(b, loc, input, 0.0));
+    return success();
+  }
+  ArrayRef<int64_t> low = getLow(), interior = getInterior();
+  SmallVector<int64_t> limits, strides;
+  for (int64_t d = 0, e = input.getRank(); d < e; ++d) {
+    strides.push_back(interior[d] + 1);
+    limits.push_back(low[d] + (input.getDimSize(d) - 1) * strides.back() + 1);
+  }
+  operandGrads.push_back(
+      SliceOp::create(b, loc, resultGrads[0], low, limits, strides));
   return success();
 }

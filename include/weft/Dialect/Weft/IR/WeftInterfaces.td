@@ -37,6 +37,18 @@ def Weft_GradientOpInterface : OpInterface<"GradientOpInterface"> {
   ];
 }
 
+// No gradient flows through an op with this trait: its results are
+// piecewise constant in its float operands (comparisons) or depend on none
+// (constants, indices). A parameter whose every path to the loss crosses
+// such an op gets no gradient; the training passes report it and leave it
+// untrained. Every weft op either implements GradientOpInterface or carries
+// this trait (GradCheckTest checks it, listing the few exceptions); an op
+// with neither, reached on a path from a parameter to the loss, is an error
+// in --weft-autodiff, never a silently frozen parameter.
+def Weft_NotDifferentiable : NativeOpTrait<"NotDifferentiable"> {
+  let cppNamespace = "::weft::OpTrait";
+}
+
 def Weft_CostOpInterface : OpInterface<"CostOpInterface"> {
   let cppNamespace = "::weft";
   let description = [{

@@ -26,6 +26,15 @@
 
 #include "weft/Dialect/Weft/IR/WeftInterfaces.h.inc"
 
+namespace weft::OpTrait {
+/// Marks an op through which no gradient flows (Weft_NotDifferentiable in
+/// WeftInterfaces.td): autodiff propagates nothing through it, and a
+/// parameter whose every path to the loss crosses one gets no gradient.
+template <typename ConcreteType>
+class NotDifferentiable
+    : public mlir::OpTrait::TraitBase<ConcreteType, NotDifferentiable> {};
+} // namespace weft::OpTrait
+
 #define GET_OP_CLASSES
 #include "weft/Dialect/Weft/IR/WeftOps.h.inc"
 
@@ -37,6 +46,13 @@ broadcastShapes(llvm::ArrayRef<int64_t> lhs, llvm::ArrayRef<int64_t> rhs);
 
 /// "4x16x32" (or "scalar" for rank 0): how shapes appear in diagnostics.
 std::string formatShape(llvm::ArrayRef<int64_t> shape);
+
+/// Whether gradients can flow through `op`: every op except those marked
+/// NotDifferentiable. An op that lets gradients flow but has no
+/// GradientOpInterface rule is an error when autodiff reaches it.
+inline bool passesGradients(mlir::Operation *op) {
+  return !op->hasTrait<OpTrait::NotDifferentiable>();
+}
 
 } // namespace weft
 

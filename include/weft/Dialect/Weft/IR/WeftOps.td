@@ -32,7 +32,7 @@ def Weft_PositiveFloat : AttrConstraint<
 //===----------------------------------------------------------------------===//
 
 def Weft_ConstantOp : Weft_Op<"constant",
-    [ConstantLike, Pure, InferTypeOpAdaptor]> {
+    [ConstantLike, Pure, InferTypeOpAdaptor, Weft_NotDifferentiable]> {
   let summary = "A constant tensor";
   let description = [{
     A tensor known at compile time: shape arithmetic, masks, scalars.
@@ -120,7 +120,7 @@ def Weft_MinOp : Weft_BinaryOp<"min", Weft_NumericTensor, [Commutative]> {
 }
 
 def Weft_CmpOp : Weft_Op<"cmp", [Pure, InferTypeOpAdaptor,
-    AllElementTypesMatch<["lhs", "rhs"]>]> {
+    AllElementTypesMatch<["lhs", "rhs"]>, Weft_NotDifferentiable]> {
   let summary = "Elementwise comparison to a boolean tensor";
   let description = [{
     ```mlir
@@ -566,11 +566,14 @@ def Weft_MseOp : Weft_Op<"mse", [Pure, InferTypeOpAdaptor,
 
 //===----------------------------------------------------------------------===//
 // Backward ops: adjoints that no composition of the ops above expresses
-// cheaply. Gradient rules build them; they have no gradient rules themselves.
+// cheaply. Gradient rules build them; the linear ones have gradient rules of
+// their own, since the ONNX legalizers use some in forward passes
+// (ConvTranspose is conv2d_backward_input, constant Pad is weft.pad).
 //===----------------------------------------------------------------------===//
 
 def Weft_ScatterAddOp : Weft_Op<"scatter_add", [Pure, InferTypeOpAdaptor,
-    AllElementTypesMatch<["input", "updates", "result"]>]> {
+    AllElementTypesMatch<["input", "updates", "result"]>,
+    Weft_Differentiable]> {
   let summary = "Add slices into a tensor by index (the adjoint of gather)";
   let description = [{
     `result` starts as `input`; then, for every position `p` of `indices`,
@@ -595,7 +598,7 @@ def Weft_ScatterAddOp : Weft_Op<"scatter_add", [Pure, InferTypeOpAdaptor,
 }
 
 def Weft_PadOp : Weft_Op<"pad", [Pure, InferTypeOpAdaptor,
-    AllElementTypesMatch<["input", "result"]>]> {
+    AllElementTypesMatch<["input", "result"]>, Weft_Differentiable]> {
   let summary = "Pad with a constant at both ends and between elements";
   let description = [{
     Along axis `d` puts `low[d]` cells of `value` first, `interior[d]` cells
@@ -618,7 +621,7 @@ def Weft_PadOp : Weft_Op<"pad", [Pure, InferTypeOpAdaptor,
       "$input attr-dict `:` functional-type(operands, results)";
 }
 
-def Weft_OneHotOp : Weft_Op<"one_hot", [Pure]> {
+def Weft_OneHotOp : Weft_Op<"one_hot", [Pure, Weft_NotDifferentiable]> {
   let summary = "Class indices to one-hot vectors";
   let description = [{
     `result[..., c] = indices[...] == c ? 1 : 0` for `c` in `[0, C)`, where
@@ -638,7 +641,7 @@ def Weft_OneHotOp : Weft_Op<"one_hot", [Pure]> {
 }
 
 def Weft_Conv2DBackwardInputOp : Weft_Op<"conv2d_backward_input", [Pure,
-    AllElementTypesMatch<["grad", "filter", "result"]>]> {
+    AllElementTypesMatch<["grad", "filter", "result"]>, Weft_Differentiable]> {
   let summary = "Adjoint of conv2d with respect to its input";
   let description = [{
     The transposed convolution: every output position adds `grad * filter`
@@ -665,7 +668,7 @@ def Weft_Conv2DBackwardInputOp : Weft_Op<"conv2d_backward_input", [Pure,
 }
 
 def Weft_Conv2DBackwardFilterOp : Weft_Op<"conv2d_backward_filter", [Pure,
-    AllElementTypesMatch<["grad", "input", "result"]>]> {
+    AllElementTypesMatch<["grad", "input", "result"]>, Weft_Differentiable]> {
   let summary = "Adjoint of conv2d with respect to its filter";
   let description = [{
     `result[o, c, i, j]` sums `grad[n, o, y, x]` times the input cell that
@@ -718,7 +721,7 @@ def Weft_MaxPool2DGradOp : Weft_Op<"max_pool2d_grad", [Pure,
 }
 
 def Weft_AvgPool2DGradOp : Weft_Op<"avg_pool2d_grad", [Pure,
-    AllElementTypesMatch<["grad", "result"]>]> {
+    AllElementTypesMatch<["grad", "result"]>, Weft_Differentiable]> {
   let summary = "Adjoint of avg_pool2d";
   let description = [{
     Each window spreads its `grad` element evenly over the real cells under
@@ -767,7 +770,7 @@ def Weft_OnnxNodeOp : Weft_Op<"onnx.node"> {
                        "functional-type($inputs, results)";
 }
 
-def Weft_OnnxNoneOp : Weft_Op<"onnx.none", [Pure]> {
+def Weft_OnnxNoneOp : Weft_Op<"onnx.none", [Pure, Weft_NotDifferentiable]> {
   let summary = "Stands for an absent optional ONNX input";
   let results = (outs NoneType:$result);
   let assemblyFormat = "attr-dict";
