@@ -2,10 +2,11 @@
 """Training fidelity: does Weft train what PyTorch trains?
 
 Usage:
-  fidelity.py MODEL --out DIR --weftc WEFTC [--exports eval,train]
+  fidelity.py MODEL... --out DIR --weftc WEFTC [--exports eval,train]
       [--opset N] [--optimizers sgd,adamw] [--steps 10] [--plain]
 
-For each export mode of MODEL (test/lib/fidelity_models.py) this does what a
+For each export mode of each MODEL (test/lib/fidelity_models.py, or
+zoo:NAME for examples/models/zoo.py's NAME) this does what a
 user does: builds the model with PyTorch's default initialization, exports it
 with `model.eval()` and the default export ("eval"), or with
 `training=TrainingMode.TRAINING` ("train"), through Weft's export helper
@@ -258,9 +259,41 @@ def check(args, name, mode, optimizer, model, batches, loss_kind, onnx_path):
     return not failures
 
 
+def run_model(p, args, name):
+    if name.startswith("zoo:"):
+        ctor, make_batch, loss_kind = zoo_model(name[4:])
+    elif name in fidelity_models.MODELS:
+        ctor, make_batch, loss_kind = fidelity_models.MODELS[name]
+    else:
+        p.error("unknown model %s" % name)
+    torch.manual_seed(0)
+    model = ctor()
+    g = torch.Generator().manual_seed(1)
+    batches = [make_batch(BATCH, g) for _ in range(args.steps)]
+
+    status = 0
+    for mode in args.exports.split(","):
+        onnx_path = os.path.join(args.out, "%s-%s.onnx" % (name.replace(":", "-"), mode))
+        with warnings.catch_warnings():
+            # The exporter's advice on constant folding and in-place ops.
+            warnings.simplefilter("ignore")
+            export(copy.deepcopy(model), batches[0][0], onnx_path, mode,
+                   args.opset, args.plain)
+        for optimizer in args.optimizers.split(","):
+            try:
+                if not check(args, name, mode, optimizer, model, batches,
+                             loss_kind, onnx_path):
+                    status = max(status, 1)
+            except ToolFailed as e:
+                print("%s %s %s: error: %s" % (name, mode, optimizer, e))
+                status = 2
+    return status
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("model", help="a model of test/lib/fidelity_models.py "
+    p.add_argument("models", nargs="+", metavar="MODEL",
+                   help="a model of test/lib/fidelity_models.py "
                    "(%s), or zoo:NAME for examples/models/zoo.py's NAME"
                    % ", ".join(sorted(fidelity_models.MODELS)))
     p.add_argument("--out", required=True)
@@ -279,33 +312,9 @@ def main(argv=None):
     LR.update(sgd=args.sgd_lr, adamw=args.adamw_lr)
     os.makedirs(args.out, exist_ok=True)
 
-    if args.model.startswith("zoo:"):
-        ctor, make_batch, loss_kind = zoo_model(args.model[4:])
-    elif args.model in fidelity_models.MODELS:
-        ctor, make_batch, loss_kind = fidelity_models.MODELS[args.model]
-    else:
-        p.error("unknown model %s" % args.model)
-    torch.manual_seed(0)
-    model = ctor()
-    g = torch.Generator().manual_seed(1)
-    batches = [make_batch(BATCH, g) for _ in range(args.steps)]
-
     status = 0
-    for mode in args.exports.split(","):
-        onnx_path = os.path.join(args.out, "%s-%s.onnx" % (args.model.replace(":", "-"), mode))
-        with warnings.catch_warnings():
-            # The exporter's advice on constant folding and in-place ops.
-            warnings.simplefilter("ignore")
-            export(copy.deepcopy(model), batches[0][0], onnx_path, mode,
-                   args.opset, args.plain)
-        for optimizer in args.optimizers.split(","):
-            try:
-                if not check(args, args.model, mode, optimizer, model, batches,
-                             loss_kind, onnx_path):
-                    status = max(status, 1)
-            except ToolFailed as e:
-                print("%s %s %s: error: %s" % (args.model, mode, optimizer, e))
-                status = 2
+    for name in args.models:
+        status = max(status, run_model(p, args, name))
     return status
 
 
