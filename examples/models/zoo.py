@@ -726,7 +726,8 @@ def randomize_buffers(model, seed):
                 m.running_var.copy_(0.5 + torch.rand(m.running_var.shape, generator=g))
 
 
-def export(name, out, opset=DEFAULT_OPSET, batch=4, seed=0, dynamic_batch=False):
+def export(name, out, opset=DEFAULT_OPSET, batch=4, seed=0, dynamic_batch=False,
+           training=False):
     """Exports one model to out/NAME.onnx with input.npy and expected.npy;
     returns a one-line summary."""
     import onnx  # imported late so --help and --list work without it
@@ -748,11 +749,14 @@ def export(name, out, opset=DEFAULT_OPSET, batch=4, seed=0, dynamic_batch=False)
     dynamic_axes = None
     if dynamic_batch:
         dynamic_axes = {"input": {batch_dim(cls): "batch"}, "output": {batch_dim(cls): "batch"}}
+    # Training mode keeps BatchNorm (eval mode folds it into convolutions)
+    # and Dropout; expected.npy stays the eval-mode output.
+    mode = torch.onnx.TrainingMode.TRAINING if training else torch.onnx.TrainingMode.EVAL
     with torch.enable_grad():
         torch.onnx.export(model, (x,), onnx_path, export_params=True,
-                          opset_version=opset, do_constant_folding=True,
+                          opset_version=opset, do_constant_folding=not training,
                           input_names=["input"], output_names=["output"],
-                          dynamic_axes=dynamic_axes)
+                          dynamic_axes=dynamic_axes, training=mode)
     onnx.checker.check_model(onnx_path)
     np.save(os.path.join(out, "input.npy"), x.numpy())
     np.save(os.path.join(out, "expected.npy"), expected)
@@ -774,6 +778,9 @@ def main(argv=None):
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--dynamic-batch", action="store_true",
                    help="mark the batch axis of input and output as dynamic")
+    p.add_argument("--training", action="store_true",
+                   help="export with training=TrainingMode.TRAINING (the graph "
+                        "PyTorch trains; eval mode folds BatchNorm into convolutions)")
     args = p.parse_args(argv)
 
     if args.list:
@@ -791,7 +798,8 @@ def main(argv=None):
         if args.all else [args.model]
     for name in names:
         out = os.path.join(args.out, name) if args.all else args.out
-        print(export(name, out, args.opset, args.batch, args.seed, args.dynamic_batch))
+        print(export(name, out, args.opset, args.batch, args.seed, args.dynamic_batch,
+                     args.training))
     return 0
 
 

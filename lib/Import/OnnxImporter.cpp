@@ -6,6 +6,7 @@
 
 #include "weft/Import/OnnxImporter.h"
 #include "weft/Dialect/Weft/IR/WeftOps.h"
+#include "weft/Import/Initializers.h"
 #include "weft/Import/OnnxModel.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -49,11 +50,6 @@ Type getElementType(MLIRContext *ctx, rt::DType dtype) {
   }
 }
 
-bool isFloat(rt::DType dtype) {
-  return dtype == rt::DType::F64 || dtype == rt::DType::F32 ||
-         dtype == rt::DType::F16 || dtype == rt::DType::BF16;
-}
-
 DenseElementsAttr toElementsAttr(MLIRContext *ctx, const rt::HostArray &a) {
   auto type = RankedTensorType::get(a.shape, getElementType(ctx, a.dtype));
   switch (a.dtype) {
@@ -81,21 +77,6 @@ DenseElementsAttr toElementsAttr(MLIRContext *ctx, const rt::HostArray &a) {
   }
 }
 
-/// True when `b` holds the 2-D transpose of `a`, element for element.
-bool isTransposeOf(const rt::HostArray &a, const rt::HostArray &b) {
-  if (a.dtype != b.dtype || a.shape.size() != 2 || b.shape.size() != 2 ||
-      a.shape[0] != b.shape[1] || a.shape[1] != b.shape[0])
-    return false;
-  size_t size = rt::dtypeSize(a.dtype);
-  int64_t rows = a.shape[0], cols = a.shape[1];
-  for (int64_t i = 0; i < rows; ++i)
-    for (int64_t j = 0; j < cols; ++j)
-      if (std::memcmp(&a.data[(i * cols + j) * size],
-                      &b.data[(j * rows + i) * size], size) != 0)
-        return false;
-  return true;
-}
-
 class Importer {
 public:
   Importer(MLIRContext *ctx, const std::string &path,
@@ -105,11 +86,6 @@ public:
   OwningOpRef<ModuleOp> run();
 
 private:
-  struct Initializer {
-    const onnx::TensorProto *proto;
-    rt::HostArray array;
-  };
-
   LogicalResult error(const Twine &message) {
     emitError(FileLineColLoc::get(ctx, path, 0, 0)) << message;
     return failure();
@@ -130,15 +106,12 @@ private:
   const OnnxImportOptions &options;
   int64_t opset = 0;
 
-  std::map<std::string, Initializer> initializers;
-  /// Initializers in file order, so parameters get a stable argument order.
-  std::vector<std::string> initializerOrder;
-  /// Initializers that become arguments (trainable or frozen).
-  std::vector<std::string> parameters;
-  /// Generated initializers that alias a parameter, possibly transposed:
-  /// PyTorch's constant folding turns a tied `x @ W.T` into a fresh
-  /// `onnx::MatMul_N` copy, which must stay tied for training.
-  std::map<std::string, std::pair<std::string, bool>> aliases;
+  /// The graph's initializers, read once.
+  std::map<std::string, rt::HostArray> initializers;
+  /// Every tensor that may hold state, classified (onnximport).
+  std::vector<onnximport::GraphTensor> tensors;
+  /// The parameters and buffers among them, in argument order.
+  std::vector<const onnximport::GraphTensor *> arguments;
   std::vector<const onnx::ValueInfoProto *> inputs;
   std::map<std::string, Value> values;
   std::map<std::string, const onnx::TypeProto *> declaredTypes;
@@ -154,56 +127,32 @@ LogicalResult Importer::readInitializers() {
       used.insert(in);
   for (const onnx::ValueInfoProto &out : graph.output())
     used.insert(out.name());
+  // Initializers reached through an Identity are read too.
+  for (const onnx::NodeProto &node : graph.node())
+    if (node.op_type() == "Identity" && node.input_size() == 1)
+      used.insert(node.input(0));
 
   std::string dir = dirName(path);
   for (const onnx::TensorProto &t : graph.initializer()) {
     if (!used.count(t.name()) || initializers.count(t.name()))
       continue;
-    Initializer init{&t, {}};
-    if (rt::Status s = onnximport::tensorToHostArray(t, dir, init.array);
-        !s.ok())
+    rt::HostArray array;
+    if (rt::Status s = onnximport::tensorToHostArray(t, dir, array); !s.ok())
       return error(s.message);
-    initializers.emplace(t.name(), std::move(init));
-    initializerOrder.push_back(t.name());
+    initializers.emplace(t.name(), std::move(array));
   }
 
-  std::set<std::string> frozen(options.frozen.begin(), options.frozen.end());
-  for (const std::string &name : options.frozen)
-    if (!initializers.count(name))
-      return error("--freeze names '" + name +
-                   "', which is not a float initializer used by the model");
-  for (const std::string &name : initializerOrder) {
-    const rt::HostArray &a = initializers[name].array;
-    // Scalars are hyperparameters PyTorch folded into initializers
-    // (1/sqrt(d), eps), never weights.
-    if (isFloat(a.dtype) && a.numElements() > 1)
-      parameters.push_back(name);
-  }
-
-  // Resolve generated copies of named parameters.
-  std::vector<std::string> named;
-  for (const std::string &name : parameters)
-    if (!llvm::StringRef(name).starts_with("onnx::"))
-      named.push_back(name);
-  for (const std::string &name : parameters) {
-    if (!llvm::StringRef(name).starts_with("onnx::") || frozen.count(name))
-      continue;
-    const rt::HostArray &copy = initializers[name].array;
-    for (const std::string &target : named) {
-      const rt::HostArray &orig = initializers[target].array;
-      if (orig.shape == copy.shape && orig.dtype == copy.dtype &&
-          orig.data == copy.data) {
-        aliases[name] = {target, false};
-        break;
-      }
-      if (isTransposeOf(orig, copy)) {
-        aliases[name] = {target, true};
-        break;
-      }
-    }
-  }
-  llvm::erase_if(parameters,
-                 [&](const std::string &n) { return aliases.count(n) != 0; });
+  std::vector<std::string> warnings;
+  if (rt::Status s = onnximport::classifyTensors(model, initializers,
+                                                 options.frozen,
+                                                 options.forTraining, tensors,
+                                                 warnings);
+      !s.ok())
+    return error(s.message);
+  for (const std::string &w : warnings)
+    emitWarning(FileLineColLoc::get(ctx, path, 0, 0)) << w;
+  if (options.tensorReport)
+    *options.tensorReport = tensors;
   return success();
 }
 
@@ -263,15 +212,22 @@ Importer::getInputType(const onnx::ValueInfoProto &info) {
 LogicalResult
 Importer::buildSignature(SmallVectorImpl<Type> &argTypes,
                          SmallVectorImpl<DictionaryAttr> &argAttrs) {
-  std::set<std::string> frozen(options.frozen.begin(), options.frozen.end());
-  for (const std::string &name : parameters) {
-    const rt::HostArray &a = initializers[name].array;
+  for (const onnximport::GraphTensor &t : tensors) {
+    if (t.role != onnximport::TensorRole::Parameter &&
+        t.role != onnximport::TensorRole::Buffer)
+      continue;
+    const rt::HostArray &a = initializers[t.source];
+    SmallVector<int64_t> shape(a.shape.begin(), a.shape.end());
+    if (t.transposed)
+      std::reverse(shape.begin(), shape.end());
     argTypes.push_back(
-        RankedTensorType::get(a.shape, getElementType(ctx, a.dtype)));
-    StringRef attrName = frozen.count(name) ? WeftDialect::kBufferAttrName
-                                            : WeftDialect::kParamAttrName;
+        RankedTensorType::get(shape, getElementType(ctx, a.dtype)));
+    StringRef attrName = t.role == onnximport::TensorRole::Buffer
+                             ? WeftDialect::kBufferAttrName
+                             : WeftDialect::kParamAttrName;
     argAttrs.push_back(builder.getDictionaryAttr(builder.getNamedAttr(
-        attrName, builder.getStringAttr(name))));
+        attrName, builder.getStringAttr(t.name))));
+    arguments.push_back(&t);
   }
   // Graph inputs that are initializers are weights (older exporters list
   // them as inputs), not batch inputs.
@@ -445,31 +401,43 @@ OwningOpRef<ModuleOp> Importer::run() {
   Block *body = fn.addEntryBlock();
   builder.setInsertionPointToStart(body);
 
-  for (auto [i, name] : llvm::enumerate(parameters))
-    values[name] = body->getArgument(i);
+  std::map<std::string, Value> argumentValues;
+  for (auto [i, t] : llvm::enumerate(arguments))
+    argumentValues[t->name] = body->getArgument(i);
   for (auto [i, in] : llvm::enumerate(inputs))
-    values[in->name()] = body->getArgument(parameters.size() + i);
-  for (const std::string &name : initializerOrder) {
-    if (values.count(name))
-      continue;
-    Location loc = NameLoc::get(builder.getStringAttr(name),
-                                 FileLineColLoc::get(ctx, path, 0, 0));
-    auto alias = aliases.find(name);
-    if (alias == aliases.end()) {
-      values[name] = ConstantOp::create(
-          builder, loc, toElementsAttr(ctx, initializers[name].array));
+    values[in->name()] = body->getArgument(arguments.size() + i);
+  for (const onnximport::GraphTensor &t : tensors) {
+    Location loc = NameLoc::get(builder.getStringAttr(t.onnxName),
+                                FileLineColLoc::get(ctx, path, 0, 0));
+    if (t.role == onnximport::TensorRole::Constant) {
+      values[t.onnxName] = ConstantOp::create(
+          builder, loc, toElementsAttr(ctx, initializers[t.source]));
       continue;
     }
-    Value target = values[alias->second.first];
-    if (alias->second.second)
-      target = TransposeOp::create(builder, loc, target,
-                                   builder.getDenseI64ArrayAttr({1, 0}));
-    values[name] = target;
+    Value v = argumentValues[t.name];
+    if (t.transposed)
+      v = TransposeOp::create(builder, loc, v,
+                              builder.getDenseI64ArrayAttr({1, 0}));
+    values[t.onnxName] = v;
   }
+  // Initializers only an Identity reads, and any the classification did
+  // not list, are constants.
+  for (auto &[name, array] : initializers)
+    if (!values.count(name))
+      values[name] = ConstantOp::create(
+          builder,
+          NameLoc::get(builder.getStringAttr(name),
+                       FileLineColLoc::get(ctx, path, 0, 0)),
+          toElementsAttr(ctx, array));
 
-  for (auto [i, node] : llvm::enumerate(graph.node()))
+  for (auto [i, node] : llvm::enumerate(graph.node())) {
+    // An Identity of an initializer defines a tensor of its own above.
+    if (node.op_type() == "Identity" && node.output_size() == 1 &&
+        values.count(node.output(0)))
+      continue;
     if (failed(importNode(node, i)))
       return nullptr;
+  }
 
   SmallVector<Value> results;
   for (const onnx::ValueInfoProto &out : graph.output()) {

@@ -5,6 +5,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "weft/Import/Weights.h"
+#include "weft/Import/Initializers.h"
 #include "weft/Import/OnnxModel.h"
 #include "weft/Runtime/SafeTensors.h"
 
@@ -58,8 +59,15 @@ rt::Status weft::readWeights(const std::string &path,
   std::map<std::string, const onnx::TensorProto *> byName;
   for (const onnx::TensorProto &t : model.graph().initializer())
     byName[t.name()] = &t;
+  // Arguments may be named after an Identity of an initializer or the
+  // PyTorch name the export metadata gives a folded copy.
+  std::map<std::string, onnximport::WeightSource> sources;
+  if (rt::Status s = onnximport::collectWeightSources(model, sources); !s.ok())
+    return rt::Status::error(path + ": " + s.message);
   for (const std::string &name : names) {
-    auto it = byName.find(name);
+    auto source = sources.find(name);
+    auto it = source == sources.end() ? byName.end()
+                                      : byName.find(source->second.source);
     if (it == byName.end())
       return rt::Status::error(path + ": no initializer named '" + name +
                                "' (the weights file does not belong to this "
@@ -69,6 +77,10 @@ rt::Status weft::readWeights(const std::string &path,
             onnximport::tensorToHostArray(*it->second, dirName(path), array);
         !s.ok())
       return s;
+    if (rt::Status s =
+            onnximport::applyTranspose(array, source->second.transpose);
+        !s.ok())
+      return rt::Status::error(path + ": '" + name + "': " + s.message);
     out.push_back(std::move(array));
   }
   return rt::Status::success();

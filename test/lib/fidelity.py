@@ -89,8 +89,11 @@ class ToolFailed(Exception):
     pass
 
 
-def export(model, x, path, mode, opset, plain):
-    """Exports as a user would: the model in the export's mode, defaults."""
+def export(model, x, path, mode, opset, plain, fold):
+    """Exports as a user would: `model.eval()` and the export's defaults, or
+    training=TrainingMode.TRAINING. Through the helper, "eval" leaves the
+    mode to the helper (its default is the training graph) unless `fold`
+    asks for torch.onnx.export's defaults (eval mode, constant folding)."""
     kwargs = {}
     if opset is not None:
         kwargs["opset_version"] = opset
@@ -99,6 +102,10 @@ def export(model, x, path, mode, opset, plain):
         model.train()
     else:
         model.eval()
+        if fold:
+            kwargs["training"] = torch.onnx.TrainingMode.EVAL
+    if fold:
+        kwargs["do_constant_folding"] = True
     if plain:
         torch.onnx.export(model, (x,), path, input_names=["input"],
                           output_names=["output"], **kwargs)
@@ -278,7 +285,7 @@ def run_model(p, args, name):
             # The exporter's advice on constant folding and in-place ops.
             warnings.simplefilter("ignore")
             export(copy.deepcopy(model), batches[0][0], onnx_path, mode,
-                   args.opset, args.plain)
+                   args.opset, args.plain, args.fold)
         for optimizer in args.optimizers.split(","):
             try:
                 if not check(args, name, mode, optimizer, model, batches,
@@ -308,6 +315,9 @@ def main(argv=None):
     p.add_argument("--adamw-lr", type=float, default=LR["adamw"])
     p.add_argument("--plain", action="store_true",
                    help="export with torch.onnx.export alone, no metadata")
+    p.add_argument("--fold", action="store_true",
+                   help="export through the helper with torch's defaults: "
+                   "constant folding, and in eval mode TrainingMode.EVAL")
     args = p.parse_args(argv)
     LR.update(sgd=args.sgd_lr, adamw=args.adamw_lr)
     os.makedirs(args.out, exist_ok=True)

@@ -48,6 +48,13 @@ def main():
             "input", TensorProto.FLOAT, [4, 64])], [y], [w]).SerializeToString()
         with open(path, "wb") as f:
             f.write(data[: len(data) // 2])
+    elif kind == "bad-metadata":
+        w = numpy_helper.from_array(np.ones((8, 8), np.float32), "w")
+        node = helper.make_node("MatMul", ["input", "w"], ["output"])
+        model = small_model([node], [x], [y], [w])
+        entry = model.metadata_props.add()
+        entry.key, entry.value = "weft.parameters", '{"w": 1}'
+        onnx.save(model, path)
     elif kind == "garbage":
         with open(path, "wb") as f:
             f.write(bytes(range(256)) * 8)

@@ -229,7 +229,11 @@ LogicalResult writeWeights(ModuleOp module, StringRef irPath) {
   });
   rt::SafeTensorsFile file;
   std::vector<rt::HostArray> arrays;
-  std::string source = weft::resolveWeightsPath(attr.str(), irPath.str());
+  // An imported model's attribute is relative to the output; its weights
+  // are the input itself.
+  std::string source = irPath.empty()
+                           ? inputFilename.getValue()
+                           : weft::resolveWeightsPath(attr.str(), irPath.str());
   if (rt::Status s = weft::readWeights(source, names, arrays); !s.ok())
     return module.emitError(s.message);
   for (size_t i = 0; i < names.size(); ++i)
@@ -243,7 +247,32 @@ LogicalResult writeWeights(ModuleOp module, StringRef irPath) {
   return success();
 }
 
+/// How the importer classified the ONNX model's tensors (for --summary).
+std::vector<weft::onnximport::GraphTensor> importedTensors;
+
+/// One line per initializer (and Identity of one): what it became and why,
+/// so a user sees at once whether Weft trains what PyTorch trains.
+void printTensorTable() {
+  if (importedTensors.empty())
+    return;
+  size_t width = 0;
+  for (const auto &t : importedTensors)
+    width = std::max(width, t.onnxName.size());
+  width = std::min<size_t>(width, 48);
+  llvm::errs() << "weftc: " << inputFilename << ": tensors\n";
+  for (const auto &t : importedTensors) {
+    llvm::errs() << "  " << llvm::left_justify(t.onnxName, width) << "  "
+                 << llvm::left_justify(weft::onnximport::roleName(t.role), 9)
+                 << "  ";
+    if (t.name != t.onnxName && t.role != weft::onnximport::TensorRole::Tied)
+      llvm::errs() << "as '" << t.name << "'"
+                   << (t.transposed ? " (transposed)" : "") << ": ";
+    llvm::errs() << t.reason << "\n";
+  }
+}
+
 void printSummary(ModuleOp module) {
+  printTensorTable();
   int64_t params = 0, values = 0, bytes = 0, buffers = 0, state = 0, inputs = 0;
   // A training step's arguments describe the model; the functions it was
   // built from repeat them.
@@ -289,6 +318,9 @@ OwningOpRef<ModuleOp> loadInput(MLIRContext &context) {
     }
     options.frozen.assign(frozen.begin(), frozen.end());
     options.weightsAttr = relativePath(inputFilename, outputDir());
+    if (summary)
+      options.tensorReport = &importedTensors;
+    options.forTraining = emit >= Emit::Train;
     return weft::importOnnxModel(&context, inputFilename, options);
   }
   if (!inputShapes.empty() || !frozen.empty())

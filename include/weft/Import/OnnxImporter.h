@@ -14,6 +14,8 @@
 #ifndef WEFT_IMPORT_ONNXIMPORTER_H
 #define WEFT_IMPORT_ONNXIMPORTER_H
 
+#include "weft/Import/Initializers.h"
+
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/OwningOpRef.h"
 
@@ -35,6 +37,12 @@ struct OnnxImportOptions {
   std::string weightsAttr;
   /// Name of the imported function.
   std::string functionName = "forward";
+  /// The model is imported to be trained: weights the exporter computed by
+  /// folding (BatchNorm into convolutions) are refused.
+  bool forTraining = true;
+  /// When set, receives how every initializer was classified (parameter,
+  /// buffer, constant, tied) and why, for `weftc --summary`.
+  std::vector<onnximport::GraphTensor> *tensorReport = nullptr;
 };
 
 /// Imports the ONNX model at `path` into generic form. Errors (unreadable
