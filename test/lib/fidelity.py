@@ -3,28 +3,35 @@
 
 Usage:
   fidelity.py MODEL... --out DIR --weftc WEFTC [--exports eval,train]
-      [--opset N] [--optimizers sgd,adamw] [--steps 10] [--plain]
+      [--opset N] [--optimizers sgd,adamw] [--steps 10] [--plain | --fold]
+      [--sgd-lr LR] [--adamw-lr LR] [--rtol R]
 
 For each export mode of each MODEL (test/lib/fidelity_models.py, or
-zoo:NAME for examples/models/zoo.py's NAME) this does what a
-user does: builds the model with PyTorch's default initialization, exports it
-with `model.eval()` and the default export ("eval"), or with
-`training=TrainingMode.TRAINING` ("train"), through Weft's export helper
-(python/weft_export.py; --plain: torch.onnx.export alone), then for each
-optimizer compiles it with `weftc MODEL.onnx -o train`, trains the
+zoo:NAME for examples/models/zoo.py's NAME) this does what a user does:
+builds the model with PyTorch's default initialization and exports it, then
+for each optimizer compiles it with `weftc MODEL.onnx -o train`, trains the
 executable for --steps steps on fixed batches, and compares with PyTorch
-training the same model in train mode on the same batches:
+training the same model in train mode on the same batches. Exports:
 
-- every step's loss (from --metrics) within 1e-5 relative of PyTorch f32;
+  --plain   torch.onnx.export alone: "eval" is `model.eval()` and the
+            defaults, "train" is training=TrainingMode.TRAINING;
+  (default) python/weft_export.py: "eval" calls it on a model in eval mode
+            (it exports the training graph), "train" as above;
+  --fold    the helper with torch.onnx.export's defaults (eval mode,
+            constant folding), so weights come out folded and renamed.
+
+Checks:
+- every step's loss (from --metrics) within --rtol (1e-5) of PyTorch f32;
 - every parameter, and every buffer PyTorch's training changes (BatchNorm's
-  running statistics), by PyTorch's state_dict name in the final
-  checkpoint (with --plain, those the export kept the name of), against PyTorch computed in float64, within
-  max(1e-5, 10 x PyTorch f32's own error against float64): a tensor whose
-  update is decided by rounding noise (a key bias's structurally zero
-  gradient under AdamW) cannot be closer to PyTorch than PyTorch f32 is.
+  running statistics), by PyTorch's state_dict name in the final checkpoint
+  (with --plain, those the export kept the name of), against PyTorch
+  computed in float64, within max(rtol, 10 x PyTorch f32's own error
+  against float64): a tensor whose update is decided by rounding noise (a
+  key bias's structurally zero gradient under AdamW) cannot be closer to
+  PyTorch than PyTorch f32 is.
 
 Prints one line per run: MODEL EXPORT OPTIMIZER: losses <err>, params <err>
-(<n> tensors) and "ok" or FAIL with the worst tensor, or the error of a
+(<n> tensors) and "ok" or FAIL with the worst tensors, or the error of a
 tool that failed. Exit 1 if any run failed, 2 if a tool failed.
 
 Needs torch 1.13, onnx and numpy: Debian's /usr/bin/python3.
