@@ -15,6 +15,8 @@ with the user's own PyTorch and arguments and
   PyTorch trains: BatchNorm with batch statistics, Dropout kept) and
   `do_constant_folding=False` (every parameter keeps its name; Weft folds
   constants itself) — pass either to override;
+- leaves the model's buffers as they were (tracing in train mode runs
+  BatchNorm, which updates its running statistics) and writes those values;
 - records in the model's `metadata_props`:
     weft.parameters  JSON list of `named_parameters()` names (tied
                      parameters once, under their first name),
@@ -86,6 +88,9 @@ def export(model, args, f, **kwargs):
     if not isinstance(args, tuple):
         args = (args,)
     was_training = model.training
+    # Tracing in train mode runs BatchNorm, which updates the running
+    # statistics in place: keep the model's (and the file's) as they were.
+    buffers = {n: b.detach().clone() for n, b in model.named_buffers()}
     buf = io.BytesIO()
     try:
         torch.onnx.export(model, args, buf, **kwargs)
@@ -95,8 +100,16 @@ def export(model, args, f, **kwargs):
             renamed = _renamed(model, args, kwargs, set(param_names))
     finally:
         model.train(was_training)
+        with torch.no_grad():
+            for n, b in model.named_buffers():
+                b.copy_(buffers[n])
 
     proto = onnx.load_from_string(buf.getvalue())
+    from onnx import numpy_helper
+    for init in proto.graph.initializer:
+        if init.name in buffers:
+            init.CopyFrom(numpy_helper.from_array(
+                buffers[init.name].cpu().numpy(), init.name))
     keep = [e for e in proto.metadata_props
             if e.key not in (PARAMETERS_KEY, BUFFERS_KEY, RENAMED_KEY)]
     del proto.metadata_props[:]

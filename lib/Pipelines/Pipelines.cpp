@@ -76,8 +76,10 @@ void addLoopsToLLVMPasses(OpPassManager &pm, bool codegen) {
 
 } // namespace
 
-void weft::buildImportPipeline(OpPassManager &pm) {
-  pm.addPass(createLegalizeOnnxPass());
+void weft::buildImportPipeline(OpPassManager &pm, bool training) {
+  LegalizeOnnxPassOptions legalize;
+  legalize.training = training;
+  pm.addPass(createLegalizeOnnxPass(legalize));
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
   pm.addPass(createMarkBuffersPass());

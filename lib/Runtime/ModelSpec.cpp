@@ -180,7 +180,18 @@ Status weft::rt::loadModelSpec(const WeftModel &model, ModelSpec &out) {
         return Status::error("compiled model: argument " + describeTensor(t) +
                              " comes back as " + describeTensor(res));
     } else if (t.kind == "buffer") {
+      // A buffer the step updates (BatchNorm's running statistics) comes
+      // back as a result of the same name; a frozen one does not.
       spec.bufferArgs.push_back(idx);
+      for (size_t r = 0; r < spec.results.size(); ++r)
+        if (spec.results[r].name == t.name && spec.results[r].kind == t.kind)
+          spec.resultForArg[i] = int(r);
+      if (int r = spec.resultForArg[i]; r >= 0) {
+        const TensorSpec &res = spec.results[r];
+        if (res.dtype != t.dtype || res.shape != t.shape)
+          return Status::error("compiled model: argument " + describeTensor(t) +
+                               " comes back as " + describeTensor(res));
+      }
     } else if (t.kind == "input") {
       if (t.name == "step") {
         if (t.dtype != DType::I64 || !t.shape.empty())
@@ -235,7 +246,7 @@ Status weft::rt::loadModelSpec(const WeftModel &model, ModelSpec &out) {
 
   for (size_t r = 0; r < spec.results.size(); ++r) {
     const TensorSpec &t = spec.results[r];
-    if (t.kind == "param" || t.kind == "state") {
+    if (t.kind == "param" || t.kind == "state" || t.kind == "buffer") {
       int a = spec.findArg(t.name, t.kind);
       if (a < 0)
         return Status::error("compiled model: result " + describeTensor(t) +

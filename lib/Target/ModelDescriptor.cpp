@@ -117,7 +117,7 @@ FailureOr<weft::ModelAbi> weft::collectModelAbi(func::FuncOp entry) {
   for (auto [i, resultType] : llvm::enumerate(type.getResults())) {
     AbiTensor t;
     if (failed(describe(entry, resultType, entry.getResultAttrDict(i),
-                        {"param", "state", "output"}, "output",
+                        {"param", "state", "buffer", "output"}, "output",
                         "result" + std::to_string(i), t)))
       return failure();
     abi.results.push_back(std::move(t));

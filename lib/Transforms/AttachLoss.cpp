@@ -121,11 +121,19 @@ void AttachLossPass::runOnOperation() {
     else
       value = MseOp::create(builder, loc, logits, labelArg);
   }
-  func::ReturnOp::create(builder, loc, value);
+  // Running statistics a train-mode forward updates travel with the loss.
+  SmallVector<Value> results{value};
+  SmallVector<DictionaryAttr> resultAttrs{builder.getDictionaryAttr(
+      builder.getNamedAttr("weft.output", builder.getStringAttr("loss")))};
+  for (unsigned r = 1, e = ret.getNumOperands(); r < e; ++r)
+    if (loss.getResultAttr(r, WeftDialect::kBufferAttrName)) {
+      results.push_back(ret.getOperand(r));
+      resultAttrs.push_back(loss.getResultAttrDict(r));
+    }
+  func::ReturnOp::create(builder, loc, results);
   ret.erase();
-  loss.setFunctionType(builder.getFunctionType(loss.getArgumentTypes(),
-                                               TypeRange{value.getType()}));
-  loss.setAllResultAttrs(ArrayRef<DictionaryAttr>{builder.getDictionaryAttr(
-      builder.getNamedAttr("weft.output", builder.getStringAttr("loss")))});
+  loss.setFunctionType(builder.getFunctionType(
+      loss.getArgumentTypes(), ValueRange(results).getTypes()));
+  loss.setAllResultAttrs(resultAttrs);
 }
 } // namespace

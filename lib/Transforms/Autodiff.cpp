@@ -285,6 +285,13 @@ LogicalResult AutodiffPass::differentiate(func::FuncOp gradFn,
   if (results.size() == 1)
     return gradFn.emitError("no parameter gets a gradient from the loss of '")
            << functionName << "': nothing to train";
+  // Buffers' next values (BatchNorm running statistics) follow the
+  // gradients unchanged.
+  for (unsigned r = 1, e = ret.getNumOperands(); r < e; ++r)
+    if (gradFn.getResultAttr(r, WeftDialect::kBufferAttrName)) {
+      results.push_back(ret.getOperand(r));
+      resultAttrs.push_back(gradFn.getResultAttrDict(r));
+    }
   func::ReturnOp::create(builder, ret.getLoc(), results);
   ret.erase();
 

@@ -15,8 +15,10 @@
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
+#include "llvm/ADT/StringMap.h"
 
 #include <cmath>
+#include <optional>
 
 namespace weft {
 #define GEN_PASS_DEF_OPTIMIZERPASS
@@ -192,11 +194,26 @@ OptimizerPass::classifyArguments(func::FuncOp gradFn,
     return gradFn.emitError()
            << "no argument has a '" << WeftDialect::kParamAttrName
            << "' attribute: nothing to train";
-  if (gradFn.getNumResults() != paramArgs.size() + 1)
+  unsigned numBufferResults = 0;
+  for (unsigned r = paramArgs.size() + 1; r < gradFn.getNumResults(); ++r) {
+    auto name = gradFn.getResultAttrOfType<StringAttr>(
+        r, WeftDialect::kBufferAttrName);
+    std::optional<unsigned> arg;
+    for (unsigned i : otherArgs)
+      if (gradFn.getArgAttr(i, WeftDialect::kBufferAttrName) == name)
+        arg = i;
+    if (!name || !arg || gradFn.getArgumentTypes()[*arg] !=
+                             gradFn.getResultTypes()[r])
+      break;
+    ++numBufferResults;
+  }
+  if (gradFn.getNumResults() != paramArgs.size() + 1 + numBufferResults)
     return gradFn.emitError()
-           << "expected (loss, one gradient per parameter) results, got "
+           << "expected (loss, one gradient per parameter, next values of "
+              "buffers) results, got "
            << gradFn.getNumResults() << " results for " << paramArgs.size()
-           << " parameters";
+           << " parameters (a buffer result needs a weft.buffer argument of "
+              "the same name and type)";
   auto lossType =
       RankedTensorType::get({}, Float32Type::get(gradFn.getContext()));
   if (gradFn.getResultTypes()[0] != lossType)
@@ -368,6 +385,15 @@ void OptimizerPass::runOnOperation() {
   // Gradients, averaged over micro-batches as loss / K per backward does.
   SmallVector<Value> grads(numParams);
   Value loss;
+  // Buffers the forward updates (BatchNorm running statistics): their
+  // next values follow the gradients in @loss_grad's results, and each
+  // micro-batch sees the values the previous one left, as in PyTorch.
+  llvm::StringMap<Value> bufferValues;
+  SmallVector<std::pair<StringAttr, unsigned>> bufferResults;
+  for (unsigned r = 1 + numParams, e = gradFn.getNumResults(); r < e; ++r)
+    if (auto name = gradFn.getResultAttrOfType<StringAttr>(
+            r, WeftDialect::kBufferAttrName))
+      bufferResults.push_back({name, r});
   for (int64_t k = 0; k < accumSteps; ++k) {
     SmallVector<Value> operands(gradFn.getNumArguments());
     for (auto [p, i] : llvm::enumerate(paramArgs))
@@ -375,6 +401,10 @@ void OptimizerPass::runOnOperation() {
     for (auto [j, i] :
          llvm::enumerate(llvm::concat<unsigned>(batchArgs, otherArgs))) {
       Value v = body->getArgument(batchBase + j);
+      if (auto name = gradFn.getArgAttrOfType<StringAttr>(
+              i, WeftDialect::kBufferAttrName))
+        if (Value updated = bufferValues.lookup(name.getValue()))
+          v = updated;
       if (accumSteps > 1 && llvm::is_contained(batchArgs, i)) {
         auto type = cast<RankedTensorType>(v.getType());
         int64_t micro = type.getDimSize(0) / accumSteps;
@@ -389,6 +419,8 @@ void OptimizerPass::runOnOperation() {
       operands[i] = v;
     }
     auto call = func::CallOp::create(b, loc, gradFn, operands);
+    for (auto [name, r] : bufferResults)
+      bufferValues[name.getValue()] = call.getResult(r);
     loss = k ? e.add(loss, call.getResult(0)) : call.getResult(0);
     for (size_t p = 0; p < numParams; ++p)
       grads[p] =
@@ -470,6 +502,8 @@ void OptimizerPass::runOnOperation() {
 
   SmallVector<Value> results(newParams);
   llvm::append_range(results, newState);
+  for (auto [name, r] : bufferResults)
+    results.push_back(bufferValues.lookup(name.getValue()));
   results.push_back(loss);
   results.push_back(lrT);
   func::ReturnOp::create(b, loc, results);
@@ -480,6 +514,8 @@ void OptimizerPass::runOnOperation() {
     resultAttrs.push_back(argAttrs[i]);
   for (size_t i = 0; i < newState.size(); ++i)
     resultAttrs.push_back(argAttrs[numParams + i]);
+  for (auto [name, r] : bufferResults)
+    resultAttrs.push_back(gradFn.getResultAttrDict(r));
   resultAttrs.push_back(named("weft.output", "loss"));
   resultAttrs.push_back(named("weft.output", "lr"));
   fn.setAllResultAttrs(resultAttrs);

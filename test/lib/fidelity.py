@@ -288,14 +288,18 @@ def run_model(p, args, name):
     status = 0
     for mode in args.exports.split(","):
         onnx_path = os.path.join(args.out, "%s-%s.onnx" % (name.replace(":", "-"), mode))
+        # Tracing in train mode runs BatchNorm, which updates its running
+        # statistics: PyTorch then trains on from the model as exported,
+        # exactly as a user's model continues after torch.onnx.export.
+        exported = copy.deepcopy(model)
         with warnings.catch_warnings():
             # The exporter's advice on constant folding and in-place ops.
             warnings.simplefilter("ignore")
-            export(copy.deepcopy(model), batches[0][0], onnx_path, mode,
+            export(exported, batches[0][0], onnx_path, mode,
                    args.opset, args.plain, args.fold)
         for optimizer in args.optimizers.split(","):
             try:
-                if not check(args, name, mode, optimizer, model, batches,
+                if not check(args, name, mode, optimizer, exported, batches,
                              loss_kind, onnx_path):
                     status = max(status, 1)
             except ToolFailed as e:

@@ -147,6 +147,13 @@ cl::opt<cl::boolOrDefault> runtimeHyperparameters(
              "hp.<name>: flags of the executable, defaulting to the values "
              "given here (default: on for --emit=llvm|obj|exe, off for IR)"),
     cl::cat(trainCategory));
+cl::opt<std::string> batchNorm(
+    "batchnorm",
+    cl::desc("BatchNorm in the training step: 'train' normalizes with batch "
+             "statistics and updates the running ones, as PyTorch's train "
+             "mode; 'inference' uses the running statistics, frozen"),
+    cl::value_desc("train|inference"), cl::init("train"),
+    cl::cat(trainCategory));
 cl::opt<std::string> precision("precision",
                                cl::desc("fp32, or bf16 (bf16 compute, f32 "
                                         "master weights and optimizer "
@@ -666,11 +673,18 @@ int main(int argc, char **argv) {
     if (failed(applyPassManagerCLOptions(pm)))
       return 1;
     pm.enableTiming(timing);
-    weft::buildImportPipeline(pm);
-    // A training step given as input is compiled as it is.
+    // The training step runs the model in train mode (BatchNorm's batch
+    // statistics); a forward-only import is the model in eval mode.
     bool hasStep =
         static_cast<bool>(module->lookupSymbol<func::FuncOp>("train_step"));
     bool buildStep = emit == Emit::Train || (emit > Emit::Train && !hasStep);
+    if (batchNorm != "train" && batchNorm != "inference") {
+      llvm::errs() << "weftc: --batchnorm must be train or inference, got '"
+                   << batchNorm << "'\n";
+      return 1;
+    }
+    weft::buildImportPipeline(pm, buildStep && batchNorm == "train");
+    // A training step given as input is compiled as it is.
     if (buildStep) {
       if (precision != "fp32" && precision != "bf16") {
         llvm::errs() << "weftc: --precision must be fp32 or bf16, got '"

@@ -30,6 +30,15 @@ def LegalizeOnnxPass : Pass<"weft-legalize-onnx", "mlir::ModuleOp"> {
     range, an unsupported attribute value, or a shape input that is not
     computable at compile time.
 
+    Layers that behave differently in training follow PyTorch's modes: by
+    default the function is the model in eval mode (BatchNorm normalizes
+    with its running statistics, Dropout passes its input through). With
+    `training`, it is the model in train mode: BatchNorm normalizes with the
+    batch's statistics and the function gains one result per running
+    statistic, its next value (`{weft.buffer = "<name>"}`: momentum, and the
+    unbiased batch variance, as torch.nn.BatchNorm does), which the
+    training step returns so the runtime carries it to the next step.
+
     Before:
 
     ```mlir
@@ -60,6 +69,11 @@ def LegalizeOnnxPass : Pass<"weft-legalize-onnx", "mlir::ModuleOp"> {
     ```
   }];
   let dependentDialects = ["::weft::WeftDialect", "::mlir::func::FuncDialect"];
+  let options = [
+    Option<"training", "training", "bool", /*default=*/"false",
+           "Train-mode semantics: BatchNorm with batch statistics and "
+           "running-statistic updates as results">,
+  ];
 }
 
 def LowerToLinalgPass : Pass<"weft-lower-to-linalg", "mlir::ModuleOp"> {

@@ -21,8 +21,10 @@
 namespace weft {
 
 /// Generic ONNX form -> clean weft dialect: legalize every node, then fold
-/// and deduplicate.
-void buildImportPipeline(mlir::OpPassManager &pm);
+/// and deduplicate. `training` legalizes the model in train mode (BatchNorm
+/// with batch statistics, running statistics as results), for a training
+/// step; otherwise it is the model in eval mode.
+void buildImportPipeline(mlir::OpPassManager &pm, bool training = false);
 
 /// How the forward model becomes a training step.
 struct TrainPipelineOptions {

@@ -64,7 +64,8 @@ struct ModelAbi {
 
 /// Reads the ABI of a tensor-level step function from its `weft.param`,
 /// `weft.state`, `weft.buffer`, `weft.input` argument attributes and its
-/// `weft.param`, `weft.state`, `weft.output` result attributes. An argument
+/// `weft.param`, `weft.state`, `weft.buffer`, `weft.output` result
+/// attributes. An argument
 /// without one is an input named `arg<i>`, a result an output named
 /// `result<i>`. Errors (emitted on the function): a type that is not a
 /// statically shaped tensor of a dtype the runtime knows.

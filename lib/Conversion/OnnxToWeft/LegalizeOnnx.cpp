@@ -148,6 +148,8 @@ void foldCreated(OpBuilder &builder, ArrayRef<Operation *> ops) {
 
 struct LegalizeOnnxPass
     : public weft::impl::LegalizeOnnxPassBase<LegalizeOnnxPass> {
+  using LegalizeOnnxPassBase::LegalizeOnnxPassBase;
+
   LogicalResult initialize(MLIRContext *) override {
     registry = LegalizerRegistry();
     populateActivationLegalizers(registry);
@@ -197,6 +199,7 @@ LogicalResult LegalizeOnnxPass::legalizeNode(OnnxNodeOp node) {
 
   OpBuilder builder(node);
   LegalizeContext ctx(builder, node);
+  ctx.training = training;
   FailureOr<SmallVector<Value>> results = (*fn)(ctx, node, node.getInputs());
   if (failed(results))
     return failure();

@@ -40,6 +40,8 @@ public:
   mlir::OpBuilder &builder;
   OnnxNodeOp node;
   int64_t opset;
+  /// Legalize train-mode semantics (the pass's `training` option).
+  bool training = false;
   /// Ops built for this node, in creation order.
   llvm::SmallVector<mlir::Operation *> created;
 

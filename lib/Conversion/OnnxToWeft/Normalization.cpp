@@ -142,9 +142,8 @@ FailureOr<Value> normalize(LegalizeContext &ctx, FailureOr<Value> centered,
 }
 
 /// Running statistics are not trained by gradient: PyTorch updates them by
-/// a moving average in train mode. Weft trains BatchNorm with frozen
-/// statistics (eval-mode semantics), so they become buffers, not the
-/// parameters the importer makes of every float initializer.
+/// a moving average in train mode. They become buffers, not the parameters
+/// a plain import makes of every float initializer.
 void freezeStatistics(OnnxNodeOp node) {
   for (unsigned i = 3; i < 5 && i < node.getInputs().size(); ++i) {
     auto arg = dyn_cast<BlockArgument>(node.getInputs()[i]);
@@ -162,21 +161,59 @@ void freezeStatistics(OnnxNodeOp node) {
   }
 }
 
-/// BatchNormalization in inference mode, with the given statistics. Only
-/// output 0 exists then; training mode is rejected.
+/// Makes `value` (shaped like the buffer argument behind input `i`) that
+/// buffer's next value: a new result of the function, tagged with the
+/// buffer's name. A statistic that is not a buffer argument (a constant)
+/// has nothing to carry.
+LogicalResult addBufferUpdate(LegalizeContext &ctx, unsigned i,
+                              FailureOr<Value> value) {
+  if (failed(value))
+    return failure();
+  auto arg = dyn_cast<BlockArgument>(ctx.node.getInputs()[i]);
+  auto fn = ctx.node->getParentOfType<func::FuncOp>();
+  if (!arg || !fn || arg.getOwner() != &fn.getBody().front())
+    return success();
+  auto name = fn.getArgAttrOfType<StringAttr>(arg.getArgNumber(),
+                                              WeftDialect::kBufferAttrName);
+  if (!name)
+    return success();
+  auto ret = cast<func::ReturnOp>(fn.getBody().front().getTerminator());
+  for (unsigned r = 0, e = fn.getNumResults(); r < e; ++r)
+    if (fn.getResultAttr(r, WeftDialect::kBufferAttrName) == name)
+      return ctx.emitError() << "running statistic '" << name.getValue()
+                             << "' is updated by two BatchNorm nodes; Weft "
+                                "supports one BatchNorm per statistic";
+  unsigned index = fn.getNumResults();
+  ret->insertOperands(ret.getNumOperands(), *value);
+  if (failed(fn.insertResult(
+          index, (*value).getType(),
+          ctx.builder.getDictionaryAttr(
+              ctx.builder.getNamedAttr(WeftDialect::kBufferAttrName, name)))))
+    return ctx.emitError() << "could not add the update of '"
+                           << name.getValue() << "' as a result";
+  return success();
+}
+
+/// BatchNormalization, in all three forms PyTorch exports: inference (one
+/// output), training_mode=1 (opset 14+, three outputs) and the five-output
+/// form of opset 13 and older. The pass's mode decides the semantics, as
+/// model.train()/eval() do in PyTorch, whatever the export's form: eval
+/// normalizes with the running statistics; train normalizes with the
+/// batch's (biased variance) and returns the running statistics' next
+/// values, `momentum * running + (1 - momentum) * batch` with the unbiased
+/// batch variance. The other outputs (running statistics, saved mean and
+/// variance) are training byproducts weft computes itself.
 LegalizeResult legalizeBatchNorm(LegalizeContext &ctx, OnnxNodeOp node,
                                  ValueRange) {
   freezeStatistics(node);
   FailureOr<TypedValue<RankedTensorType>> x = ctx.getTensor(0, "X");
-  double epsilon = 1e-5;
+  double epsilon = 1e-5, momentum = 0.9;
   int64_t training = 0, spatial = 1;
   if (failed(x) || failed(ctx.getFloat("epsilon", epsilon)) ||
+      failed(ctx.getFloat("momentum", momentum)) ||
       failed(ctx.getInt("training_mode", training)) ||
       failed(ctx.getInt("spatial", spatial)))
     return failure();
-  if (training != 0)
-    return ctx.unsupportedAttr("training_mode", std::to_string(training),
-                               "0 (inference)");
   if (spatial != 1)
     return ctx.unsupportedAttr("spatial", std::to_string(spatial), "1");
   FailureOr<int64_t> channels = getChannels(ctx, *x, 2);
@@ -191,8 +228,50 @@ LegalizeResult legalizeBatchNorm(LegalizeContext &ctx, OnnxNodeOp node,
       return failure();
     params.push_back(*p);
   }
-  return one(normalize(ctx, make<SubOp>(ctx, *x, params[2]), params[3],
-                       params[0], params[1], epsilon));
+  if (!ctx.training)
+    return one(normalize(ctx, make<SubOp>(ctx, *x, params[2]), params[3],
+                         params[0], params[1], epsilon));
+
+  // Statistics over every axis but the channels, kept [C, 1, ...] like
+  // the parameters.
+  SmallVector<int64_t> axes{0};
+  for (int64_t a = 2; a < rank; ++a)
+    axes.push_back(a);
+  SmallVector<NamedAttribute> attrs = {ctx.arrayAttr("axes", axes),
+                                       ctx.boolAttr("keep_dims", false)};
+  int64_t count = product(shapeOf(*x)) / *channels;
+  if (count < 2)
+    return ctx.emitError() << "training needs more than one value per "
+                              "channel to compute a batch variance (input "
+                           << formatShape(shapeOf(*x)) << ")";
+  FailureOr<Value> mean = ctx.create<ReduceMeanOp>({*x}, attrs);
+  if (failed(mean))
+    return failure();
+  FailureOr<Value> meanBc = ctx.reshape(*mean, shapeOf(params[0]));
+  FailureOr<Value> centered = make<SubOp>(ctx, *x, meanBc);
+  FailureOr<Value> squares = make<MulOp>(ctx, centered, centered);
+  if (failed(squares))
+    return failure();
+  FailureOr<Value> var = ctx.create<ReduceMeanOp>({*squares}, attrs);
+  if (failed(var))
+    return failure();
+  FailureOr<Value> y = normalize(ctx, centered, ctx.reshape(*var, shapeOf(params[0])),
+                                 params[0], params[1], epsilon);
+  if (failed(y))
+    return failure();
+
+  Type type = elementTypeOf(*x);
+  FailureOr<Value> keep = ctx.scalar(type, momentum);
+  FailureOr<Value> take = ctx.scalar(type, 1.0 - momentum);
+  FailureOr<Value> unbias = ctx.scalar(type, double(count) / double(count - 1));
+  auto update = [&](unsigned i, FailureOr<Value> batch) {
+    return make<AddOp>(ctx, make<MulOp>(ctx, node.getInputs()[i], keep),
+                       make<MulOp>(ctx, batch, take));
+  };
+  if (failed(addBufferUpdate(ctx, 3, update(3, mean))) ||
+      failed(addBufferUpdate(ctx, 4, update(4, make<MulOp>(ctx, var, unbias)))))
+    return failure();
+  return one(y);
 }
 
 /// InstanceNormalization: statistics over the spatial axes of each
