@@ -306,6 +306,19 @@ void evalCausalMask(CausalMaskOp op, const Tensor &x, Tensor &r) {
   }
 }
 
+/// The mask the executable applies, bit for bit: DropoutOp::keeps.
+void evalDropout(DropoutOp op, const Tensor &x, const Tensor &seed,
+                 Tensor &r) {
+  double ratio = op.getRatio().convertToDouble();
+  uint64_t key = DropoutOp::keyOf(seed.ints[0], op.getOpId());
+  double scale = 1.0 / (1.0 - ratio);
+  Rounder round(r.elementType);
+  for (int64_t i = 0, e = x.numElements(); i < e; ++i)
+    r.fp[i] = DropoutOp::keeps(key, uint64_t(i), ratio)
+                  ? round(x.fp[i] * round(scale))
+                  : 0.0;
+}
+
 } // namespace
 
 std::optional<LogicalResult> weft::eval::detail::evaluateElementwiseOp(
@@ -375,6 +388,10 @@ std::optional<LogicalResult> weft::eval::detail::evaluateElementwiseOp(
       })
       .Case([&](CausalMaskOp mask) {
         evalCausalMask(mask, operands[0], result);
+        return success();
+      })
+      .Case([&](DropoutOp dropout) {
+        evalDropout(dropout, operands[0], operands[1], result);
         return success();
       })
       .Default([](Operation *) { return std::nullopt; });

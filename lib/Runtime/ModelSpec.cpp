@@ -198,6 +198,11 @@ Status weft::rt::loadModelSpec(const WeftModel &model, ModelSpec &out) {
           return Status::error("compiled model: " + describeTensor(t) +
                                " must be a scalar I64");
         spec.stepArg = idx;
+      } else if (t.name == "seed") {
+        if (t.dtype != DType::I64 || !t.shape.empty())
+          return Status::error("compiled model: " + describeTensor(t) +
+                               " must be a scalar I64");
+        spec.seedArg = idx;
       } else if (t.name == "lr") {
         if (t.dtype != DType::F32 || !t.shape.empty())
           return Status::error("compiled model: " + describeTensor(t) +

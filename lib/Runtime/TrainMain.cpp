@@ -398,6 +398,11 @@ int Trainer::run(bool seedGiven) {
     for (size_t k = 0; k < spec.batchArgs.size(); ++k)
       argPtrs[spec.batchArgs[k]] = b.inputs[k].data();
     *reinterpret_cast<int64_t *>(argPtrs[spec.stepArg]) = step;
+    // Dropout's masks derive from the run's seed (the checkpoint's on a
+    // resume) and the step, so a resumed run repeats them.
+    if (spec.seedArg >= 0)
+      *reinterpret_cast<int64_t *>(argPtrs[spec.seedArg]) =
+          int64_t(dataState.seed);
     *reinterpret_cast<float *>(argPtrs[spec.lrArg]) = float(opts.lr);
 
     model.trainStep(argPtrs.data(), resultPtrs.data(), workspace.data());

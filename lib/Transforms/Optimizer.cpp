@@ -181,11 +181,16 @@ OptimizerPass::classifyArguments(func::FuncOp gradFn,
       paramArgs.push_back(i);
     } else if (auto name = gradFn.getArgAttrOfType<StringAttr>(
                    i, WeftDialect::kInputAttrName)) {
-      if (name.getValue() == "step" || name.getValue() == "lr")
+      if (name.getValue() == "step" || name.getValue() == "lr" ||
+          name.getValue() == WeftDialect::kSeedInputName)
         return gradFn.emitError() << "input '" << name.getValue()
                                   << "' clashes with the training step's own '"
                                   << name.getValue() << "' input";
-      batchArgs.push_back(i);
+      // The random stream is computed by the step, not read from data.
+      if (name.getValue() == WeftDialect::kRngInputName)
+        otherArgs.push_back(i);
+      else
+        batchArgs.push_back(i);
     } else {
       otherArgs.push_back(i);
     }
@@ -284,6 +289,16 @@ void OptimizerPass::runOnOperation() {
   SmallVector<unsigned> paramArgs, batchArgs, otherArgs;
   if (failed(classifyArguments(gradFn, paramArgs, batchArgs, otherArgs)))
     return signalPassFailure();
+  // Dropout's random stream is computed by the step from the run's seed
+  // input, not passed in.
+  std::optional<unsigned> rngArg;
+  for (unsigned i : otherArgs)
+    if (auto name = gradFn.getArgAttrOfType<StringAttr>(
+            i, WeftDialect::kInputAttrName);
+        name && name.getValue() == WeftDialect::kRngInputName)
+      rngArg = i;
+  if (rngArg)
+    llvm::erase(otherArgs, *rngArg);
   auto paramName = [&](unsigned i) {
     return gradFn.getArgAttrOfType<StringAttr>(i, WeftDialect::kParamAttrName)
         .getValue();
@@ -325,6 +340,11 @@ void OptimizerPass::runOnOperation() {
     }
     argTypes.push_back(type);
     argAttrs.push_back(gradFn.getArgAttrDict(i));
+  }
+  if (rngArg) {
+    argTypes.push_back(RankedTensorType::get({}, b.getI64Type()));
+    argAttrs.push_back(
+        named(WeftDialect::kInputAttrName, WeftDialect::kSeedInputName));
   }
   argTypes.push_back(RankedTensorType::get({}, b.getI64Type()));
   argAttrs.push_back(named(WeftDialect::kInputAttrName, "step"));
@@ -417,6 +437,21 @@ void OptimizerPass::runOnOperation() {
                             b.getDenseI64ArrayAttr(strides));
       }
       operands[i] = v;
+    }
+    // Each micro-batch of each step draws its own masks:
+    // rng = seed * 2^32 + step * K + k (wrapping), hashed per op.
+    if (rngArg) {
+      auto i64 = [&](int64_t c) -> Value {
+        return ConstantOp::create(
+            b, loc,
+            DenseElementsAttr::get(RankedTensorType::get({}, b.getI64Type()),
+                                   b.getI64IntegerAttr(c).getValue()));
+      };
+      Value seed = body->getArgument(stepIndex - 1);
+      operands[*rngArg] = AddOp::create(
+          b, loc, MulOp::create(b, loc, seed, i64(int64_t(1) << 32)),
+          AddOp::create(b, loc, MulOp::create(b, loc, step, i64(accumSteps)),
+                        i64(k)));
     }
     auto call = func::CallOp::create(b, loc, gradFn, operands);
     for (auto [name, r] : bufferResults)

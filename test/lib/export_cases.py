@@ -17,6 +17,7 @@ weftc reads). Cases:
             transposed `onnx::MatMul_N` weight)
   mask      plain eval export of a model with a -inf mask buffer
   bn        training-mode export of a BatchNorm1d model
+  dropout   training-mode export of an MLP with Dropout(0.3)
   folded    eval-mode export of Conv2d + BatchNorm2d (folded by the exporter),
             and OUT_DIR/freeze.rsp freezing the folded weights
 """
@@ -69,6 +70,17 @@ class Bn(nn.Module):
         return self.bn(self.fc(x))
 
 
+class Dropped(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc1 = nn.Linear(8, 16)
+        self.drop = nn.Dropout(0.3)
+        self.fc2 = nn.Linear(16, 10)
+
+    def forward(self, x):
+        return self.fc2(self.drop(torch.relu(self.fc1(x))))
+
+
 class Folded(nn.Module):
     def __init__(self):
         super().__init__()
@@ -103,6 +115,10 @@ def main():
     elif case == "bn":
         model = Bn().train()
         torch.onnx.export(model, (torch.randn(4, 5),), path,
+                          training=torch.onnx.TrainingMode.TRAINING)
+    elif case == "dropout":
+        model = Dropped().train()
+        torch.onnx.export(model, (torch.randn(4, 8),), path,
                           training=torch.onnx.TrainingMode.TRAINING)
     elif case == "folded":
         model = Folded().eval()

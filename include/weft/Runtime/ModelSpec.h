@@ -70,6 +70,8 @@ struct ModelSpec {
   std::vector<int> batchArgs;
   std::vector<HyperParamSpec> hyperParams;
   int stepArg = -1, lrArg = -1;
+  /// The run's seed (I64 scalar), for models with dropout; -1 without.
+  int seedArg = -1;
   /// Indices into `results`. lrResult is -1 when the step does not return
   /// its scheduled learning rate.
   int lossResult = -1, lrResult = -1;

@@ -11,6 +11,9 @@
 
 #include "Legalizers.h"
 
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "llvm/Support/xxhash.h"
+
 using namespace mlir;
 using namespace weft;
 using namespace weft::onnxtoweft;
@@ -293,22 +296,73 @@ LegalizeResult legalizeIdentity(LegalizeContext &ctx, OnnxNodeOp, ValueRange) {
   return ctx.getTensors({"input"});
 }
 
-/// Inference semantics: Dropout passes its input through. Training mode
-/// would need a random mask, which weft does not model.
-LegalizeResult legalizeDropout(LegalizeContext &ctx, OnnxNodeOp, ValueRange) {
+/// The function's random-stream input (`weft.input = "rng"`, an i64
+/// scalar the training step derives from the run's seed and the step),
+/// added on first use.
+FailureOr<Value> getRngInput(LegalizeContext &ctx) {
+  auto fn = ctx.node->getParentOfType<func::FuncOp>();
+  if (!fn || fn.getBody().getBlocks().size() != 1)
+    return ctx.emitError() << "must be in a single-block function";
+  for (unsigned i = 0, e = fn.getNumArguments(); i < e; ++i)
+    if (auto name = fn.getArgAttrOfType<StringAttr>(
+            i, WeftDialect::kInputAttrName);
+        name && name.getValue() == WeftDialect::kRngInputName)
+      return Value(fn.getArgument(i));
+  unsigned index = fn.getNumArguments();
+  OpBuilder &b = ctx.builder;
+  if (failed(fn.insertArgument(
+          index, RankedTensorType::get({}, b.getI64Type()),
+          b.getDictionaryAttr(b.getNamedAttr(WeftDialect::kInputAttrName,
+                                             b.getStringAttr(WeftDialect::kRngInputName))),
+          fn.getLoc())))
+    return ctx.emitError() << "could not add the random-stream input";
+  return Value(fn.getArgument(index));
+}
+
+/// Dropout follows the pass's mode, as PyTorch's model.train()/eval(): in
+/// eval mode (and at p = 0) it passes its input through; in train mode a
+/// node exported in training mode becomes weft.dropout with a
+/// counter-based mask. Its op id hashes the node's name, so masks do not
+/// depend on the order nodes are visited in.
+LegalizeResult legalizeDropout(LegalizeContext &ctx, OnnxNodeOp node,
+                               ValueRange) {
   FailureOr<SmallVector<Value>> in = ctx.getTensors({"data"});
   if (failed(in))
     return failure();
+  bool trainingNode = ctx.opset < 12;
+  double ratio = 0.5;
+  if (ctx.opset < 12) {
+    if (failed(ctx.getFloat("ratio", ratio)))
+      return failure();
+  } else if (ctx.hasInput(1)) {
+    ElementsAttr r = ctx.matchConstant(1);
+    FailureOr<SmallVector<double>> values = failure();
+    if (r)
+      values = getFloatValues(r);
+    if (failed(values) || values->size() != 1)
+      return ctx.emitError() << "input 1 (ratio) must be a constant scalar";
+    ratio = values->front();
+  }
   if (ctx.hasInput(2)) {
     ElementsAttr training = ctx.matchConstant(2);
     FailureOr<SmallVector<int64_t>> values = failure();
     if (training)
       values = getIntValues(training);
-    if (failed(values) || values->size() != 1 || values->front() != 0)
-      return ctx.emitError() << "input 2 (training_mode) must be a constant "
-                                "false: only inference Dropout is supported";
+    if (failed(values) || values->size() != 1)
+      return ctx.emitError() << "input 2 (training_mode) must be a constant";
+    trainingNode = values->front() != 0;
   }
-  return in;
+  if (!(ratio >= 0 && ratio < 1))
+    return ctx.emitError() << "ratio " << ratio << " is not in [0, 1)";
+  if (!ctx.training || !trainingNode || ratio == 0)
+    return in;
+  FailureOr<Value> rng = getRngInput(ctx);
+  if (failed(rng))
+    return failure();
+  int64_t opId = int64_t(llvm::xxh3_64bits(node.getName()) >> 1);
+  return one(ctx.create<DropoutOp>({in->front(), *rng},
+                                   {ctx.f64Attr("ratio", ratio),
+                                    ctx.i64Attr("op_id", opId)}));
 }
 
 } // namespace

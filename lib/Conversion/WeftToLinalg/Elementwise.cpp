@@ -17,6 +17,7 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
 
 #include <cmath>
 
@@ -372,9 +373,83 @@ struct CausalMaskLowering : OpConversionPattern<CausalMaskOp> {
   }
 };
 
+/// SplitMix64's finalizer in i64 arith, bit for bit DropoutOp's.
+Value mix64(OpBuilder &b, Location loc, Value x) {
+  auto c = [&](uint64_t v) {
+    return arith::ConstantIntOp::create(b, loc, b.getI64Type(), int64_t(v));
+  };
+  x = arith::XOrIOp::create(b, loc, x, arith::ShRUIOp::create(b, loc, x, c(30)));
+  x = arith::MulIOp::create(b, loc, x, c(0xBF58476D1CE4E5B9ull));
+  x = arith::XOrIOp::create(b, loc, x, arith::ShRUIOp::create(b, loc, x, c(27)));
+  x = arith::MulIOp::create(b, loc, x, c(0x94D049BB133111EBull));
+  return arith::XOrIOp::create(b, loc, x,
+                               arith::ShRUIOp::create(b, loc, x, c(31)));
+}
+
+/// weft.dropout: the mask is a hash of the key and the element's linear
+/// index, so no mask tensor is ever stored (DropoutOp::keeps).
+struct DropoutLowering : OpConversionPattern<DropoutOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(DropoutOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    RankedTensorType type = op.getType();
+    int64_t rank = type.getRank();
+    Location loc = op.getLoc();
+    double ratio = op.getRatio().convertToDouble();
+    auto c = [&](OpBuilder &b, uint64_t v) -> Value {
+      return arith::ConstantIntOp::create(b, loc, b.getI64Type(), int64_t(v));
+    };
+    Value seed = tensor::ExtractOp::create(rewriter, loc, adaptor.getSeed(),
+                                           ValueRange{});
+    Value opKey = mix64(rewriter, loc,
+                        c(rewriter, uint64_t(op.getOpId()) +
+                                        0x9E3779B97F4A7C15ull));
+    Value key = mix64(rewriter, loc,
+                      arith::XOrIOp::create(rewriter, loc, seed, opKey));
+    SmallVector<int64_t> strides(rank, 1);
+    for (int64_t d = rank - 2; d >= 0; --d)
+      strides[d] = strides[d + 1] * type.getDimSize(d + 1);
+    double scale = 1.0 / (1.0 - ratio);
+    Value r = buildParallel(
+        rewriter, loc, type, adaptor.getInput(),
+        rewriter.getMultiDimIdentityMap(rank),
+        [&](OpBuilder &b, Location loc, ValueRange args) -> SmallVector<Value> {
+          Value linear = c(b, 0);
+          for (int64_t d = 0; d < rank; ++d) {
+            Value i = arith::IndexCastOp::create(
+                b, loc, b.getI64Type(), linalg::IndexOp::create(b, loc, d));
+            linear = arith::AddIOp::create(
+                b, loc, linear,
+                arith::MulIOp::create(b, loc, i, c(b, strides[d])));
+          }
+          Value h = mix64(
+              b, loc,
+              arith::AddIOp::create(
+                  b, loc, key,
+                  arith::MulIOp::create(b, loc, linear,
+                                        c(b, 0x9E3779B97F4A7C15ull))));
+          Value u = arith::ShRUIOp::create(b, loc, h, c(b, 40));
+          Value kept = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::uge,
+                                             u, c(b, DropoutOp::threshold(ratio)));
+          Type elementType = args[0].getType();
+          Value x = toCompute(b, loc, args[0]);
+          Value scaled = arith::MulFOp::create(
+              b, loc, x, scalarConstant(b, loc, x.getType(), scale));
+          Value zero = scalarConstant(b, loc, x.getType(), 0.0);
+          return {fromCompute(b, loc,
+                              arith::SelectOp::create(b, loc, kept, scaled, zero),
+                              elementType)};
+        });
+    rewriter.replaceOp(op, r);
+    return success();
+  }
+};
+
 } // namespace
 
 void lowering::populateElementwisePatterns(RewritePatternSet &patterns) {
+  patterns.add<DropoutLowering>(patterns.getContext());
   patterns.add<
       ConstantLowering, CmpLowering, WhereLowering, GeluLowering,
       CausalMaskLowering, BinaryLowering<AddOp, Binary::Add>,

@@ -143,3 +143,12 @@ func.func @causal_mask(%a: tensor<2x4x5xf32>) -> (tensor<2x4x5xf32>, tensor<2x4x
   %1 = weft.causal_mask %a {diagonal = -1 : i64, fill = -1.0e4 : f64} : tensor<2x4x5xf32>
   return %0, %1 : tensor<2x4x5xf32>, tensor<2x4x5xf32>
 }
+
+// The mask is a hash of the seed, the op id and the index: the lowered code
+// and the evaluator drop the same elements.
+// CHECK: OK @dropout
+func.func @dropout(%a: tensor<3x7x5xf32>, %seed: tensor<i64>) -> (tensor<3x7x5xf32>, tensor<3x7x5xf32>) {
+  %0 = weft.dropout %a, %seed {ratio = 3.000000e-01 : f64, op_id = 7 : i64} : tensor<3x7x5xf32>, tensor<i64>
+  %1 = weft.dropout %a, %seed {ratio = 9.000000e-01 : f64, op_id = -5 : i64} : tensor<3x7x5xf32>, tensor<i64>
+  return %0, %1 : tensor<3x7x5xf32>, tensor<3x7x5xf32>
+}

@@ -370,3 +370,15 @@ CausalMaskOp::buildGradient(OpBuilder &b, ValueRange resultGrads,
       b, getLoc(), resultGrads[0], getDiagonalAttr(), b.getF64FloatAttr(0.0)));
   return success();
 }
+
+LogicalResult DropoutOp::buildGradient(OpBuilder &b, ValueRange resultGrads,
+                                       SmallVectorImpl<Value> &operandGrads) {
+  if (noGradientFlows(*this, resultGrads, operandGrads))
+    return success();
+  // y = x * mask / (1 - p) is linear in x: dx is dy through the same mask.
+  operandGrads.push_back(DropoutOp::create(b, getLoc(), resultGrads[0],
+                                           getSeed(), getRatioAttr(),
+                                           getOpIdAttr()));
+  operandGrads.push_back(Value());
+  return success();
+}

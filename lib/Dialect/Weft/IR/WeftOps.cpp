@@ -20,6 +20,8 @@
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/SmallBitVector.h"
 
+#include <cmath>
+
 using namespace mlir;
 using namespace weft;
 using weft::detail::gatherShape;
@@ -515,6 +517,44 @@ LogicalResult CausalMaskOp::verify() {
     return emitOpError("input must have rank >= 2, got ")
            << formatShape(getType().getShape());
   return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Dropout
+//===----------------------------------------------------------------------===//
+
+LogicalResult DropoutOp::verify() {
+  double ratio = getRatio().convertToDouble();
+  if (!(ratio >= 0 && ratio < 1))
+    return emitOpError("ratio must be in [0, 1), got ") << ratio;
+  return success();
+}
+
+namespace {
+/// SplitMix64's finalizer: a bijective 64-bit mix, cheap in scalar C++
+/// and in arith (the lowering computes the same bits).
+uint64_t mix64(uint64_t x) {
+  x ^= x >> 30;
+  x *= 0xBF58476D1CE4E5B9ull;
+  x ^= x >> 27;
+  x *= 0x94D049BB133111EBull;
+  x ^= x >> 31;
+  return x;
+}
+} // namespace
+
+uint64_t DropoutOp::keyOf(int64_t seed, int64_t opId) {
+  return mix64(uint64_t(seed) ^ mix64(uint64_t(opId) + 0x9E3779B97F4A7C15ull));
+}
+
+uint64_t DropoutOp::threshold(double ratio) {
+  return uint64_t(std::ceil(ratio * double(1 << 24)));
+}
+
+bool DropoutOp::keeps(uint64_t key, uint64_t index, double ratio) {
+  // The top 24 bits as a uniform integer: kept with probability 1 - ratio.
+  uint64_t u = mix64(key + index * 0x9E3779B97F4A7C15ull) >> 40;
+  return u >= threshold(ratio);
 }
 
 //===----------------------------------------------------------------------===//

@@ -42,6 +42,11 @@ def Weft_Dialect : Dialect {
     /// Argument attribute naming a non-trainable tensor loaded with the
     /// weights (a PyTorch buffer, e.g. a frozen mask).
     static constexpr ::llvm::StringLiteral kBufferAttrName = "weft.buffer";
+    /// The forward's random-stream input (weft.dropout's seed), which the
+    /// training step computes from its `seed` input and the step.
+    static constexpr ::llvm::StringLiteral kRngInputName = "rng";
+    /// The training step's run seed input (the executable's --seed).
+    static constexpr ::llvm::StringLiteral kSeedInputName = "seed";
     /// Argument attribute naming a batch input.
     static constexpr ::llvm::StringLiteral kInputAttrName = "weft.input";
     /// Module attribute: path (relative to the IR file's folder, or

@@ -434,6 +434,39 @@ def Weft_CausalMaskOp : Weft_Op<"causal_mask", [Pure, InferTypeOpInterface,
   let hasVerifier = 1;
 }
 
+def Weft_DropoutOp : Weft_Op<"dropout", [Pure,
+    AllTypesMatch<["input", "result"]>, Weft_Differentiable]> {
+  let summary = "Train-mode dropout with a counter-based mask";
+  let description = [{
+    `result[i] = keep(i) ? input[i] / (1 - ratio) : 0`, where `keep(i)` is
+    decided by a stateless hash of (`seed`, `op_id`, `i`): the same seed
+    gives the same mask, so a run is reproducible and a resumed run repeats
+    its masks. The training step derives `seed` from the run's seed and the
+    step; `op_id` tells the dropouts of one model apart. The gradient is
+    the dropout of the incoming gradient with the same mask.
+
+    ```mlir
+    %y = weft.dropout %x, %seed {ratio = 1.000000e-01 : f64, op_id = 3 : i64}
+        : tensor<4x32xf32>, tensor<i64>
+    ```
+    Constraints: 0 <= ratio < 1; `seed` is a 0-d i64 tensor.
+  }];
+  let arguments = (ins Weft_FloatTensor:$input, 0DTensorOf<[I64]>:$seed,
+      F64Attr:$ratio, I64Attr:$op_id);
+  let results = (outs Weft_FloatTensor:$result);
+  let assemblyFormat = "$input `,` $seed attr-dict `:` type($input) `,` "
+                       "type($seed)";
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// Whether element `index` is kept, for a mask key from keyOf().
+    static bool keeps(uint64_t key, uint64_t index, double ratio);
+    /// The mask key of a seed and an op id.
+    static uint64_t keyOf(int64_t seed, int64_t opId);
+    /// Elements whose 24-bit draw is below this are dropped.
+    static uint64_t threshold(double ratio);
+  }];
+}
+
 //===----------------------------------------------------------------------===//
 // Convolution and pooling (NCHW)
 //===----------------------------------------------------------------------===//
