@@ -37,6 +37,10 @@ std::string weft::rt::metricsJsonLine(const StepMetrics &m) {
                     ",\"samples_per_s\":" + number(m.samplesPerS, 6);
   if (m.tokensPerS >= 0)
     out += ",\"tokens_per_s\":" + number(m.tokensPerS, 6);
+  if (m.gradNorm >= 0 || std::isnan(m.gradNorm))
+    out += ",\"grad_norm\":" + number(m.gradNorm, 9);
+  if (m.skipped)
+    out += ",\"skipped\":true";
   return out + ",\"data_wait_s\":" + number(m.dataWaitS, 6) + "}";
 }
 

@@ -258,11 +258,13 @@ Status weft::rt::loadModelSpec(const WeftModel &model, ModelSpec &out) {
                              " matches no argument");
     } else if (t.kind == "output") {
       bool isScalarF32 = t.dtype == DType::F32 && t.shape.empty();
-      if (t.name == "loss" || t.name == "lr") {
+      if (t.name == "loss" || t.name == "lr" || t.name == "grad_norm") {
         if (!isScalarF32)
           return Status::error("compiled model: result " + describeTensor(t) +
                                " must be a scalar F32");
-        (t.name == "loss" ? spec.lossResult : spec.lrResult) = int(r);
+        (t.name == "loss"  ? spec.lossResult
+         : t.name == "lr" ? spec.lrResult
+                          : spec.gradNormResult) = int(r);
       }
     } else {
       return Status::error("compiled model: result " + quote(t.name) +

@@ -88,6 +88,7 @@ struct Options {
   int keepCheckpoints = 3;
   int64_t logEvery = 10;
   int threads = 0;
+  bool skipNonFinite = false;
   /// One value per ModelSpec::hyperParams entry.
   std::vector<double> hyperParams;
 };
@@ -111,6 +112,7 @@ const char *const kBuiltinFlags[] = {"--data",
                                      "--keep-checkpoints",
                                      "--log-every",
                                      "--threads",
+                                     "--skip-nonfinite",
                                      "--help"};
 
 /// Turns --data / --labels into loader options for `spec`'s batch inputs.
@@ -387,7 +389,7 @@ int Trainer::run(bool seedGiven) {
       spec.lrResult >= 0
           ? reinterpret_cast<const float *>(resultPtrs[spec.lrResult])
           : nullptr;
-  bool warnedNan = false;
+  int64_t skippedSteps = 0;
   auto runStart = std::chrono::steady_clock::now();
   double lastLoss = 0;
   for (int64_t step = start; step < opts.steps; ++step) {
@@ -407,13 +409,40 @@ int Trainer::run(bool seedGiven) {
 
     model.trainStep(argPtrs.data(), resultPtrs.data(), workspace.data());
 
-    for (size_t i = 0; i < spec.args.size(); ++i) {
-      int r = spec.resultForArg[i];
-      if (r < 0)
-        continue;
-      argBufs[i].swap(resultBufs[r]);
-      argPtrs[i] = argBufs[i].data();
-      resultPtrs[r] = resultBufs[r].data();
+    // A step whose loss or gradient is not finite would poison every
+    // parameter: its results are never swapped in. It stops the run, or,
+    // with --skip-nonfinite, is dropped as mixed-precision trainers do.
+    float stepLoss = *reinterpret_cast<const float *>(
+        resultPtrs[spec.lossResult]);
+    float gradNorm =
+        spec.gradNormResult >= 0
+            ? *reinterpret_cast<const float *>(resultPtrs[spec.gradNormResult])
+            : 0.0f;
+    bool finite = std::isfinite(stepLoss) && std::isfinite(gradNorm);
+    if (!finite && !opts.skipNonFinite) {
+      err << "error: step " << step + 1 << " has a non-finite "
+          << (std::isfinite(stepLoss) ? "gradient norm (" : "loss (")
+          << (std::isfinite(stepLoss) ? gradNorm : stepLoss)
+          << "); training stopped before applying it"
+          << (opts.checkpointDir.empty()
+                  ? ""
+                  : "; the checkpoints in " + opts.checkpointDir +
+                        " hold the last good state")
+          << ". Lower --lr, check the data, or pass --skip-nonfinite to "
+             "skip such steps\n";
+      return 1;
+    }
+    if (finite) {
+      for (size_t i = 0; i < spec.args.size(); ++i) {
+        int r = spec.resultForArg[i];
+        if (r < 0)
+          continue;
+        argBufs[i].swap(resultBufs[r]);
+        argPtrs[i] = argBufs[i].data();
+        resultPtrs[r] = resultBufs[r].data();
+      }
+    } else {
+      ++skippedSteps;
     }
     loss = reinterpret_cast<float *>(resultPtrs[spec.lossResult]);
     if (lrOut)
@@ -424,6 +453,9 @@ int Trainer::run(bool seedGiven) {
     StepMetrics m;
     m.step = step + 1;
     m.loss = *loss;
+    m.skipped = !finite;
+    if (spec.gradNormResult >= 0)
+      m.gradNorm = gradNorm;
     m.lr = lrOut ? double(*lrOut) : double(float(opts.lr));
     m.stepTimeS = secs;
     m.dataWaitS = b.waitSeconds;
@@ -431,10 +463,9 @@ int Trainer::run(bool seedGiven) {
     if (tokensPerStep)
       m.tokensPerS = secs > 0 ? double(tokensPerStep) / secs : 0;
     lastLoss = m.loss;
-    if (!std::isfinite(m.loss) && !warnedNan) {
-      err << "warning: the loss is " << m.loss << " at step " << m.step << "\n";
-      warnedNan = true;
-    }
+    if (!finite)
+      err << "warning: skipped step " << m.step << ": non-finite "
+          << (std::isfinite(stepLoss) ? "gradient norm" : "loss") << "\n";
     if (!opts.metrics.empty())
       if (Status s = metrics.write(m); !s.ok())
         return fail(s);
@@ -470,6 +501,9 @@ int Trainer::run(bool seedGiven) {
                 (long long)(opts.steps - start), formatDuration(total).c_str(),
                 lastLoss);
   out << buf;
+  if (skippedSteps)
+    out << "skipped " << skippedSteps
+        << " step(s) with a non-finite loss or gradient\n";
   return 0;
 }
 
@@ -483,6 +517,10 @@ Status validate(const Options &o, const ModelSpec &spec) {
   if (!(o.lr > 0) || !std::isfinite(o.lr))
     return Status::error("--lr must be a positive number (got " +
                          std::to_string(o.lr) + ")");
+  // The step takes the learning rate as f32.
+  if (!std::isfinite(float(o.lr)) || float(o.lr) == 0.0f)
+    return Status::error("--lr " + std::to_string(o.lr) +
+                         " does not fit a 32-bit float (1.2e-38 to 3.4e38)");
   if (o.checkpointEvery < 0)
     return Status::error("--checkpoint-every must be >= 0 (0: only at the "
                          "end)");
@@ -546,6 +584,9 @@ int runTrainingImpl(const WeftModel &model, int argc, const char *const *argv,
   app.add_flag("--no-shuffle", opts.noShuffle,
                "Visit samples in file order (batch i = samples [iB, "
                "(i+1)B))");
+  app.add_flag("--skip-nonfinite", opts.skipNonFinite,
+               "Skip a step whose loss or gradient norm is not finite "
+               "(default: stop with an error)");
   app.add_option("--metrics", opts.metrics,
                  "Write one JSON object per step to this .jsonl file");
   app.add_option("--checkpoint-dir", opts.checkpointDir,

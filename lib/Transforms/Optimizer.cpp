@@ -468,15 +468,18 @@ void OptimizerPass::runOnOperation() {
       g = e.mul(g, scale);
   }
 
+  // The global gradient norm, before clipping: the runtime stops (or
+  // skips the step) when it is not finite.
+  Value total;
+  for (Value g : grads) {
+    Value squares = e.sumAll(e.mul(g, g));
+    total = total ? e.add(total, squares) : squares;
+  }
+  Value gradNorm = e.sqrt(total);
   // torch.nn.utils.clip_grad_norm_: scale by min(1, max / (norm + 1e-6)).
   if (clipNorm > 0) {
-    Value total;
-    for (Value g : grads) {
-      Value squares = e.sumAll(e.mul(g, g));
-      total = total ? e.add(total, squares) : squares;
-    }
     Value coef =
-        e.min(e.div(hp.f32("clip_norm"), e.add(e.sqrt(total), e.c(1e-6))),
+        e.min(e.div(hp.f32("clip_norm"), e.add(gradNorm, e.c(1e-6))),
               e.c(1.0));
     for (Value &g : grads)
       g = e.mul(g, coef);
@@ -541,6 +544,7 @@ void OptimizerPass::runOnOperation() {
     results.push_back(bufferValues.lookup(name.getValue()));
   results.push_back(loss);
   results.push_back(lrT);
+  results.push_back(gradNorm);
   func::ReturnOp::create(b, loc, results);
   fn.setFunctionType(
       b.getFunctionType(argTypes, ValueRange(results).getTypes()));
@@ -553,6 +557,7 @@ void OptimizerPass::runOnOperation() {
     resultAttrs.push_back(gradFn.getResultAttrDict(r));
   resultAttrs.push_back(named("weft.output", "loss"));
   resultAttrs.push_back(named("weft.output", "lr"));
+  resultAttrs.push_back(named("weft.output", "grad_norm"));
   fn.setAllResultAttrs(resultAttrs);
 }
 } // namespace

@@ -125,7 +125,7 @@ module {
 
 // -----
 
-// expected-error@+1 {{expected (loss, one gradient per parameter) results, got 1 results for 1 parameters}}
+// expected-error@+1 {{expected (loss, one gradient per parameter, next values of buffers) results, got 1 results for 1 parameters}}
 func.func @loss_grad(%w: tensor<4xf32> {weft.param = "w"}) -> tensor<f32> {
   %s = weft.reduce_sum %w {axes = array<i64: 0>} : (tensor<4xf32>) -> tensor<f32>
   return %s : tensor<f32>

@@ -37,6 +37,11 @@ struct StepMetrics {
   double samplesPerS = 0;
   /// Negative for non-token data, and then left out of the JSON.
   double tokensPerS = -1;
+  /// The step's loss or gradient norm was not finite and, with
+  /// --skip-nonfinite, its update was dropped.
+  bool skipped = false;
+  /// The global gradient norm before clipping; negative when unknown.
+  double gradNorm = -1;
 };
 
 /// `{"step":1,"loss":2.30258512,"lr":0.001,"step_time_s":...,

@@ -75,6 +75,8 @@ struct ModelSpec {
   /// Indices into `results`. lrResult is -1 when the step does not return
   /// its scheduled learning rate.
   int lossResult = -1, lrResult = -1;
+  /// The global gradient norm (F32 scalar), -1 when the step lacks it.
+  int gradNormResult = -1;
   /// For each argument, the result that carries its next value (params and
   /// state), or -1.
   std::vector<int> resultForArg;

@@ -50,6 +50,12 @@ Value lowerReduce(OpBuilder &b, Location loc, Reduce kind, Value input,
   auto type = cast<RankedTensorType>(input.getType());
   Type elementType = type.getElementType();
   Type acc = computeType(elementType);
+  // Sums of f32 accumulate in f64: a gradient that is a small difference
+  // of many terms (a bias before BatchNorm, a mean-centred activation)
+  // keeps its digits, as PyTorch's cascade summation does. Memory, not
+  // the adds, bounds these loops.
+  if (kind != Reduce::Max && acc.isF32())
+    acc = b.getF64Type();
   double init = 0;
   if (kind == Reduce::Max)
     init = isa<FloatType>(acc)
@@ -63,6 +69,8 @@ Value lowerReduce(OpBuilder &b, Location loc, Reduce kind, Value input,
                      [&](OpBuilder &nb, Location nl,
                          ValueRange args) -> SmallVector<Value> {
                        Value x = toCompute(nb, nl, args[0]);
+                       if (x.getType() != acc)
+                         x = arith::ExtFOp::create(nb, nl, acc, x);
                        return {combine(nb, nl, kind, args[1], x)};
                      })
           .front();
