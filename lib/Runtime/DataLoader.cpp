@@ -379,6 +379,26 @@ public:
               formatIndex(flat, in.layout.shape) + " does not fit input " +
               quote(in.name) + " (" + dtypeName(in.to) + ")");
         }
+        // NaN or Inf in the data would make every later step non-finite;
+        // name the sample rather than let the loss say it steps later.
+        if (in.to == DType::F32 || in.to == DType::F64) {
+          const uint8_t *base = dst[k] + i * dstSample;
+          for (size_t e = 0; e < total; ++e) {
+            double v = in.to == DType::F32
+                           ? double(reinterpret_cast<const float *>(base)[e])
+                           : reinterpret_cast<const double *>(base)[e];
+            if (std::isfinite(v))
+              continue;
+            int64_t sample = idx[i] + int64_t(e / in.sampleElems);
+            uint64_t flat = uint64_t(idx[i]) * in.sampleElems + e;
+            return Status::error(
+                in.path + ": sample " + std::to_string(sample) + " holds " +
+                (std::isnan(v) ? "NaN" : "an infinity") + " at index " +
+                formatIndex(flat, in.layout.shape) +
+                "; clean the data (training on it would make the loss "
+                "non-finite)");
+          }
+        }
         i += run;
       }
     }
@@ -525,6 +545,15 @@ Status openShard(const std::string &path, TokenSource::Shard &out) {
                            " bytes" + (size < expect ? " (truncated)" : ""));
     return Status::success();
   }
+  // A header laid out as llm.c's (version 1, a token count that matches
+  // the size) under another magic number is a damaged or foreign file, not
+  // raw tokens that happen to look like one.
+  if (size >= kLlmcHeaderBytes && head[1] == 1 && head[2] >= 0 &&
+      size == kLlmcHeaderBytes + 2 * uint64_t(head[2]))
+    return Status::error(path + ": llm.c token file header has magic number " +
+                         std::to_string(head[0]) + ", expected " +
+                         std::to_string(kLlmcMagic) +
+                         " (the file is damaged or not an llm.c shard)");
   if (size % 2 != 0)
     return Status::error(path + ": raw uint16 token file has an odd size (" +
                          std::to_string(size) + " bytes)");
@@ -671,6 +700,17 @@ Status openTokens(const DataLoaderOptions &opt,
     TokenSource::Shard shard;
     if (Status s = openShard(path, shard); !s.ok())
       return s;
+    // One data set is one format: a raw file among llm.c shards is a
+    // shard whose header was damaged.
+    if (!src->shards.empty() && shard.llmc != src->shards.front().llmc) {
+      const TokenSource::Shard &llmc =
+          shard.llmc ? shard : src->shards.front();
+      const TokenSource::Shard &raw = shard.llmc ? src->shards.front() : shard;
+      return Status::error(raw.path + ": no llm.c header (magic " +
+                           std::to_string(kLlmcMagic) + "), but " + llmc.path +
+                           " has one; the shards of one data set must share "
+                           "a format");
+    }
     shard.first = src->totalTokens;
     src->totalTokens += shard.numTokens;
     if (shard.numTokens > 0)

@@ -27,6 +27,7 @@
 #include <chrono>
 #include <climits>
 #include <cmath>
+#include <charconv>
 #include <csignal>
 #include <cstring>
 #include <iostream>
@@ -52,7 +53,8 @@ extern "C" void onStopSignal(int sig) {
   gStopSignal = sig;
 }
 
-/// Routes SIGINT and SIGTERM to gStopSignal while alive.
+/// Routes SIGINT, SIGTERM and SIGHUP (a closed terminal or ssh session) to
+/// gStopSignal while alive.
 class SignalScope {
 public:
   SignalScope() {
@@ -64,14 +66,16 @@ public:
     sa.sa_flags = SA_RESTART;
     sigaction(SIGINT, &sa, &oldInt);
     sigaction(SIGTERM, &sa, &oldTerm);
+    sigaction(SIGHUP, &sa, &oldHup);
   }
   ~SignalScope() {
     sigaction(SIGINT, &oldInt, nullptr);
     sigaction(SIGTERM, &oldTerm, nullptr);
+    sigaction(SIGHUP, &oldHup, nullptr);
   }
 
 private:
-  struct sigaction oldInt, oldTerm;
+  struct sigaction oldInt, oldTerm, oldHup;
 };
 
 /// What the command line asks for.
@@ -474,7 +478,9 @@ int Trainer::run(bool seedGiven) {
 
     int64_t completed = step + 1;
     if (int sig = gStopSignal) {
-      const char *name = sig == SIGINT ? "SIGINT" : "SIGTERM";
+      const char *name = sig == SIGINT    ? "SIGINT"
+                         : sig == SIGHUP ? "SIGHUP"
+                                         : "SIGTERM";
       if (!opts.checkpointDir.empty())
         if (Status s = checkpoint(completed); !s.ok())
           return fail(s);
@@ -507,6 +513,49 @@ int Trainer::run(bool seedGiven) {
   return 0;
 }
 
+std::string formatNumber(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "%g", v);
+  return buf;
+}
+
+/// CLI11 saturates integers that overflow and wraps negative values into
+/// unsigned ones: the command line's own text is checked instead.
+Status checkIntegerFlags(const CLI::App &app) {
+  const char *const flags[] = {"--steps",       "--seed",
+                               "--checkpoint-every", "--keep-checkpoints",
+                               "--log-every",   "--threads"};
+  for (const char *flag : flags) {
+    const CLI::Option *o = app.get_option_no_throw(flag);
+    if (!o)
+      continue;
+    bool isUnsigned = std::string(flag) == "--seed";
+    for (const std::string &text : o->results()) {
+      const char *begin = text.data(), *end = text.data() + text.size();
+      std::from_chars_result r;
+      if (isUnsigned) {
+        uint64_t v;
+        r = text.empty() || text[0] == '-' ? std::from_chars_result{begin, std::errc::invalid_argument}
+                                           : std::from_chars(begin, end, v);
+      } else {
+        int64_t v;
+        r = std::from_chars(begin, end, v);
+      }
+      if (r.ec == std::errc::result_out_of_range)
+        return Status::error(std::string(flag) + " " + text +
+                             " is out of range (at most " +
+                             (isUnsigned ? "18446744073709551615"
+                                         : "9223372036854775807") +
+                             ")");
+      if (r.ec != std::errc() || r.ptr != end)
+        return Status::error(std::string(flag) + " must be a" +
+                             (isUnsigned ? " non-negative" : "n") +
+                             " integer (got '" + text + "')");
+    }
+  }
+  return Status::success();
+}
+
 /// Checks the parsed flags; the messages name the flag.
 Status validate(const Options &o, const ModelSpec &spec) {
   if (o.data.empty())
@@ -519,7 +568,7 @@ Status validate(const Options &o, const ModelSpec &spec) {
                          std::to_string(o.lr) + ")");
   // The step takes the learning rate as f32.
   if (!std::isfinite(float(o.lr)) || float(o.lr) == 0.0f)
-    return Status::error("--lr " + std::to_string(o.lr) +
+    return Status::error("--lr " + formatNumber(o.lr) +
                          " does not fit a 32-bit float (1.2e-38 to 3.4e38)");
   if (o.checkpointEvery < 0)
     return Status::error("--checkpoint-every must be >= 0 (0: only at the "
@@ -622,7 +671,7 @@ int runTrainingImpl(const WeftModel &model, int argc, const char *const *argv,
     if (o->get_name() != "--data" && o->get_expected_max() == 1)
       o->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
   app.footer(describeModel(spec) +
-             "\nStopping with Ctrl-C (SIGINT) or SIGTERM finishes the current "
+             "\nStopping with Ctrl-C (SIGINT), SIGTERM or SIGHUP finishes the current "
              "step and writes a checkpoint (with --checkpoint-dir); rerunning "
              "the same command resumes exactly where it stopped.");
   app.failure_message([](const CLI::App *, const CLI::Error &e) {
@@ -634,6 +683,10 @@ int runTrainingImpl(const WeftModel &model, int argc, const char *const *argv,
   } catch (const CLI::ParseError &e) {
     int code = app.exit(e, out, err);
     return code == 0 ? 0 : 1;
+  }
+  if (Status s = checkIntegerFlags(app); !s.ok()) {
+    err << "error: " << s.message << "\n";
+    return 1;
   }
   if (Status s = validate(opts, spec); !s.ok()) {
     err << "error: " << s.message << "\n";

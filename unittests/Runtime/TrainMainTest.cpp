@@ -526,6 +526,26 @@ TEST_F(CheckpointTrainTest, SigintCheckpointsAndResumesExactly) {
   EXPECT_EQ(lossCurve("a"), lossCurve("b"));
 }
 
+// A closed terminal (SIGHUP) is a stop request like SIGTERM, not a kill
+// that loses the steps since the last checkpoint.
+TEST_F(CheckpointTrainTest, SighupCheckpointsAndResumesExactly) {
+  ASSERT_EQ(run(12, "a").code, 0);
+  model->onStep = [](int64_t step) {
+    if (step == 4)
+      std::raise(SIGHUP);
+  };
+  RunResult stopped = run(12, "b");
+  model->onStep = nullptr;
+  EXPECT_EQ(stopped.code, 128 + SIGHUP);
+  EXPECT_TRUE(contains(stopped.err, "stopped by SIGHUP after step 5"))
+      << stopped.err;
+  EXPECT_TRUE(fs::exists(ckptPath("b", 5)));
+  RunResult resumed = run(12, "b");
+  ASSERT_EQ(resumed.code, 0) << resumed.err;
+  expectSameTensors(ckptPath("a", 12), ckptPath("b", 12));
+  EXPECT_EQ(lossCurve("a"), lossCurve("b"));
+}
+
 TEST_F(CheckpointTrainTest, DamagedNewestCheckpointFallsBack) {
   ASSERT_EQ(run(12, "a").code, 0);
   struct Damage {
