@@ -19,6 +19,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include <cmath>
+
 #include <algorithm>
 #include <cerrno>
 #include <cinttypes>
@@ -381,6 +383,28 @@ Status weft::rt::writeCheckpoint(const std::string &dir,
                                  const CheckpointMeta &meta,
                                  const std::vector<CheckpointTensor> &tensors,
                                  int keep, std::string &path) {
+  // A checkpoint of NaN or Inf weights would replace a good one and make
+  // every resume fail: refuse it before touching the folder.
+  for (const CheckpointTensor &t : tensors) {
+    if (t.dtype != DType::F32 && t.dtype != DType::F64)
+      continue;
+    size_t bytes = 0;
+    if (!computeByteSize(t.dtype, t.shape, bytes))
+      continue;
+    size_t n = bytes / dtypeSize(t.dtype);
+    for (size_t i = 0; i < n; ++i) {
+      double v = t.dtype == DType::F32
+                     ? double(static_cast<const float *>(t.data)[i])
+                     : static_cast<const double *>(t.data)[i];
+      if (!std::isfinite(v))
+        return Status::error("not writing the checkpoint of step " +
+                             std::to_string(meta.step) + ": " + t.kind + " " +
+                             quote(t.name) + " holds a non-finite value " +
+                             "at element " + std::to_string(i) +
+                             "; the checkpoints in " + dir +
+                             " stay as they were");
+    }
+  }
   if (Status s = makeDirs(dir); !s.ok())
     return s;
   std::string name = checkpointName(meta.step);

@@ -27,6 +27,7 @@
 #include <chrono>
 #include <climits>
 #include <cmath>
+#include <algorithm>
 #include <charconv>
 #include <csignal>
 #include <cstring>
@@ -369,11 +370,15 @@ int Trainer::run(bool seedGiven) {
   int64_t savedSamples = dataState.numSamples;
   if (Status s = DataLoader::open(dataOpts, dataState, loader); !s.ok())
     return fail(s);
+  // The loader state (epoch, position in the shuffled order) only means
+  // something for the data it was written with.
   if (savedSamples && savedSamples != loader->numSamples())
-    err << "warning: the data set had " << savedSamples
-        << " samples when the checkpoint was written and has "
-        << loader->numSamples()
-        << " now; the data order will differ from an uninterrupted run\n";
+    return fail(Status::error(
+        "the checkpoint's data loader state is for " +
+        std::to_string(savedSamples) + " samples, but the data has " +
+        std::to_string(loader->numSamples()) +
+        "; resume with the data the run started with, or start a new "
+        "--checkpoint-dir"));
 
   MetricsWriter metrics;
   if (!opts.metrics.empty())
@@ -678,6 +683,22 @@ int runTrainingImpl(const WeftModel &model, int argc, const char *const *argv,
     return "error: " + std::string(e.what()) +
            "\nRun with --help for more information.\n";
   });
+  // Hyperparameters the step was compiled without get a pointer to the
+  // compiler flag instead of CLI11's "not expected".
+  for (int i = 1; i < argc; ++i) {
+    std::string arg = argv[i] ? argv[i] : "";
+    std::string flag = arg.substr(0, arg.find('='));
+    if (flag != "--weight-decay" && flag != "--momentum" &&
+        flag != "--clip-norm")
+      continue;
+    if (std::none_of(spec.hyperParams.begin(), spec.hyperParams.end(),
+                     [&](const HyperParamSpec &hp) { return hp.flag == flag; })) {
+      err << "error: " << flag << ": this executable was compiled without it "
+          << "(weftc's default for its optimizer); compile with weftc "
+          << flag << " VALUE to train with it\n";
+      return 1;
+    }
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError &e) {

@@ -360,7 +360,12 @@ void OptimizerPass::runOnOperation() {
     hp.add("beta2", beta2);
     hp.add("eps", eps);
   }
-  hp.add("weight_decay", weightDecayValue);
+  // Weight decay is part of the update only when compiled in (AdamW's
+  // default is 0.01, SGD's 0): an executable then offers --weight-decay
+  // exactly when it applies it.
+  bool hasWeightDecay = weightDecayValue != 0;
+  if (hasWeightDecay)
+    hp.add("weight_decay", weightDecayValue);
   if (clipNorm > 0)
     hp.add("clip_norm", clipNorm);
   if (schedule != "constant")
@@ -512,7 +517,7 @@ void OptimizerPass::runOnOperation() {
   for (size_t p = 0; p < numParams; ++p) {
     Value w = param(p), g = grads[p];
     if (optimizer == "sgd") {
-      if (weightDecayValue != 0 || runtimeHyperparameters)
+      if (hasWeightDecay)
         g = e.add(g, e.mul(hp.f32("weight_decay"), w));
       if (momentum > 0) {
         // The buffer starts at zero, so step 0 gives buf = g as PyTorch's
@@ -525,7 +530,7 @@ void OptimizerPass::runOnOperation() {
       newParams.push_back(e.sub(w, e.mul(lrT, g)));
       continue;
     }
-    if (weightDecayValue != 0 || runtimeHyperparameters)
+    if (hasWeightDecay)
       w = e.mul(w, e.sub(e.c(1.0), e.mul(lrT, hp.f32("weight_decay"))));
     Value beta1Value = hp.f32("beta1"), beta2Value = hp.f32("beta2");
     Value m = e.add(e.mul(beta1Value, state(0, p)),

@@ -19,6 +19,8 @@
 
 #include <unistd.h>
 
+#include <limits>
+
 using namespace weft::rt;
 namespace fs = std::filesystem;
 
@@ -84,6 +86,23 @@ TEST_F(CheckpointTest, RoundTripsTensorsAndMeta) {
   EXPECT_EQ(w, w0);
   EXPECT_EQ(m, (std::vector<float>{0.5f, -0.5f}));
   EXPECT_EQ(mask, std::vector<int64_t>{7});
+}
+
+TEST_F(CheckpointTest, RefusesNonFiniteTensorsAndKeepsTheGoodOnes) {
+  std::string good = write(5);
+  w[4] = std::numeric_limits<float>::quiet_NaN();
+  CheckpointMeta meta;
+  meta.step = 6;
+  meta.dataLoaderState = "{}";
+  std::string path;
+  Status s = writeCheckpoint(dir, meta, tensors(), 3, path);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message.find("not writing the checkpoint of step 6: param 'w' "
+                           "holds a non-finite value at element 4"),
+            std::string::npos)
+      << s.message;
+  EXPECT_TRUE(fs::exists(good));
+  EXPECT_FALSE(fs::exists(dir + "/step-00000006"));
 }
 
 TEST_F(CheckpointTest, EmptyOrMissingDirectoryIsAFreshStart) {
