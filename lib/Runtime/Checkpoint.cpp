@@ -42,7 +42,6 @@ constexpr char kManifest[] = "manifest.json";
 constexpr char kTensors[] = "model.safetensors";
 constexpr char kPrefix[] = "step-";
 
-std::string quote(const std::string &s) { return "'" + s + "'"; }
 
 std::string join(const std::string &dir, const std::string &name) {
   return dir.empty() || dir.back() == '/' ? dir + name : dir + "/" + name;

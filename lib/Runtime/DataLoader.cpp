@@ -309,7 +309,6 @@ std::string formatIndex(uint64_t flat, const std::vector<int64_t> &shape) {
   return out + "]";
 }
 
-std::string quote(const std::string &s) { return "'" + s + "'"; }
 
 //===----------------------------------------------------------------------===//
 // Sample sources

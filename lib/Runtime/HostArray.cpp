@@ -428,3 +428,33 @@ Status weft::rt::writeFileAtomic(
     return Status::error(errnoMessage(path, "fsync of its directory failed"));
   return Status::success();
 }
+
+std::string weft::rt::quote(const std::string &name) {
+  static const char digits[] = "0123456789abcdef";
+  std::string out = "'";
+  for (size_t i = 0; i < name.size();) {
+    unsigned char c = static_cast<unsigned char>(name[i]);
+    if (c >= 0x20 && c < 0x7f) {
+      out += char(c);
+      ++i;
+      continue;
+    }
+    size_t len = c >= 0xf0 && c < 0xf5   ? 4
+                 : c >= 0xe0 && c < 0xf0 ? 3
+                 : c >= 0xc2 && c < 0xe0 ? 2
+                                         : 0;
+    bool ok = len && i + len <= name.size();
+    for (size_t k = 1; ok && k < len; ++k)
+      ok = (static_cast<unsigned char>(name[i + k]) & 0xc0) == 0x80;
+    if (ok) {
+      out.append(name, i, len);
+      i += len;
+      continue;
+    }
+    out += "\\x";
+    out += digits[c >> 4];
+    out += digits[c & 15];
+    ++i;
+  }
+  return out + "'";
+}

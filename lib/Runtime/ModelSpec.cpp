@@ -30,7 +30,6 @@ namespace {
 constexpr int32_t kMaxDType = int32_t(DType::Bool);
 constexpr int32_t kMaxRank = 64;
 
-std::string quote(const std::string &s) { return "'" + s + "'"; }
 
 Status readInfo(const WeftTensorInfo &info, const char *what, int index,
                 TensorSpec &out) {

@@ -98,7 +98,6 @@ struct Options {
   std::vector<double> hyperParams;
 };
 
-std::string quote(const std::string &s) { return "'" + s + "'"; }
 
 bool endsWith(const std::string &s, const std::string &suffix) {
   return s.size() >= suffix.size() &&

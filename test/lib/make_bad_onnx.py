@@ -55,6 +55,14 @@ def main():
         entry = model.metadata_props.add()
         entry.key, entry.value = "weft.parameters", '{"w": 1}'
         onnx.save(model, path)
+    elif kind == "bad-name":
+        # A damaged file: the node's name holds a terminal escape and a bell
+        # (patched into the serialized bytes; protobuf itself refuses
+        # invalid UTF-8).
+        node = helper.make_node("Hardmax", ["input"], ["output"], name="/head/QQQQQ")
+        data = small_model([node], [x], [y]).SerializeToString()
+        with open(path, "wb") as f:
+            f.write(data.replace(b"QQQQQ", b"\x1b[2J\x07"))
     elif kind == "garbage":
         with open(path, "wb") as f:
             f.write(bytes(range(256)) * 8)

@@ -45,6 +45,11 @@
 
 #include <chrono>
 
+// WEFT_VERSION_NUMBER comes from CMake's project(VERSION), unquoted.
+#define WEFT_STRINGIFY_(x) #x
+#define WEFT_STRINGIFY(x) WEFT_STRINGIFY_(x)
+#include <optional>
+
 using namespace mlir;
 using namespace weft;
 namespace cl = llvm::cl;
@@ -52,13 +57,17 @@ namespace cl = llvm::cl;
 namespace {
 enum class Emit { Onnx, Weft, Train, Linalg, Memref, Llvm, Obj, Exe };
 
-cl::OptionCategory weftcCategory("weftc options");
+// Sorted first in --help (LLVM lists categories by name).
+cl::OptionCategory weftcCategory("Basic options");
 
 cl::opt<std::string> inputFilename(cl::Positional,
                                    cl::desc("<model.onnx | model.mlir>"),
                                    cl::Required, cl::cat(weftcCategory));
 cl::opt<std::string> outputFilename("o",
-                                    cl::desc("Output file (default: stdout)"),
+                                    cl::desc("Output file (default: stdout); its extension names the "
+                                             "stage: .mlir IR, .ll LLVM IR, .o "
+                                             "an object, none/.exe/.bin an "
+                                             "executable"),
                                     cl::value_desc("file"), cl::init("-"),
                                     cl::cat(weftcCategory));
 cl::opt<Emit> emit(
@@ -82,8 +91,8 @@ cl::opt<Emit> emit(
                           "weights embedded (default -o model.o)"),
                clEnumValN(Emit::Exe, "exe",
                           "a training executable linked with the Weft "
-                          "runtime (default -o train; the default stage "
-                          "when -o names a file without extension)")),
+                          "runtime (default -o train; the stage when -o "
+                          "has no extension, .exe or .bin)")),
     cl::cat(weftcCategory));
 cl::list<std::string> inputShapes(
     "input-shape",
@@ -608,17 +617,87 @@ LogicalResult emitNative(ModuleOp module, const ModelAbi &abi,
 /// LLVM's backends register hundreds of developer flags (AMDGPU, ARM, ...)
 /// that would bury weftc's own in --help. Keep weftc's categories, MLIR's
 /// --mlir-* debugging flags, and the generic ones.
+const char *emitName(Emit e) {
+  static const char *names[] = {"onnx",   "weft", "train", "linalg",
+                                "memref", "llvm", "obj",   "exe"};
+  return names[static_cast<int>(e)];
+}
+
+/// The stage -o's extension names: IR text, LLVM IR, an object, or an
+/// executable; nullopt for names that say nothing (IR text by default).
+std::optional<Emit> stageOfExtension(StringRef path) {
+  std::string ext = llvm::sys::path::extension(path).lower();
+  if (ext == ".ll")
+    return Emit::Llvm;
+  if (ext == ".o")
+    return Emit::Obj;
+  if (ext.empty() || ext == ".exe" || ext == ".bin")
+    return Emit::Exe;
+  return std::nullopt;
+}
+
+/// Takes the stage from -o's extension when --emit is not given, and
+/// refuses names that would overwrite an input, disagree with --emit, or
+/// point into a folder that does not exist.
+LogicalResult checkOutput() {
+  auto fail = [](const Twine &message) {
+    llvm::errs() << "weftc: error: " << message << "\n";
+    return failure();
+  };
+  if (outputFilename == "-" || outputFilename == "/dev/null")
+    return success();
+  std::pair<const char *, StringRef> outputs[] = {
+      {"-o", outputFilename}, {"--weights-out", weightsOut}};
+  for (auto [flag, out] : outputs) {
+    if (out.empty())
+      continue;
+    if (llvm::sys::fs::equivalent(out, inputFilename))
+      return fail(Twine(flag) + " " + out + " is the input " + inputFilename +
+                  "; refusing to overwrite it");
+    StringRef dir = llvm::sys::path::parent_path(out);
+    if (!dir.empty() && !llvm::sys::fs::is_directory(dir))
+      return fail("cannot write " + out + ": the folder " + dir +
+                  " does not exist");
+  }
+  std::optional<Emit> byName = stageOfExtension(outputFilename);
+  bool isIrText = llvm::sys::path::extension(outputFilename).lower() == ".mlir";
+  if (!emit.getNumOccurrences()) {
+    if (byName)
+      emit = *byName;
+    return success();
+  }
+  bool textStage = emit <= Emit::Memref;
+  const char *nameSays = isIrText || (!byName && textStage)
+                             ? "IR text"
+                         : byName == Emit::Exe ? "an executable"
+                         : byName == Emit::Obj ? "an object file"
+                         : byName == Emit::Llvm ? "LLVM IR"
+                                                : "IR text";
+  if ((isIrText && !textStage) || (byName && *byName != emit) ||
+      (!byName && !isIrText && !textStage))
+    return fail(Twine("-o ") + outputFilename + " names " + nameSays +
+                ", but --emit=" + emitName(emit) +
+                " writes something else; name the output after the stage "
+                "(.mlir for IR; .ll; .o; no extension, .exe or .bin for an "
+                "executable) or leave out --emit");
+  return success();
+}
+
 void hideUnrelatedOptions() {
   const cl::OptionCategory *ours[] = {&weftcCategory, &trainCategory,
                                       &codegenCategory};
   for (auto &entry : cl::getRegisteredOptions()) {
     cl::Option *option = entry.second;
     StringRef name = entry.first;
-    bool keep = name.starts_with("mlir-") || name == "help" ||
-                name == "help-list" || name == "version" || name == "color";
+    bool ourCategory = false;
     for (const cl::OptionCategory *category : option->Categories)
-      keep |= llvm::is_contained(ours, category);
-    if (!keep)
+      ourCategory |= llvm::is_contained(ours, category);
+    // MLIR's pass-manager and printing flags work but are not Weft's: they
+    // are listed by --help-hidden, after --help's own options.
+    if (name.starts_with("mlir-") && !ourCategory)
+      option->setHiddenFlag(cl::Hidden);
+    else if (!ourCategory && name != "help" && name != "help-hidden" &&
+             name != "version")
       option->setHiddenFlag(cl::ReallyHidden);
   }
 }
@@ -632,20 +711,21 @@ int main(int argc, char **argv) {
   registerPassManagerCLOptions();
   registerDefaultTimingManagerCLOptions();
   hideUnrelatedOptions();
+  cl::SetVersionPrinter([](llvm::raw_ostream &os) {
+    os << "weftc (Weft) " << WEFT_STRINGIFY(WEFT_VERSION_NUMBER) << "\n";
+  });
   cl::ParseCommandLineOptions(
       argc, argv,
-      "Weft: ahead-of-time compiler for training\n\n"
+      "Weft: ahead-of-time compiler for training\n"
+      "(MLIR's pass-manager flags, --mlir-print-ir-after-all, --mlir-timing "
+      "and the rest, are listed by --help-hidden)\n\n"
       "  weftc model.onnx --emit=weft            print the imported model\n"
       "  weftc model.onnx --input-shape input=4x48 --emit=weft -o m.mlir\n"
       "  weftc model.onnx --emit=train --loss cross-entropy --optimizer adamw\n"
       "  weftc model.onnx -o train               a training executable\n");
 
-  // An output name without extension is an executable unless told
-  // otherwise; executables and objects get default names.
-  if (!emit.getNumOccurrences() && outputFilename != "-" &&
-      outputFilename != "/dev/null" &&
-      llvm::sys::path::extension(outputFilename).empty())
-    emit = Emit::Exe;
+  if (failed(checkOutput()))
+    return 1;
   if (outputFilename == "-" && emit == Emit::Exe)
     outputFilename = "train";
   if (outputFilename == "-" && emit == Emit::Obj)

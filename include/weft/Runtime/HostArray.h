@@ -31,6 +31,11 @@ size_t dtypeSize(DType dtype);
 /// error messages and safetensors headers.
 const char *dtypeName(DType dtype);
 
+/// `'name'` with control characters and bytes that are not valid UTF-8
+/// escaped as \xNN: names in messages come from files, which may be
+/// damaged, and must not reach a terminal raw.
+std::string quote(const std::string &name);
+
 /// Error-carrying result: `ok()` or a message that names the file and what is
 /// wrong. The runtime is built without exceptions in mind, so errors are
 /// values.

@@ -28,6 +28,8 @@
 #include "llvm/TargetParser/Host.h"
 #include "llvm/TargetParser/SubtargetFeature.h"
 
+#include "llvm/MC/MCSubtargetInfo.h"
+
 using namespace mlir;
 
 std::unique_ptr<llvm::TargetMachine>
@@ -60,6 +62,20 @@ weft::createCpuTargetMachine(const CpuTargetOptions &options,
   }
   if (options.optLevel > 3) {
     error = "optimization level must be 0 to 3";
+    return nullptr;
+  }
+  // LLVM aborts on a CPU it does not know; say so before it gets there.
+  std::unique_ptr<llvm::MCSubtargetInfo> subtarget(
+      target->createMCSubtargetInfo(triple, "", ""));
+  if (!subtarget || !subtarget->isCPUStringValid(cpu)) {
+    std::string known;
+    if (subtarget)
+      for (const llvm::SubtargetSubTypeKV &kv : subtarget->getAllProcessorDescriptions())
+        if (known.size() < 400)
+          known += std::string(known.empty() ? "" : ", ") + kv.Key;
+    error = "--cpu=" + options.cpu + ": '" + cpu + "' is not a CPU LLVM knows for " +
+            triple.str() + "; use generic, native or one of: " + known +
+            (known.size() >= 400 ? ", ..." : "");
     return nullptr;
   }
   static const llvm::CodeGenOptLevel levels[] = {
