@@ -383,9 +383,10 @@ Status weft::rt::writeCheckpoint(const std::string &dir,
                                  const std::vector<CheckpointTensor> &tensors,
                                  int keep, std::string &path) {
   // A checkpoint of NaN or Inf weights would replace a good one and make
-  // every resume fail: refuse it before touching the folder.
+  // every resume fail: refuse it before touching the folder. (Buffers may
+  // hold -inf by design: attention masks.)
   for (const CheckpointTensor &t : tensors) {
-    if (t.dtype != DType::F32 && t.dtype != DType::F64)
+    if ((t.dtype != DType::F32 && t.dtype != DType::F64) || t.kind == "buffer")
       continue;
     size_t bytes = 0;
     if (!computeByteSize(t.dtype, t.shape, bytes))

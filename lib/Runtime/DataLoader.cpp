@@ -699,17 +699,6 @@ Status openTokens(const DataLoaderOptions &opt,
     TokenSource::Shard shard;
     if (Status s = openShard(path, shard); !s.ok())
       return s;
-    // One data set is one format: a raw file among llm.c shards is a
-    // shard whose header was damaged.
-    if (!src->shards.empty() && shard.llmc != src->shards.front().llmc) {
-      const TokenSource::Shard &llmc =
-          shard.llmc ? shard : src->shards.front();
-      const TokenSource::Shard &raw = shard.llmc ? src->shards.front() : shard;
-      return Status::error(raw.path + ": no llm.c header (magic " +
-                           std::to_string(kLlmcMagic) + "), but " + llmc.path +
-                           " has one; the shards of one data set must share "
-                           "a format");
-    }
     shard.first = src->totalTokens;
     src->totalTokens += shard.numTokens;
     if (shard.numTokens > 0)

@@ -25,7 +25,7 @@
 // STEP-SAME:    {weft.buffer = "aux.bias"}
 // STEP-SAME:    {weft.buffer = "attn.bias"}
 // STEP-SAME:    {weft.buffer = "pos"}
-// STEP-SAME:    -> (tensor<4x2xf32> {weft.param = "fc.weight"}, tensor<4x2xf32> {weft.state = "exp_avg.fc.weight"}, tensor<4x2xf32> {weft.state = "exp_avg_sq.fc.weight"}, tensor<f32> {weft.output = "loss"}, tensor<f32> {weft.output = "lr"})
+// STEP-SAME:    -> (tensor<4x2xf32> {weft.param = "fc.weight"}, tensor<4x2xf32> {weft.state = "exp_avg.fc.weight"}, tensor<4x2xf32> {weft.state = "exp_avg_sq.fc.weight"}, tensor<f32> {weft.output = "loss"}, tensor<f32> {weft.output = "lr"}, tensor<f32> {weft.output = "grad_norm"})
 
 // expected-warning@+3 {{parameter 'aux.bias' gets no gradient: it does not reach the loss; it stays a buffer (loaded, never updated or decayed), as torch.optim skips a parameter whose .grad stays None}}
 // expected-warning@+2 {{parameter 'attn.bias' gets no gradient: every path to the loss crosses 'weft.cmp', which is not differentiable;}}

@@ -11,14 +11,14 @@ func.func @loss_grad(%w: tensor<4x2xf32> {weft.param = "w"},
 
 // Hyperparameters become trailing f64 inputs after step and lr, and their
 // compiled values are recorded on the module for the executable's defaults.
-// SGD: module attributes {weft.hyperparameters = {clip_norm = 2.000000e+00 : f64, momentum = 9.000000e-01 : f64, weight_decay = 0.000000e+00 : f64}}
+// SGD without weight decay has no weight_decay input: it is compiled in
+// only when not zero.
+// SGD: module attributes {weft.hyperparameters = {clip_norm = 2.000000e+00 : f64, momentum = 9.000000e-01 : f64}}
 // SGD-LABEL: func.func @train_step(
 // SGD-SAME:      {weft.input = "lr"},
 // SGD-SAME:      %[[MU:[^:]*]]: tensor<f64> {weft.input = "hp.momentum"},
-// SGD-SAME:      %[[WD:[^:]*]]: tensor<f64> {weft.input = "hp.weight_decay"},
 // SGD-SAME:      %[[CLIP:[^:]*]]: tensor<f64> {weft.input = "hp.clip_norm"})
 // SGD-DAG:       weft.cast %[[MU]] : tensor<f64> -> tensor<f32>
-// SGD-DAG:       weft.cast %[[WD]] : tensor<f64> -> tensor<f32>
 // SGD-DAG:       weft.cast %[[CLIP]] : tensor<f64> -> tensor<f32>
 // SGD-NOT:       dense<0.899999976>
 

@@ -30,14 +30,14 @@ func.func @loss_grad(%w: tensor<4x2xf32> {weft.param = "w"},
 // SGD-SAME:      %{{[^:]*}}: tensor<i64> {weft.input = "step"}, %[[LR:[^:]*]]: tensor<f32> {weft.input = "lr"})
 // SGD-SAME:      -> (tensor<4x2xf32> {weft.param = "w"}, tensor<2xf32> {weft.param = "b"},
 // SGD-SAME:          tensor<4x2xf32> {weft.state = "momentum_buffer.w"}, tensor<2xf32> {weft.state = "momentum_buffer.b"},
-// SGD-SAME:          tensor<f32> {weft.output = "loss"}, tensor<f32> {weft.output = "lr"})
+// SGD-SAME:          tensor<f32> {weft.output = "loss"}, tensor<f32> {weft.output = "lr"}, tensor<f32> {weft.output = "grad_norm"})
 // SGD:           %[[MU:.*]] = weft.constant dense<0.899999976> : tensor<f32>
 // SGD:           %[[G:.*]]:3 = call @loss_grad(%[[W]], %[[B]], %[[X]], %[[Y]])
 // SGD:           %[[DECAYED:.*]] = weft.mul %[[MU]], %[[MW]]
 // SGD:           %[[BUF:.*]] = weft.add %[[DECAYED]], %[[G]]#1
 // SGD:           %[[STEP:.*]] = weft.mul %[[LR]], %[[BUF]]
 // SGD:           %[[NEW_W:.*]] = weft.sub %[[W]], %[[STEP]]
-// SGD:           return %[[NEW_W]], %{{.*}}, %[[BUF]], %{{.*}}, %[[G]]#0, %[[LR]] :
+// SGD:           return %[[NEW_W]], %{{.*}}, %[[BUF]], %{{.*}}, %[[G]]#0, %[[LR]], %{{.*}} :
 
 // Nesterov with L2 weight decay added to the gradient:
 // g' = g + wd w; buf' = mu buf + g'; w' = w - lr (g' + mu buf').
@@ -86,7 +86,8 @@ func.func @loss_grad(%w: tensor<4x2xf32> {weft.param = "w"},
 // ADAMW:           weft.sub %[[WD]], %[[UPDATE]]
 
 // Global-norm clipping: sum of squares over all gradients, one coefficient
-// min(1, max / (norm + 1e-6)) for every gradient.
+// min(1, max / (norm + 1e-6)) for every gradient. The norm (before
+// clipping) is also the step's grad_norm output.
 // CLIP-LABEL: func.func @train_step(
 // CLIP:           %[[G:.*]]:3 = call @loss_grad
 // CLIP:           %[[SQW:.*]] = weft.mul %[[G]]#1, %[[G]]#1
@@ -94,8 +95,8 @@ func.func @loss_grad(%w: tensor<4x2xf32> {weft.param = "w"},
 // CLIP:           %[[SQB:.*]] = weft.mul %[[G]]#2, %[[G]]#2
 // CLIP:           %[[SB:.*]] = weft.reduce_sum %[[SQB]] {axes = array<i64: 0>}
 // CLIP:           %[[TOTAL:.*]] = weft.add %[[SW]], %[[SB]]
-// CLIP:           %[[EPS:.*]] = weft.constant dense<9.99999997E-7>
-// CLIP:           %[[NORM:.*]] = weft.sqrt %[[TOTAL]]
+// CLIP-DAG:       %[[EPS:.*]] = weft.constant dense<9.99999997E-7>
+// CLIP-DAG:       %[[NORM:.*]] = weft.sqrt %[[TOTAL]]
 // CLIP:           %[[DEN:.*]] = weft.add %[[NORM]], %[[EPS]]
 // CLIP:           %[[RATIO:.*]] = weft.div %{{.*}}, %[[DEN]]
 // CLIP:           %[[COEF:.*]] = weft.min %[[RATIO]], %{{.*}}
@@ -134,4 +135,4 @@ func.func @loss_grad(%w: tensor<4x2xf32> {weft.param = "w"},
 // COSINE:           %[[WARM:.*]] = weft.cmp lt, %[[S]], %[[W]]
 // COSINE:           %[[FACTOR:.*]] = weft.where %[[WARM]], %{{.*}}, %{{.*}}
 // COSINE:           %[[LRT:.*]] = weft.mul %[[LR]], %[[FACTOR]]
-// COSINE:           return {{.*}}, %[[LRT]] :
+// COSINE:           return {{.*}}, %[[LRT]], %{{.*}} :
