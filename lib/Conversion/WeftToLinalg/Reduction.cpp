@@ -54,7 +54,7 @@ Value lowerReduce(OpBuilder &b, Location loc, Reduce kind, Value input,
   // of many terms (a bias before BatchNorm, a mean-centred activation)
   // keeps its digits, as PyTorch's cascade summation does. Memory, not
   // the adds, bounds these loops.
-  if (kind != Reduce::Max && acc.isF32())
+  if (kind != Reduce::Max && elementType.isF32())
     acc = b.getF64Type();
   double init = 0;
   if (kind == Reduce::Max)
