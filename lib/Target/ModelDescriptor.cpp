@@ -14,18 +14,23 @@
 //===----------------------------------------------------------------------===//
 
 #include "weft/Target/ModelDescriptor.h"
+#include "weft/Dialect/Weft/IR/TrainStep.h"
+#include "weft/Dialect/Weft/IR/WeftDialect.h"
 #include "weft/Runtime/HostArray.h"
 #include "weft/Runtime/ModelABI.h"
+#include "weft/Support/Version.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinTypes.h"
 #include "llvm/IR/Constants.h"
 #include "llvm/IR/IRBuilder.h"
 #include "llvm/IR/Module.h"
+#include "llvm/Support/JSON.h"
 #include "llvm/Support/raw_ostream.h"
 #include "llvm/TargetParser/Triple.h"
 
 using namespace mlir;
+using namespace weft;
 namespace rt = weft::rt;
 
 uint64_t weft::AbiTensor::bytes() const {
@@ -38,7 +43,8 @@ uint64_t weft::AbiTensor::bytes() const {
 std::vector<std::string> weft::ModelAbi::weightNames() const {
   std::vector<std::string> names;
   for (const AbiTensor &t : args)
-    if (t.kind == "param" || t.kind == "buffer")
+    if (t.kind == contract::roleName(contract::Role::Param) ||
+        t.kind == contract::roleName(contract::Role::Buffer))
       names.push_back(t.name);
   return names;
 }
@@ -73,29 +79,21 @@ std::optional<rt::DType> toDType(Type type) {
   return std::nullopt;
 }
 
-/// Fills `tensor` from `type` and the first of `kinds` found in `attrs`.
-LogicalResult describe(func::FuncOp fn, Type type, DictionaryAttr attrs,
-                       ArrayRef<StringRef> kinds, StringRef fallbackKind,
-                       std::string fallbackName, weft::AbiTensor &tensor) {
+/// The runtime's dtype and shape of `type`, or an error naming the slot.
+LogicalResult describe(func::FuncOp fn, Type type, const contract::Slot &slot,
+                       weft::AbiTensor &tensor) {
   auto tensorType = dyn_cast<RankedTensorType>(type);
   std::optional<rt::DType> dtype;
   if (tensorType && tensorType.hasStaticShape())
     dtype = toDType(tensorType.getElementType());
   if (!dtype)
-    return fn.emitError() << "'" << fallbackName << "' of @" << fn.getName()
+    return fn.emitError() << "'" << slot.name << "' of @" << fn.getName()
                           << " has type " << type
                           << ", which the runtime cannot pass: a statically "
                              "shaped tensor of f64, f32, f16, bf16, i64, i32, "
                              "i16, i8 or i1 is needed";
-  tensor.kind = fallbackKind.str();
-  tensor.name = std::move(fallbackName);
-  for (StringRef kind : kinds)
-    if (auto name = attrs ? attrs.getAs<StringAttr>(("weft." + kind).str())
-                          : StringAttr()) {
-      tensor.kind = kind.str();
-      tensor.name = name.str();
-      break;
-    }
+  tensor.kind = contract::roleName(slot.role);
+  tensor.name = slot.name;
   tensor.dtype = static_cast<int32_t>(*dtype);
   tensor.shape.assign(tensorType.getShape().begin(),
                       tensorType.getShape().end());
@@ -104,25 +102,106 @@ LogicalResult describe(func::FuncOp fn, Type type, DictionaryAttr attrs,
 } // namespace
 
 FailureOr<weft::ModelAbi> weft::collectModelAbi(func::FuncOp entry) {
+  FailureOr<contract::StepSignature> signature = readStepSignature(entry);
+  if (failed(signature))
+    return failure();
+  // A step's gradients are internal to it: only @loss_grad returns them.
+  auto check = [&](const contract::Slot &slot, bool result) -> LogicalResult {
+    bool allowed = result ? slot.role != contract::Role::Input
+                          : slot.role != contract::Role::Output;
+    if (slot.role == contract::Role::Grad || !allowed)
+      return entry.emitError()
+             << (result ? "result '" : "argument '") << slot.name << "' of @"
+             << entry.getName() << " has the role '"
+             << contract::roleName(slot.role)
+             << "', which a compiled step cannot have there";
+    return success();
+  };
   ModelAbi abi;
   FunctionType type = entry.getFunctionType();
-  for (auto [i, argType] : llvm::enumerate(type.getInputs())) {
+  for (auto [slot, argType] :
+       llvm::zip_equal(signature->args, type.getInputs())) {
     AbiTensor t;
-    if (failed(describe(entry, argType, entry.getArgAttrDict(i),
-                        {"param", "state", "buffer", "input"}, "input",
-                        "arg" + std::to_string(i), t)))
+    if (failed(check(slot, false)) ||
+        failed(describe(entry, argType, slot, t)))
       return failure();
     abi.args.push_back(std::move(t));
   }
-  for (auto [i, resultType] : llvm::enumerate(type.getResults())) {
+  for (auto [slot, resultType] :
+       llvm::zip_equal(signature->results, type.getResults())) {
     AbiTensor t;
-    if (failed(describe(entry, resultType, entry.getResultAttrDict(i),
-                        {"param", "state", "buffer", "output"}, "output",
-                        "result" + std::to_string(i), t)))
+    if (failed(check(slot, true)) ||
+        failed(describe(entry, resultType, slot, t)))
       return failure();
     abi.results.push_back(std::move(t));
   }
   return abi;
+}
+
+std::optional<int64_t> weft::getNumClasses(ModuleOp module) {
+  auto config =
+      module->getAttrOfType<DictionaryAttr>(WeftDialect::kTrainConfigAttrName);
+  auto forward = module.lookupSymbol<func::FuncOp>("forward");
+  if (!config || !forward || forward.getNumResults() == 0 ||
+      config.getAs<StringAttr>("loss") != "cross-entropy")
+    return std::nullopt;
+  auto type = dyn_cast<RankedTensorType>(forward.getResultTypes().front());
+  if (!type || type.getRank() == 0 || type.isDynamicDim(type.getRank() - 1))
+    return std::nullopt;
+  return type.getShape().back();
+}
+
+std::string weft::buildModelJson(ModuleOp module, const ModelAbi &abi,
+                                 llvm::StringRef source,
+                                 llvm::StringRef entry,
+                                 std::optional<int64_t> numClasses) {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  llvm::json::OStream json(os);
+  json.object([&] {
+    json.attribute("weft_version", getWeftVersion());
+    json.attribute("source", source.str());
+    json.attribute("entry", entry.str());
+    if (numClasses)
+      json.attribute("num_classes", *numClasses);
+    // How the step was built, as the training passes recorded it; a step
+    // built without --weft-mixed-precision computes in fp32.
+    auto config = module->getAttrOfType<DictionaryAttr>(
+        WeftDialect::kTrainConfigAttrName);
+    if (config && !config.get("precision"))
+      json.attribute("precision", "fp32");
+    if (config) {
+      for (NamedAttribute entry : config) {
+        StringRef key = entry.getName().strref();
+        if (auto s = dyn_cast<StringAttr>(entry.getValue()))
+          json.attribute(key, s.str());
+        else if (auto f = dyn_cast<FloatAttr>(entry.getValue()))
+          json.attribute(key, f.getValueAsDouble());
+        else if (auto i = dyn_cast<IntegerAttr>(entry.getValue()))
+          json.attribute(key, i.getInt());
+        else if (auto b = dyn_cast<BoolAttr>(entry.getValue()))
+          json.attribute(key, b.getValue());
+      }
+    }
+    // Defaults of the hp.* inputs, which the runtime turns into flags.
+    if (auto hyper = module->getAttrOfType<DictionaryAttr>(
+            WeftDialect::kHyperparametersAttrName))
+      json.attributeObject("hyperparameters", [&] {
+        for (NamedAttribute entry : hyper)
+          if (auto value = dyn_cast<FloatAttr>(entry.getValue()))
+            json.attribute(entry.getName().strref(), value.getValueAsDouble());
+      });
+    auto bytes = [&](StringRef name) -> int64_t {
+      auto attr = module->getAttrOfType<IntegerAttr>(name);
+      return attr ? attr.getInt() : 0;
+    };
+    json.attribute("workspace_bytes",
+                   bytes(WeftDialect::kWorkspaceBytesAttrName));
+    json.attribute("peak_bytes", bytes(WeftDialect::kPeakBytesAttrName));
+    json.attribute("num_args", static_cast<int64_t>(abi.args.size()));
+    json.attribute("num_results", static_cast<int64_t>(abi.results.size()));
+  });
+  return text;
 }
 
 namespace {

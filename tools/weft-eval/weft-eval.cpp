@@ -21,10 +21,12 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "weft/Dialect/Weft/IR/TrainStep.h"
 #include "weft/Dialect/Weft/IR/WeftDialect.h"
 #include "weft/Evaluator/Evaluator.h"
 #include "weft/Import/Weights.h"
 #include "weft/Runtime/Npy.h"
+#include "weft/Support/Version.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Diagnostics.h"
@@ -114,12 +116,6 @@ std::string typeString(Type type) {
   os << type;
   return s;
 }
-
-/// Argument and result attributes of the training step; the dialect defines
-/// the first three, the training-step passes the others.
-constexpr llvm::StringLiteral kStateAttrName = "weft.state";
-constexpr llvm::StringLiteral kGradAttrName = "weft.grad";
-constexpr llvm::StringLiteral kOutputAttrName = "weft.output";
 
 /// How one function argument gets its value.
 struct ArgInfo {
@@ -259,18 +255,12 @@ bool isFileName(StringRef name) {
 
 /// The file name (without .npy) of result `i` for --output-dir.
 std::string resultName(func::FuncOp fn, unsigned i) {
-  auto tag = [&](StringRef attr) {
-    return fn.getResultAttrOfType<StringAttr>(i, attr);
-  };
-  if (StringAttr name = tag(WeftDialect::kParamAttrName))
-    return name.str();
-  if (StringAttr name = tag(kStateAttrName))
-    return name.str();
-  if (StringAttr name = tag(kGradAttrName))
-    return "grad." + name.str();
-  if (StringAttr name = tag(kOutputAttrName))
-    return name.str();
-  return "result" + std::to_string(i);
+  std::optional<contract::Slot> slot = getResultSlot(fn, i);
+  if (!slot || slot->role == contract::Role::Input)
+    return "result" + std::to_string(i);
+  if (slot->role == contract::Role::Grad)
+    return "grad." + slot->name;
+  return slot->name;
 }
 
 /// Writes `array` to `path` through a temporary file renamed into place, so
@@ -355,19 +345,18 @@ int run(MLIRContext &context) {
       return fail("argument #" + std::to_string(i) + " of " + fnLabel +
                   " has type " + typeString(fn.getArgumentTypes()[i]) +
                   "; the evaluator needs statically shaped tensors");
-    auto tag = [&](StringRef attr) {
-      return fn.getArgAttrOfType<StringAttr>(i, attr);
-    };
-    if (StringAttr name = tag(WeftDialect::kInputAttrName)) {
-      info = {ArgInfo::Input, name.str(), info.type};
+    std::optional<contract::Slot> slot = getArgSlot(fn, i);
+    contract::Role role = slot ? slot->role : contract::Role::Output;
+    if (role == contract::Role::Input) {
+      info = {ArgInfo::Input, slot->name, info.type};
       inputIndex[info.name] = i;
       inputNames.push_back(info.name);
-    } else if (StringAttr name = tag(WeftDialect::kParamAttrName)) {
-      info = {ArgInfo::Param, name.str(), info.type};
-    } else if (StringAttr name = tag(WeftDialect::kBufferAttrName)) {
-      info = {ArgInfo::Buffer, name.str(), info.type};
-    } else if (StringAttr name = tag(kStateAttrName)) {
-      info = {ArgInfo::State, name.str(), info.type};
+    } else if (role == contract::Role::Param) {
+      info = {ArgInfo::Param, slot->name, info.type};
+    } else if (role == contract::Role::Buffer) {
+      info = {ArgInfo::Buffer, slot->name, info.type};
+    } else if (role == contract::Role::State) {
+      info = {ArgInfo::State, slot->name, info.type};
     } else {
       info.name = "arg" + std::to_string(i);
       inputIndex[info.name] = i;
@@ -552,6 +541,9 @@ int run(MLIRContext &context) {
 int main(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
   cl::HideUnrelatedOptions(evalCategory);
+  cl::SetVersionPrinter([](llvm::raw_ostream &os) {
+    os << "weft-eval (Weft) " << weft::getWeftVersion() << "\n";
+  });
   cl::ParseCommandLineOptions(
       argc, argv,
       "Weft reference evaluator: runs a weft function on .npy "

@@ -6,9 +6,11 @@
 
 #include "weft/Conversion/Passes.h"
 #include "weft/Dialect/Weft/IR/WeftDialect.h"
-#include "weft/Pipelines/Pipelines.h"
+#include "weft/Driver/Pipelines.h"
+#include "weft/Support/Version.h"
 #include "weft/Target/Registration.h"
-#include "weft/Transforms/Passes.h"
+#include "weft/Codegen/Passes.h"
+#include "weft/Transforms/Train/Passes.h"
 
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -62,9 +64,13 @@ int main(int argc, char **argv) {
   mlir::registerCanonicalizerPass();
   mlir::registerCSEPass();
   mlir::registerSymbolDCEPass();
-  weft::registerWeftTransformsPasses();
+  weft::registerWeftTrainPasses();
+  weft::registerWeftCodegenPasses();
   weft::registerWeftConversionPasses();
   weft::registerWeftPipelines();
+  llvm::cl::SetVersionPrinter([](llvm::raw_ostream &os) {
+    os << "weft-opt (Weft) " << weft::getWeftVersion() << "\n";
+  });
   return mlir::asMainReturnCode(
       mlir::MlirOptMain(argc, argv, "Weft optimizer driver\n", registry));
 }

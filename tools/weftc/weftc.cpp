@@ -9,54 +9,28 @@
 // step (train), fused kernels on tensors (linalg), planned buffers with
 // BLAS calls (memref), LLVM IR (llvm), an object file (obj) or a training
 // executable linked with the runtime (exe, the default for an output name
-// without extension).
+// without extension). The ladder is lib/Driver; this file maps flags to its
+// options.
 //
 //===----------------------------------------------------------------------===//
 
-#include "weft/Dialect/Weft/IR/WeftDialect.h"
-#include "weft/Dialect/Weft/IR/WeftOps.h"
-#include "weft/Import/OnnxImporter.h"
-#include "weft/Import/Weights.h"
-#include "weft/Pipelines/Pipelines.h"
-#include "weft/Runtime/SafeTensors.h"
+#include "weft/Driver/Driver.h"
 #include "weft/Support/Diagnostics.h"
-#include "weft/Target/CPU.h"
-#include "weft/Target/Registration.h"
+#include "weft/Support/Version.h"
 
-#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/AsmState.h"
 #include "mlir/IR/MLIRContext.h"
-#include "mlir/Parser/Parser.h"
 #include "mlir/Pass/PassManager.h"
-#include "mlir/Support/FileUtilities.h"
 #include "mlir/Support/Timing.h"
-#include "llvm/IR/LLVMContext.h"
-#include "llvm/IR/Module.h"
 #include "llvm/Support/CommandLine.h"
-#include "llvm/Support/FileSystem.h"
-#include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/InitLLVM.h"
-#include "llvm/Support/JSON.h"
-#include "llvm/Support/Path.h"
-#include "llvm/Support/SourceMgr.h"
-#include "llvm/Support/ToolOutputFile.h"
 #include "llvm/Support/raw_ostream.h"
-#include "llvm/Target/TargetMachine.h"
-
-#include <chrono>
-
-// WEFT_VERSION_NUMBER comes from CMake's project(VERSION), unquoted.
-#define WEFT_STRINGIFY_(x) #x
-#define WEFT_STRINGIFY(x) WEFT_STRINGIFY_(x)
-#include <optional>
 
 using namespace mlir;
 using namespace weft;
 namespace cl = llvm::cl;
 
 namespace {
-enum class Emit { Onnx, Weft, Train, Linalg, Memref, Llvm, Obj, Exe };
-
 // Sorted first in --help (LLVM lists categories by name).
 cl::OptionCategory weftcCategory("Basic options");
 
@@ -70,26 +44,26 @@ cl::opt<std::string> outputFilename("o",
                                              "executable"),
                                     cl::value_desc("file"), cl::init("-"),
                                     cl::cat(weftcCategory));
-cl::opt<Emit> emit(
-    "emit", cl::desc("Stage to stop at and print"), cl::init(Emit::Weft),
-    cl::values(clEnumValN(Emit::Onnx, "onnx",
+cl::opt<Stage> emit(
+    "emit", cl::desc("Stage to stop at and print"), cl::init(Stage::Weft),
+    cl::values(clEnumValN(Stage::Onnx, "onnx",
                           "imported ONNX nodes, not yet legalized"),
-               clEnumValN(Emit::Weft, "weft", "the model in the weft dialect"),
-               clEnumValN(Emit::Train, "train",
+               clEnumValN(Stage::Weft, "weft", "the model in the weft dialect"),
+               clEnumValN(Stage::Train, "train",
                           "the training step: @loss, @loss_grad, "
                           "@train_step"),
-               clEnumValN(Emit::Linalg, "linalg",
+               clEnumValN(Stage::Linalg, "linalg",
                           "@train_step as fused kernels on tensors"),
-               clEnumValN(Emit::Memref, "memref",
+               clEnumValN(Stage::Memref, "memref",
                           "@train_step on buffers: BLAS calls, planned "
                           "workspace"),
-               clEnumValN(Emit::Llvm, "llvm",
+               clEnumValN(Stage::Llvm, "llvm",
                           "optimized LLVM IR of the step and its "
                           "descriptor (weights not embedded)"),
-               clEnumValN(Emit::Obj, "obj",
+               clEnumValN(Stage::Obj, "obj",
                           "an object file defining weft_get_model(), "
                           "weights embedded (default -o model.o)"),
-               clEnumValN(Emit::Exe, "exe",
+               clEnumValN(Stage::Exe, "exe",
                           "a training executable linked with the Weft "
                           "runtime (default -o train; the stage when -o "
                           "has no extension, .exe or .bin)")),
@@ -197,492 +171,6 @@ cl::opt<bool> saveTemps("save-temps",
                                  "and weights (its path goes to stderr)"),
                         cl::init(false), cl::cat(codegenCategory));
 
-/// `target` relative to `fromDir` when both are on disk; keeps the IR free of
-/// machine-specific absolute paths.
-std::string relativePath(StringRef target, StringRef fromDir) {
-  SmallString<256> absTarget(target), absFrom(fromDir);
-  if (llvm::sys::fs::make_absolute(absTarget) ||
-      llvm::sys::fs::make_absolute(absFrom))
-    return target.str();
-  llvm::sys::path::remove_dots(absTarget, true);
-  llvm::sys::path::remove_dots(absFrom, true);
-  SmallVector<StringRef> t(llvm::sys::path::begin(absTarget),
-                           llvm::sys::path::end(absTarget));
-  SmallVector<StringRef> f(llvm::sys::path::begin(absFrom),
-                           llvm::sys::path::end(absFrom));
-  size_t common = 0;
-  while (common < t.size() && common < f.size() && t[common] == f[common])
-    ++common;
-  SmallString<256> rel;
-  for (size_t i = common; i < f.size(); ++i)
-    llvm::sys::path::append(rel, "..");
-  for (size_t i = common; i < t.size(); ++i)
-    llvm::sys::path::append(rel, t[i]);
-  return rel.empty() ? std::string(".") : std::string(rel);
-}
-
-std::string outputDir() {
-  if (outputFilename == "-")
-    return ".";
-  StringRef dir = llvm::sys::path::parent_path(outputFilename);
-  return dir.empty() ? "." : dir.str();
-}
-
-/// Reads every argument's initial value from the module's weights file and
-/// writes them to --weights-out, so the IR no longer needs the .onnx.
-LogicalResult writeWeights(ModuleOp module, StringRef irPath) {
-  auto attr = module->getAttrOfType<StringAttr>(WeftDialect::kWeightsAttrName);
-  if (!attr)
-    return module.emitError("no weft.weights attribute: nothing to write");
-  std::vector<std::string> names;
-  module.walk([&](func::FuncOp fn) {
-    for (unsigned i = 0; i < fn.getNumArguments(); ++i)
-      for (StringRef key :
-           {WeftDialect::kParamAttrName, WeftDialect::kBufferAttrName})
-        if (auto name = fn.getArgAttrOfType<StringAttr>(i, key))
-          if (!llvm::is_contained(names, name.str()))
-            names.push_back(name.str());
-  });
-  rt::SafeTensorsFile file;
-  std::vector<rt::HostArray> arrays;
-  // An imported model's attribute is relative to the output; its weights
-  // are the input itself.
-  std::string source = irPath.empty()
-                           ? inputFilename.getValue()
-                           : weft::resolveWeightsPath(attr.str(), irPath.str());
-  if (rt::Status s = weft::readWeights(source, names, arrays); !s.ok())
-    return module.emitError(s.message);
-  for (size_t i = 0; i < names.size(); ++i)
-    file.tensors.emplace_back(names[i], std::move(arrays[i]));
-  file.metadata.emplace_back("format", "weft-weights");
-  if (rt::Status s = rt::writeSafeTensors(weightsOut, file); !s.ok())
-    return module.emitError(s.message);
-  module->setAttr(WeftDialect::kWeightsAttrName,
-                  StringAttr::get(module.getContext(),
-                                  relativePath(weightsOut, outputDir())));
-  return success();
-}
-
-/// How the importer classified the ONNX model's tensors (for --summary).
-std::vector<weft::onnximport::GraphTensor> importedTensors;
-
-/// One line per initializer (and Identity of one): what it became and why,
-/// so a user sees at once whether Weft trains what PyTorch trains.
-void printTensorTable() {
-  if (importedTensors.empty())
-    return;
-  size_t width = 0;
-  for (const auto &t : importedTensors)
-    width = std::max(width, t.onnxName.size());
-  width = std::min<size_t>(width, 48);
-  llvm::errs() << "weftc: " << inputFilename << ": tensors\n";
-  for (const auto &t : importedTensors) {
-    llvm::errs() << "  " << llvm::left_justify(t.onnxName, width) << "  "
-                 << llvm::left_justify(weft::onnximport::roleName(t.role), 9)
-                 << "  ";
-    if (t.name != t.onnxName && t.role != weft::onnximport::TensorRole::Tied)
-      llvm::errs() << "as '" << t.name << "'"
-                   << (t.transposed ? " (transposed)" : "") << ": ";
-    llvm::errs() << t.reason << "\n";
-  }
-}
-
-void printSummary(ModuleOp module) {
-  printTensorTable();
-  int64_t params = 0, values = 0, bytes = 0, buffers = 0, state = 0, inputs = 0;
-  // A training step's arguments describe the model; the functions it was
-  // built from repeat them.
-  auto step = module.lookupSymbol<func::FuncOp>("train_step");
-  module.walk([&](func::FuncOp fn) {
-    if (step && fn != step)
-      return;
-    for (unsigned i = 0; i < fn.getNumArguments(); ++i) {
-      auto type = dyn_cast<RankedTensorType>(fn.getArgument(i).getType());
-      if (fn.getArgAttr(i, WeftDialect::kParamAttrName) && type) {
-        ++params;
-        values += type.getNumElements();
-        bytes += type.getNumElements() * type.getElementTypeBitWidth() / 8;
-      } else if (fn.getArgAttr(i, WeftDialect::kBufferAttrName)) {
-        ++buffers;
-      } else if (fn.getArgAttr(i, "weft.state")) {
-        ++state;
-      } else {
-        ++inputs;
-      }
-    }
-  });
-  llvm::errs() << "weftc: " << inputFilename << ": " << params
-               << " parameter tensors, " << values << " trainable values ("
-               << llvm::format("%.1f", bytes / 1048576.0) << " MiB), "
-               << buffers << " buffers, ";
-  if (state)
-    llvm::errs() << state << " optimizer state tensors, ";
-  llvm::errs() << inputs << " inputs\n";
-}
-
-OwningOpRef<ModuleOp> loadInput(MLIRContext &context) {
-  if (StringRef(inputFilename).ends_with(".onnx")) {
-    weft::OnnxImportOptions options;
-    for (const std::string &spec : inputShapes) {
-      std::string name, error;
-      std::vector<int64_t> shape;
-      if (!weft::parseInputShape(spec, name, shape, error)) {
-        llvm::errs() << "weftc: " << error << "\n";
-        return nullptr;
-      }
-      options.inputShapes[name] = shape;
-    }
-    options.frozen.assign(frozen.begin(), frozen.end());
-    options.weightsAttr = relativePath(inputFilename, outputDir());
-    if (summary)
-      options.tensorReport = &importedTensors;
-    options.forTraining = emit >= Emit::Train;
-    return weft::importOnnxModel(&context, inputFilename, options);
-  }
-  if (!inputShapes.empty() || !frozen.empty())
-    llvm::errs() << "weftc: warning: --input-shape and --freeze apply to "
-                    ".onnx inputs only; ignored for "
-                 << inputFilename << "\n";
-  std::string error;
-  auto file = openInputFile(inputFilename, &error);
-  if (!file) {
-    llvm::errs() << "weftc: " << error << "\n";
-    return nullptr;
-  }
-  llvm::SourceMgr sourceMgr;
-  sourceMgr.AddNewSourceBuffer(std::move(file), llvm::SMLoc());
-  return parseSourceFile<ModuleOp>(sourceMgr, &context);
-}
-
-/// Records the training options on the module, so the model's JSON can
-/// describe them even when the step is compiled later from its .mlir.
-void recordTrainConfig(ModuleOp module) {
-  Builder b(module.getContext());
-  double decay =
-      weightDecay >= 0 ? weightDecay : (optimizer == "adamw" ? 0.01 : 0.0);
-  NamedAttribute entries[] = {
-      b.getNamedAttr("loss", b.getStringAttr(loss)),
-      b.getNamedAttr("optimizer", b.getStringAttr(optimizer)),
-      b.getNamedAttr("momentum", b.getF64FloatAttr(momentum)),
-      b.getNamedAttr("nesterov", b.getBoolAttr(nesterov)),
-      b.getNamedAttr("weight_decay", b.getF64FloatAttr(decay)),
-      b.getNamedAttr("beta1", b.getF64FloatAttr(beta1)),
-      b.getNamedAttr("beta2", b.getF64FloatAttr(beta2)),
-      b.getNamedAttr("eps", b.getF64FloatAttr(adamEps)),
-      b.getNamedAttr("clip_norm", b.getF64FloatAttr(clipNorm)),
-      b.getNamedAttr("accum_steps", b.getI64IntegerAttr(accumSteps)),
-      b.getNamedAttr("lr_schedule", b.getStringAttr(lrSchedule)),
-      b.getNamedAttr("warmup_steps", b.getI64IntegerAttr(warmupSteps)),
-      b.getNamedAttr("total_steps", b.getI64IntegerAttr(totalSteps)),
-      b.getNamedAttr("min_lr_ratio", b.getF64FloatAttr(minLrRatio)),
-      b.getNamedAttr("precision", b.getStringAttr(precision))};
-  module->setAttr("weft.train_config", b.getDictionaryAttr(entries));
-}
-
-/// For a cross-entropy loss, the number of classes (the last axis of
-/// @forward's output, the vocabulary of a language model): the runtime
-/// range-checks labels and tokens against it.
-std::optional<int64_t> numClasses(ModuleOp module) {
-  auto config = module->getAttrOfType<DictionaryAttr>("weft.train_config");
-  auto forward = module.lookupSymbol<func::FuncOp>("forward");
-  if (!config || !forward || forward.getNumResults() == 0 ||
-      config.getAs<StringAttr>("loss") != "cross-entropy")
-    return std::nullopt;
-  auto type = dyn_cast<RankedTensorType>(forward.getResultTypes().front());
-  if (!type || type.getRank() == 0 || type.isDynamicDim(type.getRank() - 1))
-    return std::nullopt;
-  return type.getShape().back();
-}
-
-/// The model's JSON: where it came from, how it trains, what it needs.
-std::string modelJson(ModuleOp module, const ModelAbi &abi,
-                      std::optional<int64_t> classes) {
-  std::string text;
-  llvm::raw_string_ostream os(text);
-  llvm::json::OStream json(os);
-  json.object([&] {
-    json.attribute("weft_version", kWeftVersion);
-    json.attribute("source", llvm::sys::path::filename(inputFilename).str());
-    json.attribute("entry", "train_step");
-    if (classes)
-      json.attribute("num_classes", *classes);
-    if (auto config =
-            module->getAttrOfType<DictionaryAttr>("weft.train_config")) {
-      for (NamedAttribute entry : config) {
-        StringRef key = entry.getName().strref();
-        if (auto s = dyn_cast<StringAttr>(entry.getValue()))
-          json.attribute(key, s.str());
-        else if (auto f = dyn_cast<FloatAttr>(entry.getValue()))
-          json.attribute(key, f.getValueAsDouble());
-        else if (auto i = dyn_cast<IntegerAttr>(entry.getValue()))
-          json.attribute(key, i.getInt());
-        else if (auto bAttr = dyn_cast<BoolAttr>(entry.getValue()))
-          json.attribute(key, bAttr.getValue());
-      }
-    }
-    // Defaults of the hp.* inputs (--runtime-hyperparameters), which the
-    // runtime turns into flags.
-    if (auto hyper =
-            module->getAttrOfType<DictionaryAttr>("weft.hyperparameters"))
-      json.attributeObject("hyperparameters", [&] {
-        for (NamedAttribute entry : hyper)
-          if (auto value = dyn_cast<FloatAttr>(entry.getValue()))
-            json.attribute(entry.getName().strref(), value.getValueAsDouble());
-      });
-    auto bytes = [&](StringRef name) -> int64_t {
-      auto attr = module->getAttrOfType<IntegerAttr>(name);
-      return attr ? attr.getInt() : 0;
-    };
-    json.attribute("workspace_bytes", bytes("weft.workspace_bytes"));
-    json.attribute("peak_bytes", bytes("weft.peak_bytes"));
-    json.attribute("num_args", static_cast<int64_t>(abi.args.size()));
-    json.attribute("num_results", static_cast<int64_t>(abi.results.size()));
-  });
-  return text;
-}
-
-/// A private temporary folder, removed on exit unless --save-temps.
-struct TempDir {
-  SmallString<128> path;
-  ~TempDir() {
-    if (path.empty())
-      return;
-    if (saveTemps)
-      llvm::errs() << "weftc: temporary files kept in " << path << "\n";
-    else
-      llvm::sys::fs::remove_directories(path);
-  }
-  bool create() {
-    std::error_code ec = llvm::sys::fs::createUniqueDirectory("weftc", path);
-    if (ec) {
-      llvm::errs() << "weftc: error: cannot create a temporary folder: "
-                   << ec.message() << "\n";
-      path.clear();
-      return false;
-    }
-    return true;
-  }
-  std::string file(StringRef name) const {
-    SmallString<256> p(path);
-    llvm::sys::path::append(p, name);
-    return std::string(p);
-  }
-};
-
-/// Writes the initial value of every param and buffer argument to a
-/// safetensors file in `dir`, the image the executable embeds.
-LogicalResult writeEmbeddedWeights(ModuleOp module, const ModelAbi &abi,
-                                   const TempDir &dir, std::string &path,
-                                   uint64_t &size) {
-  std::vector<std::string> names = abi.weightNames();
-  if (names.empty())
-    return success();
-  auto attr = module->getAttrOfType<StringAttr>(WeftDialect::kWeightsAttrName);
-  if (!attr)
-    return module.emitError("no weft.weights attribute: the initial values "
-                            "of the parameters are unknown");
-  // An imported model's attribute is relative to the output's folder; a
-  // .mlir file's to the file's own.
-  bool fromOnnx = StringRef(inputFilename).ends_with(".onnx");
-  std::string source =
-      weft::resolveWeightsPath(attr.str(), fromOnnx ? outputFilename.getValue()
-                                                    : inputFilename.getValue());
-  rt::SafeTensorsFile file;
-  {
-    std::vector<rt::HostArray> arrays;
-    if (rt::Status s = weft::readWeights(source, names, arrays); !s.ok())
-      return module.emitError(s.message);
-    for (size_t i = 0; i < names.size(); ++i)
-      file.tensors.emplace_back(names[i], std::move(arrays[i]));
-  }
-  file.metadata.emplace_back("format", "weft-weights");
-  path = dir.file("weights.safetensors");
-  if (rt::Status s = rt::writeSafeTensors(path, file); !s.ok())
-    return module.emitError(s.message);
-  if (std::error_code ec = llvm::sys::fs::file_size(path, size))
-    return module.emitError("cannot read back " + path + ": " + ec.message());
-  return success();
-}
-
-std::string mib(uint64_t bytes) {
-  return llvm::formatv("{0:F1} MiB", bytes / 1048576.0).str();
-}
-
-/// "planned peak memory 12.3 MiB: workspace ..., params+state+batch ...,
-/// results ...".
-std::string memorySummary(ModuleOp module, const ModelAbi &abi) {
-  uint64_t args = 0, results = 0;
-  for (const AbiTensor &t : abi.args)
-    args += t.bytes();
-  for (const AbiTensor &t : abi.results)
-    results += t.bytes();
-  auto attr = module->getAttrOfType<IntegerAttr>("weft.workspace_bytes");
-  uint64_t workspace = attr ? attr.getInt() : 0;
-  return "planned peak memory " + mib(workspace + args + results) +
-         " (workspace " + mib(workspace) + ", params+state+batch " + mib(args) +
-         ", results " + mib(results) + ")";
-}
-
-/// --emit=llvm|obj|exe: LLVM IR, object file, executable.
-LogicalResult emitNative(ModuleOp module, const ModelAbi &abi,
-                         std::optional<int64_t> classes, TimingScope &timing,
-                         const char *argv0) {
-  TempDir temps;
-  std::string weightsPath, error;
-  uint64_t weightsSize = 0;
-  if (emit != Emit::Llvm) {
-    if (!temps.create())
-      return failure();
-    TimingScope t = timing.nest("Embed weights");
-    if (failed(
-            writeEmbeddedWeights(module, abi, temps, weightsPath, weightsSize)))
-      return failure();
-  }
-  std::string runtime;
-  if (emit == Emit::Exe) {
-    // Fail before the expensive part when the runtime is missing.
-    runtime = findRuntimeDir(argv0, runtimeDir, error);
-    if (runtime.empty()) {
-      llvm::errs() << "weftc: error: " << error << "\n";
-      return failure();
-    }
-  }
-
-  CpuTargetOptions target;
-  target.cpu = cpu;
-  target.optLevel = optLevel;
-  std::unique_ptr<llvm::TargetMachine> machine =
-      createCpuTargetMachine(target, error);
-  if (!machine) {
-    llvm::errs() << "weftc: error: " << error << "\n";
-    return failure();
-  }
-  ModelDescriptor descriptor;
-  descriptor.abi = abi;
-  descriptor.modelJson = modelJson(module, abi, classes);
-  if (auto ws = module->getAttrOfType<IntegerAttr>("weft.workspace_bytes"))
-    descriptor.workspaceBytes = ws.getInt();
-  descriptor.weightsPath = weightsPath;
-  descriptor.weightsSize = weightsSize;
-
-  llvm::LLVMContext llvmContext;
-  std::unique_ptr<llvm::Module> llvmModule;
-  {
-    TimingScope t = timing.nest("LLVM translation and O" +
-                                std::to_string(optLevel.getValue()));
-    llvmModule = buildModelModule(module, llvmContext, *machine, "train_step",
-                                  descriptor, optLevel, error);
-  }
-  if (!llvmModule) {
-    llvm::errs() << "weftc: error: " << error << "\n";
-    return failure();
-  }
-  if (emit == Emit::Llvm) {
-    std::string openError;
-    auto output = openOutputFile(outputFilename, &openError);
-    if (!output) {
-      llvm::errs() << "weftc: " << openError << "\n";
-      return failure();
-    }
-    llvmModule->print(output->os(), nullptr);
-    output->keep();
-    return success();
-  }
-  std::string object =
-      emit == Emit::Obj ? outputFilename.getValue() : temps.file("model.o");
-  {
-    TimingScope t = timing.nest("Object emission");
-    error = emitObjectFile(*llvmModule, *machine, object);
-  }
-  if (!error.empty()) {
-    llvm::errs() << "weftc: error: " << error << "\n";
-    return failure();
-  }
-  if (emit == Emit::Obj)
-    return success();
-  LinkOptions link;
-  link.output = outputFilename;
-  link.objects = {object};
-  link.runtimeDir = runtime;
-  link.extraArgs.assign(linkArgs.begin(), linkArgs.end());
-  link.verbose = saveTemps;
-  TimingScope t = timing.nest("Link");
-  error = linkExecutable(link);
-  if (!error.empty()) {
-    llvm::errs() << "weftc: error: " << error << "\n";
-    return failure();
-  }
-  return success();
-}
-/// LLVM's backends register hundreds of developer flags (AMDGPU, ARM, ...)
-/// that would bury weftc's own in --help. Keep weftc's categories, MLIR's
-/// --mlir-* debugging flags, and the generic ones.
-const char *emitName(Emit e) {
-  static const char *names[] = {"onnx",   "weft", "train", "linalg",
-                                "memref", "llvm", "obj",   "exe"};
-  return names[static_cast<int>(e)];
-}
-
-/// The stage -o's extension names: IR text, LLVM IR, an object, or an
-/// executable; nullopt for names that say nothing (IR text by default).
-std::optional<Emit> stageOfExtension(StringRef path) {
-  std::string ext = llvm::sys::path::extension(path).lower();
-  if (ext == ".ll")
-    return Emit::Llvm;
-  if (ext == ".o")
-    return Emit::Obj;
-  if (ext.empty() || ext == ".exe" || ext == ".bin")
-    return Emit::Exe;
-  return std::nullopt;
-}
-
-/// Takes the stage from -o's extension when --emit is not given, and
-/// refuses names that would overwrite an input, disagree with --emit, or
-/// point into a folder that does not exist.
-LogicalResult checkOutput() {
-  auto fail = [](const Twine &message) {
-    llvm::errs() << "weftc: error: " << message << "\n";
-    return failure();
-  };
-  if (outputFilename == "-" || outputFilename == "/dev/null")
-    return success();
-  std::pair<const char *, StringRef> outputs[] = {
-      {"-o", outputFilename}, {"--weights-out", weightsOut}};
-  for (auto [flag, out] : outputs) {
-    if (out.empty())
-      continue;
-    if (llvm::sys::fs::equivalent(out, inputFilename))
-      return fail(Twine(flag) + " " + out + " is the input " + inputFilename +
-                  "; refusing to overwrite it");
-    StringRef dir = llvm::sys::path::parent_path(out);
-    if (!dir.empty() && !llvm::sys::fs::is_directory(dir))
-      return fail("cannot write " + out + ": the folder " + dir +
-                  " does not exist");
-  }
-  std::optional<Emit> byName = stageOfExtension(outputFilename);
-  bool isIrText = llvm::sys::path::extension(outputFilename).lower() == ".mlir";
-  if (!emit.getNumOccurrences()) {
-    if (byName)
-      emit = *byName;
-    return success();
-  }
-  bool textStage = emit <= Emit::Memref;
-  const char *nameSays = isIrText || (!byName && textStage)
-                             ? "IR text"
-                         : byName == Emit::Exe ? "an executable"
-                         : byName == Emit::Obj ? "an object file"
-                         : byName == Emit::Llvm ? "LLVM IR"
-                                                : "IR text";
-  if ((isIrText && !textStage) || (byName && *byName != emit) ||
-      (!byName && !isIrText && !textStage))
-    return fail(Twine("-o ") + outputFilename + " names " + nameSays +
-                ", but --emit=" + emitName(emit) +
-                " writes something else; name the output after the stage "
-                "(.mlir for IR; .ll; .o; no extension, .exe or .bin for an "
-                "executable) or leave out --emit");
-  return success();
-}
-
 void hideUnrelatedOptions() {
   const cl::OptionCategory *ours[] = {&weftcCategory, &trainCategory,
                                       &codegenCategory};
@@ -701,10 +189,58 @@ void hideUnrelatedOptions() {
       option->setHiddenFlag(cl::ReallyHidden);
   }
 }
+
+/// Maps weftc's flags to the driver's and the training pipeline's options.
+/// Returns false after printing an error for a value no option accepts.
+bool mapOptions(DriverOptions &driver, TrainPipelineOptions &train,
+                const char *argv0) {
+  auto fail = [](const llvm::Twine &message) {
+    llvm::errs() << "weftc: " << message << "\n";
+    return false;
+  };
+  driver.argv0 = argv0;
+  driver.input = inputFilename;
+  driver.output = outputFilename;
+  driver.emit = emit;
+  driver.emitGiven = emit.getNumOccurrences() > 0;
+  driver.inputShapes.assign(inputShapes.begin(), inputShapes.end());
+  driver.frozen.assign(frozen.begin(), frozen.end());
+  driver.weightsOut = weightsOut;
+  driver.summary = summary;
+  if (batchNorm != "train" && batchNorm != "inference")
+    return fail("--batchnorm must be train or inference, got '" + batchNorm +
+                "'");
+  driver.batchNormTrain = batchNorm == "train";
+  if (runtimeHyperparameters != cl::BOU_UNSET)
+    driver.runtimeHyperparameters = runtimeHyperparameters == cl::BOU_TRUE;
+  driver.target.cpu = cpu;
+  driver.target.optLevel = optLevel;
+  driver.runtimeDir = runtimeDir;
+  driver.linkArgs.assign(linkArgs.begin(), linkArgs.end());
+  driver.saveTemps = saveTemps;
+
+  if (precision != "fp32" && precision != "bf16")
+    return fail("--precision must be fp32 or bf16, got '" + precision + "'");
+  train.precision = precision == "bf16" ? Precision::BF16 : Precision::FP32;
+  train.loss = loss;
+  train.optimizer = optimizer;
+  train.momentum = momentum;
+  train.nesterov = nesterov;
+  train.weightDecay = weightDecay;
+  train.beta1 = beta1;
+  train.beta2 = beta2;
+  train.eps = adamEps;
+  train.clipNorm = clipNorm;
+  train.accumSteps = accumSteps;
+  train.lrSchedule = lrSchedule;
+  train.warmupSteps = warmupSteps;
+  train.totalSteps = totalSteps;
+  train.minLrRatio = minLrRatio;
+  return true;
+}
 } // namespace
 
 int main(int argc, char **argv) {
-  auto startTime = std::chrono::steady_clock::now();
   llvm::InitLLVM y(argc, argv);
   registerAsmPrinterCLOptions();
   registerMLIRContextCLOptions();
@@ -712,7 +248,7 @@ int main(int argc, char **argv) {
   registerDefaultTimingManagerCLOptions();
   hideUnrelatedOptions();
   cl::SetVersionPrinter([](llvm::raw_ostream &os) {
-    os << "weftc (Weft) " << WEFT_STRINGIFY(WEFT_VERSION_NUMBER) << "\n";
+    os << "weftc (Weft) " << getWeftVersion() << "\n";
   });
   cl::ParseCommandLineOptions(
       argc, argv,
@@ -724,146 +260,18 @@ int main(int argc, char **argv) {
       "  weftc model.onnx --emit=train --loss cross-entropy --optimizer adamw\n"
       "  weftc model.onnx -o train               a training executable\n");
 
-  if (failed(checkOutput()))
+  DriverOptions driver;
+  TrainPipelineOptions train;
+  if (!mapOptions(driver, train, argv[0]))
     return 1;
-  if (outputFilename == "-" && emit == Emit::Exe)
-    outputFilename = "train";
-  if (outputFilename == "-" && emit == Emit::Obj)
-    outputFilename = "model.o";
-
+  // The stage may still come from -o's extension; the dialects for code
+  // generation are cheap to register either way.
   DialectRegistry registry;
-  registry.insert<weft::WeftDialect, func::FuncDialect>();
-  if (emit >= Emit::Linalg)
-    weft::registerCodegenDialects(registry);
+  registerDriverDialects(registry, Stage::Exe);
   MLIRContext context(registry);
   context.loadAllAvailableDialects();
   ToolDiagnosticHandler diagnostics(&context, "weftc");
   // The failing op is named in the message; its generic dump is noise.
   context.printOpOnDiagnostic(false);
-
-  OwningOpRef<ModuleOp> module = loadInput(context);
-  if (!module)
-    return 1;
-
-  DefaultTimingManager tm;
-  applyDefaultTimingManagerCLOptions(tm);
-  TimingScope timing = tm.getRootScope();
-  if (emit != Emit::Onnx) {
-    PassManager pm(&context);
-    if (failed(applyPassManagerCLOptions(pm)))
-      return 1;
-    pm.enableTiming(timing);
-    // The training step runs the model in train mode (BatchNorm's batch
-    // statistics); a forward-only import is the model in eval mode.
-    bool hasStep =
-        static_cast<bool>(module->lookupSymbol<func::FuncOp>("train_step"));
-    bool buildStep = emit == Emit::Train || (emit > Emit::Train && !hasStep);
-    if (batchNorm != "train" && batchNorm != "inference") {
-      llvm::errs() << "weftc: --batchnorm must be train or inference, got '"
-                   << batchNorm << "'\n";
-      return 1;
-    }
-    weft::buildImportPipeline(pm, buildStep && batchNorm == "train");
-    // A training step given as input is compiled as it is.
-    if (buildStep) {
-      if (precision != "fp32" && precision != "bf16") {
-        llvm::errs() << "weftc: --precision must be fp32 or bf16, got '"
-                     << precision << "'\n";
-        return 1;
-      }
-      weft::TrainPipelineOptions train;
-      train.bf16 = precision == "bf16";
-      train.loss.kind = loss;
-      train.optimizer.optimizer = optimizer;
-      train.optimizer.momentum = momentum;
-      train.optimizer.nesterov = nesterov;
-      train.optimizer.weightDecay = weightDecay;
-      train.optimizer.beta1 = beta1;
-      train.optimizer.beta2 = beta2;
-      train.optimizer.eps = adamEps;
-      train.optimizer.clipNorm = clipNorm;
-      train.optimizer.accumSteps = accumSteps;
-      train.optimizer.schedule = lrSchedule;
-      train.optimizer.warmupSteps = warmupSteps;
-      train.optimizer.totalSteps = totalSteps;
-      train.optimizer.minLrRatio = minLrRatio;
-      // An executable should let users retune without recompiling; IR
-      // dumps stay readable with constants.
-      bool codegen = emit == Emit::Llvm || emit == Emit::Obj ||
-                     emit == Emit::Exe;
-      train.optimizer.runtimeHyperparameters =
-          runtimeHyperparameters == cl::BOU_UNSET
-              ? codegen
-              : runtimeHyperparameters == cl::BOU_TRUE;
-      weft::buildTrainPipeline(pm, train);
-    }
-    if (failed(pm.run(*module)))
-      return 1;
-    if (buildStep)
-      recordTrainConfig(*module);
-  }
-  if (!weightsOut.empty() &&
-      failed(writeWeights(*module, StringRef(inputFilename).ends_with(".onnx")
-                                       ? StringRef()
-                                       : StringRef(inputFilename))))
-    return 1;
-  if (summary)
-    printSummary(*module);
-
-  if (emit >= Emit::Linalg) {
-    auto step = module->lookupSymbol<func::FuncOp>("train_step");
-    if (!step) {
-      llvm::errs() << "weftc: error: " << inputFilename
-                   << " has no @train_step to compile\n";
-      return 1;
-    }
-    FailureOr<ModelAbi> abi = collectModelAbi(step);
-    if (failed(abi))
-      return 1;
-    std::optional<int64_t> classes = numClasses(*module);
-    PassManager pm(&context);
-    if (failed(applyPassManagerCLOptions(pm)))
-      return 1;
-    pm.enableTiming(timing);
-    weft::CodegenPipelineOptions codegen;
-    codegen.stopAfter =
-        emit == Emit::Linalg   ? weft::CodegenPipelineOptions::Stage::Kernels
-        : emit == Emit::Memref ? weft::CodegenPipelineOptions::Stage::Buffers
-                               : weft::CodegenPipelineOptions::Stage::LLVM;
-    weft::buildCodegenPipeline(pm, codegen);
-    if (failed(pm.run(*module)))
-      return 1;
-    std::string memory =
-        emit >= Emit::Memref ? memorySummary(*module, *abi) : std::string();
-    auto report = [&] {
-      double seconds = std::chrono::duration<double>(
-                           std::chrono::steady_clock::now() - startTime)
-                           .count();
-      llvm::errs() << "weftc: "
-                   << (emit == Emit::Exe ? "wrote " + outputFilename + ": "
-                                         : std::string())
-                   << (memory.empty() ? "" : memory + "; ") << "compiled in "
-                   << llvm::formatv("{0:F2}", seconds) << " s\n";
-    };
-    if (emit >= Emit::Llvm) {
-      if (failed(emitNative(*module, *abi, classes, timing, argv[0])))
-        return 1;
-      if (summary || emit == Emit::Exe)
-        report();
-      return 0;
-    }
-    if (summary)
-      report();
-  }
-
-  std::string error;
-  auto output = openOutputFile(outputFilename, &error);
-  if (!output) {
-    llvm::errs() << "weftc: " << error << "\n";
-    return 1;
-  }
-  module->print(output->os());
-  output->os() << "\n";
-  output->keep();
-  return 0;
+  return failed(runDriver(context, driver, train)) ? 1 : 0;
 }

@@ -18,7 +18,7 @@
 #include "weft/Dialect/Weft/IR/WeftDialect.h"
 #include "weft/Dialect/Weft/IR/WeftOps.h"
 #include "weft/Evaluator/Evaluator.h"
-#include "weft/Transforms/Passes.h"
+#include "weft/Transforms/Train/Passes.h"
 
 #include "mlir/AsmParser/AsmParser.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"

@@ -22,6 +22,7 @@
 #include "mlir/Support/LLVM.h"
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -36,9 +37,6 @@ class FuncOp;
 } // namespace mlir
 
 namespace weft {
-
-/// The Weft version recorded in every model's JSON.
-inline constexpr const char *kWeftVersion = "0.1.0";
 
 /// One argument or result of the step as the runtime sees it.
 struct AbiTensor {
@@ -62,14 +60,27 @@ struct ModelAbi {
   std::vector<std::string> weightNames() const;
 };
 
-/// Reads the ABI of a tensor-level step function from its `weft.param`,
-/// `weft.state`, `weft.buffer`, `weft.input` argument attributes and its
-/// `weft.param`, `weft.state`, `weft.buffer`, `weft.output` result
-/// attributes. An argument
-/// without one is an input named `arg<i>`, a result an output named
-/// `result<i>`. Errors (emitted on the function): a type that is not a
-/// statically shaped tensor of a dtype the runtime knows.
+/// Reads the ABI of a tensor-level step function from its signature
+/// (weft/Dialect/Weft/IR/TrainStep.h): an argument without a role is an
+/// input named `arg<i>`, a result an output named `result<i>`. Errors
+/// (emitted on the function): a type that is not a statically shaped tensor
+/// of a dtype the runtime knows, a gradient, an output as argument or an
+/// input as result.
 mlir::FailureOr<ModelAbi> collectModelAbi(mlir::func::FuncOp entry);
+
+/// For a cross-entropy loss, the number of classes (the last axis of
+/// @forward's output, the vocabulary of a language model): the runtime
+/// range-checks labels and tokens against it.
+std::optional<int64_t> getNumClasses(mlir::ModuleOp module);
+
+/// The model JSON the runtime reads (lib/Runtime/ModelSpec.cpp) and every
+/// checkpoint records: Weft's version, the source model's file name, the
+/// entry, how the step was built (the module's weft.train_config), the
+/// defaults of its run-time hyperparameters, planned memory, counts, and
+/// `numClasses` (getNumClasses before code generation drops @forward).
+std::string buildModelJson(mlir::ModuleOp module, const ModelAbi &abi,
+                           llvm::StringRef source, llvm::StringRef entry,
+                           std::optional<int64_t> numClasses);
 
 /// Everything the descriptor holds besides the code.
 struct ModelDescriptor {

@@ -11,6 +11,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "Legalizers.h"
+#include "weft/Dialect/Weft/IR/TrainStep.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "llvm/ADT/STLExtras.h"
@@ -153,11 +154,8 @@ void freezeStatistics(OnnxNodeOp node) {
     if (!fn)
       continue;
     unsigned index = arg.getArgNumber();
-    if (auto name =
-            fn.getArgAttrOfType<StringAttr>(index, WeftDialect::kParamAttrName)) {
-      fn.removeArgAttr(index, WeftDialect::kParamAttrName);
-      fn.setArgAttr(index, WeftDialect::kBufferAttrName, name);
-    }
+    if (auto name = getArgName(fn, index, contract::Role::Param))
+      setArgSlot(fn, index, contract::Role::Buffer, name.getValue());
   }
 }
 
@@ -187,8 +185,8 @@ LogicalResult addBufferUpdate(LegalizeContext &ctx, unsigned i,
   ret->insertOperands(ret.getNumOperands(), *value);
   if (failed(fn.insertResult(
           index, (*value).getType(),
-          ctx.builder.getDictionaryAttr(
-              ctx.builder.getNamedAttr(WeftDialect::kBufferAttrName, name)))))
+          getSlotAttrs(ctx.builder, contract::Role::Buffer,
+                       name.getValue()))))
     return ctx.emitError() << "could not add the update of '"
                            << name.getValue() << "' as a result";
   return success();

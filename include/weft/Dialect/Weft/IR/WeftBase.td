@@ -37,21 +37,49 @@ def Weft_Dialect : Dialect {
   let useDefaultAttributePrinterParser = 1;
   let hasConstantMaterializer = 1;
   let extraClassDeclaration = [{
+    // The step contract's role attributes (weft/Formats/StepContract.h;
+    // weft/Dialect/Weft/IR/TrainStep.h reads and writes them).
     /// Argument attribute naming a trainable parameter.
-    static constexpr ::llvm::StringLiteral kParamAttrName = "weft.param";
+    static constexpr ::llvm::StringLiteral kParamAttrName =
+        ::weft::contract::kParamAttr;
     /// Argument attribute naming a non-trainable tensor loaded with the
     /// weights (a PyTorch buffer, e.g. a frozen mask).
-    static constexpr ::llvm::StringLiteral kBufferAttrName = "weft.buffer";
+    static constexpr ::llvm::StringLiteral kBufferAttrName =
+        ::weft::contract::kBufferAttr;
+    /// Argument attribute naming a batch input or one of the step's own.
+    static constexpr ::llvm::StringLiteral kInputAttrName =
+        ::weft::contract::kInputAttr;
     /// The forward's random-stream input (weft.dropout's seed), which the
     /// training step computes from its `seed` input and the step.
-    static constexpr ::llvm::StringLiteral kRngInputName = "rng";
+    static constexpr ::llvm::StringLiteral kRngInputName =
+        ::weft::contract::kRngInput;
     /// The training step's run seed input (the executable's --seed).
-    static constexpr ::llvm::StringLiteral kSeedInputName = "seed";
-    /// Argument attribute naming a batch input.
-    static constexpr ::llvm::StringLiteral kInputAttrName = "weft.input";
-    /// Module attribute: path (relative to the IR file's folder, or
-    /// absolute) of the file holding initial parameter values.
+    static constexpr ::llvm::StringLiteral kSeedInputName =
+        ::weft::contract::kSeedInput;
+
+    // Module attributes.
+    /// Path (relative to the IR file's folder, or absolute) of the file
+    /// holding initial parameter values.
     static constexpr ::llvm::StringLiteral kWeightsAttrName = "weft.weights";
+    /// How the step was built (loss, optimizer, hyperparameters, ...), for
+    /// the model JSON of an executable compiled later from the IR.
+    static constexpr ::llvm::StringLiteral kTrainConfigAttrName =
+        "weft.train_config";
+    /// Compiled defaults of the step's `hp.<name>` inputs.
+    static constexpr ::llvm::StringLiteral kHyperparametersAttrName =
+        "weft.hyperparameters";
+    /// Bytes of the planned workspace and the planned peak of intermediates
+    /// (--weft-plan-buffers).
+    static constexpr ::llvm::StringLiteral kWorkspaceBytesAttrName =
+        "weft.workspace_bytes";
+    static constexpr ::llvm::StringLiteral kPeakBytesAttrName =
+        "weft.peak_bytes";
+    /// Marks a fused kernel (--weft-fuse-kernels) and, once outlined, its
+    /// function.
+    static constexpr ::llvm::StringLiteral kKernelAttrName = "weft.kernel";
+    /// Marks the workspace argument of a step after buffer planning.
+    static constexpr ::llvm::StringLiteral kWorkspaceAttrName =
+        "weft.workspace";
   }];
 }
 

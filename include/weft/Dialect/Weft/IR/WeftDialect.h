@@ -8,6 +8,7 @@
 #define WEFT_DIALECT_WEFT_IR_WEFTDIALECT_H
 
 #include "mlir/IR/Dialect.h"
+#include "weft/Formats/StepContract.h"
 
 #include "weft/Dialect/Weft/IR/WeftDialect.h.inc"
 

@@ -22,8 +22,9 @@
 //===----------------------------------------------------------------------===//
 
 #include "GradientFlow.h"
-#include "weft/Transforms/Passes.h"
+#include "weft/Transforms/Train/Passes.h"
 
+#include "weft/Dialect/Weft/IR/TrainStep.h"
 #include "weft/Dialect/Weft/IR/WeftDialect.h"
 #include "weft/Dialect/Weft/IR/WeftOps.h"
 
@@ -35,16 +36,13 @@
 
 namespace weft {
 #define GEN_PASS_DEF_AUTODIFFPASS
-#include "weft/Transforms/Passes.h.inc"
+#include "weft/Transforms/Train/Passes.h.inc"
 } // namespace weft
 
 using namespace mlir;
 using namespace weft;
 
 namespace {
-
-/// Result attribute naming the parameter a gradient result belongs to.
-constexpr llvm::StringLiteral kGradAttrName = "weft.grad";
 
 /// Whether `op` reads a value of `set`, as an operand or from inside one of
 /// its regions.
@@ -272,15 +270,13 @@ LogicalResult AutodiffPass::differentiate(func::FuncOp gradFn,
           << name.getValue() << "' gets no gradient: "
           << explainNoGradient(body, param, loss, "the loss") << "; "
           << untrainedParameterNote();
-      unsigned i = param.getArgNumber();
-      gradFn.removeArgAttr(i, WeftDialect::kParamAttrName);
-      gradFn.setArgAttr(i, WeftDialect::kBufferAttrName, name);
+      setArgSlot(gradFn, param.getArgNumber(), contract::Role::Buffer,
+                 name.getValue());
       continue;
     }
     results.push_back(grad);
-    resultAttrs.push_back(DictionaryAttr::get(
-        context,
-        {NamedAttribute(StringAttr::get(context, kGradAttrName), name)}));
+    resultAttrs.push_back(
+        getSlotAttrs(builder, contract::Role::Grad, name.getValue()));
   }
   if (results.size() == 1)
     return gradFn.emitError("no parameter gets a gradient from the loss of '")

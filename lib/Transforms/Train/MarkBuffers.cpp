@@ -17,15 +17,16 @@
 
 #include "GradientFlow.h"
 
+#include "weft/Dialect/Weft/IR/TrainStep.h"
 #include "weft/Dialect/Weft/IR/WeftOps.h"
-#include "weft/Transforms/Passes.h"
+#include "weft/Transforms/Train/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "llvm/ADT/DenseSet.h"
 
 namespace weft {
 #define GEN_PASS_DEF_MARKBUFFERSPASS
-#include "weft/Transforms/Passes.h.inc"
+#include "weft/Transforms/Train/Passes.h.inc"
 } // namespace weft
 
 using namespace mlir;
@@ -65,8 +66,8 @@ struct MarkBuffersPass : public weft::impl::MarkBuffersPassBase<MarkBuffersPass>
             << name.getValue() << "' gets no gradient: "
             << explainNoGradient(block, arg, results, what) << "; "
             << untrainedParameterNote();
-        fn.removeArgAttr(arg.getArgNumber(), WeftDialect::kParamAttrName);
-        fn.setArgAttr(arg.getArgNumber(), WeftDialect::kBufferAttrName, name);
+        setArgSlot(fn, arg.getArgNumber(), contract::Role::Buffer,
+                   name.getValue());
       }
     });
   }

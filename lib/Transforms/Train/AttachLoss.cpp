@@ -9,15 +9,16 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "weft/Dialect/Weft/IR/TrainStep.h"
 #include "weft/Dialect/Weft/IR/WeftOps.h"
-#include "weft/Transforms/Passes.h"
+#include "weft/Transforms/Train/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
 
 namespace weft {
 #define GEN_PASS_DEF_ATTACHLOSSPASS
-#include "weft/Transforms/Passes.h.inc"
+#include "weft/Transforms/Train/Passes.h.inc"
 } // namespace weft
 
 using namespace mlir;
@@ -109,8 +110,7 @@ void AttachLossPass::runOnOperation() {
     unsigned index = loss.getNumArguments();
     if (failed(loss.insertArgument(
             index, labelType,
-            builder.getDictionaryAttr(builder.getNamedAttr(
-                WeftDialect::kInputAttrName, builder.getStringAttr(labels))),
+            getSlotAttrs(builder, contract::Role::Input, labels),
             loc))) {
       loss.emitError() << "could not add the labels argument";
       return signalPassFailure();
@@ -123,8 +123,8 @@ void AttachLossPass::runOnOperation() {
   }
   // Running statistics a train-mode forward updates travel with the loss.
   SmallVector<Value> results{value};
-  SmallVector<DictionaryAttr> resultAttrs{builder.getDictionaryAttr(
-      builder.getNamedAttr("weft.output", builder.getStringAttr("loss")))};
+  SmallVector<DictionaryAttr> resultAttrs{getSlotAttrs(
+      builder, contract::Role::Output, contract::kLossOutput)};
   for (unsigned r = 1, e = ret.getNumOperands(); r < e; ++r)
     if (loss.getResultAttr(r, WeftDialect::kBufferAttrName)) {
       results.push_back(ret.getOperand(r));
@@ -135,5 +135,7 @@ void AttachLossPass::runOnOperation() {
   loss.setFunctionType(builder.getFunctionType(
       loss.getArgumentTypes(), ValueRange(results).getTypes()));
   loss.setAllResultAttrs(resultAttrs);
+  recordTrainConfig(module,
+                    builder.getNamedAttr("loss", builder.getStringAttr(kind)));
 }
 } // namespace

@@ -10,7 +10,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "weft/Transforms/Passes.h"
+#include "weft/Codegen/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
@@ -19,7 +19,7 @@
 
 namespace weft {
 #define GEN_PASS_DEF_LOWERCOPIESPASS
-#include "weft/Transforms/Passes.h.inc"
+#include "weft/Codegen/Passes.h.inc"
 } // namespace weft
 
 using namespace mlir;

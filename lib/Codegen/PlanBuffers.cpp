@@ -17,7 +17,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "weft/Transforms/Passes.h"
+#include "weft/Dialect/Weft/IR/WeftDialect.h"
+#include "weft/Codegen/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -28,7 +29,7 @@
 
 namespace weft {
 #define GEN_PASS_DEF_PLANBUFFERSPASS
-#include "weft/Transforms/Passes.h.inc"
+#include "weft/Codegen/Passes.h.inc"
 } // namespace weft
 
 using namespace mlir;
@@ -114,7 +115,7 @@ struct PlanBuffersPass
 
     MLIRContext *ctx = &getContext();
     auto wsType = MemRefType::get({workspace}, IntegerType::get(ctx, 8));
-    NamedAttribute marker(StringAttr::get(ctx, "weft.workspace"),
+    NamedAttribute marker(StringAttr::get(ctx, weft::WeftDialect::kWorkspaceAttrName),
                           UnitAttr::get(ctx));
     if (failed(fn.insertArgument(fn.getNumArguments(), wsType,
                                  DictionaryAttr::get(ctx, {marker}),
@@ -134,8 +135,8 @@ struct PlanBuffersPass
       buffer.alloc->erase();
     }
     Builder b(ctx);
-    module->setAttr("weft.workspace_bytes", b.getI64IntegerAttr(workspace));
-    module->setAttr("weft.peak_bytes",
+    module->setAttr(weft::WeftDialect::kWorkspaceBytesAttrName, b.getI64IntegerAttr(workspace));
+    module->setAttr(weft::WeftDialect::kPeakBytesAttrName,
                     b.getI64IntegerAttr(workspace + argBytes));
   }
 

@@ -10,8 +10,9 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "weft/Dialect/Weft/IR/TrainStep.h"
 #include "weft/Dialect/Weft/IR/WeftOps.h"
-#include "weft/Transforms/Passes.h"
+#include "weft/Transforms/Train/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
@@ -19,7 +20,7 @@
 
 namespace weft {
 #define GEN_PASS_DEF_MIXEDPRECISIONPASS
-#include "weft/Transforms/Passes.h.inc"
+#include "weft/Transforms/Train/Passes.h.inc"
 } // namespace weft
 
 using namespace mlir;
@@ -105,6 +106,8 @@ struct MixedPrecisionPass
       fn.emitError() << "could not run @" << function << " in bf16";
       return signalPassFailure();
     }
+    recordTrainConfig(module,
+                      b.getNamedAttr("precision", b.getStringAttr("bf16")));
   }
 };
 } // namespace

@@ -12,7 +12,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "weft/Transforms/Passes.h"
+#include "weft/Codegen/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -24,7 +24,7 @@
 
 namespace weft {
 #define GEN_PASS_DEF_LINALGTOBLASPASS
-#include "weft/Transforms/Passes.h.inc"
+#include "weft/Codegen/Passes.h.inc"
 } // namespace weft
 
 using namespace mlir;

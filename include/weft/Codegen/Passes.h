@@ -1,11 +1,11 @@
-//===- Passes.h - Training-step transformations -----------------*- C++ -*-===//
+//===- Passes.h - Code-generation passes ------------------------*- C++ -*-===//
 //
 // Part of the Weft project.
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef WEFT_TRANSFORMS_PASSES_H
-#define WEFT_TRANSFORMS_PASSES_H
+#ifndef WEFT_CODEGEN_PASSES_H
+#define WEFT_CODEGEN_PASSES_H
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Pass/Pass.h"
@@ -13,11 +13,11 @@
 namespace weft {
 
 #define GEN_PASS_DECL
-#include "weft/Transforms/Passes.h.inc"
+#include "weft/Codegen/Passes.h.inc"
 
 #define GEN_PASS_REGISTRATION
-#include "weft/Transforms/Passes.h.inc"
+#include "weft/Codegen/Passes.h.inc"
 
 } // namespace weft
 
-#endif // WEFT_TRANSFORMS_PASSES_H
+#endif // WEFT_CODEGEN_PASSES_H

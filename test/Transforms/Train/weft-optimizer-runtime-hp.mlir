@@ -12,8 +12,11 @@ func.func @loss_grad(%w: tensor<4x2xf32> {weft.param = "w"},
 // Hyperparameters become trailing f64 inputs after step and lr, and their
 // compiled values are recorded on the module for the executable's defaults.
 // SGD without weight decay has no weight_decay input: it is compiled in
-// only when not zero.
-// SGD: module attributes {weft.hyperparameters = {clip_norm = 2.000000e+00 : f64, momentum = 9.000000e-01 : f64}}
+// only when not zero. The pass also records how it built the step (for the
+// model JSON of an executable compiled later from this IR), with weight
+// decay's default resolved.
+// SGD: module attributes {weft.hyperparameters = {clip_norm = 2.000000e+00 : f64, momentum = 9.000000e-01 : f64},
+// SGD-SAME: weft.train_config = {accum_steps = 1 : i64, {{.*}}clip_norm = 2.000000e+00 : f64, {{.*}}momentum = 9.000000e-01 : f64, nesterov = false, optimizer = "sgd", {{.*}}weight_decay = 0.000000e+00 : f64}}
 // SGD-LABEL: func.func @train_step(
 // SGD-SAME:      {weft.input = "lr"},
 // SGD-SAME:      %[[MU:[^:]*]]: tensor<f64> {weft.input = "hp.momentum"},

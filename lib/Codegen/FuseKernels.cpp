@@ -24,7 +24,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "weft/Transforms/Passes.h"
+#include "weft/Dialect/Weft/IR/WeftDialect.h"
+#include "weft/Codegen/Passes.h"
 
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -45,14 +46,12 @@
 
 namespace weft {
 #define GEN_PASS_DEF_FUSEKERNELSPASS
-#include "weft/Transforms/Passes.h.inc"
+#include "weft/Codegen/Passes.h.inc"
 } // namespace weft
 
 using namespace mlir;
 
 namespace {
-constexpr llvm::StringLiteral kKernelAttrName = "weft.kernel";
-
 /// GEMM-like and convolution-like ops: they go to BLAS or kernels of their
 /// own and are never fused into or out of. A contraction without an M or N
 /// dimension (a row dot product) is an ordinary reduction.
@@ -341,7 +340,7 @@ struct FuseKernelsPass
           return user && loop()->isBeforeInBlock(user);
         });
     }
-    loop()->setAttr(kKernelAttrName, UnitAttr::get(ctx));
+    loop()->setAttr(weft::WeftDialect::kKernelAttrName, UnitAttr::get(ctx));
     // The slices fused along still read the original producers.
     eraseDead(rewriter, deadSlices);
     eraseDead(rewriter, producers);
@@ -445,10 +444,10 @@ struct FuseKernelsPass
   void numberKernels(func::FuncOp fn) {
     unsigned next = 0;
     fn.walk<WalkOrder::PreOrder>([&](Operation *op) {
-      if (!op->hasAttr(kKernelAttrName))
+      if (!op->hasAttr(weft::WeftDialect::kKernelAttrName))
         return;
       op->setAttr(
-          kKernelAttrName,
+          weft::WeftDialect::kKernelAttrName,
           StringAttr::get(&getContext(), "fused_" + std::to_string(next++)));
     });
   }

@@ -11,14 +11,14 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "weft/Transforms/Passes.h"
+#include "weft/Codegen/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinTypes.h"
 
 namespace weft {
 #define GEN_PASS_DEF_SELECTENTRYPASS
-#include "weft/Transforms/Passes.h.inc"
+#include "weft/Codegen/Passes.h.inc"
 } // namespace weft
 
 using namespace mlir;

@@ -11,7 +11,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "weft/Transforms/Passes.h"
+#include "weft/Dialect/Weft/IR/WeftDialect.h"
+#include "weft/Codegen/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
@@ -26,7 +27,7 @@
 
 namespace weft {
 #define GEN_PASS_DEF_OUTLINEKERNELSPASS
-#include "weft/Transforms/Passes.h.inc"
+#include "weft/Codegen/Passes.h.inc"
 } // namespace weft
 
 using namespace mlir;
@@ -59,7 +60,7 @@ struct OutlineKernelsPass
     unsigned next = 0;
     SmallVector<func::FuncOp> outlined;
     for (Operation *kernel : kernels) {
-      auto tag = kernel->getAttrOfType<StringAttr>("weft.kernel");
+      auto tag = kernel->getAttrOfType<StringAttr>(weft::WeftDialect::kKernelAttrName);
       std::string name =
           function + "." + (tag ? tag.str() : "kernel_" + std::to_string(next));
       ++next;
@@ -138,8 +139,8 @@ struct OutlineKernelsPass
     // The function is the kernel now: the tag moves to it, so that the
     // kernels of different layers compare equal.
     outlined->walk([&](Operation *op) {
-      if (op->removeAttr("weft.kernel"))
-        (*outlined)->setAttr("weft.kernel", rewriter.getUnitAttr());
+      if (op->removeAttr(weft::WeftDialect::kKernelAttrName))
+        (*outlined)->setAttr(weft::WeftDialect::kKernelAttrName, rewriter.getUnitAttr());
     });
     // Plain buffers pass as one pointer each; a strided view needs the
     // full memref descriptor.

@@ -1,10 +1,10 @@
-//===- Pipelines.cpp - Pass pipelines shared by the tools -----------------===//
+//===- Pipelines.cpp - The pass pipelines of the stage ladder -------------===//
 //
 // Part of the Weft project.
 //
 //===----------------------------------------------------------------------===//
 
-#include "weft/Pipelines/Pipelines.h"
+#include "weft/Driver/Pipelines.h"
 #include "weft/Conversion/Passes.h"
 
 #include "mlir/Conversion/AffineToStandard/AffineToStandard.h"
@@ -76,9 +76,10 @@ void addLoopsToLLVMPasses(OpPassManager &pm, bool codegen) {
 
 } // namespace
 
-void weft::buildImportPipeline(OpPassManager &pm, bool training) {
+void weft::buildImportPipeline(OpPassManager &pm,
+                               const ImportPipelineOptions &options) {
   LegalizeOnnxPassOptions legalize;
-  legalize.training = training;
+  legalize.training = options.training;
   pm.addPass(createLegalizeOnnxPass(legalize));
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
@@ -87,11 +88,28 @@ void weft::buildImportPipeline(OpPassManager &pm, bool training) {
 
 void weft::buildTrainPipeline(OpPassManager &pm,
                               const TrainPipelineOptions &options) {
-  if (options.bf16)
+  if (options.precision == Precision::BF16)
     pm.addPass(createMixedPrecisionPass());
-  pm.addPass(createAttachLossPass(options.loss));
+  AttachLossPassOptions loss;
+  loss.kind = options.loss;
+  pm.addPass(createAttachLossPass(loss));
   pm.addPass(createAutodiffPass());
-  pm.addPass(createOptimizerPass(options.optimizer));
+  OptimizerPassOptions optimizer;
+  optimizer.optimizer = options.optimizer;
+  optimizer.momentum = options.momentum;
+  optimizer.nesterov = options.nesterov;
+  optimizer.weightDecay = options.weightDecay;
+  optimizer.beta1 = options.beta1;
+  optimizer.beta2 = options.beta2;
+  optimizer.eps = options.eps;
+  optimizer.clipNorm = options.clipNorm;
+  optimizer.accumSteps = options.accumSteps;
+  optimizer.schedule = options.lrSchedule;
+  optimizer.warmupSteps = options.warmupSteps;
+  optimizer.totalSteps = options.totalSteps;
+  optimizer.minLrRatio = options.minLrRatio;
+  optimizer.runtimeHyperparameters = options.runtimeHyperparameters;
+  pm.addPass(createOptimizerPass(optimizer));
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
 }
@@ -108,7 +126,7 @@ void weft::buildLowerToLLVMPipeline(OpPassManager &pm) {
 
 void weft::buildCodegenPipeline(OpPassManager &pm,
                                 const CodegenPipelineOptions &options) {
-  using Stage = CodegenPipelineOptions::Stage;
+  using Stage = CodegenStage;
   // One entry: the step; what it calls is inlined (once lowered: weft ops
   // have no inliner interface), the rest dropped.
   SelectEntryPassOptions select;
@@ -150,21 +168,21 @@ void weft::buildCodegenPipeline(OpPassManager &pm,
 }
 
 void weft::registerWeftPipelines() {
-  PassPipelineRegistration<>(
+  PassPipelineRegistration<ImportPipelineOptions>(
       "weft-import-pipeline",
-      "Legalize imported ONNX nodes into clean weft IR",
-      [](OpPassManager &pm) { buildImportPipeline(pm); });
-  PassPipelineRegistration<>(
+      "Legalize imported ONNX nodes into clean weft IR (weftc --emit=weft)",
+      buildImportPipeline);
+  PassPipelineRegistration<TrainPipelineOptions>(
       "weft-train-pipeline",
-      "Forward model -> training step with cross-entropy and AdamW defaults",
-      [](OpPassManager &pm) { buildTrainPipeline(pm, {}); });
+      "Forward model -> training step (weftc --emit=train)",
+      buildTrainPipeline);
   PassPipelineRegistration<>(
       "weft-lower-to-llvm-pipeline",
       "Reference CPU lowering: weft -> linalg -> bufferization -> LLVM",
       [](OpPassManager &pm) { buildLowerToLLVMPipeline(pm); });
-  PassPipelineRegistration<>(
+  PassPipelineRegistration<CodegenPipelineOptions>(
       "weft-codegen-pipeline",
       "weftc's code generation: @train_step -> fused kernels -> buffers "
       "with BLAS calls and a planned workspace -> LLVM dialect",
-      [](OpPassManager &pm) { buildCodegenPipeline(pm); });
+      buildCodegenPipeline);
 }

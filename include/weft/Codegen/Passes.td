@@ -1,0 +1,269 @@
+//===- Passes.td - Code-generation passes -----------------------*- tablegen -*-===//
+//
+// Part of the Weft project.
+//
+//===----------------------------------------------------------------------===//
+//
+// Target-neutral code generation of a training step: the entry, fused
+// kernels on tensors, BLAS calls, buffer planning, outlining
+// (docs/codegen.md). One `def` per pass, implemented in
+// lib/Codegen/<Name>.cpp.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef WEFT_CODEGEN_PASSES_TD
+#define WEFT_CODEGEN_PASSES_TD
+
+include "mlir/Pass/PassBase.td"
+
+//===----------------------------------------------------------------------===//
+// Code generation: linalg on tensors -> buffers -> LLVM (docs/codegen.md)
+//===----------------------------------------------------------------------===//
+
+def SelectEntryPass : Pass<"weft-select-entry", "mlir::ModuleOp"> {
+  let summary = "Make the step function the module's only public entry";
+  let description = [{
+    Code generation compiles one function. This pass checks that `entry`
+    exists, has a body and only statically shaped tensor arguments and
+    results, makes every other function private (so `--symbol-dce` drops
+    what the inliner left behind) and marks the entry's arguments
+    `bufferization.writable = false`: the runtime owns those buffers, so
+    bufferization never updates a parameter in place. The entry gets
+    `llvm.bareptr`: lowered to LLVM, it takes one pointer per buffer.
+
+    Errors: the entry is missing or external, or an argument or result is
+    not a statically shaped tensor.
+
+    Before:
+
+    ```mlir
+    func.func @loss_grad(%w: tensor<4x2xf32>) -> tensor<4x2xf32>
+    func.func @train_step(%w: tensor<4x2xf32> {weft.param = "w"})
+        -> tensor<4x2xf32>
+    ```
+
+    After:
+
+    ```mlir
+    func.func private @loss_grad(%w: tensor<4x2xf32>) -> tensor<4x2xf32>
+    func.func @train_step(%w: tensor<4x2xf32>
+                          {bufferization.writable = false,
+                           weft.param = "w"}) -> tensor<4x2xf32>
+        attributes {llvm.bareptr}
+    ```
+  }];
+  let options = [
+    Option<"entry", "entry", "std::string", "\"train_step\"",
+           "The function to compile">,
+  ];
+}
+
+def FuseKernelsPass : Pass<"weft-fuse-kernels", "mlir::func::FuncOp"> {
+  let summary = "Fuse elementwise and reduction chains into one loop nest each";
+  let description = [{
+    Runs on linalg on tensors. First, chains of elementwise `linalg.generic`s
+    whose intermediate results have a single use merge into one generic
+    (upstream elementwise fusion: a bias add and its activation become one
+    op). Then every remaining non-contraction linalg op, visited from the
+    end of the function, becomes the root of a kernel: its parallel
+    dimensions except the innermost are tiled by 1 in an `scf.forall`, and
+    its producers (elementwise generics, reductions over the inner
+    dimensions, fills) are fused into that loop when each iteration computes
+    a disjoint slice of them. A softmax row (max, exp and sum, normalize), a
+    layer norm row or a GELU thus runs as one loop over rows. A fused
+    producer that is also used after the kernel is yielded by the loop
+    instead of being recomputed. Matmuls and convolutions are never fused
+    into: they become BLAS calls or kernels of their own; each one gets its
+    own zero fill, so `--weft-linalg-to-blas` can drop it.
+
+    The outermost loop of every kernel carries `weft.kernel = "fused_N"`,
+    numbered in program order: the unit a GPU target maps to `gpu.launch`.
+
+    Before:
+
+    ```mlir
+    %max = linalg.generic {iterator_types = ["parallel", "reduction"]} ...
+    %exp = linalg.generic {iterator_types = ["parallel", "parallel"]}
+        ins(%x, %max ...)   // exp(x - max)
+    %sum = linalg.generic {iterator_types = ["parallel", "reduction"]} ...
+    %out = linalg.generic {iterator_types = ["parallel", "parallel"]}
+        ins(%exp, %sum ...) // exp / sum
+    ```
+
+    After:
+
+    ```mlir
+    %out = scf.forall (%i) in (64) shared_outs(%o = %init) -> (tensor<64x128xf32>) {
+      // max, exp, sum and divide on row %i only
+      scf.forall.in_parallel { tensor.parallel_insert_slice ... }
+    } {weft.kernel = "fused_0"}
+    ```
+  }];
+  let dependentDialects = [
+    "::mlir::linalg::LinalgDialect", "::mlir::scf::SCFDialect",
+    "::mlir::tensor::TensorDialect", "::mlir::affine::AffineDialect",
+    "::mlir::arith::ArithDialect"
+  ];
+}
+
+def LinalgToBlasPass : Pass<"weft-linalg-to-blas", "mlir::ModuleOp"> {
+  let summary = "Turn f32 matmuls on buffers into weft_rt_sgemm calls";
+  let description = [{
+    Runs after bufferization. A `linalg.matmul`, `linalg.batch_matmul` or
+    contraction `linalg.generic` on f32 memrefs with one M, one N, one K and
+    at most one batch dimension, whose output is written whole (it was just
+    zero-filled: the fill is dropped) becomes a call of the runtime's
+    `weft_rt_sgemm` (include/weft/Runtime/Kernels.h), declared
+    `func.func private`. Transposed operands come from the indexing maps,
+    an operand without the batch dimension is broadcast with batch stride 0,
+    and base pointers, offsets and row strides come from
+    `memref.extract_strided_metadata`. Anything else (bf16, an inner stride
+    that is not 1, an output accumulated into, a transposed output) stays a
+    loop nest.
+
+    Before:
+
+    ```mlir
+    linalg.fill ins(%zero : f32) outs(%c : memref<8x2xf32>)
+    linalg.matmul ins(%a, %b : memref<8x4xf32>, memref<4x2xf32>)
+                  outs(%c : memref<8x2xf32>)
+    ```
+
+    After:
+
+    ```mlir
+    %pa = ... memref.extract_aligned_pointer_as_index %a ... llvm.inttoptr
+    ...
+    func.call @weft_rt_sgemm(%c1, %c0_i32, %c0_i32, %c8, %c2, %c4,
+        %pa, %c4, %c0, %pb, %c2, %c0, %pc, %c2, %c0)
+        : (i64, i32, i32, i64, i64, i64, !llvm.ptr, i64, i64,
+           !llvm.ptr, i64, i64, !llvm.ptr, i64, i64) -> ()
+    ```
+  }];
+  let dependentDialects = [
+    "::mlir::func::FuncDialect", "::mlir::memref::MemRefDialect",
+    "::mlir::arith::ArithDialect", "::mlir::LLVM::LLVMDialect"
+  ];
+}
+
+def LowerCopiesPass : Pass<"weft-lower-copies", "mlir::func::FuncOp"> {
+  let summary = "Turn strided memref.copy into linalg.copy loops";
+  let description = [{
+    The LLVM lowering turns a `memref.copy` between contiguous buffers into
+    `memcpy`, but any other copy into a call of MLIR's C runner library,
+    which the executable does not link. This pass rewrites every copy whose
+    source or target is not contiguous into `linalg.copy`, which
+    `--convert-linalg-to-loops` lowers to plain loops.
+
+    Before:
+
+    ```mlir
+    memref.copy %a, %b : memref<4x8xf32, strided<[16, 1]>> to memref<4x8xf32>
+    ```
+
+    After:
+
+    ```mlir
+    linalg.copy ins(%a : memref<4x8xf32, strided<[16, 1]>>)
+                outs(%b : memref<4x8xf32>)
+    ```
+  }];
+  let dependentDialects = ["::mlir::linalg::LinalgDialect"];
+}
+
+def PlanBuffersPass : Pass<"weft-plan-buffers", "mlir::ModuleOp"> {
+  let summary = "Place the step's buffers in one workspace by liveness";
+  let description = [{
+    Runs after bufferization on `function`. Every statically shaped
+    `memref.alloc` becomes a `memref.view` into one workspace buffer, a new
+    last argument `memref<Nxi8>` tagged `weft.workspace`; its deallocs are
+    erased. A buffer is live from its alloc to the last use of it or of any
+    alias (views, casts, reshapes, extracted pointers) in the function's
+    block; a use nested in a loop or other region keeps it live until the
+    end of that op. Buffers are placed largest first at the lowest 64-byte
+    aligned offset that no buffer with an overlapping lifetime occupies, so
+    two buffers with disjoint lifetimes may share memory.
+
+    The module gets `weft.workspace_bytes` (N) and `weft.peak_bytes` (N plus
+    all arguments: parameters, state, batch and results).
+
+    Errors: an alloc with dynamic sizes, or one that escapes the function.
+
+    Before:
+
+    ```mlir
+    func.func @train_step(%x: memref<16xf32>) {
+      %a = memref.alloc() {alignment = 64 : i64} : memref<16xf32>
+      ...
+    }
+    ```
+
+    After:
+
+    ```mlir
+    func.func @train_step(%x: memref<16xf32>,
+                          %ws: memref<64xi8> {weft.workspace}) {
+      %c0 = arith.constant 0 : index
+      %a = memref.view %ws[%c0][] : memref<64xi8> to memref<16xf32>
+      ...
+    }
+    ```
+  }];
+  let options = [
+    Option<"function", "function", "std::string", "\"train_step\"",
+           "The function whose buffers are planned">,
+  ];
+  let dependentDialects = [
+    "::mlir::memref::MemRefDialect", "::mlir::arith::ArithDialect"
+  ];
+}
+
+def OutlineKernelsPass : Pass<"weft-outline-kernels", "mlir::ModuleOp"> {
+  let summary = "Move every loop nest of the step into a function of its own";
+  let description = [{
+    Runs on buffers, after `--weft-plan-buffers`. Every top-level loop nest
+    of `function` (a fused kernel, a remaining linalg op, an scf loop)
+    becomes a private function `@<function>.<kernel>` called in its place,
+    taking the buffers and scalars it uses as arguments (index and other
+    constants are cloned in). The step becomes a sequence of kernel calls,
+    BLAS calls and copies: LLVM optimizes many small functions in time
+    linear in their number, where one function holding a whole GPT-2 step
+    takes minutes, and a GPU target finds each kernel as a function, ready
+    for `gpu.launch_func`. Kernels are marked `no_inline` so LLVM keeps them
+    apart; a fused kernel's function carries the `weft.kernel` tag instead
+    of its loop. Identical kernels (the same layer's kernels in every layer,
+    on other buffers) become one function, so each is compiled once. A
+    kernel whose buffers all have static shapes and identity layouts is
+    marked `llvm.bareptr` and takes one pointer per buffer.
+
+    Before:
+
+    ```mlir
+    func.func @train_step(%x: memref<64x128xf32>, %y: memref<64x128xf32>) {
+      scf.forall (%i) in (64) { ... } {weft.kernel = "fused_0"}
+      return
+    }
+    ```
+
+    After:
+
+    ```mlir
+    func.func @train_step(%x: memref<64x128xf32>, %y: memref<64x128xf32>) {
+      call @train_step.fused_0(%x, %y) : (memref<64x128xf32>, memref<64x128xf32>) -> ()
+      return
+    }
+    func.func private @train_step.fused_0(%x: memref<64x128xf32>, %y: memref<64x128xf32>)
+        attributes {llvm.bareptr, no_inline, weft.kernel} {
+      scf.forall (%i) in (64) { ... }
+      return
+    }
+    ```
+  }];
+  let options = [
+    Option<"function", "function", "std::string", "\"train_step\"",
+           "The function whose loop nests are outlined">,
+  ];
+  let dependentDialects = ["::mlir::func::FuncDialect", "::mlir::scf::SCFDialect"];
+}
+
+#endif // WEFT_CODEGEN_PASSES_TD

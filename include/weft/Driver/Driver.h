@@ -1,0 +1,97 @@
+//===- Driver.h - The stage ladder from a model to an executable -*- C++ -*-===//
+//
+// Part of the Weft project.
+//
+//===----------------------------------------------------------------------===//
+//
+// The stages a model goes through, in order: the imported ONNX nodes
+// (onnx), the model in the weft dialect (weft), the training step (train),
+// fused kernels on tensors (linalg), planned buffers with BLAS calls
+// (memref), LLVM IR (llvm), an object file (obj) and a training executable
+// (exe). `runDriver` climbs the ladder to the stage asked for and writes
+// it; tools only map their flags to DriverOptions and the pipelines'
+// options (weft/Driver/Pipelines.h).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef WEFT_DRIVER_DRIVER_H
+#define WEFT_DRIVER_DRIVER_H
+
+#include "weft/Driver/Pipelines.h"
+#include "weft/Target/CPU.h"
+
+#include "mlir/IR/DialectRegistry.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/Support/LLVM.h"
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace weft {
+
+enum class Stage { Onnx, Weft, Train, Linalg, Memref, Llvm, Obj, Exe };
+
+/// "onnx", "weft", ... as --emit spells them.
+const char *getStageName(Stage stage);
+
+/// The stage an output file's extension names: .ll LLVM IR, .o an object,
+/// none/.exe/.bin an executable; nullopt for other names (IR text).
+std::optional<Stage> getStageOfExtension(llvm::StringRef path);
+
+struct DriverOptions {
+  /// Prefix of messages ("weftc").
+  std::string tool = "weftc";
+  /// argv[0], to find the runtime libraries next to the compiler.
+  std::string argv0;
+  /// model.onnx, or weft IR (.mlir).
+  std::string input;
+  /// "-" writes IR to stdout, an executable to `train` and an object to
+  /// `model.o`.
+  std::string output = "-";
+  Stage emit = Stage::Weft;
+  /// Whether `emit` was asked for; if not, the output's extension picks it.
+  bool emitGiven = false;
+
+  // Import (.onnx inputs).
+  /// Static shapes of model inputs, "name=DxD...".
+  std::vector<std::string> inputShapes;
+  /// Float initializers to load but not train.
+  std::vector<std::string> frozen;
+  /// Write the parameters' initial values here and point the IR at them.
+  std::string weightsOut;
+  /// BatchNorm in the training step: batch statistics (train mode) or the
+  /// running ones, frozen.
+  bool batchNormTrain = true;
+
+  /// Optimizer hyperparameters as run-time inputs; unset: on for native
+  /// stages (an executable can be retuned without recompiling), off for IR
+  /// (dumps stay readable with constants).
+  std::optional<bool> runtimeHyperparameters;
+
+  // Native code.
+  CpuTargetOptions target;
+  /// Folder with the runtime libraries (default: next to the compiler).
+  std::string runtimeDir;
+  std::vector<std::string> linkArgs;
+  bool saveTemps = false;
+
+  /// Tensor table, counts, planned memory and compile time on stderr.
+  bool summary = false;
+};
+
+/// Registers the dialects the ladder up to `emit` needs.
+void registerDriverDialects(mlir::DialectRegistry &registry, Stage emit);
+
+/// Checks the options (output names, stage), loads the input, runs the
+/// pipelines up to `options.emit` with `train` for the training step, and
+/// writes the result. Errors are reported as they happen (through the
+/// context's diagnostic handler or as `tool: error: ...`); the return value
+/// only says whether one occurred.
+mlir::LogicalResult runDriver(mlir::MLIRContext &context,
+                              DriverOptions &options,
+                              TrainPipelineOptions &train);
+
+} // namespace weft
+
+#endif // WEFT_DRIVER_DRIVER_H

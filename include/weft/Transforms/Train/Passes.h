@@ -1,0 +1,23 @@
+//===- Passes.h - Training-step passes --------------------------*- C++ -*-===//
+//
+// Part of the Weft project.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef WEFT_TRANSFORMS_TRAIN_PASSES_H
+#define WEFT_TRANSFORMS_TRAIN_PASSES_H
+
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/Pass/Pass.h"
+
+namespace weft {
+
+#define GEN_PASS_DECL
+#include "weft/Transforms/Train/Passes.h.inc"
+
+#define GEN_PASS_REGISTRATION
+#include "weft/Transforms/Train/Passes.h.inc"
+
+} // namespace weft
+
+#endif // WEFT_TRANSFORMS_TRAIN_PASSES_H

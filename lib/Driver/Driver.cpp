@@ -1,0 +1,574 @@
+//===- Driver.cpp - The stage ladder from a model to an executable --------===//
+//
+// Part of the Weft project.
+//
+//===----------------------------------------------------------------------===//
+
+#include "weft/Driver/Driver.h"
+#include "weft/Dialect/Weft/IR/TrainStep.h"
+#include "weft/Dialect/Weft/IR/WeftDialect.h"
+#include "weft/Dialect/Weft/IR/WeftOps.h"
+#include "weft/Import/OnnxImporter.h"
+#include "weft/Import/Weights.h"
+#include "weft/Runtime/SafeTensors.h"
+#include "weft/Target/Registration.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Parser/Parser.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Support/FileUtilities.h"
+#include "mlir/Support/Timing.h"
+#include "llvm/IR/LLVMContext.h"
+#include "llvm/IR/Module.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/SourceMgr.h"
+#include "llvm/Support/ToolOutputFile.h"
+#include "llvm/Support/raw_ostream.h"
+#include "llvm/Target/TargetMachine.h"
+
+#include <chrono>
+
+using namespace mlir;
+using namespace weft;
+
+const char *weft::getStageName(Stage stage) {
+  static const char *names[] = {"onnx",   "weft", "train", "linalg",
+                                "memref", "llvm", "obj",   "exe"};
+  return names[static_cast<int>(stage)];
+}
+
+std::optional<Stage> weft::getStageOfExtension(StringRef path) {
+  std::string ext = llvm::sys::path::extension(path).lower();
+  if (ext == ".ll")
+    return Stage::Llvm;
+  if (ext == ".o")
+    return Stage::Obj;
+  if (ext.empty() || ext == ".exe" || ext == ".bin")
+    return Stage::Exe;
+  return std::nullopt;
+}
+
+void weft::registerDriverDialects(DialectRegistry &registry, Stage emit) {
+  registry.insert<WeftDialect, func::FuncDialect>();
+  if (emit >= Stage::Linalg)
+    registerCodegenDialects(registry);
+}
+
+namespace {
+
+/// `target` relative to `fromDir` when both are on disk; keeps the IR free of
+/// machine-specific absolute paths.
+std::string relativePath(StringRef target, StringRef fromDir) {
+  SmallString<256> absTarget(target), absFrom(fromDir);
+  if (llvm::sys::fs::make_absolute(absTarget) ||
+      llvm::sys::fs::make_absolute(absFrom))
+    return target.str();
+  llvm::sys::path::remove_dots(absTarget, true);
+  llvm::sys::path::remove_dots(absFrom, true);
+  SmallVector<StringRef> t(llvm::sys::path::begin(absTarget),
+                           llvm::sys::path::end(absTarget));
+  SmallVector<StringRef> f(llvm::sys::path::begin(absFrom),
+                           llvm::sys::path::end(absFrom));
+  size_t common = 0;
+  while (common < t.size() && common < f.size() && t[common] == f[common])
+    ++common;
+  SmallString<256> rel;
+  for (size_t i = common; i < f.size(); ++i)
+    llvm::sys::path::append(rel, "..");
+  for (size_t i = common; i < t.size(); ++i)
+    llvm::sys::path::append(rel, t[i]);
+  return rel.empty() ? std::string(".") : std::string(rel);
+}
+
+std::string mib(uint64_t bytes) {
+  return llvm::formatv("{0:F1} MiB", bytes / 1048576.0).str();
+}
+
+/// A private temporary folder, removed when done unless kept.
+struct TempDir {
+  SmallString<128> path;
+  bool keep = false;
+  std::string tool;
+  ~TempDir() {
+    if (path.empty())
+      return;
+    if (keep)
+      llvm::errs() << tool << ": temporary files kept in " << path << "\n";
+    else
+      llvm::sys::fs::remove_directories(path);
+  }
+  bool create() {
+    std::error_code ec = llvm::sys::fs::createUniqueDirectory("weftc", path);
+    if (ec) {
+      llvm::errs() << tool << ": error: cannot create a temporary folder: "
+                   << ec.message() << "\n";
+      path.clear();
+      return false;
+    }
+    return true;
+  }
+  std::string file(StringRef name) const {
+    SmallString<256> p(path);
+    llvm::sys::path::append(p, name);
+    return std::string(p);
+  }
+};
+
+/// One run of the ladder.
+class Driver {
+public:
+  Driver(MLIRContext &context, DriverOptions &options,
+         TrainPipelineOptions &train)
+      : context(context), options(options), train(train) {}
+
+  LogicalResult run();
+
+private:
+  LogicalResult fail(const Twine &message) {
+    llvm::errs() << options.tool << ": error: " << message << "\n";
+    return failure();
+  }
+  bool inputIsOnnx() const {
+    return StringRef(options.input).ends_with(".onnx");
+  }
+  std::string outputDir() const {
+    if (options.output == "-")
+      return ".";
+    StringRef dir = llvm::sys::path::parent_path(options.output);
+    return dir.empty() ? "." : dir.str();
+  }
+
+  LogicalResult checkOutput();
+  OwningOpRef<ModuleOp> loadInput();
+  LogicalResult runImportAndTrain(ModuleOp module, TimingScope &timing);
+  std::string weightsSource(ModuleOp module, StringAttr attr) const;
+  LogicalResult writeWeightsFile(ModuleOp module,
+                                 const std::vector<std::string> &names,
+                                 const std::string &path);
+  LogicalResult writeWeightsOut(ModuleOp module);
+  void printTensorTable();
+  void printSummary(ModuleOp module);
+  std::string memorySummary(ModuleOp module, const ModelAbi &abi);
+  LogicalResult emitNative(ModuleOp module, const ModelAbi &abi,
+                           std::optional<int64_t> numClasses,
+                           TimingScope &timing);
+  LogicalResult writeIR(ModuleOp module);
+
+  MLIRContext &context;
+  DriverOptions &options;
+  TrainPipelineOptions &train;
+  std::chrono::steady_clock::time_point start =
+      std::chrono::steady_clock::now();
+  /// How the importer classified the ONNX model's tensors (for --summary).
+  std::vector<onnximport::GraphTensor> importedTensors;
+};
+
+/// Takes the stage from the output's extension when no stage was asked
+/// for, and refuses names that would overwrite an input, disagree with the
+/// stage, or point into a folder that does not exist.
+LogicalResult Driver::checkOutput() {
+  std::string &out = options.output;
+  if (out != "-" && out != "/dev/null") {
+    std::pair<const char *, StringRef> outputs[] = {
+        {"-o", out}, {"--weights-out", options.weightsOut}};
+    for (auto [flag, path] : outputs) {
+      if (path.empty())
+        continue;
+      if (llvm::sys::fs::equivalent(path, options.input))
+        return fail(Twine(flag) + " " + path + " is the input " +
+                    options.input + "; refusing to overwrite it");
+      StringRef dir = llvm::sys::path::parent_path(path);
+      if (!dir.empty() && !llvm::sys::fs::is_directory(dir))
+        return fail("cannot write " + path + ": the folder " + dir +
+                    " does not exist");
+    }
+    std::optional<Stage> byName = getStageOfExtension(out);
+    bool isIrText = llvm::sys::path::extension(out).lower() == ".mlir";
+    if (!options.emitGiven) {
+      if (byName)
+        options.emit = *byName;
+    } else {
+      Stage emit = options.emit;
+      bool textStage = emit <= Stage::Memref;
+      const char *nameSays = isIrText || (!byName && textStage)
+                                 ? "IR text"
+                             : byName == Stage::Exe ? "an executable"
+                             : byName == Stage::Obj ? "an object file"
+                             : byName == Stage::Llvm ? "LLVM IR"
+                                                     : "IR text";
+      if ((isIrText && !textStage) || (byName && *byName != emit) ||
+          (!byName && !isIrText && !textStage))
+        return fail(Twine("-o ") + out + " names " + nameSays +
+                    ", but --emit=" + getStageName(emit) +
+                    " writes something else; name the output after the "
+                    "stage (.mlir for IR; .ll; .o; no extension, .exe or "
+                    ".bin for an executable) or leave out --emit");
+    }
+  }
+  if (out == "-" && options.emit == Stage::Exe)
+    out = "train";
+  if (out == "-" && options.emit == Stage::Obj)
+    out = "model.o";
+  return success();
+}
+
+OwningOpRef<ModuleOp> Driver::loadInput() {
+  if (inputIsOnnx()) {
+    OnnxImportOptions import;
+    for (const std::string &spec : options.inputShapes) {
+      std::string name, error;
+      std::vector<int64_t> shape;
+      if (!parseInputShape(spec, name, shape, error)) {
+        llvm::errs() << options.tool << ": " << error << "\n";
+        return nullptr;
+      }
+      import.inputShapes[name] = shape;
+    }
+    import.frozen = options.frozen;
+    import.weightsAttr = relativePath(options.input, outputDir());
+    if (options.summary)
+      import.tensorReport = &importedTensors;
+    import.forTraining = options.emit >= Stage::Train;
+    return importOnnxModel(&context, options.input, import);
+  }
+  if (!options.inputShapes.empty() || !options.frozen.empty())
+    llvm::errs() << options.tool
+                 << ": warning: --input-shape and --freeze apply to .onnx "
+                    "inputs only; ignored for "
+                 << options.input << "\n";
+  std::string error;
+  auto file = openInputFile(options.input, &error);
+  if (!file) {
+    llvm::errs() << options.tool << ": " << error << "\n";
+    return nullptr;
+  }
+  llvm::SourceMgr sourceMgr;
+  sourceMgr.AddNewSourceBuffer(std::move(file), llvm::SMLoc());
+  return parseSourceFile<ModuleOp>(sourceMgr, &context);
+}
+
+/// Imported nodes -> weft, and, unless the input is already a step, the
+/// training step. The step runs the model in train mode (BatchNorm's batch
+/// statistics); a forward-only import is the model in eval mode.
+LogicalResult Driver::runImportAndTrain(ModuleOp module, TimingScope &timing) {
+  PassManager pm(&context);
+  if (failed(applyPassManagerCLOptions(pm)))
+    return failure();
+  pm.enableTiming(timing);
+  bool hasStep =
+      static_cast<bool>(module.lookupSymbol<func::FuncOp>("train_step"));
+  Stage emit = options.emit;
+  bool buildStep = emit == Stage::Train || (emit > Stage::Train && !hasStep);
+  ImportPipelineOptions import;
+  import.training = buildStep && options.batchNormTrain;
+  buildImportPipeline(pm, import);
+  if (buildStep) {
+    bool native = emit >= Stage::Llvm;
+    train.runtimeHyperparameters =
+        options.runtimeHyperparameters.value_or(native);
+    buildTrainPipeline(pm, train);
+  }
+  return pm.run(module);
+}
+
+/// Where the module's initial weights are read from: an imported model's
+/// weft.weights attribute is relative to the output, and its weights are
+/// the input itself; a .mlir file's attribute is relative to the file.
+std::string Driver::weightsSource(ModuleOp module, StringAttr attr) const {
+  if (inputIsOnnx())
+    return options.input;
+  return resolveWeightsPath(attr.str(), options.input);
+}
+
+/// Writes the initial values of `names` to a safetensors file at `path`.
+LogicalResult Driver::writeWeightsFile(ModuleOp module,
+                                       const std::vector<std::string> &names,
+                                       const std::string &path) {
+  auto attr =
+      module->getAttrOfType<StringAttr>(WeftDialect::kWeightsAttrName);
+  if (!attr)
+    return module.emitError("no weft.weights attribute: the initial values "
+                            "of the parameters are unknown");
+  rt::SafeTensorsFile file;
+  {
+    std::vector<rt::HostArray> arrays;
+    if (rt::Status s = readWeights(weightsSource(module, attr), names, arrays);
+        !s.ok())
+      return module.emitError(s.message);
+    for (size_t i = 0; i < names.size(); ++i)
+      file.tensors.emplace_back(names[i], std::move(arrays[i]));
+  }
+  file.metadata.emplace_back("format", "weft-weights");
+  if (rt::Status s = rt::writeSafeTensors(path, file); !s.ok())
+    return module.emitError(s.message);
+  return success();
+}
+
+/// --weights-out: every parameter's and buffer's initial value in its own
+/// file, and the IR pointing at it, so the IR no longer needs the .onnx.
+LogicalResult Driver::writeWeightsOut(ModuleOp module) {
+  std::vector<std::string> names;
+  module.walk([&](func::FuncOp fn) {
+    for (unsigned i = 0; i < fn.getNumArguments(); ++i)
+      for (contract::Role role : {contract::Role::Param, contract::Role::Buffer})
+        if (StringAttr name = getArgName(fn, i, role))
+          if (!llvm::is_contained(names, name.str()))
+            names.push_back(name.str());
+  });
+  if (failed(writeWeightsFile(module, names, options.weightsOut)))
+    return failure();
+  module->setAttr(WeftDialect::kWeightsAttrName,
+                  StringAttr::get(module.getContext(),
+                                  relativePath(options.weightsOut,
+                                               outputDir())));
+  return success();
+}
+
+/// One line per initializer (and Identity of one): what it became and why,
+/// so a user sees at once whether Weft trains what PyTorch trains.
+void Driver::printTensorTable() {
+  if (importedTensors.empty())
+    return;
+  size_t width = 0;
+  for (const auto &t : importedTensors)
+    width = std::max(width, t.onnxName.size());
+  width = std::min<size_t>(width, 48);
+  llvm::errs() << options.tool << ": " << options.input << ": tensors\n";
+  for (const auto &t : importedTensors) {
+    llvm::errs() << "  " << llvm::left_justify(t.onnxName, width) << "  "
+                 << llvm::left_justify(onnximport::roleName(t.role), 9)
+                 << "  ";
+    if (t.name != t.onnxName && t.role != onnximport::TensorRole::Tied)
+      llvm::errs() << "as '" << t.name << "'"
+                   << (t.transposed ? " (transposed)" : "") << ": ";
+    llvm::errs() << t.reason << "\n";
+  }
+}
+
+void Driver::printSummary(ModuleOp module) {
+  using contract::Role;
+  printTensorTable();
+  int64_t params = 0, values = 0, bytes = 0, buffers = 0, state = 0, inputs = 0;
+  // A training step's arguments describe the model; the functions it was
+  // built from repeat them.
+  auto step = module.lookupSymbol<func::FuncOp>("train_step");
+  module.walk([&](func::FuncOp fn) {
+    if (step && fn != step)
+      return;
+    for (unsigned i = 0; i < fn.getNumArguments(); ++i) {
+      auto type = dyn_cast<RankedTensorType>(fn.getArgument(i).getType());
+      std::optional<contract::Slot> slot = getArgSlot(fn, i);
+      Role role = slot ? slot->role : Role::Input;
+      if (role == Role::Param && type) {
+        ++params;
+        values += type.getNumElements();
+        bytes += type.getNumElements() * type.getElementTypeBitWidth() / 8;
+      } else if (role == Role::Buffer) {
+        ++buffers;
+      } else if (role == Role::State) {
+        ++state;
+      } else {
+        ++inputs;
+      }
+    }
+  });
+  llvm::errs() << options.tool << ": " << options.input << ": " << params
+               << " parameter tensors, " << values << " trainable values ("
+               << llvm::format("%.1f", bytes / 1048576.0) << " MiB), "
+               << buffers << " buffers, ";
+  if (state)
+    llvm::errs() << state << " optimizer state tensors, ";
+  llvm::errs() << inputs << " inputs\n";
+}
+
+/// "planned peak memory 12.3 MiB: workspace ..., params+state+batch ...,
+/// results ...".
+std::string Driver::memorySummary(ModuleOp module, const ModelAbi &abi) {
+  uint64_t args = 0, results = 0;
+  for (const AbiTensor &t : abi.args)
+    args += t.bytes();
+  for (const AbiTensor &t : abi.results)
+    results += t.bytes();
+  auto attr =
+      module->getAttrOfType<IntegerAttr>(WeftDialect::kWorkspaceBytesAttrName);
+  uint64_t workspace = attr ? attr.getInt() : 0;
+  return "planned peak memory " + mib(workspace + args + results) +
+         " (workspace " + mib(workspace) + ", params+state+batch " + mib(args) +
+         ", results " + mib(results) + ")";
+}
+
+/// llvm, obj, exe: LLVM IR, an object file with the weights embedded, an
+/// executable linked with the runtime.
+LogicalResult Driver::emitNative(ModuleOp module, const ModelAbi &abi,
+                                 std::optional<int64_t> numClasses,
+                                 TimingScope &timing) {
+  Stage emit = options.emit;
+  TempDir temps;
+  temps.tool = options.tool;
+  temps.keep = options.saveTemps;
+  std::string weightsPath, error;
+  uint64_t weightsSize = 0;
+  if (emit != Stage::Llvm) {
+    if (!temps.create())
+      return failure();
+    TimingScope t = timing.nest("Embed weights");
+    std::vector<std::string> names = abi.weightNames();
+    if (!names.empty()) {
+      weightsPath = temps.file("weights.safetensors");
+      if (failed(writeWeightsFile(module, names, weightsPath)))
+        return failure();
+      if (std::error_code ec = llvm::sys::fs::file_size(weightsPath,
+                                                        weightsSize))
+        return fail("cannot read back " + weightsPath + ": " + ec.message());
+    }
+  }
+  std::string runtime;
+  if (emit == Stage::Exe) {
+    // Fail before the expensive part when the runtime is missing.
+    runtime = findRuntimeDir(options.argv0, options.runtimeDir, error);
+    if (runtime.empty())
+      return fail(error);
+  }
+
+  std::unique_ptr<llvm::TargetMachine> machine =
+      createCpuTargetMachine(options.target, error);
+  if (!machine)
+    return fail(error);
+  ModelDescriptor descriptor;
+  descriptor.abi = abi;
+  descriptor.modelJson =
+      buildModelJson(module, abi, llvm::sys::path::filename(options.input),
+                     "train_step", numClasses);
+  if (auto ws = module->getAttrOfType<IntegerAttr>(
+          WeftDialect::kWorkspaceBytesAttrName))
+    descriptor.workspaceBytes = ws.getInt();
+  descriptor.weightsPath = weightsPath;
+  descriptor.weightsSize = weightsSize;
+
+  llvm::LLVMContext llvmContext;
+  std::unique_ptr<llvm::Module> llvmModule;
+  {
+    TimingScope t = timing.nest("LLVM translation and O" +
+                                std::to_string(options.target.optLevel));
+    llvmModule = buildModelModule(module, llvmContext, *machine, "train_step",
+                                  descriptor, options.target.optLevel, error);
+  }
+  if (!llvmModule)
+    return fail(error);
+  if (emit == Stage::Llvm) {
+    std::string openError;
+    auto output = openOutputFile(options.output, &openError);
+    if (!output) {
+      llvm::errs() << options.tool << ": " << openError << "\n";
+      return failure();
+    }
+    llvmModule->print(output->os(), nullptr);
+    output->keep();
+    return success();
+  }
+  std::string object =
+      emit == Stage::Obj ? options.output : temps.file("model.o");
+  {
+    TimingScope t = timing.nest("Object emission");
+    error = emitObjectFile(*llvmModule, *machine, object);
+  }
+  if (!error.empty())
+    return fail(error);
+  if (emit == Stage::Obj)
+    return success();
+  LinkOptions link;
+  link.output = options.output;
+  link.objects = {object};
+  link.runtimeDir = runtime;
+  link.extraArgs = options.linkArgs;
+  link.verbose = options.saveTemps;
+  TimingScope t = timing.nest("Link");
+  error = linkExecutable(link);
+  if (!error.empty())
+    return fail(error);
+  return success();
+}
+
+LogicalResult Driver::writeIR(ModuleOp module) {
+  std::string error;
+  auto output = openOutputFile(options.output, &error);
+  if (!output) {
+    llvm::errs() << options.tool << ": " << error << "\n";
+    return failure();
+  }
+  module->print(output->os());
+  output->os() << "\n";
+  output->keep();
+  return success();
+}
+
+LogicalResult Driver::run() {
+  if (failed(checkOutput()))
+    return failure();
+  OwningOpRef<ModuleOp> module = loadInput();
+  if (!module)
+    return failure();
+
+  DefaultTimingManager tm;
+  applyDefaultTimingManagerCLOptions(tm);
+  TimingScope timing = tm.getRootScope();
+  Stage emit = options.emit;
+  if (emit != Stage::Onnx && failed(runImportAndTrain(*module, timing)))
+    return failure();
+  if (!options.weightsOut.empty() && failed(writeWeightsOut(*module)))
+    return failure();
+  if (options.summary)
+    printSummary(*module);
+  if (emit < Stage::Linalg)
+    return writeIR(*module);
+
+  auto step = module->lookupSymbol<func::FuncOp>("train_step");
+  if (!step)
+    return fail(options.input + " has no @train_step to compile");
+  FailureOr<ModelAbi> abi = collectModelAbi(step);
+  if (failed(abi))
+    return failure();
+  std::optional<int64_t> numClasses = getNumClasses(*module);
+  PassManager pm(&context);
+  if (failed(applyPassManagerCLOptions(pm)))
+    return failure();
+  pm.enableTiming(timing);
+  CodegenPipelineOptions codegen;
+  codegen.stopAfter = emit == Stage::Linalg   ? CodegenStage::Kernels
+                      : emit == Stage::Memref ? CodegenStage::Buffers
+                                              : CodegenStage::LLVM;
+  buildCodegenPipeline(pm, codegen);
+  if (failed(pm.run(*module)))
+    return failure();
+  std::string memory =
+      emit >= Stage::Memref ? memorySummary(*module, *abi) : std::string();
+  auto report = [&] {
+    double seconds = std::chrono::duration<double>(
+                         std::chrono::steady_clock::now() - start)
+                         .count();
+    llvm::errs() << options.tool << ": "
+                 << (emit == Stage::Exe ? "wrote " + options.output + ": "
+                                        : std::string())
+                 << (memory.empty() ? "" : memory + "; ") << "compiled in "
+                 << llvm::formatv("{0:F2}", seconds) << " s\n";
+  };
+  if (emit >= Stage::Llvm) {
+    if (failed(emitNative(*module, *abi, numClasses, timing)))
+      return failure();
+    if (options.summary || emit == Stage::Exe)
+      report();
+    return success();
+  }
+  if (options.summary)
+    report();
+  return writeIR(*module);
+}
+
+} // namespace
+
+LogicalResult weft::runDriver(MLIRContext &context, DriverOptions &options,
+                              TrainPipelineOptions &train) {
+  return Driver(context, options, train).run();
+}
