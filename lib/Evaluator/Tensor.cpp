@@ -13,6 +13,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "EvaluatorInternal.h"
+#include "weft/Support/DTypes.h"
 
 #include "mlir/IR/BuiltinDialect.h"
 #include "mlir/IR/BuiltinTypes.h"
@@ -372,26 +373,9 @@ std::string typeToString(Type type) {
 /// The host dtype holding `type` exactly; types without a host dtype of
 /// their own widen to F64 or I64.
 rt::DType dtypeFor(Type type) {
-  if (type.isF32())
-    return rt::DType::F32;
-  if (type.isF16())
-    return rt::DType::F16;
-  if (type.isBF16())
-    return rt::DType::BF16;
-  if (isa<FloatType>(type))
-    return rt::DType::F64;
-  switch (type.getIntOrFloatBitWidth()) {
-  case 1:
-    return rt::DType::Bool;
-  case 8:
-    return type.isUnsignedInteger() ? rt::DType::U8 : rt::DType::I8;
-  case 16:
-    return type.isUnsignedInteger() ? rt::DType::U16 : rt::DType::I16;
-  case 32:
-    return type.isUnsignedInteger() ? rt::DType::I64 : rt::DType::I32;
-  default:
-    return rt::DType::I64;
-  }
+  if (std::optional<rt::DType> exact = getDType(type))
+    return *exact;
+  return isa<FloatType>(type) ? rt::DType::F64 : rt::DType::I64;
 }
 } // namespace
 

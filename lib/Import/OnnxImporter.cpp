@@ -5,6 +5,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "weft/Import/OnnxImporter.h"
+#include "weft/Support/DTypes.h"
 #include "weft/Dialect/Weft/IR/WeftOps.h"
 #include "weft/Import/Initializers.h"
 #include "weft/Import/OnnxModel.h"
@@ -31,27 +32,20 @@ std::string dirName(const std::string &path) {
 
 /// The element type a tensor of `dtype` has in the dialect. Narrow integers
 /// only occur in constants and are widened to i64.
-Type getElementType(MLIRContext *ctx, rt::DType dtype) {
+Type getDialectElementType(MLIRContext *ctx, rt::DType dtype) {
   switch (dtype) {
-  case rt::DType::F64:
-    return Float64Type::get(ctx);
-  case rt::DType::F32:
-    return Float32Type::get(ctx);
-  case rt::DType::F16:
-    return Float16Type::get(ctx);
-  case rt::DType::BF16:
-    return BFloat16Type::get(ctx);
-  case rt::DType::I32:
-    return IntegerType::get(ctx, 32);
-  case rt::DType::Bool:
-    return IntegerType::get(ctx, 1);
-  default:
+  case rt::DType::I16:
+  case rt::DType::I8:
+  case rt::DType::U16:
+  case rt::DType::U8:
     return IntegerType::get(ctx, 64);
+  default:
+    return getElementType(ctx, dtype);
   }
 }
 
 DenseElementsAttr toElementsAttr(MLIRContext *ctx, const rt::HostArray &a) {
-  auto type = RankedTensorType::get(a.shape, getElementType(ctx, a.dtype));
+  auto type = RankedTensorType::get(a.shape, getDialectElementType(ctx, a.dtype));
   switch (a.dtype) {
   case rt::DType::F64:
   case rt::DType::F32:
@@ -206,7 +200,7 @@ Importer::getInputType(const onnx::ValueInfoProto &info) {
                  "--input-shape " +
                  info.name() + "=" + example);
   }
-  return RankedTensorType::get(dims, getElementType(ctx, dtype));
+  return RankedTensorType::get(dims, getDialectElementType(ctx, dtype));
 }
 
 LogicalResult
@@ -221,7 +215,7 @@ Importer::buildSignature(SmallVectorImpl<Type> &argTypes,
     if (t.transposed)
       std::reverse(shape.begin(), shape.end());
     argTypes.push_back(
-        RankedTensorType::get(shape, getElementType(ctx, a.dtype)));
+        RankedTensorType::get(shape, getDialectElementType(ctx, a.dtype)));
     StringRef attrName = t.role == onnximport::TensorRole::Buffer
                              ? WeftDialect::kBufferAttrName
                              : WeftDialect::kParamAttrName;
@@ -273,7 +267,7 @@ Type Importer::getDeclaredType(const std::string &name) {
     std::vector<std::string> symbols;
     rt::DType dtype;
     if (onnximport::readValueInfoShape(info, dims, symbols, dtype).ok()) {
-      element = getElementType(ctx, dtype);
+      element = getDialectElementType(ctx, dtype);
       if (t.has_shape())
         return RankedTensorType::get(
             llvm::map_to_vector(dims,

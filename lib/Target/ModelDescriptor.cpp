@@ -18,6 +18,7 @@
 #include "weft/Dialect/Weft/IR/WeftDialect.h"
 #include "weft/Runtime/HostArray.h"
 #include "weft/Runtime/ModelABI.h"
+#include "weft/Support/DTypes.h"
 #include "weft/Support/Version.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -50,42 +51,13 @@ std::vector<std::string> weft::ModelAbi::weightNames() const {
 }
 
 namespace {
-std::optional<rt::DType> toDType(Type type) {
-  if (type.isF64())
-    return rt::DType::F64;
-  if (type.isF32())
-    return rt::DType::F32;
-  if (type.isF16())
-    return rt::DType::F16;
-  if (type.isBF16())
-    return rt::DType::BF16;
-  if (type.isInteger(1))
-    return rt::DType::Bool;
-  if (auto i = dyn_cast<IntegerType>(type)) {
-    bool isUnsigned = i.isUnsigned();
-    switch (i.getWidth()) {
-    case 64:
-      return isUnsigned ? std::optional<rt::DType>() : rt::DType::I64;
-    case 32:
-      return isUnsigned ? std::optional<rt::DType>() : rt::DType::I32;
-    case 16:
-      return isUnsigned ? rt::DType::U16 : rt::DType::I16;
-    case 8:
-      return isUnsigned ? rt::DType::U8 : rt::DType::I8;
-    default:
-      return std::nullopt;
-    }
-  }
-  return std::nullopt;
-}
-
 /// The runtime's dtype and shape of `type`, or an error naming the slot.
 LogicalResult describe(func::FuncOp fn, Type type, const contract::Slot &slot,
                        weft::AbiTensor &tensor) {
   auto tensorType = dyn_cast<RankedTensorType>(type);
   std::optional<rt::DType> dtype;
   if (tensorType && tensorType.hasStaticShape())
-    dtype = toDType(tensorType.getElementType());
+    dtype = getDType(tensorType.getElementType());
   if (!dtype)
     return fn.emitError() << "'" << slot.name << "' of @" << fn.getName()
                           << " has type " << type

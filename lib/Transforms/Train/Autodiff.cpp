@@ -71,7 +71,7 @@ void findActiveOps(Block &body, ArrayRef<BlockArgument> params, Value loss,
                    llvm::DenseSet<Value> &varied,
                    llvm::DenseMap<Value, unsigned> &origin) {
   for (auto [k, param] : llvm::enumerate(params))
-    if (carriesGradient(param.getType())) {
+    if (isDifferentiableType(param.getType())) {
       varied.insert(param);
       origin[param] = k;
     }
@@ -88,7 +88,7 @@ void findActiveOps(Block &body, ArrayRef<BlockArgument> params, Value loss,
         break;
       }
     for (Value result : op.getResults())
-      if (carriesGradient(result.getType())) {
+      if (isDifferentiableType(result.getType())) {
         varied.insert(result);
         origin[result] = from;
       }

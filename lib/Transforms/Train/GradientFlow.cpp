@@ -12,14 +12,9 @@
 
 using namespace mlir;
 
-bool weft::carriesGradient(Type type) {
-  auto shaped = dyn_cast<ShapedType>(type);
-  return shaped && isa<FloatType>(shaped.getElementType());
-}
-
 std::string weft::explainNoGradient(Block &body, Value param,
                                     ValueRange targets, StringRef what) {
-  if (!carriesGradient(param.getType()))
+  if (!isDifferentiableType(param.getType()))
     return "it is not a float tensor";
   // Values computed from `param` by any op, gradient or not, in one scan in
   // block order (users follow their operands, so one scan is enough).
@@ -31,12 +26,12 @@ std::string weft::explainNoGradient(Block &body, Value param,
       for (Value v : nested->getOperands())
         if (derived.contains(v)) {
           reads = true;
-          readsFloat |= carriesGradient(v.getType());
+          readsFloat |= isDifferentiableType(v.getType());
         }
     });
     if (!reads)
       continue;
-    bool floatResult = llvm::any_of(op.getResultTypes(), carriesGradient);
+    bool floatResult = llvm::any_of(op.getResultTypes(), isDifferentiableType);
     if (!blocker && readsFloat && (!passesGradients(&op) || !floatResult))
       blocker = &op;
     for (Value result : op.getResults())

@@ -21,10 +21,6 @@
 
 namespace weft {
 
-/// Whether values of `type` carry gradients: float tensors do; integer and
-/// i1 tensors (indices, labels, masks) do not.
-bool carriesGradient(mlir::Type type);
-
 /// Why no gradient reaches `param` (an argument of `body`) from `targets`
 /// (the loss, or a function's results), which `what` names ("the loss"):
 /// the text after "gets no gradient: ". Either the parameter does not reach

@@ -44,7 +44,7 @@ struct MarkBuffersPass : public weft::impl::MarkBuffersPassBase<MarkBuffersPass>
       llvm::DenseSet<Value> reaches;
       ValueRange results = block.getTerminator()->getOperands();
       for (Value v : results)
-        if (carriesGradient(v.getType()))
+        if (isDifferentiableType(v.getType()))
           reaches.insert(v);
       for (Operation &op : llvm::reverse(block.without_terminator())) {
         if (!passesGradients(&op) ||
@@ -52,7 +52,7 @@ struct MarkBuffersPass : public weft::impl::MarkBuffersPassBase<MarkBuffersPass>
                           [&](Value r) { return reaches.contains(r); }))
           continue;
         for (Value operand : op.getOperands())
-          if (carriesGradient(operand.getType()))
+          if (isDifferentiableType(operand.getType()))
             reaches.insert(operand);
       }
       std::string what =

@@ -32,10 +32,6 @@ mlir::Value reduceToShape(mlir::OpBuilder &builder, mlir::Location loc,
 
 namespace grad {
 
-/// Whether values of `type` carry gradients: float tensors do; integer and
-/// i1 tensors (indices, labels, masks) do not.
-bool isDifferentiable(mlir::Type type);
-
 /// The ranked tensor type of `value`.
 mlir::RankedTensorType typeOf(mlir::Value value);
 

@@ -354,7 +354,7 @@ LogicalResult CastOp::buildGradient(OpBuilder &b, ValueRange resultGrads,
   // differentiable, whichever side they are on.
   Value input = getInput();
   operandGrads.push_back(
-      isDifferentiable(input.getType())
+      isDifferentiableType(input.getType())
           ? Value(CastOp::create(b, getLoc(), typeOf(input), resultGrads[0]))
           : Value());
   return success();

@@ -28,11 +28,6 @@ Value weft::reduceToShape(OpBuilder &builder, Location loc, Value grad,
   return grad::reshape(builder, loc, summed, to);
 }
 
-bool grad::isDifferentiable(Type type) {
-  auto tensor = dyn_cast<ShapedType>(type);
-  return tensor && isa<FloatType>(tensor.getElementType());
-}
-
 RankedTensorType grad::typeOf(Value value) {
   return cast<RankedTensorType>(value.getType());
 }
@@ -41,7 +36,7 @@ bool grad::noGradientFlows(Operation *op, ValueRange resultGrads,
                            SmallVectorImpl<Value> &operandGrads) {
   bool flows = false;
   for (auto [result, g] : llvm::zip(op->getResults(), resultGrads))
-    flows |= g && isDifferentiable(result.getType());
+    flows |= g && isDifferentiableType(result.getType());
   if (flows)
     return false;
   operandGrads.append(op->getNumOperands(), Value());
@@ -49,7 +44,7 @@ bool grad::noGradientFlows(Operation *op, ValueRange resultGrads,
 }
 
 Value grad::ifDifferentiable(Value operand, Value grad) {
-  return isDifferentiable(operand.getType()) ? grad : Value();
+  return isDifferentiableType(operand.getType()) ? grad : Value();
 }
 
 Value grad::scalar(OpBuilder &builder, Location loc, Type elementType,

@@ -54,6 +54,14 @@ inline bool passesGradients(mlir::Operation *op) {
   return !op->hasTrait<OpTrait::NotDifferentiable>();
 }
 
+/// Whether values of `type` carry gradients: float tensors do; integer and
+/// i1 tensors (indices, labels, masks) do not. Autodiff, the gradient rules
+/// and the no-gradient diagnostics all ask this one question.
+inline bool isDifferentiableType(mlir::Type type) {
+  auto shaped = mlir::dyn_cast<mlir::ShapedType>(type);
+  return shaped && mlir::isa<mlir::FloatType>(shaped.getElementType());
+}
+
 } // namespace weft
 
 #endif // WEFT_DIALECT_WEFT_IR_WEFTOPS_H
