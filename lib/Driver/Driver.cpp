@@ -10,7 +10,7 @@
 #include "weft/Dialect/Weft/IR/WeftOps.h"
 #include "weft/Import/OnnxImporter.h"
 #include "weft/Import/Weights.h"
-#include "weft/Runtime/SafeTensors.h"
+#include "weft/Formats/SafeTensors.h"
 #include "weft/Target/Registration.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"

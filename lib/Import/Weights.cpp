@@ -7,7 +7,7 @@
 #include "weft/Import/Weights.h"
 #include "weft/Import/Initializers.h"
 #include "weft/Import/OnnxModel.h"
-#include "weft/Runtime/SafeTensors.h"
+#include "weft/Formats/SafeTensors.h"
 
 #include <fstream>
 #include <map>

@@ -15,7 +15,8 @@
 
 #include "weft/Runtime/Checkpoint.h"
 
-#include "weft/Runtime/SafeTensors.h"
+#include "weft/Formats/SafeTensors.h"
+#include "weft/Formats/StepContract.h"
 
 #include <nlohmann/json.hpp>
 
@@ -386,7 +387,7 @@ Status weft::rt::writeCheckpoint(const std::string &dir,
   // every resume fail: refuse it before touching the folder. (Buffers may
   // hold -inf by design: attention masks.)
   for (const CheckpointTensor &t : tensors) {
-    if ((t.dtype != DType::F32 && t.dtype != DType::F64) || t.kind == "buffer")
+    if ((t.dtype != DType::F32 && t.dtype != DType::F64) || t.kind == contract::roleName(contract::Role::Buffer))
       continue;
     size_t bytes = 0;
     if (!computeByteSize(t.dtype, t.shape, bytes))
@@ -415,42 +416,27 @@ Status weft::rt::writeCheckpoint(const std::string &dir,
   if (::mkdir(tmp.c_str(), 0777) != 0)
     return Status::error(tmp + ": cannot create directory: " + errnoText());
 
-  // The safetensors file, laid out as writeSafeTensors does, from views.
-  std::string header = "{\"__metadata__\":{\"format\":\"weft-checkpoint\","
-                       "\"step\":\"" +
-                       std::to_string(meta.step) + "\"}";
-  std::vector<std::pair<const void *, size_t>> pieces(2);
+  // The safetensors file, written straight from the run's buffers.
+  std::vector<TensorView> views;
   json manifestTensors = json::array();
-  uint64_t offset = 0;
   for (const CheckpointTensor &t : tensors) {
     size_t bytes = 0;
     if (!computeByteSize(t.dtype, t.shape, bytes))
       return Status::error("checkpoint: tensor " + quote(t.name) +
                            " has an invalid shape");
-    json shape = json::array();
-    std::string shapeText;
-    for (int64_t d : t.shape) {
-      shape.push_back(d);
-      shapeText += (shapeText.empty() ? "" : ",") + std::to_string(d);
-    }
-    header += "," + json(t.name).dump() + ":{\"dtype\":\"" +
-              dtypeName(t.dtype) + "\",\"shape\":[" + shapeText +
-              "],\"data_offsets\":[" + std::to_string(offset) + "," +
-              std::to_string(offset + bytes) + "]}";
-    offset += bytes;
-    pieces.emplace_back(t.data, bytes);
+    views.push_back({t.name, t.dtype, t.shape, t.data, bytes});
     manifestTensors.push_back({{"name", t.name},
                                {"kind", t.kind},
                                {"dtype", dtypeName(t.dtype)},
-                               {"shape", shape}});
+                               {"shape", t.shape}});
   }
-  header += "}";
-  header.append((8 - header.size() % 8) % 8, ' ');
-  uint8_t lenBytes[8];
-  for (int i = 0; i < 8; ++i)
-    lenBytes[i] = uint8_t(uint64_t(header.size()) >> (8 * i));
-  pieces[0] = {lenBytes, sizeof(lenBytes)};
-  pieces[1] = {header.data(), header.size()};
+  SafeTensorsImage image;
+  if (Status s = encodeSafeTensors(
+          {{"format", "weft-checkpoint"}, {"step", std::to_string(meta.step)}},
+          views, image);
+      !s.ok())
+    return Status::error("checkpoint: " + s.message);
+  const auto &pieces = image.pieces;
   uint64_t hash = fnv1a64(nullptr, 0), total = 0;
   for (const auto &[ptr, n] : pieces) {
     hash = fnv1a64(ptr, n, hash);

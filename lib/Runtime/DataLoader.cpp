@@ -13,7 +13,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "weft/Runtime/DataLoader.h"
-#include "weft/Runtime/Npy.h"
+#include "weft/Formats/Npy.h"
 
 #include <nlohmann/json.hpp>
 

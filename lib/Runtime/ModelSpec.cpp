@@ -161,85 +161,91 @@ Status weft::rt::loadModelSpec(const WeftModel &model, ModelSpec &out) {
       hyper = &*it;
   }
 
+  // Roles by the step contract (weft/Formats/StepContract.h), then every
+  // lookup by role and name, never by position.
+  using contract::Role;
+  contract::StepSignature &signature = spec.signature;
+  for (const TensorSpec &t : spec.args) {
+    std::optional<Role> role = contract::parseRole(t.kind);
+    if (!role || *role == Role::Grad || *role == Role::Output)
+      return Status::error("compiled model: argument " + quote(t.name) +
+                           " has unknown kind " + quote(t.kind));
+    signature.args.push_back({*role, t.name});
+  }
+  for (const TensorSpec &t : spec.results) {
+    std::optional<Role> role = contract::parseRole(t.kind);
+    if (!role || *role == Role::Grad || *role == Role::Input)
+      return Status::error("compiled model: result " + quote(t.name) +
+                           " has unknown kind " + quote(t.kind));
+    signature.results.push_back({*role, t.name});
+  }
+
   spec.resultForArg.assign(spec.args.size(), -1);
   for (size_t i = 0; i < spec.args.size(); ++i) {
     const TensorSpec &t = spec.args[i];
     int idx = int(i);
-    if (t.kind == "param" || t.kind == "state") {
-      (t.kind == "param" ? spec.paramArgs : spec.stateArgs).push_back(idx);
-      for (size_t r = 0; r < spec.results.size(); ++r)
-        if (spec.results[r].name == t.name && spec.results[r].kind == t.kind)
-          spec.resultForArg[i] = int(r);
-      int r = spec.resultForArg[i];
-      if (r < 0)
-        return Status::error("compiled model: argument " + describeTensor(t) +
-                             " has no result carrying its new value");
+    Role role = signature.args[i].role;
+    spec.resultForArg[i] = signature.nextValueOf(idx);
+    if (int r = spec.resultForArg[i]; r >= 0) {
       const TensorSpec &res = spec.results[r];
       if (res.dtype != t.dtype || res.shape != t.shape)
         return Status::error("compiled model: argument " + describeTensor(t) +
                              " comes back as " + describeTensor(res));
-    } else if (t.kind == "buffer") {
+    }
+    if (role == Role::Param || role == Role::State) {
+      (role == Role::Param ? spec.paramArgs : spec.stateArgs).push_back(idx);
+      if (spec.resultForArg[i] < 0)
+        return Status::error("compiled model: argument " + describeTensor(t) +
+                             " has no result carrying its new value");
+    } else if (role == Role::Buffer) {
       // A buffer the step updates (BatchNorm's running statistics) comes
       // back as a result of the same name; a frozen one does not.
       spec.bufferArgs.push_back(idx);
-      for (size_t r = 0; r < spec.results.size(); ++r)
-        if (spec.results[r].name == t.name && spec.results[r].kind == t.kind)
-          spec.resultForArg[i] = int(r);
-      if (int r = spec.resultForArg[i]; r >= 0) {
-        const TensorSpec &res = spec.results[r];
-        if (res.dtype != t.dtype || res.shape != t.shape)
-          return Status::error("compiled model: argument " + describeTensor(t) +
-                               " comes back as " + describeTensor(res));
-      }
-    } else if (t.kind == "input") {
-      if (t.name == "step") {
-        if (t.dtype != DType::I64 || !t.shape.empty())
-          return Status::error("compiled model: " + describeTensor(t) +
-                               " must be a scalar I64");
-        spec.stepArg = idx;
-      } else if (t.name == "seed") {
-        if (t.dtype != DType::I64 || !t.shape.empty())
-          return Status::error("compiled model: " + describeTensor(t) +
-                               " must be a scalar I64");
-        spec.seedArg = idx;
-      } else if (t.name == "lr") {
-        if (t.dtype != DType::F32 || !t.shape.empty())
-          return Status::error("compiled model: " + describeTensor(t) +
-                               " must be a scalar F32");
-        spec.lrArg = idx;
-      } else if (t.name.rfind("hp.", 0) == 0) {
-        if (!t.shape.empty() || t.dtype == DType::Bool || t.name.size() == 3)
-          return Status::error("compiled model: hyperparameter " +
-                               describeTensor(t) +
-                               " must be a named numeric scalar");
-        HyperParamSpec hp;
-        hp.arg = idx;
-        hp.name = t.name.substr(3);
-        hp.flag = flagFor(hp.name);
-        if (hyper) {
-          auto it = hyper->find(hp.name);
-          if (it != hyper->end() && it->is_number()) {
-            hp.hasDefault = true;
-            hp.defaultValue = it->get<double>();
-          }
+    } else if (t.name == contract::kStepInput) {
+      if (t.dtype != DType::I64 || !t.shape.empty())
+        return Status::error("compiled model: " + describeTensor(t) +
+                             " must be a scalar I64");
+      spec.stepArg = idx;
+    } else if (t.name == contract::kSeedInput) {
+      if (t.dtype != DType::I64 || !t.shape.empty())
+        return Status::error("compiled model: " + describeTensor(t) +
+                             " must be a scalar I64");
+      spec.seedArg = idx;
+    } else if (t.name == contract::kLrInput) {
+      if (t.dtype != DType::F32 || !t.shape.empty())
+        return Status::error("compiled model: " + describeTensor(t) +
+                             " must be a scalar F32");
+      spec.lrArg = idx;
+    } else if (t.name.rfind(contract::kHyperPrefix, 0) == 0) {
+      size_t prefix = sizeof(contract::kHyperPrefix) - 1;
+      if (!t.shape.empty() || t.dtype == DType::Bool || t.name.size() == prefix)
+        return Status::error("compiled model: hyperparameter " +
+                             describeTensor(t) +
+                             " must be a named numeric scalar");
+      HyperParamSpec hp;
+      hp.arg = idx;
+      hp.name = t.name.substr(prefix);
+      hp.flag = flagFor(hp.name);
+      if (hyper) {
+        auto it = hyper->find(hp.name);
+        if (it != hyper->end() && it->is_number()) {
+          hp.hasDefault = true;
+          hp.defaultValue = it->get<double>();
         }
-        spec.hyperParams.push_back(std::move(hp));
-      } else {
-        if (t.shape.empty() || t.shape[0] <= 0)
-          return Status::error("compiled model: batch input " +
-                               describeTensor(t) +
-                               " needs a non-empty batch axis 0");
-        if (!spec.batchArgs.empty() && t.shape[0] != spec.batchSize)
-          return Status::error(
-              "compiled model: batch inputs disagree on the batch size: " +
-              describeTensor(spec.args[spec.batchArgs[0]]) + " and " +
-              describeTensor(t));
-        spec.batchSize = t.shape[0];
-        spec.batchArgs.push_back(idx);
       }
+      spec.hyperParams.push_back(std::move(hp));
     } else {
-      return Status::error("compiled model: argument " + quote(t.name) +
-                           " has unknown kind " + quote(t.kind));
+      if (t.shape.empty() || t.shape[0] <= 0)
+        return Status::error("compiled model: batch input " +
+                             describeTensor(t) +
+                             " needs a non-empty batch axis 0");
+      if (!spec.batchArgs.empty() && t.shape[0] != spec.batchSize)
+        return Status::error(
+            "compiled model: batch inputs disagree on the batch size: " +
+            describeTensor(spec.args[spec.batchArgs[0]]) + " and " +
+            describeTensor(t));
+      spec.batchSize = t.shape[0];
+      spec.batchArgs.push_back(idx);
     }
   }
   if (spec.stepArg < 0 || spec.lrArg < 0)
@@ -250,25 +256,24 @@ Status weft::rt::loadModelSpec(const WeftModel &model, ModelSpec &out) {
 
   for (size_t r = 0; r < spec.results.size(); ++r) {
     const TensorSpec &t = spec.results[r];
-    if (t.kind == "param" || t.kind == "state" || t.kind == "buffer") {
-      int a = spec.findArg(t.name, t.kind);
-      if (a < 0)
+    const contract::Slot &slot = signature.results[r];
+    if (slot.role != Role::Output) {
+      if (signature.findArg(slot.role, slot.name) < 0)
         return Status::error("compiled model: result " + describeTensor(t) +
                              " matches no argument");
-    } else if (t.kind == "output") {
-      bool isScalarF32 = t.dtype == DType::F32 && t.shape.empty();
-      if (t.name == "loss" || t.name == "lr" || t.name == "grad_norm") {
-        if (!isScalarF32)
-          return Status::error("compiled model: result " + describeTensor(t) +
-                               " must be a scalar F32");
-        (t.name == "loss"  ? spec.lossResult
-         : t.name == "lr" ? spec.lrResult
-                          : spec.gradNormResult) = int(r);
-      }
-    } else {
-      return Status::error("compiled model: result " + quote(t.name) +
-                           " has unknown kind " + quote(t.kind));
+      continue;
     }
+    bool isScalarF32 = t.dtype == DType::F32 && t.shape.empty();
+    int *index = t.name == contract::kLossOutput       ? &spec.lossResult
+                 : t.name == contract::kLrOutput       ? &spec.lrResult
+                 : t.name == contract::kGradNormOutput ? &spec.gradNormResult
+                                                       : nullptr;
+    if (!index)
+      continue;
+    if (!isScalarF32)
+      return Status::error("compiled model: result " + describeTensor(t) +
+                           " must be a scalar F32");
+    *index = int(r);
   }
   if (spec.lossResult < 0)
     return Status::error("compiled model: the step returns no 'loss'");

@@ -16,13 +16,14 @@
 #include "weft/Runtime/TrainMain.h"
 
 #include "weft/Runtime/AlignedBuffer.h"
+#include "weft/Runtime/Context.h"
 #include "weft/Runtime/Checkpoint.h"
 #include "weft/Runtime/DataLoader.h"
 #include "weft/Runtime/Metrics.h"
 #include "weft/Runtime/ModelSpec.h"
 
 #include <CLI/CLI.hpp>
-#include <cblas.h>
+#include <cstdlib>
 
 #include <chrono>
 #include <climits>
@@ -228,8 +229,9 @@ void storeScalar(DType dtype, void *dst, double v) {
 class Trainer {
 public:
   Trainer(const WeftModel &model, const ModelSpec &spec, const Options &opts,
-          std::ostream &out, std::ostream &err)
-      : model(model), spec(spec), opts(opts), out(out), err(err) {}
+          const RuntimeContext &context, std::ostream &out, std::ostream &err)
+      : model(model), spec(spec), opts(opts), context(context), out(out),
+        err(err) {}
 
   int run(bool seedGiven);
 
@@ -237,6 +239,9 @@ private:
   const WeftModel &model;
   const ModelSpec &spec;
   const Options &opts;
+  /// The process's place among the run's ranks, its device and threads;
+  /// every step receives it.
+  const RuntimeContext &context;
   std::ostream &out, &err;
 
   std::vector<AlignedBuffer> argBufs, resultBufs;
@@ -323,7 +328,8 @@ int Trainer::run(bool seedGiven) {
   DataLoaderOptions dataOpts;
   if (Status s = resolveData(spec, opts, dataOpts); !s.ok())
     return fail(s);
-  int labels = spec.findArg(dataOpts.labelsName, "input");
+  int labels = spec.findArg(dataOpts.labelsName,
+                           weft::contract::roleName(weft::contract::Role::Input));
   if (labels >= 0 && spec.numClasses == 0 &&
       (spec.args[labels].dtype == DType::I64 ||
        spec.args[labels].dtype == DType::I32))
@@ -415,7 +421,8 @@ int Trainer::run(bool seedGiven) {
           int64_t(dataState.seed);
     *reinterpret_cast<float *>(argPtrs[spec.lrArg]) = float(opts.lr);
 
-    model.trainStep(argPtrs.data(), resultPtrs.data(), workspace.data());
+    model.trainStep(context.get(), argPtrs.data(), resultPtrs.data(),
+                    workspace.data());
 
     // A step whose loss or gradient is not finite would poison every
     // parameter: its results are never swapped in. It stops the run, or,
@@ -554,7 +561,7 @@ Status checkIntegerFlags(const CLI::App &app) {
       if (r.ec != std::errc() || r.ptr != end)
         return Status::error(std::string(flag) + " must be a" +
                              (isUnsigned ? " non-negative" : "n") +
-                             " integer (got '" + text + "')");
+                             " integer (got " + quote(text) + ")");
     }
   }
   return Status::success();
@@ -712,11 +719,26 @@ int runTrainingImpl(const WeftModel &model, int argc, const char *const *argv,
     err << "error: " << s.message << "\n";
     return 1;
   }
-  if (opts.threads > 0)
-    openblas_set_num_threads(opts.threads);
+  LaunchInfo launch;
+  if (Status s = readLaunchInfo(
+          [](const char *name) { return std::getenv(name); }, launch);
+      !s.ok()) {
+    err << "error: " << s.message << "\n";
+    return 1;
+  }
+  // Until steps are partitioned (issue 9), N processes would each train the
+  // whole model on the same data and race on the checkpoints: refuse.
+  if (launch.worldSize > 1) {
+    err << "error: " << launch.launcher << " started " << launch.worldSize
+        << " processes, but this executable was compiled for one; "
+           "multi-rank training needs a step compiled with a mesh, which "
+           "this weftc cannot build yet. Run one process (WORLD_SIZE=1)\n";
+    return 1;
+  }
+  RuntimeContext context(launch, opts.threads);
 
   SignalScope signals;
-  Trainer trainer(model, spec, opts, out, err);
+  Trainer trainer(model, spec, opts, context, out, err);
   return trainer.run(app.count("--seed") > 0);
 }
 

@@ -16,7 +16,7 @@
 #include "weft/Target/ModelDescriptor.h"
 #include "weft/Dialect/Weft/IR/TrainStep.h"
 #include "weft/Dialect/Weft/IR/WeftDialect.h"
-#include "weft/Runtime/HostArray.h"
+#include "weft/Formats/HostArray.h"
 #include "weft/Runtime/ModelABI.h"
 #include "weft/Support/DTypes.h"
 #include "weft/Support/Version.h"
@@ -236,12 +236,14 @@ public:
         llvm::ConstantArray::get(type, entries), name);
   }
 
-  /// `void trainStep(void *const *args, void *const *results, void *ws)`
-  /// calling `step(args[0], ..., results[0], ..., ws)`.
+  /// `void trainStep(const WeftRuntimeContext *ctx, void *const *args,
+  /// void *const *results, void *ws)` calling `step(args[0], ...,
+  /// results[0], ..., ws)`. The step reaches nothing through `ctx` yet; the
+  /// partitioned steps of issue 9 will call collectives through it.
   llvm::Function *wrapper(llvm::Function *step, size_t numArgs,
                           size_t numResults) {
     auto *type = llvm::FunctionType::get(llvm::Type::getVoidTy(ctx),
-                                         {ptr, ptr, ptr}, false);
+                                         {ptr, ptr, ptr, ptr}, false);
     auto *fn = llvm::Function::Create(type, llvm::GlobalValue::InternalLinkage,
                                       "weft.train_step", module);
     llvm::IRBuilder<> b(llvm::BasicBlock::Create(ctx, "entry", fn));
@@ -253,9 +255,10 @@ public:
         operands.push_back(b.CreateLoad(ptr, slot, what));
       }
     };
-    load(fn->getArg(0), numArgs, "arg");
-    load(fn->getArg(1), numResults, "result");
-    operands.push_back(fn->getArg(2));
+    fn->getArg(0)->setName("ctx");
+    load(fn->getArg(1), numArgs, "arg");
+    load(fn->getArg(2), numResults, "result");
+    operands.push_back(fn->getArg(3));
     b.CreateCall(step, operands);
     b.CreateRetVoid();
     return fn;

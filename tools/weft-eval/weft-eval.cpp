@@ -25,7 +25,7 @@
 #include "weft/Dialect/Weft/IR/WeftDialect.h"
 #include "weft/Evaluator/Evaluator.h"
 #include "weft/Import/Weights.h"
-#include "weft/Runtime/Npy.h"
+#include "weft/Formats/Npy.h"
 #include "weft/Support/Version.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"

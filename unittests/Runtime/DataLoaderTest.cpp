@@ -5,7 +5,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "weft/Runtime/DataLoader.h"
-#include "weft/Runtime/Npy.h"
+#include "weft/Formats/Npy.h"
 
 #include <gtest/gtest.h>
 

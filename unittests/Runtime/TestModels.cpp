@@ -7,7 +7,7 @@
 #include "TestModels.h"
 
 #include "weft/Runtime/Kernels.h"
-#include "weft/Runtime/SafeTensors.h"
+#include "weft/Formats/SafeTensors.h"
 
 #include <cstring>
 #include <fstream>
@@ -117,8 +117,13 @@ void TestModel::record(void *const *a) {
   records.push_back(std::move(r));
 }
 
-void TestModel::trampoline(void *const *a, void *const *res, void *ws) {
+void TestModel::trampoline(const WeftRuntimeContext *ctx, void *const *a,
+                           void *const *res, void *ws) {
   TestModel &m = *gActiveModel;
+  // Every step runs in the context the runtime built for the run.
+  if (!ctx || ctx->abiVersion != WEFT_MODEL_ABI_VERSION || !ctx->parallelFor)
+    throw std::runtime_error("step called without a runtime context");
+  m.contexts.push_back(*ctx);
   // The runtime promises a 64-byte aligned workspace and buffers.
   if (reinterpret_cast<uintptr_t>(ws) % 64 != 0)
     throw std::runtime_error("unaligned workspace");

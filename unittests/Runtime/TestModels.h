@@ -14,7 +14,7 @@
 #ifndef WEFT_UNITTESTS_RUNTIME_TESTMODELS_H
 #define WEFT_UNITTESTS_RUNTIME_TESTMODELS_H
 
-#include "weft/Runtime/HostArray.h"
+#include "weft/Formats/HostArray.h"
 #include "weft/Runtime/ModelABI.h"
 
 #include <functional>
@@ -62,6 +62,8 @@ public:
   int result(const std::string &name) const;
 
   std::vector<StepRecord> records;
+  /// The context each step received, in order.
+  std::vector<WeftRuntimeContext> contexts;
   /// Called at the start of every step with the step index (tests use it
   /// to raise signals).
   std::function<void(int64_t)> onStep;
@@ -74,7 +76,8 @@ private:
   StepFn step;
   WeftModel table;
 
-  static void trampoline(void *const *args, void *const *results, void *ws);
+  static void trampoline(const WeftRuntimeContext *ctx, void *const *args,
+                         void *const *results, void *ws);
   void record(void *const *args);
 };
 

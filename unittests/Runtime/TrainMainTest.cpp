@@ -12,8 +12,8 @@
 #include "TestModels.h"
 
 #include "weft/Runtime/Checkpoint.h"
-#include "weft/Runtime/Npy.h"
-#include "weft/Runtime/SafeTensors.h"
+#include "weft/Formats/Npy.h"
+#include "weft/Formats/SafeTensors.h"
 #include "weft/Runtime/TrainMain.h"
 
 #include <gtest/gtest.h>
@@ -136,6 +136,62 @@ std::vector<int> linearSamples(const TestModel &m, int64_t d) {
 //===----------------------------------------------------------------------===//
 // Data order and the CLI
 //===----------------------------------------------------------------------===//
+
+TEST_F(TrainTest, EveryStepRunsInTheRunsContext) {
+  writeLinearData(10, 3);
+  auto m = makeLinearModel();
+  m->contexts.clear();
+  std::vector<std::string> args = linearArgs(3);
+  args.insert(args.end(), {"--threads", "2"});
+  RunResult r = train(*m, args);
+  ASSERT_EQ(r.code, 0) << r.err;
+  ASSERT_EQ(m->contexts.size(), 3u);
+  for (const WeftRuntimeContext &c : m->contexts) {
+    EXPECT_EQ(c.rank, 0);
+    EXPECT_EQ(c.worldSize, 1);
+    EXPECT_EQ(c.numThreads, 2);
+    EXPECT_EQ(c.deviceType, WEFT_DEVICE_CPU);
+    EXPECT_EQ(c.threadPool, m->contexts[0].threadPool);
+  }
+}
+
+TEST_F(TrainTest, RefusesSeveralProcessesAndBadLaunchVariables) {
+  writeLinearData(10, 3);
+  auto m = makeLinearModel();
+  ::setenv("RANK", "0", 1);
+  ::setenv("WORLD_SIZE", "2", 1);
+  RunResult several = train(*m, linearArgs(2));
+  ::setenv("WORLD_SIZE", "two", 1);
+  RunResult malformed = train(*m, linearArgs(2));
+  ::unsetenv("RANK");
+  ::unsetenv("WORLD_SIZE");
+  EXPECT_EQ(several.code, 1);
+  EXPECT_TRUE(contains(several.err, "torchrun started 2 processes, but this "
+                                    "executable was compiled for one"))
+      << several.err;
+  EXPECT_EQ(malformed.code, 1);
+  EXPECT_TRUE(contains(malformed.err, "WORLD_SIZE='two' must be an integer"))
+      << malformed.err;
+  EXPECT_TRUE(m->records.empty());
+}
+
+TEST_F(TrainTest, RefusesAModelOfAnotherAbi) {
+  writeLinearData(10, 3);
+  auto m = makeLinearModel();
+  WeftModel old = m->model();
+  old.abiVersion = 1;
+  std::vector<std::string> args = linearArgs(1);
+  args.insert(args.begin(), "train");
+  std::vector<const char *> argv;
+  for (const std::string &a : args)
+    argv.push_back(a.c_str());
+  std::ostringstream out, err;
+  EXPECT_EQ(runTraining(old, int(argv.size()), argv.data(), out, err), 1);
+  EXPECT_TRUE(contains(err.str(), "compiled model uses ABI version 1 but "
+                                  "this runtime implements version 2"))
+      << err.str();
+  EXPECT_TRUE(m->records.empty());
+}
 
 TEST_F(TrainTest, NoShuffleTakesBatchesInFileOrder) {
   writeLinearData(10, 3);

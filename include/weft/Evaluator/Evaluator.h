@@ -15,7 +15,7 @@
 #ifndef WEFT_EVALUATOR_EVALUATOR_H
 #define WEFT_EVALUATOR_EVALUATOR_H
 
-#include "weft/Runtime/HostArray.h"
+#include "weft/Formats/HostArray.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinAttributes.h"

@@ -16,7 +16,7 @@
 #ifndef WEFT_IMPORT_INITIALIZERS_H
 #define WEFT_IMPORT_INITIALIZERS_H
 
-#include "weft/Runtime/HostArray.h"
+#include "weft/Formats/HostArray.h"
 
 #include <onnx/onnx_pb.h>
 

@@ -15,7 +15,7 @@
 #ifndef WEFT_IMPORT_ONNXMODEL_H
 #define WEFT_IMPORT_ONNXMODEL_H
 
-#include "weft/Runtime/HostArray.h"
+#include "weft/Formats/HostArray.h"
 
 #include <onnx/onnx_pb.h>
 

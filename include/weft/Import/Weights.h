@@ -14,7 +14,7 @@
 #ifndef WEFT_IMPORT_WEIGHTS_H
 #define WEFT_IMPORT_WEIGHTS_H
 
-#include "weft/Runtime/HostArray.h"
+#include "weft/Formats/HostArray.h"
 
 #include <string>
 #include <vector>

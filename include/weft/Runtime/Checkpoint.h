@@ -22,7 +22,7 @@
 #ifndef WEFT_RUNTIME_CHECKPOINT_H
 #define WEFT_RUNTIME_CHECKPOINT_H
 
-#include "weft/Runtime/HostArray.h"
+#include "weft/Formats/HostArray.h"
 
 #include <cstdint>
 #include <string>

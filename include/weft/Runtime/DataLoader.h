@@ -25,7 +25,7 @@
 #define WEFT_RUNTIME_DATALOADER_H
 
 #include "weft/Runtime/AlignedBuffer.h"
-#include "weft/Runtime/HostArray.h"
+#include "weft/Formats/HostArray.h"
 
 #include <cstdint>
 #include <memory>

@@ -13,7 +13,7 @@
 #ifndef WEFT_RUNTIME_METRICS_H
 #define WEFT_RUNTIME_METRICS_H
 
-#include "weft/Runtime/HostArray.h"
+#include "weft/Formats/HostArray.h"
 
 #include <cstdint>
 #include <cstdio>

@@ -15,8 +15,53 @@
 extern "C" {
 #endif
 
-/* Bumped whenever the structs below change layout or meaning. */
-#define WEFT_MODEL_ABI_VERSION 1
+/* Bumped whenever the structs below change layout or meaning.
+   2: the step takes a WeftRuntimeContext. */
+#define WEFT_MODEL_ABI_VERSION 2
+
+/* The communicator of one mesh axis ("dp", "tp", ...): the ranks that share
+   this rank's coordinates on every other axis. */
+typedef struct WeftAxisComm {
+  const char *name;
+  /* Ranks along the axis, and this rank's coordinate on it. */
+  int32_t size;
+  int32_t index;
+  /* The collectives backend's communicator (gloo or NCCL). NULL until
+     collectives land (issue 9); generated code does not use it yet. */
+  void *comm;
+} WeftAxisComm;
+
+enum { WEFT_DEVICE_CPU = 0, WEFT_DEVICE_CUDA = 1 };
+
+/* What a step needs from the process it runs in. The runtime fills it once
+   per run; generated code reaches ranks, collectives, the device and the
+   thread pool only through it, never through globals. */
+typedef struct WeftRuntimeContext {
+  /* The WEFT_MODEL_ABI_VERSION the runtime filling it implements. */
+  uint32_t abiVersion;
+  /* This process among all of the run's (torchrun's RANK, WORLD_SIZE,
+     LOCAL_RANK, LOCAL_WORLD_SIZE; OpenMPI's or Slurm's equivalents). */
+  int32_t rank;
+  int32_t worldSize;
+  int32_t localRank;
+  int32_t localWorldSize;
+  /* One entry per mesh axis the step was compiled for (none for a
+     one-device step). */
+  int32_t numAxes;
+  const WeftAxisComm *axes;
+  /* WEFT_DEVICE_CPU or WEFT_DEVICE_CUDA, its index on the node, and the
+     stream kernels are queued on (NULL on the CPU). */
+  int32_t deviceType;
+  int32_t deviceIndex;
+  void *stream;
+  /* Threads for compute (BLAS and parallelFor), and the pool behind
+     parallelFor: it calls fn(arg, i) for every i in [0, n), spread over
+     the pool's threads, and returns when all calls have. */
+  int32_t numThreads;
+  void *threadPool;
+  void (*parallelFor)(void *threadPool, int64_t n,
+                      void (*fn)(void *arg, int64_t i), void *arg);
+} WeftRuntimeContext;
 
 /* One argument or result of the compiled step function. */
 typedef struct WeftTensorInfo {
@@ -48,10 +93,11 @@ typedef struct WeftModel {
   uint64_t weightsSize;
   /* Scratch memory the step needs (its planned intermediate buffers). */
   uint64_t workspaceBytes;
-  /* Runs one step. args[i] / results[i] point to dense row-major buffers
-     shaped as args[i] / results[i] describe; results never alias args.
-     workspace points to workspaceBytes bytes, 64-byte aligned. */
-  void (*trainStep)(void *const *args, void *const *results, void *workspace);
+  /* Runs one step in `ctx`. args[i] / results[i] point to dense row-major
+     buffers shaped as args[i] / results[i] describe; results never alias
+     args. workspace points to workspaceBytes bytes, 64-byte aligned. */
+  void (*trainStep)(const WeftRuntimeContext *ctx, void *const *args,
+                    void *const *results, void *workspace);
 } WeftModel;
 
 /* Defined by the generated code. */

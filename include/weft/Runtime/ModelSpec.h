@@ -16,7 +16,8 @@
 #ifndef WEFT_RUNTIME_MODELSPEC_H
 #define WEFT_RUNTIME_MODELSPEC_H
 
-#include "weft/Runtime/HostArray.h"
+#include "weft/Formats/HostArray.h"
+#include "weft/Formats/StepContract.h"
 #include "weft/Runtime/ModelABI.h"
 
 #include <cstdint>
@@ -61,6 +62,8 @@ struct HyperParamSpec {
 /// The compiled step, validated and indexed by role.
 struct ModelSpec {
   std::vector<TensorSpec> args, results;
+  /// The same slots by role (weft/Formats/StepContract.h).
+  contract::StepSignature signature;
   std::string modelJson;
   uint64_t workspaceBytes = 0;
 

@@ -14,7 +14,7 @@
 #ifndef WEFT_SUPPORT_DTYPES_H
 #define WEFT_SUPPORT_DTYPES_H
 
-#include "weft/Runtime/HostArray.h"
+#include "weft/Formats/HostArray.h"
 
 #include "mlir/IR/Types.h"
 

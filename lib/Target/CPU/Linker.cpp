@@ -20,8 +20,8 @@
 #include "llvm/Support/raw_ostream.h"
 
 namespace {
-constexpr const char *kRuntimeLibraries[] = {"libWeftRuntimeMain.a",
-                                             "libWeftRuntime.a"};
+constexpr const char *kRuntimeLibraries[] = {
+    "libWeftRuntimeMain.a", "libWeftRuntime.a", "libWeftFormats.a"};
 
 bool hasRuntime(llvm::StringRef dir) {
   for (const char *lib : kRuntimeLibraries) {
@@ -59,7 +59,7 @@ std::string weft::findRuntimeDir(llvm::StringRef argv0,
   llvm::raw_string_ostream os(error);
   os << "cannot find the Weft runtime (";
   for (const char *lib : kRuntimeLibraries)
-    os << lib << (lib == kRuntimeLibraries[0] ? ", " : "");
+    os << (lib == kRuntimeLibraries[0] ? "" : ", ") << lib;
   os << ") in ";
   for (size_t i = 0; i < candidates.size(); ++i)
     os << (i ? " or " : "") << candidates[i];

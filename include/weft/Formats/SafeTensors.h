@@ -13,10 +13,10 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef WEFT_RUNTIME_SAFETENSORS_H
-#define WEFT_RUNTIME_SAFETENSORS_H
+#ifndef WEFT_FORMATS_SAFETENSORS_H
+#define WEFT_FORMATS_SAFETENSORS_H
 
-#include "weft/Runtime/HostArray.h"
+#include "weft/Formats/HostArray.h"
 
 #include <string>
 #include <utility>
@@ -42,7 +42,32 @@ Status readSafeTensors(const std::string &path, SafeTensorsFile &out);
 /// must be valid UTF-8 and unique; no tensor may be called "__metadata__".
 Status writeSafeTensors(const std::string &path, const SafeTensorsFile &f);
 
+/// A tensor in memory someone else owns: `bytes` dense bytes at `data`.
+struct TensorView {
+  std::string name;
+  DType dtype = DType::F32;
+  std::vector<int64_t> shape;
+  const void *data = nullptr;
+  size_t bytes = 0;
+};
+
+/// A safetensors file as pieces to write in order: the length, the header
+/// (owned here) and the tensors' bytes (borrowed from the views), so a
+/// large file is written without a copy of its data.
+struct SafeTensorsImage {
+  uint8_t length[8] = {};
+  std::string header;
+  std::vector<std::pair<const void *, size_t>> pieces;
+};
+
+/// Lays out `metadata` and `tensors` as writeSafeTensors does, with the
+/// same checks (and each view's byte count must fit its dtype and shape).
+/// `image` must not move while its pieces are in use.
+Status encodeSafeTensors(
+    const std::vector<std::pair<std::string, std::string>> &metadata,
+    const std::vector<TensorView> &tensors, SafeTensorsImage &image);
+
 } // namespace rt
 } // namespace weft
 
-#endif // WEFT_RUNTIME_SAFETENSORS_H
+#endif // WEFT_FORMATS_SAFETENSORS_H

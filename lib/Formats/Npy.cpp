@@ -13,7 +13,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "weft/Runtime/Npy.h"
+#include "weft/Formats/Npy.h"
 
 #include <cstring>
 
@@ -52,7 +52,6 @@ const NpyDType *lookupDType(DType dtype) {
   return nullptr;
 }
 
-std::string quoted(const std::string &s) { return "'" + s + "'"; }
 
 /// The header text for messages: bounded and with control bytes escaped, so
 /// a binary blob cannot flood or corrupt the terminal.
@@ -91,11 +90,11 @@ Status parseDescr(const std::string &descr, const std::string &name,
       bool singleByte = dtypeSize(d.dtype) == 1;
       if (order == '>' && !singleByte)
         return Status::error(
-            name + ": big-endian dtype " + quoted(descr) +
+            name + ": big-endian dtype " + quote(descr) +
             " is not supported; save it little-endian, e.g. with "
             "arr.astype(arr.dtype.newbyteorder('<'))");
       if (order == '|' && !singleByte)
-        return Status::error(name + ": dtype " + quoted(descr) +
+        return Status::error(name + ": dtype " + quote(descr) +
                              " lacks a byte order ('|' is only valid for "
                              "1-byte types)");
       if (order != '<' && order != '=' && order != '|' && order != '>')
@@ -104,7 +103,7 @@ Status parseDescr(const std::string &descr, const std::string &name,
       return Status::success();
     }
   }
-  return Status::error(name + ": unsupported dtype " + quoted(descr) +
+  return Status::error(name + ": unsupported dtype " + quote(descr) +
                        " (supported: " + supported + ")");
 }
 
@@ -153,9 +152,9 @@ Status HeaderParser::parseString(std::string &out) {
   skipSpace();
   if (cur == end || (*cur != '\'' && *cur != '"'))
     return error("expected a quoted string");
-  char quote = *cur++;
+  char delimiter = *cur++;
   const char *start = cur;
-  while (cur != end && *cur != quote) {
+  while (cur != end && *cur != delimiter) {
     // Keys and descrs never need escapes; refusing them keeps this exact.
     if (*cur == '\\' || *cur == '\n')
       return error("unsupported character in string");
@@ -210,7 +209,7 @@ Status HeaderParser::parse(DType &dtype, std::vector<int64_t> &shape) {
     if (Status s = parseString(key); !s.ok())
       return s;
     if (!consume(':'))
-      return error("expected ':' after " + quoted(key));
+      return error("expected ':' after " + quote(key));
     if (key == "descr" && !haveDescr) {
       skipSpace();
       if (cur != end && (*cur == '[' || *cur == '('))
@@ -229,7 +228,7 @@ Status HeaderParser::parse(DType &dtype, std::vector<int64_t> &shape) {
         return s;
       haveShape = true;
     } else {
-      return error("unexpected or repeated key " + quoted(key));
+      return error("unexpected or repeated key " + quote(key));
     }
     if (!consume(',')) {
       if (!consume('}'))

@@ -10,7 +10,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "weft/Runtime/HostArray.h"
+#include "weft/Formats/HostArray.h"
 
 #include <algorithm>
 #include <cassert>

@@ -13,7 +13,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "weft/Runtime/SafeTensors.h"
+#include "weft/Formats/SafeTensors.h"
 
 #include <nlohmann/json.hpp>
 
@@ -46,7 +46,6 @@ bool parseDTypeName(const std::string &s, DType &out) {
   return false;
 }
 
-std::string quoted(const std::string &s) { return "'" + s + "'"; }
 
 std::string range(uint64_t begin, uint64_t end) {
   return "[" + std::to_string(begin) + ", " + std::to_string(end) + ")";
@@ -129,7 +128,7 @@ struct Entry {
 Status parseEntry(const std::string &path, const std::string &name,
                   const json &j, Entry &out) {
   auto bad = [&](const std::string &what) {
-    return Status::error(path + ": tensor " + quoted(name) + ": " + what);
+    return Status::error(path + ": tensor " + quote(name) + ": " + what);
   };
   if (!j.is_object())
     return bad("header entry is not an object");
@@ -139,7 +138,7 @@ Status parseEntry(const std::string &path, const std::string &name,
     return bad("missing or non-string 'dtype'");
   if (!parseDTypeName(dtypeIt->get_ref<const std::string &>(), out.dtype))
     return bad("unsupported dtype " +
-               quoted(dtypeIt->get_ref<const std::string &>()) +
+               quote(dtypeIt->get_ref<const std::string &>()) +
                " (supported: F64 F32 F16 BF16 I64 I32 I16 I8 U16 U8 BOOL)");
   std::vector<uint64_t> dims, offsets;
   if (shapeIt == j.end() || !getUIntArray(*shapeIt, dims))
@@ -176,14 +175,14 @@ Status checkTiling(const std::string &path, std::vector<const Entry *> sorted,
   const Entry *prev = nullptr;
   for (const Entry *e : sorted) {
     if (e->end > bufferLen)
-      return Status::error(path + ": tensor " + quoted(e->name) +
+      return Status::error(path + ": tensor " + quote(e->name) +
                            ": data_offsets " + range(e->begin, e->end) +
                            " run past the " + std::to_string(bufferLen) +
                            "-byte data buffer");
     if (e->begin < covered)
-      return Status::error(path + ": tensors " + quoted(prev->name) + " " +
+      return Status::error(path + ": tensors " + quote(prev->name) + " " +
                            range(prev->begin, prev->end) + " and " +
-                           quoted(e->name) + " " + range(e->begin, e->end) +
+                           quote(e->name) + " " + range(e->begin, e->end) +
                            " overlap");
     if (e->begin > covered)
       return Status::error(path + ": bytes " + range(covered, e->begin) +
@@ -237,7 +236,7 @@ Status parseHeaderJson(const std::string &path, const std::string &text,
     std::set<std::string> seen;
     for (const std::string &k : topKeys)
       if (!seen.insert(k).second)
-        return Status::error(path + ": header lists " + quoted(k) + " twice");
+        return Status::error(path + ": header lists " + quote(k) + " twice");
   }
 
   for (const std::string &key : topKeys) {
@@ -258,7 +257,7 @@ Status parseHeaderJson(const std::string &path, const std::string &text,
     for (const std::string &k : metaKeys) {
       auto vIt = value.find(k);
       if (vIt == value.end() || !vIt->is_string())
-        return Status::error(path + ": __metadata__ value for " + quoted(k) +
+        return Status::error(path + ": __metadata__ value for " + quote(k) +
                              " is not a string");
       meta.emplace_back(k, vIt->get<std::string>());
     }
@@ -373,61 +372,78 @@ static std::string jsonUIntList(const std::vector<uint64_t> &values) {
   return out + "]";
 }
 
-Status weft::rt::writeSafeTensors(const std::string &path,
-                                  const SafeTensorsFile &f) {
-  auto bad = [&](const std::string &what) {
-    return Status::error(path + ": cannot write: " + what);
-  };
+Status weft::rt::encodeSafeTensors(
+    const std::vector<std::pair<std::string, std::string>> &metadata,
+    const std::vector<TensorView> &tensors, SafeTensorsImage &image) {
+  auto bad = [&](const std::string &what) { return Status::error(what); };
   // The header is assembled by hand rather than through a json object: its
   // maps are sorted (losing our order) or, ordered, take quadratic time to
   // build for checkpoints with many thousands of tensors.
-  std::string header = "{";
-  if (!f.metadata.empty()) {
+  std::string &header = image.header;
+  header = "{";
+  if (!metadata.empty()) {
     std::set<std::string> seen;
     header += jsonString(kMetadataKey) + ":{";
-    for (size_t i = 0; i < f.metadata.size(); ++i) {
-      const auto &[key, value] = f.metadata[i];
+    for (size_t i = 0; i < metadata.size(); ++i) {
+      const auto &[key, value] = metadata[i];
       if (!isValidUtf8(key) || !isValidUtf8(value))
-        return bad("metadata " + quoted(key) + " is not valid UTF-8");
+        return bad("metadata " + quote(key) + " is not valid UTF-8");
       if (!seen.insert(key).second)
-        return bad("metadata key " + quoted(key) + " appears twice");
+        return bad("metadata key " + quote(key) + " appears twice");
       header += (i ? "," : "") + jsonString(key) + ":" + jsonString(value);
     }
     header += "}";
   }
 
   std::set<std::string> seen;
-  std::vector<std::pair<const void *, size_t>> pieces(2);
+  image.pieces.assign(2, {nullptr, 0});
   uint64_t offset = 0;
-  for (const auto &[name, array] : f.tensors) {
-    if (!isValidUtf8(name))
-      return bad("tensor name " + quoted(name) + " is not valid UTF-8");
-    if (name == kMetadataKey)
+  for (const TensorView &t : tensors) {
+    if (!isValidUtf8(t.name))
+      return bad("tensor name " + quote(t.name) + " is not valid UTF-8");
+    if (t.name == kMetadataKey)
       return bad("a tensor may not be named __metadata__");
-    if (!seen.insert(name).second)
-      return bad("tensor " + quoted(name) + " appears twice");
-    if (Status s = array.checkLayout(); !s.ok())
-      return bad("tensor " + quoted(name) + ": " + s.message);
-    std::vector<uint64_t> shape(array.shape.begin(), array.shape.end());
-    uint64_t end = offset + array.data.size();
+    if (!seen.insert(t.name).second)
+      return bad("tensor " + quote(t.name) + " appears twice");
+    size_t expected = 0;
+    if (!computeByteSize(t.dtype, t.shape, expected) || expected != t.bytes)
+      return bad("tensor " + quote(t.name) + ": " + std::to_string(t.bytes) +
+                 " bytes do not fit a " + dtypeName(t.dtype) + " tensor of " +
+                 "shape " + formatShape(t.shape));
+    std::vector<uint64_t> shape(t.shape.begin(), t.shape.end());
+    uint64_t end = offset + t.bytes;
     if (header.size() > 1)
       header += ",";
-    header += jsonString(name) +
-              ":{\"dtype\":" + jsonString(dtypeName(array.dtype)) +
+    header += jsonString(t.name) +
+              ":{\"dtype\":" + jsonString(dtypeName(t.dtype)) +
               ",\"shape\":" + jsonUIntList(shape) +
               ",\"data_offsets\":" + jsonUIntList({offset, end}) + "}";
     offset = end;
-    pieces.emplace_back(array.data.data(), array.data.size());
+    image.pieces.emplace_back(t.data, t.bytes);
   }
   header += "}";
   // Padding keeps the data buffer 8-byte aligned, as the reference does, so
   // readers can map it and view tensors in place.
   header.append((8 - header.size() % 8) % 8, ' ');
-
-  uint8_t lenBytes[8];
   for (int i = 0; i < 8; ++i)
-    lenBytes[i] = uint8_t(uint64_t(header.size()) >> (8 * i));
-  pieces[0] = {lenBytes, sizeof(lenBytes)};
-  pieces[1] = {header.data(), header.size()};
-  return writeFileAtomic(path, pieces);
+    image.length[i] = uint8_t(uint64_t(header.size()) >> (8 * i));
+  image.pieces[0] = {image.length, sizeof(image.length)};
+  image.pieces[1] = {header.data(), header.size()};
+  return Status::success();
+}
+
+Status weft::rt::writeSafeTensors(const std::string &path,
+                                  const SafeTensorsFile &f) {
+  std::vector<TensorView> views;
+  for (const auto &[name, array] : f.tensors) {
+    if (Status s = array.checkLayout(); !s.ok())
+      return Status::error(path + ": cannot write: tensor " + quote(name) +
+                           ": " + s.message);
+    views.push_back({name, array.dtype, array.shape, array.data.data(),
+                     array.data.size()});
+  }
+  SafeTensorsImage image;
+  if (Status s = encodeSafeTensors(f.metadata, views, image); !s.ok())
+    return Status::error(path + ": cannot write: " + s.message);
+  return writeFileAtomic(path, image.pieces);
 }

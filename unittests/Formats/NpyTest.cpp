@@ -4,7 +4,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "weft/Runtime/Npy.h"
+#include "weft/Formats/Npy.h"
 
 #include <gtest/gtest.h>
 

@@ -4,14 +4,16 @@
 //
 //===----------------------------------------------------------------------===//
 //
-// The runtime links into every training binary and knows nothing of MLIR or
-// LLVM, so its file formats (npy, safetensors) and the ONNX initializer reader
-// exchange data through this plain struct.
+// lib/Formats is the only runtime code the compiler links: host arrays,
+// dtypes, Status, .npy and safetensors. It knows nothing of MLIR, LLVM, BLAS
+// or threads, so the file formats (npy, safetensors) and the ONNX
+// initializer reader exchange data through this plain struct. Its types
+// live in namespace weft::rt, the runtime's, which uses them everywhere.
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef WEFT_RUNTIME_HOSTARRAY_H
-#define WEFT_RUNTIME_HOSTARRAY_H
+#ifndef WEFT_FORMATS_HOSTARRAY_H
+#define WEFT_FORMATS_HOSTARRAY_H
 
 #include <cstddef>
 #include <cstdint>
@@ -122,4 +124,4 @@ writeFileAtomic(const std::string &path,
 } // namespace rt
 } // namespace weft
 
-#endif // WEFT_RUNTIME_HOSTARRAY_H
+#endif // WEFT_FORMATS_HOSTARRAY_H

@@ -12,10 +12,10 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef WEFT_RUNTIME_NPY_H
-#define WEFT_RUNTIME_NPY_H
+#ifndef WEFT_FORMATS_NPY_H
+#define WEFT_FORMATS_NPY_H
 
-#include "weft/Runtime/HostArray.h"
+#include "weft/Formats/HostArray.h"
 
 #include <cstdint>
 #include <string>
@@ -59,4 +59,4 @@ Status serializeNpy(const HostArray &a, const std::string &nameForErrors,
 } // namespace rt
 } // namespace weft
 
-#endif // WEFT_RUNTIME_NPY_H
+#endif // WEFT_FORMATS_NPY_H

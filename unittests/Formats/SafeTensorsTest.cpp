@@ -4,7 +4,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "weft/Runtime/SafeTensors.h"
+#include "weft/Formats/SafeTensors.h"
 
 #include <gtest/gtest.h>
 

@@ -1,0 +1,103 @@
+//===- Context.h - The process a step runs in -------------------*- C++ -*-===//
+//
+// Part of the Weft project.
+//
+//===----------------------------------------------------------------------===//
+//
+// Fills the WeftRuntimeContext (ModelABI.h) a compiled step receives: where
+// this process stands among the run's ranks, read from the launcher's
+// environment; the device; and the compute threads, whose setup (BLAS and
+// the pool behind parallelFor) lives here and nowhere else.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef WEFT_RUNTIME_CONTEXT_H
+#define WEFT_RUNTIME_CONTEXT_H
+
+#include "weft/Formats/HostArray.h"
+#include "weft/Runtime/ModelABI.h"
+
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace weft {
+namespace rt {
+
+/// Where this process stands among the run's.
+struct LaunchInfo {
+  int rank = 0, worldSize = 1, localRank = 0, localWorldSize = 1;
+  /// Which launcher's variables were read ("torchrun", "OpenMPI", "Slurm"),
+  /// or empty when none were set (a single process).
+  std::string launcher;
+};
+
+/// Reads torchrun's RANK, WORLD_SIZE, LOCAL_RANK and LOCAL_WORLD_SIZE, else
+/// OpenMPI's OMPI_COMM_WORLD_{RANK,SIZE,LOCAL_RANK,LOCAL_SIZE}, else Slurm's
+/// SLURM_{PROCID,NTASKS,LOCALID} (and SLURM_NTASKS_PER_NODE when it is one
+/// number), through `getenv`. Errors name the variable: a value that is not
+/// a non-negative integer, a rank outside the world, a size below 1, or a
+/// launcher that sets a rank without a world size.
+Status readLaunchInfo(const std::function<const char *(const char *)> &getenv,
+                      LaunchInfo &out);
+
+/// A fixed set of worker threads behind WeftRuntimeContext::parallelFor.
+/// Threads start on the first parallel loop, so a step that never asks for
+/// one costs none.
+class ThreadPool {
+public:
+  explicit ThreadPool(int numThreads);
+  ~ThreadPool();
+  ThreadPool(const ThreadPool &) = delete;
+  ThreadPool &operator=(const ThreadPool &) = delete;
+
+  int size() const { return numThreads; }
+  /// Calls fn(arg, i) for every i in [0, n) on the pool's threads (the
+  /// caller's included) and returns when every call has.
+  void parallelFor(int64_t n, void (*fn)(void *, int64_t), void *arg);
+
+private:
+  void start();
+  void work();
+  void drain(std::unique_lock<std::mutex> &lock);
+
+  int numThreads;
+  std::vector<std::thread> workers;
+  std::mutex mutex;
+  std::condition_variable wake, done;
+  bool stopping = false;
+  // The loop in flight: generation counts loops so workers join each once.
+  uint64_t generation = 0;
+  int64_t total = 0, next = 0, chunk = 1;
+  int busy = 0;
+  void (*fn)(void *, int64_t) = nullptr;
+  void *arg = nullptr;
+};
+
+/// The context and what it points to, alive for the whole run.
+class RuntimeContext {
+public:
+  /// `threads` compute threads, BLAS's included (0: keep OpenBLAS's own
+  /// default, OPENBLAS_NUM_THREADS or the machine's cores).
+  RuntimeContext(const LaunchInfo &launch, int threads);
+  RuntimeContext(const RuntimeContext &) = delete;
+  RuntimeContext &operator=(const RuntimeContext &) = delete;
+
+  const WeftRuntimeContext *get() const { return &context; }
+  const LaunchInfo &launch() const { return info; }
+
+private:
+  LaunchInfo info;
+  std::unique_ptr<ThreadPool> pool;
+  WeftRuntimeContext context{};
+};
+
+} // namespace rt
+} // namespace weft
+
+#endif // WEFT_RUNTIME_CONTEXT_H

@@ -1,0 +1,210 @@
+//===- Context.cpp - The process a step runs in ---------------------------===//
+//
+// Part of the Weft project.
+//
+//===----------------------------------------------------------------------===//
+
+#include "weft/Runtime/Context.h"
+
+#include <cblas.h>
+
+#include <algorithm>
+#include <charconv>
+#include <cstring>
+
+using namespace weft::rt;
+
+namespace {
+/// Parses a non-negative decimal int; false for anything else.
+bool parseCount(const char *text, int &out) {
+  const char *end = text + std::strlen(text);
+  if (text == end)
+    return false;
+  auto r = std::from_chars(text, end, out);
+  return r.ec == std::errc() && r.ptr == end && out >= 0;
+}
+
+struct Names {
+  const char *launcher, *rank, *world, *localRank, *localWorld;
+};
+} // namespace
+
+Status weft::rt::readLaunchInfo(
+    const std::function<const char *(const char *)> &getenv, LaunchInfo &out) {
+  static const Names launchers[] = {
+      {"torchrun", "RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE"},
+      {"OpenMPI", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE",
+       "OMPI_COMM_WORLD_LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_SIZE"},
+      {"Slurm", "SLURM_PROCID", "SLURM_NTASKS", "SLURM_LOCALID",
+       "SLURM_NTASKS_PER_NODE"}};
+  LaunchInfo info;
+  for (const Names &names : launchers) {
+    const char *rank = getenv(names.rank);
+    const char *world = getenv(names.world);
+    if (!rank && !world)
+      continue;
+    if (!rank || !world)
+      return Status::error(std::string(rank ? names.rank : names.world) +
+                           " is set but " + (rank ? names.world : names.rank) +
+                           " is not; " + names.launcher +
+                           " sets both (unset the one left over, or launch "
+                           "with " + names.launcher + ")");
+    auto read = [&](const char *name, const char *text, int &value,
+                    int minimum) -> Status {
+      if (!parseCount(text, value) || value < minimum)
+        return Status::error(std::string(name) + "=" + quote(text) +
+                             " must be an integer >= " +
+                             std::to_string(minimum));
+      return Status::success();
+    };
+    if (Status s = read(names.rank, rank, info.rank, 0); !s.ok())
+      return s;
+    if (Status s = read(names.world, world, info.worldSize, 1); !s.ok())
+      return s;
+    if (info.rank >= info.worldSize)
+      return Status::error(std::string(names.rank) + "=" +
+                           std::to_string(info.rank) + " is outside " +
+                           names.world + "=" +
+                           std::to_string(info.worldSize));
+    info.localRank = info.rank;
+    info.localWorldSize = info.worldSize;
+    if (const char *local = getenv(names.localRank))
+      if (Status s = read(names.localRank, local, info.localRank, 0); !s.ok())
+        return s;
+    // Slurm's tasks per node may read "2(x3)" on uneven allocations; only a
+    // plain number says how many share this node.
+    if (const char *local = getenv(names.localWorld)) {
+      int value = 0;
+      if (parseCount(local, value) && value >= 1)
+        info.localWorldSize = value;
+      else if (std::strcmp(names.launcher, "Slurm") != 0)
+        return Status::error(std::string(names.localWorld) + "=" +
+                             quote(local) + " must be an integer >= 1");
+    }
+    if (info.localRank >= info.localWorldSize ||
+        info.localWorldSize > info.worldSize)
+      return Status::error(std::string(names.localRank) + "=" +
+                           std::to_string(info.localRank) + " and " +
+                           names.localWorld + "=" +
+                           std::to_string(info.localWorldSize) +
+                           " do not fit " + names.world + "=" +
+                           std::to_string(info.worldSize));
+    info.launcher = names.launcher;
+    break;
+  }
+  out = info;
+  return Status::success();
+}
+
+//===----------------------------------------------------------------------===//
+// ThreadPool
+//===----------------------------------------------------------------------===//
+
+ThreadPool::ThreadPool(int numThreads) : numThreads(std::max(1, numThreads)) {}
+
+ThreadPool::~ThreadPool() {
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    stopping = true;
+  }
+  wake.notify_all();
+  for (std::thread &t : workers)
+    t.join();
+}
+
+void ThreadPool::start() {
+  for (int i = 1; i < numThreads; ++i)
+    workers.emplace_back([this] { work(); });
+}
+
+/// Takes chunks of the loop in flight until none is left; `lock` holds
+/// `mutex` on entry and exit, not while the calls run.
+void ThreadPool::drain(std::unique_lock<std::mutex> &lock) {
+  while (next < total) {
+    int64_t begin = next, end = std::min(total, next + chunk);
+    next = end;
+    auto *f = fn;
+    void *a = arg;
+    lock.unlock();
+    for (int64_t i = begin; i < end; ++i)
+      f(a, i);
+    lock.lock();
+  }
+}
+
+void ThreadPool::work() {
+  uint64_t seen = 0;
+  std::unique_lock<std::mutex> lock(mutex);
+  for (;;) {
+    wake.wait(lock, [&] { return stopping || generation != seen; });
+    if (stopping)
+      return;
+    seen = generation;
+    ++busy;
+    drain(lock);
+    if (--busy == 0)
+      done.notify_all();
+  }
+}
+
+void ThreadPool::parallelFor(int64_t n, void (*f)(void *, int64_t), void *a) {
+  if (n <= 0)
+    return;
+  if (numThreads == 1 || n == 1) {
+    for (int64_t i = 0; i < n; ++i)
+      f(a, i);
+    return;
+  }
+  std::unique_lock<std::mutex> lock(mutex);
+  if (workers.empty())
+    start();
+  fn = f;
+  arg = a;
+  total = n;
+  next = 0;
+  // A few chunks per thread balance uneven iterations without a lock
+  // round trip per index.
+  chunk = std::max<int64_t>(1, n / (int64_t(numThreads) * 4));
+  ++generation;
+  wake.notify_all();
+  ++busy;
+  drain(lock);
+  --busy;
+  // Workers still running a chunk finish before the loop counts as done.
+  done.wait(lock, [&] { return busy == 0; });
+  fn = nullptr;
+  arg = nullptr;
+}
+
+//===----------------------------------------------------------------------===//
+// RuntimeContext
+//===----------------------------------------------------------------------===//
+
+namespace {
+void parallelForThunk(void *pool, int64_t n, void (*fn)(void *, int64_t),
+                      void *arg) {
+  static_cast<ThreadPool *>(pool)->parallelFor(n, fn, arg);
+}
+} // namespace
+
+RuntimeContext::RuntimeContext(const LaunchInfo &launch, int threads)
+    : info(launch) {
+  // The one place that sets compute threads: BLAS and the pool agree.
+  if (threads > 0)
+    openblas_set_num_threads(threads);
+  int count = threads > 0 ? threads : std::max(1, openblas_get_num_threads());
+  pool = std::make_unique<ThreadPool>(count);
+  context.abiVersion = WEFT_MODEL_ABI_VERSION;
+  context.rank = info.rank;
+  context.worldSize = info.worldSize;
+  context.localRank = info.localRank;
+  context.localWorldSize = info.localWorldSize;
+  context.numAxes = 0;
+  context.axes = nullptr;
+  context.deviceType = WEFT_DEVICE_CPU;
+  context.deviceIndex = 0;
+  context.stream = nullptr;
+  context.numThreads = count;
+  context.threadPool = pool.get();
+  context.parallelFor = &parallelForThunk;
+}
