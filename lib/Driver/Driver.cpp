@@ -91,6 +91,8 @@ struct TempDir {
   SmallString<128> path;
   bool keep = false;
   std::string tool;
+  Location loc;
+  explicit TempDir(Location loc) : loc(loc) {}
   ~TempDir() {
     if (path.empty())
       return;
@@ -102,8 +104,7 @@ struct TempDir {
   bool create() {
     std::error_code ec = llvm::sys::fs::createUniqueDirectory("weftc", path);
     if (ec) {
-      llvm::errs() << tool << ": error: cannot create a temporary folder: "
-                   << ec.message() << "\n";
+      emitError(loc) << "cannot create a temporary folder: " << ec.message();
       path.clear();
       return false;
     }
@@ -126,10 +127,10 @@ public:
   LogicalResult run();
 
 private:
-  LogicalResult fail(const Twine &message) {
-    llvm::errs() << options.tool << ": error: " << message << "\n";
-    return failure();
-  }
+  /// Errors that belong to no op (options, files) are reported at an
+  /// unknown location: `tool: error: message`.
+  Location loc() { return UnknownLoc::get(&context); }
+  LogicalResult fail(const Twine &message) { return emitError(loc(), message); }
   bool inputIsOnnx() const {
     return StringRef(options.input).ends_with(".onnx");
   }
@@ -218,12 +219,10 @@ OwningOpRef<ModuleOp> Driver::loadInput() {
   if (inputIsOnnx()) {
     OnnxImportOptions import;
     for (const std::string &spec : options.inputShapes) {
-      std::string name, error;
+      std::string name;
       std::vector<int64_t> shape;
-      if (!parseInputShape(spec, name, shape, error)) {
-        llvm::errs() << options.tool << ": " << error << "\n";
+      if (failed(parseInputShape(spec, name, shape, loc())))
         return nullptr;
-      }
       import.inputShapes[name] = shape;
     }
     import.frozen = options.frozen;
@@ -234,14 +233,13 @@ OwningOpRef<ModuleOp> Driver::loadInput() {
     return importOnnxModel(&context, options.input, import);
   }
   if (!options.inputShapes.empty() || !options.frozen.empty())
-    llvm::errs() << options.tool
-                 << ": warning: --input-shape and --freeze apply to .onnx "
-                    "inputs only; ignored for "
-                 << options.input << "\n";
+    emitWarning(loc()) << "--input-shape and --freeze apply to .onnx inputs "
+                          "only; ignored for "
+                       << options.input;
   std::string error;
   auto file = openInputFile(options.input, &error);
   if (!file) {
-    llvm::errs() << options.tool << ": " << error << "\n";
+    emitError(loc(), error);
     return nullptr;
   }
   llvm::SourceMgr sourceMgr;
@@ -405,10 +403,10 @@ LogicalResult Driver::emitNative(ModuleOp module, const ModelAbi &abi,
                                  std::optional<int64_t> numClasses,
                                  TimingScope &timing) {
   Stage emit = options.emit;
-  TempDir temps;
+  TempDir temps(loc());
   temps.tool = options.tool;
   temps.keep = options.saveTemps;
-  std::string weightsPath, error;
+  std::string weightsPath;
   uint64_t weightsSize = 0;
   if (emit != Stage::Llvm) {
     if (!temps.create())
@@ -427,15 +425,17 @@ LogicalResult Driver::emitNative(ModuleOp module, const ModelAbi &abi,
   std::string runtime;
   if (emit == Stage::Exe) {
     // Fail before the expensive part when the runtime is missing.
-    runtime = findRuntimeDir(options.argv0, options.runtimeDir, error);
-    if (runtime.empty())
-      return fail(error);
+    FailureOr<std::string> dir =
+        findRuntimeDir(options.argv0, options.runtimeDir, loc());
+    if (failed(dir))
+      return failure();
+    runtime = *dir;
   }
 
   std::unique_ptr<llvm::TargetMachine> machine =
-      createCpuTargetMachine(options.target, error);
+      createCpuTargetMachine(options.target, loc());
   if (!machine)
-    return fail(error);
+    return failure();
   ModelDescriptor descriptor;
   descriptor.abi = abi;
   descriptor.modelJson =
@@ -453,17 +453,15 @@ LogicalResult Driver::emitNative(ModuleOp module, const ModelAbi &abi,
     TimingScope t = timing.nest("LLVM translation and O" +
                                 std::to_string(options.target.optLevel));
     llvmModule = buildModelModule(module, llvmContext, *machine, "train_step",
-                                  descriptor, options.target.optLevel, error);
+                                  descriptor, options.target.optLevel);
   }
   if (!llvmModule)
-    return fail(error);
+    return failure();
   if (emit == Stage::Llvm) {
     std::string openError;
     auto output = openOutputFile(options.output, &openError);
-    if (!output) {
-      llvm::errs() << options.tool << ": " << openError << "\n";
-      return failure();
-    }
+    if (!output)
+      return fail(openError);
     llvmModule->print(output->os(), nullptr);
     output->keep();
     return success();
@@ -472,10 +470,9 @@ LogicalResult Driver::emitNative(ModuleOp module, const ModelAbi &abi,
       emit == Stage::Obj ? options.output : temps.file("model.o");
   {
     TimingScope t = timing.nest("Object emission");
-    error = emitObjectFile(*llvmModule, *machine, object);
+    if (failed(emitObjectFile(*llvmModule, *machine, object, loc())))
+      return failure();
   }
-  if (!error.empty())
-    return fail(error);
   if (emit == Stage::Obj)
     return success();
   LinkOptions link;
@@ -485,19 +482,14 @@ LogicalResult Driver::emitNative(ModuleOp module, const ModelAbi &abi,
   link.extraArgs = options.linkArgs;
   link.verbose = options.saveTemps;
   TimingScope t = timing.nest("Link");
-  error = linkExecutable(link);
-  if (!error.empty())
-    return fail(error);
-  return success();
+  return linkExecutable(link, loc());
 }
 
 LogicalResult Driver::writeIR(ModuleOp module) {
   std::string error;
   auto output = openOutputFile(options.output, &error);
-  if (!output) {
-    llvm::errs() << options.tool << ": " << error << "\n";
-    return failure();
-  }
+  if (!output)
+    return fail(error);
   module->print(output->os());
   output->os() << "\n";
   output->keep();

@@ -358,16 +358,17 @@ DenseElementsAttr Tensor::toAttr() const {
 //===----------------------------------------------------------------------===//
 
 namespace {
-bool isFloatDType(rt::DType d) {
-  return d == rt::DType::F64 || d == rt::DType::F32 || d == rt::DType::F16 ||
-         d == rt::DType::BF16;
-}
-
+/// `tensor<3xf32>` unquoted, as the messages have always shown it.
 std::string typeToString(Type type) {
   std::string s;
   llvm::raw_string_ostream os(s);
   os << type;
   return s;
+}
+
+bool isFloatDType(rt::DType d) {
+  return d == rt::DType::F64 || d == rt::DType::F32 || d == rt::DType::F16 ||
+         d == rt::DType::BF16;
 }
 
 /// The host dtype holding `type` exactly; types without a host dtype of
@@ -381,22 +382,20 @@ rt::DType dtypeFor(Type type) {
 
 FailureOr<Tensor> Tensor::fromHostArray(const rt::HostArray &array,
                                         RankedTensorType type, StringRef what,
-                                        std::string &error) {
-  if (llvm::ArrayRef<int64_t>(array.shape) != type.getShape()) {
-    error = (what + " has shape " + rt::formatShape(array.shape) +
-             " but the function expects " + typeToString(type))
-                .str();
-    return failure();
-  }
+                                        Location loc) {
+  if (llvm::ArrayRef<int64_t>(array.shape) != type.getShape())
+    return emitError(loc) << what << " has shape "
+                          << rt::formatShape(array.shape)
+                          << " but the function expects "
+                          << typeToString(type);
   Tensor t = zeros(type);
   bool wantFloat = t.isFloat();
   if (!isa<FloatType, IntegerType>(type.getElementType()) ||
-      wantFloat != isFloatDType(array.dtype)) {
-    error = (what + " has element type " + rt::dtypeName(array.dtype) +
-             " but the function expects " + typeToString(type))
-                .str();
-    return failure();
-  }
+      wantFloat != isFloatDType(array.dtype))
+    return emitError(loc) << what << " has element type "
+                          << rt::dtypeName(array.dtype)
+                          << " but the function expects "
+                          << typeToString(type);
   int64_t n = t.numElements();
   if (wantFloat) {
     Rounder round(t.elementType);
@@ -407,12 +406,9 @@ FailureOr<Tensor> Tensor::fromHostArray(const rt::HostArray &array,
   auto it = cast<IntegerType>(t.elementType);
   for (int64_t i = 0; i < n; ++i) {
     int64_t v = array.getAsInt(i);
-    if (wrapToInteger(it, v) != v) {
-      error = (what + ": element " + llvm::Twine(i) + " (" + llvm::Twine(v) +
-               ") does not fit " + typeToString(it))
-                  .str();
-      return failure();
-    }
+    if (wrapToInteger(it, v) != v)
+      return emitError(loc) << what << ": element " << i << " (" << v
+                            << ") does not fit " << typeToString(it);
     t.ints[i] = v;
   }
   return t;

@@ -460,27 +460,26 @@ OwningOpRef<ModuleOp> weft::importOnnxModel(MLIRContext *context,
   return Importer(context, path, model, options).run();
 }
 
-bool weft::parseInputShape(const std::string &spec, std::string &name,
-                           std::vector<int64_t> &shape, std::string &error) {
+LogicalResult weft::parseInputShape(const std::string &spec, std::string &name,
+                                    std::vector<int64_t> &shape,
+                                    Location loc) {
   size_t eq = spec.rfind('=');
-  if (eq == std::string::npos || eq == 0) {
-    error = "--input-shape expects NAME=DIMS such as input=4x48, got '" +
-            spec + "'";
-    return false;
-  }
+  if (eq == std::string::npos || eq == 0)
+    return emitError(loc) << "--input-shape expects NAME=DIMS such as "
+                             "input=4x48, got '"
+                          << spec << "'";
   name = spec.substr(0, eq);
   shape.clear();
   SmallVector<StringRef> parts;
   StringRef(spec).substr(eq + 1).split(parts, 'x');
   for (StringRef part : parts) {
     int64_t dim;
-    if (part.getAsInteger(10, dim) || dim < 1) {
-      error = "--input-shape " + spec +
-              ": every dimension must be a positive integer (e.g. " + name +
-              "=4x48)";
-      return false;
-    }
+    if (part.getAsInteger(10, dim) || dim < 1)
+      return emitError(loc) << "--input-shape " << spec
+                            << ": every dimension must be a positive "
+                               "integer (e.g. "
+                            << name << "=4x48)";
     shape.push_back(dim);
   }
-  return true;
+  return success();
 }

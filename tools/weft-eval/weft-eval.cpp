@@ -26,6 +26,7 @@
 #include "weft/Evaluator/Evaluator.h"
 #include "weft/Import/Weights.h"
 #include "weft/Formats/Npy.h"
+#include "weft/Support/Diagnostics.h"
 #include "weft/Support/Version.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -201,13 +202,14 @@ std::optional<eval::Tensor> loadNpy(const ArgInfo &arg, StringRef file) {
     fail(arg.describe() + ": " + s.message);
     return std::nullopt;
   }
-  std::string error;
+  // Data errors belong to no line of the IR: `weft-eval: error: ...`.
+  MLIRContext *context = arg.type.getContext();
+  ToolDiagnosticHandler diagnostics(context, "weft-eval");
   FailureOr<eval::Tensor> t = eval::Tensor::fromHostArray(
-      array, arg.type, arg.describe() + ": " + file.str(), error);
-  if (failed(t)) {
-    fail(error);
+      array, arg.type, arg.describe() + ": " + file.str(),
+      UnknownLoc::get(context));
+  if (failed(t))
     return std::nullopt;
-  }
   return std::move(*t);
 }
 
@@ -471,10 +473,12 @@ int run(MLIRContext &context) {
                   std::to_string(fromWeights.size()) + " names");
     for (auto [argIndex, array] : llvm::zip_equal(fromWeightsArgs, arrays)) {
       const ArgInfo &arg = args[argIndex];
+      ToolDiagnosticHandler diagnostics(&context, "weft-eval");
       FailureOr<eval::Tensor> t = eval::Tensor::fromHostArray(
-          array, arg.type, arg.describe() + " in " + path, error);
+          array, arg.type, arg.describe() + " in " + path,
+          UnknownLoc::get(&context));
       if (failed(t))
-        return fail(error);
+        return 1;
       values[argIndex] = std::move(*t);
     }
   }

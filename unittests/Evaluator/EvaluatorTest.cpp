@@ -628,8 +628,14 @@ TEST_F(EvaluatorTest, HostArraysConvertWithChecks) {
   a.setFromDouble(0, 1 + 0x1p-30); // Not an f32: rounds on the way in.
   a.setFromDouble(1, -2);
   auto f32Type = RankedTensorType::get({2}, Float32Type::get(&context));
+  // Errors are diagnostics at the location the caller gives.
   std::string error;
-  FailureOr<Tensor> t = Tensor::fromHostArray(a, f32Type, "x", error);
+  ScopedDiagnosticHandler capture(&context, [&](Diagnostic &diag) {
+    error = diag.str();
+    return success();
+  });
+  Location loc = UnknownLoc::get(&context);
+  FailureOr<Tensor> t = Tensor::fromHostArray(a, f32Type, "x", loc);
   ASSERT_TRUE(succeeded(t)) << error;
   expectValues(*t, {2}, {1, -2});
   rt::HostArray back = t->toHostArray();
@@ -638,14 +644,14 @@ TEST_F(EvaluatorTest, HostArraysConvertWithChecks) {
 
   auto wrongShape = RankedTensorType::get({3}, Float32Type::get(&context));
   EXPECT_TRUE(
-      failed(Tensor::fromHostArray(a, wrongShape, "input 'x': x.npy", error)));
+      failed(Tensor::fromHostArray(a, wrongShape, "input 'x': x.npy", loc)));
   EXPECT_EQ(error, "input 'x': x.npy has shape 2 but the function expects "
                    "tensor<3xf32>");
 
   rt::HostArray big = rt::HostArray::zeros(rt::DType::I64, {1});
   big.setFromDouble(0, 1e10);
   auto i32Type = RankedTensorType::get({1}, IntegerType::get(&context, 32));
-  EXPECT_TRUE(failed(Tensor::fromHostArray(big, i32Type, "y", error)));
+  EXPECT_TRUE(failed(Tensor::fromHostArray(big, i32Type, "y", loc)));
   EXPECT_NE(error.find("does not fit"), std::string::npos) << error;
 }
 

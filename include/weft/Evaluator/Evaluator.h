@@ -48,18 +48,21 @@ struct Tensor {
   static Tensor fromAttr(mlir::ElementsAttr attr);
   /// Decodes a constant, or explains in `error` why it cannot (a dense
   /// resource whose blob was elided, a dynamic shape, an unsupported element
-  /// type).
+  /// type). A probe, not a diagnostic: folders ask it of every constant and
+  /// most callers only want to know whether it can; the few that report
+  /// put the explanation into their own diagnostic.
   static mlir::FailureOr<Tensor> tryFromAttr(mlir::ElementsAttr attr,
                                              std::string &error);
   /// Encodes as a DenseElementsAttr of getType().
   mlir::DenseElementsAttr toAttr() const;
   /// Converts a host array to `type`: the shape must match exactly; the
   /// element type may differ only by a lossless-enough conversion (any float
-  /// to any float, any integer to any integer). Errors name `what`.
+  /// to any float, any integer to any integer). Errors, at `loc`, name
+  /// `what`.
   static mlir::FailureOr<Tensor> fromHostArray(const rt::HostArray &array,
                                                mlir::RankedTensorType type,
                                                llvm::StringRef what,
-                                               std::string &error);
+                                               mlir::Location loc);
   /// Converts to a host array of the same element type (f64 stays f64).
   rt::HostArray toHostArray() const;
 };

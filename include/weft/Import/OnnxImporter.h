@@ -52,10 +52,12 @@ mlir::OwningOpRef<mlir::ModuleOp>
 importOnnxModel(mlir::MLIRContext *context, const std::string &path,
                 const OnnxImportOptions &options);
 
-/// Parses "name=4x48" into a name and shape; returns false with `error`
-/// set when malformed.
-bool parseInputShape(const std::string &spec, std::string &name,
-                     std::vector<int64_t> &shape, std::string &error);
+/// Parses "name=4x48" into a name and shape; an error at `loc` when
+/// malformed.
+mlir::LogicalResult parseInputShape(const std::string &spec,
+                                    std::string &name,
+                                    std::vector<int64_t> &shape,
+                                    mlir::Location loc);
 
 } // namespace weft
 

@@ -39,28 +39,32 @@ struct CpuTargetOptions {
 };
 
 /// A TargetMachine for the host triple, position independent (the object
-/// links into a PIE). Null with `error` set when the target is unknown.
+/// links into a PIE). Null, after an error at `loc`, when the target or the
+/// CPU is unknown.
 std::unique_ptr<llvm::TargetMachine>
-createCpuTargetMachine(const CpuTargetOptions &options, std::string &error);
+createCpuTargetMachine(const CpuTargetOptions &options, mlir::Location loc);
 
 /// Translates an LLVM-dialect module whose step function is `stepName`,
-/// adds the descriptor and runs LLVM's O<optLevel> pipeline. Null with
-/// `error` set on failure.
+/// adds the descriptor and runs LLVM's O<optLevel> pipeline. Null, after an
+/// error on `module`, on failure.
 std::unique_ptr<llvm::Module>
 buildModelModule(mlir::ModuleOp module, llvm::LLVMContext &context,
                  llvm::TargetMachine &machine, llvm::StringRef stepName,
-                 const ModelDescriptor &descriptor, unsigned optLevel,
-                 std::string &error);
+                 const ModelDescriptor &descriptor, unsigned optLevel);
 
-/// Writes `module` as an object file to `path`. Returns "" or an error.
-std::string emitObjectFile(llvm::Module &module, llvm::TargetMachine &machine,
-                           llvm::StringRef path);
+/// Writes `module` as an object file to `path`; errors at `loc`.
+mlir::LogicalResult emitObjectFile(llvm::Module &module,
+                                   llvm::TargetMachine &machine,
+                                   llvm::StringRef path, mlir::Location loc);
 
-/// The folder holding libWeftRuntimeMain.a and libWeftRuntime.a: `override`
+/// The folder holding libWeftRuntimeMain.a, libWeftRuntime.a and
+/// libWeftFormats.a: `override`
 /// when given, else next to the compiler (`<bin>/../lib/Runtime` in a build
-/// tree, `<bin>/../lib` installed). "" with `error` naming what is missing.
-std::string findRuntimeDir(llvm::StringRef argv0, llvm::StringRef override,
-                           std::string &error);
+/// tree, `<bin>/../lib` installed). An error at `loc` names what is
+/// missing.
+mlir::FailureOr<std::string> findRuntimeDir(llvm::StringRef argv0,
+                                            llvm::StringRef override,
+                                            mlir::Location loc);
 
 struct LinkOptions {
   std::string output;
@@ -73,8 +77,9 @@ struct LinkOptions {
 };
 
 /// Links with the system C++ compiler (`c++` on PATH): objects, the runtime
-/// and `-lopenblas -lpthread -lm`. Returns "" or an error.
-std::string linkExecutable(const LinkOptions &options);
+/// and `-lopenblas -lpthread -lm`; errors at `loc`.
+mlir::LogicalResult linkExecutable(const LinkOptions &options,
+                                   mlir::Location loc);
 
 } // namespace weft
 

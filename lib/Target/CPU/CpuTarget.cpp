@@ -33,8 +33,8 @@
 using namespace mlir;
 
 std::unique_ptr<llvm::TargetMachine>
-weft::createCpuTargetMachine(const CpuTargetOptions &options,
-                             std::string &error) {
+weft::createCpuTargetMachine(const CpuTargetOptions &options, Location loc) {
+  std::string error;
   llvm::InitializeNativeTarget();
   llvm::InitializeNativeTargetAsmPrinter();
   // Module-level assembly (the embedded weights) needs the asm parser.
@@ -43,8 +43,10 @@ weft::createCpuTargetMachine(const CpuTargetOptions &options,
   llvm::Triple triple(llvm::sys::getProcessTriple());
   const llvm::Target *target =
       llvm::TargetRegistry::lookupTarget(triple, error);
-  if (!target)
+  if (!target) {
+    emitError(loc) << error;
     return nullptr;
+  }
   std::string cpu = options.cpu, features;
   if (cpu == "native") {
     cpu = llvm::sys::getHostCPUName().str();
@@ -61,7 +63,7 @@ weft::createCpuTargetMachine(const CpuTargetOptions &options,
     cpu = "x86-64";
   }
   if (options.optLevel > 3) {
-    error = "optimization level must be 0 to 3";
+    emitError(loc) << "optimization level must be 0 to 3";
     return nullptr;
   }
   // LLVM aborts on a CPU it does not know; say so before it gets there.
@@ -73,9 +75,10 @@ weft::createCpuTargetMachine(const CpuTargetOptions &options,
       for (const llvm::SubtargetSubTypeKV &kv : subtarget->getAllProcessorDescriptions())
         if (known.size() < 400)
           known += std::string(known.empty() ? "" : ", ") + kv.Key;
-    error = "--cpu=" + options.cpu + ": '" + cpu + "' is not a CPU LLVM knows for " +
-            triple.str() + "; use generic, native or one of: " + known +
-            (known.size() >= 400 ? ", ..." : "");
+    emitError(loc) << "--cpu=" << options.cpu << ": '" << cpu
+                   << "' is not a CPU LLVM knows for " << triple.str()
+                   << "; use generic, native or one of: " << known
+                   << (known.size() >= 400 ? ", ..." : "");
     return nullptr;
   }
   static const llvm::CodeGenOptLevel levels[] = {
@@ -86,8 +89,8 @@ weft::createCpuTargetMachine(const CpuTargetOptions &options,
       triple, cpu, features, targetOptions, llvm::Reloc::PIC_,
       llvm::CodeModel::Small, levels[options.optLevel]));
   if (!machine)
-    error = "cannot create a target machine for " + triple.str() + " (cpu " +
-            cpu + ")";
+    emitError(loc) << "cannot create a target machine for " << triple.str()
+                   << " (cpu " << cpu << ")";
   return machine;
 }
 
@@ -120,8 +123,7 @@ void optimize(llvm::Module &module, llvm::TargetMachine &machine,
 std::unique_ptr<llvm::Module>
 weft::buildModelModule(ModuleOp module, llvm::LLVMContext &context,
                        llvm::TargetMachine &machine, llvm::StringRef stepName,
-                       const ModelDescriptor &descriptor, unsigned optLevel,
-                       std::string &error) {
+                       const ModelDescriptor &descriptor, unsigned optLevel) {
   // Weft's argument attributes (names, kinds) are in the descriptor; LLVM
   // IR has no place for them.
   module.walk([](LLVM::LLVMFuncOp fn) {
@@ -137,16 +139,18 @@ weft::buildModelModule(ModuleOp module, llvm::LLVMContext &context,
   std::unique_ptr<llvm::Module> llvmModule =
       translateModuleToLLVMIR(module, context, "weft_model");
   if (!llvmModule) {
-    error = "cannot translate the module to LLVM IR";
+    module.emitError("cannot translate the module to LLVM IR");
     return nullptr;
   }
   llvmModule->setTargetTriple(machine.getTargetTriple());
   llvmModule->setDataLayout(machine.createDataLayout());
   // Machine-independent output: no host path in the module.
   llvmModule->setSourceFileName("weft_model");
-  error = addModelDescriptor(*llvmModule, stepName, descriptor);
-  if (!error.empty())
+  if (std::string error = addModelDescriptor(*llvmModule, stepName, descriptor);
+      !error.empty()) {
+    module.emitError(error);
     return nullptr;
+  }
   // Only weft_get_model is exported. The step's kernels stay separate
   // functions: inlined back into the step, LLVM's time would grow with the
   // square of the model.
@@ -161,27 +165,28 @@ weft::buildModelModule(ModuleOp module, llvm::LLVMContext &context,
   std::string verifierMessage;
   llvm::raw_string_ostream os(verifierMessage);
   if (llvm::verifyModule(*llvmModule, &os)) {
-    error = "generated LLVM IR is invalid: " + verifierMessage;
+    module.emitError("generated LLVM IR is invalid: ") << verifierMessage;
     return nullptr;
   }
   optimize(*llvmModule, machine, optLevel);
   return llvmModule;
 }
 
-std::string weft::emitObjectFile(llvm::Module &module,
-                                 llvm::TargetMachine &machine,
-                                 llvm::StringRef path) {
+LogicalResult weft::emitObjectFile(llvm::Module &module,
+                                   llvm::TargetMachine &machine,
+                                   llvm::StringRef path, Location loc) {
   std::error_code ec;
   llvm::raw_fd_ostream os(path, ec, llvm::sys::fs::OF_None);
   if (ec)
-    return ("cannot write " + path + ": " + ec.message()).str();
+    return emitError(loc) << "cannot write " << path << ": " << ec.message();
   llvm::legacy::PassManager passes;
   if (machine.addPassesToEmitFile(passes, os, nullptr,
                                   llvm::CodeGenFileType::ObjectFile))
-    return "the target cannot emit object files";
+    return emitError(loc) << "the target cannot emit object files";
   passes.run(module);
   os.flush();
   if (os.has_error())
-    return ("cannot write " + path + ": " + os.error().message()).str();
-  return "";
+    return emitError(loc) << "cannot write " << path << ": "
+                          << os.error().message();
+  return success();
 }

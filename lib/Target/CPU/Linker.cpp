@@ -34,8 +34,9 @@ bool hasRuntime(llvm::StringRef dir) {
 }
 } // namespace
 
-std::string weft::findRuntimeDir(llvm::StringRef argv0,
-                                 llvm::StringRef override, std::string &error) {
+mlir::FailureOr<std::string> weft::findRuntimeDir(llvm::StringRef argv0,
+                                                  llvm::StringRef override,
+                                                  mlir::Location loc) {
   std::vector<std::string> candidates;
   if (!override.empty()) {
     candidates.push_back(override.str());
@@ -56,7 +57,7 @@ std::string weft::findRuntimeDir(llvm::StringRef argv0,
   for (const std::string &dir : candidates)
     if (hasRuntime(dir))
       return dir;
-  llvm::raw_string_ostream os(error);
+  mlir::InFlightDiagnostic os = mlir::emitError(loc);
   os << "cannot find the Weft runtime (";
   for (const char *lib : kRuntimeLibraries)
     os << (lib == kRuntimeLibraries[0] ? "" : ", ") << lib;
@@ -64,15 +65,17 @@ std::string weft::findRuntimeDir(llvm::StringRef argv0,
   for (size_t i = 0; i < candidates.size(); ++i)
     os << (i ? " or " : "") << candidates[i];
   os << "; build the runtime (ninja WeftRuntimeMain) or pass --runtime-dir";
-  return "";
+  return mlir::failure();
 }
 
-std::string weft::linkExecutable(const LinkOptions &options) {
+mlir::LogicalResult weft::linkExecutable(const LinkOptions &options,
+                                         mlir::Location loc) {
   llvm::ErrorOr<std::string> cxx = llvm::sys::findProgramByName("c++");
   if (!cxx)
-    return "cannot find the C++ compiler 'c++' on PATH, which links the "
-           "executable; install g++ or clang, or write an object with "
-           "--emit=obj and link it yourself";
+    return mlir::emitError(loc)
+           << "cannot find the C++ compiler 'c++' on PATH, which links the "
+              "executable; install g++ or clang, or write an object with "
+              "--emit=obj and link it yourself";
   std::vector<std::string> args = {*cxx, "-o", options.output};
   llvm::append_range(args, options.objects);
   args.push_back("-Wl,--start-group");
@@ -96,8 +99,9 @@ std::string weft::linkExecutable(const LinkOptions &options) {
   int rc = llvm::sys::ExecuteAndWait(*cxx, argRefs, std::nullopt, {}, 0, 0,
                                      &message);
   if (rc != 0)
-    return "linking " + options.output + " with " + *cxx + " failed" +
-           (message.empty() ? "" : ": " + message) +
-           " (the linker's messages are above)";
-  return "";
+    return mlir::emitError(loc)
+           << "linking " << options.output << " with " << *cxx << " failed"
+           << (message.empty() ? "" : ": " + message)
+           << " (the linker's messages are above)";
+  return mlir::success();
 }
