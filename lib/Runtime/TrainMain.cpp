@@ -316,6 +316,17 @@ Status Trainer::checkpoint(int64_t completed) {
 }
 
 int Trainer::run(bool seedGiven) {
+  // The loop's place among the ranks comes from the context. Until steps
+  // are partitioned (issue 9), N processes would each train the whole model
+  // on the same data and race on the checkpoints: refuse.
+  const WeftRuntimeContext &ctx = *context.get();
+  if (ctx.worldSize > 1)
+    return fail(Status::error(
+        context.launch().launcher + " started " +
+        std::to_string(ctx.worldSize) +
+        " processes, but this executable was compiled for one; multi-rank "
+        "training needs a step compiled with a mesh, which this weftc "
+        "cannot build yet. Run one process (WORLD_SIZE=1)"));
   if (Status s = allocate(); !s.ok())
     return fail(s);
   if (Status s = loadInitialWeights(model, spec, argPtrs); !s.ok())
@@ -724,15 +735,6 @@ int runTrainingImpl(const WeftModel &model, int argc, const char *const *argv,
           [](const char *name) { return std::getenv(name); }, launch);
       !s.ok()) {
     err << "error: " << s.message << "\n";
-    return 1;
-  }
-  // Until steps are partitioned (issue 9), N processes would each train the
-  // whole model on the same data and race on the checkpoints: refuse.
-  if (launch.worldSize > 1) {
-    err << "error: " << launch.launcher << " started " << launch.worldSize
-        << " processes, but this executable was compiled for one; "
-           "multi-rank training needs a step compiled with a mesh, which "
-           "this weftc cannot build yet. Run one process (WORLD_SIZE=1)\n";
     return 1;
   }
   RuntimeContext context(launch, opts.threads);
