@@ -322,9 +322,9 @@ int Trainer::run(bool seedGiven) {
   const WeftRuntimeContext &ctx = *context.get();
   if (ctx.worldSize > 1)
     return fail(Status::error(
-        context.launch().launcher + " started " +
-        std::to_string(ctx.worldSize) +
-        " processes, but this executable was compiled for one; multi-rank "
+        context.launch().launcher + "'s environment says this is rank " +
+        std::to_string(ctx.rank) + " of " + std::to_string(ctx.worldSize) +
+        ", but this executable was compiled for one process; multi-rank "
         "training needs a step compiled with a mesh, which this weftc "
         "cannot build yet. Run one process (WORLD_SIZE=1)"));
   if (Status s = allocate(); !s.ok())
@@ -417,6 +417,7 @@ int Trainer::run(bool seedGiven) {
   int64_t skippedSteps = 0;
   auto runStart = std::chrono::steady_clock::now();
   double lastLoss = 0;
+  context.beat();
   for (int64_t step = start; step < opts.steps; ++step) {
     auto t0 = std::chrono::steady_clock::now();
     Batch b;
@@ -434,6 +435,7 @@ int Trainer::run(bool seedGiven) {
 
     model.trainStep(context.get(), argPtrs.data(), resultPtrs.data(),
                     workspace.data());
+    context.beat();
 
     // A step whose loss or gradient is not finite would poison every
     // parameter: its results are never swapped in. It stops the run, or,

@@ -166,8 +166,9 @@ TEST_F(TrainTest, RefusesSeveralProcessesAndBadLaunchVariables) {
   ::unsetenv("RANK");
   ::unsetenv("WORLD_SIZE");
   EXPECT_EQ(several.code, 1);
-  EXPECT_TRUE(contains(several.err, "torchrun started 2 processes, but this "
-                                    "executable was compiled for one"))
+  EXPECT_TRUE(contains(several.err,
+                       "torchrun's environment says this is rank 0 of 2, but "
+                       "this executable was compiled for one process"))
       << several.err;
   EXPECT_EQ(malformed.code, 1);
   EXPECT_TRUE(contains(malformed.err, "WORLD_SIZE='two' must be an integer"))

@@ -35,6 +35,9 @@ struct LaunchInfo {
   /// Which launcher's variables were read ("torchrun", "OpenMPI", "Slurm"),
   /// or empty when none were set (a single process).
   std::string launcher;
+  /// WEFT_HEARTBEAT_FILE: a file weftrun watches; the loop touches it after
+  /// every step, and a rank that stops touching it counts as hung.
+  std::string heartbeatFile;
 };
 
 /// Reads torchrun's RANK, WORLD_SIZE, LOCAL_RANK and LOCAL_WORLD_SIZE, else
@@ -90,6 +93,9 @@ public:
 
   const WeftRuntimeContext *get() const { return &context; }
   const LaunchInfo &launch() const { return info; }
+  /// Tells the launcher this rank is alive (touches the heartbeat file, if
+  /// any; a failure to touch it is not the run's problem and is ignored).
+  void beat() const;
 
 private:
   LaunchInfo info;

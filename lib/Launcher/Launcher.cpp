@@ -1,0 +1,517 @@
+//===- Launcher.cpp - Start, watch and restart the ranks of a run ---------===//
+//
+// Part of the Weft project.
+//
+//===----------------------------------------------------------------------===//
+//
+// One loop watches everything: the ranks' output pipes, their exits, their
+// heartbeat files and weftrun's own signals (through a self-pipe, so a
+// signal never races the loop). Each rank runs in its own process group: a
+// Ctrl-C at the terminal reaches weftrun once and is forwarded once, and a
+// rank's children are stopped with it.
+//
+//===----------------------------------------------------------------------===//
+
+#include "weft/Launcher/Launcher.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <deque>
+#include <sstream>
+
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+extern char **environ;
+
+using namespace weft::launcher;
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+/// Written by the signal handler, read by the loop.
+int signalPipe[2] = {-1, -1};
+
+void onSignal(int sig) {
+  int saved = errno;
+  unsigned char byte = static_cast<unsigned char>(sig);
+  [[maybe_unused]] ssize_t n = ::write(signalPipe[1], &byte, 1);
+  errno = saved;
+}
+
+/// Installs the forwarding handlers for the job's lifetime.
+class SignalForwarding {
+public:
+  SignalForwarding() {
+    if (::pipe(signalPipe) == 0) {
+      for (int fd : signalPipe)
+        ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) | O_NONBLOCK);
+      ::fcntl(signalPipe[0], F_SETFD, FD_CLOEXEC);
+      ::fcntl(signalPipe[1], F_SETFD, FD_CLOEXEC);
+    }
+    struct sigaction action = {};
+    action.sa_handler = onSignal;
+    sigemptyset(&action.sa_mask);
+    for (int i = 0; i < 3; ++i)
+      ::sigaction(kSignals[i], &action, &previous[i]);
+  }
+  ~SignalForwarding() {
+    for (int i = 0; i < 3; ++i)
+      ::sigaction(kSignals[i], &previous[i], nullptr);
+    for (int &fd : signalPipe) {
+      ::close(fd);
+      fd = -1;
+    }
+  }
+  /// The next signal received, or 0.
+  int take() {
+    unsigned char byte;
+    return ::read(signalPipe[0], &byte, 1) == 1 ? byte : 0;
+  }
+
+private:
+  static constexpr int kSignals[3] = {SIGINT, SIGTERM, SIGHUP};
+  struct sigaction previous[3];
+};
+
+const char *signalName(int sig) {
+  switch (sig) {
+  case SIGINT:
+    return "SIGINT";
+  case SIGTERM:
+    return "SIGTERM";
+  case SIGHUP:
+    return "SIGHUP";
+  case SIGKILL:
+    return "SIGKILL";
+  case SIGSEGV:
+    return "SIGSEGV";
+  case SIGABRT:
+    return "SIGABRT";
+  case SIGBUS:
+    return "SIGBUS";
+  case SIGFPE:
+    return "SIGFPE";
+  default:
+    return nullptr;
+  }
+}
+
+std::string describeSignal(int sig) {
+  const char *name = signalName(sig);
+  return name ? std::string(name) : "signal " + std::to_string(sig);
+}
+
+/// One output stream of one rank, split into prefixed lines.
+struct Stream {
+  int fd = -1;
+  std::ostream *sink = nullptr;
+  std::string partial;
+};
+
+struct Rank {
+  int localRank = 0, globalRank = 0;
+  pid_t pid = -1;
+  bool running = false;
+  int status = 0;
+  Stream out, err;
+  std::deque<std::string> last;
+  std::string heartbeatFile;
+};
+
+/// How one attempt ended.
+struct Outcome {
+  enum Kind { Success, Failure, Signalled } kind = Success;
+  /// For Failure: the rank and what happened to it.
+  int rank = -1;
+  std::string what;
+  std::deque<std::string> lastLines;
+  /// For Signalled: the signal weftrun received.
+  int signal = 0;
+};
+
+class Job {
+public:
+  Job(const LaunchOptions &options, std::ostream &out, std::ostream &err,
+      SignalForwarding &signals)
+      : options(options), out(out), err(err), signals(signals) {}
+
+  /// Starts every rank and watches them until all are gone.
+  Outcome attempt(int restartCount, const std::string &runDir);
+
+private:
+  bool spawn(Rank &rank, int restartCount);
+  void pump(Rank &rank, Stream &stream, bool flush);
+  void emitLine(Rank &rank, Stream &stream, const std::string &line);
+  void reap(bool block);
+  void stopAll(int sig);
+  bool anyRunning() const {
+    return std::any_of(ranks.begin(), ranks.end(),
+                       [](const Rank &r) { return r.running; });
+  }
+
+  const LaunchOptions &options;
+  std::ostream &out, &err;
+  SignalForwarding &signals;
+  std::vector<Rank> ranks;
+};
+
+bool Job::spawn(Rank &rank, int restartCount) {
+  int outPipe[2], errPipe[2];
+  if (::pipe(outPipe) != 0 || ::pipe(errPipe) != 0) {
+    err << "weftrun: cannot create pipes: " << std::strerror(errno) << "\n";
+    return false;
+  }
+  std::vector<std::string> env;
+  for (char **e = environ; *e; ++e)
+    env.emplace_back(*e);
+  std::vector<std::string> extra = rankEnvironment(
+      options, rank.localRank, restartCount, rank.heartbeatFile);
+  // Ours replace inherited variables of the same name.
+  for (const std::string &var : extra) {
+    std::string name = var.substr(0, var.find('=') + 1);
+    env.erase(std::remove_if(env.begin(), env.end(),
+                             [&](const std::string &e) {
+                               return e.compare(0, name.size(), name) == 0;
+                             }),
+              env.end());
+    env.push_back(var);
+  }
+  std::vector<char *> envp, argv;
+  for (std::string &e : env)
+    envp.push_back(e.data());
+  envp.push_back(nullptr);
+  std::vector<std::string> command = options.command;
+  for (std::string &a : command)
+    argv.push_back(a.data());
+  argv.push_back(nullptr);
+
+  pid_t pid = ::fork();
+  if (pid < 0) {
+    err << "weftrun: cannot start rank " << rank.globalRank << ": "
+        << std::strerror(errno) << "\n";
+    return false;
+  }
+  if (pid == 0) {
+    ::setpgid(0, 0);
+    // Default dispositions, whatever weftrun had.
+    for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGPIPE})
+      ::signal(sig, SIG_DFL);
+    ::dup2(outPipe[1], STDOUT_FILENO);
+    ::dup2(errPipe[1], STDERR_FILENO);
+    ::close(outPipe[0]);
+    ::close(outPipe[1]);
+    ::close(errPipe[0]);
+    ::close(errPipe[1]);
+    ::execvpe(argv[0], argv.data(), envp.data());
+    std::fprintf(stderr, "weftrun: cannot run %s: %s\n", argv[0],
+                 std::strerror(errno));
+    ::_exit(127);
+  }
+  ::setpgid(pid, pid);
+  ::close(outPipe[1]);
+  ::close(errPipe[1]);
+  rank.pid = pid;
+  rank.running = true;
+  rank.out = {outPipe[0], &out, {}};
+  rank.err = {errPipe[0], &err, {}};
+  for (int fd : {outPipe[0], errPipe[0]}) {
+    ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) | O_NONBLOCK);
+    ::fcntl(fd, F_SETFD, FD_CLOEXEC);
+  }
+  return true;
+}
+
+void Job::emitLine(Rank &rank, Stream &stream, const std::string &line) {
+  *stream.sink << "[rank " << rank.globalRank << "] " << line << "\n";
+  stream.sink->flush();
+  rank.last.push_back(line);
+  while (int(rank.last.size()) > options.lastLines)
+    rank.last.pop_front();
+}
+
+/// Reads what is available; with `flush`, also the last unterminated line.
+void Job::pump(Rank &rank, Stream &stream, bool flush) {
+  if (stream.fd < 0)
+    return;
+  char buf[4096];
+  for (;;) {
+    ssize_t n = ::read(stream.fd, buf, sizeof(buf));
+    if (n > 0) {
+      stream.partial.append(buf, size_t(n));
+      size_t start = 0, nl;
+      while ((nl = stream.partial.find('\n', start)) != std::string::npos) {
+        emitLine(rank, stream, stream.partial.substr(start, nl - start));
+        start = nl + 1;
+      }
+      stream.partial.erase(0, start);
+      continue;
+    }
+    if (n == 0) {
+      ::close(stream.fd);
+      stream.fd = -1;
+      flush = true;
+    }
+    break;
+  }
+  if (flush && !stream.partial.empty()) {
+    emitLine(rank, stream, stream.partial);
+    stream.partial.clear();
+  }
+}
+
+void Job::reap(bool block) {
+  for (Rank &rank : ranks) {
+    if (!rank.running)
+      continue;
+    int status = 0;
+    pid_t r = ::waitpid(rank.pid, &status, block ? 0 : WNOHANG);
+    if (r == rank.pid) {
+      rank.running = false;
+      rank.status = status;
+    }
+  }
+}
+
+/// Sends `sig` to every running rank's group, then SIGKILL after the grace.
+void Job::stopAll(int sig) {
+  for (Rank &rank : ranks)
+    if (rank.running)
+      ::kill(-rank.pid, sig);
+  auto deadline =
+      Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                         std::chrono::duration<double>(options.stopGrace));
+  while (anyRunning() && Clock::now() < deadline) {
+    for (Rank &rank : ranks) {
+      pump(rank, rank.out, false);
+      pump(rank, rank.err, false);
+    }
+    reap(false);
+    ::usleep(20000);
+  }
+  for (Rank &rank : ranks)
+    if (rank.running)
+      ::kill(-rank.pid, SIGKILL);
+  reap(true);
+}
+
+Outcome Job::attempt(int restartCount, const std::string &runDir) {
+  ranks.assign(options.nprocPerNode, Rank());
+  for (int i = 0; i < options.nprocPerNode; ++i) {
+    Rank &rank = ranks[i];
+    rank.localRank = i;
+    rank.globalRank = options.nodeRank * options.nprocPerNode + i;
+    if (options.heartbeatTimeout > 0)
+      rank.heartbeatFile =
+          runDir + "/heartbeat." + std::to_string(rank.globalRank);
+  }
+  Outcome outcome;
+  for (Rank &rank : ranks) {
+    if (!spawn(rank, restartCount)) {
+      stopAll(SIGTERM);
+      outcome.kind = Outcome::Failure;
+      outcome.rank = rank.globalRank;
+      outcome.what = "could not be started";
+      return outcome;
+    }
+  }
+  Clock::time_point started = Clock::now();
+  auto since = [](Clock::time_point t) {
+    return std::chrono::duration<double>(Clock::now() - t).count();
+  };
+
+  while (anyRunning()) {
+    std::vector<pollfd> fds;
+    fds.push_back({signalPipe[0], POLLIN, 0});
+    for (Rank &rank : ranks)
+      for (Stream *s : {&rank.out, &rank.err})
+        if (s->fd >= 0)
+          fds.push_back({s->fd, POLLIN, 0});
+    ::poll(fds.data(), fds.size(), 100);
+    for (Rank &rank : ranks) {
+      pump(rank, rank.out, false);
+      pump(rank, rank.err, false);
+    }
+
+    if (int sig = signals.take()) {
+      // A user's or scheduler's signal: the ranks checkpoint and exit;
+      // nothing is restarted.
+      err << "weftrun: received " << describeSignal(sig)
+          << "; forwarding it to the ranks\n";
+      for (Rank &rank : ranks)
+        if (rank.running)
+          ::kill(-rank.pid, sig);
+      while (anyRunning()) {
+        for (Rank &rank : ranks) {
+          pump(rank, rank.out, false);
+          pump(rank, rank.err, false);
+        }
+        reap(false);
+        if (int again = signals.take())
+          for (Rank &rank : ranks)
+            if (rank.running)
+              ::kill(-rank.pid, again == SIGINT ? SIGKILL : again);
+        ::usleep(20000);
+      }
+      outcome.kind = Outcome::Signalled;
+      outcome.signal = sig;
+      break;
+    }
+
+    reap(false);
+    for (Rank &rank : ranks) {
+      if (rank.running) {
+        if (options.heartbeatTimeout <= 0)
+          continue;
+        // The rank's last beat, or its start when it has not beaten yet.
+        double quiet = since(started);
+        struct stat st;
+        if (::stat(rank.heartbeatFile.c_str(), &st) == 0) {
+          double age = double(::time(nullptr)) - double(st.st_mtime);
+          quiet = std::min(quiet, std::max(0.0, age));
+        }
+        if (quiet <= options.heartbeatTimeout)
+          continue;
+        outcome.kind = Outcome::Failure;
+        outcome.rank = rank.globalRank;
+        std::ostringstream what;
+        what << "sent no heartbeat for " << options.heartbeatTimeout
+             << " s (hung?)";
+        outcome.what = what.str();
+      } else if (WIFEXITED(rank.status) && WEXITSTATUS(rank.status) == 0) {
+        continue;
+      } else {
+        outcome.kind = Outcome::Failure;
+        outcome.rank = rank.globalRank;
+        outcome.what =
+            WIFSIGNALED(rank.status)
+                ? "was killed by " + describeSignal(WTERMSIG(rank.status))
+                : "exited with code " +
+                      std::to_string(WEXITSTATUS(rank.status));
+      }
+      break;
+    }
+    if (outcome.kind == Outcome::Failure) {
+      stopAll(SIGTERM);
+      break;
+    }
+  }
+  for (Rank &rank : ranks) {
+    pump(rank, rank.out, true);
+    pump(rank, rank.err, true);
+    if (rank.globalRank == outcome.rank)
+      outcome.lastLines = rank.last;
+  }
+  return outcome;
+}
+
+} // namespace
+
+std::string weft::launcher::checkOptions(const LaunchOptions &o) {
+  if (o.command.empty())
+    return "no command to run: weftrun [options] ./train [args...]";
+  if (o.nprocPerNode < 1)
+    return "--nproc-per-node must be >= 1 (got " +
+           std::to_string(o.nprocPerNode) + ")";
+  if (o.nnodes < 1)
+    return "--nnodes must be >= 1 (got " + std::to_string(o.nnodes) + ")";
+  if (o.nodeRank < 0 || o.nodeRank >= o.nnodes)
+    return "--node-rank must lie in [0, --nnodes) (got " +
+           std::to_string(o.nodeRank) + " of " + std::to_string(o.nnodes) +
+           ")";
+  if (o.masterPort < 1 || o.masterPort > 65535)
+    return "--master-port must lie in [1, 65535] (got " +
+           std::to_string(o.masterPort) + ")";
+  if (o.maxRestarts < 0)
+    return "--max-restarts must be >= 0 (got " +
+           std::to_string(o.maxRestarts) + ")";
+  if (o.heartbeatTimeout < 0)
+    return "--heartbeat-timeout must be >= 0 (0: off)";
+  if (o.stopGrace < 0)
+    return "--stop-grace must be >= 0";
+  return "";
+}
+
+std::vector<std::string>
+weft::launcher::rankEnvironment(const LaunchOptions &o, int localRank,
+                                int restartCount,
+                                const std::string &heartbeatFile) {
+  int world = o.nnodes * o.nprocPerNode;
+  int rank = o.nodeRank * o.nprocPerNode + localRank;
+  std::vector<std::string> env = {
+      "RANK=" + std::to_string(rank),
+      "LOCAL_RANK=" + std::to_string(localRank),
+      "WORLD_SIZE=" + std::to_string(world),
+      "LOCAL_WORLD_SIZE=" + std::to_string(o.nprocPerNode),
+      "GROUP_RANK=" + std::to_string(o.nodeRank),
+      "MASTER_ADDR=" + o.masterAddr,
+      "MASTER_PORT=" + std::to_string(o.masterPort),
+      "TORCHELASTIC_RESTART_COUNT=" + std::to_string(restartCount)};
+  if (!heartbeatFile.empty())
+    env.push_back("WEFT_HEARTBEAT_FILE=" + heartbeatFile);
+  return env;
+}
+
+int weft::launcher::runJob(const LaunchOptions &options, std::ostream &out,
+                           std::ostream &err) {
+  if (std::string error = checkOptions(options); !error.empty()) {
+    err << "weftrun: error: " << error << "\n";
+    return 2;
+  }
+  char dirTemplate[] = "/tmp/weftrun-XXXXXX";
+  std::string runDir;
+  if (options.heartbeatTimeout > 0) {
+    if (!::mkdtemp(dirTemplate)) {
+      err << "weftrun: error: cannot create a folder for heartbeats: "
+          << std::strerror(errno) << "\n";
+      return 1;
+    }
+    runDir = dirTemplate;
+  }
+  SignalForwarding signals;
+  Job job(options, out, err, signals);
+  int code = 1;
+  for (int restart = 0;; ++restart) {
+    Outcome outcome = job.attempt(restart, runDir);
+    if (outcome.kind == Outcome::Success) {
+      code = 0;
+      break;
+    }
+    if (outcome.kind == Outcome::Signalled) {
+      code = 128 + outcome.signal;
+      break;
+    }
+    err << "weftrun: rank " << outcome.rank << " " << outcome.what;
+    if (restart < options.maxRestarts) {
+      err << "; stopped the others, restarting all ranks (restart "
+          << restart + 1 << " of " << options.maxRestarts << ")\n";
+      continue;
+    }
+    err << "; stopped the others"
+        << (options.maxRestarts ? " (no restarts left)" : "") << ".";
+    if (outcome.lastLines.empty()) {
+      err << " It printed nothing.\n";
+    } else {
+      err << " Its last lines:\n";
+      for (const std::string &line : outcome.lastLines)
+        err << "  " << line << "\n";
+    }
+    code = 1;
+    break;
+  }
+  if (!runDir.empty()) {
+    for (int r = 0; r < options.nnodes * options.nprocPerNode; ++r)
+      ::unlink((runDir + "/heartbeat." + std::to_string(r)).c_str());
+    ::rmdir(runDir.c_str());
+  }
+  return code;
+}
