@@ -9,6 +9,7 @@ packages=(
   libonnx-dev libprotobuf-dev                             # ONNX import
   nlohmann-json3-dev                                      # safetensors headers
   libopenblas-dev libcli11-dev                            # runtime: GEMM, CLI
+  libgloo-dev                                             # runtime: collectives
   libgtest-dev                                            # unit tests
   python3-torch python3-onnx python3-numpy                # reference numbers
   cmake ninja-build ccache g++

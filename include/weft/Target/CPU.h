@@ -77,7 +77,7 @@ struct LinkOptions {
 };
 
 /// Links with the system C++ compiler (`c++` on PATH): objects, the runtime
-/// and `-lopenblas -lpthread -lm`; errors at `loc`.
+/// and `-lgloo -lopenblas -lpthread -lm`; errors at `loc`.
 mlir::LogicalResult linkExecutable(const LinkOptions &options,
                                    mlir::Location loc);
 

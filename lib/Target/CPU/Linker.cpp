@@ -85,7 +85,7 @@ mlir::LogicalResult weft::linkExecutable(const LinkOptions &options,
     args.push_back(std::string(path));
   }
   args.push_back("-Wl,--end-group");
-  for (const char *lib : {"-lopenblas", "-lpthread", "-lm"})
+  for (const char *lib : {"-lgloo", "-lopenblas", "-lpthread", "-lm"})
     args.push_back(lib);
   llvm::append_range(args, options.extraArgs);
 

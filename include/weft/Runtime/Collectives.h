@@ -1,0 +1,65 @@
+//===- Collectives.h - Communication between ranks --------------*- C++ -*-===//
+//
+// Part of the Weft project.
+//
+//===----------------------------------------------------------------------===//
+//
+// One interface for the collectives a partitioned step calls, whatever
+// library carries them: gloo over TCP on CPUs (here), NCCL on GPUs later.
+// A communicator spans the ranks of one mesh-axis group; the runtime
+// context hands one per axis to generated code (WeftAxisComm::comm).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef WEFT_RUNTIME_COLLECTIVES_H
+#define WEFT_RUNTIME_COLLECTIVES_H
+
+#include "weft/Formats/HostArray.h"
+#include "weft/Runtime/Rendezvous.h"
+
+#include <chrono>
+#include <cstddef>
+#include <memory>
+#include <string>
+
+namespace weft {
+namespace rt {
+
+class Communicator {
+public:
+  virtual ~Communicator();
+  int rank() const { return myRank; }
+  int size() const { return numRanks; }
+
+  /// data = the sum over ranks of data, elementwise, in place.
+  virtual Status allReduceSum(float *data, size_t count) = 0;
+  /// out (size() * count) = every rank's `in` (count), in rank order.
+  virtual Status allGather(const float *in, size_t count, float *out) = 0;
+  /// out (count) = this rank's slice of the sum over ranks of `in`
+  /// (size() * count).
+  virtual Status reduceScatterSum(const float *in, size_t count,
+                                  float *out) = 0;
+  /// data = root's data.
+  virtual Status broadcast(float *data, size_t count, int root) = 0;
+  virtual Status barrier() = 0;
+
+protected:
+  Communicator(int rank, int size) : myRank(rank), numRanks(size) {}
+
+private:
+  int myRank, numRanks;
+};
+
+/// A gloo communicator over TCP for the `size` ranks that meet in `store`
+/// under `prefix` (one prefix per group). `hostname` is the address this
+/// rank's peers reach it at. Waits up to `timeout` for the group, and
+/// every collective fails after `timeout` rather than hanging.
+Status createGlooCommunicator(StoreClient &store, const std::string &prefix,
+                              int rank, int size, const std::string &hostname,
+                              std::chrono::milliseconds timeout,
+                              std::unique_ptr<Communicator> &out);
+
+} // namespace rt
+} // namespace weft
+
+#endif // WEFT_RUNTIME_COLLECTIVES_H

@@ -1,0 +1,179 @@
+//===- Gloo.cpp - Collectives over gloo's TCP transport -------------------===//
+//
+// Part of the Weft project.
+//
+//===----------------------------------------------------------------------===//
+//
+// gloo reports failures by throwing; this file (compiled with exceptions)
+// turns them into Status at every entry point, so nothing escapes into the
+// training loop.
+//
+//===----------------------------------------------------------------------===//
+
+#include "weft/Runtime/Collectives.h"
+
+#include <gloo/allgather.h>
+#include <gloo/allreduce.h>
+#include <gloo/barrier.h>
+#include <gloo/broadcast.h>
+#include <gloo/rendezvous/context.h>
+#include <gloo/rendezvous/prefix_store.h>
+#include <gloo/rendezvous/store.h>
+#include <gloo/transport/tcp/device.h>
+
+#include <cstring>
+#include <stdexcept>
+#include <vector>
+
+using namespace weft::rt;
+
+Communicator::~Communicator() = default;
+
+namespace {
+
+/// gloo's view of the rendezvous store.
+class StoreAdapter : public gloo::rendezvous::Store {
+public:
+  StoreAdapter(StoreClient &client, std::chrono::milliseconds timeout)
+      : client(client), timeout(timeout) {}
+
+  void set(const std::string &key, const std::vector<char> &data) override {
+    if (Status s = client.set(key, data); !s.ok())
+      throw std::runtime_error(s.message);
+  }
+  std::vector<char> get(const std::string &key) override {
+    std::vector<char> value;
+    if (Status s = client.get(key, timeout, value); !s.ok())
+      throw std::runtime_error(s.message);
+    return value;
+  }
+  void wait(const std::vector<std::string> &keys) override {
+    wait(keys, timeout);
+  }
+  void wait(const std::vector<std::string> &keys,
+            const std::chrono::milliseconds &limit) override {
+    std::vector<char> ignored;
+    for (const std::string &key : keys)
+      if (Status s = client.get(key, limit, ignored); !s.ok())
+        throw std::runtime_error(s.message);
+  }
+
+private:
+  StoreClient &client;
+  std::chrono::milliseconds timeout;
+};
+
+class GlooCommunicator : public Communicator {
+public:
+  GlooCommunicator(int rank, int size, std::shared_ptr<gloo::Context> context,
+                   std::chrono::milliseconds timeout)
+      : Communicator(rank, size), context(std::move(context)),
+        timeout(timeout) {}
+
+  Status allReduceSum(float *data, size_t count) override {
+    return guard("all-reduce", [&] {
+      gloo::AllreduceOptions opts(context);
+      opts.setOutput(data, count);
+      opts.setReduceFunction(
+          static_cast<void (*)(void *, const void *, const void *, size_t)>(
+              &gloo::sum<float>));
+      opts.setTag(nextTag());
+      opts.setTimeout(timeout);
+      gloo::allreduce(opts);
+    });
+  }
+
+  Status allGather(const float *in, size_t count, float *out) override {
+    return guard("all-gather", [&] {
+      gloo::AllgatherOptions opts(context);
+      opts.setInput(const_cast<float *>(in), count);
+      opts.setOutput(out, count * size_t(size()));
+      opts.setTag(nextTag());
+      opts.setTimeout(timeout);
+      gloo::allgather(opts);
+    });
+  }
+
+  /// An all-reduce of the whole buffer, then this rank's slice: the same
+  /// numbers as a ring reduce-scatter at twice its traffic. The partitioned
+  /// step's bandwidth-bound reduce-scatter gets a ring of its own when ZeRO
+  /// lands on it.
+  Status reduceScatterSum(const float *in, size_t count, float *out) override {
+    std::vector<float> sum(in, in + count * size_t(size()));
+    if (Status s = allReduceSum(sum.data(), sum.size()); !s.ok())
+      return s;
+    std::memcpy(out, sum.data() + count * size_t(rank()),
+                count * sizeof(float));
+    return Status::success();
+  }
+
+  Status broadcast(float *data, size_t count, int root) override {
+    if (root < 0 || root >= size())
+      return Status::error("broadcast: root " + std::to_string(root) +
+                           " is not a rank of a group of " +
+                           std::to_string(size()));
+    return guard("broadcast", [&] {
+      gloo::BroadcastOptions opts(context);
+      opts.setOutput(data, count);
+      opts.setRoot(root);
+      opts.setTag(nextTag());
+      opts.setTimeout(timeout);
+      gloo::broadcast(opts);
+    });
+  }
+
+  Status barrier() override {
+    return guard("barrier", [&] {
+      gloo::BarrierOptions opts(context);
+      opts.setTag(nextTag());
+      opts.setTimeout(timeout);
+      gloo::barrier(opts);
+    });
+  }
+
+private:
+  template <typename F> Status guard(const char *what, F &&body) {
+    try {
+      body();
+      return Status::success();
+    } catch (const std::exception &e) {
+      return Status::error(std::string(what) + " on rank " +
+                           std::to_string(rank()) + " of " +
+                           std::to_string(size()) + " failed: " + e.what());
+    }
+  }
+  uint32_t nextTag() { return tag++; }
+
+  std::shared_ptr<gloo::Context> context;
+  std::chrono::milliseconds timeout;
+  uint32_t tag = 0;
+};
+
+} // namespace
+
+Status weft::rt::createGlooCommunicator(StoreClient &store,
+                                        const std::string &prefix, int rank,
+                                        int size, const std::string &hostname,
+                                        std::chrono::milliseconds timeout,
+                                        std::unique_ptr<Communicator> &out) {
+  if (size < 1 || rank < 0 || rank >= size)
+    return Status::error("communicator: rank " + std::to_string(rank) +
+                         " is not in a group of " + std::to_string(size));
+  try {
+    gloo::transport::tcp::attr attr;
+    attr.hostname = hostname;
+    auto device = gloo::transport::tcp::CreateDevice(attr);
+    auto context = std::make_shared<gloo::rendezvous::Context>(rank, size);
+    context->setTimeout(timeout);
+    StoreAdapter adapter(store, timeout);
+    gloo::rendezvous::PrefixStore prefixed(prefix, adapter);
+    context->connectFullMesh(prefixed, device);
+    out = std::make_unique<GlooCommunicator>(rank, size, std::move(context),
+                                             timeout);
+    return Status::success();
+  } catch (const std::exception &e) {
+    return Status::error("communicator " + quote(prefix) + ": rank " +
+                         std::to_string(rank) + " of " + std::to_string(size) +
+                         " could not connect to its peers: " + e.what());
+  }
+}

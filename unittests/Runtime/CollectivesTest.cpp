@@ -1,0 +1,187 @@
+//===- CollectivesTest.cpp - Rendezvous store and gloo collectives --------===//
+//
+// Part of the Weft project.
+//
+//===----------------------------------------------------------------------===//
+//
+// Ranks are real processes (fork), as in a job: each connects to the store
+// the parent hosts, joins a gloo group and checks the collectives' numbers.
+//
+//===----------------------------------------------------------------------===//
+
+#include "weft/Runtime/Collectives.h"
+#include "weft/Runtime/Rendezvous.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+using namespace weft::rt;
+using namespace std::chrono_literals;
+
+namespace {
+
+/// Runs `body(rank)` in `size` child processes; returns their exit codes.
+std::vector<int> runRanks(int size, const std::function<int(int)> &body) {
+  std::vector<pid_t> pids;
+  for (int r = 0; r < size; ++r) {
+    pid_t pid = ::fork();
+    if (pid == 0) {
+      int code = 1;
+      try {
+        code = body(r);
+      } catch (...) {
+      }
+      ::_exit(code);
+    }
+    pids.push_back(pid);
+  }
+  std::vector<int> codes;
+  for (pid_t pid : pids) {
+    int status = 0;
+    ::waitpid(pid, &status, 0);
+    codes.push_back(WIFEXITED(status) ? WEXITSTATUS(status) : 128);
+  }
+  return codes;
+}
+
+TEST(RendezvousTest, SetAndWaitingGet) {
+  std::unique_ptr<StoreServer> server;
+  ASSERT_TRUE(StoreServer::start("127.0.0.1", 0, server).ok());
+  int port = server->port();
+  ASSERT_GT(port, 0);
+  std::vector<int> codes = runRanks(2, [&](int rank) {
+    std::unique_ptr<StoreClient> client;
+    if (!StoreClient::connect("127.0.0.1", port, 5s, client).ok())
+      return 2;
+    if (rank == 1) {
+      // Rank 0 waits for this.
+      ::usleep(100000);
+      return client->set("from1", {'h', 'i'}).ok() ? 0 : 3;
+    }
+    std::vector<char> value;
+    Status s = client->get("from1", 5s, value);
+    return s.ok() && value == std::vector<char>{'h', 'i'} ? 0 : 4;
+  });
+  EXPECT_EQ(codes, (std::vector<int>{0, 0}));
+}
+
+TEST(RendezvousTest, ErrorsSayWhatIsMissing) {
+  std::unique_ptr<StoreServer> server;
+  ASSERT_TRUE(StoreServer::start("127.0.0.1", 0, server).ok());
+  // The port is taken.
+  std::unique_ptr<StoreServer> second;
+  Status busy = StoreServer::start("127.0.0.1", server->port(), second);
+  EXPECT_FALSE(busy.ok());
+  EXPECT_NE(busy.message.find("cannot listen on 127.0.0.1:" +
+                              std::to_string(server->port())),
+            std::string::npos)
+      << busy.message;
+  // A key no rank sets.
+  std::unique_ptr<StoreClient> client;
+  ASSERT_TRUE(
+      StoreClient::connect("127.0.0.1", server->port(), 5s, client).ok());
+  std::vector<char> value;
+  Status missing = client->get("never", 200ms, value);
+  EXPECT_FALSE(missing.ok());
+  EXPECT_NE(missing.message.find("'never' was not set within 200 ms"),
+            std::string::npos)
+      << missing.message;
+  // No store at all.
+  int port = server->port();
+  server.reset();
+  client.reset();
+  std::unique_ptr<StoreClient> orphan;
+  Status unreachable = StoreClient::connect("127.0.0.1", port, 300ms, orphan);
+  EXPECT_FALSE(unreachable.ok());
+  EXPECT_NE(unreachable.message.find("cannot reach rank 0's store at "
+                                     "127.0.0.1:" +
+                                     std::to_string(port)),
+            std::string::npos)
+      << unreachable.message;
+}
+
+TEST(CollectivesTest, GlooMatchesTheArithmetic) {
+  const int size = 3;
+  std::unique_ptr<StoreServer> server;
+  ASSERT_TRUE(StoreServer::start("127.0.0.1", 0, server).ok());
+  int port = server->port();
+  std::vector<int> codes = runRanks(size, [&](int rank) {
+    std::unique_ptr<StoreClient> client;
+    if (!StoreClient::connect("127.0.0.1", port, 10s, client).ok())
+      return 2;
+    std::unique_ptr<Communicator> comm;
+    Status s = createGlooCommunicator(*client, "dp", rank, size, "127.0.0.1",
+                                      10s, comm);
+    if (!s.ok()) {
+      std::fprintf(stderr, "%s\n", s.message.c_str());
+      return 3;
+    }
+    // All-reduce: sum over ranks of (rank + 1) * (i + 1).
+    std::vector<float> x(1000);
+    for (size_t i = 0; i < x.size(); ++i)
+      x[i] = float((rank + 1) * (i + 1));
+    if (!comm->allReduceSum(x.data(), x.size()).ok())
+      return 4;
+    for (size_t i = 0; i < x.size(); ++i)
+      if (x[i] != float(6 * (i + 1)))
+        return 5;
+    // All-gather: rank r contributes {r, r}.
+    float mine[2] = {float(rank), float(rank)};
+    std::vector<float> all(2 * size);
+    if (!comm->allGather(mine, 2, all.data()).ok())
+      return 6;
+    for (int r = 0; r < size; ++r)
+      if (all[2 * r] != float(r) || all[2 * r + 1] != float(r))
+        return 7;
+    // Reduce-scatter: every rank holds 0..5; rank r gets slice r of 3x.
+    std::vector<float> in(2 * size), out(2);
+    for (size_t i = 0; i < in.size(); ++i)
+      in[i] = float(i);
+    if (!comm->reduceScatterSum(in.data(), 2, out.data()).ok())
+      return 8;
+    if (out[0] != float(3 * 2 * rank) || out[1] != float(3 * (2 * rank + 1)))
+      return 9;
+    // Broadcast from rank 2.
+    float b[3] = {float(rank), 0, 0};
+    if (!comm->broadcast(b, 3, 2).ok() || b[0] != 2.0f)
+      return 10;
+    if (comm->broadcast(b, 3, 7).ok())
+      return 11;
+    return comm->barrier().ok() ? 0 : 12;
+  });
+  EXPECT_EQ(codes, (std::vector<int>{0, 0, 0}));
+}
+
+TEST(CollectivesTest, AMissingRankTimesOut) {
+  std::unique_ptr<StoreServer> server;
+  ASSERT_TRUE(StoreServer::start("127.0.0.1", 0, server).ok());
+  int port = server->port();
+  // Only rank 0 of 2 shows up.
+  std::vector<int> codes = runRanks(1, [&](int) {
+    std::unique_ptr<StoreClient> client;
+    if (!StoreClient::connect("127.0.0.1", port, 5s, client).ok())
+      return 2;
+    std::unique_ptr<Communicator> comm;
+    Status s = createGlooCommunicator(*client, "dp", 0, 2, "127.0.0.1", 500ms,
+                                      comm);
+    if (s.ok())
+      return 3;
+    bool named =
+        s.message.find("rank 0 of 2 could not connect to its peers") !=
+            std::string::npos &&
+        s.message.find("was not set within 500 ms") != std::string::npos;
+    if (!named)
+      std::fprintf(stderr, "%s\n", s.message.c_str());
+    return named ? 0 : 4;
+  });
+  EXPECT_EQ(codes, (std::vector<int>{0}));
+}
+
+} // namespace
