@@ -722,7 +722,10 @@ Status openTokens(const DataLoaderOptions &opt,
 struct DataLoader::Impl {
   DataLoaderOptions options;
   std::unique_ptr<SampleSource> source;
-  int64_t n = 0, batch = 0;
+  /// Samples in the data set; this rank's batch (the inputs' axis 0); the
+  /// global batch, every rank's together, which the order and the state
+  /// count in.
+  int64_t n = 0, batch = 0, globalBatch = 0;
   std::vector<size_t> sampleBytes;
 
   // Producer side (background thread only).
@@ -748,7 +751,7 @@ struct DataLoader::Impl {
 
   /// Moves to the next epoch once fewer than a batch is left in this one.
   void normalize(DataLoaderState &st) const {
-    if (st.samplesConsumed + batch > n) {
+    if (st.samplesConsumed + globalBatch > n) {
       ++st.epoch;
       st.samplesConsumed = 0;
     }
@@ -760,8 +763,11 @@ struct DataLoader::Impl {
       orderEpoch = cursor.epoch;
     }
     indices.resize(size_t(batch));
+    // This rank's slice of the global batch: the global order does not
+    // depend on the number of ranks, so 1 and N ranks see the same batches.
+    int64_t first = cursor.samplesConsumed + options.rank * batch;
     for (int64_t j = 0; j < batch; ++j) {
-      int64_t pos = cursor.samplesConsumed + j;
+      int64_t pos = first + j;
       indices[size_t(j)] = options.shuffle ? int64_t(order[size_t(pos)]) : pos;
     }
     out.inputs.clear();
@@ -776,7 +782,7 @@ struct DataLoader::Impl {
     }
     if (Status s = source->read(indices.data(), indices.size(), dst); !s.ok())
       return s;
-    cursor.samplesConsumed += batch;
+    cursor.samplesConsumed += globalBatch;
     normalize(cursor);
     out.stateAfter = cursor;
     return Status::success();
@@ -836,6 +842,11 @@ Status DataLoader::open(const DataLoaderOptions &options,
   impl->options.prefetch = std::max(1, options.prefetch);
   if (options.inputs.empty())
     return Status::error("the model takes no batch inputs");
+  if (options.numRanks < 1 || options.rank < 0 ||
+      options.rank >= options.numRanks)
+    return Status::error("data: rank " + std::to_string(options.rank) +
+                         " is not one of " + std::to_string(options.numRanks) +
+                         " ranks");
   impl->batch =
       options.inputs[0].shape.empty() ? 0 : options.inputs[0].shape[0];
   for (const BatchInputSpec &in : options.inputs) {
@@ -846,6 +857,7 @@ Status DataLoader::open(const DataLoaderOptions &options,
                            " has no valid batch axis");
     impl->sampleBytes.push_back(bytes / size_t(impl->batch));
   }
+  impl->globalBatch = impl->batch * options.numRanks;
   bool tokens = !options.tokenShards.empty();
   if (tokens && !options.arrays.empty())
     return Status::error("give either .npy arrays or token files, not both");
@@ -854,9 +866,13 @@ Status DataLoader::open(const DataLoaderOptions &options,
       !s.ok())
     return s;
   impl->n = impl->source->numSamples();
-  if (impl->n < impl->batch)
-    return Status::error(impl->source->describe() + ": fewer samples than " +
-                         "the batch size " + std::to_string(impl->batch));
+  if (impl->n < impl->globalBatch)
+    return Status::error(
+        impl->source->describe() + ": fewer samples than the batch size " +
+        std::to_string(impl->globalBatch) +
+        (options.numRanks > 1 ? " (" + std::to_string(impl->batch) + " on each of " +
+                                    std::to_string(options.numRanks) + " ranks)"
+                              : std::string()));
   if (options.shuffle && uint64_t(impl->n) > UINT32_MAX)
     return Status::error(impl->source->describe() +
                          ": too many samples to shuffle (at most 2^32-1)");
@@ -865,8 +881,8 @@ Status DataLoader::open(const DataLoaderOptions &options,
   st.numSamples = impl->n;
   st.shuffle = options.shuffle;
   // A state saved for a larger data set may point past this one's end.
-  if (st.samplesConsumed % impl->batch != 0)
-    st.samplesConsumed -= st.samplesConsumed % impl->batch;
+  if (st.samplesConsumed % impl->globalBatch != 0)
+    st.samplesConsumed -= st.samplesConsumed % impl->globalBatch;
   impl->normalize(st);
   impl->cursor = st;
   impl->consumed = st;
@@ -904,7 +920,10 @@ Status DataLoader::next(Batch &out) {
 DataLoaderState DataLoader::state() const { return impl->consumed; }
 int64_t DataLoader::numSamples() const { return impl->n; }
 int64_t DataLoader::batchSize() const { return impl->batch; }
-int64_t DataLoader::batchesPerEpoch() const { return impl->n / impl->batch; }
+int64_t DataLoader::globalBatchSize() const { return impl->globalBatch; }
+int64_t DataLoader::batchesPerEpoch() const {
+  return impl->n / impl->globalBatch;
+}
 int64_t DataLoader::tokensPerSample() const {
   return impl->source->tokensPerSample();
 }

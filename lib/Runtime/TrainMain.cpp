@@ -339,6 +339,10 @@ int Trainer::run(bool seedGiven) {
   DataLoaderOptions dataOpts;
   if (Status s = resolveData(spec, opts, dataOpts); !s.ok())
     return fail(s);
+  // Each data-parallel rank reads its slice of every global batch. Until
+  // meshes have other axes, every rank is a data-parallel one.
+  dataOpts.rank = ctx.rank;
+  dataOpts.numRanks = ctx.worldSize;
   int labels = spec.findArg(dataOpts.labelsName,
                            weft::contract::roleName(weft::contract::Role::Input));
   if (labels >= 0 && spec.numClasses == 0 &&

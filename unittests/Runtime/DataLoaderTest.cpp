@@ -198,6 +198,68 @@ TEST_F(DataLoaderTest, ResumingFromAStateRepeatsTheSameBatches) {
   }
 }
 
+TEST_F(DataLoaderTest, RanksSplitTheSameGlobalBatches) {
+  // 3 ranks with 2 samples each see, together, exactly what 1 rank with
+  // 6 does, step after step across epochs (20 samples: 3 global batches
+  // per epoch), and every rank's state is that rank's state.
+  writeArrays(20);
+  DataLoaderState start;
+  start.seed = 5;
+  std::unique_ptr<DataLoader> one;
+  ASSERT_TRUE(DataLoader::open(arrayOptions(6), start, one).ok());
+  std::vector<std::unique_ptr<DataLoader>> ranks(3);
+  for (int r = 0; r < 3; ++r) {
+    DataLoaderOptions o = arrayOptions(2);
+    o.rank = r;
+    o.numRanks = 3;
+    ASSERT_TRUE(DataLoader::open(o, start, ranks[r]).ok());
+    EXPECT_EQ(ranks[r]->batchSize(), 2);
+    EXPECT_EQ(ranks[r]->globalBatchSize(), 6);
+    EXPECT_EQ(ranks[r]->batchesPerEpoch(), 3);
+  }
+  for (int step = 0; step < 7; ++step) {
+    Batch whole;
+    ASSERT_TRUE(one->next(whole).ok());
+    std::vector<int64_t> together;
+    for (int r = 0; r < 3; ++r) {
+      Batch part;
+      ASSERT_TRUE(ranks[r]->next(part).ok());
+      for (int64_t s : samplesOf(part, 2))
+        together.push_back(s);
+      EXPECT_EQ(part.stateAfter.samplesConsumed,
+                whole.stateAfter.samplesConsumed);
+      EXPECT_EQ(part.stateAfter.epoch, whole.stateAfter.epoch);
+    }
+    EXPECT_EQ(together, samplesOf(whole, 6)) << "step " << step;
+  }
+  // A state saved by the 3 ranks resumes on 1 rank where they stopped.
+  std::unique_ptr<DataLoader> resumed;
+  ASSERT_TRUE(
+      DataLoader::open(arrayOptions(6), ranks[0]->state(), resumed).ok());
+  Batch next, expected;
+  ASSERT_TRUE(resumed->next(next).ok());
+  ASSERT_TRUE(one->next(expected).ok());
+  EXPECT_EQ(samplesOf(next, 6), samplesOf(expected, 6));
+}
+
+TEST_F(DataLoaderTest, RanksNeedAWholeGlobalBatch) {
+  writeArrays(5);
+  DataLoaderOptions o = arrayOptions(2);
+  o.rank = 1;
+  o.numRanks = 3;
+  std::unique_ptr<DataLoader> dl;
+  Status s = DataLoader::open(o, DataLoaderState(), dl);
+  EXPECT_FALSE(s.ok());
+  EXPECT_NE(s.message.find("fewer samples than the batch size 6 (2 on each "
+                           "of 3 ranks)"),
+            std::string::npos)
+      << s.message;
+  o.rank = 3;
+  s = DataLoader::open(o, DataLoaderState(), dl);
+  EXPECT_NE(s.message.find("rank 3 is not one of 3 ranks"), std::string::npos)
+      << s.message;
+}
+
 TEST_F(DataLoaderTest, ConvertsCompatibleDtypes) {
   writeArrays(4, DType::F64, DType::U8);
   std::unique_ptr<DataLoader> dl;

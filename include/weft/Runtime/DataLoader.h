@@ -112,6 +112,11 @@ struct DataLoaderOptions {
   /// When > 0, integer labels and all tokens must lie in [0, numClasses).
   int64_t numClasses = 0;
   bool shuffle = true;
+  /// This rank among the data-parallel ranks: each global batch is
+  /// `numRanks` times the inputs' axis 0, in an order that does not depend
+  /// on `numRanks`, and this rank reads slice `rank` of it. The state counts
+  /// global samples, so a run resumes at another number of ranks.
+  int rank = 0, numRanks = 1;
   /// Ready batches kept by the background thread.
   int prefetch = 2;
 };
@@ -145,7 +150,9 @@ public:
   DataLoaderState state() const;
 
   int64_t numSamples() const;
+  /// This rank's batch (the inputs' axis 0), and every rank's together.
   int64_t batchSize() const;
+  int64_t globalBatchSize() const;
   int64_t batchesPerEpoch() const;
   /// Tokens per sample for token data (T), 0 for arrays.
   int64_t tokensPerSample() const;
