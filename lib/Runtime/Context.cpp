@@ -98,8 +98,41 @@ Status weft::rt::readLaunchInfo(
     info.launcher = names.launcher;
     break;
   }
+
+  if (const char *port = getenv("MASTER_PORT")) {
+    int value = 0;
+    if (!parseCount(port, value) || value < 1 || value > 65535)
+      return Status::error("MASTER_PORT=" + quote(port) +
+                           " must be a port number in [1, 65535]");
+    info.masterPort = value;
+  }
+  if (const char *addr = getenv("MASTER_ADDR"); addr && *addr) {
+    info.masterAddr = addr;
+  } else if (const char *nodes = info.launcher == "Slurm"
+                                     ? getenv("SLURM_JOB_NODELIST")
+                                     : nullptr) {
+    info.masterAddr = firstSlurmHost(nodes);
+  } else if (info.localWorldSize < info.worldSize) {
+    return Status::error(
+        std::to_string(info.worldSize) + " ranks span several nodes (" +
+        std::to_string(info.localWorldSize) +
+        " on this one), but MASTER_ADDR is not set: give rank 0's host "
+        "(with mpirun: -x MASTER_ADDR=host)");
+  }
   out = info;
   return Status::success();
+}
+
+std::string weft::rt::firstSlurmHost(const std::string &list) {
+  // "node[07-09,12],gpu3" -> "node07"; "a,b" -> "a"; "x" -> "x".
+  size_t comma = list.find(',');
+  size_t bracket = list.find('[');
+  if (bracket == std::string::npos || (comma != std::string::npos &&
+                                       comma < bracket))
+    return list.substr(0, comma);
+  std::string prefix = list.substr(0, bracket);
+  size_t end = list.find_first_of("-,]", bracket + 1);
+  return prefix + list.substr(bracket + 1, end - bracket - 1);
 }
 
 //===----------------------------------------------------------------------===//

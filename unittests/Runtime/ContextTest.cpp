@@ -46,6 +46,7 @@ TEST(LaunchInfoTest, ReadsTorchrunFirst) {
                          {"WORLD_SIZE", "4"},
                          {"LOCAL_RANK", "1"},
                          {"LOCAL_WORLD_SIZE", "2"},
+                         {"MASTER_ADDR", "node0"},
                          {"OMPI_COMM_WORLD_RANK", "0"},
                          {"OMPI_COMM_WORLD_SIZE", "8"}},
                         info);
@@ -62,7 +63,8 @@ TEST(LaunchInfoTest, ReadsOpenMpiAndSlurm) {
   ASSERT_TRUE(launchFrom({{"OMPI_COMM_WORLD_RANK", "5"},
                           {"OMPI_COMM_WORLD_SIZE", "8"},
                           {"OMPI_COMM_WORLD_LOCAL_RANK", "1"},
-                          {"OMPI_COMM_WORLD_LOCAL_SIZE", "4"}},
+                          {"OMPI_COMM_WORLD_LOCAL_SIZE", "4"},
+                          {"MASTER_ADDR", "node0"}},
                          info)
                   .ok());
   EXPECT_EQ(info.launcher, "OpenMPI");
@@ -106,6 +108,45 @@ TEST(LaunchInfoTest, BadValuesNameTheVariable) {
                    {"LOCAL_RANK", "2"},
                    {"LOCAL_WORLD_SIZE", "2"}}),
             "LOCAL_RANK=2 and LOCAL_WORLD_SIZE=2 do not fit WORLD_SIZE=2");
+}
+
+TEST(LaunchInfoTest, FindsRankZero) {
+  LaunchInfo info;
+  ASSERT_TRUE(launchFrom({}, info).ok());
+  EXPECT_EQ(info.masterAddr, "127.0.0.1");
+  EXPECT_EQ(info.masterPort, 29500);
+  ASSERT_TRUE(launchFrom({{"RANK", "1"},
+                          {"WORLD_SIZE", "2"},
+                          {"MASTER_ADDR", "10.1.2.3"},
+                          {"MASTER_PORT", "1234"}},
+                         info)
+                  .ok());
+  EXPECT_EQ(info.masterAddr, "10.1.2.3");
+  EXPECT_EQ(info.masterPort, 1234);
+  ASSERT_TRUE(launchFrom({{"SLURM_PROCID", "3"},
+                          {"SLURM_NTASKS", "8"},
+                          {"SLURM_LOCALID", "1"},
+                          {"SLURM_NTASKS_PER_NODE", "4"},
+                          {"SLURM_JOB_NODELIST", "gpu[07-08,12],login"}},
+                         info)
+                  .ok());
+  EXPECT_EQ(info.masterAddr, "gpu07");
+  EXPECT_EQ(firstSlurmHost("a,b"), "a");
+  EXPECT_EQ(firstSlurmHost("node5"), "node5");
+  EXPECT_EQ(firstSlurmHost("n[3]"), "n3");
+  // Ranks on several nodes need to be told where rank 0 is.
+  Status s = launchFrom({{"OMPI_COMM_WORLD_RANK", "0"},
+                         {"OMPI_COMM_WORLD_SIZE", "4"},
+                         {"OMPI_COMM_WORLD_LOCAL_RANK", "0"},
+                         {"OMPI_COMM_WORLD_LOCAL_SIZE", "2"}},
+                        info);
+  EXPECT_NE(s.message.find("4 ranks span several nodes (2 on this one), but "
+                           "MASTER_ADDR is not set"),
+            std::string::npos)
+      << s.message;
+  s = launchFrom({{"MASTER_PORT", "70000"}}, info);
+  EXPECT_EQ(s.message, "MASTER_PORT='70000' must be a port number in [1, "
+                       "65535]");
 }
 
 TEST(ThreadPoolTest, CallsEveryIndexOnce) {

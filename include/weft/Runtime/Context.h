@@ -35,6 +35,11 @@ struct LaunchInfo {
   /// Which launcher's variables were read ("torchrun", "OpenMPI", "Slurm"),
   /// or empty when none were set (a single process).
   std::string launcher;
+  /// Where rank 0 hosts the rendezvous: MASTER_ADDR and MASTER_PORT; under
+  /// Slurm without MASTER_ADDR, the first host of the job's node list;
+  /// otherwise loopback (ranks on one node) and port 29500.
+  std::string masterAddr = "127.0.0.1";
+  int masterPort = 29500;
   /// WEFT_HEARTBEAT_FILE: a file weftrun watches; the loop touches it after
   /// every step, and a rank that stops touching it counts as hung.
   std::string heartbeatFile;
@@ -43,11 +48,16 @@ struct LaunchInfo {
 /// Reads torchrun's RANK, WORLD_SIZE, LOCAL_RANK and LOCAL_WORLD_SIZE, else
 /// OpenMPI's OMPI_COMM_WORLD_{RANK,SIZE,LOCAL_RANK,LOCAL_SIZE}, else Slurm's
 /// SLURM_{PROCID,NTASKS,LOCALID} (and SLURM_NTASKS_PER_NODE when it is one
-/// number), through `getenv`. Errors name the variable: a value that is not
-/// a non-negative integer, a rank outside the world, a size below 1, or a
-/// launcher that sets a rank without a world size.
+/// number), through `getenv`, and where rank 0 is (see LaunchInfo). Errors
+/// name the variable: a value that is not a non-negative integer, a rank
+/// outside the world, a size below 1, a launcher that sets a rank without a
+/// world size, a port outside [1, 65535], or ranks on several nodes with
+/// nothing saying where rank 0 is.
 Status readLaunchInfo(const std::function<const char *(const char *)> &getenv,
                       LaunchInfo &out);
+
+/// The first host of a Slurm node list ("node[07-09,12],gpu3" -> "node07").
+std::string firstSlurmHost(const std::string &list);
 
 /// A fixed set of worker threads behind WeftRuntimeContext::parallelFor.
 /// Threads start on the first parallel loop, so a step that never asks for
