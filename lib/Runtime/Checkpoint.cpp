@@ -262,8 +262,11 @@ Status checksumFile(const std::string &path, uint64_t &size, uint64_t &hash) {
 /// Verifies one checkpoint. `damage` is set (and OK returned) when it is
 /// unusable but may be skipped; errors are returned for a checkpoint that
 /// must stop the run.
+/// Checks checkpoint `path` against `tensors` (the compiled model's), or,
+/// with `tensors` null, against its own manifest. A damaged checkpoint
+/// leaves `damage` set; errors mean it must not be used at all.
 Status verify(const std::string &path,
-              const std::vector<CheckpointTensor> &tensors, Manifest &m,
+              const std::vector<CheckpointTensor> *tensors, Manifest &m,
               SafeTensorsFile &file, std::string &damage) {
   std::string manifestPath = join(path, kManifest);
   if (!exists(manifestPath)) {
@@ -280,7 +283,8 @@ Status verify(const std::string &path,
                          " is newer than this runtime's (" +
                          std::to_string(kCheckpointFormatVersion) +
                          "); resume it with the newer runtime");
-  if (std::string diff = firstMismatch(m, tensors); !diff.empty())
+  if (std::string diff = tensors ? firstMismatch(m, *tensors) : "";
+      !diff.empty())
     return Status::error(
         path + " is a checkpoint of a different model: " + diff +
         ". Use another --checkpoint-dir, or remove the old checkpoints to "
@@ -306,10 +310,10 @@ Status verify(const std::string &path,
     damage = s.message;
     return Status::success();
   }
-  for (const CheckpointTensor &t : tensors) {
+  for (const ManifestTensor &t : m.tensors) {
     auto it = std::find_if(file.tensors.begin(), file.tensors.end(),
                            [&](const auto &e) { return e.first == t.name; });
-    if (it == file.tensors.end() || it->second.dtype != t.dtype ||
+    if (it == file.tensors.end() || dtypeName(it->second.dtype) != t.dtype ||
         it->second.shape != t.shape) {
       damage = tensorsPath + ": tensor " + quote(t.name) +
                " is missing or differs from the manifest";
@@ -504,7 +508,7 @@ Status weft::rt::restoreLatestCheckpoint(
     Manifest m;
     SafeTensorsFile file;
     std::string damage;
-    if (Status s = verify(path, tensors, m, file, damage); !s.ok())
+    if (Status s = verify(path, &tensors, m, file, damage); !s.ok())
       return s;
     if (damage.empty() && m.step != step)
       damage = join(path, kManifest) + ": records step " +
@@ -557,4 +561,44 @@ Status weft::rt::restoreLatestCheckpoint(
   return Status::error(dir + ": no usable checkpoint (all " +
                        std::to_string(all.size()) +
                        " are damaged); move them away to start over:" + list);
+}
+
+Status weft::rt::readCheckpoint(const std::string &path,
+                                StoredCheckpoint &out) {
+  out = StoredCheckpoint();
+  std::vector<std::pair<int64_t, std::string>> candidates;
+  if (exists(join(path, kManifest)))
+    candidates.push_back({-1, path});
+  else
+    candidates = listCheckpoints(path);
+  if (candidates.empty())
+    return Status::error(path + ": neither a checkpoint (no " +
+                         std::string(kManifest) +
+                         ") nor a folder of checkpoints (no step-* inside)");
+  for (const auto &[step, candidate] : candidates) {
+    Manifest m;
+    SafeTensorsFile file;
+    std::string damage;
+    if (Status s = verify(candidate, nullptr, m, file, damage); !s.ok())
+      return s;
+    if (!damage.empty()) {
+      if (candidates.size() == 1 && step < 0)
+        return Status::error(candidate + " is damaged: " + damage);
+      out.warnings.push_back("warning: skipping damaged checkpoint " +
+                             candidate + ": " + damage);
+      continue;
+    }
+    out.path = candidate;
+    out.meta.step = m.step;
+    out.meta.dataLoaderState = m.dataLoaderState;
+    out.meta.modelJson =
+        m.model.is_string() ? m.model.get<std::string>() : m.model.dump();
+    for (const ManifestTensor &t : m.tensors)
+      for (auto &[name, array] : file.tensors)
+        if (name == t.name)
+          out.tensors.push_back({t.name, t.kind, std::move(array)});
+    return Status::success();
+  }
+  return Status::error(path + ": no usable checkpoint (all " +
+                       std::to_string(candidates.size()) + " are damaged)");
 }

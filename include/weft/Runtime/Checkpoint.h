@@ -104,6 +104,29 @@ Status restoreLatestCheckpoint(const std::string &dir,
                                const std::string &modelJson,
                                RestoreResult &result);
 
+/// A checkpoint read back whole, without the model that wrote it.
+struct StoredCheckpoint {
+  /// The checkpoint's directory.
+  std::string path;
+  CheckpointMeta meta;
+  struct Tensor {
+    std::string name;
+    /// "param", "state" or "buffer".
+    std::string kind;
+    HostArray array;
+  };
+  /// In the manifest's order.
+  std::vector<Tensor> tensors;
+  /// Damaged newer checkpoints that were skipped, one line each.
+  std::vector<std::string> warnings;
+};
+
+/// Reads checkpoint `path`, or, when `path` is a folder of checkpoints, its
+/// newest usable one, checking the manifest, the size and checksum of its
+/// tensors and that they are what the manifest lists. Nothing is moved or
+/// deleted (unlike restoreLatestCheckpoint).
+Status readCheckpoint(const std::string &path, StoredCheckpoint &out);
+
 } // namespace rt
 } // namespace weft
 
