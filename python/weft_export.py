@@ -24,6 +24,11 @@ with the user's own PyTorch and arguments and
     weft.renamed     JSON object {graph name: {"name": state_dict name,
                      "transpose": bool}} for initializers the exporter
                      renamed (only with constant folding),
+    weft.aliases     JSON object {state_dict name: parameter name} for the
+                     state_dict entries that are a tied parameter under a
+                     second name (`lm_head.weight` -> `wte.weight`), so
+                     `weft-ckpt export` writes a state_dict that
+                     `load_state_dict(strict=True)` takes,
   which `weftc` honours: listed parameters train, listed buffers load but
   never train, and checkpoints use PyTorch's state_dict names.
 
@@ -40,6 +45,21 @@ import torch
 PARAMETERS_KEY = "weft.parameters"
 BUFFERS_KEY = "weft.buffers"
 RENAMED_KEY = "weft.renamed"
+ALIASES_KEY = "weft.aliases"
+
+
+def _aliases(model):
+    """{state_dict key: parameter name} for keys that name a parameter
+    already listed under another name (tied weights)."""
+    first = {}
+    for name, p in model.named_parameters():
+        first.setdefault(id(p), name)
+    aliases = {}
+    for key, value in model.state_dict(keep_vars=True).items():
+        owner = first.get(id(value))
+        if owner is not None and owner != key:
+            aliases[key] = owner
+    return aliases
 
 
 def _renamed(model, args, kwargs, param_names):
@@ -95,6 +115,7 @@ def export(model, args, f, **kwargs):
     try:
         torch.onnx.export(model, args, buf, **kwargs)
         param_names = [n for n, _ in model.named_parameters()]
+        aliases = _aliases(model)
         renamed = {}
         if kwargs["do_constant_folding"]:
             renamed = _renamed(model, args, kwargs, set(param_names))
@@ -111,12 +132,14 @@ def export(model, args, f, **kwargs):
             init.CopyFrom(numpy_helper.from_array(
                 buffers[init.name].cpu().numpy(), init.name))
     keep = [e for e in proto.metadata_props
-            if e.key not in (PARAMETERS_KEY, BUFFERS_KEY, RENAMED_KEY)]
+            if e.key not in (PARAMETERS_KEY, BUFFERS_KEY, RENAMED_KEY,
+                             ALIASES_KEY)]
     del proto.metadata_props[:]
     proto.metadata_props.extend(keep)
     for key, value in ((PARAMETERS_KEY, param_names),
                        (BUFFERS_KEY, [n for n, _ in model.named_buffers()]),
-                       (RENAMED_KEY, renamed)):
+                       (RENAMED_KEY, renamed),
+                       (ALIASES_KEY, aliases)):
         entry = proto.metadata_props.add()
         entry.key = key
         entry.value = json.dumps(value)

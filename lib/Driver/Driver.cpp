@@ -22,6 +22,7 @@
 #include "llvm/IR/Module.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/ToolOutputFile.h"
@@ -446,6 +447,29 @@ LogicalResult Driver::emitNative(ModuleOp module, const ModelAbi &abi,
     descriptor.workspaceBytes = ws.getInt();
   descriptor.weightsPath = weightsPath;
   descriptor.weightsSize = weightsSize;
+  // Large weights stay beside the executable: a 500 MB binary is slow to
+  // link, copy and start, and every rank would map all of it.
+  if (emit == Stage::Exe && weightsSize > options.embedWeightsLimit) {
+    std::string beside = options.output + ".weights.safetensors";
+    if (llvm::sys::fs::equivalent(beside, options.input))
+      return fail(beside + " is the input; refusing to overwrite it");
+    if (std::error_code ec = llvm::sys::fs::copy_file(weightsPath, beside))
+      return fail("cannot write " + beside + ": " + ec.message());
+    auto buffer = llvm::MemoryBuffer::getFile(beside, /*IsText=*/false,
+                                              /*RequiresNullTerminator=*/false);
+    if (!buffer)
+      return fail("cannot read back " + beside + ": " +
+                  buffer.getError().message());
+    descriptor.weightsFile = llvm::sys::path::filename(beside).str();
+    descriptor.weightsFileSize = (*buffer)->getBufferSize();
+    descriptor.weightsFileChecksum =
+        rt::fnv1a64((*buffer)->getBufferStart(), (*buffer)->getBufferSize());
+    descriptor.weightsPath.clear();
+    descriptor.weightsSize = 0;
+    llvm::errs() << options.tool << ": initial weights ("
+                 << mib(weightsSize) << ") kept beside the executable in "
+                 << beside << "\n";
+  }
 
   llvm::LLVMContext llvmContext;
   std::unique_ptr<llvm::Module> llvmModule;

@@ -429,6 +429,15 @@ Status weft::rt::writeFileAtomic(
   return Status::success();
 }
 
+uint64_t weft::rt::fnv1a64(const void *data, size_t n, uint64_t hash) {
+  const uint8_t *p = static_cast<const uint8_t *>(data);
+  for (size_t i = 0; i < n; ++i) {
+    hash ^= p[i];
+    hash *= 0x100000001b3ULL;
+  }
+  return hash;
+}
+
 std::string weft::rt::quote(const std::string &name) {
   static const char digits[] = "0123456789abcdef";
   std::string out = "'";

@@ -6,6 +6,8 @@
 
 #include "weft/Import/OnnxImporter.h"
 #include "weft/Support/DTypes.h"
+
+#include <nlohmann/json.hpp>
 #include "weft/Dialect/Weft/IR/WeftOps.h"
 #include "weft/Import/Initializers.h"
 #include "weft/Import/OnnxModel.h"
@@ -388,6 +390,28 @@ OwningOpRef<ModuleOp> Importer::run() {
                      builder.getStringAttr(options.weightsAttr.empty()
                                                ? path
                                                : options.weightsAttr));
+  // Tied parameters' second names, for a state_dict with every key.
+  for (const onnx::StringStringEntryProto &entry : model.metadata_props()) {
+    if (entry.key() != onnximport::kAliasesKey)
+      continue;
+    nlohmann::json map = nlohmann::json::parse(entry.value(), nullptr, false);
+    SmallVector<NamedAttribute> aliases;
+    if (map.is_object())
+      for (auto it = map.begin(); it != map.end(); ++it)
+        if (it.value().is_string())
+          aliases.push_back(builder.getNamedAttr(
+              it.key(), builder.getStringAttr(it.value().get<std::string>())));
+    if (!map.is_object() || aliases.size() != map.size()) {
+      emitError(fileLoc) << "the model's metadata '"
+                         << onnximport::kAliasesKey
+                         << "' is not a JSON object of names; re-export with "
+                            "python/weft_export.py";
+      return nullptr;
+    }
+    if (!aliases.empty())
+      (*module)->setAttr(WeftDialect::kAliasesAttrName,
+                         builder.getDictionaryAttr(aliases));
+  }
   builder.setInsertionPointToEnd(module->getBody());
   auto fn = func::FuncOp::create(builder, fileLoc, options.functionName,
                                  builder.getFunctionType(argTypes, {}));

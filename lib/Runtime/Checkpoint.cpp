@@ -351,15 +351,6 @@ weft::rt::listCheckpoints(const std::string &dir) {
   return out;
 }
 
-uint64_t weft::rt::fnv1a64(const void *data, size_t n, uint64_t hash) {
-  const uint8_t *p = static_cast<const uint8_t *>(data);
-  for (size_t i = 0; i < n; ++i) {
-    hash ^= p[i];
-    hash *= 0x100000001b3ULL;
-  }
-  return hash;
-}
-
 Status weft::rt::prepareCheckpointDir(const std::string &dir) {
   if (Status s = makeDirs(dir); !s.ok())
     return s;

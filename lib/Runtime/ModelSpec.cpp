@@ -13,14 +13,21 @@
 //===----------------------------------------------------------------------===//
 
 #include "weft/Runtime/ModelSpec.h"
+#include "weft/Runtime/Checkpoint.h"
 
 #include <nlohmann/json.hpp>
 
+#include <cerrno>
 #include <cinttypes>
 #include <cstdio>
 #include <cstring>
 #include <map>
 #include <set>
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 using namespace weft::rt;
 using json = nlohmann::ordered_json;
@@ -281,12 +288,67 @@ Status weft::rt::loadModelSpec(const WeftModel &model, ModelSpec &out) {
   return Status::success();
 }
 
+namespace {
+/// A read-only mapping of the weights file beside the executable.
+struct MappedWeights {
+  const uint8_t *data = nullptr;
+  uint64_t size = 0;
+  ~MappedWeights() {
+    if (data && size)
+      ::munmap(const_cast<uint8_t *>(data), size);
+  }
+
+  /// Maps `model.weightsFile` from the executable's folder and checks that
+  /// it is the file weftc wrote (size and checksum).
+  Status open(const WeftModel &model, std::string &path) {
+    char exe[4096];
+    ssize_t n = ::readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+    std::string dir = ".";
+    if (n > 0) {
+      exe[n] = '\0';
+      std::string self(exe);
+      size_t slash = self.find_last_of('/');
+      if (slash != std::string::npos)
+        dir = self.substr(0, slash);
+    }
+    path = dir + "/" + model.weightsFile;
+    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+      return Status::error(
+          "the initial weights of this executable live in " + path + ", " +
+          "which cannot be opened (" + std::strerror(errno) + "); weftc " +
+          "wrote it next to the executable: keep the two together");
+    struct stat st;
+    if (::fstat(fd, &st) != 0 || uint64_t(st.st_size) != model.weightsFileSize) {
+      ::close(fd);
+      return Status::error(path + ": " + std::to_string(uint64_t(st.st_size)) +
+                           " bytes, but the executable was compiled with " +
+                           std::to_string(model.weightsFileSize) +
+                           "; it is not this executable's weights file");
+    }
+    void *p = ::mmap(nullptr, size_t(st.st_size), PROT_READ, MAP_PRIVATE, fd,
+                     0);
+    ::close(fd);
+    if (p == MAP_FAILED)
+      return Status::error(path + ": cannot map: " + std::strerror(errno));
+    data = static_cast<const uint8_t *>(p);
+    size = uint64_t(st.st_size);
+    if (fnv1a64(data, size_t(size)) != model.weightsFileChecksum)
+      return Status::error(path + ": checksum differs from the one the "
+                                  "executable was compiled with; it is not "
+                                  "this executable's weights file (damaged, "
+                                  "or from another build)");
+    return Status::success();
+  }
+};
+} // namespace
+
 Status weft::rt::loadInitialWeights(const WeftModel &model,
                                     const ModelSpec &spec,
                                     const std::vector<void *> &argData) {
-  const char *name = "embedded weights";
+  std::string name = "embedded weights";
   auto bad = [&](const std::string &what) {
-    return Status::error(std::string(name) + ": " + what);
+    return Status::error(name + ": " + what);
   };
   std::vector<int> wanted = spec.paramArgs;
   wanted.insert(wanted.end(), spec.bufferArgs.begin(), spec.bufferArgs.end());
@@ -294,6 +356,13 @@ Status weft::rt::loadInitialWeights(const WeftModel &model,
     return Status::success();
   const uint8_t *image = model.weights;
   uint64_t size = model.weightsSize;
+  MappedWeights mapped;
+  if (!image && model.weightsFile) {
+    if (Status s = mapped.open(model, name); !s.ok())
+      return s;
+    image = mapped.data;
+    size = mapped.size;
+  }
   if (!image || size < 8)
     return bad("image is missing or shorter than its 8-byte header length");
   uint64_t headerLen = 0;

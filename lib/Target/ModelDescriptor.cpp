@@ -155,6 +155,14 @@ std::string weft::buildModelJson(ModuleOp module, const ModelAbi &abi,
           json.attribute(key, b.getValue());
       }
     }
+    // Tied parameters' second names (weft-ckpt export writes both).
+    if (auto aliases = module->getAttrOfType<DictionaryAttr>(
+            WeftDialect::kAliasesAttrName))
+      json.attributeObject("aliases", [&] {
+        for (NamedAttribute entry : aliases)
+          if (auto target = dyn_cast<StringAttr>(entry.getValue()))
+            json.attribute(entry.getName().strref(), target.str());
+      });
     // Defaults of the hp.* inputs, which the runtime turns into flags.
     if (auto hyper = module->getAttrOfType<DictionaryAttr>(
             WeftDialect::kHyperparametersAttrName))
@@ -188,10 +196,11 @@ public:
     tensorInfo = llvm::StructType::create(ctx, {ptr, ptr, i32, i32, ptr},
                                           "struct.WeftTensorInfo");
     // struct WeftModel { abiVersion, modelJson, numArgs, args, numResults,
-    //                    results, weights, weightsSize, workspaceBytes,
-    //                    trainStep }
+    //                    results, weights, weightsSize, weightsFile,
+    //                    weightsFileSize, weightsFileChecksum,
+    //                    workspaceBytes, trainStep }
     model = llvm::StructType::create(
-        ctx, {i32, ptr, i32, ptr, i32, ptr, ptr, i64, i64, ptr},
+        ctx, {i32, ptr, i32, ptr, i32, ptr, ptr, i64, ptr, i64, i64, i64, ptr},
         "struct.WeftModel");
   }
 
@@ -343,6 +352,11 @@ std::string weft::addModelDescriptor(llvm::Module &module,
       b.tensorTable(abi.results, "weft.results"),
       weights,
       llvm::ConstantInt::get(b.i64, weightsSize),
+      descriptor.weightsFile.empty()
+          ? llvm::ConstantPointerNull::get(b.ptr)
+          : b.string(descriptor.weightsFile),
+      llvm::ConstantInt::get(b.i64, descriptor.weightsFileSize),
+      llvm::ConstantInt::get(b.i64, descriptor.weightsFileChecksum),
       llvm::ConstantInt::get(b.i64, descriptor.workspaceBytes),
       b.wrapper(step, abi.args.size(), abi.results.size())};
   auto *model = new llvm::GlobalVariable(

@@ -4,7 +4,8 @@
   ckpt_check.py MODEL STATE.safetensors --x X.npy --y Y.npy --batch B
       --index I --metrics M.jsonl --step S [--rtol R]
 
-Builds examples/models/export.py's MODEL with PyTorch's default
+Builds examples/models/export.py's MODEL (or test/lib/fidelity_models.py's
+NAME for MODEL fidelity:NAME) with PyTorch's default
 initialization, loads STATE with load_state_dict(strict=True) (every
 parameter and buffer by name, nothing extra), computes the loss on samples
 [I*B, (I+1)*B) of X, Y, and compares it with the loss Weft's metrics file
@@ -41,7 +42,11 @@ def main():
     p.add_argument("--rtol", type=float, default=1e-6)
     args = p.parse_args()
 
-    model = export.MODELS[args.model]()
+    if args.model.startswith("fidelity:"):
+        import fidelity_models
+        model = fidelity_models.MODELS[args.model[len("fidelity:"):]][0]()
+    else:
+        model = export.MODELS[args.model]()
     state = {k: torch.from_numpy(np.array(exe_check.tensor_array(v, k, args.state)))
              for k, v in exe_check.read_safetensors(args.state).items()}
     model.load_state_dict(state, strict=True)

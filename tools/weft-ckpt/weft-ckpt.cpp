@@ -18,6 +18,7 @@
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <filesystem>
 #include <iostream>
 #include <map>
@@ -119,6 +120,25 @@ int exportStateDict(const std::string &path, const std::string &output) {
                               std::move(count));
     added.push_back(module + ".num_batches_tracked");
   }
+  // A tied parameter under its second name too (lm_head.weight as well as
+  // wte.weight): state_dict lists both.
+  auto model = nlohmann::json::parse(ckpt.meta.modelJson, nullptr, false);
+  if (model.is_object() && model.contains("aliases") &&
+      model["aliases"].is_object())
+    for (auto it = model["aliases"].begin(); it != model["aliases"].end();
+         ++it) {
+      if (!it.value().is_string() || names.count(it.key()))
+        continue;
+      std::string target = it.value().get<std::string>();
+      auto found = std::find_if(
+          file.tensors.begin(), file.tensors.end(),
+          [&](const auto &entry) { return entry.first == target; });
+      if (found == file.tensors.end())
+        continue;
+      HostArray copy = found->second;
+      file.tensors.emplace_back(it.key(), std::move(copy));
+      names.insert(it.key());
+    }
   file.metadata = {{"format", "pt"},
                    {"weft_step", std::to_string(ckpt.meta.step)}};
   if (Status s = writeSafeTensors(output, file); !s.ok())

@@ -75,6 +75,9 @@ struct DriverOptions {
   std::string runtimeDir;
   std::vector<std::string> linkArgs;
   bool saveTemps = false;
+  /// An executable whose initial weights are larger than this keeps them in
+  /// `<output>.weights.safetensors` beside it instead of inside it.
+  uint64_t embedWeightsLimit = uint64_t(256) << 20;
 
   /// Tensor table, counts, planned memory and compile time on stderr.
   bool summary = false;

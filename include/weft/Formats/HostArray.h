@@ -38,6 +38,11 @@ const char *dtypeName(DType dtype);
 /// damaged, and must not reach a terminal raw.
 std::string quote(const std::string &name);
 
+/// FNV-1a (64-bit) of `n` bytes, continuing from `hash`: the checksum of
+/// checkpoints and of weights files kept beside an executable.
+uint64_t fnv1a64(const void *data, size_t n,
+                 uint64_t hash = 0xcbf29ce484222325ULL);
+
 /// Error-carrying result: `ok()` or a message that names the file and what is
 /// wrong. The runtime is built without exceptions in mind, so errors are
 /// values.

@@ -34,6 +34,9 @@ namespace onnximport {
 inline constexpr const char *kParametersKey = "weft.parameters";
 inline constexpr const char *kBuffersKey = "weft.buffers";
 inline constexpr const char *kRenamedKey = "weft.renamed";
+/// A JSON object {state_dict name: parameter name} of tied parameters'
+/// second names; carried to the model JSON for `weft-ckpt export`.
+inline constexpr const char *kAliasesKey = "weft.aliases";
 
 /// Where an argument's initial value comes from: initializer `source`,
 /// transposed (2-D) when `transpose` is set.

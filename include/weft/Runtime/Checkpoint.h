@@ -65,10 +65,6 @@ std::string checkpointName(int64_t step);
 std::vector<std::pair<int64_t, std::string>>
 listCheckpoints(const std::string &dir);
 
-/// FNV-1a (64-bit) of `n` bytes, continuing from `hash`.
-uint64_t fnv1a64(const void *data, size_t n,
-                 uint64_t hash = 0xcbf29ce484222325ULL);
-
 /// Creates `dir` if needed, checks that it is writable, and removes what
 /// an interrupted writeCheckpoint left behind (`.tmp-step-*`, `.old-step-*`).
 /// Called before training so that a bad directory fails the run at once.

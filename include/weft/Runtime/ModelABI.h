@@ -88,9 +88,15 @@ typedef struct WeftModel {
   int32_t numResults;
   const WeftTensorInfo *results;
   /* Initial values of every "param" and "buffer" argument, as a
-     safetensors image embedded in the executable. */
+     safetensors image embedded in the executable... */
   const uint8_t *weights;
   uint64_t weightsSize;
+  /* ...or, for large models (weights NULL), the name of a safetensors file
+     in the executable's folder, its size and its FNV-1a 64 checksum: the
+     runtime maps it and refuses a file that is not the one weftc wrote. */
+  const char *weightsFile;
+  uint64_t weightsFileSize;
+  uint64_t weightsFileChecksum;
   /* Scratch memory the step needs (its planned intermediate buffers). */
   uint64_t workspaceBytes;
   /* Runs one step in `ctx`. args[i] / results[i] point to dense row-major

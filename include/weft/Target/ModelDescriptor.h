@@ -91,6 +91,10 @@ struct ModelDescriptor {
   /// assembled, or empty for no weights (weights = NULL).
   std::string weightsPath;
   uint64_t weightsSize = 0;
+  /// Or, for weights left beside the executable: the file's name (no
+  /// folder), size and FNV-1a 64 checksum.
+  std::string weightsFile;
+  uint64_t weightsFileSize = 0, weightsFileChecksum = 0;
 };
 
 /// Adds `weft_get_model()` and the `trainStep` wrapper to `module`, which

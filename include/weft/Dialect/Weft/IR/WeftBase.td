@@ -61,6 +61,8 @@ def Weft_Dialect : Dialect {
     /// Path (relative to the IR file's folder, or absolute) of the file
     /// holding initial parameter values.
     static constexpr ::llvm::StringLiteral kWeightsAttrName = "weft.weights";
+    /// Tied parameters' second state_dict names: {alias = "parameter"}.
+    static constexpr ::llvm::StringLiteral kAliasesAttrName = "weft.aliases";
     /// How the step was built (loss, optimizer, hyperparameters, ...), for
     /// the model JSON of an executable compiled later from the IR.
     static constexpr ::llvm::StringLiteral kTrainConfigAttrName =
