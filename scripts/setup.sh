@@ -10,6 +10,7 @@ packages=(
   nlohmann-json3-dev                                      # safetensors headers
   libopenblas-dev libcli11-dev                            # runtime: GEMM, CLI
   libgloo-dev                                             # runtime: collectives
+  iproute2                                                # tests: emulated nodes
   libgtest-dev                                            # unit tests
   python3-torch python3-onnx python3-numpy                # reference numbers
   cmake ninja-build ccache g++

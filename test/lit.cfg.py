@@ -48,3 +48,15 @@ config.substitutions.append(
          python, os.path.join(config.test_source_root, "lib",
                               "check_lowering.py"),
          config.weft_tools_dir, mlir_runner, runner_libs)))
+
+# Multi-node tests emulate nodes with network namespaces
+# (scripts/cluster.sh); where they cannot be made the tests are reported
+# UNSUPPORTED, and this says why.
+import subprocess
+cluster = os.path.join(config.weft_src_root, "scripts", "cluster.sh")
+probe = subprocess.run([cluster, "check"], capture_output=True, text=True)
+if probe.returncode == 0:
+    config.available_features.add("netns")
+else:
+    lit_config.note("multi-node tests skipped: " + probe.stderr.strip())
+config.substitutions.append(("%cluster", cluster))
