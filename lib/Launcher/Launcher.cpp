@@ -195,17 +195,28 @@ bool Job::spawn(Rank &rank, int restartCount) {
     argv.push_back(a.data());
   argv.push_back(nullptr);
 
+  // Until the child has dropped weftrun's handlers, a signal sent to it
+  // (stopping a previous attempt's ranks, say) would run weftrun's handler
+  // in the child and write into weftrun's own signal pipe: block them
+  // across fork; the child unblocks them with default dispositions.
+  sigset_t blocked, previous;
+  sigemptyset(&blocked);
+  for (int sig : {SIGINT, SIGTERM, SIGHUP})
+    sigaddset(&blocked, sig);
+  ::pthread_sigmask(SIG_BLOCK, &blocked, &previous);
   pid_t pid = ::fork();
   if (pid < 0) {
+    ::pthread_sigmask(SIG_SETMASK, &previous, nullptr);
     err << "weftrun: cannot start rank " << rank.globalRank << ": "
         << std::strerror(errno) << "\n";
     return false;
   }
   if (pid == 0) {
-    ::setpgid(0, 0);
-    // Default dispositions, whatever weftrun had.
+    // Default dispositions, whatever weftrun had, then signals again.
     for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGPIPE})
       ::signal(sig, SIG_DFL);
+    ::sigprocmask(SIG_SETMASK, &previous, nullptr);
+    ::setpgid(0, 0);
     ::dup2(outPipe[1], STDOUT_FILENO);
     ::dup2(errPipe[1], STDERR_FILENO);
     ::close(outPipe[0]);
@@ -218,6 +229,7 @@ bool Job::spawn(Rank &rank, int restartCount) {
     ::_exit(127);
   }
   ::setpgid(pid, pid);
+  ::pthread_sigmask(SIG_SETMASK, &previous, nullptr);
   ::close(outPipe[1]);
   ::close(errPipe[1]);
   rank.pid = pid;

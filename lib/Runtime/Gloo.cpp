@@ -177,3 +177,78 @@ Status weft::rt::createGlooCommunicator(StoreClient &store,
                          " could not connect to its peers: " + e.what());
   }
 }
+
+namespace {
+/// Three gloo groups: every rank, this node's ranks, and (on each node's
+/// first rank) the nodes' first ranks.
+class HierarchicalCommunicator : public Communicator {
+public:
+  HierarchicalCommunicator(int rank, int size,
+                           std::unique_ptr<Communicator> world,
+                           std::unique_ptr<Communicator> local,
+                           std::unique_ptr<Communicator> leaders)
+      : Communicator(rank, size), world(std::move(world)),
+        local(std::move(local)), leaders(std::move(leaders)) {}
+
+  Status allReduceSum(float *data, size_t count) override {
+    if (Status s = local->allReduceSum(data, count); !s.ok())
+      return s;
+    if (leaders)
+      if (Status s = leaders->allReduceSum(data, count); !s.ok())
+        return s;
+    return local->broadcast(data, count, 0);
+  }
+  Status allGather(const float *in, size_t count, float *out) override {
+    return world->allGather(in, count, out);
+  }
+  Status reduceScatterSum(const float *in, size_t count, float *out) override {
+    std::vector<float> sum(in, in + count * size_t(size()));
+    if (Status s = allReduceSum(sum.data(), sum.size()); !s.ok())
+      return s;
+    std::memcpy(out, sum.data() + count * size_t(rank()),
+                count * sizeof(float));
+    return Status::success();
+  }
+  Status broadcast(float *data, size_t count, int root) override {
+    return world->broadcast(data, count, root);
+  }
+  Status barrier() override { return world->barrier(); }
+
+private:
+  std::unique_ptr<Communicator> world, local, leaders;
+};
+} // namespace
+
+Status weft::rt::createHierarchicalCommunicator(
+    StoreClient &store, const std::string &prefix, int rank, int size,
+    int localSize, const std::string &hostname,
+    std::chrono::milliseconds timeout, std::unique_ptr<Communicator> &out) {
+  if (localSize < 1 || size % localSize != 0)
+    return Status::error("communicator " + quote(prefix) + ": " +
+                         std::to_string(size) + " ranks do not split into "
+                         "nodes of " + std::to_string(localSize));
+  std::unique_ptr<Communicator> world, local, leaders;
+  if (Status s = createGlooCommunicator(store, prefix + "/world", rank, size,
+                                        hostname, timeout, world);
+      !s.ok())
+    return s;
+  if (localSize == size) {
+    out = std::move(world);
+    return Status::success();
+  }
+  int node = rank / localSize, localRank = rank % localSize;
+  if (Status s = createGlooCommunicator(
+          store, prefix + "/node" + std::to_string(node), localRank,
+          localSize, hostname, timeout, local);
+      !s.ok())
+    return s;
+  if (localRank == 0)
+    if (Status s = createGlooCommunicator(store, prefix + "/leaders", node,
+                                          size / localSize, hostname, timeout,
+                                          leaders);
+        !s.ok())
+      return s;
+  out = std::make_unique<HierarchicalCommunicator>(
+      rank, size, std::move(world), std::move(local), std::move(leaders));
+  return Status::success();
+}

@@ -159,6 +159,55 @@ TEST(CollectivesTest, GlooMatchesTheArithmetic) {
   EXPECT_EQ(codes, (std::vector<int>{0, 0, 0}));
 }
 
+TEST(CollectivesTest, HierarchicalAllReduceAcrossTwoNodes) {
+  // 2 nodes of 2 ranks: within, across the nodes' first ranks, within.
+  const int size = 4, localSize = 2;
+  std::unique_ptr<StoreServer> server;
+  ASSERT_TRUE(StoreServer::start("127.0.0.1", 0, server).ok());
+  int port = server->port();
+  std::vector<int> codes = runRanks(size, [&](int rank) {
+    std::unique_ptr<StoreClient> client;
+    if (!StoreClient::connect("127.0.0.1", port, 10s, client).ok())
+      return 2;
+    std::unique_ptr<Communicator> comm;
+    Status s = createHierarchicalCommunicator(*client, "dp", rank, size,
+                                              localSize, "127.0.0.1", 10s,
+                                              comm);
+    if (!s.ok()) {
+      std::fprintf(stderr, "%s\n", s.message.c_str());
+      return 3;
+    }
+    std::vector<float> x(257);
+    for (size_t i = 0; i < x.size(); ++i)
+      x[i] = float((rank + 1) * (i + 1));
+    if (!comm->allReduceSum(x.data(), x.size()).ok())
+      return 4;
+    for (size_t i = 0; i < x.size(); ++i)
+      if (x[i] != float(10 * (i + 1)))
+        return 5;
+    std::vector<float> in(2 * size), out(2);
+    for (size_t i = 0; i < in.size(); ++i)
+      in[i] = float(i);
+    if (!comm->reduceScatterSum(in.data(), 2, out.data()).ok() ||
+        out[0] != float(4 * 2 * rank))
+      return 6;
+    float mine = float(rank), all[size];
+    if (!comm->allGather(&mine, 1, all).ok() || all[3] != 3.0f)
+      return 7;
+    return comm->barrier().ok() ? 0 : 8;
+  });
+  EXPECT_EQ(codes, (std::vector<int>{0, 0, 0, 0}));
+  // Ranks that do not split into nodes are refused.
+  std::unique_ptr<StoreClient> client;
+  ASSERT_TRUE(StoreClient::connect("127.0.0.1", port, 5s, client).ok());
+  std::unique_ptr<Communicator> comm;
+  Status s = createHierarchicalCommunicator(*client, "x", 0, 3, 2, "127.0.0.1",
+                                            1s, comm);
+  EXPECT_NE(s.message.find("3 ranks do not split into nodes of 2"),
+            std::string::npos)
+      << s.message;
+}
+
 TEST(CollectivesTest, AMissingRankTimesOut) {
   std::unique_ptr<StoreServer> server;
   ASSERT_TRUE(StoreServer::start("127.0.0.1", 0, server).ok());

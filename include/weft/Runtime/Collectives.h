@@ -59,6 +59,19 @@ Status createGlooCommunicator(StoreClient &store, const std::string &prefix,
                               std::chrono::milliseconds timeout,
                               std::unique_ptr<Communicator> &out);
 
+/// For ranks that span nodes (`localSize` < `size`, ranks numbered node by
+/// node as launchers do): all-reduce runs within each node, then across
+/// nodes among each node's first rank, then within each node again (a
+/// broadcast), so only one rank per node crosses the slow link. The other
+/// collectives go over all ranks at once. With one node it is the flat
+/// communicator.
+Status createHierarchicalCommunicator(StoreClient &store,
+                                      const std::string &prefix, int rank,
+                                      int size, int localSize,
+                                      const std::string &hostname,
+                                      std::chrono::milliseconds timeout,
+                                      std::unique_ptr<Communicator> &out);
+
 } // namespace rt
 } // namespace weft
 
