@@ -1,0 +1,122 @@
+//===- allreduce_bench.cpp - Flat against hierarchical all-reduce ---------===//
+//
+// Part of the Weft project.
+//
+//===----------------------------------------------------------------------===//
+//
+// One rank of the all-reduce benchmark (bench/allreduce.sh starts it under
+// weftrun on emulated nodes): joins a flat and a hierarchical gloo group
+// through rank 0's store, all-reduces the same buffer with each, and rank 0
+// prints the median time of each and their ratio.
+//
+//   allreduce_bench --host ADDR [--mib M] [--iters K]
+//
+//===----------------------------------------------------------------------===//
+
+#include "weft/Runtime/Collectives.h"
+#include "weft/Runtime/Context.h"
+#include "weft/Runtime/Rendezvous.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+using namespace weft::rt;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+int fail(const std::string &message) {
+  std::fprintf(stderr, "allreduce_bench: error: %s\n", message.c_str());
+  return 1;
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+} // namespace
+
+int main(int argc, char **argv) {
+  std::string host;
+  double mib = 16;
+  int iters = 5;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    if (!std::strcmp(argv[i], "--host"))
+      host = argv[i + 1];
+    else if (!std::strcmp(argv[i], "--mib"))
+      mib = std::atof(argv[i + 1]);
+    else if (!std::strcmp(argv[i], "--iters"))
+      iters = std::atoi(argv[i + 1]);
+    else
+      return fail(std::string("unknown flag ") + argv[i]);
+  }
+  if (host.empty() || mib <= 0 || iters < 1)
+    return fail("usage: allreduce_bench --host ADDR [--mib M] [--iters K]");
+  LaunchInfo launch;
+  if (Status s = readLaunchInfo([](const char *n) { return std::getenv(n); },
+                                launch);
+      !s.ok())
+    return fail(s.message);
+
+  std::unique_ptr<StoreServer> server;
+  if (launch.rank == 0)
+    if (Status s = StoreServer::start(launch.masterAddr, launch.masterPort,
+                                      server);
+        !s.ok())
+      return fail(s.message);
+  std::unique_ptr<StoreClient> store;
+  if (Status s = StoreClient::connect(launch.masterAddr, launch.masterPort,
+                                      std::chrono::seconds(30), store);
+      !s.ok())
+    return fail(s.message);
+  auto timeout = std::chrono::seconds(60);
+  std::unique_ptr<Communicator> flat, hier;
+  if (Status s = createGlooCommunicator(*store, "flat", launch.rank,
+                                        launch.worldSize, host, timeout, flat);
+      !s.ok())
+    return fail(s.message);
+  if (Status s = createHierarchicalCommunicator(
+          *store, "hier", launch.rank, launch.worldSize, launch.localWorldSize,
+          host, timeout, hier);
+      !s.ok())
+    return fail(s.message);
+
+  size_t count = size_t(mib * 1048576.0 / sizeof(float));
+  std::vector<float> data(count);
+  auto time = [&](Communicator &comm, std::vector<double> &out) -> Status {
+    for (int k = 0; k <= iters; ++k) {
+      std::fill(data.begin(), data.end(), float(launch.rank + 1));
+      if (Status s = comm.barrier(); !s.ok())
+        return s;
+      auto t0 = Clock::now();
+      if (Status s = comm.allReduceSum(data.data(), count); !s.ok())
+        return s;
+      double secs = std::chrono::duration<double>(Clock::now() - t0).count();
+      // Every element is the sum over ranks of (rank + 1).
+      float expected = float(launch.worldSize * (launch.worldSize + 1) / 2);
+      if (data[0] != expected || data[count - 1] != expected)
+        return Status::error("wrong sum");
+      if (k > 0) // The first call warms up connections.
+        out.push_back(secs);
+    }
+    return Status::success();
+  };
+  std::vector<double> flatTimes, hierTimes;
+  if (Status s = time(*flat, flatTimes); !s.ok())
+    return fail("flat: " + s.message);
+  if (Status s = time(*hier, hierTimes); !s.ok())
+    return fail("hierarchical: " + s.message);
+  if (launch.rank == 0) {
+    double f = median(flatTimes), h = median(hierTimes);
+    std::printf("all-reduce of %.0f MiB over %d ranks (%d per node): flat "
+                "%.3f s, hierarchical %.3f s (median of %d); hierarchical / "
+                "flat = %.2f\n",
+                mib, launch.worldSize, launch.localWorldSize, f, h, iters,
+                h / f);
+  }
+  return 0;
+}
