@@ -137,7 +137,7 @@ def cmd_grads(args):
 
 
 def lr_factor(step, schedule, warmup, total, min_ratio):
-    """Weft's schedule (lib/Transforms/Optimizer.cpp) for the 0-based step."""
+    """Weft's schedule (lib/Transforms/Train/OptimizerSteps.cpp, scheduleLearningRate) for the 0-based step."""
     if schedule == "constant":
         return 1.0
     warm = min(1.0, (step + 1) / warmup) if warmup > 0 else 1.0
