@@ -2,10 +2,10 @@
 # The main demo: export a GPT-style decoder from PyTorch, import it with
 # weftc, summarize its tensors and ops, check the reference evaluator
 # against PyTorch's output, then compile a training executable and train it
-# on a token stream.
+# on a token stream under weftrun, and look into its last checkpoint.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
-scripts/setup.sh --target weftc weft-eval WeftRuntime WeftRuntimeMain
+scripts/setup.sh --target weftc weft-eval weftrun weft-ckpt WeftRuntime WeftRuntimeMain WeftFormats
 
 demo=build/demo
 mkdir -p "$demo"
@@ -31,6 +31,9 @@ rng = np.random.default_rng(0)
 pattern = rng.integers(0, 64, 37).astype(np.uint16)
 np.tile(pattern, 400).tofile('$demo/tokens.bin')"
 rm -rf "$demo/ckpt"  # a rerun trains afresh rather than resuming at step 200
-echo "== $demo/train --data $demo/tokens.bin --steps 200 --lr 3e-3"
-"$demo/train" --data "$demo/tokens.bin" --steps 200 --lr 3e-3 --log-every 40 \
+echo "== weftrun $demo/train --data $demo/tokens.bin --steps 200 --lr 3e-3"
+build/bin/weftrun --nproc-per-node 1 --max-restarts 1 \
+  "$demo/train" --data "$demo/tokens.bin" --steps 200 --lr 3e-3 --log-every 40 \
   --metrics "$demo/metrics.jsonl" --checkpoint-dir "$demo/ckpt"
+echo "== weft-ckpt info $demo/ckpt"
+build/bin/weft-ckpt info "$demo/ckpt" | head -4
