@@ -46,10 +46,26 @@ cmd="${1:-}"
 shift
 case "$cmd" in
   check)
-    command -v ip > /dev/null || die "iproute2 (ip, tc) is not installed"
-    probe="weft-probe-$$"
-    ip netns add "$probe" 2> /dev/null || die "cannot create network namespaces here (needs root or CAP_NET_ADMIN)"
-    ip netns del "$probe"
+    # Everything `up` needs, on throwaway names: a namespace, a bridge, a
+    # veth pair into the namespace, and a tbf qdisc.
+    command -v ip > /dev/null && command -v tc > /dev/null ||
+      die "iproute2 (ip, tc) is not installed"
+    probe="wprobe$$"
+    cleanup() {
+      ip netns del "$probe" 2> /dev/null || true
+      ip link del "${probe}b" 2> /dev/null || true
+      ip link del "${probe}v" 2> /dev/null || true
+    }
+    ip netns add "$probe" 2> /dev/null ||
+      die "cannot create network namespaces here (needs root or CAP_NET_ADMIN)"
+    if ! { ip link add "${probe}b" type bridge &&
+           ip link add "${probe}v" type veth peer name eth0 netns "$probe" &&
+           ip link set "${probe}v" master "${probe}b" &&
+           ip netns exec "$probe" tc qdisc add dev eth0 root tbf rate 1mbit burst 32kb latency 50ms; } 2> /dev/null; then
+      cleanup
+      die "namespaces work but bridges, veth pairs or tc tbf do not (kernel modules bridge, veth, sch_tbf)"
+    fi
+    cleanup
     ;;
   up)
     n="${1:-}"; shift || true
