@@ -252,3 +252,81 @@ Status weft::rt::createHierarchicalCommunicator(
       rank, size, std::move(world), std::move(local), std::move(leaders));
   return Status::success();
 }
+
+//===----------------------------------------------------------------------===//
+// CommThread
+//===----------------------------------------------------------------------===//
+
+CommThread::CommThread(Communicator &comm) : comm(comm) {
+  thread = std::thread([this] { run(); });
+}
+
+CommThread::~CommThread() {
+  (void)waitAll();
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    stopping = true;
+  }
+  changed.notify_all();
+  thread.join();
+}
+
+CommThread::Ticket CommThread::issue(std::function<Status()> work) {
+  std::lock_guard<std::mutex> lock(mutex);
+  Ticket ticket = ++issued;
+  queue.emplace_back(ticket, std::move(work));
+  changed.notify_all();
+  return ticket;
+}
+
+CommThread::Ticket CommThread::allReduceSum(float *data, size_t count) {
+  return issue([this, data, count] { return comm.allReduceSum(data, count); });
+}
+
+CommThread::Ticket CommThread::allGather(const float *in, size_t count,
+                                         float *out) {
+  return issue(
+      [this, in, count, out] { return comm.allGather(in, count, out); });
+}
+
+CommThread::Ticket CommThread::reduceScatterSum(const float *in, size_t count,
+                                                float *out) {
+  return issue([this, in, count, out] {
+    return comm.reduceScatterSum(in, count, out);
+  });
+}
+
+void CommThread::run() {
+  std::unique_lock<std::mutex> lock(mutex);
+  for (;;) {
+    changed.wait(lock, [&] { return stopping || !queue.empty(); });
+    if (queue.empty())
+      return;
+    auto [ticket, work] = std::move(queue.front());
+    queue.pop_front();
+    // After a failure the group is out of step; what follows is not run.
+    bool skip = !failed.ok();
+    lock.unlock();
+    Status status = skip ? Status::success() : work();
+    lock.lock();
+    if (!status.ok() && failed.ok())
+      failed = status;
+    completed = ticket;
+    changed.notify_all();
+  }
+}
+
+Status CommThread::wait(Ticket ticket) {
+  std::unique_lock<std::mutex> lock(mutex);
+  changed.wait(lock, [&] { return completed >= ticket; });
+  return failed;
+}
+
+Status CommThread::waitAll() {
+  Ticket last;
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    last = issued;
+  }
+  return wait(last);
+}

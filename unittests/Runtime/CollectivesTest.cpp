@@ -208,6 +208,85 @@ TEST(CollectivesTest, HierarchicalAllReduceAcrossTwoNodes) {
       << s.message;
 }
 
+TEST(CollectivesTest, CommThreadRunsCollectivesInOrderAlongsideWork) {
+  const int size = 2;
+  std::unique_ptr<StoreServer> server;
+  ASSERT_TRUE(StoreServer::start("127.0.0.1", 0, server).ok());
+  int port = server->port();
+  std::vector<int> codes = runRanks(size, [&](int rank) {
+    std::unique_ptr<StoreClient> client;
+    if (!StoreClient::connect("127.0.0.1", port, 10s, client).ok())
+      return 2;
+    std::unique_ptr<Communicator> comm;
+    if (!createGlooCommunicator(*client, "dp", rank, size, "127.0.0.1", 10s,
+                                comm)
+             .ok())
+      return 3;
+    // Eight buckets issued one after another, as a backward pass would,
+    // with local work between them; then one all-gather.
+    std::vector<std::vector<float>> buckets(8, std::vector<float>(4096));
+    CommThread comms(*comm);
+    std::vector<CommThread::Ticket> tickets;
+    double local = 0;
+    for (size_t b = 0; b < buckets.size(); ++b) {
+      for (size_t i = 0; i < buckets[b].size(); ++i)
+        buckets[b][i] = float((rank + 1) * (b + 1));
+      tickets.push_back(comms.allReduceSum(buckets[b].data(),
+                                           buckets[b].size()));
+      for (int k = 0; k < 10000; ++k)
+        local += std::sqrt(double(k));
+    }
+    float mine[2] = {float(rank), float(rank)}, all[2 * size];
+    CommThread::Ticket gather = comms.allGather(mine, 2, all);
+    // Waiting for an early bucket does not need the later ones.
+    if (!comms.wait(tickets[2]).ok() || buckets[2][0] != float(3 * 3))
+      return 4;
+    if (!comms.waitAll().ok())
+      return 5;
+    for (size_t b = 0; b < buckets.size(); ++b)
+      for (float v : buckets[b])
+        if (v != float(3 * (b + 1)))
+          return 6;
+    if (!comms.wait(gather).ok() || all[2] != 1.0f)
+      return 7;
+    return local > 0 ? 0 : 8;
+  });
+  EXPECT_EQ(codes, (std::vector<int>{0, 0}));
+}
+
+TEST(CollectivesTest, CommThreadReportsTheFirstFailure) {
+  // Rank 1 of a group of 2 never joins the all-reduce: rank 0's wait
+  // returns the timeout, and so does every later wait.
+  std::unique_ptr<StoreServer> server;
+  ASSERT_TRUE(StoreServer::start("127.0.0.1", 0, server).ok());
+  int port = server->port();
+  std::vector<int> codes = runRanks(2, [&](int rank) {
+    std::unique_ptr<StoreClient> client;
+    if (!StoreClient::connect("127.0.0.1", port, 10s, client).ok())
+      return 2;
+    std::unique_ptr<Communicator> comm;
+    if (!createGlooCommunicator(*client, "dp", rank, 2, "127.0.0.1", 1s, comm)
+             .ok())
+      return 3;
+    if (rank == 1) {
+      ::sleep(2);
+      return 0;
+    }
+    float x[4] = {1, 2, 3, 4};
+    CommThread comms(*comm);
+    CommThread::Ticket first = comms.allReduceSum(x, 4);
+    CommThread::Ticket second = comms.allReduceSum(x, 4);
+    Status s = comms.wait(first);
+    if (s.ok() || s.message.find("all-reduce on rank 0 of 2 failed") ==
+                      std::string::npos) {
+      std::fprintf(stderr, "%s\n", s.message.c_str());
+      return 4;
+    }
+    return comms.wait(second).message == s.message ? 0 : 5;
+  });
+  EXPECT_EQ(codes, (std::vector<int>{0, 0}));
+}
+
 TEST(CollectivesTest, AMissingRankTimesOut) {
   std::unique_ptr<StoreServer> server;
   ASSERT_TRUE(StoreServer::start("127.0.0.1", 0, server).ok());

@@ -18,9 +18,14 @@
 #include "weft/Runtime/Rendezvous.h"
 
 #include <chrono>
+#include <condition_variable>
 #include <cstddef>
+#include <deque>
+#include <functional>
 #include <memory>
+#include <mutex>
 #include <string>
+#include <thread>
 
 namespace weft {
 namespace rt {
@@ -71,6 +76,50 @@ Status createHierarchicalCommunicator(StoreClient &store,
                                       const std::string &hostname,
                                       std::chrono::milliseconds timeout,
                                       std::unique_ptr<Communicator> &out);
+
+/// Runs a communicator's collectives in order on a thread of its own, so
+/// that computation goes on while they run: a partitioned step reduces a
+/// bucket of gradients while the backward pass computes the next. Every
+/// rank must issue the same collectives in the same order, as with the
+/// communicator itself. The first failure sticks: every later wait
+/// returns it.
+class CommThread {
+public:
+  using Ticket = uint64_t;
+
+  explicit CommThread(Communicator &comm);
+  /// Waits for what was issued, then stops the thread.
+  ~CommThread();
+  CommThread(const CommThread &) = delete;
+  CommThread &operator=(const CommThread &) = delete;
+
+  /// Issues data = the sum over ranks of data; `data` must stay untouched
+  /// until the ticket is waited for.
+  Ticket allReduceSum(float *data, size_t count);
+  /// Issues out = every rank's `in`, in rank order.
+  Ticket allGather(const float *in, size_t count, float *out);
+  /// Issues out = this rank's slice of the sum over ranks of `in`.
+  Ticket reduceScatterSum(const float *in, size_t count, float *out);
+
+  /// Blocks until collective `ticket` (and every one issued before it) has
+  /// run; its status, or the first failure before it.
+  Status wait(Ticket ticket);
+  /// wait() for everything issued so far.
+  Status waitAll();
+
+private:
+  Ticket issue(std::function<Status()> work);
+  void run();
+
+  Communicator &comm;
+  std::mutex mutex;
+  std::condition_variable changed;
+  std::deque<std::pair<Ticket, std::function<Status()>>> queue;
+  Ticket issued = 0, completed = 0;
+  Status failed;
+  bool stopping = false;
+  std::thread thread;
+};
 
 } // namespace rt
 } // namespace weft
