@@ -11,6 +11,7 @@ packages=(
   libopenblas-dev libcli11-dev                            # runtime: GEMM, CLI
   libgloo-dev                                             # runtime: collectives
   iproute2                                                # tests: emulated nodes
+  openmpi-bin                                             # tests: mpirun starts ranks
   libgtest-dev                                            # unit tests
   python3-torch python3-onnx python3-numpy                # reference numbers
   cmake ninja-build ccache g++

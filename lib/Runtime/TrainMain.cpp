@@ -253,7 +253,7 @@ private:
   std::vector<CheckpointTensor> checkpointTensors();
   Status checkpoint(int64_t completed);
   int fail(const Status &s) {
-    err << "error: " << s.message << "\n";
+    err << ("error: " + s.message + "\n");
     return 1;
   }
 };
@@ -326,7 +326,7 @@ int Trainer::run(bool seedGiven) {
         std::to_string(ctx.rank) + " of " + std::to_string(ctx.worldSize) +
         ", but this executable was compiled for one process; multi-rank "
         "training needs a step compiled with a mesh, which this weftc "
-        "cannot build yet. Run one process (WORLD_SIZE=1)"));
+        "cannot build yet. Run one process"));
   if (Status s = allocate(); !s.ok())
     return fail(s);
   if (Status s = loadInitialWeights(model, spec, argPtrs); !s.ok())
@@ -625,7 +625,7 @@ int runTrainingImpl(const WeftModel &model, int argc, const char *const *argv,
                     std::ostream &out, std::ostream &err) {
   ModelSpec spec;
   if (Status s = loadModelSpec(model, spec); !s.ok()) {
-    err << "error: " << s.message << "\n";
+    err << ("error: " + s.message + "\n");
     return 1;
   }
   std::set<std::string> builtin(std::begin(kBuiltinFlags),
@@ -729,18 +729,18 @@ int runTrainingImpl(const WeftModel &model, int argc, const char *const *argv,
     return code == 0 ? 0 : 1;
   }
   if (Status s = checkIntegerFlags(app); !s.ok()) {
-    err << "error: " << s.message << "\n";
+    err << ("error: " + s.message + "\n");
     return 1;
   }
   if (Status s = validate(opts, spec); !s.ok()) {
-    err << "error: " << s.message << "\n";
+    err << ("error: " + s.message + "\n");
     return 1;
   }
   LaunchInfo launch;
   if (Status s = readLaunchInfo(
           [](const char *name) { return std::getenv(name); }, launch);
       !s.ok()) {
-    err << "error: " << s.message << "\n";
+    err << ("error: " + s.message + "\n");
     return 1;
   }
   RuntimeContext context(launch, opts.threads);
@@ -758,7 +758,7 @@ int weft::rt::runTraining(const WeftModel &model, int argc,
   try {
     return runTrainingImpl(model, argc, argv, out, err);
   } catch (const std::exception &e) {
-    err << "error: " << e.what() << "\n";
+    err << (std::string("error: ") + e.what() + "\n");
   } catch (...) {
     err << "error: unexpected failure\n";
   }
