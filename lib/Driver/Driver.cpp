@@ -145,7 +145,7 @@ private:
   LogicalResult checkOutput();
   OwningOpRef<ModuleOp> loadInput();
   LogicalResult runImportAndTrain(ModuleOp module, TimingScope &timing);
-  std::string weightsSource(ModuleOp module, StringAttr attr) const;
+  std::string weightsSource(StringAttr attr) const;
   LogicalResult writeWeightsFile(ModuleOp module,
                                  const std::vector<std::string> &names,
                                  const std::string &path);
@@ -275,7 +275,7 @@ LogicalResult Driver::runImportAndTrain(ModuleOp module, TimingScope &timing) {
 /// Where the module's initial weights are read from: an imported model's
 /// weft.weights attribute is relative to the output, and its weights are
 /// the input itself; a .mlir file's attribute is relative to the file.
-std::string Driver::weightsSource(ModuleOp module, StringAttr attr) const {
+std::string Driver::weightsSource(StringAttr attr) const {
   if (inputIsOnnx())
     return options.input;
   return resolveWeightsPath(attr.str(), options.input);
@@ -293,7 +293,7 @@ LogicalResult Driver::writeWeightsFile(ModuleOp module,
   rt::SafeTensorsFile file;
   {
     std::vector<rt::HostArray> arrays;
-    if (rt::Status s = readWeights(weightsSource(module, attr), names, arrays);
+    if (rt::Status s = readWeights(weightsSource(attr), names, arrays);
         !s.ok())
       return module.emitError(s.message);
     for (size_t i = 0; i < names.size(); ++i)
@@ -407,20 +407,43 @@ LogicalResult Driver::emitNative(ModuleOp module, const ModelAbi &abi,
   TempDir temps(loc());
   temps.tool = options.tool;
   temps.keep = options.saveTemps;
-  std::string weightsPath;
-  uint64_t weightsSize = 0;
+  std::string weightsPath, weightsBeside;
+  uint64_t weightsSize = 0, weightsChecksum = 0;
   if (emit != Stage::Llvm) {
     if (!temps.create())
       return failure();
     TimingScope t = timing.nest("Embed weights");
     std::vector<std::string> names = abi.weightNames();
+    uint64_t tensorBytes = 0;
+    for (const AbiTensor &arg : abi.args)
+      if (llvm::is_contained(names, arg.name))
+        tensorBytes += arg.bytes();
+    // Large weights stay beside the executable: a 500 MB binary is slow to
+    // link, copy and start, and every rank would map all of it. They are
+    // written there directly and read back once, for the checksum.
+    bool beside = emit == Stage::Exe && !names.empty() &&
+                  tensorBytes > options.embedWeightsLimit;
+    if (beside) {
+      weightsBeside = options.output + ".weights.safetensors";
+      if (llvm::sys::fs::equivalent(weightsBeside, options.input))
+        return fail(weightsBeside + " is the input; refusing to overwrite it");
+    }
     if (!names.empty()) {
-      weightsPath = temps.file("weights.safetensors");
+      weightsPath = beside ? weightsBeside : temps.file("weights.safetensors");
       if (failed(writeWeightsFile(module, names, weightsPath)))
         return failure();
-      if (std::error_code ec = llvm::sys::fs::file_size(weightsPath,
-                                                        weightsSize))
+      if (beside) {
+        auto buffer = llvm::MemoryBuffer::getFile(
+            weightsPath, /*IsText=*/false, /*RequiresNullTerminator=*/false);
+        if (!buffer)
+          return fail("cannot read back " + weightsPath + ": " +
+                      buffer.getError().message());
+        weightsSize = (*buffer)->getBufferSize();
+        weightsChecksum = rt::fnv1a64((*buffer)->getBufferStart(), weightsSize);
+      } else if (std::error_code ec =
+                     llvm::sys::fs::file_size(weightsPath, weightsSize)) {
         return fail("cannot read back " + weightsPath + ": " + ec.message());
+      }
     }
   }
   std::string runtime;
@@ -445,30 +468,16 @@ LogicalResult Driver::emitNative(ModuleOp module, const ModelAbi &abi,
   if (auto ws = module->getAttrOfType<IntegerAttr>(
           WeftDialect::kWorkspaceBytesAttrName))
     descriptor.workspaceBytes = ws.getInt();
-  descriptor.weightsPath = weightsPath;
-  descriptor.weightsSize = weightsSize;
-  // Large weights stay beside the executable: a 500 MB binary is slow to
-  // link, copy and start, and every rank would map all of it.
-  if (emit == Stage::Exe && weightsSize > options.embedWeightsLimit) {
-    std::string beside = options.output + ".weights.safetensors";
-    if (llvm::sys::fs::equivalent(beside, options.input))
-      return fail(beside + " is the input; refusing to overwrite it");
-    if (std::error_code ec = llvm::sys::fs::copy_file(weightsPath, beside))
-      return fail("cannot write " + beside + ": " + ec.message());
-    auto buffer = llvm::MemoryBuffer::getFile(beside, /*IsText=*/false,
-                                              /*RequiresNullTerminator=*/false);
-    if (!buffer)
-      return fail("cannot read back " + beside + ": " +
-                  buffer.getError().message());
-    descriptor.weightsFile = llvm::sys::path::filename(beside).str();
-    descriptor.weightsFileSize = (*buffer)->getBufferSize();
-    descriptor.weightsFileChecksum =
-        rt::fnv1a64((*buffer)->getBufferStart(), (*buffer)->getBufferSize());
-    descriptor.weightsPath.clear();
-    descriptor.weightsSize = 0;
+  if (weightsBeside.empty()) {
+    descriptor.weightsPath = weightsPath;
+    descriptor.weightsSize = weightsSize;
+  } else {
+    descriptor.weightsFile = llvm::sys::path::filename(weightsBeside).str();
+    descriptor.weightsFileSize = weightsSize;
+    descriptor.weightsFileChecksum = weightsChecksum;
     llvm::errs() << options.tool << ": initial weights ("
                  << mib(weightsSize) << ") kept beside the executable in "
-                 << beside << "\n";
+                 << weightsBeside << "\n";
   }
 
   llvm::LLVMContext llvmContext;

@@ -151,6 +151,14 @@ public:
 private:
   bool spawn(Rank &rank, int restartCount);
   void pump(Rank &rank, Stream &stream, bool flush);
+  /// Forwards what every rank has written so far (with `flush`, also the
+  /// last unterminated lines).
+  void pumpAll(bool flush) {
+    for (Rank &rank : ranks) {
+      pump(rank, rank.out, flush);
+      pump(rank, rank.err, flush);
+    }
+  }
   void emitLine(Rank &rank, Stream &stream, const std::string &line);
   void reap(bool block);
   void stopAll(int sig);
@@ -303,10 +311,7 @@ void Job::stopAll(int sig) {
       Clock::now() + std::chrono::duration_cast<Clock::duration>(
                          std::chrono::duration<double>(options.stopGrace));
   while (anyRunning() && Clock::now() < deadline) {
-    for (Rank &rank : ranks) {
-      pump(rank, rank.out, false);
-      pump(rank, rank.err, false);
-    }
+    pumpAll(false);
     reap(false);
     ::usleep(20000);
   }
@@ -349,10 +354,7 @@ Outcome Job::attempt(int restartCount, const std::string &runDir) {
         if (s->fd >= 0)
           fds.push_back({s->fd, POLLIN, 0});
     ::poll(fds.data(), fds.size(), 100);
-    for (Rank &rank : ranks) {
-      pump(rank, rank.out, false);
-      pump(rank, rank.err, false);
-    }
+    pumpAll(false);
 
     if (int sig = signals.take()) {
       // A user's or scheduler's signal: the ranks checkpoint and exit;
@@ -363,10 +365,7 @@ Outcome Job::attempt(int restartCount, const std::string &runDir) {
         if (rank.running)
           ::kill(-rank.pid, sig);
       while (anyRunning()) {
-        for (Rank &rank : ranks) {
-          pump(rank, rank.out, false);
-          pump(rank, rank.err, false);
-        }
+        pumpAll(false);
         reap(false);
         if (int again = signals.take())
           for (Rank &rank : ranks)
@@ -417,12 +416,10 @@ Outcome Job::attempt(int restartCount, const std::string &runDir) {
       break;
     }
   }
-  for (Rank &rank : ranks) {
-    pump(rank, rank.out, true);
-    pump(rank, rank.err, true);
+  pumpAll(true);
+  for (Rank &rank : ranks)
     if (rank.globalRank == outcome.rank)
       outcome.lastLines = rank.last;
-  }
   return outcome;
 }
 

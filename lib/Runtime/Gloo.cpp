@@ -29,6 +29,19 @@ using namespace weft::rt;
 
 Communicator::~Communicator() = default;
 
+/// An all-reduce of the whole buffer, then this rank's slice: the same
+/// numbers as a ring reduce-scatter at twice its traffic. The partitioned
+/// step's bandwidth-bound reduce-scatter gets a ring of its own when ZeRO
+/// lands on it.
+Status Communicator::reduceScatterSum(const float *in, size_t count,
+                                      float *out) {
+  std::vector<float> sum(in, in + count * size_t(size()));
+  if (Status s = allReduceSum(sum.data(), sum.size()); !s.ok())
+    return s;
+  std::memcpy(out, sum.data() + count * size_t(rank()), count * sizeof(float));
+  return Status::success();
+}
+
 namespace {
 
 /// gloo's view of the rendezvous store.
@@ -92,19 +105,6 @@ public:
       opts.setTimeout(timeout);
       gloo::allgather(opts);
     });
-  }
-
-  /// An all-reduce of the whole buffer, then this rank's slice: the same
-  /// numbers as a ring reduce-scatter at twice its traffic. The partitioned
-  /// step's bandwidth-bound reduce-scatter gets a ring of its own when ZeRO
-  /// lands on it.
-  Status reduceScatterSum(const float *in, size_t count, float *out) override {
-    std::vector<float> sum(in, in + count * size_t(size()));
-    if (Status s = allReduceSum(sum.data(), sum.size()); !s.ok())
-      return s;
-    std::memcpy(out, sum.data() + count * size_t(rank()),
-                count * sizeof(float));
-    return Status::success();
   }
 
   Status broadcast(float *data, size_t count, int root) override {
@@ -200,14 +200,6 @@ public:
   }
   Status allGather(const float *in, size_t count, float *out) override {
     return world->allGather(in, count, out);
-  }
-  Status reduceScatterSum(const float *in, size_t count, float *out) override {
-    std::vector<float> sum(in, in + count * size_t(size()));
-    if (Status s = allReduceSum(sum.data(), sum.size()); !s.ok())
-      return s;
-    std::memcpy(out, sum.data() + count * size_t(rank()),
-                count * sizeof(float));
-    return Status::success();
   }
   Status broadcast(float *data, size_t count, int root) override {
     return world->broadcast(data, count, root);

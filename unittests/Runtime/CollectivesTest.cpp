@@ -51,6 +51,20 @@ std::vector<int> runRanks(int size, const std::function<int(int)> &body) {
   return codes;
 }
 
+/// Connects to the store at `port` and joins the gloo group "dp" of `size`
+/// ranks; false, with the error on stderr, when it cannot.
+bool joinGroup(int port, int rank, int size, std::chrono::milliseconds timeout,
+               std::unique_ptr<StoreClient> &client,
+               std::unique_ptr<Communicator> &comm) {
+  Status s = StoreClient::connect("127.0.0.1", port, 10s, client);
+  if (s.ok())
+    s = createGlooCommunicator(*client, "dp", rank, size, "127.0.0.1", timeout,
+                               comm);
+  if (!s.ok())
+    std::fprintf(stderr, "%s\n", s.message.c_str());
+  return s.ok();
+}
+
 TEST(RendezvousTest, SetAndWaitingGet) {
   std::unique_ptr<StoreServer> server;
   ASSERT_TRUE(StoreServer::start("127.0.0.1", 0, server).ok());
@@ -114,15 +128,9 @@ TEST(CollectivesTest, GlooMatchesTheArithmetic) {
   int port = server->port();
   std::vector<int> codes = runRanks(size, [&](int rank) {
     std::unique_ptr<StoreClient> client;
-    if (!StoreClient::connect("127.0.0.1", port, 10s, client).ok())
-      return 2;
     std::unique_ptr<Communicator> comm;
-    Status s = createGlooCommunicator(*client, "dp", rank, size, "127.0.0.1",
-                                      10s, comm);
-    if (!s.ok()) {
-      std::fprintf(stderr, "%s\n", s.message.c_str());
+    if (!joinGroup(port, rank, size, 10s, client, comm))
       return 3;
-    }
     // All-reduce: sum over ranks of (rank + 1) * (i + 1).
     std::vector<float> x(1000);
     for (size_t i = 0; i < x.size(); ++i)
@@ -215,12 +223,8 @@ TEST(CollectivesTest, CommThreadRunsCollectivesInOrderAlongsideWork) {
   int port = server->port();
   std::vector<int> codes = runRanks(size, [&](int rank) {
     std::unique_ptr<StoreClient> client;
-    if (!StoreClient::connect("127.0.0.1", port, 10s, client).ok())
-      return 2;
     std::unique_ptr<Communicator> comm;
-    if (!createGlooCommunicator(*client, "dp", rank, size, "127.0.0.1", 10s,
-                                comm)
-             .ok())
+    if (!joinGroup(port, rank, size, 10s, client, comm))
       return 3;
     // Eight buckets issued one after another, as a backward pass would,
     // with local work between them; then one all-gather.
@@ -262,11 +266,8 @@ TEST(CollectivesTest, CommThreadReportsTheFirstFailure) {
   int port = server->port();
   std::vector<int> codes = runRanks(2, [&](int rank) {
     std::unique_ptr<StoreClient> client;
-    if (!StoreClient::connect("127.0.0.1", port, 10s, client).ok())
-      return 2;
     std::unique_ptr<Communicator> comm;
-    if (!createGlooCommunicator(*client, "dp", rank, 2, "127.0.0.1", 1s, comm)
-             .ok())
+    if (!joinGroup(port, rank, 2, 1s, client, comm))
       return 3;
     if (rank == 1) {
       ::sleep(2);

@@ -41,9 +41,8 @@ public:
   /// out (size() * count) = every rank's `in` (count), in rank order.
   virtual Status allGather(const float *in, size_t count, float *out) = 0;
   /// out (count) = this rank's slice of the sum over ranks of `in`
-  /// (size() * count).
-  virtual Status reduceScatterSum(const float *in, size_t count,
-                                  float *out) = 0;
+  /// (size() * count). By default an all-reduce and a slice.
+  virtual Status reduceScatterSum(const float *in, size_t count, float *out);
   /// data = root's data.
   virtual Status broadcast(float *data, size_t count, int root) = 0;
   virtual Status barrier() = 0;
