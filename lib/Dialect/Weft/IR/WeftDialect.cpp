@@ -28,6 +28,7 @@ void WeftDialect::initialize() {
 #define GET_ATTRDEF_LIST
 #include "weft/Dialect/Weft/IR/WeftAttrs.cpp.inc"
       >();
+  registerShardingRules(getContext());
 }
 
 Operation *WeftDialect::materializeConstant(OpBuilder &builder,

@@ -4,8 +4,8 @@
 //
 //===----------------------------------------------------------------------===//
 //
-// Shape inference uses upstream InferTypeOpInterface and sharding rules use
-// upstream shard::ShardingInterface; gradients and costs are Weft's own.
+// Shape inference uses upstream InferTypeOpInterface; gradients, sharding
+// rules and costs are Weft's own.
 //
 //===----------------------------------------------------------------------===//
 
@@ -72,6 +72,24 @@ def Weft_CostOpInterface : OpInterface<"CostOpInterface"> {
           count(t);
         return bytes;
       }]>
+  ];
+}
+
+def Weft_ShardingRuleOpInterface : OpInterface<"ShardingRuleOpInterface"> {
+  let cppNamespace = "::weft";
+  let description = [{
+    How an op may be split over a mesh, as factors shared between its
+    operands' and results' dimensions (Shardy's einsum-like rules): the
+    factors of a matmul `[B, M, K] x [K, N] -> [B, M, N]` are b, m, k (a
+    sum) and n. Propagation assigns mesh axes to factors; the partitioner
+    derives from them every operand's required layout and every result's
+    layout, `partial` over the axes of split sum factors. A dimension with
+    no factor (a broadcast one, a softmax axis) is never split. The rules
+    live in lib/Dialect/Weft/IR/WeftShardingRules.cpp.
+  }];
+  let methods = [
+    InterfaceMethod<"The op's factors and where they appear.",
+      "::weft::ShardingRule", "getShardingRule", (ins)>
   ];
 }
 

@@ -15,6 +15,7 @@
 #include "mlir/IR/OpImplementation.h"
 #include "mlir/Interfaces/InferTypeOpInterface.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "weft/Dialect/Weft/IR/Sharding.h"
 #include "weft/Dialect/Weft/IR/WeftDialect.h"
 
 #include <limits>

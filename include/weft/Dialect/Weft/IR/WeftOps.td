@@ -15,6 +15,7 @@
 
 include "weft/Dialect/Weft/IR/WeftBase.td"
 include "weft/Dialect/Weft/IR/WeftInterfaces.td"
+include "weft/Dialect/Weft/IR/WeftParallel.td"
 include "mlir/Interfaces/InferTypeOpInterface.td"
 include "mlir/Interfaces/SideEffectInterfaces.td"
 include "mlir/IR/BuiltinAttributeInterfaces.td"

@@ -1,0 +1,184 @@
+//===- WeftParallel.td - Meshes, shardings, collectives ----*- tablegen -*-===//
+//
+// Part of the Weft project.
+//
+//===----------------------------------------------------------------------===//
+//
+// The vocabulary of the parallel stage (lib/Transforms/Parallel): a mesh of
+// named axes, a sharding per tensor, and the collectives the partitioner
+// inserts where layouts change. Shardings describe global tensors; once
+// --weft-partition has run, values have their per-rank (local) types and
+// the collectives below move data between ranks.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef WEFT_PARALLEL_TD
+#define WEFT_PARALLEL_TD
+
+include "weft/Dialect/Weft/IR/WeftBase.td"
+include "mlir/IR/AttrTypeBase.td"
+include "mlir/Interfaces/SideEffectInterfaces.td"
+
+class Weft_Attr<string name, string attrMnemonic, list<Trait> traits = []>
+    : AttrDef<Weft_Dialect, name, traits> {
+  let mnemonic = attrMnemonic;
+}
+
+def Weft_MeshAttr : Weft_Attr<"Mesh", "mesh"> {
+  let summary = "Named axes the devices are arranged on";
+  let description = [{
+    The device mesh a step is partitioned for, as named axes and their
+    sizes, major axis first: rank = ((i_0 * s_1) + i_1) * s_2 + ... .
+    Stored on the module as `weft.mesh`.
+
+    ```mlir
+    module attributes {weft.mesh = #weft.mesh<dp = 2, tp = 2>} { ... }
+    ```
+    Constraints: at least one axis; names are unique identifiers; sizes >= 1.
+  }];
+  let parameters = (ins ArrayRefParameter<"::mlir::StringAttr">:$names,
+                        ArrayRefParameter<"int64_t">:$sizes);
+  let hasCustomAssemblyFormat = 1;
+  let genVerifyDecl = 1;
+  let extraClassDeclaration = [{
+    /// The size of axis `name`, or 0 when the mesh has no such axis.
+    int64_t getAxisSize(::llvm::StringRef name) const;
+    /// The number of devices (the product of the axis sizes).
+    int64_t getNumDevices() const;
+  }];
+}
+
+def Weft_ShardingAttr : Weft_Attr<"Sharding", "sharding"> {
+  let summary = "How a global tensor is laid out over the mesh";
+  let description = [{
+    Per dimension, the mesh axes it is split over (major first; `{}`: whole
+    on every rank), and the axes over which the tensor is `partial`: each
+    rank holds a term of a sum that is still pending over those axes.
+    Function arguments and results carry it as `weft.sharding`; ops carry
+    one per result as `weft.shardings` after --weft-propagate-shardings.
+
+    ```mlir
+    #weft.sharding<[{dp}, {} ]>                 // rows split over dp
+    #weft.sharding<[{}, {} ], partial = [dp]>   // a pending sum over dp
+    #weft.sharding<[]>                         // a replicated scalar
+    ```
+    Constraints: an axis appears at most once over all dims and `partial`.
+  }];
+  let parameters = (ins "::mlir::ArrayAttr":$dims, "::mlir::ArrayAttr":$partial);
+  let hasCustomAssemblyFormat = 1;
+  let genVerifyDecl = 1;
+}
+
+// Every collective acts on the per-rank values of a partitioned program and
+// names the mesh axes whose groups it spans; all ranks of a group must
+// reach it in the same order (the partitioned program is the same on every
+// rank, so they do).
+class Weft_CollectiveOp<string mnemonic, list<Trait> traits = []>
+    : Weft_Op<mnemonic, !listconcat(traits, [Pure,
+          AllElementTypesMatch<["input", "result"]>])> {
+  let results = (outs Weft_FloatTensor:$result);
+}
+
+def Weft_AllReduceOp : Weft_CollectiveOp<"all_reduce",
+    [AllTypesMatch<["input", "result"]>]> {
+  let summary = "Sum over the ranks of the named axes' groups";
+  let description = [{
+    Resolves a pending (`partial`) sum: every rank of a group ends with the
+    sum of the group's inputs.
+
+    ```mlir
+    %s = weft.all_reduce %g {axes = ["dp"]} : tensor<64x32xf32>
+    ```
+    Constraints: `axes` is non-empty.
+  }];
+  let arguments = (ins Weft_FloatTensor:$input, StrArrayAttr:$axes);
+  let assemblyFormat = "$input attr-dict `:` type($input)";
+  let hasVerifier = 1;
+}
+
+def Weft_AllGatherOp : Weft_CollectiveOp<"all_gather"> {
+  let summary = "Concatenate the group's blocks along a dimension";
+  let description = [{
+    Every rank of a group ends with the group's inputs concatenated along
+    `dim`, in the order of the ranks' coordinates on `axes`.
+
+    ```mlir
+    %w = weft.all_gather %shard {axes = ["dp"], dim = 0 : i64}
+        : tensor<32x32xf32> -> tensor<64x32xf32>
+    ```
+    Constraints: the result's `dim` is the input's times the axes' sizes,
+    other dimensions are equal.
+  }];
+  let arguments = (ins Weft_FloatTensor:$input, StrArrayAttr:$axes,
+                       I64Attr:$dim);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+  let hasVerifier = 1;
+}
+
+def Weft_ReduceScatterOp : Weft_CollectiveOp<"reduce_scatter"> {
+  let summary = "Sum over the group, each rank keeping its block";
+  let description = [{
+    Resolves a pending sum into a layout split along `dim`: rank i of the
+    group ends with block i of the group's sum.
+
+    ```mlir
+    %g = weft.reduce_scatter %partial {axes = ["dp"], dim = 0 : i64}
+        : tensor<64x32xf32> -> tensor<32x32xf32>
+    ```
+    Constraints: the input's `dim` is the result's times the axes' sizes,
+    other dimensions are equal.
+  }];
+  let arguments = (ins Weft_FloatTensor:$input, StrArrayAttr:$axes,
+                       I64Attr:$dim);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+  let hasVerifier = 1;
+}
+
+def Weft_ShardSliceOp : Weft_Op<"shard_slice", [Pure,
+    AllElementTypesMatch<["input", "result"]>]> {
+  let summary = "This rank's block of a tensor it holds whole";
+  let description = [{
+    Local slicing, no communication: rank i of the axes' group keeps block
+    i along `dim`. What a replicated value becomes where a split layout is
+    needed (a ZeRO shard of a replicated parameter, a batch split of a
+    constant).
+
+    ```mlir
+    %p = weft.shard_slice %w {axes = ["dp"], dim = 0 : i64}
+        : tensor<64x32xf32> -> tensor<32x32xf32>
+    ```
+    Constraints: the input's `dim` is the result's times the axes' sizes,
+    other dimensions are equal.
+  }];
+  let arguments = (ins Weft_AnyTensor:$input, StrArrayAttr:$axes,
+                       I64Attr:$dim);
+  let results = (outs Weft_AnyTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+  let hasVerifier = 1;
+  let hasFolder = 1;
+}
+
+def Weft_ShardAsOp : Weft_Op<"shard_as", [Pure,
+    AllTypesMatch<["input", "result"]>]> {
+  let summary = "Fixes the sharding of a value (a layout constraint)";
+  let description = [{
+    The identity on global values whose result has the given sharding:
+    propagation does not change it, and --weft-partition replaces the op
+    by the reshard it implies. --weft-apply-mesh places these where the
+    layout is a decision rather than a consequence (a ZeRO-3 parameter
+    gathered for the forward pass, a ZeRO-2 gradient scattered per
+    micro-batch).
+
+    ```mlir
+    %w = weft.shard_as %p {sharding = #weft.sharding<[{}, {} ]>}
+        : tensor<64x32xf32>
+    ```
+    Constraints: the sharding has one entry per dimension.
+  }];
+  let arguments = (ins Weft_AnyTensor:$input, Weft_ShardingAttr:$sharding);
+  let results = (outs Weft_AnyTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input)";
+  let hasVerifier = 1;
+}
+
+#endif // WEFT_PARALLEL_TD

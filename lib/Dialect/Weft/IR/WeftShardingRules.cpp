@@ -1,0 +1,464 @@
+//===- WeftShardingRules.cpp - How each weft op may be split --------------===//
+//
+// Part of the Weft project.
+//
+//===----------------------------------------------------------------------===//
+//
+// ShardingRuleOpInterface for every weft op, as factors shared between
+// dimensions (see Sharding.h). A rule says what may be split, never what
+// should be: propagation and the planner decide. Dimensions an op reads as
+// a whole (a softmax or normalization axis, a sliced or padded axis, the
+// spatial axes of a convolution) get no factor, or a Whole one, so a split
+// there is gathered first.
+//
+//===----------------------------------------------------------------------===//
+
+#include "weft/Dialect/Weft/IR/WeftDialect.h"
+#include "weft/Dialect/Weft/IR/WeftOps.h"
+
+#include "llvm/ADT/TypeSwitch.h"
+
+using namespace mlir;
+using namespace weft;
+
+namespace {
+using Kind = ShardingRule::Kind;
+using ValueFactors = ShardingRule::ValueFactors;
+
+ArrayRef<int64_t> shapeOf(Value v) {
+  return cast<RankedTensorType>(v.getType()).getShape();
+}
+
+ValueFactors noFactors(Value v) { return ValueFactors(shapeOf(v).size()); }
+
+/// One factor per dimension of `v`, of `kind`.
+ValueFactors addFactorsFor(ShardingRule &rule, Value v,
+                           Kind kind = Kind::Parallel) {
+  ValueFactors dims;
+  for (int64_t size : shapeOf(v))
+    dims.push_back({rule.addFactor(size, kind)});
+  return dims;
+}
+
+/// Numpy broadcasting: `operand`'s dims aligned right with the result's;
+/// a size-1 dim stretched to a larger size has no factor.
+ValueFactors broadcastFactors(ArrayRef<int64_t> operand,
+                              ArrayRef<int64_t> result,
+                              const ValueFactors &resultFactors) {
+  ValueFactors dims(operand.size());
+  size_t offset = result.size() - operand.size();
+  for (size_t d = 0; d < operand.size(); ++d)
+    if (operand[d] == result[d + offset])
+      dims[d] = resultFactors[d + offset];
+  return dims;
+}
+
+/// Elementwise ops with broadcasting operands (add, where, cast, ...).
+ShardingRule elementwise(Operation *op, bool additive = false) {
+  ShardingRule rule;
+  Value result = op->getResult(0);
+  ValueFactors out = addFactorsFor(rule, result);
+  for (Value operand : op->getOperands())
+    rule.operands.push_back(
+        broadcastFactors(shapeOf(operand), shapeOf(result), out));
+  rule.results.push_back(out);
+  rule.additive = additive;
+  return rule;
+}
+
+/// Ops that read dimensions `whole` of their first operand as a whole and
+/// are elementwise elsewhere (softmax, layer norm over trailing axes, the
+/// causal mask); further operands broadcast against the result.
+ShardingRule elementwiseExcept(Operation *op, ArrayRef<int64_t> whole) {
+  ShardingRule rule = elementwise(op);
+  for (int64_t d : whole) {
+    rule.factors[rule.results[0][d].front()].kind = Kind::Whole;
+  }
+  return rule;
+}
+
+/// Reductions over `axes` of operand 0; `kind` says what a split reduced
+/// factor leaves pending.
+ShardingRule reduction(Operation *op, ArrayRef<int64_t> axes, bool keepDims,
+                       Kind kind) {
+  ShardingRule rule;
+  Value input = op->getOperand(0);
+  ArrayRef<int64_t> shape = shapeOf(input);
+  ValueFactors in, out;
+  for (int64_t d = 0, e = shape.size(); d < e; ++d) {
+    if (llvm::is_contained(axes, d)) {
+      in.push_back({rule.addFactor(shape[d], kind)});
+      if (keepDims)
+        out.push_back({});
+      continue;
+    }
+    int64_t f = rule.addFactor(shape[d]);
+    in.push_back({f});
+    out.push_back({f});
+  }
+  rule.operands.push_back(in);
+  for (unsigned i = 1; i < op->getNumOperands(); ++i)
+    rule.operands.push_back(noFactors(op->getOperand(i)));
+  rule.results.push_back(out);
+  return rule;
+}
+
+ShardingRule matmul(MatMulOp op) {
+  ShardingRule rule;
+  ArrayRef<int64_t> lhs = shapeOf(op.getLhs()), rhs = shapeOf(op.getRhs()),
+                    res = shapeOf(op.getResult());
+  size_t batch = res.size() - 2;
+  ValueFactors out;
+  for (size_t d = 0; d < batch; ++d)
+    out.push_back({rule.addFactor(res[d])});
+  int64_t m = rule.addFactor(res[batch]), n = rule.addFactor(res[batch + 1]);
+  int64_t kSize = op.getTransposeLhs() ? lhs[lhs.size() - 2] : lhs.back();
+  int64_t k = rule.addFactor(kSize, Kind::Sum);
+  out.push_back({m});
+  out.push_back({n});
+  auto operand = [&](ArrayRef<int64_t> shape, int64_t row, int64_t col,
+                     bool transposed) {
+    ValueFactors batchDims = broadcastFactors(
+        shape.drop_back(2), res.drop_back(2), ValueFactors(out.begin(),
+                                                           out.begin() + batch));
+    if (transposed)
+      std::swap(row, col);
+    batchDims.push_back({row});
+    batchDims.push_back({col});
+    return batchDims;
+  };
+  rule.operands.push_back(operand(lhs, m, k, op.getTransposeLhs()));
+  rule.operands.push_back(operand(rhs, k, n, op.getTransposeRhs()));
+  rule.results.push_back(out);
+  return rule;
+}
+
+/// A reshape splits and merges dimensions: the dims of input and result
+/// are grouped where their running products meet, and each group's
+/// factors are the result's dims of that group (a merged input dim holds
+/// several, major first). A group that is neither one-to-many nor
+/// many-to-one stays whole.
+ShardingRule reshape(Operation *op) {
+  ShardingRule rule;
+  ArrayRef<int64_t> in = shapeOf(op->getOperand(0));
+  ArrayRef<int64_t> out = shapeOf(op->getResult(0));
+  ValueFactors inDims(in.size()), outDims(out.size());
+  size_t i = 0, o = 0;
+  while (i < in.size() || o < out.size()) {
+    // Size-1 dims join no group: they carry no data to split.
+    if (i < in.size() && in[i] == 1) {
+      ++i;
+      continue;
+    }
+    if (o < out.size() && out[o] == 1) {
+      ++o;
+      continue;
+    }
+    if (i == in.size() || o == out.size())
+      break;
+    size_t i0 = i, o0 = o;
+    int64_t pi = in[i++], po = out[o++];
+    while (pi != po) {
+      if (pi < po && i < in.size())
+        pi *= in[i++];
+      else if (po < pi && o < out.size())
+        po *= out[o++];
+      else
+        break;
+    }
+    if (pi != po)
+      break;
+    bool oneInput = i - i0 == 1, oneOutput = o - o0 == 1;
+    if (oneOutput) {
+      // Input dims i0..i merge into out[o0]: each input dim a factor.
+      for (size_t d = i0; d < i; ++d) {
+        if (in[d] == 1)
+          continue;
+        int64_t f = rule.addFactor(in[d]);
+        inDims[d] = {f};
+        outDims[o0].push_back(f);
+      }
+    } else if (oneInput) {
+      for (size_t d = o0; d < o; ++d) {
+        if (out[d] == 1)
+          continue;
+        int64_t f = rule.addFactor(out[d]);
+        outDims[d] = {f};
+        inDims[i0].push_back(f);
+      }
+    }
+  }
+  rule.operands.push_back(inDims);
+  rule.results.push_back(outDims);
+  rule.additive = true;
+  return rule;
+}
+
+ShardingRule transpose(TransposeOp op) {
+  ShardingRule rule;
+  ValueFactors in = addFactorsFor(rule, op.getInput()), out;
+  for (int64_t p : op.getPermutation())
+    out.push_back(in[p]);
+  rule.operands.push_back(in);
+  rule.results.push_back(out);
+  rule.additive = true;
+  return rule;
+}
+
+/// Slice and pad: the dims they change are read whole.
+ShardingRule slicing(Operation *op, function_ref<bool(int64_t)> changes) {
+  ShardingRule rule;
+  ValueFactors in = addFactorsFor(rule, op->getOperand(0));
+  for (size_t d = 0; d < in.size(); ++d)
+    if (changes(d))
+      rule.factors[in[d].front()].kind = Kind::Whole;
+  rule.operands.push_back(in);
+  rule.results.push_back(in);
+  rule.additive = true;
+  return rule;
+}
+
+ShardingRule concat(ConcatOp op) {
+  ShardingRule rule;
+  ValueFactors out = addFactorsFor(rule, op.getResult());
+  rule.factors[out[op.getAxis()].front()].kind = Kind::Whole;
+  for (Value v : op.getInputs()) {
+    (void)v;
+    ValueFactors dims = out;
+    dims[op.getAxis()] = {};
+    rule.operands.push_back(dims);
+  }
+  rule.results.push_back(out);
+  rule.additive = true;
+  return rule;
+}
+
+/// gather: input[:axis] + indices + input[axis+1:]; the gathered axis is
+/// read whole.
+ShardingRule gather(GatherOp op) {
+  ShardingRule rule;
+  int64_t axis = op.getAxis();
+  ArrayRef<int64_t> in = shapeOf(op.getInput());
+  ValueFactors inDims, idxDims = addFactorsFor(rule, op.getIndices()), out;
+  for (int64_t d = 0, e = in.size(); d < e; ++d) {
+    if (d == axis) {
+      inDims.push_back({});
+      llvm::append_range(out, idxDims);
+      continue;
+    }
+    int64_t f = rule.addFactor(in[d]);
+    inDims.push_back({f});
+    out.push_back({f});
+  }
+  rule.operands = {inDims, idxDims};
+  rule.results.push_back(out);
+  return rule;
+}
+
+/// scatter_add(input, indices, updates): positions of `indices` are summed
+/// into the result, so they are sum factors.
+ShardingRule scatterAdd(ScatterAddOp op) {
+  ShardingRule rule;
+  int64_t axis = op.getAxis();
+  ArrayRef<int64_t> in = shapeOf(op.getInput());
+  ValueFactors inDims, idxDims = addFactorsFor(rule, op.getIndices(), Kind::Sum),
+                       upd;
+  for (int64_t d = 0, e = in.size(); d < e; ++d) {
+    if (d == axis) {
+      inDims.push_back({});
+      llvm::append_range(upd, idxDims);
+      continue;
+    }
+    int64_t f = rule.addFactor(in[d]);
+    inDims.push_back({f});
+    upd.push_back({f});
+  }
+  rule.operands = {inDims, idxDims, upd};
+  rule.results.push_back(inDims);
+  return rule;
+}
+
+/// NCHW window ops: batch and channels are split, spatial dims are whole.
+/// `numOperands` operands share the layout of the first.
+ShardingRule window(Operation *op) {
+  ShardingRule rule;
+  Value first = op->getOperand(0);
+  int64_t n = rule.addFactor(shapeOf(first)[0]),
+          c = rule.addFactor(shapeOf(first)[1]);
+  auto layout = [&](Value v) {
+    ValueFactors dims = noFactors(v);
+    dims[0] = {n};
+    dims[1] = {c};
+    return dims;
+  };
+  for (Value v : op->getOperands())
+    rule.operands.push_back(layout(v));
+  rule.results.push_back(layout(op->getResult(0)));
+  return rule;
+}
+
+/// conv2d and its adjoints, as NCHW x OIHW: batch n, output channels o and
+/// input channels c; whichever of them the op's result lacks is summed.
+/// Grouped convolutions keep their channels whole.
+ShardingRule convolution(Operation *op, int64_t groups) {
+  ShardingRule rule;
+  bool grouped = groups != 1;
+  auto channel = [&](int64_t size, bool summed) {
+    return rule.addFactor(size, grouped ? Kind::Whole
+                                        : summed ? Kind::Sum : Kind::Parallel);
+  };
+  auto nchw = [](Value v, int64_t a, int64_t b) {
+    ValueFactors dims = noFactors(v);
+    dims[0] = {a};
+    dims[1] = {b};
+    return dims;
+  };
+  if (auto conv = dyn_cast<Conv2DOp>(op)) {
+    ArrayRef<int64_t> x = shapeOf(conv.getInput()), w = shapeOf(conv.getFilter());
+    int64_t n = rule.addFactor(x[0]), o = channel(w[0], false),
+            c = channel(x[1], true);
+    rule.operands = {nchw(conv.getInput(), n, c), nchw(conv.getFilter(), o, c)};
+    if (conv.getBias())
+      rule.operands.push_back({{o}});
+    rule.results.push_back(nchw(conv.getResult(), n, o));
+  } else if (auto dx = dyn_cast<Conv2DBackwardInputOp>(op)) {
+    ArrayRef<int64_t> g = shapeOf(dx.getGrad()), w = shapeOf(dx.getFilter());
+    int64_t n = rule.addFactor(g[0]), o = channel(w[0], true),
+            c = channel(shapeOf(dx.getResult())[1], false);
+    rule.operands = {nchw(dx.getGrad(), n, o), nchw(dx.getFilter(), o, c)};
+    rule.results.push_back(nchw(dx.getResult(), n, c));
+  } else {
+    auto dw = cast<Conv2DBackwardFilterOp>(op);
+    ArrayRef<int64_t> g = shapeOf(dw.getGrad()), x = shapeOf(dw.getInput());
+    int64_t n = rule.addFactor(g[0], Kind::Sum), o = channel(g[1], false),
+            c = channel(x[1], false);
+    rule.operands = {nchw(dw.getGrad(), n, o), nchw(dw.getInput(), n, c)};
+    rule.results.push_back(nchw(dw.getResult(), o, c));
+  }
+  return rule;
+}
+
+/// A loss that averages over every position of its operands.
+ShardingRule meanLoss(Operation *op, bool classesLast) {
+  ShardingRule rule;
+  Value first = op->getOperand(0);
+  ArrayRef<int64_t> shape = shapeOf(first);
+  ValueFactors dims;
+  for (size_t d = 0; d < shape.size(); ++d)
+    dims.push_back({rule.addFactor(shape[d], classesLast && d + 1 == shape.size()
+                                                 ? Kind::Whole
+                                                 : Kind::Mean)});
+  rule.operands.push_back(dims);
+  ValueFactors second = dims;
+  if (classesLast)
+    second.pop_back();
+  rule.operands.push_back(second);
+  rule.results.push_back({});
+  return rule;
+}
+
+ShardingRule ruleOf(Operation *op) {
+  return llvm::TypeSwitch<Operation *, ShardingRule>(op)
+      .Case<AddOp, SubOp, NegOp>(
+          [](Operation *op) { return elementwise(op, /*additive=*/true); })
+      .Case<MulOp, DivOp, PowOp, MaxOp, MinOp, CmpOp, WhereOp, AbsOp, ReluOp,
+            TanhOp, SigmoidOp, ExpOp, LogOp, SqrtOp, RsqrtOp, ErfOp, CosOp,
+            SinOp, GeluOp, CastOp, BroadcastOp>(
+          [](Operation *op) { return elementwise(op); })
+      .Case<SoftmaxOp, LogSoftmaxOp>([](auto op) {
+        return elementwiseExcept(op, {int64_t(op.getAxis())});
+      })
+      .Case([](LayerNormOp op) {
+        SmallVector<int64_t> whole;
+        for (int64_t d = op.getAxis(), e = shapeOf(op.getInput()).size();
+             d < e; ++d)
+          whole.push_back(d);
+        ShardingRule rule = elementwiseExcept(op, whole);
+        // scale and bias are shaped like the trailing axes, not aligned
+        // with a broadcast of the input: they are whole.
+        rule.operands[1] = noFactors(op.getScale());
+        rule.operands[2] = noFactors(op.getBias());
+        return rule;
+      })
+      .Case([](CausalMaskOp op) {
+        int64_t rank = shapeOf(op.getInput()).size();
+        return elementwiseExcept(op, {rank - 2, rank - 1});
+      })
+      .Case([](ReduceSumOp op) {
+        return reduction(op, op.getAxes(), op.getKeepDims(), Kind::Sum);
+      })
+      .Case([](ReduceMeanOp op) {
+        return reduction(op, op.getAxes(), op.getKeepDims(), Kind::Mean);
+      })
+      .Case([](ReduceMaxOp op) {
+        return reduction(op, op.getAxes(), op.getKeepDims(), Kind::Whole);
+      })
+      .Case([](GlobalAvgPoolOp op) { return window(op); })
+      .Case([](MatMulOp op) { return matmul(op); })
+      .Case([](ReshapeOp op) { return reshape(op); })
+      .Case([](TransposeOp op) { return transpose(op); })
+      .Case([](SliceOp op) {
+        ArrayRef<int64_t> shape = shapeOf(op.getInput());
+        return slicing(op, [&](int64_t d) {
+          return op.getStarts()[d] != 0 || op.getLimits()[d] != shape[d] ||
+                 op.getStrides()[d] != 1;
+        });
+      })
+      .Case([](PadOp op) {
+        return slicing(op, [&](int64_t d) {
+          return op.getLow()[d] != 0 || op.getHigh()[d] != 0 ||
+                 op.getInterior()[d] != 0;
+        });
+      })
+      .Case([](ConcatOp op) { return concat(op); })
+      .Case([](GatherOp op) { return gather(op); })
+      .Case([](ScatterAddOp op) { return scatterAdd(op); })
+      .Case([](OneHotOp op) {
+        ShardingRule rule;
+        ValueFactors in = addFactorsFor(rule, op.getIndices());
+        ValueFactors out = in;
+        out.push_back({});
+        rule.operands.push_back(in);
+        rule.results.push_back(out);
+        return rule;
+      })
+      .Case<MaxPool2DOp, AvgPool2DOp, MaxPool2DGradOp, AvgPool2DGradOp>(
+          [](Operation *op) { return window(op); })
+      .Case([](Conv2DOp op) { return convolution(op, op.getGroups()); })
+      .Case([](Conv2DBackwardInputOp op) {
+        return convolution(op, op.getGroups());
+      })
+      .Case([](Conv2DBackwardFilterOp op) {
+        return convolution(op, op.getGroups());
+      })
+      .Case([](CrossEntropyOp op) { return meanLoss(op, true); })
+      .Case([](MseOp op) { return meanLoss(op, false); })
+      // Dropout's mask hashes each element's index in the whole tensor, so
+      // a block of it would draw another block's mask; it runs whole.
+      .Default([](Operation *op) { return ShardingRule::whole(op); });
+}
+
+template <typename OpT>
+struct ShardingRuleModel
+    : public ShardingRuleOpInterface::ExternalModel<ShardingRuleModel<OpT>,
+                                                    OpT> {
+  ShardingRule getShardingRule(Operation *op) const { return ruleOf(op); }
+};
+
+template <typename... Ops>
+void attachTo(MLIRContext *context) {
+  (Ops::template attachInterface<ShardingRuleModel<Ops>>(*context), ...);
+}
+} // namespace
+
+void weft::registerShardingRules(MLIRContext *context) {
+  attachTo<AddOp, SubOp, MulOp, DivOp, PowOp, MaxOp, MinOp, CmpOp, WhereOp,
+           NegOp, AbsOp, ReluOp, TanhOp, SigmoidOp, ExpOp, LogOp, SqrtOp,
+           RsqrtOp, ErfOp, CosOp, SinOp, GeluOp, CastOp, SoftmaxOp,
+           LogSoftmaxOp, LayerNormOp, ReduceSumOp, ReduceMeanOp, ReduceMaxOp,
+           GatherOp, ReshapeOp, BroadcastOp, TransposeOp, SliceOp, ConcatOp,
+           CausalMaskOp, DropoutOp, Conv2DOp, MaxPool2DOp, AvgPool2DOp,
+           GlobalAvgPoolOp, CrossEntropyOp, MseOp, ScatterAddOp, PadOp,
+           OneHotOp, Conv2DBackwardInputOp, Conv2DBackwardFilterOp,
+           MaxPool2DGradOp, AvgPool2DGradOp, ConstantOp>(context);
+}
