@@ -101,7 +101,153 @@ std::string flagFor(const std::string &hpName) {
   return flag;
 }
 
+/// Reads the model JSON's "mesh" and "shardings" (docs/runtime.md) and
+/// checks every sharding against the slots it names: the axes exist, and
+/// the global shape divided by each dim's axes is the compiled shape.
+Status readMesh(const json &root, ModelSpec &spec) {
+  auto meshIt = root.find("mesh");
+  auto shardIt = root.find("shardings");
+  if (meshIt == root.end()) {
+    if (shardIt != root.end())
+      return Status::error("compiled model: the model JSON has \"shardings\" "
+                           "but no \"mesh\"");
+    return Status::success();
+  }
+  auto axesIt = meshIt->is_object() ? meshIt->find("axes") : meshIt->end();
+  if (!meshIt->is_object() || axesIt == meshIt->end() || !axesIt->is_array() ||
+      axesIt->empty())
+    return Status::error("compiled model: the model JSON's \"mesh\" must be "
+                         "{\"axes\": [{\"name\": ..., \"size\": ...}, ...]}");
+  int64_t devices = 1;
+  for (const json &axis : *axesIt) {
+    auto name = axis.is_object() ? axis.find("name") : axis.end();
+    auto size = axis.is_object() ? axis.find("size") : axis.end();
+    if (name == axis.end() || !name->is_string() || size == axis.end() ||
+        !size->is_number_unsigned() || size->get<uint64_t>() < 1 ||
+        size->get<uint64_t>() > (1u << 20))
+      return Status::error("compiled model: invalid mesh axis " + axis.dump());
+    MeshAxisSpec a{name->get<std::string>(), int64_t(size->get<uint64_t>())};
+    for (const MeshAxisSpec &b : spec.mesh)
+      if (b.name == a.name)
+        return Status::error("compiled model: the mesh names axis " +
+                             quote(a.name) + " twice");
+    devices *= a.size;
+    if (devices > (1 << 24))
+      return Status::error("compiled model: the mesh has too many devices");
+    spec.mesh.push_back(std::move(a));
+  }
+  if (shardIt == root.end())
+    return Status::success();
+  if (!shardIt->is_object())
+    return Status::error(
+        "compiled model: the model JSON's \"shardings\" is not an object");
+  for (auto it = shardIt->begin(); it != shardIt->end(); ++it) {
+    std::string where = "compiled model: sharding of " + quote(it.key());
+    const json &entry = it.value();
+    auto shape = entry.is_object() ? entry.find("global_shape") : entry.end();
+    auto dims = entry.is_object() ? entry.find("dims") : entry.end();
+    if (shape == entry.end() || !shape->is_array() || dims == entry.end() ||
+        !dims->is_array() || dims->size() != shape->size())
+      return Status::error(where + " needs \"global_shape\" and \"dims\" "
+                                   "of the same length");
+    SlotSharding sh;
+    for (const json &d : *shape) {
+      if (!d.is_number_unsigned())
+        return Status::error(where + " has an invalid global shape " +
+                             shape->dump());
+      sh.globalShape.push_back(int64_t(d.get<uint64_t>()));
+    }
+    std::vector<int64_t> divisors;
+    for (const json &d : *dims) {
+      std::vector<std::string> axes;
+      int64_t divisor = 1;
+      if (!d.is_array())
+        return Status::error(where + " has invalid dims " + dims->dump());
+      for (const json &a : d) {
+        const MeshAxisSpec *axis = nullptr;
+        for (const MeshAxisSpec &m : spec.mesh)
+          if (a.is_string() && m.name == a.get<std::string>())
+            axis = &m;
+        if (!axis)
+          return Status::error(where + " names " + a.dump() +
+                               ", which is not an axis of the mesh");
+        for (const std::vector<std::string> &seen : sh.dims)
+          for (const std::string &n : seen)
+            if (n == axis->name)
+              return Status::error(where + " splits two dims over axis " +
+                                   quote(n));
+        axes.push_back(axis->name);
+        divisor *= axis->size;
+      }
+      sh.dims.push_back(std::move(axes));
+      divisors.push_back(divisor);
+    }
+    bool found = false;
+    for (const std::vector<TensorSpec> *list : {&spec.args, &spec.results})
+      for (const TensorSpec &t : *list) {
+        if (t.name != it.key())
+          continue;
+        found = true;
+        bool matches = t.shape.size() == sh.globalShape.size();
+        for (size_t d = 0; matches && d < t.shape.size(); ++d)
+          matches = t.shape[d] * divisors[d] == sh.globalShape[d];
+        if (!matches)
+          return Status::error(where + ": global shape " +
+                               formatShape(sh.globalShape) + " split as " +
+                               dims->dump() + " is not the compiled " +
+                               describeTensor(t));
+      }
+    if (!found)
+      return Status::error(where + ": the step has no such slot");
+    spec.shardings.emplace(it.key(), std::move(sh));
+  }
+  return Status::success();
+}
+
+/// How batch input `t` comes out of the global batch, and how many samples
+/// of it this rank holds.
+Status readBatchLayout(const ModelSpec &spec, const TensorSpec &t,
+                       BatchLayout &layout, int64_t &samples) {
+  samples = t.shape[0];
+  const SlotSharding *sh = spec.findSharding(t.name);
+  if (!sh)
+    return Status::success();
+  size_t splitDim = 0;
+  if (sh->dims[0].empty() && sh->dims.size() > 1 && !sh->dims[1].empty()) {
+    // [K, m, ...] with m split: K micro-batches.
+    splitDim = 1;
+    layout.microBatches = t.shape[0];
+    samples = t.shape[0] * t.shape[1];
+  }
+  layout.axes = sh->dims[splitDim];
+  for (size_t d = 0; d < sh->dims.size(); ++d)
+    if (d != splitDim && !sh->dims[d].empty())
+      return Status::error("compiled model: batch input " + describeTensor(t) +
+                           " is split along dim " + std::to_string(d) +
+                           "; the data loader splits only its batch");
+  return Status::success();
+}
+
 } // namespace
+
+int64_t ModelSpec::meshDevices() const {
+  int64_t n = 1;
+  for (const MeshAxisSpec &a : mesh)
+    n *= a.size;
+  return n;
+}
+
+std::string ModelSpec::describeMesh() const {
+  std::string out;
+  for (const MeshAxisSpec &a : mesh)
+    out += (out.empty() ? "" : ",") + a.name + "=" + std::to_string(a.size);
+  return out;
+}
+
+const SlotSharding *ModelSpec::findSharding(const std::string &name) const {
+  auto it = shardings.find(name);
+  return it == shardings.end() ? nullptr : &it->second;
+}
 
 int64_t ModelSpec::numParameters() const {
   int64_t n = 0;
@@ -166,6 +312,8 @@ Status weft::rt::loadModelSpec(const WeftModel &model, ModelSpec &out) {
     auto it = root.find("hyperparameters");
     if (it != root.end() && it->is_object())
       hyper = &*it;
+    if (Status s = readMesh(root, spec); !s.ok())
+      return s;
   }
 
   // Roles by the step contract (weft/Formats/StepContract.h), then every
@@ -246,12 +394,21 @@ Status weft::rt::loadModelSpec(const WeftModel &model, ModelSpec &out) {
         return Status::error("compiled model: batch input " +
                              describeTensor(t) +
                              " needs a non-empty batch axis 0");
-      if (!spec.batchArgs.empty() && t.shape[0] != spec.batchSize)
+      BatchLayout layout;
+      int64_t samples = 0;
+      if (Status s = readBatchLayout(spec, t, layout, samples); !s.ok())
+        return s;
+      if (!spec.batchArgs.empty() &&
+          (samples != spec.batchSize ||
+           layout.axes != spec.batchLayout.axes ||
+           layout.microBatches != spec.batchLayout.microBatches))
         return Status::error(
-            "compiled model: batch inputs disagree on the batch size: " +
+            "compiled model: batch inputs disagree on the batch size or its "
+            "split over the mesh: " +
             describeTensor(spec.args[spec.batchArgs[0]]) + " and " +
             describeTensor(t));
-      spec.batchSize = t.shape[0];
+      spec.batchSize = samples;
+      spec.batchLayout = layout;
       spec.batchArgs.push_back(idx);
     }
   }

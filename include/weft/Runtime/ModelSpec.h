@@ -21,6 +21,7 @@
 #include "weft/Runtime/ModelABI.h"
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -59,6 +60,33 @@ struct HyperParamSpec {
   double defaultValue = 0;
 };
 
+/// One axis of the device mesh the step was compiled for ("dp", 2).
+struct MeshAxisSpec {
+  std::string name;
+  int64_t size = 1;
+};
+
+/// How a slot is split over the mesh (the model JSON's "shardings"): its
+/// global shape and, per dimension, the mesh axes splitting it (major axis
+/// first; empty: not split). Its local shape, the one in the argument
+/// table, is the global one divided by the product of each dim's axes.
+struct SlotSharding {
+  std::vector<int64_t> globalShape;
+  std::vector<std::vector<std::string>> dims;
+};
+
+/// How each rank's batch inputs come out of the global batch.
+struct BatchLayout {
+  /// The mesh axes splitting the batch (row-major over them); empty when
+  /// every rank reads the whole global batch.
+  std::vector<std::string> axes;
+  /// Batch inputs laid out [K, m, ...] with dim 1 split (the partitioner's
+  /// layout under gradient accumulation): K micro-batches of m rows each,
+  /// of which a rank holds its block of m / n rows per micro-batch. 1 for
+  /// inputs split along axis 0.
+  int64_t microBatches = 1;
+};
+
 /// The compiled step, validated and indexed by role.
 struct ModelSpec {
   std::vector<TensorSpec> args, results;
@@ -83,11 +111,27 @@ struct ModelSpec {
   /// For each argument, the result that carries its next value (params and
   /// state), or -1.
   std::vector<int> resultForArg;
-  /// Axis 0 of the batch inputs (all of them agree).
+  /// Samples of this rank's batch in each batch input (all of them agree):
+  /// axis 0, or K x m/n for the micro-batch layout (see BatchLayout).
   int64_t batchSize = 0;
+  /// The mesh the step was compiled for (the model JSON's "mesh"), major
+  /// axis first; empty for a one-device step.
+  std::vector<MeshAxisSpec> mesh;
+  /// Every argument and result split over the mesh, by slot name (a param
+  /// and its next value share one entry).
+  std::map<std::string, SlotSharding> shardings;
+  BatchLayout batchLayout;
   /// Labels must lie in [0, numClasses) when > 0: the model JSON's
   /// "num_classes" (or "vocab_size").
   int64_t numClasses = 0;
+
+  /// Ranks the step runs on: the product of the mesh's axis sizes (1
+  /// without a mesh).
+  int64_t meshDevices() const;
+  /// "dp=2,tp=4", as weftc's --mesh spells it.
+  std::string describeMesh() const;
+  /// The sharding of slot `name`, or null when it is not split.
+  const SlotSharding *findSharding(const std::string &name) const;
 
   /// Number of trainable scalars.
   int64_t numParameters() const;

@@ -1,0 +1,117 @@
+//===- ModelSpecTest.cpp - The mesh and shardings of a compiled model -----===//
+//
+// Part of the Weft project.
+//
+//===----------------------------------------------------------------------===//
+
+#include "TestModels.h"
+#include "weft/Runtime/ModelSpec.h"
+
+#include <gtest/gtest.h>
+
+using namespace weft::rt;
+using namespace weft::rt::test;
+
+namespace {
+
+/// The per-rank table of a step partitioned over `mesh` JSON: param "w"
+/// [4, 3] split along dim 0 over dp, and the batch `input` as given.
+std::unique_ptr<TestModel> makeSharded(const std::string &meshJson,
+                                       const std::string &shardingsJson,
+                                       std::vector<int64_t> inputShape = {2, 3}) {
+  std::vector<TestTensor> args = {{"w", "param", DType::F32, {2, 3}},
+                                  {"input", "input", DType::F32, inputShape},
+                                  {"step", "input", DType::I64, {}},
+                                  {"lr", "input", DType::F32, {}}};
+  std::vector<TestTensor> results = {{"w", "param", DType::F32, {2, 3}},
+                                     {"loss", "output", DType::F32, {}}};
+  std::string json = "{\"mesh\": " + meshJson +
+                     (shardingsJson.empty() ? "" : ", \"shardings\": " +
+                                                       shardingsJson) +
+                     "}";
+  return std::make_unique<TestModel>(
+      args, results, json, std::vector<std::pair<std::string, HostArray>>{},
+      [](TestModel &, void *const *, void *const *) {});
+}
+
+TEST(ModelSpecTest, ReadsMeshAndShardings) {
+  auto m = makeSharded(
+      R"({"axes": [{"name": "dp", "size": 2}]})",
+      R"({"w": {"global_shape": [4, 3], "dims": [["dp"], []]},
+          "input": {"global_shape": [4, 3], "dims": [["dp"], []]}})");
+  ModelSpec spec;
+  Status s = loadModelSpec(m->model(), spec);
+  ASSERT_TRUE(s.ok()) << s.message;
+  ASSERT_EQ(spec.mesh.size(), 1u);
+  EXPECT_EQ(spec.mesh[0].name, "dp");
+  EXPECT_EQ(spec.mesh[0].size, 2);
+  EXPECT_EQ(spec.meshDevices(), 2);
+  EXPECT_EQ(spec.describeMesh(), "dp=2");
+  const SlotSharding *w = spec.findSharding("w");
+  ASSERT_TRUE(w);
+  EXPECT_EQ(w->globalShape, (std::vector<int64_t>{4, 3}));
+  EXPECT_EQ(w->dims, (std::vector<std::vector<std::string>>{{"dp"}, {}}));
+  EXPECT_EQ(spec.findSharding("loss"), nullptr);
+  EXPECT_EQ(spec.batchSize, 2);
+  EXPECT_EQ(spec.batchLayout.axes, std::vector<std::string>{"dp"});
+  EXPECT_EQ(spec.batchLayout.microBatches, 1);
+}
+
+TEST(ModelSpecTest, NoMeshIsOneDevice) {
+  auto m = makeLinearModel();
+  ModelSpec spec;
+  ASSERT_TRUE(loadModelSpec(m->model(), spec).ok());
+  EXPECT_TRUE(spec.mesh.empty());
+  EXPECT_EQ(spec.meshDevices(), 1);
+  EXPECT_TRUE(spec.batchLayout.axes.empty());
+}
+
+TEST(ModelSpecTest, MicroBatchLayout) {
+  // Two micro-batches of 4 rows each, split over dp=2: the rank holds
+  // [2, 2, 3], 4 samples.
+  auto m = makeSharded(
+      R"({"axes": [{"name": "dp", "size": 2}]})",
+      R"({"input": {"global_shape": [2, 4, 3], "dims": [[], ["dp"], []]}})",
+      {2, 2, 3});
+  ModelSpec spec;
+  Status s = loadModelSpec(m->model(), spec);
+  ASSERT_TRUE(s.ok()) << s.message;
+  EXPECT_EQ(spec.batchSize, 4);
+  EXPECT_EQ(spec.batchLayout.microBatches, 2);
+  EXPECT_EQ(spec.batchLayout.axes, std::vector<std::string>{"dp"});
+}
+
+TEST(ModelSpecTest, Errors) {
+  struct Case {
+    const char *mesh, *shardings, *message;
+  } cases[] = {
+      {R"({"axes": []})", "", "must be"},
+      {R"({"axes": [{"name": "dp", "size": 0}]})", "", "invalid mesh axis"},
+      {R"({"axes": [{"name": "dp", "size": 2}, {"name": "dp", "size": 2}]})",
+       "", "twice"},
+      {R"({"axes": [{"name": "dp", "size": 2}]})",
+       R"({"w": {"global_shape": [4, 3], "dims": [["tp"], []]}})",
+       "not an axis of the mesh"},
+      {R"({"axes": [{"name": "dp", "size": 2}]})",
+       R"({"w": {"global_shape": [8, 3], "dims": [["dp"], []]}})",
+       "is not the compiled"},
+      {R"({"axes": [{"name": "dp", "size": 2}]})",
+       R"({"v": {"global_shape": [4, 3], "dims": [["dp"], []]}})",
+       "no such slot"},
+      {R"({"axes": [{"name": "dp", "size": 2}, {"name": "tp", "size": 3}]})",
+       R"({"input": {"global_shape": [4, 9], "dims": [["dp"], ["tp"]]}})",
+       "splits only its batch"},
+      {R"({"axes": [{"name": "dp", "size": 2}]})",
+       R"({"w": {"global_shape": [4, 3], "dims": [["dp"], ["dp"]]}})",
+       "two dims"},
+  };
+  for (const Case &c : cases) {
+    auto m = makeSharded(c.mesh, c.shardings);
+    ModelSpec spec;
+    Status s = loadModelSpec(m->model(), spec);
+    ASSERT_FALSE(s.ok()) << c.mesh << " " << c.shardings;
+    EXPECT_NE(s.message.find(c.message), std::string::npos) << s.message;
+  }
+}
+
+} // namespace
