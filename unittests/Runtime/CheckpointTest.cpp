@@ -14,6 +14,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 
@@ -176,6 +177,362 @@ TEST_F(CheckpointTest, PrepareCreatesTheDirectory) {
   EXPECT_TRUE(fs::is_directory(dir + "/a/b"));
   std::ofstream(dir + "/file") << "x";
   EXPECT_FALSE(prepareCheckpointDir(dir + "/file").ok());
+}
+
+//===----------------------------------------------------------------------===//
+// Sharded checkpoints
+//===----------------------------------------------------------------------===//
+
+/// A small model's global tensors, and the blocks ranks hold of them under
+/// a layout, written and restored through the library with rank and world
+/// given directly (no processes).
+class ShardedCheckpointTest : public CheckpointTest {
+protected:
+  struct Global {
+    std::string name, kind;
+    DType dtype;
+    std::vector<int64_t> shape;
+    std::vector<uint8_t> bytes;
+  };
+  std::vector<Global> globals;
+
+  void SetUp() override {
+    CheckpointTest::SetUp();
+    auto add = [&](std::string name, std::string kind, DType dtype,
+                   std::vector<int64_t> shape) {
+      Global g{name, kind, dtype, shape, {}};
+      size_t n = 0;
+      ASSERT_TRUE(computeByteSize(dtype, shape, n));
+      g.bytes.resize(n);
+      // Distinct, finite values: every byte pattern tells where it came
+      // from.
+      for (size_t i = 0; i < n / dtypeSize(dtype); ++i) {
+        if (dtype == DType::F32) {
+          float v = float(globals.size() * 1000 + i) + 0.25f;
+          std::memcpy(g.bytes.data() + i * 4, &v, 4);
+        } else {
+          int64_t v = int64_t(globals.size() * 1000 + i);
+          std::memcpy(g.bytes.data() + i * 8, &v, 8);
+        }
+      }
+      globals.push_back(std::move(g));
+    };
+    add("fc.weight", "param", DType::F32, {4, 6});
+    add("fc.bias", "param", DType::F32, {6});
+    add("exp_avg.fc.weight", "state", DType::F32, {4, 6});
+    add("exp_avg.fc.bias", "state", DType::F32, {6});
+    add("mask", "buffer", DType::I64, {2});
+    add("step_count", "state", DType::F32, {});
+  }
+
+  static ShardLayout layout(std::string modelJson) {
+    ShardLayout l;
+    Status s = parseShardLayout(modelJson, l);
+    EXPECT_TRUE(s.ok()) << s.message;
+    return l;
+  }
+
+  /// ZeRO-3 at dp=2: params and optimizer state split along dim 0.
+  static ShardLayout zero3() {
+    return layout(R"({"mesh": {"axes": [{"name": "dp", "size": 2}]},
+      "shardings": {
+        "fc.weight": {"global_shape": [4, 6], "dims": [["dp"], []]},
+        "fc.bias": {"global_shape": [6], "dims": [["dp"]]},
+        "exp_avg.fc.weight": {"global_shape": [4, 6], "dims": [["dp"], []]},
+        "exp_avg.fc.bias": {"global_shape": [6], "dims": [["dp"]]}}})");
+  }
+
+  /// dp=2 x tp=2: weight split along both dims, bias over tp only, the
+  /// optimizer state over both axes along dim 0.
+  static ShardLayout mesh2x2() {
+    return layout(R"({"mesh": {"axes": [{"name": "dp", "size": 2},
+                                        {"name": "tp", "size": 2}]},
+      "shardings": {
+        "fc.weight": {"global_shape": [4, 6], "dims": [["tp"], ["dp"]]},
+        "fc.bias": {"global_shape": [6], "dims": [["tp"]]},
+        "exp_avg.fc.weight": {"global_shape": [4, 6], "dims": [["dp", "tp"], []]}}})");
+  }
+
+  /// Rank `rank`'s blocks under `l`, in buffers the returned tensors point
+  /// into.
+  std::vector<CheckpointTensor> local(const ShardLayout &l, int64_t rank,
+                                      std::vector<std::vector<uint8_t>> &bufs,
+                                      bool fill = true) {
+    std::vector<CheckpointTensor> out;
+    bufs.assign(globals.size(), {});
+    for (size_t i = 0; i < globals.size(); ++i) {
+      const Global &g = globals[i];
+      std::vector<int64_t> shape = g.shape;
+      auto it = l.shardings.find(g.name);
+      if (it != l.shardings.end())
+        for (size_t d = 0; d < shape.size(); ++d) {
+          int64_t parts = 1;
+          for (const std::string &axis : it->second.dims[d])
+            for (const ShardLayout::Axis &a : l.mesh)
+              if (a.name == axis)
+                parts *= a.size;
+          shape[d] /= parts;
+        }
+      std::vector<int64_t> offsets, global;
+      Status s = l.blockOf(g.name, shape, rank, offsets, global);
+      EXPECT_TRUE(s.ok()) << s.message;
+      size_t n = 0;
+      EXPECT_TRUE(computeByteSize(g.dtype, shape, n));
+      bufs[i].assign(n, 0xAB);
+      if (fill)
+        copyBox(g.bytes.data(), g.shape, offsets, bufs[i].data(), shape,
+                std::vector<int64_t>(shape.size(), 0), shape,
+                dtypeSize(g.dtype));
+      out.push_back({g.name, g.kind, g.dtype, shape, bufs[i].data()});
+    }
+    return out;
+  }
+
+  CheckpointMeta meta(int64_t step) {
+    CheckpointMeta m;
+    m.step = step;
+    m.dataLoaderState = "{\"epoch\": 1}";
+    m.modelJson = "{\"source\": \"test\"}";
+    return m;
+  }
+
+  /// Writes step `step` as every rank of `l` would, the last rank first so
+  /// that rank 0 finds the others' parts in place.
+  void writeAll(const ShardLayout &l, int64_t step) {
+    int64_t world = l.numRanks();
+    for (int64_t r = world - 1; r >= 0; --r) {
+      std::vector<std::vector<uint8_t>> bufs;
+      std::string path;
+      Status s = writeCheckpoint(dir, meta(step), local(l, r, bufs), l, r,
+                                 world, 3, path, 5.0);
+      ASSERT_TRUE(s.ok()) << "rank " << r << ": " << s.message;
+      EXPECT_EQ(path, dir + "/" + checkpointName(step));
+    }
+  }
+
+  /// Restores at every rank of `l` and compares each block with the global
+  /// tensors, bit for bit.
+  void expectRestores(const ShardLayout &l) {
+    for (int64_t r = 0; r < l.numRanks(); ++r) {
+      std::vector<std::vector<uint8_t>> got, want;
+      std::vector<CheckpointTensor> tensors = local(l, r, got, false);
+      (void)local(l, r, want);
+      RestoreResult result;
+      Status s = restoreLatestCheckpoint(dir, tensors, l, r,
+                                         "{\"source\": \"test\"}", result);
+      ASSERT_TRUE(s.ok()) << "rank " << r << ": " << s.message;
+      ASSERT_TRUE(result.found);
+      EXPECT_TRUE(result.warnings.empty());
+      for (size_t i = 0; i < globals.size(); ++i)
+        EXPECT_EQ(got[i], want[i]) << globals[i].name << " at rank " << r
+                                   << " of mesh " << l.describeMesh();
+    }
+  }
+};
+
+TEST_F(ShardedCheckpointTest, BlocksFollowTheMeshRowMajor) {
+  ShardLayout l = mesh2x2();
+  EXPECT_EQ(l.numRanks(), 4);
+  EXPECT_EQ(l.describeMesh(), "dp=2,tp=2");
+  std::vector<int64_t> offsets, global;
+  // Rank 1 is dp 0, tp 1: weight rows 2..3 (tp), columns 0..2 (dp).
+  ASSERT_TRUE(l.blockOf("fc.weight", {2, 3}, 1, offsets, global).ok());
+  EXPECT_EQ(offsets, (std::vector<int64_t>{2, 0}));
+  EXPECT_EQ(global, (std::vector<int64_t>{4, 6}));
+  // Split over dp then tp: rank 2 (dp 1, tp 0) holds block 2 of 4.
+  ASSERT_TRUE(
+      l.blockOf("exp_avg.fc.weight", {1, 6}, 2, offsets, global).ok());
+  EXPECT_EQ(offsets, (std::vector<int64_t>{2, 0}));
+  // The bias is replicated over dp: only dp 0 stores it.
+  EXPECT_TRUE(l.storesBlock("fc.bias", 1));
+  EXPECT_FALSE(l.storesBlock("fc.bias", 3));
+  EXPECT_TRUE(l.storesBlock("mask", 0));
+  EXPECT_FALSE(l.storesBlock("mask", 2));
+  Status s = l.blockOf("fc.weight", {4, 3}, 0, offsets, global);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message.find("'fc.weight'"), std::string::npos) << s.message;
+}
+
+TEST_F(ShardedCheckpointTest, WritesAPartPerRankAndOneManifest) {
+  ShardLayout l = zero3();
+  writeAll(l, 4);
+  std::string path = dir + "/step-00000004";
+  EXPECT_TRUE(fs::exists(path + "/rank-00000-of-00002.safetensors"));
+  EXPECT_TRUE(fs::exists(path + "/rank-00001-of-00002.safetensors"));
+  EXPECT_FALSE(fs::exists(dir + "/.tmp-step-00000004"));
+  std::ifstream in(path + "/manifest.json");
+  nlohmann::json j = nlohmann::json::parse(in);
+  EXPECT_EQ(j["format_version"], kCheckpointFormatVersion);
+  EXPECT_EQ(j["mesh"]["axes"][0]["name"], "dp");
+  EXPECT_EQ(j["files"].size(), 2u);
+  for (const auto &t : j["tensors"]) {
+    if (t["name"] == "exp_avg.fc.weight") {
+      EXPECT_EQ(t["shape"], nlohmann::json({4, 6}));
+      EXPECT_EQ(t["dims"], nlohmann::json::parse(R"([["dp"], []])"));
+      ASSERT_EQ(t["blocks"].size(), 2u);
+      EXPECT_EQ(t["blocks"][1]["file"], "rank-00001-of-00002.safetensors");
+      EXPECT_EQ(t["blocks"][1]["offsets"], nlohmann::json({2, 0}));
+    }
+    // Replicated tensors are written once, by rank 0.
+    if (t["name"] == "mask") {
+      ASSERT_EQ(t["blocks"].size(), 1u);
+      EXPECT_EQ(t["blocks"][0]["file"], "rank-00000-of-00002.safetensors");
+    }
+  }
+}
+
+TEST_F(ShardedCheckpointTest, ReshardsToOneRankAndOtherMeshes) {
+  writeAll(zero3(), 4);
+  expectRestores(ShardLayout()); // one rank, no mesh: concatenated
+  expectRestores(zero3());       // the same layout
+  expectRestores(mesh2x2());     // 4 ranks, split differently
+}
+
+TEST_F(ShardedCheckpointTest, SingleFileCheckpointsLoadSharded) {
+  std::vector<std::vector<uint8_t>> bufs;
+  std::string path;
+  ASSERT_TRUE(writeCheckpoint(dir, meta(2), local(ShardLayout(), 0, bufs), 3,
+                              path)
+                  .ok());
+  expectRestores(zero3());
+  expectRestores(mesh2x2());
+  // And a 2x2 checkpoint back at dp=2 and at one rank.
+  fs::remove_all(dir);
+  writeAll(mesh2x2(), 3);
+  expectRestores(zero3());
+  expectRestores(ShardLayout());
+}
+
+TEST_F(ShardedCheckpointTest, ReadsGlobalTensorsWithTheirLayout) {
+  writeAll(mesh2x2(), 6);
+  StoredCheckpoint ckpt;
+  Status s = readCheckpoint(dir, ckpt);
+  ASSERT_TRUE(s.ok()) << s.message;
+  EXPECT_EQ(ckpt.meta.step, 6);
+  ASSERT_EQ(ckpt.mesh.size(), 2u);
+  EXPECT_EQ(ckpt.numFiles, 4);
+  ASSERT_EQ(ckpt.tensors.size(), globals.size());
+  for (size_t i = 0; i < globals.size(); ++i) {
+    EXPECT_EQ(ckpt.tensors[i].name, globals[i].name);
+    EXPECT_EQ(ckpt.tensors[i].array.shape, globals[i].shape);
+    EXPECT_EQ(ckpt.tensors[i].array.data, globals[i].bytes) << globals[i].name;
+  }
+  EXPECT_EQ(ckpt.tensors[0].numBlocks, 4);
+  EXPECT_EQ(ckpt.tensors[0].dims[0], std::vector<std::string>{"tp"});
+}
+
+TEST_F(ShardedCheckpointTest, RefusesMissingOrDamagedParts) {
+  writeAll(zero3(), 4);
+  std::string part = dir + "/step-00000004/rank-00001-of-00002.safetensors";
+  std::vector<std::vector<uint8_t>> bufs;
+  auto restore = [&]() {
+    RestoreResult r;
+    return restoreLatestCheckpoint(dir, local(ShardLayout(), 0, bufs),
+                                   ShardLayout(), 0, "{\"source\": \"test\"}",
+                                   r);
+  };
+  // A flipped byte: the checksum names the part.
+  {
+    std::fstream f(part, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(-3, std::ios::end);
+    f.put('\x7f');
+  }
+  StoredCheckpoint ckpt;
+  Status s = readCheckpoint(dir + "/step-00000004", ckpt);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message.find("rank-00001-of-00002.safetensors: checksum"),
+            std::string::npos)
+      << s.message;
+  // Truncated.
+  fs::resize_file(part, 40);
+  s = readCheckpoint(dir + "/step-00000004", ckpt);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message.find("rank-00001-of-00002.safetensors: 40 bytes but "
+                           "the manifest says"),
+            std::string::npos)
+      << s.message;
+  // Missing: the newest (only) checkpoint is unusable.
+  fs::remove(part);
+  s = restore();
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message.find("no usable checkpoint"), std::string::npos);
+  EXPECT_NE(s.message.find("rank-00001-of-00002.safetensors"),
+            std::string::npos)
+      << s.message;
+}
+
+TEST_F(ShardedCheckpointTest, FallsBackPastAnIncompleteNewerCheckpoint) {
+  writeAll(zero3(), 4);
+  writeAll(zero3(), 8);
+  fs::remove(dir + "/step-00000008/rank-00000-of-00002.safetensors");
+  std::vector<std::vector<uint8_t>> bufs;
+  RestoreResult r;
+  Status s = restoreLatestCheckpoint(dir, local(zero3(), 1, bufs, false),
+                                     zero3(), 1, "{\"source\": \"test\"}", r);
+  ASSERT_TRUE(s.ok()) << s.message;
+  EXPECT_EQ(r.meta.step, 4);
+  ASSERT_FALSE(r.warnings.empty());
+  EXPECT_NE(r.warnings[0].find("rank-00000-of-00002.safetensors"),
+            std::string::npos);
+  // Only rank 0 moves damaged checkpoints aside.
+  EXPECT_TRUE(fs::exists(dir + "/step-00000008"));
+}
+
+TEST_F(ShardedCheckpointTest, RankZeroWaitsForTheOthersThenGivesUp) {
+  ShardLayout l = zero3();
+  std::vector<std::vector<uint8_t>> bufs;
+  std::string path;
+  Status s = writeCheckpoint(dir, meta(5), local(l, 0, bufs), l, 0, 2, 3,
+                             path, 0.05);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message.find("rank(s) 1"), std::string::npos) << s.message;
+  EXPECT_NE(s.message.find("rank-00001-of-00002"), std::string::npos);
+  EXPECT_TRUE(listCheckpoints(dir).empty());
+  // Rank 1 arrives; rank 0 retries and commits.
+  ASSERT_TRUE(writeCheckpoint(dir, meta(5), local(l, 1, bufs), l, 1, 2, 3,
+                              path, 0.05)
+                  .ok());
+  EXPECT_TRUE(listCheckpoints(dir).empty()); // only rank 0 commits
+  s = writeCheckpoint(dir, meta(5), local(l, 0, bufs), l, 0, 2, 3, path, 0.05);
+  ASSERT_TRUE(s.ok()) << s.message;
+  EXPECT_EQ(listCheckpoints(dir).size(), 1u);
+}
+
+TEST_F(ShardedCheckpointTest, RefusesOtherGlobalShapesAndWorldSizes) {
+  writeAll(zero3(), 4);
+  std::vector<std::vector<uint8_t>> bufs;
+  std::vector<CheckpointTensor> t = local(ShardLayout(), 0, bufs);
+  std::vector<float> wide(4 * 8);
+  t[0].shape = {4, 8};
+  t[0].data = wide.data();
+  RestoreResult r;
+  Status s = restoreLatestCheckpoint(dir, t, ShardLayout(), 0, "", r);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message.find("tensor 'fc.weight' is param F32 4x6 in the "
+                           "checkpoint but param F32 4x8 in this model"),
+            std::string::npos)
+      << s.message;
+  std::string path;
+  s = writeCheckpoint(dir, meta(9), local(zero3(), 0, bufs), zero3(), 0, 4, 3,
+                      path);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message.find("does not fit the mesh dp=2"), std::string::npos)
+      << s.message;
+}
+
+TEST_F(ShardedCheckpointTest, RejectsMalformedLayouts) {
+  ShardLayout l;
+  Status s = parseShardLayout(
+      R"({"mesh": {"axes": [{"name": "dp", "size": 2}]},
+          "shardings": {"w": {"global_shape": [4], "dims": [["tp"]]}}})",
+      l);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message.find("sharding of 'w' uses mesh axis 'tp'"),
+            std::string::npos)
+      << s.message;
+  ASSERT_TRUE(parseShardLayout("{\"source\": \"x\"}", l).ok());
+  EXPECT_TRUE(l.mesh.empty());
+  EXPECT_EQ(l.numRanks(), 1);
 }
 
 } // namespace

@@ -546,7 +546,7 @@ TEST_F(CheckpointTrainTest, ResumeIsBitIdentical) {
   // The manifest records what resuming needs.
   nlohmann::json manifest =
       nlohmann::json::parse(readFile(ckptPath("b", 20) + "/manifest.json"));
-  EXPECT_EQ(manifest["format_version"], kCheckpointFormatVersion);
+  EXPECT_EQ(manifest["format_version"], kSingleFileCheckpointFormatVersion);
   EXPECT_EQ(manifest["step"], 20);
   EXPECT_EQ(manifest["data_loader"]["seed"], "3");
   EXPECT_EQ(manifest["data_loader"]["epoch"], 10);

@@ -10,6 +10,17 @@
 //   DIR/step-00000040/manifest.json       step, tensors, data loader state,
 //                                         model JSON, checksum, version
 //
+// A run on a mesh writes a sharded checkpoint instead (format version 2):
+//
+//   DIR/step-00000040/rank-00001-of-00002.safetensors   rank 1's blocks
+//   DIR/step-00000040/rank-00001-of-00002.json          their size, checksum
+//   DIR/step-00000040/manifest.json   mesh, global shapes, layouts, and
+//                                     which file holds which block
+//
+// Every rank writes its own part; rank 0 waits for the others' and commits
+// the manifest last. Loading reshards: any mesh's checkpoint loads under
+// any other mesh (or none), each rank reading only the blocks it needs.
+//
 // A checkpoint is assembled in DIR/.tmp-step-00000040, fsynced (files and
 // directory) and renamed into place, so DIR only ever holds complete
 // checkpoints; older ones are deleted only after the new one is durable.
@@ -25,6 +36,7 @@
 #include "weft/Formats/HostArray.h"
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <utility>
 #include <vector>
@@ -32,8 +44,60 @@
 namespace weft {
 namespace rt {
 
-/// The manifest's "format_version"; readers refuse newer versions.
-constexpr int kCheckpointFormatVersion = 1;
+/// The manifest's "format_version" of a sharded checkpoint (a part per
+/// rank), the newest this runtime reads; readers refuse newer versions.
+constexpr int kCheckpointFormatVersion = 2;
+/// The version a run without a mesh writes (one safetensors file), so that
+/// runtimes from before meshes still read it.
+constexpr int kSingleFileCheckpointFormatVersion = 1;
+
+/// How the run's tensors are split over its device mesh: the model JSON's
+/// "mesh" and "shardings". A tensor not in `shardings` is replicated (every
+/// rank holds it whole).
+struct ShardLayout {
+  struct Axis {
+    std::string name;
+    int64_t size = 1;
+  };
+  struct Split {
+    std::vector<int64_t> globalShape;
+    /// Per dimension, the mesh axes it is split over, major first.
+    std::vector<std::vector<std::string>> dims;
+  };
+  /// Major axis first; empty without a mesh.
+  std::vector<Axis> mesh;
+  std::map<std::string, Split> shardings;
+
+  /// Ranks of the mesh: the product of its axis sizes (1 without a mesh).
+  int64_t numRanks() const;
+  /// "dp=2,tp=4"; "none" without a mesh.
+  std::string describeMesh() const;
+  /// Where rank `rank`'s block of tensor `name` lies in the global tensor:
+  /// `offsets` (its first element) and `globalShape`. `localShape` is the
+  /// block's shape, checked against the split (an error names the tensor).
+  /// A replicated tensor's block is the whole tensor.
+  Status blockOf(const std::string &name,
+                 const std::vector<int64_t> &localShape, int64_t rank,
+                 std::vector<int64_t> &offsets,
+                 std::vector<int64_t> &globalShape) const;
+  /// Whether `rank` is the one that stores `name`'s block in a checkpoint:
+  /// among the ranks holding the same block (those differing only on axes
+  /// that do not split it), the one at coordinate 0 on those axes.
+  bool storesBlock(const std::string &name, int64_t rank) const;
+};
+
+/// Reads "mesh" and "shardings" from a model JSON into `out` (empty when it
+/// has neither). Errors name the key or tensor that is malformed.
+Status parseShardLayout(const std::string &modelJson, ShardLayout &out);
+
+/// Copies the box of shape `box` starting at `srcStart` in the dense
+/// row-major array `src` of shape `srcShape` to `dstStart` in `dst` of
+/// shape `dstShape` (elements of `elemSize` bytes).
+void copyBox(const uint8_t *src, const std::vector<int64_t> &srcShape,
+             const std::vector<int64_t> &srcStart, uint8_t *dst,
+             const std::vector<int64_t> &dstShape,
+             const std::vector<int64_t> &dstStart,
+             const std::vector<int64_t> &box, size_t elemSize);
 
 /// A tensor saved from, or restored into, a live buffer of the run.
 struct CheckpointTensor {
@@ -41,6 +105,7 @@ struct CheckpointTensor {
   /// "param", "state" or "buffer".
   std::string kind;
   DType dtype = DType::F32;
+  /// The rank's (local) shape: its block of a sharded tensor.
   std::vector<int64_t> shape;
   /// Holds the tensor's dense bytes: read when saving, overwritten when
   /// restoring.
@@ -68,7 +133,9 @@ listCheckpoints(const std::string &dir);
 /// Creates `dir` if needed, checks that it is writable, and removes what
 /// an interrupted writeCheckpoint left behind (`.tmp-step-*`, `.old-step-*`).
 /// Called before training so that a bad directory fails the run at once.
-Status prepareCheckpointDir(const std::string &dir);
+/// Only rank 0 removes leftovers: on a mesh the other ranks may already be
+/// writing parts, and no rank writes one before every rank has started.
+Status prepareCheckpointDir(const std::string &dir, int64_t rank = 0);
 
 /// Writes checkpoint `meta.step` of `tensors` into `dir` (created if
 /// needed), replacing one of the same step, then deletes all but the newest
@@ -76,6 +143,26 @@ Status prepareCheckpointDir(const std::string &dir);
 Status writeCheckpoint(const std::string &dir, const CheckpointMeta &meta,
                        const std::vector<CheckpointTensor> &tensors, int keep,
                        std::string &path);
+
+/// How long rank 0 waits for the other ranks' parts of a sharded checkpoint
+/// by default.
+constexpr double kShardedCheckpointWaitSeconds = 600;
+
+/// Writes rank `rank`'s part of sharded checkpoint `meta.step`: the blocks
+/// of `tensors` (local shapes, split as `layout` says) that this rank
+/// stores, to `DIR/.tmp-step-N/rank-R-of-W.safetensors` with its size and
+/// checksum beside it, each written to a temporary name, fsynced and
+/// renamed. Rank 0 then waits up to `waitSeconds` for every other rank's
+/// part, writes the manifest, renames the folder to `step-N` (replacing
+/// one of the same step) and keeps the newest `keep`; other ranks return
+/// once their part is durable. `world` must be `layout.numRanks()`. With
+/// no mesh this is the single-file writeCheckpoint above. The checkpoint
+/// folder must be one file system shared by all ranks.
+Status writeCheckpoint(const std::string &dir, const CheckpointMeta &meta,
+                       const std::vector<CheckpointTensor> &tensors,
+                       const ShardLayout &layout, int64_t rank, int64_t world,
+                       int keep, std::string &path,
+                       double waitSeconds = kShardedCheckpointWaitSeconds);
 
 /// The outcome of restoreLatestCheckpoint.
 struct RestoreResult {
@@ -100,16 +187,38 @@ Status restoreLatestCheckpoint(const std::string &dir,
                                const std::string &modelJson,
                                RestoreResult &result);
 
+/// The same for rank `rank` of a run split as `layout`: each tensor's
+/// block is assembled from whatever blocks the checkpoint holds, whichever
+/// mesh wrote it (concatenating shards, slicing whole tensors). Global
+/// shapes are compared with the model's. Every rank verifies every part,
+/// so all ranks reach the same decision without talking to each other;
+/// only rank 0 moves damaged checkpoints aside.
+Status restoreLatestCheckpoint(const std::string &dir,
+                               const std::vector<CheckpointTensor> &tensors,
+                               const ShardLayout &layout, int64_t rank,
+                               const std::string &modelJson,
+                               RestoreResult &result);
+
 /// A checkpoint read back whole, without the model that wrote it.
 struct StoredCheckpoint {
   /// The checkpoint's directory.
   std::string path;
   CheckpointMeta meta;
+  /// The mesh that wrote it (empty for a single-process checkpoint).
+  std::vector<ShardLayout::Axis> mesh;
+  /// Files holding tensor data.
+  int numFiles = 1;
   struct Tensor {
     std::string name;
     /// "param", "state" or "buffer".
     std::string kind;
+    /// The global tensor, assembled from its blocks.
     HostArray array;
+    /// Per dimension, the mesh axes it was split over (empty when stored
+    /// whole).
+    std::vector<std::vector<std::string>> dims;
+    /// Blocks it was stored in.
+    int numBlocks = 1;
   };
   /// In the manifest's order.
   std::vector<Tensor> tensors;
@@ -119,8 +228,9 @@ struct StoredCheckpoint {
 
 /// Reads checkpoint `path`, or, when `path` is a folder of checkpoints, its
 /// newest usable one, checking the manifest, the size and checksum of its
-/// tensors and that they are what the manifest lists. Nothing is moved or
-/// deleted (unlike restoreLatestCheckpoint).
+/// tensors and that they are what the manifest lists. Sharded checkpoints
+/// are assembled into global tensors. Nothing is moved or deleted (unlike
+/// restoreLatestCheckpoint).
 Status readCheckpoint(const std::string &path, StoredCheckpoint &out);
 
 } // namespace rt
