@@ -502,7 +502,14 @@ struct MappedWeights {
 
 Status weft::rt::loadInitialWeights(const WeftModel &model,
                                     const ModelSpec &spec,
-                                    const std::vector<void *> &argData) {
+                                    const std::vector<void *> &argData,
+                                    int64_t rank) {
+  // The image holds global tensors; a rank copies only its block of a
+  // sharded one, straight out of the mapping, so no rank reads (or pages
+  // in) more than its rows of the others' data.
+  ShardLayout layout;
+  if (Status s = parseShardLayout(spec.modelJson, layout); !s.ok())
+    return s;
   std::string name = "embedded weights";
   auto bad = [&](const std::string &what) {
     return Status::error(name + ": " + what);
@@ -558,20 +565,36 @@ Status weft::rt::loadInitialWeights(const WeftModel &model,
         }
         shape.push_back(int64_t(d.get<uint64_t>()));
       }
-    if (!shapeOk || shape != t.shape)
+    std::vector<int64_t> offsets, global;
+    if (Status s = layout.blockOf(t.name, t.shape, rank, offsets, global);
+        !s.ok())
+      return s;
+    if (!shapeOk || shape != global)
       return bad("tensor " + quote(t.name) + " has shape " +
                  (sh != e.end() ? sh->dump() : "(none)") +
-                 " but the step takes " + formatShape(t.shape));
+                 " but the step takes " + formatShape(global) +
+                 (global != t.shape ? " (global; " + formatShape(t.shape) +
+                                          " per rank)"
+                                    : ""));
+    size_t globalBytes = 0;
+    if (!computeByteSize(t.dtype, global, globalBytes))
+      return bad("tensor " + quote(t.name) + " has an invalid global shape");
     if (off == e.end() || !off->is_array() || off->size() != 2 ||
         !(*off)[0].is_number_unsigned() || !(*off)[1].is_number_unsigned())
       return bad("tensor " + quote(t.name) + " has no valid data_offsets");
     uint64_t begin = (*off)[0].get<uint64_t>(), end = (*off)[1].get<uint64_t>();
-    if (begin > end || end > dataLen || end - begin != t.bytes)
+    if (begin > end || end > dataLen || end - begin != globalBytes)
       return bad("tensor " + quote(t.name) + " has data_offsets " +
                  off->dump() + " that do not hold its " +
-                 std::to_string(t.bytes) + " bytes within the " +
+                 std::to_string(globalBytes) + " bytes within the " +
                  std::to_string(dataLen) + "-byte data buffer");
-    std::memcpy(argData[i], image + dataStart + begin, t.bytes);
+    if (global == t.shape)
+      std::memcpy(argData[i], image + dataStart + begin, t.bytes);
+    else
+      copyBox(image + dataStart + begin, global, offsets,
+              static_cast<uint8_t *>(argData[i]), t.shape,
+              std::vector<int64_t>(t.shape.size(), 0), t.shape,
+              dtypeSize(t.dtype));
   }
   return Status::success();
 }

@@ -10,6 +10,9 @@
 //===----------------------------------------------------------------------===//
 
 #include "weft/Runtime/Checkpoint.h"
+#include "weft/Runtime/ModelSpec.h"
+
+#include "TestModels.h"
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -533,6 +536,65 @@ TEST_F(ShardedCheckpointTest, RejectsMalformedLayouts) {
   ASSERT_TRUE(parseShardLayout("{\"source\": \"x\"}", l).ok());
   EXPECT_TRUE(l.mesh.empty());
   EXPECT_EQ(l.numRanks(), 1);
+}
+
+TEST(ShardedInitialWeightsTest, EachRankCopiesItsBlockOfTheGlobalImage) {
+  // dp=2, ZeRO-3: w and its momentum are split along dim 0; b is
+  // replicated. The weights image holds global w (4x1) and b.
+  std::vector<test::TestTensor> args = {
+      {"w", "param", DType::F32, {2, 1}},
+      {"b", "param", DType::F32, {1}},
+      {"momentum_buffer.w", "state", DType::F32, {2, 1}},
+      {"input", "input", DType::F32, {2, 4}},
+      {"step", "input", DType::I64, {}},
+      {"lr", "input", DType::F32, {}},
+  };
+  std::vector<test::TestTensor> results = {
+      {"w", "param", DType::F32, {2, 1}},
+      {"b", "param", DType::F32, {1}},
+      {"momentum_buffer.w", "state", DType::F32, {2, 1}},
+      {"loss", "output", DType::F32, {}},
+  };
+  HostArray w = HostArray::zeros(DType::F32, {4, 1}),
+            b = HostArray::zeros(DType::F32, {1});
+  for (int i = 0; i < 4; ++i)
+    w.setFromDouble(i, 1.5 + i);
+  b.setFromDouble(0, -7);
+  std::string json = R"({"mesh": {"axes": [{"name": "dp", "size": 2}]},
+    "shardings": {
+      "w": {"global_shape": [4, 1], "dims": [["dp"], []]},
+      "momentum_buffer.w": {"global_shape": [4, 1], "dims": [["dp"], []]}}})";
+  test::TestModel model(args, results, json, {{"w", w}, {"b", b}},
+                        [](test::TestModel &, void *const *, void *const *) {});
+  ModelSpec spec;
+  Status s = loadModelSpec(model.model(), spec);
+  ASSERT_TRUE(s.ok()) << s.message;
+  for (int64_t rank = 0; rank < 2; ++rank) {
+    std::vector<float> wl(2, -1), bl(1, -1), m(2, 0);
+    std::vector<void *> data(args.size(), nullptr);
+    data[0] = wl.data();
+    data[1] = bl.data();
+    data[2] = m.data();
+    s = loadInitialWeights(model.model(), spec, data, rank);
+    ASSERT_TRUE(s.ok()) << s.message;
+    EXPECT_EQ(wl, (std::vector<float>{1.5f + 2 * rank, 2.5f + 2 * rank}));
+    EXPECT_EQ(bl, std::vector<float>{-7});
+    // Optimizer state is not in the image: it stays as allocated (zero).
+    EXPECT_EQ(m, (std::vector<float>{0, 0}));
+  }
+  // An image whose tensor is not the global shape is refused by name.
+  HostArray small = HostArray::zeros(DType::F32, {2, 1});
+  test::TestModel wrong(args, results, json, {{"w", small}, {"b", b}},
+                        [](test::TestModel &, void *const *, void *const *) {});
+  ASSERT_TRUE(loadModelSpec(wrong.model(), spec).ok());
+  std::vector<float> wl(2), bl(1), m(2);
+  s = loadInitialWeights(wrong.model(), spec, {wl.data(), bl.data(), m.data()},
+                         1);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message.find("tensor 'w' has shape [2,1] but the step takes "
+                           "4x1 (global; 2x1 per rank)"),
+            std::string::npos)
+      << s.message;
 }
 
 } // namespace

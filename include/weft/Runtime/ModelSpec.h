@@ -146,9 +146,12 @@ Status loadModelSpec(const WeftModel &model, ModelSpec &out);
 /// Copies the initial value of every "param" and "buffer" argument from the
 /// model's embedded safetensors image into `argData[i]` (which must hold
 /// args[i].bytes bytes). Every such argument must be in the image with its
-/// compiled dtype and shape.
+/// compiled dtype and shape; for a slot the model JSON's "shardings" split,
+/// the image holds the global tensor and rank `rank` copies its block.
+/// Optimizer state is not in the image: it starts at zero.
 Status loadInitialWeights(const WeftModel &model, const ModelSpec &spec,
-                          const std::vector<void *> &argData);
+                          const std::vector<void *> &argData,
+                          int64_t rank = 0);
 
 /// A multi-line human-readable description for --help: batch inputs,
 /// parameter count, hyperparameters and a summary of the model JSON.
