@@ -248,6 +248,9 @@ private:
   AlignedBuffer workspace;
   std::vector<void *> argPtrs, resultPtrs;
   std::unique_ptr<DataLoader> loader;
+  /// How params, state and buffers are split over the mesh, for weights
+  /// and checkpoints (empty without a mesh).
+  ShardLayout layout;
 
   Status allocate();
   std::vector<CheckpointTensor> checkpointTensors();
@@ -302,7 +305,9 @@ Status Trainer::checkpoint(int64_t completed) {
   meta.modelJson = spec.modelJson;
   std::string path;
   auto t0 = std::chrono::steady_clock::now();
+  const WeftRuntimeContext &ctx = *context.get();
   if (Status s = writeCheckpoint(opts.checkpointDir, meta, checkpointTensors(),
+                                 layout, ctx.rank, ctx.worldSize,
                                  opts.keepCheckpoints, path);
       !s.ok())
     return s;
@@ -329,7 +334,11 @@ int Trainer::run(bool seedGiven) {
         "cannot build yet. Run one process"));
   if (Status s = allocate(); !s.ok())
     return fail(s);
-  if (Status s = loadInitialWeights(model, spec, argPtrs); !s.ok())
+  for (const MeshAxisSpec &a : spec.mesh)
+    layout.mesh.push_back({a.name, a.size});
+  for (const auto &[name, split] : spec.shardings)
+    layout.shardings[name] = {split.globalShape, split.dims};
+  if (Status s = loadInitialWeights(model, spec, argPtrs, ctx.rank); !s.ok())
     return fail(s);
   for (size_t h = 0; h < spec.hyperParams.size(); ++h) {
     const HyperParamSpec &hp = spec.hyperParams[h];
@@ -355,11 +364,12 @@ int Trainer::run(bool seedGiven) {
   DataLoaderState dataState;
   dataState.seed = opts.seed;
   if (!opts.checkpointDir.empty()) {
-    if (Status s = prepareCheckpointDir(opts.checkpointDir); !s.ok())
+    if (Status s = prepareCheckpointDir(opts.checkpointDir, ctx.rank); !s.ok())
       return fail(s);
     RestoreResult restored;
     Status s = restoreLatestCheckpoint(opts.checkpointDir, checkpointTensors(),
-                                       spec.modelJson, restored);
+                                       layout, ctx.rank, spec.modelJson,
+                                       restored);
     for (const std::string &w : restored.warnings)
       err << w << "\n";
     if (!s.ok())
