@@ -12,6 +12,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "weft/Codegen/Passes.h"
+#include "weft/Dialect/Weft/IR/TrainStep.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinTypes.h"
@@ -50,6 +51,9 @@ struct SelectEntryPass
     }
     FunctionType type = entryFn.getFunctionType();
     for (auto [i, argType] : llvm::enumerate(type.getInputs())) {
+      // The runtime context is a pointer, not a buffer.
+      if (weft::isContextArg(entryFn, i))
+        continue;
       std::string problem = abiProblem(argType);
       if (!problem.empty()) {
         entryFn.emitError() << "argument " << i << " of @" << entry << " ("

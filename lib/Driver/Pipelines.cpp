@@ -133,6 +133,11 @@ void weft::buildCodegenPipeline(OpPassManager &pm,
   select.entry = options.entry;
   pm.addPass(createSelectEntryPass(select));
   pm.addPass(createSymbolDCEPass());
+  // A partitioned step's collectives become runtime calls through the
+  // context argument while the step is still weft on tensors.
+  LowerCollectivesPassOptions collectives;
+  collectives.entry = options.entry;
+  pm.addPass(createLowerCollectivesPass(collectives));
   pm.addPass(createLowerToLinalgPass());
   pm.addPass(createInlinerPass());
   pm.addPass(createSymbolDCEPass());

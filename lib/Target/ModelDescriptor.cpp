@@ -15,6 +15,8 @@
 
 #include "weft/Target/ModelDescriptor.h"
 #include "weft/Dialect/Weft/IR/TrainStep.h"
+#include "weft/Dialect/Weft/IR/Sharding.h"
+#include "weft/Dialect/Weft/IR/WeftOps.h"
 #include "weft/Dialect/Weft/IR/WeftDialect.h"
 #include "weft/Formats/HostArray.h"
 #include "weft/Runtime/ModelABI.h"
@@ -23,6 +25,7 @@
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinTypes.h"
+#include "llvm/ADT/StringSet.h"
 #include "llvm/IR/Constants.h"
 #include "llvm/IR/IRBuilder.h"
 #include "llvm/IR/Module.h"
@@ -71,6 +74,34 @@ LogicalResult describe(func::FuncOp fn, Type type, const contract::Slot &slot,
                       tensorType.getShape().end());
   return success();
 }
+
+/// Records `sharding` (a `weft.sharding`, possibly null) of `tensor` when it
+/// splits some dim: the global shape is the local one times the dim's axes.
+LogicalResult describeSharding(func::FuncOp fn, Attribute attr,
+                               weft::MeshAttr mesh, weft::AbiTensor &tensor) {
+  auto sharding = dyn_cast_or_null<weft::ShardingAttr>(attr);
+  if (!sharding)
+    return success();
+  weft::TensorSharding s = weft::TensorSharding::fromAttr(sharding);
+  if (s.rank() != tensor.shape.size())
+    return fn.emitError() << "'" << tensor.name << "' of @" << fn.getName()
+                          << " has rank " << tensor.shape.size()
+                          << " but its sharding " << sharding << " has "
+                          << s.rank() << " dims";
+  if (s.isReplicated())
+    return success();
+  if (!mesh)
+    return fn.emitError() << "'" << tensor.name << "' of @" << fn.getName()
+                          << " is sharded, but the module has no "
+                          << WeftDialect::kMeshAttrName;
+  for (auto [size, axes] : llvm::zip_equal(tensor.shape, s.dims)) {
+    tensor.globalShape.push_back(size * weft::axesSize(mesh, axes));
+    auto &names = tensor.shardDims.emplace_back();
+    for (StringAttr axis : axes)
+      names.push_back(axis.str());
+  }
+  return success();
+}
 } // namespace
 
 FailureOr<weft::ModelAbi> weft::collectModelAbi(func::FuncOp entry) {
@@ -91,19 +122,42 @@ FailureOr<weft::ModelAbi> weft::collectModelAbi(func::FuncOp entry) {
   };
   ModelAbi abi;
   FunctionType type = entry.getFunctionType();
-  for (auto [slot, argType] :
-       llvm::zip_equal(signature->args, type.getInputs())) {
+  // The runtime context (a step that communicates) is passed by the
+  // wrapper, not through the argument table.
+  SmallVector<Type> slotTypes;
+  for (auto [i, argType] : llvm::enumerate(type.getInputs()))
+    if (!isContextArg(entry, i))
+      slotTypes.push_back(argType);
+  auto module = entry->getParentOfType<ModuleOp>();
+  auto mesh = module ? module->getAttrOfType<weft::MeshAttr>(
+                           WeftDialect::kMeshAttrName)
+                     : weft::MeshAttr();
+  if (mesh)
+    for (auto [name, size] : llvm::zip_equal(mesh.getNames(), mesh.getSizes()))
+      abi.mesh.emplace_back(name.str(), size);
+  SmallVector<unsigned> slotArgs;
+  for (unsigned i = 0, e = entry.getNumArguments(); i < e; ++i)
+    if (!isContextArg(entry, i))
+      slotArgs.push_back(i);
+  for (auto [slot, argType, arg] :
+       llvm::zip_equal(signature->args, slotTypes, slotArgs)) {
     AbiTensor t;
     if (failed(check(slot, false)) ||
-        failed(describe(entry, argType, slot, t)))
+        failed(describe(entry, argType, slot, t)) ||
+        failed(describeSharding(
+            entry, entry.getArgAttr(arg, WeftDialect::kShardingAttrName), mesh,
+            t)))
       return failure();
     abi.args.push_back(std::move(t));
   }
-  for (auto [slot, resultType] :
-       llvm::zip_equal(signature->results, type.getResults())) {
+  for (auto [i, slot, resultType] :
+       llvm::enumerate(signature->results, type.getResults())) {
     AbiTensor t;
     if (failed(check(slot, true)) ||
-        failed(describe(entry, resultType, slot, t)))
+        failed(describe(entry, resultType, slot, t)) ||
+        failed(describeSharding(
+            entry, entry.getResultAttr(i, WeftDialect::kShardingAttrName),
+            mesh, t)))
       return failure();
     abi.results.push_back(std::move(t));
   }
@@ -180,6 +234,41 @@ std::string weft::buildModelJson(ModuleOp module, const ModelAbi &abi,
     json.attribute("peak_bytes", bytes(WeftDialect::kPeakBytesAttrName));
     json.attribute("num_args", static_cast<int64_t>(abi.args.size()));
     json.attribute("num_results", static_cast<int64_t>(abi.results.size()));
+    // A partitioned step: the mesh it runs on, and how each split slot
+    // (by name: a param and its next value share one) cuts its global
+    // tensor (docs/runtime.md).
+    if (!abi.mesh.empty()) {
+      json.attributeObject("mesh", [&] {
+        json.attributeArray("axes", [&] {
+          for (const auto &[name, size] : abi.mesh)
+            json.object([&] {
+              json.attribute("name", name);
+              json.attribute("size", size);
+            });
+        });
+      });
+      llvm::StringSet<> written;
+      json.attributeObject("shardings", [&] {
+        for (const std::vector<AbiTensor> *list : {&abi.args, &abi.results})
+          for (const AbiTensor &t : *list) {
+            if (t.globalShape.empty() || !written.insert(t.name).second)
+              continue;
+            json.attributeObject(t.name, [&] {
+              json.attributeArray("global_shape", [&] {
+                for (int64_t d : t.globalShape)
+                  json.value(d);
+              });
+              json.attributeArray("dims", [&] {
+                for (const std::vector<std::string> &axes : t.shardDims)
+                  json.array([&] {
+                    for (const std::string &axis : axes)
+                      json.value(axis);
+                  });
+              });
+            });
+          }
+      });
+    }
   });
   return text;
 }
@@ -246,11 +335,11 @@ public:
   }
 
   /// `void trainStep(const WeftRuntimeContext *ctx, void *const *args,
-  /// void *const *results, void *ws)` calling `step(args[0], ...,
-  /// results[0], ..., ws)`. The step reaches nothing through `ctx` yet; the
-  /// partitioned steps of issue 9 will call collectives through it.
-  llvm::Function *wrapper(llvm::Function *step, size_t numArgs,
-                          size_t numResults) {
+  /// void *const *results, void *ws)` calling `step(ctx?, args[0], ...,
+  /// results[0], ..., ws)`: a step that communicates (`takesContext`)
+  /// reaches its communicators through `ctx`.
+  llvm::Function *wrapper(llvm::Function *step, bool takesContext,
+                          size_t numArgs, size_t numResults) {
     auto *type = llvm::FunctionType::get(llvm::Type::getVoidTy(ctx),
                                          {ptr, ptr, ptr, ptr}, false);
     auto *fn = llvm::Function::Create(type, llvm::GlobalValue::InternalLinkage,
@@ -265,6 +354,8 @@ public:
       }
     };
     fn->getArg(0)->setName("ctx");
+    if (takesContext)
+      operands.push_back(fn->getArg(0));
     load(fn->getArg(1), numArgs, "arg");
     load(fn->getArg(2), numResults, "result");
     operands.push_back(fn->getArg(3));
@@ -301,13 +392,17 @@ std::string weft::addModelDescriptor(llvm::Module &module,
   size_t expected = abi.args.size() + abi.results.size() + 1;
   if (!step || step->isDeclaration())
     return ("the LLVM module has no function '" + stepName + "'").str();
-  if (step->arg_size() != expected ||
+  // A step that communicates takes the runtime context first
+  // (--weft-lower-collectives); it is the only parameter beyond these.
+  bool takesContext = step->arg_size() == expected + 1;
+  if ((step->arg_size() != expected && !takesContext) ||
       llvm::any_of(step->args(), [](llvm::Argument &a) {
         return !a.getType()->isPointerTy();
       }))
     return ("'" + stepName + "' takes " + llvm::Twine(step->arg_size()) +
             " parameters, expected " + llvm::Twine(expected) +
-            " pointers (arguments, results, workspace)")
+            " pointers (arguments, results, workspace), or one more before "
+            "them for the runtime context")
         .str();
   step->setLinkage(llvm::GlobalValue::InternalLinkage);
 
@@ -358,7 +453,7 @@ std::string weft::addModelDescriptor(llvm::Module &module,
       llvm::ConstantInt::get(b.i64, descriptor.weightsFileSize),
       llvm::ConstantInt::get(b.i64, descriptor.weightsFileChecksum),
       llvm::ConstantInt::get(b.i64, descriptor.workspaceBytes),
-      b.wrapper(step, abi.args.size(), abi.results.size())};
+      b.wrapper(step, takesContext, abi.args.size(), abi.results.size())};
   auto *model = new llvm::GlobalVariable(
       module, b.model, true, llvm::GlobalValue::PrivateLinkage,
       llvm::ConstantStruct::get(b.model, fields), "weft.model");

@@ -58,6 +58,83 @@ def SelectEntryPass : Pass<"weft-select-entry", "mlir::ModuleOp"> {
   ];
 }
 
+def LowerCollectivesPass : Pass<"weft-lower-collectives", "mlir::ModuleOp"> {
+  let summary = "Collectives and shard slices to calls of the runtime";
+  let description = [{
+    Runs on a partitioned step (tensors, local shapes) before
+    `--weft-lower-to-linalg`. When `entry` holds collectives, it gets a
+    first argument `!llvm.ptr {weft.context}`: the runtime's
+    `const WeftRuntimeContext *`, which the descriptor's trainStep wrapper
+    passes and which is no slot of the step contract. Each collective
+    becomes a call of a runtime C function (docs/runtime.md, "Collectives
+    in generated code") that takes the context, the op's mesh axes as a bit
+    mask (bit i: axis i of the module's `weft.mesh`), and pointers:
+
+    - `weft.all_reduce` -> `weft_rt_all_reduce_f32(ctx, mask, in, out, n)`;
+    - `weft.all_gather` along `dim` -> `weft_rt_all_gather_f32(ctx, mask,
+      in, out, outer, inner)` (outer: elements before `dim`; inner: the
+      local block from `dim` on);
+    - `weft.reduce_scatter` -> `weft_rt_reduce_scatter_f32(...)`, likewise
+      with the result's block;
+    - `weft.shard_slice` -> `tensor.extract_slice` at
+      `weft_rt_axis_index(ctx, mask)` times the block size (no
+      communication).
+
+    The input is read through `bufferization.to_buffer {read_only}` and
+    the result is a fresh 64-byte aligned `memref.alloc` returned as
+    `bufferization.to_tensor {restrict, writable}`, so bufferization,
+    out-parameters and buffer planning treat the call as the producer of a
+    new buffer.
+
+    Errors: a collective outside `entry`, a module without `weft.mesh`, an
+    axis the mesh lacks or axes listed in another order than the mesh's
+    (ranks are numbered row-major in mesh order), a collective on a type
+    other than f32.
+
+    Before:
+
+    ```mlir
+    module attributes {weft.mesh = #weft.mesh<dp = 2>} {
+      func.func @train_step(%g: tensor<4xf32> {weft.input = "g"})
+          -> tensor<4xf32> {
+        %s = weft.all_reduce %g {axes = ["dp"]} : tensor<4xf32>
+        return %s : tensor<4xf32>
+      }
+    }
+    ```
+
+    After:
+
+    ```mlir
+    func.func private @weft_rt_all_reduce_f32(!llvm.ptr, i64, !llvm.ptr,
+                                              !llvm.ptr, i64)
+    func.func @train_step(%ctx: !llvm.ptr {weft.context},
+                          %g: tensor<4xf32> {weft.input = "g"})
+        -> tensor<4xf32> {
+      %in = bufferization.to_buffer %g read_only
+          : tensor<4xf32> to memref<4xf32>
+      %out = memref.alloc() {alignment = 64 : i64} : memref<4xf32>
+      // %pin, %pout: the buffers' aligned pointers as !llvm.ptr
+      func.call @weft_rt_all_reduce_f32(%ctx, %c1, %pin, %pout, %c4)
+          : (!llvm.ptr, i64, !llvm.ptr, !llvm.ptr, i64) -> ()
+      %s = bufferization.to_tensor %out restrict writable
+          : memref<4xf32> to tensor<4xf32>
+      return %s : tensor<4xf32>
+    }
+    ```
+  }];
+  let dependentDialects = ["mlir::arith::ArithDialect",
+                           "mlir::bufferization::BufferizationDialect",
+                           "mlir::func::FuncDialect",
+                           "mlir::LLVM::LLVMDialect",
+                           "mlir::memref::MemRefDialect",
+                           "mlir::tensor::TensorDialect"];
+  let options = [
+    Option<"entry", "entry", "std::string", "\"train_step\"",
+           "The step function, which receives the runtime context">,
+  ];
+}
+
 def FuseKernelsPass : Pass<"weft-fuse-kernels", "mlir::func::FuncOp"> {
   let summary = "Fuse elementwise and reduction chains into one loop nest each";
   let description = [{

@@ -46,6 +46,11 @@ struct AbiTensor {
   /// A weft::rt::DType value.
   int32_t dtype = 0;
   std::vector<int64_t> shape;
+  /// For a slot of a partitioned step split over the mesh (its
+  /// `weft.sharding` splits a dim): the global shape and, per dim, the mesh
+  /// axes splitting it. Empty otherwise; `shape` is always the local one.
+  std::vector<int64_t> globalShape;
+  std::vector<std::vector<std::string>> shardDims;
 
   /// Size of the dense row-major buffer in bytes.
   uint64_t bytes() const;
@@ -54,6 +59,9 @@ struct AbiTensor {
 /// The step function's C ABI: arguments, then results, in order.
 struct ModelAbi {
   std::vector<AbiTensor> args, results;
+  /// The module's `weft.mesh` (axis names and sizes, major first), empty
+  /// for a one-device step.
+  std::vector<std::pair<std::string, int64_t>> mesh;
 
   /// Names of the "param" and "buffer" arguments, whose initial values the
   /// executable embeds, in argument order.
@@ -62,7 +70,9 @@ struct ModelAbi {
 
 /// Reads the ABI of a tensor-level step function from its signature
 /// (weft/Dialect/Weft/IR/TrainStep.h): an argument without a role is an
-/// input named `arg<i>`, a result an output named `result<i>`. Errors
+/// input named `arg<i>`, a result an output named `result<i>`; the runtime
+/// context argument is skipped. A partitioned step also gives the mesh and
+/// each split slot's global shape. Errors
 /// (emitted on the function): a type that is not a statically shaped tensor
 /// of a dtype the runtime knows, a gradient, an output as argument or an
 /// input as result.
@@ -100,7 +110,8 @@ struct ModelDescriptor {
 /// Adds `weft_get_model()` and the `trainStep` wrapper to `module`, which
 /// holds the translated step function `stepName`: its parameters are one
 /// pointer per argument, per result (out-parameters) and the workspace, in
-/// that order. The step function becomes internal. Returns an error message
+/// that order, after the runtime context when the step communicates (one
+/// parameter more: --weft-lower-collectives adds it first). The step function becomes internal. Returns an error message
 /// or "".
 std::string addModelDescriptor(llvm::Module &module, llvm::StringRef stepName,
                                const ModelDescriptor &descriptor);

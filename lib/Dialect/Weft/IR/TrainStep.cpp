@@ -83,6 +83,10 @@ DictionaryAttr weft::getSlotAttrs(Builder &b, Role role, StringRef name) {
       b.getNamedAttr(contract::roleAttrName(role), b.getStringAttr(name)));
 }
 
+bool weft::isContextArg(func::FuncOp fn, unsigned i) {
+  return fn.getArgAttr(i, WeftDialect::kContextAttrName) != nullptr;
+}
+
 FailureOr<contract::StepSignature> weft::readStepSignature(func::FuncOp fn) {
   contract::StepSignature signature;
   auto read = [&](DictionaryAttr attrs, bool result, unsigned i,
@@ -105,7 +109,8 @@ FailureOr<contract::StepSignature> weft::readStepSignature(func::FuncOp fn) {
     return success();
   };
   for (unsigned i = 0, e = fn.getNumArguments(); i < e; ++i)
-    if (failed(read(fn.getArgAttrDict(i), false, i, signature.args)))
+    if (!isContextArg(fn, i) &&
+        failed(read(fn.getArgAttrDict(i), false, i, signature.args)))
       return failure();
   for (unsigned i = 0, e = fn.getNumResults(); i < e; ++i)
     if (failed(read(fn.getResultAttrDict(i), true, i, signature.results)))

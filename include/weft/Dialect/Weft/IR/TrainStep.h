@@ -47,7 +47,12 @@ void setResultSlot(mlir::func::FuncOp fn, unsigned i, contract::Role role,
 mlir::DictionaryAttr getSlotAttrs(mlir::Builder &b, contract::Role role,
                                   llvm::StringRef name);
 
-/// Every argument and result of `fn` by role. An argument without a role is
+/// Whether argument `i` of `fn` is the runtime context a step that
+/// communicates takes (`weft.context`, --weft-lower-collectives): no slot.
+bool isContextArg(mlir::func::FuncOp fn, unsigned i);
+
+/// Every argument and result of `fn` by role, skipping the context argument
+/// (so `args` follows the arguments after it). An argument without a role is
 /// an input named "arg<i>", a result without one an output "result<i>"
 /// (what the runtime will call them). Fails, with an error on `fn`, when a
 /// slot carries two roles or a role whose value is not a string.

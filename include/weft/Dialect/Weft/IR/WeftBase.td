@@ -82,6 +82,14 @@ def Weft_Dialect : Dialect {
     /// Marks the workspace argument of a step after buffer planning.
     static constexpr ::llvm::StringLiteral kWorkspaceAttrName =
         "weft.workspace";
+    /// Marks the `!llvm.ptr` argument a step that communicates takes first:
+    /// the runtime's `const WeftRuntimeContext *` (--weft-lower-collectives).
+    /// It is no slot of the step contract.
+    static constexpr ::llvm::StringLiteral kContextAttrName = "weft.context";
+    /// The device mesh a partitioned module is for (#weft.mesh), and the
+    /// sharding (#weft.sharding) of each entry argument and result.
+    static constexpr ::llvm::StringLiteral kMeshAttrName = "weft.mesh";
+    static constexpr ::llvm::StringLiteral kShardingAttrName = "weft.sharding";
   }];
 }
 

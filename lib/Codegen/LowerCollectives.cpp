@@ -1,0 +1,257 @@
+//===- LowerCollectives.cpp - Collectives to runtime calls ----------------===//
+//
+// Part of the Weft project.
+//
+//===----------------------------------------------------------------------===//
+//
+// A partitioned step moves data between ranks with weft.all_reduce,
+// weft.all_gather and weft.reduce_scatter, and slices its own block with
+// weft.shard_slice. The runtime owns the communicators (one per mesh axis,
+// reached through the WeftRuntimeContext), so each collective becomes a
+// call of a runtime C function (include/weft/Runtime/Collectives.h's
+// `weft_rt_*`) that takes the context, the mesh axes as a bit mask, and
+// plain pointers. The calls live on tensors, bracketed by
+// bufferization.to_buffer / to_tensor, so the rest of the pipeline
+// (bufferization, out-parameters, buffer planning) sees an ordinary
+// producer of a fresh buffer.
+//
+//===----------------------------------------------------------------------===//
+
+#include "weft/Codegen/Passes.h"
+#include "weft/Dialect/Weft/IR/WeftDialect.h"
+#include "weft/Dialect/Weft/IR/WeftOps.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Bufferization/IR/Bufferization.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+
+namespace weft {
+#define GEN_PASS_DEF_LOWERCOLLECTIVESPASS
+#include "weft/Codegen/Passes.h.inc"
+} // namespace weft
+
+using namespace mlir;
+using weft::WeftDialect;
+
+namespace {
+// The runtime's entry points (lib/Runtime/CollectivesC.cpp).
+constexpr llvm::StringLiteral kAllReduceName = "weft_rt_all_reduce_f32";
+constexpr llvm::StringLiteral kAllGatherName = "weft_rt_all_gather_f32";
+constexpr llvm::StringLiteral kReduceScatterName =
+    "weft_rt_reduce_scatter_f32";
+constexpr llvm::StringLiteral kAxisIndexName = "weft_rt_axis_index";
+
+int64_t product(ArrayRef<int64_t> dims) {
+  int64_t n = 1;
+  for (int64_t d : dims)
+    n *= d;
+  return n;
+}
+
+struct LowerCollectivesPass
+    : public weft::impl::LowerCollectivesPassBase<LowerCollectivesPass> {
+  using Base::Base;
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    auto entryFn = module.lookupSymbol<func::FuncOp>(entry);
+    SmallVector<Operation *> collectives;
+    bool misplaced = false;
+    module.walk([&](Operation *op) {
+      if (!isa<weft::AllReduceOp, weft::AllGatherOp, weft::ReduceScatterOp,
+               weft::ShardSliceOp>(op))
+        return;
+      if (op->getParentOfType<func::FuncOp>() != entryFn) {
+        // Only the entry receives the context; the partitioner works on the
+        // inlined step.
+        op->emitError() << "is outside @" << entry
+                        << ", the only function that receives the runtime "
+                           "context";
+        misplaced = true;
+        return;
+      }
+      collectives.push_back(op);
+    });
+    if (misplaced)
+      return signalPassFailure();
+    if (collectives.empty())
+      return;
+    mesh = module->getAttrOfType<weft::MeshAttr>(WeftDialect::kMeshAttrName);
+    if (!mesh) {
+      collectives.front()->emitError()
+          << "needs the module's " << WeftDialect::kMeshAttrName
+          << " to know the mesh its axes belong to";
+      return signalPassFailure();
+    }
+    Value context = getOrAddContextArg(entryFn);
+    for (Operation *op : collectives)
+      if (failed(lower(op, context)))
+        return signalPassFailure();
+  }
+
+private:
+  weft::MeshAttr mesh;
+
+  /// The entry's `weft.context` argument, added first when missing.
+  Value getOrAddContextArg(func::FuncOp fn) {
+    for (BlockArgument arg : fn.getArguments())
+      if (fn.getArgAttr(arg.getArgNumber(), WeftDialect::kContextAttrName))
+        return arg;
+    MLIRContext *ctx = &getContext();
+    auto attrs = DictionaryAttr::get(
+        ctx, {NamedAttribute(StringAttr::get(ctx, WeftDialect::kContextAttrName),
+                             UnitAttr::get(ctx))});
+    if (failed(fn.insertArgument(0, LLVM::LLVMPointerType::get(ctx), attrs,
+                                 fn.getLoc())))
+      return nullptr;
+    return fn.getArgument(0);
+  }
+
+  /// The axes as a bit mask over the mesh's axes (bit i: axis i, major
+  /// first). The runtime numbers a group's ranks row-major in mesh order,
+  /// so the op must list its axes in that order.
+  FailureOr<int64_t> axisMask(Operation *op, ArrayAttr axes) {
+    int64_t mask = 0;
+    int last = -1;
+    ArrayRef<StringAttr> names = mesh.getNames();
+    for (Attribute a : axes) {
+      auto name = cast<StringAttr>(a);
+      auto it = llvm::find(names, name);
+      if (it == names.end())
+        return op->emitError() << "names axis \"" << name.getValue()
+                               << "\", which the mesh " << mesh
+                               << " does not have";
+      int index = int(it - names.begin());
+      if (index <= last)
+        return op->emitError() << "lists its axes " << axes
+                               << " in another order than the mesh " << mesh;
+      last = index;
+      mask |= int64_t(1) << index;
+    }
+    if (!mask)
+      return op->emitError() << "names no mesh axis";
+    return mask;
+  }
+
+  func::FuncOp getOrDeclare(Operation *op, StringRef name, FunctionType type) {
+    auto module = getOperation();
+    if (auto existing = module.lookupSymbol<func::FuncOp>(name)) {
+      if (existing.getFunctionType() == type)
+        return existing;
+      op->emitError() << "needs @" << name << " of type " << type
+                      << ", but the module declares it as "
+                      << existing.getFunctionType();
+      return nullptr;
+    }
+    OpBuilder b = OpBuilder::atBlockBegin(module.getBody());
+    auto fn = func::FuncOp::create(b, module.getLoc(), name, type);
+    fn.setPrivate();
+    return fn;
+  }
+
+  /// An `!llvm.ptr` to the first element of `memref` (identity layout).
+  static Value pointerTo(OpBuilder &b, Location loc, Value memref) {
+    Value index = memref::ExtractAlignedPointerAsIndexOp::create(b, loc, memref);
+    Value i64 = arith::IndexCastOp::create(b, loc, b.getI64Type(), index);
+    return LLVM::IntToPtrOp::create(
+        b, loc, LLVM::LLVMPointerType::get(b.getContext()), i64);
+  }
+
+  LogicalResult lower(Operation *op, Value context) {
+    OpBuilder b(op);
+    Location loc = op->getLoc();
+    auto axes = op->getAttrOfType<ArrayAttr>("axes");
+    FailureOr<int64_t> mask = axisMask(op, axes);
+    if (failed(mask))
+      return failure();
+    Type ptr = LLVM::LLVMPointerType::get(b.getContext());
+    Type i64 = b.getI64Type();
+    auto constI64 = [&](int64_t v) -> Value {
+      return arith::ConstantIntOp::create(b, loc, i64, v);
+    };
+
+    if (auto slice = dyn_cast<weft::ShardSliceOp>(op)) {
+      // No communication: this rank's block, at its coordinate times the
+      // block size.
+      func::FuncOp fn = getOrDeclare(op, kAxisIndexName,
+                                     b.getFunctionType({ptr, i64}, {i64}));
+      if (!fn)
+        return failure();
+      auto type = cast<RankedTensorType>(slice.getResult().getType());
+      int64_t dim = int64_t(slice.getDim());
+      Value coord =
+          func::CallOp::create(b, loc, fn, ValueRange{context, constI64(*mask)})
+              .getResult(0);
+      Value offset = arith::MulIOp::create(b, loc, coord,
+                                           constI64(type.getDimSize(dim)));
+      SmallVector<OpFoldResult> offsets(type.getRank(), b.getIndexAttr(0));
+      offsets[dim] =
+          arith::IndexCastOp::create(b, loc, b.getIndexType(), offset)
+              .getResult();
+      SmallVector<OpFoldResult> sizes, strides(type.getRank(),
+                                               b.getIndexAttr(1));
+      for (int64_t size : type.getShape())
+        sizes.push_back(b.getIndexAttr(size));
+      Value result = tensor::ExtractSliceOp::create(
+          b, loc, type, slice.getInput(), offsets, sizes, strides);
+      op->getResult(0).replaceAllUsesWith(result);
+      op->erase();
+      return success();
+    }
+
+    Value input = op->getOperand(0);
+    auto inType = cast<RankedTensorType>(input.getType());
+    auto outType = cast<RankedTensorType>(op->getResult(0).getType());
+    if (!inType.getElementType().isF32())
+      return op->emitError()
+             << "has element type " << inType.getElementType()
+             << ": the runtime's collectives take f32 (cast around them)";
+
+    // Runtime layout of the call: (ctx, mask, in, out, sizes...).
+    StringRef name;
+    SmallVector<int64_t> sizes;
+    if (isa<weft::AllReduceOp>(op)) {
+      name = kAllReduceName;
+      sizes = {product(inType.getShape())};
+    } else {
+      // Along `dim`: the elements before it (outer) and this rank's block
+      // from it on (inner), so the runtime interleaves the ranks' blocks.
+      int64_t dim = int64_t(op->getAttrOfType<IntegerAttr>("dim").getInt());
+      bool gather = isa<weft::AllGatherOp>(op);
+      name = gather ? kAllGatherName : kReduceScatterName;
+      ArrayRef<int64_t> local =
+          gather ? inType.getShape() : outType.getShape();
+      sizes = {product(local.take_front(dim)), product(local.drop_front(dim))};
+    }
+    SmallVector<Type> argTypes = {ptr, i64, ptr, ptr};
+    argTypes.append(sizes.size(), i64);
+    func::FuncOp fn =
+        getOrDeclare(op, name, b.getFunctionType(argTypes, TypeRange{}));
+    if (!fn)
+      return failure();
+
+    auto inBufType = MemRefType::get(inType.getShape(), inType.getElementType());
+    auto outBufType =
+        MemRefType::get(outType.getShape(), outType.getElementType());
+    Value inBuf = bufferization::ToBufferOp::create(b, loc, inBufType, input,
+                                                    /*read_only=*/true);
+    Value outBuf = memref::AllocOp::create(b, loc, outBufType,
+                                           b.getI64IntegerAttr(64));
+    SmallVector<Value> args = {context, constI64(*mask), pointerTo(b, loc, inBuf),
+                               pointerTo(b, loc, outBuf)};
+    for (int64_t size : sizes)
+      args.push_back(constI64(size));
+    func::CallOp::create(b, loc, fn, args);
+    // The buffer is fresh and written only by the call: later ops may
+    // update it in place.
+    Value result = bufferization::ToTensorOp::create(
+        b, loc, outType, outBuf, /*restrict=*/true, /*writable=*/true);
+    op->getResult(0).replaceAllUsesWith(result);
+    op->erase();
+    return success();
+  }
+};
+} // namespace

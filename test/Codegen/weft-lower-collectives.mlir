@@ -1,0 +1,116 @@
+// RUN: weft-opt %s --weft-lower-collectives -split-input-file -verify-diagnostics \
+// RUN:   | FileCheck %s
+// RUN: weft-opt %s --pass-pipeline='builtin.module(weft-codegen-pipeline)' \
+// RUN:   -split-input-file -verify-diagnostics | FileCheck %s --check-prefix=LLVM
+
+// Each collective becomes a runtime call through the context argument the
+// entry gains first; the axes are a bit mask in mesh order (dp: 1, tp: 2).
+
+// CHECK-DAG: func.func private @weft_rt_all_reduce_f32(!llvm.ptr, i64, !llvm.ptr, !llvm.ptr, i64)
+// CHECK-DAG: func.func private @weft_rt_all_gather_f32(!llvm.ptr, i64, !llvm.ptr, !llvm.ptr, i64, i64)
+// CHECK-DAG: func.func private @weft_rt_reduce_scatter_f32(!llvm.ptr, i64, !llvm.ptr, !llvm.ptr, i64, i64)
+// CHECK-DAG: func.func private @weft_rt_axis_index(!llvm.ptr, i64) -> i64
+// CHECK-LABEL: func.func @train_step(
+// CHECK-SAME: %[[CTX:.*]]: !llvm.ptr {weft.context}, %[[G:.*]]: tensor<4x3xf32> {weft.input = "g"
+// CHECK-SAME: %[[W:.*]]: tensor<8x3xf32> {weft.param = "w"}, %[[T:.*]]: tensor<8xi64>
+
+// all_reduce: (ctx, mask, in, out, count).
+// CHECK: %[[IN:.*]] = bufferization.to_buffer %[[G]] read_only : tensor<4x3xf32> to memref<4x3xf32>
+// CHECK: %[[OUT:.*]] = memref.alloc() {alignment = 64 : i64} : memref<4x3xf32>
+// CHECK-DAG: %[[DP:.*]] = arith.constant 1 : i64
+// CHECK-DAG: %[[N12:.*]] = arith.constant 12 : i64
+// CHECK: call @weft_rt_all_reduce_f32(%[[CTX]], %[[DP]], %{{.*}}, %{{.*}}, %[[N12]])
+// CHECK: %[[S:.*]] = bufferization.to_tensor %[[OUT]] restrict writable
+
+// all_gather along dim 1 over tp: outer 4 rows, inner block of 3.
+// CHECK-DAG: %[[TP:.*]] = arith.constant 2 : i64
+// CHECK-DAG: %[[N4:.*]] = arith.constant 4 : i64
+// CHECK-DAG: %[[N3:.*]] = arith.constant 3 : i64
+// CHECK: call @weft_rt_all_gather_f32(%[[CTX]], %[[TP]], %{{.*}}, %{{.*}}, %[[N4]], %[[N3]])
+
+// reduce_scatter along dim 0: outer 1, inner the result's 2x3 block.
+// CHECK: call @weft_rt_reduce_scatter_f32(%[[CTX]], %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}})
+
+// shard_slice over (dp, tp): block 2 at the row-major coordinate (mask 3).
+// CHECK: %[[DPTP:.*]] = arith.constant 3 : i64
+// CHECK: %[[I:.*]] = call @weft_rt_axis_index(%[[CTX]], %[[DPTP]])
+// CHECK: %[[OFF:.*]] = arith.muli %[[I]], %{{.*}} : i64
+// CHECK: %[[IDX:.*]] = arith.index_cast %[[OFF]] : i64 to index
+// CHECK: tensor.extract_slice %[[T]][%[[IDX]]] [2] [1] : tensor<8xi64> to tensor<2xi64>
+
+// Through the whole pipeline the step takes the context first and the
+// buffers after it; the calls survive bufferization and buffer planning.
+// LLVM-LABEL: llvm.func @train_step(
+// LLVM-SAME: %[[CTX:.*]]: !llvm.ptr {weft.context}
+// LLVM-SAME: {weft.workspace}
+// LLVM: llvm.call @weft_rt_all_reduce_f32(%[[CTX]],
+// LLVM: llvm.call @weft_rt_all_gather_f32(%[[CTX]],
+// LLVM: llvm.call @weft_rt_reduce_scatter_f32(%[[CTX]],
+// LLVM: llvm.call @weft_rt_axis_index(%[[CTX]],
+module attributes {weft.mesh = #weft.mesh<dp = 2, tp = 2>} {
+  func.func @train_step(
+      %g: tensor<4x3xf32> {weft.input = "g", weft.sharding = #weft.sharding<[{dp}, {}]>},
+      %w: tensor<8x3xf32> {weft.param = "w"},
+      %t: tensor<8xi64> {weft.input = "t"})
+      -> (tensor<4x3xf32> {weft.output = "s"}, tensor<4x6xf32> {weft.output = "a"},
+          tensor<2x3xf32> {weft.output = "r"}, tensor<2xi64> {weft.output = "t2"},
+          tensor<4x3xf32> {weft.param = "w"}) {
+    %s = weft.all_reduce %g {axes = ["dp"]} : tensor<4x3xf32>
+    %a = weft.all_gather %g {axes = ["tp"], dim = 1 : i64} : tensor<4x3xf32> -> tensor<4x6xf32>
+    %r = weft.reduce_scatter %g {axes = ["dp"], dim = 0 : i64} : tensor<4x3xf32> -> tensor<2x3xf32>
+    %t2 = weft.shard_slice %t {axes = ["dp", "tp"], dim = 0 : i64} : tensor<8xi64> -> tensor<2xi64>
+    %w2 = weft.shard_slice %w {axes = ["dp"], dim = 0 : i64} : tensor<8x3xf32> -> tensor<4x3xf32>
+    return %s, %a, %r, %t2, %w2 : tensor<4x3xf32>, tensor<4x6xf32>, tensor<2x3xf32>, tensor<2xi64>, tensor<4x3xf32>
+  }
+}
+
+// -----
+
+// A step without collectives keeps its signature.
+// CHECK-LABEL: func.func @train_step(%{{.*}}: tensor<4xf32> {weft.input = "x"})
+// LLVM-LABEL: llvm.func @train_step(%{{.*}}: !llvm.ptr {weft.input = "x"}
+func.func @train_step(%x: tensor<4xf32> {weft.input = "x"}) -> (tensor<4xf32> {weft.output = "y"}) {
+  return %x : tensor<4xf32>
+}
+
+// -----
+
+func.func @train_step(%g: tensor<4xf32> {weft.input = "g"}) -> (tensor<4xf32> {weft.output = "s"}) {
+  // expected-error @+1 {{needs the module's weft.mesh}}
+  %s = weft.all_reduce %g {axes = ["dp"]} : tensor<4xf32>
+  return %s : tensor<4xf32>
+}
+
+// -----
+
+module attributes {weft.mesh = #weft.mesh<dp = 2, tp = 2>} {
+  func.func @train_step(%g: tensor<4xf32> {weft.input = "g"}) -> (tensor<4xf32> {weft.output = "s"}) {
+    // expected-error @+1 {{lists its axes ["tp", "dp"] in another order than the mesh}}
+    %s = weft.all_reduce %g {axes = ["tp", "dp"]} : tensor<4xf32>
+    return %s : tensor<4xf32>
+  }
+}
+
+// -----
+
+module attributes {weft.mesh = #weft.mesh<dp = 2>} {
+  func.func @train_step(%g: tensor<4xf16> {weft.input = "g"}) -> (tensor<4xf16> {weft.output = "s"}) {
+    // expected-error @+1 {{has element type 'f16': the runtime's collectives take f32}}
+    %s = weft.all_reduce %g {axes = ["dp"]} : tensor<4xf16>
+    return %s : tensor<4xf16>
+  }
+}
+
+// -----
+
+module attributes {weft.mesh = #weft.mesh<dp = 2>} {
+  func.func private @helper(%g: tensor<4xf32>) -> tensor<4xf32> {
+    // expected-error @+1 {{is outside @train_step, the only function that receives the runtime context}}
+    %s = weft.all_reduce %g {axes = ["dp"]} : tensor<4xf32>
+    return %s : tensor<4xf32>
+  }
+  func.func @train_step(%g: tensor<4xf32> {weft.input = "g"}) -> (tensor<4xf32> {weft.output = "s"}) {
+    %s = func.call @helper(%g) : (tensor<4xf32>) -> tensor<4xf32>
+    return %s : tensor<4xf32>
+  }
+}
