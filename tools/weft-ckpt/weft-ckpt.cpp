@@ -8,7 +8,8 @@
 //   weft-ckpt export CKPT -o FILE       its model as a PyTorch state_dict
 //
 // CKPT is one checkpoint (step-N) or a checkpoint folder, meaning its newest
-// usable checkpoint.
+// usable checkpoint. A sharded checkpoint (one part per rank) is exported
+// as global tensors, assembled from its blocks.
 //
 //===----------------------------------------------------------------------===//
 
@@ -65,13 +66,36 @@ int info(const std::string &path) {
     values += t.array.numElements();
   }
   std::cout << ckpt.path << ": step " << ckpt.meta.step << "\n";
+  if (!ckpt.mesh.empty()) {
+    std::string mesh;
+    for (const ShardLayout::Axis &a : ckpt.mesh)
+      mesh += (mesh.empty() ? "" : ",") + a.name + "=" + std::to_string(a.size);
+    std::cout << "  mesh " << mesh << ", " << ckpt.numFiles
+              << " part files\n";
+  }
   for (const auto &[kind, stats] : kinds)
     std::cout << "  " << stats.first << " " << kind << " tensors, "
               << stats.second << " values\n";
-  for (const StoredCheckpoint::Tensor &t : ckpt.tensors)
+  // A sharded tensor's layout as the model JSON spells it: per dim, the
+  // mesh axes splitting it ("-" when whole).
+  for (const StoredCheckpoint::Tensor &t : ckpt.tensors) {
     std::cout << "  " << t.kind << " " << quote(t.name) << " "
-              << dtypeName(t.array.dtype) << " " << formatShape(t.array.shape)
-              << "\n";
+              << dtypeName(t.array.dtype) << " " << formatShape(t.array.shape);
+    bool split = false;
+    for (const auto &axes : t.dims)
+      split = split || !axes.empty();
+    if (split) {
+      std::string dims;
+      for (const auto &axes : t.dims) {
+        std::string d;
+        for (const std::string &a : axes)
+          d += (d.empty() ? "" : "*") + a;
+        dims += (dims.empty() ? "" : ",") + (d.empty() ? "-" : d);
+      }
+      std::cout << " split [" << dims << "] in " << t.numBlocks << " blocks";
+    }
+    std::cout << "\n";
+  }
   auto model = nlohmann::json::parse(ckpt.meta.modelJson, nullptr, false);
   if (model.is_object())
     for (const char *key : {"source", "optimizer", "loss", "weft_version"})
@@ -90,9 +114,10 @@ int exportStateDict(const std::string &path, const std::string &output) {
     return fail("cannot write " + output + ": the folder " +
                 out.parent_path().string() + " does not exist");
   std::error_code ec;
-  if (fs::equivalent(out, fs::path(ckpt.path) / "model.safetensors", ec))
-    return fail("-o " + output + " is the checkpoint's own file; refusing "
-                                 "to overwrite it");
+  for (const fs::directory_entry &e : fs::directory_iterator(ckpt.path, ec))
+    if (fs::equivalent(out, e.path(), ec))
+      return fail("-o " + output + " is the checkpoint's own file; refusing "
+                                   "to overwrite it");
   SafeTensorsFile file;
   std::set<std::string> names;
   for (StoredCheckpoint::Tensor &t : ckpt.tensors)
