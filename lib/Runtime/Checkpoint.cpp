@@ -4,12 +4,12 @@
 //
 //===----------------------------------------------------------------------===//
 //
-// The safetensors file is written straight from the run's buffers (no copy
-// of the model is made) in the layout SafeTensors.cpp reads, and its FNV-1a
-// checksum is computed from the same bytes on the way out. Restoring reads
-// the file twice — once for the checksum, once through readSafeTensors —
-// and copies into the run's buffers only when everything has verified, so
-// a damaged checkpoint never leaves the model half restored.
+// The safetensors files are written straight from the run's buffers (no
+// copy of the model is made) in the layout SafeTensors.cpp reads, and their
+// FNV-1a checksums are computed from the same bytes on the way out.
+// Restoring checksums every file and reads its header first, and copies
+// into the run's buffers only when everything has verified, so a damaged
+// checkpoint never leaves the model half restored.
 //
 // Both formats are read as tensors made of blocks, each in some file: a
 // single-process checkpoint is one file holding one block per tensor. A
