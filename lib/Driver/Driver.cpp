@@ -17,6 +17,7 @@
 #include "mlir/Parser/Parser.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Support/FileUtilities.h"
+#include "mlir/Dialect/Func/Extensions/InlinerExtension.h"
 #include "mlir/Support/Timing.h"
 #include "llvm/IR/LLVMContext.h"
 #include "llvm/IR/Module.h"
@@ -35,8 +36,9 @@ using namespace mlir;
 using namespace weft;
 
 const char *weft::getStageName(Stage stage) {
-  static const char *names[] = {"onnx",   "weft", "train", "linalg",
-                                "memref", "llvm", "obj",   "exe"};
+  static const char *names[] = {"onnx",   "weft",   "train", "partitioned",
+                                "linalg", "memref", "llvm",  "obj",
+                                "exe"};
   return names[static_cast<int>(stage)];
 }
 
@@ -53,6 +55,7 @@ std::optional<Stage> weft::getStageOfExtension(StringRef path) {
 
 void weft::registerDriverDialects(DialectRegistry &registry, Stage emit) {
   registry.insert<WeftDialect, func::FuncDialect>();
+  func::registerInlinerExtension(registry);
   if (emit >= Stage::Linalg)
     registerCodegenDialects(registry);
 }
@@ -268,6 +271,13 @@ LogicalResult Driver::runImportAndTrain(ModuleOp module, TimingScope &timing) {
     train.runtimeHyperparameters =
         options.runtimeHyperparameters.value_or(native);
     buildTrainPipeline(pm, train);
+  }
+  if (!options.mesh.empty() && emit >= Stage::Partitioned &&
+      !module->hasAttr("weft.mesh")) {
+    ParallelPipelineOptions parallel;
+    parallel.mesh = options.mesh;
+    parallel.zero = options.zero;
+    buildParallelPipeline(pm, parallel);
   }
   return pm.run(module);
 }
@@ -532,6 +542,10 @@ LogicalResult Driver::writeIR(ModuleOp module) {
 LogicalResult Driver::run() {
   if (failed(checkOutput()))
     return failure();
+  if (options.mesh.empty() && options.emit == Stage::Partitioned)
+    return fail("--emit=partitioned needs a mesh: add --mesh dp=N");
+  if (options.mesh.empty() && options.zero != 0)
+    return fail("--zero shards over data-parallel ranks: add --mesh dp=N");
   OwningOpRef<ModuleOp> module = loadInput();
   if (!module)
     return failure();

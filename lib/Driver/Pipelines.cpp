@@ -114,6 +114,22 @@ void weft::buildTrainPipeline(OpPassManager &pm,
   pm.addPass(createCSEPass());
 }
 
+void weft::buildParallelPipeline(OpPassManager &pm,
+                                 const ParallelPipelineOptions &options) {
+  ApplyMeshPassOptions apply;
+  apply.mesh = options.mesh;
+  apply.zero = options.zero;
+  pm.addPass(createApplyMeshPass(apply));
+  // Partitioning sees the whole step in one function.
+  pm.addPass(createInlinerPass());
+  pm.addPass(createSymbolDCEPass());
+  pm.addPass(createCanonicalizerPass());
+  pm.addPass(createCSEPass());
+  pm.addPass(createPropagateShardingsPass());
+  pm.addPass(createPartitionPass());
+  pm.addPass(createCanonicalizerPass());
+}
+
 void weft::buildLowerToLLVMPipeline(OpPassManager &pm) {
   pm.addPass(createLowerToLinalgPass());
   pm.addPass(createCanonicalizerPass());
@@ -181,6 +197,10 @@ void weft::registerWeftPipelines() {
       "weft-train-pipeline",
       "Forward model -> training step (weftc --emit=train)",
       buildTrainPipeline);
+  PassPipelineRegistration<ParallelPipelineOptions>(
+      "weft-parallel-pipeline",
+      "Training step -> per-rank step of a mesh (weftc --emit=partitioned)",
+      buildParallelPipeline);
   PassPipelineRegistration<>(
       "weft-lower-to-llvm-pipeline",
       "Reference CPU lowering: weft -> linalg -> bufferization -> LLVM",

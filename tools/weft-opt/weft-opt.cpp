@@ -10,6 +10,7 @@
 #include "weft/Support/Version.h"
 #include "weft/Target/Registration.h"
 #include "weft/Codegen/Passes.h"
+#include "weft/Transforms/Parallel/Passes.h"
 #include "weft/Transforms/Train/Passes.h"
 
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
@@ -20,6 +21,7 @@
 #include "mlir/Dialect/Bufferization/Transforms/FuncBufferizableOpInterfaceImpl.h"
 #include "mlir/Dialect/ControlFlow/IR/ControlFlow.h"
 #include "mlir/Dialect/ControlFlow/Transforms/BufferDeallocationOpInterfaceImpl.h"
+#include "mlir/Dialect/Func/Extensions/InlinerExtension.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
@@ -49,6 +51,7 @@ int main(int argc, char **argv) {
                   mlir::LLVM::LLVMDialect, mlir::math::MathDialect,
                   mlir::memref::MemRefDialect, mlir::scf::SCFDialect,
                   mlir::tensor::TensorDialect>();
+  mlir::func::registerInlinerExtension(registry);
   mlir::arith::registerBufferizableOpInterfaceExternalModels(registry);
   mlir::arith::registerBufferDeallocationOpInterfaceExternalModels(registry);
   mlir::bufferization::func_ext::registerBufferizableOpInterfaceExternalModels(
@@ -64,7 +67,9 @@ int main(int argc, char **argv) {
   mlir::registerCanonicalizerPass();
   mlir::registerCSEPass();
   mlir::registerSymbolDCEPass();
+  mlir::registerInlinerPass();
   weft::registerWeftTrainPasses();
+  weft::registerWeftParallelPasses();
   weft::registerWeftCodegenPasses();
   weft::registerWeftConversionPasses();
   weft::registerWeftPipelines();

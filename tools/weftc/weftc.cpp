@@ -52,6 +52,9 @@ cl::opt<Stage> emit(
                clEnumValN(Stage::Train, "train",
                           "the training step: @loss, @loss_grad, "
                           "@train_step"),
+               clEnumValN(Stage::Partitioned, "partitioned",
+                          "the per-rank @train_step of --mesh, with its "
+                          "collectives"),
                clEnumValN(Stage::Linalg, "linalg",
                           "@train_step as fused kernels on tensors"),
                clEnumValN(Stage::Memref, "memref",
@@ -148,6 +151,19 @@ cl::opt<bool> summary("summary",
                                "peak memory and compile time to stderr"),
                       cl::init(false), cl::cat(weftcCategory));
 
+cl::OptionCategory parallelCategory(
+    "Parallelism options (--emit=partitioned and later stages)");
+cl::opt<std::string>
+    mesh("mesh",
+         cl::desc("Compile for a mesh of ranks, axes as name=size: dp=4 "
+                  "trains data-parallel on 4 ranks (default: one process)"),
+         cl::value_desc("axes"), cl::cat(parallelCategory));
+cl::opt<int64_t> zero("zero",
+                      cl::desc("ZeRO stage over dp: 1 shards optimizer "
+                               "state, 2 also gradients, 3 also parameters "
+                               "(default 0)"),
+                      cl::init(0), cl::cat(parallelCategory));
+
 cl::OptionCategory codegenCategory(
     "Code generation options (--emit=linalg|memref|llvm|obj|exe)");
 cl::opt<std::string> cpu("cpu",
@@ -179,7 +195,7 @@ cl::opt<bool> saveTemps("save-temps",
 
 void hideUnrelatedOptions() {
   const cl::OptionCategory *ours[] = {&weftcCategory, &trainCategory,
-                                      &codegenCategory};
+                                      &parallelCategory, &codegenCategory};
   for (auto &entry : cl::getRegisteredOptions()) {
     cl::Option *option = entry.second;
     StringRef name = entry.first;
@@ -213,6 +229,8 @@ bool mapOptions(DriverOptions &driver, TrainPipelineOptions &train,
   driver.frozen.assign(frozen.begin(), frozen.end());
   driver.weightsOut = weightsOut;
   driver.summary = summary;
+  driver.mesh = mesh;
+  driver.zero = zero;
   if (batchNorm != "train" && batchNorm != "inference")
     return fail("--batchnorm must be train or inference, got '" + batchNorm +
                 "'");

@@ -30,7 +30,17 @@
 
 namespace weft {
 
-enum class Stage { Onnx, Weft, Train, Linalg, Memref, Llvm, Obj, Exe };
+enum class Stage {
+  Onnx,
+  Weft,
+  Train,
+  Partitioned,
+  Linalg,
+  Memref,
+  Llvm,
+  Obj,
+  Exe
+};
 
 /// "onnx", "weft", ... as --emit spells them.
 const char *getStageName(Stage stage);
@@ -78,6 +88,12 @@ struct DriverOptions {
   /// An executable whose initial weights are larger than this keeps them in
   /// `<output>.weights.safetensors` beside it instead of inside it.
   uint64_t embedWeightsLimit = uint64_t(256) << 20;
+
+  // Parallelism.
+  /// Mesh axes and sizes ("dp=4"); empty: one device.
+  std::string mesh;
+  /// ZeRO stage over dp.
+  int64_t zero = 0;
 
   /// Tensor table, counts, planned memory and compile time on stderr.
   bool summary = false;

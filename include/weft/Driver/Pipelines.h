@@ -15,6 +15,7 @@
 #define WEFT_DRIVER_PIPELINES_H
 
 #include "weft/Codegen/Passes.h"
+#include "weft/Transforms/Parallel/Passes.h"
 #include "weft/Transforms/Train/Passes.h"
 
 #include "mlir/Pass/PassManager.h"
@@ -113,6 +114,24 @@ void buildTrainPipeline(mlir::OpPassManager &pm,
 /// tensors, elementwise fusion, one-shot bufferization across function
 /// boundaries, results to out-parameters, deallocation, loops, LLVM dialect.
 /// Every function of the module ends up in the LLVM dialect.
+struct ParallelPipelineOptions
+    : public mlir::PassPipelineOptions<ParallelPipelineOptions> {
+  Option<std::string> mesh{
+      *this, "mesh",
+      llvm::cl::desc("Mesh axes and sizes, e.g. dp=4 (data parallel over 4 "
+                     "ranks)"),
+      llvm::cl::init("")};
+  Option<int64_t> zero{
+      *this, "zero",
+      llvm::cl::desc("ZeRO stage over dp: 0 none, 1 optimizer state, 2 and "
+                     "gradients, 3 and parameters"),
+      llvm::cl::init(0)};
+};
+
+/// Global training step -> the per-rank step of a mesh (weftc --mesh).
+void buildParallelPipeline(mlir::OpPassManager &pm,
+                           const ParallelPipelineOptions &options);
+
 void buildLowerToLLVMPipeline(mlir::OpPassManager &pm);
 
 /// Where code generation stops: fused kernels on tensors, planned buffers

@@ -8,6 +8,7 @@
 #include "weft/Dialect/Weft/IR/WeftOps.h"
 
 #include "mlir/IR/DialectImplementation.h"
+#include "mlir/Transforms/InliningUtils.h"
 #include "llvm/ADT/TypeSwitch.h"
 
 using namespace mlir;
@@ -19,6 +20,21 @@ using namespace weft;
 #define GET_ATTRDEF_CLASSES
 #include "weft/Dialect/Weft/IR/WeftAttrs.cpp.inc"
 
+namespace {
+/// Weft ops are pure tensor functions of their operands: any of them may
+/// be inlined, which the parallel stage does to partition a whole step.
+struct WeftInlinerInterface : public DialectInlinerInterface {
+  using DialectInlinerInterface::DialectInlinerInterface;
+  bool isLegalToInline(Operation *, Operation *, bool) const final {
+    return true;
+  }
+  bool isLegalToInline(Operation *, Region *, bool,
+                       IRMapping &) const final {
+    return true;
+  }
+};
+} // namespace
+
 void WeftDialect::initialize() {
   addOperations<
 #define GET_OP_LIST
@@ -28,6 +44,7 @@ void WeftDialect::initialize() {
 #define GET_ATTRDEF_LIST
 #include "weft/Dialect/Weft/IR/WeftAttrs.cpp.inc"
       >();
+  addInterfaces<WeftInlinerInterface>();
   registerShardingRules(getContext());
 }
 

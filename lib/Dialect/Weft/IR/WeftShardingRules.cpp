@@ -452,7 +452,7 @@ void attachTo(MLIRContext *context) {
 } // namespace
 
 void weft::registerShardingRules(MLIRContext *context) {
-  attachTo<AddOp, SubOp, MulOp, DivOp, PowOp, MaxOp, MinOp, CmpOp, WhereOp,
+  attachTo<MatMulOp, AddOp, SubOp, MulOp, DivOp, PowOp, MaxOp, MinOp, CmpOp, WhereOp,
            NegOp, AbsOp, ReluOp, TanhOp, SigmoidOp, ExpOp, LogOp, SqrtOp,
            RsqrtOp, ErfOp, CosOp, SinOp, GeluOp, CastOp, SoftmaxOp,
            LogSoftmaxOp, LayerNormOp, ReduceSumOp, ReduceMeanOp, ReduceMaxOp,

@@ -1,0 +1,122 @@
+//===- Passes.td - Parallelization passes ------------------*- tablegen -*-===//
+//
+// Part of the Weft project.
+//
+//===----------------------------------------------------------------------===//
+//
+// From the one-device training step to the per-rank step of a mesh: place
+// the layouts that are decisions (batch split, ZeRO shards), propagate
+// them through every op's sharding rule, and partition. One `def` per
+// pass, implemented in lib/Transforms/Parallel/<Name>.cpp.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef WEFT_TRANSFORMS_PARALLEL_PASSES_TD
+#define WEFT_TRANSFORMS_PARALLEL_PASSES_TD
+
+include "mlir/Pass/PassBase.td"
+
+def ApplyMeshPass : Pass<"weft-apply-mesh", "mlir::ModuleOp"> {
+  let summary = "Fix the layouts a data-parallel / ZeRO plan decides";
+  let description = [{
+    Records the mesh on the module (`weft.mesh`) and gives every argument
+    and result of the step a `weft.sharding`:
+    - batch inputs are split along their batch dimension over `dp`; with
+      gradient accumulation (K micro-batches of m samples) a batch input
+      `[K*m, ...]` becomes `[K, m, ...]` split along m, so every rank holds
+      its part of every micro-batch and N ranks see the micro-batches one
+      rank sees;
+    - parameters, buffers and step scalars are replicated, except that
+      ZeRO (`zero` >= 1) splits optimizer state over `dp`, ZeRO-3 splits
+      parameters too, along their first dimension that divides by dp (a
+      tensor with none stays replicated);
+    - ZeRO-2 scatters each micro-batch's gradients as they leave the
+      backward pass (`weft.shard_as` on @loss_grad's gradient results);
+      ZeRO-3 gathers parameters where the forward and backward passes use
+      them (`weft.shard_as ... {rematerialize}`: a gather per use, so the
+      whole parameter does not stay alive between them).
+    Functions the step calls are made private, for inlining.
+
+    ```mlir
+    // --weft-apply-mesh="mesh=dp=2 zero=1"
+    func.func @train_step(%w: tensor<64x32xf32> {weft.param = "fc.weight",
+                            weft.sharding = #weft.sharding<[{}, {} ]>},
+                          %m: tensor<64x32xf32> {weft.state = "exp_avg.fc.weight",
+                            weft.sharding = #weft.sharding<[{dp}, {} ]>},
+                          %x: tensor<8x32xf32> {weft.input = "input",
+                            weft.sharding = #weft.sharding<[{dp}, {} ]>}, ...)
+    ```
+
+    Errors: a mesh that does not parse or names an axis other than `dp`
+    (tensor parallelism comes later), a step that is already partitioned, a
+    batch that does not divide by dp (or, with accumulation, a micro-batch
+    that does not), `zero` outside 0..3.
+  }];
+  let options = [
+    Option<"mesh", "mesh", "std::string", /*default=*/"\"\"",
+           "Mesh axes and sizes, e.g. dp=4">,
+    Option<"zero", "zero", "int64_t", /*default=*/"0",
+           "ZeRO stage over dp: 1 optimizer state, 2 and gradients, 3 and "
+           "parameters">,
+    Option<"entry", "entry", "std::string", /*default=*/"\"train_step\"",
+           "The step function">
+  ];
+  let dependentDialects = ["weft::WeftDialect"];
+}
+
+def PropagateShardingsPass : Pass<"weft-propagate-shardings",
+                                  "mlir::ModuleOp"> {
+  let summary = "Give every value of the step a sharding";
+  let description = [{
+    Spreads the shardings fixed on the step's arguments and by
+    `weft.shard_as` through every op's ShardingRuleOpInterface, forward and
+    backward, until nothing changes; records each op's result shardings as
+    `weft.shardings`. A mesh axis assigned to a factor of an op splits every
+    dimension made of that factor; an axis splits at most one factor per
+    op; a factor is split only when its size divides. Splitting a sum
+    factor (a matmul's contraction over the batch, a reduction over it)
+    leaves the result partial. A partial value consumed by an op that is
+    not linear in it is resolved once, into the most split layout its users
+    want (a gradient that the ZeRO update wants split is reduce-scattered,
+    also for the norm of global-norm clipping).
+
+    ```mlir
+    %g = weft.matmul %x, %dy {transpose_lhs = true,
+                              weft.shardings = [#weft.sharding<[{}, {} ], partial = [dp]>]}
+        : (tensor<8x32xf32>, tensor<8x64xf32>) -> tensor<32x64xf32>
+    ```
+  }];
+  let options = [
+    Option<"entry", "entry", "std::string", /*default=*/"\"train_step\"",
+           "The step function">
+  ];
+}
+
+def PartitionPass : Pass<"weft-partition", "mlir::ModuleOp"> {
+  let summary = "Rewrite the global step into the per-rank step";
+  let description = [{
+    Gives every value its local (per-rank) type and inserts the collectives
+    layouts need where they change: `weft.all_reduce` or
+    `weft.reduce_scatter` for partial values, `weft.all_gather` where a
+    split dimension is needed whole, `weft.shard_slice` where a whole one
+    is needed split. Means over a split dimension are scaled to their share
+    of the global mean. The step's arguments and results keep their global
+    `weft.sharding`, which the runtime reads to place data and checkpoints.
+
+    ```mlir
+    // before (global):                      after (per rank, dp=2):
+    %g = weft.matmul %x, %dy ...             %g = weft.matmul %x, %dy ...
+      -> tensor<32x64xf32>                     : ... -> tensor<32x64xf32>
+    %n = weft.mul %g, %c ...                 %r = weft.all_reduce %g {axes = ["dp"]}
+                                             %n = weft.mul %r, %c ...
+    ```
+    Errors: an op whose operand layout cannot be reached (a split that does
+    not divide), a value of a type collectives cannot carry.
+  }];
+  let options = [
+    Option<"entry", "entry", "std::string", /*default=*/"\"train_step\"",
+           "The step function">
+  ];
+}
+
+#endif // WEFT_TRANSFORMS_PARALLEL_PASSES_TD

@@ -1,0 +1,418 @@
+//===- Partition.cpp - The per-rank step ----------------------------------===//
+//
+// Part of the Weft project.
+//
+//===----------------------------------------------------------------------===//
+//
+// Ops are rewritten in place, in program order: each op's operands are
+// first brought to the layouts its rule needs (the reshards), then its
+// results take their local types. A reshard of a value is made once and
+// shared by every use that needs that layout, placed right after the value
+// is computed so that a gradient's reduction can start as soon as the
+// backward pass produced it; a ZeRO-3 parameter's gather is the exception,
+// made again just before each use so the whole parameter is not kept alive
+// from the forward pass to the backward pass.
+//
+//===----------------------------------------------------------------------===//
+
+#include "ShardingAnalysis.h"
+#include "weft/Transforms/Parallel/Passes.h"
+
+#include "llvm/ADT/MapVector.h"
+
+namespace weft {
+#define GEN_PASS_DEF_PARTITIONPASS
+#include "weft/Transforms/Parallel/Passes.h.inc"
+} // namespace weft
+
+using namespace mlir;
+using namespace weft;
+
+namespace {
+class Partitioner {
+public:
+  Partitioner(func::FuncOp fn, ShardingAnalysis &analysis)
+      : fn(fn), analysis(analysis), mesh(analysis.getMesh()),
+        context(fn.getContext()) {}
+
+  LogicalResult run() {
+    // Rules read shapes, so every op's plan is made on the global program,
+    // before any type changes.
+    SmallVector<Operation *> ops;
+    for (Operation &op : fn.front()) {
+      ops.push_back(&op);
+      if (std::optional<ShardingRule> rule = getRule(&op)) {
+        Plan &plan = plans[&op];
+        plan.axes = analysis.factorAxes(&op, *rule);
+        for (unsigned r = 0; r < op.getNumResults(); ++r)
+          plan.results.push_back(
+              analysis.resultSharding(&op, *rule, plan.axes, r));
+        plan.rule = std::move(*rule);
+      }
+    }
+    if (failed(localizeArguments()))
+      return failure();
+    for (Operation *op : ops) {
+      LogicalResult result =
+          isa<ShardAsOp>(op)         ? partitionShardAs(cast<ShardAsOp>(op))
+          : isa<func::ReturnOp>(op) ? partitionReturn(cast<func::ReturnOp>(op))
+                                     : partitionOp(op);
+      if (failed(result))
+        return failure();
+    }
+    fn.walk([](Operation *op) { op->removeAttr(kShardingsAttrName); });
+    return success();
+  }
+
+private:
+  TensorSharding layoutOf(Value v) const {
+    auto it = layouts.find(v);
+    return it != layouts.end() ? it->second : analysis.get(v);
+  }
+
+  LogicalResult localizeArguments() {
+    for (BlockArgument arg : fn.getArguments()) {
+      auto type = cast<RankedTensorType>(arg.getType());
+      FailureOr<RankedTensorType> local =
+          localType(type, analysis.get(arg), [&] {
+            return fn.emitError() << "argument " << arg.getArgNumber()
+                                  << " of @" << fn.getName();
+          });
+      if (failed(local))
+        return failure();
+      arg.setType(*local);
+    }
+    return success();
+  }
+
+  FailureOr<RankedTensorType>
+  localType(RankedTensorType global, const TensorSharding &s,
+            function_ref<InFlightDiagnostic()> emitError) {
+    std::string why;
+    FailureOr<SmallVector<int64_t>> shape =
+        localShape(mesh, global.getShape(), s, &why);
+    if (failed(shape)) {
+      emitError() << " (" << global << ") cannot be laid out as "
+                  << s.toAttr(context) << " on " << mesh << ": " << why;
+      return failure();
+    }
+    return RankedTensorType::get(*shape, global.getElementType());
+  }
+
+  /// The global type of a local value with layout `s`.
+  RankedTensorType globalType(Value v, const TensorSharding &s) {
+    auto type = cast<RankedTensorType>(v.getType());
+    SmallVector<int64_t> shape(type.getShape());
+    for (auto [d, axes] : llvm::enumerate(s.dims))
+      shape[d] *= axesSize(mesh, axes);
+    return RankedTensorType::get(shape, type.getElementType());
+  }
+
+  /// `v` (local, laid out as `from`) laid out as `to`, built at `b`.
+  FailureOr<Value> reshard(OpBuilder &b, Location loc, Value v,
+                           TensorSharding from, const TensorSharding &to) {
+    auto type = cast<RankedTensorType>(v.getType());
+    Type element = type.getElementType();
+    auto axisAttr = [&](StringAttr a) {
+      return ArrayAttr::get(context, {a});
+    };
+    auto resized = [&](Value x, int64_t dim, int64_t num, int64_t den) {
+      auto t = cast<RankedTensorType>(x.getType());
+      SmallVector<int64_t> shape(t.getShape());
+      shape[dim] = shape[dim] * num / den;
+      return RankedTensorType::get(shape, t.getElementType());
+    };
+    bool communicates = from.isPartial();
+    for (auto [fromAxes, toAxes] : llvm::zip_equal(from.dims, to.dims))
+      communicates |= !isPrefixOf(fromAxes, toAxes);
+    // Collectives carry f32; other floats travel as f32.
+    bool widen = communicates && !element.isF32();
+    if (communicates && !isa<FloatType>(element))
+      return emitError(loc) << "a " << type << " laid out as "
+                            << from.toAttr(context)
+                            << " would need communication to become "
+                            << to.toAttr(context)
+                            << ", and collectives carry floats only";
+    Value cur = v;
+    if (widen)
+      cur = CastOp::create(
+          b, loc, RankedTensorType::get(type.getShape(), b.getF32Type()), cur);
+    for (StringAttr a : AxisList(from.partial)) {
+      std::optional<int64_t> scatterDim;
+      for (auto [d, axes] : llvm::enumerate(to.dims)) {
+        AxisList &have = from.dims[d];
+        if (have.size() < axes.size() && isPrefixOf(have, axes) &&
+            axes[have.size()] == a) {
+          scatterDim = d;
+          break;
+        }
+      }
+      if (scatterDim) {
+        int64_t n = mesh.getAxisSize(a.getValue());
+        cur = ReduceScatterOp::create(b, loc, resized(cur, *scatterDim, 1, n),
+                                      cur, axisAttr(a),
+                                      b.getI64IntegerAttr(*scatterDim));
+        from.dims[*scatterDim].push_back(a);
+      } else {
+        cur = AllReduceOp::create(b, loc, cur.getType(), cur, axisAttr(a));
+      }
+    }
+    from.partial.clear();
+    for (auto [d, axes] : llvm::enumerate(from.dims)) {
+      while (!isPrefixOf(axes, to.dims[d])) {
+        StringAttr a = axes.pop_back_val();
+        int64_t n = mesh.getAxisSize(a.getValue());
+        cur = AllGatherOp::create(b, loc, resized(cur, d, n, 1), cur,
+                                  axisAttr(a), b.getI64IntegerAttr(d));
+      }
+    }
+    if (widen)
+      cur = CastOp::create(
+          b, loc,
+          RankedTensorType::get(cast<RankedTensorType>(cur.getType()).getShape(),
+                                element),
+          cur);
+    for (auto [d, axes] : llvm::enumerate(from.dims)) {
+      for (size_t k = axes.size(); k < to.dims[d].size(); ++k) {
+        StringAttr a = to.dims[d][k];
+        int64_t n = mesh.getAxisSize(a.getValue());
+        auto t = cast<RankedTensorType>(cur.getType());
+        if (t.getDimSize(d) % n != 0)
+          return emitError(loc)
+                 << "dimension " << d << " of " << globalType(v, layoutOf(v))
+                 << " does not divide by " << n << " ranks of '"
+                 << a.getValue() << "'";
+        cur = ShardSliceOp::create(b, loc, resized(cur, d, 1, n), cur,
+                                   axisAttr(a), b.getI64IntegerAttr(d));
+      }
+    }
+    if (!to.partial.empty())
+      return emitError(loc) << "no reshard makes a value partial";
+    return cur;
+  }
+
+  static bool isPrefixOf(ArrayRef<StringAttr> a, ArrayRef<StringAttr> b) {
+    return a.size() <= b.size() && a == b.take_front(a.size());
+  }
+
+  /// The per-rank value standing for `v` (a shard_as result, or a mean
+  /// once scaled, is another value).
+  Value localOf(Value v) const {
+    Value local = current.lookup(v);
+    return local ? local : v;
+  }
+
+  /// `v` as the op `user` needs it: `want`.
+  FailureOr<Value> reshardForUse(Operation *user, Value v,
+                                 const TensorSharding &want) {
+    auto remat = rematerialized.find(v);
+    if (remat != rematerialized.end()) {
+      OpBuilder b(user);
+      Value source = remat->second;
+      return reshard(b, user->getLoc(), localOf(source), layoutOf(source),
+                     want);
+    }
+    TensorSharding have = layoutOf(v);
+    if (have == want)
+      return localOf(v);
+    auto key = std::make_pair(v, Attribute(want.toAttr(context)));
+    if (Value cached = reshards.lookup(key))
+      return cached;
+    OpBuilder b(context);
+    setInsertionAfterLatest(b, v);
+    // A pending sum is resolved once, into the layout its users want most;
+    // other layouts are made from that one.
+    if (have.isPartial()) {
+      TensorSharding target = analysis.effective(v);
+      if (want != target) {
+        FailureOr<Value> resolved = reshardForUse(user, v, target);
+        if (failed(resolved))
+          return failure();
+        setInsertionAfterLatest(b, v);
+        FailureOr<Value> out = reshard(b, v.getLoc(), *resolved, target, want);
+        if (succeeded(out))
+          record(v, key, *out);
+        return out;
+      }
+    }
+    FailureOr<Value> out = reshard(b, v.getLoc(), localOf(v), have, want);
+    if (succeeded(out))
+      record(v, key, *out);
+    return out;
+  }
+
+  /// Reshards of one value follow each other, right after it is computed,
+  /// so each may use the ones made before.
+  void setInsertionAfterLatest(OpBuilder &b, Value v) {
+    auto it = lastReshard.find(v);
+    if (it != lastReshard.end())
+      b.setInsertionPointAfter(it->second);
+    else if (Operation *def = localOf(v).getDefiningOp())
+      b.setInsertionPointAfter(def);
+    else
+      b.setInsertionPointToStart(&fn.front());
+  }
+  void record(Value v, std::pair<Value, Attribute> key, Value out) {
+    reshards[key] = out;
+    if (Operation *op = out.getDefiningOp())
+      if (!lastReshard.count(v) || lastReshard[v]->isBeforeInBlock(op))
+        lastReshard[v] = op;
+  }
+
+  LogicalResult partitionShardAs(ShardAsOp op) {
+    TensorSharding target = TensorSharding::fromAttr(op.getSharding());
+    Value input = op.getInput();
+    pendingErase.push_back(op);
+    if (op->hasAttr(kRematerializeAttrName)) {
+      // Every use gathers again, just before it.
+      rematerialized[op.getResult()] = input;
+      return success();
+    }
+    FailureOr<Value> local = reshardForUse(op, input, target);
+    if (failed(local))
+      return failure();
+    current[op.getResult()] = *local;
+    layouts[op.getResult()] = target;
+    return success();
+  }
+
+  LogicalResult partitionReturn(func::ReturnOp ret) {
+    for (OpOperand &operand : ret->getOpOperands()) {
+      unsigned i = operand.getOperandNumber();
+      auto attr = fn.getResultAttrOfType<ShardingAttr>(i, kShardingAttrName);
+      TensorSharding want =
+          attr ? TensorSharding::fromAttr(attr)
+               : TensorSharding::replicated(
+                     cast<RankedTensorType>(operand.get().getType()).getRank());
+      FailureOr<Value> local = reshardForUse(ret, operand.get(), want);
+      if (failed(local))
+        return failure();
+      operand.set(*local);
+    }
+    for (ShardAsOp op : llvm::reverse(pendingErase)) {
+      op.getResult().replaceAllUsesWith(op.getInput());
+      op.erase();
+    }
+    fn.setType(FunctionType::get(context, fn.front().getArgumentTypes(),
+                                 ret.getOperandTypes()));
+    return success();
+  }
+
+  LogicalResult partitionOp(Operation *op) {
+    auto planned = plans.find(op);
+    if (planned == plans.end()) {
+      // No rule: the op runs whole on every rank.
+      for (OpOperand &operand : op->getOpOperands()) {
+        auto type = dyn_cast<RankedTensorType>(operand.get().getType());
+        if (!type)
+          continue;
+        FailureOr<Value> local = reshardForUse(
+            op, operand.get(), TensorSharding::replicated(type.getRank()));
+        if (failed(local))
+          return failure();
+        operand.set(*local);
+      }
+      for (Value result : op->getResults())
+        if (auto type = dyn_cast<RankedTensorType>(result.getType()))
+          layouts[result] = TensorSharding::replicated(type.getRank());
+      return success();
+    }
+    const ShardingRule *rule = &planned->second.rule;
+    ArrayRef<AxisList> axes = planned->second.axes;
+    ArrayRef<TensorSharding> results = planned->second.results;
+    bool keepsPartial = rule->additive && results.size() == 1 &&
+                        results[0].isPartial();
+    for (OpOperand &operand : op->getOpOperands()) {
+      unsigned i = operand.getOperandNumber();
+      TensorSharding want = analysis.project(rule->operands[i], axes);
+      if (keepsPartial)
+        want.partial = layoutOf(operand.get()).partial;
+      FailureOr<Value> local = reshardForUse(op, operand.get(), want);
+      if (failed(local))
+        return failure();
+      operand.set(*local);
+    }
+    for (auto [r, result] : llvm::enumerate(op->getResults())) {
+      auto type = cast<RankedTensorType>(result.getType());
+      FailureOr<RankedTensorType> local = localType(
+          type, results[r], [&] { return op->emitOpError("result ") << r; });
+      if (failed(local))
+        return failure();
+      result.setType(*local);
+      layouts[result] = results[r];
+    }
+    return scaleMeans(op, *rule, axes);
+  }
+
+  /// A mean over a split dimension is a mean over this rank's block: its
+  /// share of the global mean is that times the block's fraction.
+  LogicalResult scaleMeans(Operation *op, const ShardingRule &rule,
+                           ArrayRef<AxisList> axes) {
+    int64_t ranks = 1;
+    for (auto [f, factor] : llvm::enumerate(rule.factors))
+      if (factor.kind == ShardingRule::Kind::Mean)
+        ranks *= axesSize(mesh, axes[f]);
+    if (ranks == 1)
+      return success();
+    OpBuilder b(context);
+    b.setInsertionPointAfter(op);
+    for (Value result : op->getResults()) {
+      auto type = cast<RankedTensorType>(result.getType());
+      auto scalar = RankedTensorType::get({}, type.getElementType());
+      Value scale = ConstantOp::create(
+          b, op->getLoc(),
+          DenseElementsAttr::get(
+              scalar, FloatAttr::get(type.getElementType(), 1.0 / ranks)));
+      auto scaled = MulOp::create(b, op->getLoc(), result, scale);
+      current[result] = scaled;
+    }
+    return success();
+  }
+
+  struct Plan {
+    ShardingRule rule;
+    SmallVector<AxisList> axes;
+    SmallVector<TensorSharding> results;
+  };
+
+  func::FuncOp fn;
+  ShardingAnalysis &analysis;
+  llvm::DenseMap<Operation *, Plan> plans;
+  MeshAttr mesh;
+  MLIRContext *context;
+  llvm::DenseMap<Value, TensorSharding> layouts;
+  llvm::DenseMap<std::pair<Value, Attribute>, Value> reshards;
+  llvm::DenseMap<Value, Operation *> lastReshard;
+  llvm::DenseMap<Value, Value> rematerialized, current;
+  SmallVector<ShardAsOp> pendingErase;
+};
+
+struct PartitionPass : public weft::impl::PartitionPassBase<PartitionPass> {
+  using Base::Base;
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    auto mesh = module->getAttrOfType<MeshAttr>(kMeshAttrName);
+    auto fn = module.lookupSymbol<func::FuncOp>(entry);
+    if (!mesh || !fn || fn.isExternal()) {
+      module.emitError() << "--weft-partition needs a module with "
+                         << kMeshAttrName << " and a function @" << entry
+                         << " (run --weft-apply-mesh first)";
+      return signalPassFailure();
+    }
+    if (!llvm::hasSingleElement(fn.getBody())) {
+      fn.emitError() << "@" << entry
+                     << " must be one block to be partitioned (inline the "
+                        "functions it calls first)";
+      return signalPassFailure();
+    }
+    ShardingAnalysis analysis(fn, mesh);
+    if (failed(analysis.seed(/*recorded=*/true)))
+      return signalPassFailure();
+    analysis.run();
+    Partitioner partitioner(fn, analysis);
+    if (failed(partitioner.run()))
+      return signalPassFailure();
+  }
+};
+} // namespace
