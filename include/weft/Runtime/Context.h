@@ -15,8 +15,11 @@
 #define WEFT_RUNTIME_CONTEXT_H
 
 #include "weft/Formats/HostArray.h"
+#include "weft/Runtime/Collectives.h"
 #include "weft/Runtime/ModelABI.h"
+#include "weft/Runtime/ModelSpec.h"
 
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
@@ -107,10 +110,26 @@ public:
   /// any; a failure to touch it is not the run's problem and is ignored).
   void beat() const;
 
+  /// For a step compiled for `mesh` (lib/Runtime/MeshCollectives.cpp): the
+  /// launch must have the mesh's number of ranks (an error names both and
+  /// what to do); rank 0 hosts the rendezvous at MASTER_ADDR:MASTER_PORT,
+  /// and every rank joins one communicator per axis, the group of ranks
+  /// sharing its coordinates on the other axes (hierarchical when the group
+  /// spans nodes), which the context's `axes` then hold. Waits up to
+  /// `timeout` for the other ranks; every collective fails after it too.
+  Status joinMesh(const std::vector<MeshAxisSpec> &mesh,
+                  std::chrono::milliseconds timeout);
+
 private:
   LaunchInfo info;
   std::unique_ptr<ThreadPool> pool;
   WeftRuntimeContext context{};
+  // What `context.axes` points to, once joinMesh has run.
+  std::unique_ptr<StoreServer> storeServer;
+  std::unique_ptr<StoreClient> store;
+  std::vector<std::string> axisNames;
+  std::vector<std::unique_ptr<Communicator>> axisComms;
+  std::vector<WeftAxisComm> axes;
 };
 
 } // namespace rt

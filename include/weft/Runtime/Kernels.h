@@ -9,6 +9,8 @@
 #ifndef WEFT_RUNTIME_KERNELS_H
 #define WEFT_RUNTIME_KERNELS_H
 
+#include "weft/Runtime/ModelABI.h"
+
 #include <stdint.h>
 
 #ifdef __cplusplus
@@ -24,6 +26,34 @@ void weft_rt_sgemm(int64_t batch, int32_t transA, int32_t transB, int64_t m,
                    int64_t n, int64_t k, const float *a, int64_t lda,
                    int64_t strideA, const float *b, int64_t ldb,
                    int64_t strideB, float *c, int64_t ldc, int64_t strideC);
+
+/* The collectives of a partitioned step (--weft-lower-collectives), on the
+   communicators the runtime put in `ctx` (WeftRuntimeContext::axes).
+   `axisMask` names the mesh axes of the group: bit i is ctx->axes[i]; the
+   group is the ranks sharing this rank's coordinates on every other axis,
+   numbered row-major over the mask's axes. Buffers are f32, dense, and
+   `in` and `out` do not overlap. A failure (a timeout, a dead peer) prints
+   an error naming the collective, the axes and the rank, and exits the
+   process with status 1: a rank that went on would desynchronize the
+   others. */
+
+/* out[i] = the sum over the group of in[i], for i in [0, count). */
+void weft_rt_all_reduce_f32(const WeftRuntimeContext *ctx, int64_t axisMask,
+                            const float *in, float *out, int64_t count);
+/* Concatenation along a dim: in is [outer][inner], out is
+   [outer][groupSize][inner] with out[o][g][i] = in of rank g [o][i]. */
+void weft_rt_all_gather_f32(const WeftRuntimeContext *ctx, int64_t axisMask,
+                            const float *in, float *out, int64_t outer,
+                            int64_t inner);
+/* Sum, then this rank's block along a dim: in is [outer][groupSize][inner],
+   out is [outer][inner] with out[o][i] = sum over ranks g of in_g[o][r][i],
+   r this rank's index in the group. */
+void weft_rt_reduce_scatter_f32(const WeftRuntimeContext *ctx,
+                                int64_t axisMask, const float *in, float *out,
+                                int64_t outer, int64_t inner);
+/* This rank's index in the group of `axisMask` (row-major over its axes):
+   which block weft.shard_slice keeps. */
+int64_t weft_rt_axis_index(const WeftRuntimeContext *ctx, int64_t axisMask);
 
 #ifdef __cplusplus
 }

@@ -1,0 +1,249 @@
+//===- MeshCollectives.cpp - A mesh's communicators, as generated code sees --===//
+//
+// Part of the Weft project.
+//
+//===----------------------------------------------------------------------===//
+//
+// A step compiled for a mesh runs on meshDevices() ranks. Rank r sits at
+// coordinates row-major over the mesh's axes (major first); the group of
+// axis a is the ranks that share r's coordinates on every other axis, and
+// r's rank in it is its coordinate on a. RuntimeContext::joinMesh builds one
+// communicator per axis group and lists them in the WeftRuntimeContext; the
+// `weft_rt_*` functions (Kernels.h), which --weft-lower-collectives calls,
+// find the group's communicator through the context and run on it.
+//
+//===----------------------------------------------------------------------===//
+
+#include "weft/Runtime/Context.h"
+#include "weft/Runtime/Kernels.h"
+
+#include <csignal>
+#include <cstring>
+#include <vector>
+
+#include <unistd.h>
+
+using namespace weft::rt;
+
+namespace {
+
+/// "dp=2,tp=4".
+std::string describe(const std::vector<MeshAxisSpec> &mesh) {
+  std::string out;
+  for (const MeshAxisSpec &a : mesh)
+    out += (out.empty() ? "" : ",") + a.name + "=" + std::to_string(a.size);
+  return out;
+}
+
+/// The address this rank's peers reach it at: loopback when every rank is
+/// on this node, else the host's name.
+std::string reachableHost(const LaunchInfo &info) {
+  if (info.localWorldSize >= info.worldSize)
+    return "127.0.0.1";
+  char name[256] = {};
+  if (::gethostname(name, sizeof(name) - 1) != 0 || !*name)
+    return "127.0.0.1";
+  return name;
+}
+
+} // namespace
+
+Status RuntimeContext::joinMesh(const std::vector<MeshAxisSpec> &mesh,
+                                std::chrono::milliseconds timeout) {
+  int64_t devices = 1;
+  for (const MeshAxisSpec &a : mesh)
+    devices *= a.size;
+  if (devices != info.worldSize) {
+    std::string who = info.launcher.empty()
+                          ? "this process was started alone (no launcher's "
+                            "environment)"
+                          : info.launcher + "'s environment says " +
+                                std::to_string(info.worldSize) + " ranks";
+    std::string recompile =
+        mesh.size() == 1 ? "recompile with --mesh " + mesh[0].name + "=" +
+                               std::to_string(info.worldSize)
+                         : "recompile for a mesh of " +
+                               std::to_string(info.worldSize) + " devices";
+    return Status::error(
+        who + ", but this executable was compiled for the mesh " +
+        describe(mesh) + " (" + std::to_string(devices) + " ranks): start " +
+        std::to_string(devices) + " ranks (weftrun --nproc-per-node " +
+        std::to_string(devices) + ", torchrun, mpirun) or " + recompile);
+  }
+
+  // A peer that died closes its sockets; writing to one must be an error
+  // the collective reports (EPIPE), not a SIGPIPE that kills this rank
+  // without a word.
+  std::signal(SIGPIPE, SIG_IGN);
+
+  // Rank 0 hosts the store; on several nodes it listens on every interface.
+  bool oneNode = info.localWorldSize >= info.worldSize;
+  if (info.rank == 0)
+    if (Status s = StoreServer::start(oneNode ? info.masterAddr : "0.0.0.0",
+                                      info.masterPort, storeServer);
+        !s.ok())
+      return s;
+  if (Status s =
+          StoreClient::connect(info.masterAddr, info.masterPort, timeout, store);
+      !s.ok())
+    return s;
+
+  std::string host = reachableHost(info);
+  axisNames.clear();
+  axisComms.clear();
+  axes.clear();
+  int64_t stride = devices;
+  for (const MeshAxisSpec &a : mesh) {
+    stride /= a.size;
+    int coord = int((info.rank / stride) % a.size);
+    // The group's first rank (coordinate 0 on this axis) names the group.
+    int64_t first = info.rank - int64_t(coord) * stride;
+    std::string prefix = "weft/axis/" + a.name + "/" + std::to_string(first);
+    // Members on this node: ranks are numbered node by node, and the
+    // group's rise with its coordinate, so they are consecutive in it.
+    int64_t nodeBegin = info.rank - info.localRank;
+    int64_t nodeEnd = nodeBegin + info.localWorldSize;
+    int local = 0;
+    for (int64_t c = 0; c < a.size; ++c) {
+      int64_t member = first + c * stride;
+      local += member >= nodeBegin && member < nodeEnd;
+    }
+    std::unique_ptr<Communicator> comm;
+    Status s =
+        local > 1 && local < a.size && a.size % local == 0
+            ? createHierarchicalCommunicator(*store, prefix, coord,
+                                             int(a.size), local, host, timeout,
+                                             comm)
+            : createGlooCommunicator(*store, prefix, coord, int(a.size), host,
+                                     timeout, comm);
+    if (!s.ok())
+      return Status::error("mesh axis " + quote(a.name) + ": " + s.message);
+    axisNames.push_back(a.name);
+    axisComms.push_back(std::move(comm));
+    axes.push_back({nullptr, int32_t(a.size), coord, nullptr});
+  }
+  for (size_t i = 0; i < axes.size(); ++i) {
+    axes[i].name = axisNames[i].c_str();
+    axes[i].comm = axisComms[i].get();
+  }
+  context.numAxes = int32_t(axes.size());
+  context.axes = axes.data();
+  return Status::success();
+}
+
+//===----------------------------------------------------------------------===//
+// What generated code calls
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+/// Ends the process with an error naming the collective, the axes and the
+/// rank: the other ranks would wait forever on one that went on.
+[[noreturn]] void die(const WeftRuntimeContext *ctx, const char *what,
+                      int64_t axisMask, const std::string &why) {
+  std::string axes;
+  for (int i = 0; ctx && i < ctx->numAxes; ++i)
+    if (axisMask & (int64_t(1) << i))
+      axes += std::string(axes.empty() ? "" : ",") + ctx->axes[i].name;
+  std::string line = "error: rank " + std::to_string(ctx ? ctx->rank : -1) +
+                     ": " + what + " over mesh axis " +
+                     (axes.empty() ? "(mask " + std::to_string(axisMask) + ")"
+                                   : axes) +
+                     " failed: " + why + "\n";
+  // One write, so that ranks sharing stderr do not interleave a line.
+  ssize_t ignored = ::write(2, line.data(), line.size());
+  (void)ignored;
+  ::_exit(1);
+}
+
+/// The communicator of `axisMask`'s group.
+Communicator &groupOf(const WeftRuntimeContext *ctx, const char *what,
+                      int64_t axisMask) {
+  if (!ctx || ctx->numAxes <= 0)
+    die(ctx, what, axisMask,
+        "the runtime context has no mesh axes (the executable's model JSON "
+        "lacks its mesh)");
+  for (int i = 0; i < ctx->numAxes; ++i)
+    if (axisMask == (int64_t(1) << i)) {
+      if (!ctx->axes[i].comm)
+        die(ctx, what, axisMask, "the axis has no communicator");
+      return *static_cast<Communicator *>(ctx->axes[i].comm);
+    }
+  die(ctx, what, axisMask,
+      "groups over several mesh axes at once are not supported by this "
+      "runtime yet");
+}
+
+void check(const WeftRuntimeContext *ctx, const char *what, int64_t axisMask,
+           const Status &s) {
+  if (!s.ok())
+    die(ctx, what, axisMask, s.message);
+}
+
+} // namespace
+
+extern "C" void weft_rt_all_reduce_f32(const WeftRuntimeContext *ctx,
+                                       int64_t axisMask, const float *in,
+                                       float *out, int64_t count) {
+  Communicator &comm = groupOf(ctx, "all_reduce", axisMask);
+  std::memcpy(out, in, size_t(count) * sizeof(float));
+  check(ctx, "all_reduce", axisMask, comm.allReduceSum(out, size_t(count)));
+}
+
+extern "C" void weft_rt_all_gather_f32(const WeftRuntimeContext *ctx,
+                                       int64_t axisMask, const float *in,
+                                       float *out, int64_t outer,
+                                       int64_t inner) {
+  Communicator &comm = groupOf(ctx, "all_gather", axisMask);
+  size_t n = size_t(comm.size()), block = size_t(outer) * size_t(inner);
+  if (outer == 1) {
+    check(ctx, "all_gather", axisMask, comm.allGather(in, block, out));
+    return;
+  }
+  // The communicator gathers whole buffers in rank order ([g][o][i]); the
+  // dim being gathered is inside, so interleave ([o][g][i]).
+  std::vector<float> gathered(n * block);
+  check(ctx, "all_gather", axisMask,
+        comm.allGather(in, block, gathered.data()));
+  for (size_t g = 0; g < n; ++g)
+    for (int64_t o = 0; o < outer; ++o)
+      std::memcpy(out + (size_t(o) * n + g) * size_t(inner),
+                  gathered.data() + g * block + size_t(o) * size_t(inner),
+                  size_t(inner) * sizeof(float));
+}
+
+extern "C" void weft_rt_reduce_scatter_f32(const WeftRuntimeContext *ctx,
+                                           int64_t axisMask, const float *in,
+                                           float *out, int64_t outer,
+                                           int64_t inner) {
+  Communicator &comm = groupOf(ctx, "reduce_scatter", axisMask);
+  size_t n = size_t(comm.size()), block = size_t(outer) * size_t(inner);
+  if (outer == 1) {
+    check(ctx, "reduce_scatter", axisMask,
+          comm.reduceScatterSum(in, block, out));
+    return;
+  }
+  // Rank g's block must be contiguous for the communicator: [o][g][i] ->
+  // [g][o][i].
+  std::vector<float> blocks(n * block);
+  for (size_t g = 0; g < n; ++g)
+    for (int64_t o = 0; o < outer; ++o)
+      std::memcpy(blocks.data() + g * block + size_t(o) * size_t(inner),
+                  in + (size_t(o) * n + g) * size_t(inner),
+                  size_t(inner) * sizeof(float));
+  check(ctx, "reduce_scatter", axisMask,
+        comm.reduceScatterSum(blocks.data(), block, out));
+}
+
+extern "C" int64_t weft_rt_axis_index(const WeftRuntimeContext *ctx,
+                                      int64_t axisMask) {
+  // Row-major over the mask's axes, in mesh order.
+  int64_t index = 0;
+  for (int i = 0; ctx && i < ctx->numAxes; ++i)
+    if (axisMask & (int64_t(1) << i))
+      index = index * ctx->axes[i].size + ctx->axes[i].index;
+  if (!ctx || axisMask <= 0 || axisMask >= (int64_t(1) << ctx->numAxes))
+    die(ctx, "shard_slice", axisMask,
+        "the mask names axes the runtime context does not have");
+  return index;
+}

@@ -1,0 +1,199 @@
+//===- MeshCollectivesTest.cpp - What generated code calls, across ranks --===//
+//
+// Part of the Weft project.
+//
+//===----------------------------------------------------------------------===//
+//
+// Real processes (fork), as in a job: each fills a RuntimeContext for the
+// mesh through joinMesh and calls the weft_rt_* functions a partitioned
+// step calls, through the WeftRuntimeContext it would receive.
+//
+//===----------------------------------------------------------------------===//
+
+#include "weft/Runtime/Context.h"
+#include "weft/Runtime/Kernels.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <fstream>
+#include <functional>
+#include <sstream>
+#include <vector>
+
+#include <fcntl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+using namespace weft::rt;
+using namespace std::chrono_literals;
+
+namespace {
+
+/// Runs `body(rank)` in `size` child processes, each with its stderr in
+/// `errFiles[rank]`; returns their exit codes.
+std::vector<int> runRanks(int size, const std::function<int(int)> &body,
+                          std::vector<std::string> &errFiles) {
+  std::vector<pid_t> pids;
+  errFiles.clear();
+  for (int r = 0; r < size; ++r) {
+    char path[] = "/tmp/weft-mesh-XXXXXX";
+    int fd = ::mkstemp(path);
+    errFiles.push_back(path);
+    pid_t pid = ::fork();
+    if (pid == 0) {
+      ::dup2(fd, 2);
+      int code = 1;
+      try {
+        code = body(r);
+      } catch (...) {
+      }
+      ::_exit(code);
+    }
+    ::close(fd);
+    pids.push_back(pid);
+  }
+  std::vector<int> codes;
+  for (pid_t pid : pids) {
+    int status = 0;
+    ::waitpid(pid, &status, 0);
+    codes.push_back(WIFEXITED(status) ? WEXITSTATUS(status) : 128);
+  }
+  return codes;
+}
+
+std::string readFile(const std::string &path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  ::unlink(path.c_str());
+  return ss.str();
+}
+
+/// A port nothing listens on now.
+int freePort() {
+  std::unique_ptr<StoreServer> probe;
+  if (!StoreServer::start("127.0.0.1", 0, probe).ok())
+    return 29500;
+  return probe->port();
+}
+
+LaunchInfo launchOf(int rank, int size, int port) {
+  LaunchInfo info;
+  info.rank = rank;
+  info.worldSize = size;
+  info.localRank = rank;
+  info.localWorldSize = size;
+  info.launcher = "torchrun";
+  info.masterPort = port;
+  return info;
+}
+
+TEST(MeshCollectivesTest, CollectivesThroughTheContext) {
+  int port = freePort();
+  std::vector<std::string> errs;
+  std::vector<int> codes = runRanks(2, [&](int rank) {
+    RuntimeContext context(launchOf(rank, 2, port), 1);
+    Status s = context.joinMesh({{"dp", 2}}, 20s);
+    if (!s.ok()) {
+      std::fprintf(stderr, "%s\n", s.message.c_str());
+      return 2;
+    }
+    const WeftRuntimeContext *ctx = context.get();
+    if (ctx->numAxes != 1 || std::string(ctx->axes[0].name) != "dp" ||
+        ctx->axes[0].size != 2 || ctx->axes[0].index != rank)
+      return 3;
+    float r = float(rank);
+    // all_reduce: [1+r, 2+r] summed over both ranks.
+    float in[6] = {1 + r, 2 + r}, out[12] = {};
+    weft_rt_all_reduce_f32(ctx, 1, in, out, 2);
+    if (out[0] != 3 || out[1] != 5)
+      return 4;
+    // all_gather along dim 1 of a [2, 3] block: rows interleave the ranks.
+    for (int i = 0; i < 6; ++i)
+      in[i] = 10 * r + float(i);
+    weft_rt_all_gather_f32(ctx, 1, in, out, 2, 3);
+    float gathered[12] = {0, 1, 2, 10, 11, 12, 3, 4, 5, 13, 14, 15};
+    for (int i = 0; i < 12; ++i)
+      if (out[i] != gathered[i])
+        return 5;
+    // reduce_scatter along dim 1 of [2, 4]: rank r keeps columns 2r, 2r+1
+    // of the sum (every rank holds 0..7 times (r + 1)).
+    float full[8];
+    for (int i = 0; i < 8; ++i)
+      full[i] = float(i) * (r + 1);
+    weft_rt_reduce_scatter_f32(ctx, 1, full, out, 2, 2);
+    for (int o = 0; o < 2; ++o)
+      for (int i = 0; i < 2; ++i)
+        if (out[o * 2 + i] != 3 * float(o * 4 + rank * 2 + i))
+          return 6;
+    // reduce_scatter along dim 0 (outer 1): rank r keeps elements 2r, 2r+1.
+    weft_rt_reduce_scatter_f32(ctx, 1, full, out, 1, 4);
+    for (int i = 0; i < 4; ++i)
+      if (out[i] != 3 * float(rank * 4 + i))
+        return 7;
+    if (weft_rt_axis_index(ctx, 1) != rank)
+      return 8;
+    return 0;
+  }, errs);
+  for (int r = 0; r < 2; ++r)
+    EXPECT_EQ(codes[r], 0) << "rank " << r << ": " << readFile(errs[r]);
+}
+
+TEST(MeshCollectivesTest, TwoAxes) {
+  // dp=2 x tp=1: each rank's tp group is itself, its dp group both ranks.
+  int port = freePort();
+  std::vector<std::string> errs;
+  std::vector<int> codes = runRanks(2, [&](int rank) {
+    RuntimeContext context(launchOf(rank, 2, port), 1);
+    if (!context.joinMesh({{"dp", 2}, {"tp", 1}}, 20s).ok())
+      return 2;
+    const WeftRuntimeContext *ctx = context.get();
+    float in[1] = {float(rank + 1)}, out[2] = {};
+    weft_rt_all_reduce_f32(ctx, 2, in, out, 1);
+    if (out[0] != float(rank + 1))
+      return 3;
+    weft_rt_all_reduce_f32(ctx, 1, in, out, 1);
+    if (out[0] != 3)
+      return 4;
+    return weft_rt_axis_index(ctx, 3) == rank ? 0 : 5;
+  }, errs);
+  for (int r = 0; r < 2; ++r)
+    EXPECT_EQ(codes[r], 0) << "rank " << r << ": " << readFile(errs[r]);
+}
+
+TEST(MeshCollectivesTest, DeadPeerIsAnErrorNamingTheCollective) {
+  int port = freePort();
+  std::vector<std::string> errs;
+  std::vector<int> codes = runRanks(2, [&](int rank) {
+    RuntimeContext context(launchOf(rank, 2, port), 1);
+    if (!context.joinMesh({{"dp", 2}}, 2s).ok())
+      return 2;
+    if (rank == 1)
+      return 0; // Gone without its part of the all-reduce.
+    float in[4] = {}, out[4];
+    weft_rt_all_reduce_f32(context.get(), 1, in, out, 4);
+    return 0; // Not reached: the call exits.
+  }, errs);
+  EXPECT_EQ(codes[1], 0);
+  EXPECT_EQ(codes[0], 1);
+  std::string err = readFile(errs[0]);
+  readFile(errs[1]);
+  EXPECT_NE(err.find("error: rank 0: all_reduce over mesh axis dp failed"),
+            std::string::npos)
+      << err;
+}
+
+TEST(MeshCollectivesTest, WorldSizeMustMatchTheMesh) {
+  RuntimeContext context(launchOf(0, 4, 1), 1);
+  Status s = context.joinMesh({{"dp", 2}}, 1s);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message.find("torchrun's environment says 4 ranks, but this "
+                           "executable was compiled for the mesh dp=2 (2 "
+                           "ranks): start 2 ranks"),
+            std::string::npos)
+      << s.message;
+  EXPECT_NE(s.message.find("recompile with --mesh dp=4"), std::string::npos);
+}
+
+} // namespace
