@@ -255,6 +255,52 @@ def cmd_same_tensors(args):
     print("same-tensors: %d tensors, bitwise identical" % len(a))
 
 
+def close(a, b, rtol):
+    """Largest |a - b| relative to the largest |b| of the tensor."""
+    a = np.asarray(a, dtype=np.float64)
+    b = np.asarray(b, dtype=np.float64)
+    scale = max(float(np.max(np.abs(b))) if b.size else 0.0, 1e-30)
+    return float(np.max(np.abs(a - b))) / scale if a.size else 0.0
+
+
+def cmd_close_metrics(args):
+    a, b = read_metrics(args.a), read_metrics(args.b)
+    if sorted(a) != sorted(b):
+        raise Failure("%s has steps %s, %s has %s"
+                      % (args.a, sorted(a), args.b, sorted(b)))
+    worst = 0.0
+    for step in sorted(a):
+        err = close([a[step]["loss"]], [b[step]["loss"]], args.rtol)
+        worst = max(worst, err)
+        if err > args.rtol:
+            raise Failure("step %d: loss %r in %s, %r in %s (relative %.2e > %g)"
+                          % (step, a[step]["loss"], args.a, b[step]["loss"],
+                             args.b, err, args.rtol))
+    print("close-metrics: %d steps, losses within %g" % (len(a), args.rtol))
+
+
+def cmd_close_tensors(args):
+    a, b = read_safetensors(args.a), read_safetensors(args.b)
+    if sorted(a) != sorted(b):
+        raise Failure("tensor names differ: %s only in %s, %s only in %s"
+                      % (sorted(set(a) - set(b)), args.a,
+                         sorted(set(b) - set(a)), args.b))
+    failed = []
+    for name in sorted(a):
+        ta, tb = tensor_array(a[name], name, args.a), tensor_array(b[name], name, args.b)
+        if ta.shape != tb.shape:
+            raise Failure("tensor %s: shape %s in %s, %s in %s"
+                          % (name, ta.shape, args.a, tb.shape, args.b))
+        err = close(ta, tb, args.rtol)
+        if err > args.rtol:
+            failed.append("%s (relative %.2e)" % (name, err))
+    if failed:
+        raise Failure("%d tensor(s) differ beyond %g between %s and %s: %s"
+                      % (len(failed), args.rtol, args.a, args.b,
+                         ", ".join(failed)))
+    print("close-tensors: %d tensors within %g" % (len(a), args.rtol))
+
+
 def cmd_damage(args):
     size = os.path.getsize(args.file)
     if args.truncate is not None:
@@ -369,6 +415,12 @@ def make_parser():
     q.add_argument("a")
     q.add_argument("b")
 
+    for name in ("close-metrics", "close-tensors"):
+        q = sub.add_parser(name)
+        q.add_argument("a")
+        q.add_argument("b")
+        q.add_argument("--rtol", type=float, default=1e-5)
+
     q = sub.add_parser("damage")
     q.add_argument("file")
     g = q.add_mutually_exclusive_group(required=True)
@@ -395,6 +447,7 @@ def make_parser():
 COMMANDS = {
     "concat": cmd_concat, "losses": cmd_losses, "params": cmd_params,
     "same-metrics": cmd_same_metrics, "same-tensors": cmd_same_tensors,
+    "close-metrics": cmd_close_metrics, "close-tensors": cmd_close_tensors,
     "damage": cmd_damage, "npy": cmd_npy, "tokens": cmd_tokens,
 }
 

@@ -1,0 +1,117 @@
+#!/usr/bin/python3
+"""Train one model on 1 rank and on N ranks; require the same numbers.
+
+  dist_run.py --weftc WEFTC --weftrun WEFTRUN --ckpt WEFT_CKPT
+      --onnx M.onnx --out DIR --compile "FLAGS" --train "FLAGS"
+      --layout "dp=2" [--layout "dp=2 zero=1" ...]
+      [--launcher weftrun|torchrun|mpirun] [--port P] [--rtol R]
+
+Compiles M.onnx for one process with --compile's flags and trains it with
+--train's flags (which must include --steps), then for every --layout
+("dp=N [zero=K]") compiles it with --mesh dp=N [--zero K], trains it on N
+processes started by the launcher, and compares every step's loss (from
+--metrics) and every final parameter and buffer (the last checkpoint,
+through `weft-ckpt export`) with the 1-rank run's: the largest
+difference relative to the tensor's largest magnitude must be <= R
+(default 1e-5). Prints one line per layout; exits 1 on the first
+mismatch, naming the layout, the step or tensor and the error.
+
+The launchers: weftrun --nproc-per-node N; torchrun (Debian's PyTorch:
+python3 -m torch.distributed.run -r 1 -t 1 --no_python); mpirun (OpenMPI,
+--oversubscribe, as root when run as root).
+"""
+
+import argparse
+import os
+import shlex
+import subprocess
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import exe_check  # noqa: E402
+
+
+def run(cmd, log):
+    with open(log, "w") as f:
+        result = subprocess.run(cmd, stdout=f, stderr=subprocess.STDOUT)
+    if result.returncode != 0:
+        with open(log) as f:
+            tail = f.read()[-3000:]
+        sys.exit("error: %s exited with %d:\n%s"
+                 % (" ".join(shlex.quote(c) for c in cmd), result.returncode,
+                    tail))
+
+
+def launch(args, ranks, exe, train_args):
+    if args.launcher == "weftrun":
+        return [args.weftrun, "--nproc-per-node", str(ranks), "--master-port",
+                str(args.port), exe] + train_args
+    if args.launcher == "torchrun":
+        return ["/usr/bin/python3", "-m", "torch.distributed.run", "-r", "1",
+                "-t", "1", "--no_python", "--nproc_per_node", str(ranks),
+                "--master_port", str(args.port), exe] + train_args
+    cmd = ["mpirun", "-n", str(ranks), "--oversubscribe", "-x",
+           "MASTER_PORT=%d" % args.port]
+    if os.getuid() == 0:
+        cmd.append("--allow-run-as-root")
+    return cmd + [exe] + train_args
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--weftc", required=True)
+    p.add_argument("--weftrun", required=True)
+    p.add_argument("--ckpt", required=True)
+    p.add_argument("--onnx", required=True)
+    p.add_argument("--out", required=True)
+    p.add_argument("--compile", default="")
+    p.add_argument("--train", required=True)
+    p.add_argument("--layout", action="append", required=True)
+    p.add_argument("--launcher", default="weftrun",
+                   choices=["weftrun", "torchrun", "mpirun"])
+    p.add_argument("--port", type=int, default=29500)
+    p.add_argument("--rtol", type=float, default=1e-5)
+    args = p.parse_args()
+
+    os.makedirs(args.out, exist_ok=True)
+    compile_flags = shlex.split(args.compile)
+    train_flags = shlex.split(args.train)
+
+    def train(name, mesh, zero, ranks):
+        exe = os.path.join(args.out, name)
+        flags = list(compile_flags)
+        if mesh:
+            flags += ["--mesh", mesh, "--zero", str(zero)]
+        run([args.weftc, args.onnx, "-o", exe] + flags, exe + ".compile.log")
+        metrics = exe + ".jsonl"
+        ckpt = exe + ".ckpt"
+        train_args = train_flags + ["--metrics", metrics, "--checkpoint-dir",
+                                    ckpt]
+        cmd = launch(args, ranks, exe, train_args) if mesh else \
+            [exe] + train_args
+        run(cmd, exe + ".log")
+        state = exe + ".safetensors"
+        run([args.ckpt, "export", ckpt, "-o", state], exe + ".export.log")
+        return metrics, state
+
+    one_metrics, one_state = train("one", "", 0, 1)
+    for layout in args.layout:
+        fields = dict(f.split("=", 1) for f in layout.split())
+        dp = int(fields["dp"])
+        zero = int(fields.get("zero", 0))
+        name = "dp%d-zero%d" % (dp, zero)
+        metrics, state = train(name, "dp=%d" % dp, zero, dp)
+        try:
+            exe_check.cmd_close_metrics(argparse.Namespace(
+                a=metrics, b=one_metrics, rtol=args.rtol))
+            exe_check.cmd_close_tensors(argparse.Namespace(
+                a=state, b=one_state, rtol=args.rtol))
+        except exe_check.Failure as e:
+            sys.exit("error: %s under %s against 1 rank: %s"
+                     % (layout, args.launcher, e))
+        print("%s under %s: matches 1 rank" % (layout, args.launcher))
+
+
+if __name__ == "__main__":
+    main()
