@@ -763,11 +763,14 @@ struct DataLoader::Impl {
       orderEpoch = cursor.epoch;
     }
     indices.resize(size_t(batch));
-    // This rank's slice of the global batch: the global order does not
-    // depend on the number of ranks, so 1 and N ranks see the same batches.
-    int64_t first = cursor.samplesConsumed + options.rank * batch;
+    // This rank's block of each micro-batch of the global batch (of the
+    // whole batch when there is one): the global order does not depend on
+    // the number of ranks, so 1 and N ranks see the same batches.
+    int64_t k = options.microBatches;
+    int64_t rows = batch / k, micro = globalBatch / k;
     for (int64_t j = 0; j < batch; ++j) {
-      int64_t pos = first + j;
+      int64_t pos = cursor.samplesConsumed + (j / rows) * micro +
+                    options.rank * rows + j % rows;
       indices[size_t(j)] = options.shuffle ? int64_t(order[size_t(pos)]) : pos;
     }
     out.inputs.clear();
@@ -857,6 +860,11 @@ Status DataLoader::open(const DataLoaderOptions &options,
                            " has no valid batch axis");
     impl->sampleBytes.push_back(bytes / size_t(impl->batch));
   }
+  if (options.microBatches < 1 || impl->batch % options.microBatches != 0)
+    return Status::error("data: a batch of " + std::to_string(impl->batch) +
+                         " samples is not " +
+                         std::to_string(options.microBatches) +
+                         " micro-batches");
   impl->globalBatch = impl->batch * options.numRanks;
   bool tokens = !options.tokenShards.empty();
   if (tokens && !options.arrays.empty())

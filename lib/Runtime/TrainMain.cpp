@@ -34,6 +34,7 @@
 #include <cstring>
 #include <iostream>
 #include <set>
+#include <sstream>
 
 #include <signal.h>
 #include <sys/stat.h>
@@ -41,6 +42,12 @@
 using namespace weft::rt;
 
 namespace {
+
+/// How long ranks wait for each other, to meet and in every collective:
+/// long enough for rank 0 to write a large checkpoint while the others wait
+/// in the next step's first collective.
+constexpr std::chrono::milliseconds kCollectiveTimeout =
+    std::chrono::minutes(30);
 
 volatile std::sig_atomic_t gStopSignal = 0;
 
@@ -325,13 +332,15 @@ int Trainer::run(bool seedGiven) {
   // are partitioned (issue 9), N processes would each train the whole model
   // on the same data and race on the checkpoints: refuse.
   const WeftRuntimeContext &ctx = *context.get();
-  if (ctx.worldSize > 1)
+  // A step compiled for a mesh has joined its ranks (runTrainingImpl,
+  // RuntimeContext::joinMesh).
+  if (ctx.worldSize > 1 && spec.mesh.empty())
     return fail(Status::error(
         context.launch().launcher + "'s environment says this is rank " +
         std::to_string(ctx.rank) + " of " + std::to_string(ctx.worldSize) +
-        ", but this executable was compiled for one process; multi-rank "
-        "training needs a step compiled with a mesh, which this weftc "
-        "cannot build yet. Run one process"));
+        ", but this executable was compiled for one process; compile it "
+        "for a mesh (weftc --mesh dp=" + std::to_string(ctx.worldSize) +
+        ") to train on several, or run one process"));
   if (Status s = allocate(); !s.ok())
     return fail(s);
   for (const MeshAxisSpec &a : spec.mesh)
@@ -348,10 +357,25 @@ int Trainer::run(bool seedGiven) {
   DataLoaderOptions dataOpts;
   if (Status s = resolveData(spec, opts, dataOpts); !s.ok())
     return fail(s);
-  // Each data-parallel rank reads its slice of every global batch. Until
-  // meshes have other axes, every rank is a data-parallel one.
-  dataOpts.rank = ctx.rank;
-  dataOpts.numRanks = ctx.worldSize;
+  // The ranks of the mesh axes splitting the batch each read their block
+  // of every global batch, by their coordinate on those axes (row-major);
+  // ranks that differ only on other axes read the same. Without a mesh, or
+  // with the batch whole on every rank, one rank reads it all.
+  dataOpts.rank = 0;
+  dataOpts.numRanks = 1;
+  for (const std::string &axis : spec.batchLayout.axes)
+    for (int a = 0; a < ctx.numAxes; ++a)
+      if (axis == ctx.axes[a].name) {
+        dataOpts.rank = dataOpts.rank * ctx.axes[a].size + ctx.axes[a].index;
+        dataOpts.numRanks *= ctx.axes[a].size;
+      }
+  // [K, m/R, ...] inputs hold K micro-batches: to the loader, K m/R samples.
+  dataOpts.microBatches = spec.batchLayout.microBatches;
+  if (dataOpts.microBatches > 1)
+    for (BatchInputSpec &in : dataOpts.inputs) {
+      in.shape[1] *= in.shape[0];
+      in.shape.erase(in.shape.begin());
+    }
   int labels = spec.findArg(dataOpts.labelsName,
                            weft::contract::roleName(weft::contract::Role::Input));
   if (labels >= 0 && spec.numClasses == 0 &&
@@ -754,9 +778,26 @@ int runTrainingImpl(const WeftModel &model, int argc, const char *const *argv,
     return 1;
   }
   RuntimeContext context(launch, opts.threads);
+  // A partitioned step's ranks meet before anything else; a one-device
+  // step never touches the network.
+  std::ostream *progress = &out;
+  std::ostringstream quiet;
+  if (!spec.mesh.empty()) {
+    if (Status s = context.joinMesh(spec.mesh, kCollectiveTimeout); !s.ok()) {
+      err << ("error: rank " + std::to_string(launch.rank) + ": " + s.message +
+              "\n");
+      return 1;
+    }
+    // One rank speaks for the run: the others' progress lines and metrics
+    // would repeat rank 0's (their errors still go to stderr).
+    if (launch.rank != 0) {
+      progress = &quiet;
+      opts.metrics.clear();
+    }
+  }
 
   SignalScope signals;
-  Trainer trainer(model, spec, opts, context, out, err);
+  Trainer trainer(model, spec, opts, context, *progress, err);
   return trainer.run(app.count("--seed") > 0);
 }
 

@@ -198,6 +198,40 @@ TEST_F(DataLoaderTest, ResumingFromAStateRepeatsTheSameBatches) {
   }
 }
 
+TEST_F(DataLoaderTest, RanksSplitEachMicroBatch) {
+  // 2 micro-batches of 4 samples over 2 ranks: rank r holds, per
+  // micro-batch, its 2 rows; stacked, the ranks' blocks are the 1-rank
+  // global batch, micro-batch by micro-batch.
+  writeArrays(20);
+  DataLoaderState start;
+  start.seed = 3;
+  std::unique_ptr<DataLoader> one;
+  ASSERT_TRUE(DataLoader::open(arrayOptions(8), start, one).ok());
+  std::vector<std::unique_ptr<DataLoader>> ranks(2);
+  for (int r = 0; r < 2; ++r) {
+    DataLoaderOptions o = arrayOptions(4);
+    o.rank = r;
+    o.numRanks = 2;
+    o.microBatches = 2;
+    ASSERT_TRUE(DataLoader::open(o, start, ranks[r]).ok());
+  }
+  for (int step = 0; step < 5; ++step) {
+    Batch whole, part0, part1;
+    ASSERT_TRUE(one->next(whole).ok());
+    ASSERT_TRUE(ranks[0]->next(part0).ok());
+    ASSERT_TRUE(ranks[1]->next(part1).ok());
+    std::vector<int64_t> w = samplesOf(whole, 8), a = samplesOf(part0, 4),
+                         b = samplesOf(part1, 4);
+    std::vector<int64_t> together = {a[0], a[1], b[0], b[1],
+                                     a[2], a[3], b[2], b[3]};
+    EXPECT_EQ(together, w) << "step " << step;
+  }
+  DataLoaderOptions bad = arrayOptions(3);
+  bad.microBatches = 2;
+  std::unique_ptr<DataLoader> refused;
+  EXPECT_FALSE(DataLoader::open(bad, start, refused).ok());
+}
+
 TEST_F(DataLoaderTest, RanksSplitTheSameGlobalBatches) {
   // 3 ranks with 2 samples each see, together, exactly what 1 rank with
   // 6 does, step after step across epochs (20 samples: 3 global batches

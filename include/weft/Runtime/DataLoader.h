@@ -117,6 +117,11 @@ struct DataLoaderOptions {
   /// on `numRanks`, and this rank reads slice `rank` of it. The state counts
   /// global samples, so a run resumes at another number of ranks.
   int rank = 0, numRanks = 1;
+  /// Micro-batches K per global batch (gradient accumulation over a
+  /// partitioned step): the global batch is K micro-batches of m rows, and
+  /// this rank's batch is, for each k, rows [k m + rank m/R, k m + (rank+1)
+  /// m/R) of it, stacked. With K = 1 that is slice `rank` of the batch.
+  int64_t microBatches = 1;
   /// Ready batches kept by the background thread.
   int prefetch = 2;
 };
