@@ -106,6 +106,11 @@ Status weft::rt::readLaunchInfo(
                            " must be a port number in [1, 65535]");
     info.masterPort = value;
   }
+  // torchrun's own agent already serves its store on MASTER_PORT for the
+  // whole job (weftrun sets no TORCHELASTIC_RUN_ID and serves none), so
+  // rank 0's store takes the next port.
+  if (const char *runId = getenv("TORCHELASTIC_RUN_ID"); runId && *runId)
+    info.masterPort += info.masterPort < 65535 ? 1 : -1;
   if (const char *addr = getenv("MASTER_ADDR"); addr && *addr) {
     info.masterAddr = addr;
   } else if (const char *nodes = info.launcher == "Slurm"

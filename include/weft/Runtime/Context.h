@@ -40,7 +40,9 @@ struct LaunchInfo {
   std::string launcher;
   /// Where rank 0 hosts the rendezvous: MASTER_ADDR and MASTER_PORT; under
   /// Slurm without MASTER_ADDR, the first host of the job's node list;
-  /// otherwise loopback (ranks on one node) and port 29500.
+  /// otherwise loopback (ranks on one node) and port 29500. Under torchrun
+  /// (TORCHELASTIC_RUN_ID set), MASTER_PORT + 1: torchrun's agent serves
+  /// its own store on MASTER_PORT.
   std::string masterAddr = "127.0.0.1";
   int masterPort = 29500;
   /// WEFT_HEARTBEAT_FILE: a file weftrun watches; the loop touches it after

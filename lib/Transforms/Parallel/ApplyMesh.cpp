@@ -186,8 +186,8 @@ struct ApplyMeshPass : public weft::impl::ApplyMeshPassBase<ApplyMeshPass> {
     llvm::append_range(shape, type.getShape().drop_front());
     auto stacked = RankedTensorType::get(shape, type.getElementType());
     arg.setType(stacked);
-    SmallVector<Type> inputs(fn.getArgumentTypes());
-    fn.setType(FunctionType::get(context, inputs, fn.getResultTypes()));
+    fn.setType(FunctionType::get(context, fn.front().getArgumentTypes(),
+                                 fn.getResultTypes()));
     TensorSharding s = TensorSharding::replicated(stacked.getRank());
     s.dims[1] = {dpAxis};
     fn.setArgAttr(i, kShardingAttrName, s.toAttr(context));

@@ -332,6 +332,8 @@ private:
         return failure();
       operand.set(*local);
     }
+    if (auto slice = dyn_cast<SliceOp>(op))
+      localizeSlice(slice);
     for (auto [r, result] : llvm::enumerate(op->getResults())) {
       auto type = cast<RankedTensorType>(result.getType());
       FailureOr<RankedTensorType> local = localType(
@@ -342,6 +344,20 @@ private:
       layouts[result] = results[r];
     }
     return scaleMeans(op, *rule, axes);
+  }
+
+  /// A slice keeps split dimensions whole (its rule says so), so their
+  /// limits are the global sizes: they become the local ones.
+  void localizeSlice(SliceOp slice) {
+    auto local = cast<RankedTensorType>(slice.getInput().getType());
+    auto global = cast<RankedTensorType>(slice.getResult().getType());
+    SmallVector<int64_t> limits(slice.getLimits());
+    for (int64_t d = 0; d < local.getRank(); ++d)
+      if (slice.getStarts()[d] == 0 && slice.getStrides()[d] == 1 &&
+          limits[d] == global.getDimSize(d) &&
+          local.getDimSize(d) < limits[d])
+        limits[d] = local.getDimSize(d);
+    slice.setLimits(limits);
   }
 
   /// A mean over a split dimension is a mean over this rank's block: its
