@@ -167,11 +167,14 @@ TEST(MeshCollectivesTest, DeadPeerIsAnErrorNamingTheCollective) {
   std::vector<std::string> errs;
   std::vector<int> codes = runRanks(2, [&](int rank) {
     RuntimeContext context(launchOf(rank, 2, port), 1);
-    if (!context.joinMesh({{"dp", 2}}, 2s).ok())
+    if (!context.joinMesh({{"dp", 2}}, 20s).ok())
       return 2;
-    if (rank == 1)
-      return 0; // Gone without its part of the all-reduce.
+    // One collective together, so both have finished joining before rank
+    // 1 leaves (else rank 0's join, not its collective, sees it go).
     float in[4] = {}, out[4];
+    weft_rt_all_reduce_f32(context.get(), 1, in, out, 4);
+    if (rank == 1)
+      return 0; // Gone without its part of the next all-reduce.
     weft_rt_all_reduce_f32(context.get(), 1, in, out, 4);
     return 0; // Not reached: the call exits.
   }, errs);
