@@ -14,6 +14,7 @@
 #ifndef WEFT_TRANSFORMS_PARALLEL_SHARDINGANALYSIS_H
 #define WEFT_TRANSFORMS_PARALLEL_SHARDINGANALYSIS_H
 
+#include "weft/Dialect/Weft/IR/WeftDialect.h"
 #include "weft/Dialect/Weft/IR/WeftOps.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -23,9 +24,10 @@
 namespace weft {
 
 /// Attribute names of the parallel stage.
-inline constexpr llvm::StringLiteral kShardingAttrName = "weft.sharding";
+inline constexpr llvm::StringLiteral kShardingAttrName =
+    WeftDialect::kShardingAttrName;
 inline constexpr llvm::StringLiteral kShardingsAttrName = "weft.shardings";
-inline constexpr llvm::StringLiteral kMeshAttrName = "weft.mesh";
+inline constexpr llvm::StringLiteral kMeshAttrName = WeftDialect::kMeshAttrName;
 inline constexpr llvm::StringLiteral kRematerializeAttrName =
     "rematerialize";
 
