@@ -15,6 +15,15 @@
 // (bufferization, out-parameters, buffer planning) sees an ordinary
 // producer of a fresh buffer.
 //
+// A bucket of collectives (`weft.bucket`, --weft-bucket-collectives) runs as
+// one collective on the runtime's communication thread: each member's
+// input is copied into the bucket's flat buffer where the member stands
+// (`put`), the collective starts after the last member (`start`), and each
+// result is copied out of the buffer where the first result of the bucket
+// is used (`get`, which waits for the collective). Every call is
+// synchronous on the buffers the step sees, so bufferization and buffer
+// planning need no notion of work in flight.
+//
 //===----------------------------------------------------------------------===//
 
 #include "weft/Codegen/Passes.h"
@@ -27,6 +36,8 @@
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
+
+#include <map>
 
 namespace weft {
 #define GEN_PASS_DEF_LOWERCOLLECTIVESPASS
@@ -43,6 +54,9 @@ constexpr llvm::StringLiteral kAllGatherName = "weft_rt_all_gather_f32";
 constexpr llvm::StringLiteral kReduceScatterName =
     "weft_rt_reduce_scatter_f32";
 constexpr llvm::StringLiteral kAxisIndexName = "weft_rt_axis_index";
+constexpr llvm::StringLiteral kBucketPutName = "weft_rt_bucket_put_f32";
+constexpr llvm::StringLiteral kBucketStartName = "weft_rt_bucket_start";
+constexpr llvm::StringLiteral kBucketGetName = "weft_rt_bucket_get_f32";
 
 int64_t product(ArrayRef<int64_t> dims) {
   int64_t n = 1;
@@ -87,8 +101,19 @@ struct LowerCollectivesPass
       return signalPassFailure();
     }
     Value context = getOrAddContextArg(entryFn);
-    for (Operation *op : collectives)
+    // Buckets by id, members in program order (the walk's order).
+    std::map<int64_t, SmallVector<Operation *>> buckets;
+    for (Operation *op : collectives) {
+      if (auto id = op->getAttrOfType<IntegerAttr>(
+              WeftDialect::kBucketAttrName)) {
+        buckets[id.getInt()].push_back(op);
+        continue;
+      }
       if (failed(lower(op, context)))
+        return signalPassFailure();
+    }
+    for (auto &[id, members] : buckets)
+      if (failed(lowerBucket(id, members, context)))
         return signalPassFailure();
   }
 
@@ -158,6 +183,140 @@ private:
     Value i64 = arith::IndexCastOp::create(b, loc, b.getI64Type(), index);
     return LLVM::IntToPtrOp::create(
         b, loc, LLVM::LLVMPointerType::get(b.getContext()), i64);
+  }
+
+  /// One bucket: a put per member where it stands, the start after the
+  /// last, the gets before the first use of any result.
+  LogicalResult lowerBucket(int64_t id, ArrayRef<Operation *> members,
+                            Value context) {
+    Operation *front = members.front();
+    Block *block = front->getBlock();
+    // The runtime's kinds: 0 all-reduce, 1 reduce-scatter, 2 all-gather.
+    int64_t kind = isa<weft::ReduceScatterOp>(front) ? 1
+                   : isa<weft::AllGatherOp>(front)   ? 2
+                                                     : 0;
+    auto axes = front->getAttrOfType<ArrayAttr>("axes");
+    for (Operation *op : members)
+      if (op->getBlock() != block || op->getName() != front->getName() ||
+          op->getAttr("axes") != axes)
+        return op->emitError()
+               << "shares " << WeftDialect::kBucketAttrName << " " << id
+               << " with " << *front
+               << ", but a bucket holds collectives of one kind over the "
+                  "same axes, in one block";
+    FailureOr<int64_t> mask = axisMask(front, axes);
+    if (failed(mask))
+      return failure();
+    for (Operation *op : members)
+      if (Type element = cast<RankedTensorType>(op->getOperand(0).getType())
+                             .getElementType();
+          !element.isF32())
+        return op->emitError()
+               << "has element type " << element
+               << ": the runtime's collectives take f32 (cast around them)";
+
+    // Where the results are first needed: before the first op using any
+    // of them, or the block's end when nothing does.
+    Operation *last = members.back();
+    Operation *waitAt = block->getTerminator();
+    for (Operation *op : members)
+      for (Operation *user : op->getUsers()) {
+        Operation *top = block->findAncestorOpInBlock(*user);
+        if (top && top->isBeforeInBlock(waitAt))
+          waitAt = top;
+      }
+    if (waitAt->isBeforeInBlock(last) || waitAt == last)
+      return waitAt->emitError()
+             << "uses a result of bucket " << id
+             << " before its last member, " << *last
+             << ", starts it (the step changed after "
+                "--weft-bucket-collectives)";
+
+    MLIRContext *ctx = &getContext();
+    Type ptr = LLVM::LLVMPointerType::get(ctx);
+    Type i64 = IntegerType::get(ctx, 64);
+    auto constI64 = [&](OpBuilder &b, Location loc, int64_t v) -> Value {
+      return arith::ConstantIntOp::create(b, loc, i64, v);
+    };
+    func::FuncOp put = getOrDeclare(
+        front, kBucketPutName,
+        FunctionType::get(ctx, {ptr, i64, i64, i64, i64, i64, ptr, i64, i64},
+                          {}));
+    func::FuncOp start = getOrDeclare(
+        front, kBucketStartName,
+        FunctionType::get(ctx, {ptr, i64, i64, i64, i64}, {}));
+    func::FuncOp get = getOrDeclare(
+        front, kBucketGetName,
+        FunctionType::get(ctx, {ptr, i64, i64, i64, ptr, i64, i64}, {}));
+    if (!put || !start || !get)
+      return failure();
+
+    // Each member's rank block is [outer][inner]: the result of a
+    // reduce-scatter, the input of an all-gather (split along `dim`), the
+    // whole tensor for an all-reduce. Members sit one after another in the
+    // flat buffer (in each rank's region, for a reduce-scatter or gather).
+    SmallVector<int64_t> offsets, outers, inners;
+    int64_t region = 0;
+    for (Operation *op : members) {
+      Value local = kind == 2 ? op->getOperand(0) : op->getResult(0);
+      auto localType = cast<RankedTensorType>(local.getType());
+      int64_t outer = 1, inner = localType.getNumElements();
+      if (kind != 0) {
+        int64_t dim = op->getAttrOfType<IntegerAttr>("dim").getInt();
+        outer = product(localType.getShape().take_front(dim));
+        inner = product(localType.getShape().drop_front(dim));
+      }
+      offsets.push_back(region);
+      outers.push_back(outer);
+      inners.push_back(inner);
+      region += outer * inner;
+    }
+
+    for (auto [i, op] : llvm::enumerate(members)) {
+      OpBuilder b(op);
+      Location loc = op->getLoc();
+      Value input = op->getOperand(0);
+      auto inType = cast<RankedTensorType>(input.getType());
+      Value inBuf = bufferization::ToBufferOp::create(
+          b, loc, MemRefType::get(inType.getShape(), inType.getElementType()),
+          input, /*read_only=*/true);
+      func::CallOp::create(
+          b, loc, put,
+          ValueRange{context, constI64(b, loc, *mask), constI64(b, loc, id),
+                     constI64(b, loc, kind), constI64(b, loc, region),
+                     constI64(b, loc, offsets[i]), pointerTo(b, loc, inBuf),
+                     constI64(b, loc, outers[i]), constI64(b, loc, inners[i])});
+    }
+    {
+      OpBuilder b = OpBuilder::atBlockEnd(block);
+      b.setInsertionPointAfter(last);
+      Location loc = last->getLoc();
+      func::CallOp::create(b, loc, start,
+                           ValueRange{context, constI64(b, loc, *mask),
+                                      constI64(b, loc, id),
+                                      constI64(b, loc, kind),
+                                      constI64(b, loc, region)});
+    }
+    OpBuilder b(waitAt);
+    for (auto [i, op] : llvm::enumerate(members)) {
+      Location loc = op->getLoc();
+      auto outType = cast<RankedTensorType>(op->getResult(0).getType());
+      auto outBufType =
+          MemRefType::get(outType.getShape(), outType.getElementType());
+      Value outBuf = memref::AllocOp::create(b, loc, outBufType,
+                                             b.getI64IntegerAttr(64));
+      func::CallOp::create(
+          b, loc, get,
+          ValueRange{context, constI64(b, loc, *mask), constI64(b, loc, id),
+                     constI64(b, loc, offsets[i]), pointerTo(b, loc, outBuf),
+                     constI64(b, loc, outers[i]), constI64(b, loc, inners[i])});
+      Value result = bufferization::ToTensorOp::create(
+          b, loc, outType, outBuf, /*restrict=*/true, /*writable=*/true);
+      op->getResult(0).replaceAllUsesWith(result);
+    }
+    for (Operation *op : members)
+      op->erase();
+    return success();
   }
 
   LogicalResult lower(Operation *op, Value context) {

@@ -277,6 +277,7 @@ LogicalResult Driver::runImportAndTrain(ModuleOp module, TimingScope &timing) {
     ParallelPipelineOptions parallel;
     parallel.mesh = options.mesh;
     parallel.zero = options.zero;
+    parallel.bucketMB = options.bucketMB;
     buildParallelPipeline(pm, parallel);
   }
   return pm.run(module);

@@ -128,6 +128,9 @@ void weft::buildParallelPipeline(OpPassManager &pm,
   pm.addPass(createPropagateShardingsPass());
   pm.addPass(createPartitionPass());
   pm.addPass(createCanonicalizerPass());
+  BucketCollectivesPassOptions bucket;
+  bucket.bucketMB = options.bucketMB;
+  pm.addPass(createBucketCollectivesPass(bucket));
 }
 
 void weft::buildLowerToLLVMPipeline(OpPassManager &pm) {

@@ -90,7 +90,7 @@ Status RuntimeContext::joinMesh(const std::vector<MeshAxisSpec> &mesh,
 
   std::string host = reachableHost(info);
   axisNames.clear();
-  axisComms.clear();
+  axisGroups.clear();
   axes.clear();
   int64_t stride = devices;
   for (const MeshAxisSpec &a : mesh) {
@@ -119,12 +119,12 @@ Status RuntimeContext::joinMesh(const std::vector<MeshAxisSpec> &mesh,
     if (!s.ok())
       return Status::error("mesh axis " + quote(a.name) + ": " + s.message);
     axisNames.push_back(a.name);
-    axisComms.push_back(std::move(comm));
+    axisGroups.push_back(std::make_unique<AxisGroup>(std::move(comm)));
     axes.push_back({nullptr, int32_t(a.size), coord, nullptr});
   }
   for (size_t i = 0; i < axes.size(); ++i) {
     axes[i].name = axisNames[i].c_str();
-    axes[i].comm = axisComms[i].get();
+    axes[i].comm = axisGroups[i].get();
   }
   context.numAxes = int32_t(axes.size());
   context.axes = axes.data();
@@ -156,9 +156,9 @@ namespace {
   ::_exit(1);
 }
 
-/// The communicator of `axisMask`'s group.
-Communicator &groupOf(const WeftRuntimeContext *ctx, const char *what,
-                      int64_t axisMask) {
+/// The group of `axisMask`.
+AxisGroup &groupOf(const WeftRuntimeContext *ctx, const char *what,
+                   int64_t axisMask) {
   if (!ctx || ctx->numAxes <= 0)
     die(ctx, what, axisMask,
         "the runtime context has no mesh axes (the executable's model JSON "
@@ -167,7 +167,7 @@ Communicator &groupOf(const WeftRuntimeContext *ctx, const char *what,
     if (axisMask == (int64_t(1) << i)) {
       if (!ctx->axes[i].comm)
         die(ctx, what, axisMask, "the axis has no communicator");
-      return *static_cast<Communicator *>(ctx->axes[i].comm);
+      return *static_cast<AxisGroup *>(ctx->axes[i].comm);
     }
   die(ctx, what, axisMask,
       "groups over several mesh axes at once are not supported by this "
@@ -180,31 +180,41 @@ void check(const WeftRuntimeContext *ctx, const char *what, int64_t axisMask,
     die(ctx, what, axisMask, s.message);
 }
 
+/// Runs `ticket` to completion: collectives run on the group's thread,
+/// behind any bucket still in flight.
+void finish(const WeftRuntimeContext *ctx, const char *what, int64_t axisMask,
+            AxisGroup &group, CommThread::Ticket ticket) {
+  check(ctx, what, axisMask, group.thread->wait(ticket));
+}
+
 } // namespace
 
 extern "C" void weft_rt_all_reduce_f32(const WeftRuntimeContext *ctx,
                                        int64_t axisMask, const float *in,
                                        float *out, int64_t count) {
-  Communicator &comm = groupOf(ctx, "all_reduce", axisMask);
+  AxisGroup &group = groupOf(ctx, "all_reduce", axisMask);
   std::memcpy(out, in, size_t(count) * sizeof(float));
-  check(ctx, "all_reduce", axisMask, comm.allReduceSum(out, size_t(count)));
+  finish(ctx, "all_reduce", axisMask, group,
+         group.thread->allReduceSum(out, size_t(count)));
 }
 
 extern "C" void weft_rt_all_gather_f32(const WeftRuntimeContext *ctx,
                                        int64_t axisMask, const float *in,
                                        float *out, int64_t outer,
                                        int64_t inner) {
-  Communicator &comm = groupOf(ctx, "all_gather", axisMask);
-  size_t n = size_t(comm.size()), block = size_t(outer) * size_t(inner);
+  AxisGroup &group = groupOf(ctx, "all_gather", axisMask);
+  size_t n = size_t(group.comm->size()),
+         block = size_t(outer) * size_t(inner);
   if (outer == 1) {
-    check(ctx, "all_gather", axisMask, comm.allGather(in, block, out));
+    finish(ctx, "all_gather", axisMask, group,
+           group.thread->allGather(in, block, out));
     return;
   }
   // The communicator gathers whole buffers in rank order ([g][o][i]); the
   // dim being gathered is inside, so interleave ([o][g][i]).
   std::vector<float> gathered(n * block);
-  check(ctx, "all_gather", axisMask,
-        comm.allGather(in, block, gathered.data()));
+  finish(ctx, "all_gather", axisMask, group,
+         group.thread->allGather(in, block, gathered.data()));
   for (size_t g = 0; g < n; ++g)
     for (int64_t o = 0; o < outer; ++o)
       std::memcpy(out + (size_t(o) * n + g) * size_t(inner),
@@ -212,27 +222,154 @@ extern "C" void weft_rt_all_gather_f32(const WeftRuntimeContext *ctx,
                   size_t(inner) * sizeof(float));
 }
 
+namespace {
+/// Rank g's block of a tensor laid out [outer][n][inner] (split along the
+/// dim where inner starts) goes to dst + g * stride, as [outer][inner]:
+/// the communicator wants each rank's block contiguous.
+void blocksByRank(const float *in, size_t n, int64_t outer, int64_t inner,
+                  float *dst, size_t stride) {
+  for (size_t g = 0; g < n; ++g)
+    for (int64_t o = 0; o < outer; ++o)
+      std::memcpy(dst + g * stride + size_t(o) * size_t(inner),
+                  in + (size_t(o) * n + g) * size_t(inner),
+                  size_t(inner) * sizeof(float));
+}
+} // namespace
+
 extern "C" void weft_rt_reduce_scatter_f32(const WeftRuntimeContext *ctx,
                                            int64_t axisMask, const float *in,
                                            float *out, int64_t outer,
                                            int64_t inner) {
-  Communicator &comm = groupOf(ctx, "reduce_scatter", axisMask);
-  size_t n = size_t(comm.size()), block = size_t(outer) * size_t(inner);
+  AxisGroup &group = groupOf(ctx, "reduce_scatter", axisMask);
+  size_t n = size_t(group.comm->size()),
+         block = size_t(outer) * size_t(inner);
   if (outer == 1) {
-    check(ctx, "reduce_scatter", axisMask,
-          comm.reduceScatterSum(in, block, out));
+    finish(ctx, "reduce_scatter", axisMask, group,
+           group.thread->reduceScatterSum(in, block, out));
     return;
   }
-  // Rank g's block must be contiguous for the communicator: [o][g][i] ->
-  // [g][o][i].
   std::vector<float> blocks(n * block);
+  blocksByRank(in, n, outer, inner, blocks.data(), block);
+  finish(ctx, "reduce_scatter", axisMask, group,
+         group.thread->reduceScatterSum(blocks.data(), block, out));
+}
+
+//===----------------------------------------------------------------------===//
+// Buckets (--weft-bucket-collectives, --weft-lower-collectives)
+//===----------------------------------------------------------------------===//
+
+namespace {
+AxisGroup::Bucket &bucketOf(const WeftRuntimeContext *ctx, int64_t axisMask,
+                            AxisGroup &group, int64_t id) {
+  if (id < 0 || id > (int64_t(1) << 20))
+    die(ctx, "bucket", axisMask,
+        "bucket id " + std::to_string(id) + " is out of range");
+  if (size_t(id) >= group.buckets.size())
+    group.buckets.resize(size_t(id) + 1);
+  return group.buckets[size_t(id)];
+}
+} // namespace
+
+namespace {
+enum BucketKind : int64_t { kAllReduce = 0, kReduceScatter = 1, kAllGather = 2 };
+
+const char *bucketWhat(int64_t kind) {
+  return kind == kReduceScatter ? "bucketed reduce_scatter"
+         : kind == kAllGather   ? "bucketed all_gather"
+                                : "bucketed all_reduce";
+}
+} // namespace
+
+extern "C" void weft_rt_bucket_put_f32(const WeftRuntimeContext *ctx,
+                                       int64_t axisMask, int64_t id,
+                                       int64_t kind, int64_t region,
+                                       int64_t offset, const float *in,
+                                       int64_t outer, int64_t inner) {
+  AxisGroup &group = groupOf(ctx, "bucket", axisMask);
+  AxisGroup::Bucket &bucket = bucketOf(ctx, axisMask, group, id);
+  if (bucket.inFlight)
+    die(ctx, bucketWhat(kind), axisMask,
+        "bucket " + std::to_string(id) +
+            " is filled again before its results were taken");
+  if (kind < kAllReduce || kind > kAllGather || offset < 0 || outer < 0 ||
+      inner < 0 || offset + outer * inner > region)
+    die(ctx, bucketWhat(kind), axisMask,
+        "member at " + std::to_string(offset) + " of " +
+            std::to_string(outer * inner) + " elements does not fit bucket " +
+            std::to_string(id) + " (" + std::to_string(region) +
+            " elements, kind " + std::to_string(kind) + ")");
+  // A reduce-scatter's input holds every rank's block; the others' only
+  // this rank's.
+  size_t n = kind == kReduceScatter ? size_t(group.comm->size()) : 1;
+  bucket.data.resize(n * size_t(region));
+  blocksByRank(in, n, outer, inner, bucket.data.data() + offset,
+               size_t(region));
+}
+
+extern "C" void weft_rt_bucket_start(const WeftRuntimeContext *ctx,
+                                     int64_t axisMask, int64_t id,
+                                     int64_t kind, int64_t region) {
+  AxisGroup &group = groupOf(ctx, "bucket", axisMask);
+  AxisGroup::Bucket &bucket = bucketOf(ctx, axisMask, group, id);
+  size_t n = size_t(group.comm->size());
+  size_t filled = kind == kReduceScatter ? n * size_t(region) : size_t(region);
+  if (bucket.inFlight || bucket.data.size() != filled)
+    die(ctx, bucketWhat(kind), axisMask,
+        "bucket " + std::to_string(id) +
+            " starts without its members, or twice");
+  bucket.kind = kind;
+  switch (kind) {
+  case kReduceScatter:
+    bucket.result.resize(size_t(region));
+    bucket.ticket = group.thread->reduceScatterSum(
+        bucket.data.data(), size_t(region), bucket.result.data());
+    break;
+  case kAllGather:
+    bucket.result.resize(n * size_t(region));
+    bucket.ticket = group.thread->allGather(bucket.data.data(), size_t(region),
+                                            bucket.result.data());
+    break;
+  default:
+    bucket.ticket =
+        group.thread->allReduceSum(bucket.data.data(), size_t(region));
+  }
+  bucket.inFlight = true;
+}
+
+extern "C" void weft_rt_bucket_get_f32(const WeftRuntimeContext *ctx,
+                                       int64_t axisMask, int64_t id,
+                                       int64_t offset, float *out,
+                                       int64_t outer, int64_t inner) {
+  AxisGroup &group = groupOf(ctx, "bucket", axisMask);
+  AxisGroup::Bucket &bucket = bucketOf(ctx, axisMask, group, id);
+  if (bucket.inFlight) {
+    finish(ctx, bucketWhat(bucket.kind), axisMask, group, bucket.ticket);
+    bucket.inFlight = false;
+  }
+  size_t n = size_t(group.comm->size());
+  size_t block = size_t(outer) * size_t(inner);
+  bool gather = bucket.kind == kAllGather;
+  const std::vector<float> &from =
+      bucket.kind == kAllReduce ? bucket.data : bucket.result;
+  size_t region = gather ? from.size() / n : from.size();
+  if (offset < 0 || outer < 0 || inner < 0 ||
+      size_t(offset) + block > region)
+    die(ctx, bucketWhat(bucket.kind), axisMask,
+        "bucket " + std::to_string(id) + " has no result at " +
+            std::to_string(offset) + " of " + std::to_string(block) +
+            " elements (was it started?)");
+  if (!gather) {
+    std::memcpy(out, from.data() + offset, block * sizeof(float));
+    return;
+  }
+  // Rank g's block sits at g * region; the gathered dim interleaves them
+  // ([o][g][i]).
   for (size_t g = 0; g < n; ++g)
     for (int64_t o = 0; o < outer; ++o)
-      std::memcpy(blocks.data() + g * block + size_t(o) * size_t(inner),
-                  in + (size_t(o) * n + g) * size_t(inner),
+      std::memcpy(out + (size_t(o) * n + g) * size_t(inner),
+                  from.data() + g * region + size_t(offset) +
+                      size_t(o) * size_t(inner),
                   size_t(inner) * sizeof(float));
-  check(ctx, "reduce_scatter", axisMask,
-        comm.reduceScatterSum(blocks.data(), block, out));
 }
 
 extern "C" int64_t weft_rt_axis_index(const WeftRuntimeContext *ctx,

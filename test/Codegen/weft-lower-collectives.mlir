@@ -114,3 +114,54 @@ module attributes {weft.mesh = #weft.mesh<dp = 2>} {
     return %s : tensor<4xf32>
   }
 }
+
+// -----
+
+// A bucket: each member's input is put into the flat buffer where the
+// member stands (all-reduce: kind 0, offsets 0 and 4 of a 10-element
+// region), the collective starts after the last member, and the results
+// are taken out before the first op that uses one; ops between run while
+// the bucket travels.
+// CHECK-DAG: func.func private @weft_rt_bucket_put_f32(!llvm.ptr, i64, i64, i64, i64, i64, !llvm.ptr, i64, i64)
+// CHECK-DAG: func.func private @weft_rt_bucket_start(!llvm.ptr, i64, i64, i64, i64)
+// CHECK-DAG: func.func private @weft_rt_bucket_get_f32(!llvm.ptr, i64, i64, i64, !llvm.ptr, i64, i64)
+// CHECK-LABEL: func.func @train_step(
+// CHECK-SAME: %[[CTX:.*]]: !llvm.ptr {weft.context}
+// Arguments: ctx, mask, bucket, kind, region, offset, in/out, outer, inner.
+// CHECK: call @weft_rt_bucket_put_f32(%[[CTX]], %c1_i64{{.*}}, %c7_i64{{.*}}, %c0_i64{{.*}}, %c10_i64{{.*}}, %c0_i64{{.*}}, %{{.*}}, %c1_i64{{.*}}, %c4_i64{{.*}})
+// CHECK: weft.neg
+// CHECK: call @weft_rt_bucket_put_f32(%[[CTX]], %c1_i64{{.*}}, %c7_i64{{.*}}, %c0_i64{{.*}}, %c10_i64{{.*}}, %c4_i64{{.*}}, %{{.*}}, %c1_i64{{.*}}, %c6_i64{{.*}})
+// CHECK: call @weft_rt_bucket_start(%[[CTX]], %c1_i64{{.*}}, %c7_i64{{.*}}, %c0_i64{{.*}}, %c10_i64{{.*}})
+// CHECK-NEXT: weft.exp
+// CHECK: call @weft_rt_bucket_get_f32(%[[CTX]], %c1_i64{{.*}}, %c7_i64{{.*}}, %c0_i64{{.*}}, %{{.*}}, %c1_i64{{.*}}, %c4_i64{{.*}})
+// CHECK: call @weft_rt_bucket_get_f32(%[[CTX]], %c1_i64{{.*}}, %c7_i64{{.*}}, %c4_i64{{.*}}, %{{.*}}, %c1_i64{{.*}}, %c6_i64{{.*}})
+// CHECK: weft.add
+// LLVM-LABEL: llvm.func @train_step(
+// LLVM: llvm.call @weft_rt_bucket_put_f32(
+// LLVM: llvm.call @weft_rt_bucket_put_f32(
+// LLVM: llvm.call @weft_rt_bucket_start(
+// LLVM: llvm.call @weft_rt_bucket_get_f32(
+// LLVM: llvm.call @weft_rt_bucket_get_f32(
+module attributes {weft.mesh = #weft.mesh<dp = 2>} {
+  func.func @train_step(%a: tensor<4xf32> {weft.input = "a"}, %b: tensor<6xf32> {weft.input = "b"})
+      -> (tensor<4xf32> {weft.output = "s"}, tensor<6xf32> {weft.output = "t"}, tensor<6xf32> {weft.output = "u"}) {
+    %0 = weft.all_reduce %a {axes = ["dp"], weft.bucket = 7 : i64} : tensor<4xf32>
+    %n = weft.neg %b : tensor<6xf32>
+    %1 = weft.all_reduce %n {axes = ["dp"], weft.bucket = 7 : i64} : tensor<6xf32>
+    %e = weft.exp %b : tensor<6xf32>
+    %s = weft.add %0, %0 : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+    return %s, %1, %e : tensor<4xf32>, tensor<6xf32>, tensor<6xf32>
+  }
+}
+
+// -----
+
+module attributes {weft.mesh = #weft.mesh<dp = 2>} {
+  func.func @train_step(%a: tensor<4xf32> {weft.input = "a"}) -> (tensor<4xf32> {weft.output = "s"}) {
+    %0 = weft.all_reduce %a {axes = ["dp"], weft.bucket = 0 : i64} : tensor<4xf32>
+    // expected-error @+1 {{uses a result of bucket 0 before its last member}}
+    %n = weft.neg %0 : tensor<4xf32>
+    %1 = weft.all_reduce %n {axes = ["dp"], weft.bucket = 0 : i64} : tensor<4xf32>
+    return %1 : tensor<4xf32>
+  }
+}

@@ -163,6 +163,12 @@ cl::opt<int64_t> zero("zero",
                                "state, 2 also gradients, 3 also parameters "
                                "(default 0)"),
                       cl::init(0), cl::cat(parallelCategory));
+cl::opt<double> bucketMB(
+    "bucket-mb",
+    cl::desc("Gradient reductions travel in buckets of at most this many "
+             "MiB, each sent while the backward pass computes the next; 0 "
+             "sends each reduction alone and waits for it (default 25)"),
+    cl::init(25.0), cl::cat(parallelCategory));
 
 cl::OptionCategory codegenCategory(
     "Code generation options (--emit=linalg|memref|llvm|obj|exe)");
@@ -231,6 +237,10 @@ bool mapOptions(DriverOptions &driver, TrainPipelineOptions &train,
   driver.summary = summary;
   driver.mesh = mesh;
   driver.zero = zero;
+  if (!(bucketMB >= 0) || bucketMB > 1e6)
+    return fail("--bucket-mb must be a size in MiB >= 0, got " +
+                std::to_string(double(bucketMB)));
+  driver.bucketMB = bucketMB;
   if (batchNorm != "train" && batchNorm != "inference")
     return fail("--batchnorm must be train or inference, got '" + batchNorm +
                 "'");

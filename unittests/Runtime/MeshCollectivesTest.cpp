@@ -140,6 +140,72 @@ TEST(MeshCollectivesTest, CollectivesThroughTheContext) {
     EXPECT_EQ(codes[r], 0) << "rank " << r << ": " << readFile(errs[r]);
 }
 
+TEST(MeshCollectivesTest, BucketsOfEveryKind) {
+  // What a step with buckets calls: put each member, start, go on (a
+  // synchronous collective meanwhile queues behind the bucket), get.
+  int port = freePort();
+  std::vector<std::string> errs;
+  std::vector<int> codes = runRanks(2, [&](int rank) {
+    RuntimeContext context(launchOf(rank, 2, port), 1);
+    if (!context.joinMesh({{"dp", 2}}, 20s).ok())
+      return 2;
+    const WeftRuntimeContext *ctx = context.get();
+    float r = float(rank);
+    for (int step = 0; step < 2; ++step) {
+      // All-reduce bucket 0: members of 2 and 3 elements.
+      float a[2] = {1 + r, 2 + r}, b[3] = {r, 10 * r, 100 + r};
+      weft_rt_bucket_put_f32(ctx, 1, 0, 0, 5, 0, a, 1, 2);
+      weft_rt_bucket_put_f32(ctx, 1, 0, 0, 5, 2, b, 1, 3);
+      weft_rt_bucket_start(ctx, 1, 0, 0, 5);
+      // Reduce-scatter bucket 1: a [2, 4] member split along dim 1 (outer
+      // 2, inner 2) and a [4] member along dim 0; region 4 + 2 = 6.
+      float full[8], vec[4];
+      for (int i = 0; i < 8; ++i)
+        full[i] = float(i) * (r + 1);
+      for (int i = 0; i < 4; ++i)
+        vec[i] = float(i + step) * (r + 1);
+      weft_rt_bucket_put_f32(ctx, 1, 1, 1, 6, 0, full, 2, 2);
+      weft_rt_bucket_put_f32(ctx, 1, 1, 1, 6, 4, vec, 1, 2);
+      weft_rt_bucket_start(ctx, 1, 1, 1, 6);
+      // All-gather bucket 2: a [2, 3] block along dim 1.
+      float block[6];
+      for (int i = 0; i < 6; ++i)
+        block[i] = 10 * r + float(i);
+      weft_rt_bucket_put_f32(ctx, 1, 2, 2, 6, 0, block, 2, 3);
+      weft_rt_bucket_start(ctx, 1, 2, 2, 6);
+      float one[1] = {r + 1}, sum[1] = {};
+      weft_rt_all_reduce_f32(ctx, 1, one, sum, 1);
+      if (sum[0] != 3)
+        return 3;
+
+      float out[12] = {};
+      weft_rt_bucket_get_f32(ctx, 1, 2, 0, out, 2, 3);
+      float gathered[12] = {0, 1, 2, 10, 11, 12, 3, 4, 5, 13, 14, 15};
+      for (int i = 0; i < 12; ++i)
+        if (out[i] != gathered[i])
+          return 4;
+      weft_rt_bucket_get_f32(ctx, 1, 0, 2, out, 1, 3);
+      if (out[0] != 1 || out[1] != 10 || out[2] != 201)
+        return 5;
+      weft_rt_bucket_get_f32(ctx, 1, 0, 0, out, 1, 2);
+      if (out[0] != 3 || out[1] != 5)
+        return 6;
+      weft_rt_bucket_get_f32(ctx, 1, 1, 0, out, 2, 2);
+      for (int o = 0; o < 2; ++o)
+        for (int i = 0; i < 2; ++i)
+          if (out[o * 2 + i] != 3 * float(o * 4 + rank * 2 + i))
+            return 7;
+      weft_rt_bucket_get_f32(ctx, 1, 1, 4, out, 1, 2);
+      for (int i = 0; i < 2; ++i)
+        if (out[i] != 3 * float(rank * 2 + i + step))
+          return 8;
+    }
+    return 0;
+  }, errs);
+  for (int r = 0; r < 2; ++r)
+    EXPECT_EQ(codes[r], 0) << "rank " << r << ": " << readFile(errs[r]);
+}
+
 TEST(MeshCollectivesTest, TwoAxes) {
   // dp=2 x tp=1: each rank's tp group is itself, its dp group both ranks.
   int port = freePort();

@@ -94,6 +94,8 @@ struct DriverOptions {
   std::string mesh;
   /// ZeRO stage over dp.
   int64_t zero = 0;
+  /// Most MiB one bucket of gradient reductions carries; 0: no buckets.
+  double bucketMB = 25.0;
 
   /// Tensor table, counts, planned memory and compile time on stderr.
   bool summary = false;

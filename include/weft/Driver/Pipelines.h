@@ -126,6 +126,12 @@ struct ParallelPipelineOptions
       llvm::cl::desc("ZeRO stage over dp: 0 none, 1 optimizer state, 2 and "
                      "gradients, 3 and parameters"),
       llvm::cl::init(0)};
+  Option<double> bucketMB{
+      *this, "bucket-mb",
+      llvm::cl::desc("Most MiB one bucket of gradient reductions carries "
+                     "(0: no buckets, each collective waits where it "
+                     "stands)"),
+      llvm::cl::init(25.0)};
 };
 
 /// Global training step -> the per-rank step of a mesh (weftc --mesh).

@@ -120,6 +120,34 @@ private:
   std::thread thread;
 };
 
+/// One mesh-axis group as generated code reaches it (WeftAxisComm::comm
+/// points to one): its communicator, the thread every collective of the
+/// group runs on (so that two never use the communicator at once, and all
+/// ranks run them in program order), and the buckets of reductions a step
+/// sends while it computes (--weft-bucket-collectives).
+struct AxisGroup {
+  struct Bucket {
+    /// The members' inputs side by side; for a reduce-scatter one region
+    /// per rank, each holding that rank's block of every member.
+    std::vector<float> data;
+    /// A reduce-scatter's result (this rank's region of the sum) or an
+    /// all-gather's (every rank's region, in rank order).
+    std::vector<float> result;
+    /// 0 all-reduce, 1 reduce-scatter, 2 all-gather.
+    int64_t kind = 0;
+    bool inFlight = false;
+    CommThread::Ticket ticket = 0;
+  };
+
+  explicit AxisGroup(std::unique_ptr<Communicator> c)
+      : comm(std::move(c)), thread(std::make_unique<CommThread>(*comm)) {}
+
+  std::unique_ptr<Communicator> comm;
+  /// Declared after `comm`: it stops (finishing what was issued) first.
+  std::unique_ptr<CommThread> thread;
+  std::vector<Bucket> buckets;
+};
+
 } // namespace rt
 } // namespace weft
 

@@ -45,8 +45,9 @@ struct LaunchInfo {
   /// its own store on MASTER_PORT.
   std::string masterAddr = "127.0.0.1";
   int masterPort = 29500;
-  /// WEFT_HEARTBEAT_FILE: a file weftrun watches; the loop touches it after
-  /// every step, and a rank that stops touching it counts as hung.
+  /// WEFT_HEARTBEAT_FILE: a file weftrun watches; the loop writes its
+  /// progress into it as each step starts and ends, and a rank that stops
+  /// writing counts as hung.
   std::string heartbeatFile;
 };
 
@@ -108,9 +109,13 @@ public:
 
   const WeftRuntimeContext *get() const { return &context; }
   const LaunchInfo &launch() const { return info; }
-  /// Tells the launcher this rank is alive (touches the heartbeat file, if
-  /// any; a failure to touch it is not the run's problem and is ignored).
-  void beat() const;
+  /// Tells the launcher this rank is alive and how far it got: writes
+  /// `progress` (2 s + 1 once step s has its batch, 2 (s + 1) when it is
+  /// done) into the heartbeat file, if any, which updates its time. When
+  /// several ranks go quiet, the launcher names the one least far along:
+  /// the others are waiting for it in a collective. A failure to write is
+  /// not the run's problem and is ignored.
+  void beat(int64_t progress) const;
 
   /// For a step compiled for `mesh` (lib/Runtime/MeshCollectives.cpp): the
   /// launch must have the mesh's number of ranks (an error names both and
@@ -130,7 +135,7 @@ private:
   std::unique_ptr<StoreServer> storeServer;
   std::unique_ptr<StoreClient> store;
   std::vector<std::string> axisNames;
-  std::vector<std::unique_ptr<Communicator>> axisComms;
+  std::vector<std::unique_ptr<AxisGroup>> axisGroups;
   std::vector<WeftAxisComm> axes;
 };
 

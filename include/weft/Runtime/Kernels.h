@@ -55,6 +55,26 @@ void weft_rt_reduce_scatter_f32(const WeftRuntimeContext *ctx,
    which block weft.shard_slice keeps. */
 int64_t weft_rt_axis_index(const WeftRuntimeContext *ctx, int64_t axisMask);
 
+/* A bucket of collectives over the group of `axisMask` (weft.bucket, see
+   --weft-bucket-collectives): its members' inputs are put into one flat
+   buffer, one collective runs on it on the group's communication thread
+   while the step goes on, and get waits for it and copies a member's
+   result out. Each member has a rank block [outer][inner] (the result of
+   a reduce-scatter, the input of an all-gather, the whole tensor of an
+   all-reduce) at `offset` in a `region` of the buffer. `kind` 0:
+   all-reduce. 1: reduce-scatter; the buffer holds one region per rank,
+   and the input is [outer][ranks][inner]. 2: all-gather; the result holds
+   one region per rank, and get writes [outer][ranks][inner]. */
+void weft_rt_bucket_put_f32(const WeftRuntimeContext *ctx, int64_t axisMask,
+                            int64_t bucket, int64_t kind, int64_t region,
+                            int64_t offset, const float *in, int64_t outer,
+                            int64_t inner);
+void weft_rt_bucket_start(const WeftRuntimeContext *ctx, int64_t axisMask,
+                          int64_t bucket, int64_t kind, int64_t region);
+void weft_rt_bucket_get_f32(const WeftRuntimeContext *ctx, int64_t axisMask,
+                            int64_t bucket, int64_t offset, float *out,
+                            int64_t outer, int64_t inner);
+
 #ifdef __cplusplus
 }
 #endif

@@ -1,6 +1,6 @@
 // RUN: weft-opt %s -split-input-file --weft-apply-mesh="mesh=dp=2" --weft-propagate-shardings | FileCheck %s --check-prefix=PROP
-// RUN: weft-opt %s -split-input-file --pass-pipeline='builtin.module(weft-parallel-pipeline{mesh=dp=2})' | FileCheck %s --check-prefix=DP
-// RUN: weft-opt %s -split-input-file --pass-pipeline='builtin.module(weft-parallel-pipeline{mesh=dp=2 zero=1})' | FileCheck %s --check-prefix=ZERO1
+// RUN: weft-opt %s -split-input-file --pass-pipeline='builtin.module(weft-parallel-pipeline{mesh=dp=2 bucket-mb=0})' | FileCheck %s --check-prefix=DP
+// RUN: weft-opt %s -split-input-file --pass-pipeline='builtin.module(weft-parallel-pipeline{mesh=dp=2 zero=1 bucket-mb=0})' | FileCheck %s --check-prefix=ZERO1
 
 // A linear layer's step: the batch split makes the weight gradient a
 // pending sum over dp (its contraction runs over the batch) and the mean

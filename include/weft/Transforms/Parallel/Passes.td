@@ -119,4 +119,37 @@ def PartitionPass : Pass<"weft-partition", "mlir::ModuleOp"> {
   ];
 }
 
+def BucketCollectivesPass : Pass<"weft-bucket-collectives",
+                                 "mlir::ModuleOp"> {
+  let summary = "Group gradient reductions into buckets that run "
+                "while the backward pass goes on";
+  let description = [{
+    Marks the per-rank step's reductions (`weft.all_reduce`,
+    `weft.reduce_scatter`) with `weft.bucket = N`. A bucket is a run of
+    reductions of one kind over the same axes, in program order, holding
+    at most `bucket-mb` MiB (a bigger one travels alone), whose results
+    nothing uses before its last member. --weft-lower-collectives turns a
+    bucket into one collective over a flat buffer: each member is copied
+    in where it is computed, the collective starts on the runtime's
+    communication thread after the last member, and the step waits for it
+    only where a result is first used. Reductions are placed right after
+    the gradients they reduce, and the optimizer that reads them comes
+    after the whole backward pass, so the communication of a bucket
+    overlaps the backward computation of the next ones.
+
+    ```mlir
+    // --weft-bucket-collectives="bucket-mb=25"
+    %gb = weft.all_reduce %0 {axes = ["dp"], weft.bucket = 0 : i64} : tensor<10xf32>
+    %gw = weft.all_reduce %1 {axes = ["dp"], weft.bucket = 0 : i64} : tensor<10x16xf32>
+    ```
+
+    `bucket-mb=0` leaves every collective unbucketed: each runs where it
+    stands and the step waits for it there.
+  }];
+  let options = [
+    Option<"bucketMB", "bucket-mb", "double", /*default=*/"25.0",
+           "Most MiB of data one bucket carries; 0 turns bucketing off">
+  ];
+}
+
 #endif // WEFT_TRANSFORMS_PARALLEL_PASSES_TD

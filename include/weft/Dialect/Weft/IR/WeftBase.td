@@ -90,6 +90,10 @@ def Weft_Dialect : Dialect {
     /// sharding (#weft.sharding) of each entry argument and result.
     static constexpr ::llvm::StringLiteral kMeshAttrName = "weft.mesh";
     static constexpr ::llvm::StringLiteral kShardingAttrName = "weft.sharding";
+    /// On a weft.all_reduce or weft.reduce_scatter: the bucket it travels
+    /// in (--weft-bucket-collectives). A bucket's collectives run as one,
+    /// on the runtime's communication thread, while the step goes on.
+    static constexpr ::llvm::StringLiteral kBucketAttrName = "weft.bucket";
   }];
 }
 
