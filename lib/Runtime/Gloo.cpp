@@ -20,6 +20,8 @@
 #include <gloo/rendezvous/prefix_store.h>
 #include <gloo/rendezvous/store.h>
 #include <gloo/transport/tcp/device.h>
+#include <gloo/transport/unbound_buffer.h>
+#include <gloo/types.h>
 
 #include <cstring>
 #include <stdexcept>
@@ -30,9 +32,9 @@ using namespace weft::rt;
 Communicator::~Communicator() = default;
 
 /// An all-reduce of the whole buffer, then this rank's slice: the same
-/// numbers as a ring reduce-scatter at twice its traffic. The partitioned
-/// step's bandwidth-bound reduce-scatter gets a ring of its own when ZeRO
-/// lands on it.
+/// numbers as a ring reduce-scatter at twice its traffic. For
+/// communicators without a reduce-scatter of their own (the hierarchical
+/// one, whose all-reduce already keeps the slow link to one crossing).
 Status Communicator::reduceScatterSum(const float *in, size_t count,
                                       float *out) {
   std::vector<float> sum(in, in + count * size_t(size()));
@@ -107,6 +109,43 @@ public:
     });
   }
 
+  /// A ring: in n - 1 steps each rank passes a partial sum of one block to
+  /// its right neighbour and adds the block coming from its left, so each
+  /// rank sends (n - 1) / n of the buffer, half what an all-reduce sends.
+  /// The partial sums travel the same ring whatever the data, so the result
+  /// is the same on every run.
+  Status reduceScatterSum(const float *in, size_t count, float *out) override {
+    size_t n = size_t(size()), r = size_t(rank());
+    if (n == 1) {
+      std::memcpy(out, in, count * sizeof(float));
+      return Status::success();
+    }
+    return guard("reduce-scatter", [&] {
+      std::vector<float> sums(in, in + n * count), incoming(count);
+      size_t bytes = count * sizeof(float);
+      auto sumsBuf = context->createUnboundBuffer(sums.data(), n * bytes);
+      auto inBuf = context->createUnboundBuffer(incoming.data(), bytes);
+      gloo::Slot slot = gloo::Slot::build(kReduceScatterSlotPrefix, nextTag());
+      int right = int((r + 1) % n), left = int((r + n - 1) % n);
+      for (size_t step = 0; step + 1 < n; ++step) {
+        // Rank r holds a sum of step + 1 ranks' terms for block
+        // r - step - 1 and sends it on; the block from the left is
+        // r - step - 2, and after n - 1 steps that is r itself.
+        size_t sendBlock = (r + 2 * n - step - 1) % n;
+        size_t recvBlock = (r + 2 * n - step - 2) % n;
+        uint64_t stepSlot = slot + uint8_t(step % 256);
+        sumsBuf->send(right, stepSlot, sendBlock * bytes, bytes);
+        inBuf->recv(left, stepSlot, 0, bytes);
+        if (!inBuf->waitRecv(timeout) || !sumsBuf->waitSend(timeout))
+          throw std::runtime_error("a peer went away mid-ring");
+        float *block = sums.data() + recvBlock * count;
+        for (size_t i = 0; i < count; ++i)
+          block[i] += incoming[i];
+      }
+      std::memcpy(out, sums.data() + r * count, bytes);
+    });
+  }
+
   Status broadcast(float *data, size_t count, int root) override {
     if (root < 0 || root >= size())
       return Status::error("broadcast: root " + std::to_string(root) +
@@ -143,6 +182,10 @@ private:
     }
   }
   uint32_t nextTag() { return tag++; }
+
+  /// Not one of gloo's own prefixes (types.h), so the ring's messages
+  /// never meet theirs.
+  static constexpr uint8_t kReduceScatterSlotPrefix = 0x51;
 
   std::shared_ptr<gloo::Context> context;
   std::chrono::milliseconds timeout;

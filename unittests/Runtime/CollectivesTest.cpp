@@ -148,13 +148,15 @@ TEST(CollectivesTest, GlooMatchesTheArithmetic) {
     for (int r = 0; r < size; ++r)
       if (all[2 * r] != float(r) || all[2 * r + 1] != float(r))
         return 7;
-    // Reduce-scatter: every rank holds 0..5; rank r gets slice r of 3x.
+    // Reduce-scatter: rank q holds 0..5 times q + 1; rank r gets slice r
+    // of the sum, 6x (each rank's term differs, so a ring that adds the
+    // wrong rank's block is caught).
     std::vector<float> in(2 * size), out(2);
     for (size_t i = 0; i < in.size(); ++i)
-      in[i] = float(i);
+      in[i] = float(i) * float(rank + 1);
     if (!comm->reduceScatterSum(in.data(), 2, out.data()).ok())
       return 8;
-    if (out[0] != float(3 * 2 * rank) || out[1] != float(3 * (2 * rank + 1)))
+    if (out[0] != float(6 * 2 * rank) || out[1] != float(6 * (2 * rank + 1)))
       return 9;
     // Broadcast from rank 2.
     float b[3] = {float(rank), 0, 0};
