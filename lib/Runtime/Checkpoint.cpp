@@ -1169,6 +1169,10 @@ Status weft::rt::writeCheckpoint(const std::string &dir,
                                  image.pieces);
       !s.ok())
     return s;
+  // The part's directory entry is durable before the description says the
+  // part is complete.
+  if (Status s = fsyncDir(tmp); !s.ok())
+    return s;
   // The description goes last: its presence tells rank 0 the part is
   // complete and durable.
   json desc = {{"step", meta.step},     {"rank", rank},
@@ -1179,11 +1183,15 @@ Status weft::rt::writeCheckpoint(const std::string &dir,
                                  {{descText.data(), descText.size()}});
       !s.ok())
     return s;
-  if (Status s = fsyncDir(tmp); !s.ok())
-    return s;
   path = join(dir, name);
-  if (rank != 0)
+  if (rank != 0) {
+    // Once the description exists rank 0 may commit, renaming `tmp`; its
+    // own syncs of the folder then cover this entry too, so a folder gone
+    // here is no error.
+    if (Status s = fsyncDir(tmp); !s.ok() && exists(tmp))
+      return s;
     return Status::success();
+  }
 
   // Rank 0 waits for the others' parts through the file system, so
   // checkpointing needs no communicator (and works when one is broken).
