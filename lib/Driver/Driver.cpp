@@ -151,7 +151,9 @@ private:
   std::string weightsSource(StringAttr attr) const;
   LogicalResult writeWeightsFile(ModuleOp module,
                                  const std::vector<std::string> &names,
-                                 const std::string &path);
+                                 const std::string &path,
+                                 uint64_t *headerChecksum = nullptr,
+                                 uint64_t *fileSize = nullptr);
   LogicalResult writeWeightsOut(ModuleOp module);
   void printTensorTable();
   void printSummary(ModuleOp module);
@@ -293,9 +295,15 @@ std::string Driver::weightsSource(StringAttr attr) const {
 }
 
 /// Writes the initial values of `names` to a safetensors file at `path`.
+/// With `headerChecksum`, for a file kept beside an executable: the header
+/// also records a checksum per chunk of the data (rt::kWeightsChunkBytes),
+/// and `headerChecksum` covers the length and the header, so a rank checks
+/// the whole chain while reading only the chunks its slices lie in.
 LogicalResult Driver::writeWeightsFile(ModuleOp module,
                                        const std::vector<std::string> &names,
-                                       const std::string &path) {
+                                       const std::string &path,
+                                       uint64_t *headerChecksum,
+                                       uint64_t *fileSize) {
   auto attr =
       module->getAttrOfType<StringAttr>(WeftDialect::kWeightsAttrName);
   if (!attr)
@@ -311,6 +319,55 @@ LogicalResult Driver::writeWeightsFile(ModuleOp module,
       file.tensors.emplace_back(names[i], std::move(arrays[i]));
   }
   file.metadata.emplace_back("format", "weft-weights");
+  if (headerChecksum) {
+    std::vector<rt::TensorView> views;
+    for (const auto &[name, array] : file.tensors)
+      views.push_back({name, array.dtype, array.shape, array.data.data(),
+                       array.data.size()});
+    rt::SafeTensorsImage image;
+    if (rt::Status s = rt::encodeSafeTensors(file.metadata, views, image);
+        !s.ok())
+      return module.emitError(path + ": " + s.message);
+    // The data section does not depend on the header: hash it in chunks
+    // now, then record the hashes in the header.
+    std::string hashes;
+    uint64_t hash = 0, filled = 0;
+    auto flush = [&] {
+      char hex[17];
+      std::snprintf(hex, sizeof(hex), "%016llx", (unsigned long long)hash);
+      hashes += hex;
+      filled = 0;
+    };
+    for (size_t p = 2; p < image.pieces.size(); ++p) {
+      auto *bytes = static_cast<const uint8_t *>(image.pieces[p].first);
+      size_t left = image.pieces[p].second;
+      while (left) {
+        if (filled == 0)
+          hash = rt::fnv1a64(nullptr, 0);
+        size_t n = std::min<uint64_t>(left, rt::kWeightsChunkBytes - filled);
+        hash = rt::fnv1a64(bytes, n, hash);
+        bytes += n;
+        left -= n;
+        filled += n;
+        if (filled == rt::kWeightsChunkBytes)
+          flush();
+      }
+    }
+    if (filled)
+      flush();
+    file.metadata.emplace_back(rt::kWeightsChunkBytesKey,
+                               std::to_string(rt::kWeightsChunkBytes));
+    file.metadata.emplace_back(rt::kWeightsChunkHashesKey, hashes);
+    if (rt::Status s = rt::encodeSafeTensors(file.metadata, views, image);
+        !s.ok())
+      return module.emitError(path + ": " + s.message);
+    *headerChecksum =
+        rt::fnv1a64(image.header.data(), image.header.size(),
+                    rt::fnv1a64(image.length, sizeof(image.length)));
+    *fileSize = 0;
+    for (const auto &piece : image.pieces)
+      *fileSize += piece.second;
+  }
   if (rt::Status s = rt::writeSafeTensors(path, file); !s.ok())
     return module.emitError(s.message);
   return success();
@@ -431,7 +488,7 @@ LogicalResult Driver::emitNative(ModuleOp module, const ModelAbi &abi,
         tensorBytes += arg.bytes();
     // Large weights stay beside the executable: a 500 MB binary is slow to
     // link, copy and start, and every rank would map all of it. They are
-    // written there directly and read back once, for the checksum.
+    // written there directly, with checksums per chunk.
     bool beside = emit == Stage::Exe && !names.empty() &&
                   tensorBytes > options.embedWeightsLimit;
     if (beside) {
@@ -441,18 +498,13 @@ LogicalResult Driver::emitNative(ModuleOp module, const ModelAbi &abi,
     }
     if (!names.empty()) {
       weightsPath = beside ? weightsBeside : temps.file("weights.safetensors");
-      if (failed(writeWeightsFile(module, names, weightsPath)))
+      if (failed(writeWeightsFile(module, names, weightsPath,
+                                  beside ? &weightsChecksum : nullptr,
+                                  beside ? &weightsSize : nullptr)))
         return failure();
-      if (beside) {
-        auto buffer = llvm::MemoryBuffer::getFile(
-            weightsPath, /*IsText=*/false, /*RequiresNullTerminator=*/false);
-        if (!buffer)
-          return fail("cannot read back " + weightsPath + ": " +
-                      buffer.getError().message());
-        weightsSize = (*buffer)->getBufferSize();
-        weightsChecksum = rt::fnv1a64((*buffer)->getBufferStart(), weightsSize);
-      } else if (std::error_code ec =
-                     llvm::sys::fs::file_size(weightsPath, weightsSize)) {
+      if (std::error_code ec =
+              beside ? std::error_code()
+                     : llvm::sys::fs::file_size(weightsPath, weightsSize)) {
         return fail("cannot read back " + weightsPath + ": " + ec.message());
       }
     }

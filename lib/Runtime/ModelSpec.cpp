@@ -13,6 +13,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "weft/Runtime/ModelSpec.h"
+#include "weft/Formats/SafeTensors.h"
 #include "weft/Runtime/Checkpoint.h"
 
 #include <nlohmann/json.hpp>
@@ -490,14 +491,96 @@ struct MappedWeights {
       return Status::error(path + ": cannot map: " + std::strerror(errno));
     data = static_cast<const uint8_t *>(p);
     size = uint64_t(st.st_size);
-    if (fnv1a64(data, size_t(size)) != model.weightsFileChecksum)
-      return Status::error(path + ": checksum differs from the one the "
-                                  "executable was compiled with; it is not "
-                                  "this executable's weights file (damaged, "
-                                  "or from another build)");
+    // Only the header here: the data is checked chunk by chunk as slices
+    // are read, so a rank pages in its own slices and no more.
+    uint64_t headerLen = 0;
+    for (int i = 0; i < 8 && size >= 8; ++i)
+      headerLen |= uint64_t(data[i]) << (8 * i);
+    if (size < 8 || headerLen > size - 8 ||
+        fnv1a64(data, size_t(8 + headerLen)) != model.weightsFileChecksum)
+      return Status::error(path + ": header checksum differs from the one "
+                                  "the executable was compiled with; it is "
+                                  "not this executable's weights file "
+                                  "(damaged, or from another build)");
     return Status::success();
   }
 };
+
+/// Checks the chunks of a weights file's data section that a read touches,
+/// each once, against the hashes its header records.
+class ChunkChecker {
+public:
+  Status init(const json &header, const uint8_t *data, uint64_t dataLen,
+              const std::string &path) {
+    this->data = data;
+    this->dataLen = dataLen;
+    this->path = path;
+    auto meta = header.find("__metadata__");
+    const json *bytes = nullptr, *hashes = nullptr;
+    if (meta != header.end() && meta->is_object()) {
+      auto b = meta->find(kWeightsChunkBytesKey);
+      auto h = meta->find(kWeightsChunkHashesKey);
+      bytes = b != meta->end() && b->is_string() ? &*b : nullptr;
+      hashes = h != meta->end() && h->is_string() ? &*h : nullptr;
+    }
+    if (!bytes || !hashes)
+      return Status::error(path + ": no chunk checksums in its metadata; it "
+                                  "was not written by this weftc");
+    chunk = std::strtoull(bytes->get<std::string>().c_str(), nullptr, 10);
+    const std::string &text = hashes->get_ref<const std::string &>();
+    uint64_t count = chunk ? (dataLen + chunk - 1) / chunk : 0;
+    if (!chunk || text.size() != count * 16)
+      return Status::error(path + ": chunk checksums do not cover its " +
+                           std::to_string(dataLen) + "-byte data section");
+    for (uint64_t c = 0; c < count; ++c)
+      expected.push_back(
+          std::strtoull(text.substr(size_t(c) * 16, 16).c_str(), nullptr, 16));
+    checked.assign(size_t(count), false);
+    return Status::success();
+  }
+
+  /// Bytes [begin, end) of the data section are about to be read.
+  Status check(uint64_t begin, uint64_t end) {
+    if (!data || begin >= end)
+      return Status::success();
+    for (uint64_t c = begin / chunk; c * chunk < end; ++c) {
+      if (checked[size_t(c)])
+        continue;
+      uint64_t from = c * chunk, n = std::min(chunk, dataLen - from);
+      if (fnv1a64(data + from, size_t(n)) != expected[size_t(c)])
+        return Status::error(
+            path + ": bytes " + std::to_string(from) + " to " +
+            std::to_string(from + n) + " of its data differ from what weftc "
+            "wrote (checksum mismatch): the file is damaged; compile again");
+      checked[size_t(c)] = true;
+    }
+    return Status::success();
+  }
+
+private:
+  const uint8_t *data = nullptr;
+  uint64_t dataLen = 0, chunk = 0;
+  std::string path;
+  std::vector<uint64_t> expected;
+  std::vector<bool> checked;
+};
+
+/// The bytes from a box's first element to its last, within a row-major
+/// tensor of shape `global`: what copying the box reads.
+std::pair<uint64_t, uint64_t> boxSpan(const std::vector<int64_t> &global,
+                                      const std::vector<int64_t> &offsets,
+                                      const std::vector<int64_t> &shape,
+                                      size_t elementBytes) {
+  uint64_t first = 0, last = 0;
+  for (size_t d = 0; d < global.size(); ++d) {
+    first = first * uint64_t(global[d]) + uint64_t(offsets[d]);
+    last = last * uint64_t(global[d]) + uint64_t(offsets[d] + shape[d] - 1);
+  }
+  for (int64_t s : shape)
+    if (s == 0)
+      return {0, 0};
+  return {first * elementBytes, (last + 1) * elementBytes};
+}
 } // namespace
 
 Status weft::rt::loadInitialWeights(const WeftModel &model,
@@ -541,6 +624,11 @@ Status weft::rt::loadInitialWeights(const WeftModel &model,
   if (!header.is_object())
     return bad("header is not a JSON object");
   uint64_t dataStart = 8 + headerLen, dataLen = size - dataStart;
+  ChunkChecker chunks;
+  if (mapped.data)
+    if (Status s = chunks.init(header, image + dataStart, dataLen, name);
+        !s.ok())
+      return s;
 
   for (int i : wanted) {
     const TensorSpec &t = spec.args[i];
@@ -588,6 +676,10 @@ Status weft::rt::loadInitialWeights(const WeftModel &model,
                  off->dump() + " that do not hold its " +
                  std::to_string(globalBytes) + " bytes within the " +
                  std::to_string(dataLen) + "-byte data buffer");
+    auto [spanBegin, spanEnd] =
+        boxSpan(global, offsets, t.shape, dtypeSize(t.dtype));
+    if (Status s = chunks.check(begin + spanBegin, begin + spanEnd); !s.ok())
+      return s;
     if (global == t.shape)
       std::memcpy(argData[i], image + dataStart + begin, t.bytes);
     else

@@ -67,6 +67,14 @@ Status encodeSafeTensors(
     const std::vector<std::pair<std::string, std::string>> &metadata,
     const std::vector<TensorView> &tensors, SafeTensorsImage &image);
 
+/// A weights file kept beside an executable records a checksum of every
+/// chunk of its data section in its metadata (under these keys: the chunk
+/// size in bytes, and the FNV-1a hashes as 16 hex digits each, in order),
+/// so a rank that reads a slice checks only the chunks the slice touches.
+constexpr uint64_t kWeightsChunkBytes = uint64_t(4) << 20;
+constexpr const char *kWeightsChunkBytesKey = "weft.chunk_bytes";
+constexpr const char *kWeightsChunkHashesKey = "weft.chunk_fnv1a64";
+
 } // namespace rt
 } // namespace weft
 

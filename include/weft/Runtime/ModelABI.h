@@ -92,8 +92,11 @@ typedef struct WeftModel {
   const uint8_t *weights;
   uint64_t weightsSize;
   /* ...or, for large models (weights NULL), the name of a safetensors file
-     in the executable's folder, its size and its FNV-1a 64 checksum: the
-     runtime maps it and refuses a file that is not the one weftc wrote. */
+     in the executable's folder, its size and the FNV-1a 64 checksum of its
+     length and header; the header holds a checksum per data chunk
+     (weft.chunk_fnv1a64). The runtime maps the file, checks the header and
+     the chunks of the slices this rank reads, and refuses a file that is
+     not the one weftc wrote. */
   const char *weightsFile;
   uint64_t weightsFileSize;
   uint64_t weightsFileChecksum;
