@@ -5,9 +5,13 @@
 //===----------------------------------------------------------------------===//
 //
 // One interface for the collectives a partitioned step calls, whatever
-// library carries them: gloo over TCP on CPUs (here), NCCL on GPUs later.
-// A communicator spans the ranks of one mesh-axis group; the runtime
-// context hands one per axis to generated code (WeftAxisComm::comm).
+// library carries them: gloo over TCP on CPUs, NCCL on CUDA devices. A
+// communicator spans the ranks of one mesh-axis group; the runtime context
+// hands one per axis to generated code (WeftAxisComm::comm).
+//
+// The buffers a communicator takes are where its library works: host
+// pointers for gloo, device pointers (cudaMalloc, on the communicator's
+// device) for NCCL.
 //
 //===----------------------------------------------------------------------===//
 
@@ -75,6 +79,40 @@ Status createHierarchicalCommunicator(StoreClient &store,
                                       const std::string &hostname,
                                       std::chrono::milliseconds timeout,
                                       std::unique_ptr<Communicator> &out);
+
+/// A NCCL communicator for the `size` ranks that meet in `store` under
+/// `prefix`, this rank on CUDA device `device` (one device per rank: NCCL
+/// does not let two ranks of one communicator share a device). Rank 0
+/// makes the group's ncclUniqueId and publishes it in the store; the others
+/// wait up to `timeout` for it. Implemented in lib/Runtime/Nccl.cpp, in the
+/// WeftRuntimeNccl library (not WeftRuntime, so that CPU executables need
+/// no CUDA libraries).
+///
+/// Unlike gloo's, every pointer its collectives take is a device pointer on
+/// `device` (a host pointer is refused with an error). Each collective runs
+/// on a CUDA stream the communicator owns (cudaStreamNonBlocking: the GPU
+/// counterpart of CommThread, so a step's own stream computes on while it
+/// runs) and returns once the stream has finished it. The communicator is
+/// non-blocking: initialisation and every collective are polled, and one
+/// that fails or does not finish within `timeout` aborts the communicator
+/// (ncclCommAbort) and returns a Status naming the rank, the group size and
+/// what did not finish, rather than hanging. An aborted communicator
+/// refuses every later collective. Creating it leaves `device` current on
+/// the calling thread; a thread calling a collective need not have it
+/// current (a CommThread's does not): collectives set it.
+///
+/// Without NCCL in the build (no CUDA toolkit or NCCL at configure time)
+/// this only returns an error that says so.
+Status createNcclCommunicator(StoreClient &store, const std::string &prefix,
+                              int rank, int size, int device,
+                              std::chrono::milliseconds timeout,
+                              std::unique_ptr<Communicator> &out);
+
+/// True when this build has NCCL and the CUDA runtime sees a device
+/// (cudaGetDeviceCount). Calling it initialises the CUDA runtime in this
+/// process: a child forked afterwards cannot use CUDA, so a program that
+/// forks ranks asks in a rank, not before forking.
+bool ncclAvailable();
 
 /// Runs a communicator's collectives in order on a thread of its own, so
 /// that computation goes on while they run: a partitioned step reduces a

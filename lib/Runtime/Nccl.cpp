@@ -1,0 +1,408 @@
+//===- Nccl.cpp - Collectives over NCCL on CUDA devices -------------------===//
+//
+// Part of the Weft project.
+//
+//===----------------------------------------------------------------------===//
+//
+// The GPU counterpart of Gloo.cpp, built into its own library
+// (WeftRuntimeNccl) so that CPU training executables, which link
+// WeftRuntime only, never depend on libcudart or libnccl.
+//
+// Nothing here blocks without a bound: the communicator is non-blocking
+// (ncclConfig_t::blocking = 0), and initialisation and every collective are
+// polled (ncclCommGetAsyncError, cudaStreamQuery) until they finish, fail or
+// the timeout passes; then the communicator is aborted (ncclCommAbort) and
+// the Status names the rank, the group size and what did not finish. A
+// communicator that was aborted refuses every later collective.
+//
+// Without WEFT_HAVE_NCCL (no CUDA toolkit or no NCCL at configure time) the
+// same two functions exist and say so.
+//
+//===----------------------------------------------------------------------===//
+
+#include "weft/Runtime/Collectives.h"
+
+#ifdef WEFT_HAVE_NCCL
+
+#include <cuda_runtime.h>
+#include <nccl.h>
+
+#include <cstdio>
+#include <cstring>
+#include <thread>
+#include <vector>
+
+using namespace weft::rt;
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+std::string who(const std::string &prefix, int rank, int size) {
+  return "NCCL communicator " + quote(prefix) + ": rank " +
+         std::to_string(rank) + " of " + std::to_string(size);
+}
+
+std::string cudaText(cudaError_t e) {
+  return std::string(cudaGetErrorName(e)) + ": " + cudaGetErrorString(e);
+}
+
+std::string ncclText(ncclResult_t r, ncclComm_t comm) {
+  std::string text = ncclGetErrorString(r);
+  const char *last = ncclGetLastError(comm);
+  if (last && *last)
+    text += " (" + std::string(last) + ")";
+  return text;
+}
+
+std::string millis(std::chrono::milliseconds timeout) {
+  return std::to_string(timeout.count()) + " ms";
+}
+
+/// Sleeps a little longer each time, up to 1 ms: short collectives are
+/// seen at once, long ones cost little CPU.
+class Backoff {
+public:
+  void pause() {
+    if (spins < 64) {
+      ++spins;
+      std::this_thread::yield();
+      return;
+    }
+    std::this_thread::sleep_for(delay);
+    if (delay < std::chrono::microseconds(1000))
+      delay *= 2;
+  }
+
+private:
+  int spins = 0;
+  std::chrono::microseconds delay{10};
+};
+
+/// Checks `device` and makes it current for this thread.
+Status useDevice(int device, const std::string &where) {
+  int count = 0;
+  cudaError_t e = cudaGetDeviceCount(&count);
+  if (e != cudaSuccess)
+    return Status::error(where + ": no CUDA device is visible (" +
+                         cudaText(e) + ")");
+  if (device < 0 || device >= count)
+    return Status::error(where + ": CUDA device " + std::to_string(device) +
+                         " does not exist (" + std::to_string(count) +
+                         " visible" +
+                         (count ? ", 0 to " + std::to_string(count - 1) : "") +
+                         ")");
+  if ((e = cudaSetDevice(device)) != cudaSuccess)
+    return Status::error(where + ": cannot use CUDA device " +
+                         std::to_string(device) + " (" + cudaText(e) + ")");
+  return Status::success();
+}
+
+class NcclCommunicator : public Communicator {
+public:
+  NcclCommunicator(int rank, int size, std::string prefix, int device,
+                   std::chrono::milliseconds timeout, ncclComm_t comm,
+                   cudaStream_t stream, float *scratch)
+      : Communicator(rank, size), prefix(std::move(prefix)), device(device),
+        timeout(timeout), comm(comm), stream(stream), scratch(scratch) {}
+
+  ~NcclCommunicator() override {
+    cudaSetDevice(device);
+    if (!aborted) {
+      // Finalize flushes what is in flight; on a non-blocking communicator
+      // it returns at once and is polled like the rest.
+      ncclResult_t r = ncclCommFinalize(comm);
+      Clock::time_point deadline = Clock::now() + timeout;
+      Backoff backoff;
+      while (r == ncclInProgress && Clock::now() < deadline) {
+        backoff.pause();
+        if (ncclCommGetAsyncError(comm, &r) != ncclSuccess)
+          break;
+      }
+      if (r == ncclSuccess)
+        ncclCommDestroy(comm);
+      else
+        ncclCommAbort(comm);
+    }
+    cudaFree(scratch);
+    cudaStreamDestroy(stream);
+  }
+
+  Status allReduceSum(float *data, size_t count) override {
+    if (Status s = checkDevicePointer("all-reduce", data, count); !s.ok())
+      return s;
+    return run("all-reduce", [&] {
+      return ncclAllReduce(data, data, count, ncclFloat32, ncclSum, comm,
+                           stream);
+    });
+  }
+
+  Status allGather(const float *in, size_t count, float *out) override {
+    if (Status s = checkDevicePointer("all-gather", in, count); !s.ok())
+      return s;
+    if (Status s = checkDevicePointer("all-gather", out,
+                                      count * size_t(size()));
+        !s.ok())
+      return s;
+    return run("all-gather", [&] {
+      return ncclAllGather(in, out, count, ncclFloat32, comm, stream);
+    });
+  }
+
+  Status reduceScatterSum(const float *in, size_t count, float *out) override {
+    if (Status s = checkDevicePointer("reduce-scatter", in,
+                                      count * size_t(size()));
+        !s.ok())
+      return s;
+    if (Status s = checkDevicePointer("reduce-scatter", out, count); !s.ok())
+      return s;
+    return run("reduce-scatter", [&] {
+      return ncclReduceScatter(in, out, count, ncclFloat32, ncclSum, comm,
+                               stream);
+    });
+  }
+
+  Status broadcast(float *data, size_t count, int root) override {
+    if (root < 0 || root >= size())
+      return Status::error("broadcast: root " + std::to_string(root) +
+                           " is not a rank of a group of " +
+                           std::to_string(size()));
+    if (Status s = checkDevicePointer("broadcast", data, count); !s.ok())
+      return s;
+    return run("broadcast", [&] {
+      return ncclBroadcast(data, data, count, ncclFloat32, root, comm,
+                           stream);
+    });
+  }
+
+  /// An all-reduce of one float on the device: every rank has entered it
+  /// once it completes anywhere.
+  Status barrier() override {
+    return run("barrier", [&] {
+      return ncclAllReduce(scratch, scratch, 1, ncclFloat32, ncclSum, comm,
+                           stream);
+    });
+  }
+
+private:
+  std::string where(const char *what) const {
+    return std::string(what) + " on " + who(prefix, rank(), size());
+  }
+
+  /// NCCL does not check pointers by default (NCCL_CHECK_POINTERS), and a
+  /// host pointer would fault in the kernel and take the CUDA context
+  /// with it: refuse it here with a message instead.
+  Status checkDevicePointer(const char *what, const void *ptr,
+                            size_t count) {
+    if (count == 0)
+      return Status::success();
+    if (aborted)
+      return Status::success(); // run() reports it.
+    cudaPointerAttributes attributes;
+    cudaError_t e = cudaPointerGetAttributes(&attributes, ptr);
+    if (e != cudaSuccess) {
+      cudaGetLastError(); // Not sticky; clear it.
+      return Status::error(where(what) + ": cannot inspect buffer " +
+                           pointerText(ptr) + " (" + cudaText(e) + ")");
+    }
+    if (attributes.type != cudaMemoryTypeDevice &&
+        attributes.type != cudaMemoryTypeManaged)
+      return Status::error(where(what) + ": buffer " + pointerText(ptr) +
+                           " is host memory; NCCL collectives take device "
+                           "pointers (cudaMalloc)");
+    if (attributes.type == cudaMemoryTypeDevice && attributes.device != device)
+      return Status::error(where(what) + ": buffer " + pointerText(ptr) +
+                           " is on CUDA device " +
+                           std::to_string(attributes.device) +
+                           ", the communicator on device " +
+                           std::to_string(device));
+    return Status::success();
+  }
+
+  static std::string pointerText(const void *ptr) {
+    char text[32];
+    std::snprintf(text, sizeof text, "%p", ptr);
+    return text;
+  }
+
+  /// Enqueues a collective on the communicator's stream, then polls until
+  /// the stream has run it, NCCL reports an error, or the timeout passes.
+  template <typename Enqueue> Status run(const char *what, Enqueue &&enqueue) {
+    if (aborted)
+      return Status::error(where(what) + ": the communicator was aborted "
+                                         "after an earlier failure (" +
+                           abortReason + ")");
+    // The calling thread (a CommThread, say) may not have the device
+    // current: CUDA's current device is per thread.
+    if (cudaError_t e = cudaSetDevice(device); e != cudaSuccess)
+      return fail(what, "cannot use CUDA device " + std::to_string(device) +
+                            " (" + cudaText(e) + ")");
+    ncclResult_t r = enqueue();
+    if (r != ncclSuccess && r != ncclInProgress)
+      return fail(what, ncclText(r, comm));
+    Clock::time_point deadline = Clock::now() + timeout;
+    Backoff backoff;
+    for (;;) {
+      ncclResult_t async = ncclSuccess;
+      if (ncclResult_t q = ncclCommGetAsyncError(comm, &async);
+          q != ncclSuccess)
+        return fail(what, ncclText(q, comm));
+      if (async != ncclSuccess && async != ncclInProgress)
+        return fail(what, ncclText(async, comm));
+      if (async == ncclSuccess) {
+        cudaError_t e = cudaStreamQuery(stream);
+        if (e == cudaSuccess)
+          return Status::success();
+        if (e != cudaErrorNotReady)
+          return fail(what, "its CUDA stream failed (" + cudaText(e) + ")");
+      }
+      if (Clock::now() >= deadline)
+        return fail(what, "it did not complete within " + millis(timeout) +
+                              (async == ncclInProgress
+                                   ? " (NCCL was still enqueuing it)"
+                                   : " (its kernel is still running: a "
+                                     "rank that never joined it, or one "
+                                     "that called a different collective)"));
+      backoff.pause();
+    }
+  }
+
+  /// Aborts the communicator (which stops its kernels) and says why.
+  Status fail(const char *what, const std::string &reason) {
+    if (!aborted) {
+      ncclCommAbort(comm);
+      aborted = true;
+      abortReason = std::string(what) + ": " + reason;
+    }
+    return Status::error(where(what) + " failed: " + reason +
+                         "; the communicator is aborted");
+  }
+
+  std::string prefix;
+  int device;
+  std::chrono::milliseconds timeout;
+  ncclComm_t comm;
+  cudaStream_t stream;
+  /// The barrier's one float.
+  float *scratch;
+  bool aborted = false;
+  std::string abortReason;
+};
+
+} // namespace
+
+bool weft::rt::ncclAvailable() {
+  int count = 0;
+  return cudaGetDeviceCount(&count) == cudaSuccess && count > 0;
+}
+
+Status weft::rt::createNcclCommunicator(StoreClient &store,
+                                        const std::string &prefix, int rank,
+                                        int size, int device,
+                                        std::chrono::milliseconds timeout,
+                                        std::unique_ptr<Communicator> &out) {
+  if (size < 1 || rank < 0 || rank >= size)
+    return Status::error("NCCL communicator " + quote(prefix) + ": rank " +
+                         std::to_string(rank) + " is not in a group of " +
+                         std::to_string(size));
+  std::string name = who(prefix, rank, size);
+  if (Status s = useDevice(device, name); !s.ok())
+    return s;
+
+  // Rank 0 makes the group's id (the address of NCCL's bootstrap root) and
+  // the others read it from the store.
+  ncclUniqueId id;
+  std::string key = prefix + "/nccl-unique-id";
+  if (rank == 0) {
+    if (ncclResult_t r = ncclGetUniqueId(&id); r != ncclSuccess)
+      return Status::error(name + ": ncclGetUniqueId failed: " +
+                           ncclGetErrorString(r));
+    std::vector<char> bytes(reinterpret_cast<const char *>(&id),
+                            reinterpret_cast<const char *>(&id) + sizeof id);
+    if (Status s = store.set(key, bytes); !s.ok())
+      return Status::error(name + ": cannot publish the NCCL unique id: " +
+                           s.message);
+  } else {
+    std::vector<char> bytes;
+    if (Status s = store.get(key, timeout, bytes); !s.ok())
+      return Status::error(name + ": no NCCL unique id from rank 0 within " +
+                           millis(timeout) + ": " + s.message);
+    if (bytes.size() != sizeof id)
+      return Status::error(name + ": the NCCL unique id under " + quote(key) +
+                           " has " + std::to_string(bytes.size()) +
+                           " bytes, not " + std::to_string(sizeof id) +
+                           " (another NCCL version, or a key that is not "
+                           "NCCL's)");
+    std::memcpy(&id, bytes.data(), sizeof id);
+  }
+
+  ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+  config.blocking = 0;
+  ncclComm_t comm = nullptr;
+  ncclResult_t r = ncclCommInitRankConfig(&comm, size, id, rank, &config);
+  if (r != ncclSuccess && r != ncclInProgress) {
+    std::string reason = ncclText(r, comm);
+    if (comm)
+      ncclCommAbort(comm);
+    return Status::error(name + " on device " + std::to_string(device) +
+                         ": ncclCommInitRankConfig failed: " + reason);
+  }
+  Clock::time_point deadline = Clock::now() + timeout;
+  Backoff backoff;
+  while (r == ncclInProgress) {
+    if (Clock::now() >= deadline) {
+      ncclCommAbort(comm);
+      return Status::error(
+          name + " on device " + std::to_string(device) +
+          ": NCCL initialisation did not complete within " + millis(timeout) +
+          " (are all " + std::to_string(size) +
+          " ranks running, each on a CUDA device of its own?); aborted");
+    }
+    backoff.pause();
+    if (ncclResult_t q = ncclCommGetAsyncError(comm, &r); q != ncclSuccess)
+      r = q;
+  }
+  if (r != ncclSuccess) {
+    std::string reason = ncclText(r, comm);
+    ncclCommAbort(comm);
+    return Status::error(name + " on device " + std::to_string(device) +
+                         ": NCCL initialisation failed: " + reason);
+  }
+
+  cudaStream_t stream = nullptr;
+  if (cudaError_t e = cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking);
+      e != cudaSuccess) {
+    ncclCommAbort(comm);
+    return Status::error(name + ": cannot create a CUDA stream on device " +
+                         std::to_string(device) + " (" + cudaText(e) + ")");
+  }
+  float *scratch = nullptr;
+  if (cudaError_t e = cudaMalloc(&scratch, sizeof(float)); e != cudaSuccess) {
+    cudaStreamDestroy(stream);
+    ncclCommAbort(comm);
+    return Status::error(name + ": cannot allocate on device " +
+                         std::to_string(device) + " (" + cudaText(e) + ")");
+  }
+  out = std::make_unique<NcclCommunicator>(rank, size, prefix, device, timeout,
+                                           comm, stream, scratch);
+  return Status::success();
+}
+
+#else // !WEFT_HAVE_NCCL
+
+using namespace weft::rt;
+
+bool weft::rt::ncclAvailable() { return false; }
+
+Status weft::rt::createNcclCommunicator(StoreClient &, const std::string &prefix,
+                                        int rank, int size, int device,
+                                        std::chrono::milliseconds,
+                                        std::unique_ptr<Communicator> &) {
+  return Status::error(
+      "NCCL communicator " + quote(prefix) + ": rank " + std::to_string(rank) +
+      " of " + std::to_string(size) + " on device " + std::to_string(device) +
+      ": this build has no NCCL (configure with the CUDA toolkit at "
+      "/usr/local/cuda)");
+}
+
+#endif // WEFT_HAVE_NCCL

@@ -1,0 +1,443 @@
+//===- NcclTest.cpp - NCCL collectives on CUDA devices --------------------===//
+//
+// Part of the Weft project.
+//
+//===----------------------------------------------------------------------===//
+//
+// Ranks are real processes (fork), as in CollectivesTest.cpp. Everything
+// that touches CUDA runs in a child: a process that has initialised the
+// CUDA runtime cannot use it in children it forks afterwards, so the parent
+// (which hosts the store) never calls CUDA, not even ncclAvailable().
+//
+// Without a CUDA device (or in a build without NCCL) the tests that need
+// one skip with a message; the error for a device that does not exist is
+// checked everywhere.
+//
+//===----------------------------------------------------------------------===//
+
+#include "weft/Runtime/Collectives.h"
+#include "weft/Runtime/Rendezvous.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <fstream>
+#include <functional>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#ifdef WEFT_HAVE_NCCL
+#include <cuda_runtime.h>
+#endif
+
+using namespace weft::rt;
+using namespace std::chrono_literals;
+
+namespace {
+
+/// Runs `body(rank)` in `size` child processes, each with its stderr in
+/// `errs[rank]` and killed by SIGALRM after 120 s (a hang is a failure, not
+/// a stuck test run); returns their exit codes (128 for a signal).
+std::vector<int> runRanks(int size, const std::function<int(int)> &body,
+                          std::vector<std::string> &errs) {
+  std::vector<pid_t> pids;
+  std::vector<std::string> paths;
+  for (int r = 0; r < size; ++r) {
+    char path[] = "/tmp/weft-nccl-XXXXXX";
+    int fd = ::mkstemp(path);
+    paths.push_back(path);
+    pid_t pid = ::fork();
+    if (pid == 0) {
+      ::dup2(fd, 2);
+      ::alarm(120);
+      int code = 1;
+      try {
+        code = body(r);
+      } catch (...) {
+      }
+      std::fflush(stderr);
+      ::_exit(code);
+    }
+    ::close(fd);
+    pids.push_back(pid);
+  }
+  std::vector<int> codes;
+  for (pid_t pid : pids) {
+    int status = 0;
+    ::waitpid(pid, &status, 0);
+    codes.push_back(WIFEXITED(status) ? WEXITSTATUS(status) : 128);
+  }
+  errs.clear();
+  for (const std::string &path : paths) {
+    std::ifstream in(path);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    errs.push_back(ss.str());
+    ::unlink(path.c_str());
+  }
+  return codes;
+}
+
+std::string joined(const std::vector<std::string> &errs) {
+  std::string all;
+  for (size_t r = 0; r < errs.size(); ++r)
+    all += "rank " + std::to_string(r) + ": " + errs[r] + "\n";
+  return all;
+}
+
+/// How many CUDA devices NCCL collectives can use here: 0 without NCCL in
+/// the build or without a device. Asked in a child (see above).
+int usableDevices() {
+#ifdef WEFT_HAVE_NCCL
+  std::vector<std::string> errs;
+  std::vector<int> codes = runRanks(
+      1,
+      [](int) {
+        if (!ncclAvailable())
+          return 0;
+        int count = 0;
+        if (cudaGetDeviceCount(&count) != cudaSuccess)
+          return 0;
+        return std::min(count, 100);
+      },
+      errs);
+  return codes[0] <= 100 ? codes[0] : 0;
+#else
+  return 0;
+#endif
+}
+
+#define SKIP_WITHOUT_DEVICES(n)                                                \
+  do {                                                                         \
+    int devices = usableDevices();                                             \
+    if (devices == 0)                                                          \
+      GTEST_SKIP() << "no CUDA device / no NCCL: NCCL collectives not "        \
+                      "exercised";                                             \
+    if (devices < (n))                                                         \
+      GTEST_SKIP() << devices << " CUDA device(s), " << (n)                    \
+                   << " needed (one per rank): not exercised";                 \
+  } while (false)
+
+/// The parent's store and a port children connect to.
+struct Store {
+  std::unique_ptr<StoreServer> server;
+  int port = 0;
+  Store() {
+    if (StoreServer::start("127.0.0.1", 0, server).ok())
+      port = server->port();
+  }
+};
+
+/// A child's connection; null (with the error on stderr) when it fails.
+std::unique_ptr<StoreClient> connect(int port) {
+  std::unique_ptr<StoreClient> client;
+  if (Status s = StoreClient::connect("127.0.0.1", port, 10s, client);
+      !s.ok()) {
+    std::fprintf(stderr, "%s\n", s.message.c_str());
+    return nullptr;
+  }
+  return client;
+}
+
+/// Prints a failed Status and says whether it failed.
+[[maybe_unused]] bool failed(const Status &s, const char *what) {
+  if (s.ok())
+    return false;
+  std::fprintf(stderr, "%s: %s\n", what, s.message.c_str());
+  return true;
+}
+
+bool contains(const std::string &text, const std::string &part) {
+  return text.find(part) != std::string::npos;
+}
+
+TEST(NcclTest, BadArgumentsAreClearErrors) {
+  Store store;
+  ASSERT_GT(store.port, 0);
+  std::vector<std::string> errs;
+  std::vector<int> codes = runRanks(
+      1,
+      [&](int) {
+        auto client = connect(store.port);
+        if (!client)
+          return 2;
+        std::unique_ptr<Communicator> comm;
+        Status s = createNcclCommunicator(*client, "bad-device", 0, 1, 999, 2s,
+                                          comm);
+        if (s.ok() || comm)
+          return 3;
+        std::fprintf(stderr, "device: %s\n", s.message.c_str());
+        s = createNcclCommunicator(*client, "bad-rank", 2, 2, 0, 2s, comm);
+        if (s.ok() || comm)
+          return 4;
+        std::fprintf(stderr, "rank: %s\n", s.message.c_str());
+        return 0;
+      },
+      errs);
+  ASSERT_EQ(codes[0], 0) << joined(errs);
+  const std::string &err = errs[0];
+  EXPECT_TRUE(contains(err, "NCCL communicator 'bad-device': rank 0 of 1"))
+      << err;
+#ifdef WEFT_HAVE_NCCL
+  // "does not exist" where devices are visible, else why none are.
+  EXPECT_TRUE(contains(err, "CUDA device 999 does not exist") ||
+              contains(err, "no CUDA device is visible"))
+      << err;
+  EXPECT_TRUE(contains(err, "rank 2 is not in a group of 2")) << err;
+#else
+  EXPECT_TRUE(contains(err, "this build has no NCCL (configure with the CUDA "
+                            "toolkit at /usr/local/cuda)"))
+      << err;
+  EXPECT_FALSE(ncclAvailable());
+#endif
+  std::printf("[ message  ] %s", err.c_str());
+}
+
+#ifdef WEFT_HAVE_NCCL
+
+/// A float array on the current device.
+struct DeviceBuffer {
+  float *ptr = nullptr;
+  size_t count = 0;
+  explicit DeviceBuffer(size_t count) : count(count) {
+    if (cudaMalloc(&ptr, count * sizeof(float)) != cudaSuccess)
+      ptr = nullptr;
+  }
+  ~DeviceBuffer() { cudaFree(ptr); }
+  bool put(const std::vector<float> &values) {
+    return values.size() == count &&
+           cudaMemcpy(ptr, values.data(), count * sizeof(float),
+                      cudaMemcpyHostToDevice) == cudaSuccess;
+  }
+  std::vector<float> get() const {
+    std::vector<float> values(count, -12345.f);
+    if (cudaMemcpy(values.data(), ptr, count * sizeof(float),
+                   cudaMemcpyDeviceToHost) != cudaSuccess)
+      values.assign(count, -12345.f);
+    return values;
+  }
+};
+
+/// Compares, printing the first difference.
+bool same(const std::vector<float> &got, const std::vector<float> &want,
+          const char *what) {
+  for (size_t i = 0; i < want.size(); ++i)
+    if (i >= got.size() || got[i] != want[i]) {
+      std::fprintf(stderr, "%s: element %zu is %g, not %g\n", what, i,
+                   i < got.size() ? double(got[i]) : -1.0, double(want[i]));
+      return false;
+    }
+  return true;
+}
+
+std::vector<float> iota(size_t n, float start, float step = 1) {
+  std::vector<float> v(n);
+  for (size_t i = 0; i < n; ++i)
+    v[i] = start + step * float(i);
+  return v;
+}
+
+#endif // WEFT_HAVE_NCCL
+
+/// A communicator of one rank per device, as on a one-GPU machine: every
+/// collective over one rank must still give the right numbers.
+TEST(NcclTest, OneRankGroupsOnEachDevice) {
+  SKIP_WITHOUT_DEVICES(1);
+#ifdef WEFT_HAVE_NCCL
+  Store store;
+  ASSERT_GT(store.port, 0);
+  std::vector<std::string> errs;
+  std::vector<int> codes = runRanks(
+      1,
+      [&](int) {
+        if (!ncclAvailable())
+          return 2;
+        auto client = connect(store.port);
+        if (!client)
+          return 2;
+        int count = 0;
+        cudaGetDeviceCount(&count);
+        for (int device = 0; device < std::min(count, 8); ++device) {
+          std::unique_ptr<Communicator> comm;
+          if (failed(createNcclCommunicator(
+                         *client, "single" + std::to_string(device), 0, 1,
+                         device, 30s, comm),
+                     "create"))
+            return 3;
+          if (comm->rank() != 0 || comm->size() != 1)
+            return 4;
+          // The test's buffers on the communicator's device (it set it).
+          cudaSetDevice(device);
+          const size_t n = 1000;
+          DeviceBuffer a(n), b(n);
+          if (!a.ptr || !b.ptr)
+            return 5;
+          // All-reduce over one rank: the identity.
+          if (!a.put(iota(n, 1)) ||
+              failed(comm->allReduceSum(a.ptr, n), "all-reduce") ||
+              !same(a.get(), iota(n, 1), "all-reduce"))
+            return 6;
+          // All-gather and reduce-scatter over one rank: copies.
+          if (!a.put(iota(n, -3, 0.5f)) || !b.put(std::vector<float>(n, 0)) ||
+              failed(comm->allGather(a.ptr, n, b.ptr), "all-gather") ||
+              !same(b.get(), iota(n, -3, 0.5f), "all-gather"))
+            return 7;
+          if (!a.put(iota(n, 7, 2)) || !b.put(std::vector<float>(n, 0)) ||
+              failed(comm->reduceScatterSum(a.ptr, n, b.ptr),
+                     "reduce-scatter") ||
+              !same(b.get(), iota(n, 7, 2), "reduce-scatter"))
+            return 8;
+          // Broadcast from the only rank.
+          if (!a.put(iota(n, 42)) ||
+              failed(comm->broadcast(a.ptr, n, 0), "broadcast") ||
+              !same(a.get(), iota(n, 42), "broadcast"))
+            return 9;
+          if (failed(comm->barrier(), "barrier"))
+            return 10;
+          // Collectives from another thread (a new thread has device 0
+          // current, not this one) through CommThread.
+          {
+            CommThread thread(*comm);
+            if (!a.put(iota(n, 5)))
+              return 11;
+            CommThread::Ticket t = thread.allReduceSum(a.ptr, n);
+            if (failed(thread.wait(t), "CommThread all-reduce") ||
+                !same(a.get(), iota(n, 5), "CommThread all-reduce"))
+              return 11;
+          }
+          // Errors: a root outside the group; a host pointer.
+          Status s = comm->broadcast(a.ptr, n, 1);
+          if (s.ok() || !contains(s.message, "root 1"))
+            return 12;
+          std::vector<float> host(n, 1);
+          s = comm->allReduceSum(host.data(), n);
+          if (s.ok() || !contains(s.message, "device pointers"))
+            return 13;
+          std::fprintf(stderr, "host pointer: %s\n", s.message.c_str());
+          // Refusing the host pointer did not abort the communicator.
+          if (failed(comm->barrier(), "barrier after an error"))
+            return 14;
+        }
+        return 0;
+      },
+      errs);
+  EXPECT_EQ(codes[0], 0) << joined(errs);
+#endif
+}
+
+/// Two ranks on devices 0 and 1 with rank-dependent data.
+TEST(NcclTest, TwoRanksOnTwoDevices) {
+  SKIP_WITHOUT_DEVICES(2);
+#ifdef WEFT_HAVE_NCCL
+  Store store;
+  ASSERT_GT(store.port, 0);
+  std::vector<std::string> errs;
+  std::vector<int> codes = runRanks(
+      2,
+      [&](int rank) {
+        auto client = connect(store.port);
+        if (!client)
+          return 2;
+        std::unique_ptr<Communicator> comm;
+        if (failed(createNcclCommunicator(*client, "dp", rank, 2, rank, 30s,
+                                          comm),
+                   "create"))
+          return 3;
+        if (comm->rank() != rank || comm->size() != 2)
+          return 4;
+        cudaSetDevice(rank);
+        const size_t n = 4097; // Odd, and more than one NCCL chunk of work.
+        float r = float(rank);
+        DeviceBuffer a(2 * n), b(2 * n), c(n);
+        if (!a.ptr || !b.ptr || !c.ptr)
+          return 5;
+        // All-reduce: (r + 1) * (i + 1) summed over ranks 0 and 1.
+        DeviceBuffer x(n);
+        if (!x.put(iota(n, r + 1, r + 1)) ||
+            failed(comm->allReduceSum(x.ptr, n), "all-reduce") ||
+            !same(x.get(), iota(n, 3, 3), "all-reduce"))
+          return 6;
+        // All-gather: rank 0's 0.. then rank 1's 10000...
+        std::vector<float> gathered = iota(n, 0);
+        std::vector<float> second = iota(n, 10000);
+        gathered.insert(gathered.end(), second.begin(), second.end());
+        if (!c.put(iota(n, 10000 * r)) ||
+            failed(comm->allGather(c.ptr, n, b.ptr), "all-gather") ||
+            !same(b.get(), gathered, "all-gather"))
+          return 7;
+        // Reduce-scatter: in[j] = (r + 1) * j + 100 r over 2n; rank r keeps
+        // block r of the sum, 3 j + 100 for j in [r n, (r + 1) n).
+        if (!a.put(iota(2 * n, 100 * r, r + 1)) ||
+            failed(comm->reduceScatterSum(a.ptr, n, c.ptr),
+                   "reduce-scatter") ||
+            !same(c.get(), iota(n, 3 * r * float(n) + 100, 3),
+                  "reduce-scatter"))
+          return 8;
+        // Broadcast from rank 1.
+        if (!x.put(rank == 1 ? iota(n, 7) : std::vector<float>(n, -1)) ||
+            failed(comm->broadcast(x.ptr, n, 1), "broadcast") ||
+            !same(x.get(), iota(n, 7), "broadcast"))
+          return 9;
+        if (failed(comm->barrier(), "barrier"))
+          return 10;
+        // Through CommThread, as generated code issues them.
+        CommThread thread(*comm);
+        if (!x.put(iota(n, r)))
+          return 11;
+        CommThread::Ticket t1 = thread.allReduceSum(x.ptr, n);
+        CommThread::Ticket t2 = thread.allGather(c.ptr, n, b.ptr);
+        (void)t1;
+        if (failed(thread.wait(t2), "CommThread") ||
+            !same(x.get(), iota(n, 1, 2), "CommThread all-reduce"))
+          return 11;
+        return 0;
+      },
+      errs);
+  EXPECT_EQ(codes, (std::vector<int>{0, 0})) << joined(errs);
+#endif
+}
+
+/// A rank alone in a group of two: rank 0 times out in NCCL's
+/// initialisation, rank 1 waiting for rank 0's id; both with a message
+/// instead of a hang.
+TEST(NcclTest, AMissingRankTimesOut) {
+  SKIP_WITHOUT_DEVICES(1);
+#ifdef WEFT_HAVE_NCCL
+  for (int alone : {0, 1}) {
+    Store store;
+    ASSERT_GT(store.port, 0);
+    std::vector<std::string> errs;
+    std::vector<int> codes = runRanks(
+        1,
+        [&](int) {
+          auto client = connect(store.port);
+          if (!client)
+            return 2;
+          std::unique_ptr<Communicator> comm;
+          Status s = createNcclCommunicator(*client, "lonely", alone, 2, 0,
+                                            3s, comm);
+          if (s.ok())
+            return 3;
+          std::fprintf(stderr, "%s\n", s.message.c_str());
+          return 0;
+        },
+        errs);
+    ASSERT_EQ(codes[0], 0) << joined(errs);
+    EXPECT_TRUE(contains(errs[0], "rank " + std::to_string(alone) + " of 2"))
+        << errs[0];
+    if (alone == 0)
+      EXPECT_TRUE(contains(errs[0], "did not complete within 3000 ms"))
+          << errs[0];
+    else
+      EXPECT_TRUE(contains(errs[0], "no NCCL unique id from rank 0"))
+          << errs[0];
+  }
+#endif
+}
+
+} // namespace
