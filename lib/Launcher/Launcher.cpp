@@ -15,6 +15,8 @@
 #include "weft/Launcher/Launcher.h"
 
 #include <algorithm>
+#include <climits>
+#include <cstdint>
 #include <cerrno>
 #include <chrono>
 #include <csignal>
@@ -23,11 +25,13 @@
 #include <cstring>
 #include <deque>
 #include <sstream>
+#include <utility>
 
 #include <fcntl.h>
 #include <poll.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 extern char **environ;
@@ -111,6 +115,52 @@ std::string describeSignal(int sig) {
   return name ? std::string(name) : "signal " + std::to_string(sig);
 }
 
+/// The wall clock in ns (heartbeat files' times and error files'
+/// timestamps are on it).
+int64_t wallNanos() {
+  struct timespec now;
+  ::clock_gettime(CLOCK_REALTIME, &now);
+  return int64_t(now.tv_sec) * 1000000000 + now.tv_nsec;
+}
+
+/// A heartbeat file: when it was last written (ns; -1: never) and the
+/// progress the runtime wrote into it (-1: none, e.g. a bare touch).
+struct Heartbeat {
+  int64_t nanos = -1, progress = -1;
+};
+
+Heartbeat readHeartbeat(const std::string &path) {
+  Heartbeat hb;
+  struct stat st;
+  if (::stat(path.c_str(), &st) != 0)
+    return hb;
+  hb.nanos = int64_t(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
+  if (FILE *f = std::fopen(path.c_str(), "r")) {
+    long long v;
+    if (std::fscanf(f, "%lld", &v) == 1 && v >= 0)
+      hb.progress = v;
+    std::fclose(f);
+  }
+  return hb;
+}
+
+/// A rank's error file (WEFT_ERROR_FILE): "<unix ns> <exit code>", written
+/// by the runtime as it fails, before it closes its connections.
+bool readErrorFile(const std::string &path, int64_t &nanos, int &code) {
+  FILE *f = std::fopen(path.c_str(), "r");
+  if (!f)
+    return false;
+  long long t;
+  int c;
+  bool ok = std::fscanf(f, "%lld %d", &t, &c) == 2;
+  std::fclose(f);
+  if (ok) {
+    nanos = t;
+    code = c;
+  }
+  return ok;
+}
+
 /// One output stream of one rank, split into prefixed lines.
 struct Stream {
   int fd = -1;
@@ -125,7 +175,7 @@ struct Rank {
   int status = 0;
   Stream out, err;
   std::deque<std::string> last;
-  std::string heartbeatFile;
+  std::string heartbeatFile, errorFile;
 };
 
 /// How one attempt ended.
@@ -134,6 +184,10 @@ struct Outcome {
   /// For Failure: the rank and what happened to it.
   int rank = -1;
   std::string what;
+  /// For Failure: the first failure weftrun saw (its rank and what), when
+  /// `rank` is another: a peer that failed because `rank` had.
+  int seenRank = -1;
+  std::string seenWhat;
   std::deque<std::string> lastLines;
   /// For Signalled: the signal weftrun received.
   int signal = 0;
@@ -182,8 +236,9 @@ bool Job::spawn(Rank &rank, int restartCount) {
   std::vector<std::string> env;
   for (char **e = environ; *e; ++e)
     env.emplace_back(*e);
-  std::vector<std::string> extra = rankEnvironment(
-      options, rank.localRank, restartCount, rank.heartbeatFile);
+  std::vector<std::string> extra =
+      rankEnvironment(options, rank.localRank, restartCount,
+                      rank.heartbeatFile, rank.errorFile);
   // Ours replace inherited variables of the same name.
   for (const std::string &var : extra) {
     std::string name = var.substr(0, var.find('=') + 1);
@@ -330,6 +385,10 @@ Outcome Job::attempt(int restartCount, const std::string &runDir) {
     if (options.heartbeatTimeout > 0)
       rank.heartbeatFile =
           runDir + "/heartbeat." + std::to_string(rank.globalRank);
+    rank.errorFile = runDir + "/error." + std::to_string(rank.globalRank);
+    // The previous attempt's files say nothing about this one.
+    ::unlink(rank.heartbeatFile.c_str());
+    ::unlink(rank.errorFile.c_str());
   }
   Outcome outcome;
   for (Rank &rank : ranks) {
@@ -379,40 +438,83 @@ Outcome Job::attempt(int restartCount, const std::string &runDir) {
     }
 
     reap(false);
+    // Every rank found failed in this pass: one whose failure makes the
+    // others fail follows it closely, so pick the cause. A rank killed by a
+    // signal goes first (a peer left waiting exits with an error, never a
+    // signal); then exits, by rank; then hung ranks, the one least far
+    // along first (the others wait for it in a collective), then the one
+    // quiet longest.
+    int64_t now = wallNanos();
+    Rank *failed = nullptr;
+    std::string what;
+    int failedClass = 3;
+    Heartbeat failedBeat;
     for (Rank &rank : ranks) {
       if (rank.running) {
         if (options.heartbeatTimeout <= 0)
           continue;
         // The rank's last beat, or its start when it has not beaten yet.
         double quiet = since(started);
-        struct stat st;
-        if (::stat(rank.heartbeatFile.c_str(), &st) == 0) {
-          double age = double(::time(nullptr)) - double(st.st_mtime);
-          quiet = std::min(quiet, std::max(0.0, age));
-        }
+        Heartbeat hb = readHeartbeat(rank.heartbeatFile);
+        if (hb.nanos >= 0)
+          quiet = std::min(quiet, std::max(0.0, double(now - hb.nanos) / 1e9));
         if (quiet <= options.heartbeatTimeout)
           continue;
-        outcome.kind = Outcome::Failure;
-        outcome.rank = rank.globalRank;
-        std::ostringstream what;
-        what << "sent no heartbeat for " << options.heartbeatTimeout
+        auto key = [](const Heartbeat &b) {
+          return std::make_pair(b.progress < 0 ? INT64_MAX : b.progress,
+                                b.nanos);
+        };
+        if (failedClass < 2 || (failedClass == 2 && key(hb) >= key(failedBeat)))
+          continue;
+        failed = &rank;
+        failedClass = 2;
+        failedBeat = hb;
+        std::ostringstream text;
+        text << "sent no heartbeat for " << options.heartbeatTimeout
              << " s (hung?)";
-        outcome.what = what.str();
+        what = text.str();
       } else if (WIFEXITED(rank.status) && WEXITSTATUS(rank.status) == 0) {
         continue;
+      } else if (WIFSIGNALED(rank.status)) {
+        if (failedClass <= 0)
+          continue;
+        failed = &rank;
+        failedClass = 0;
+        what = "was killed by " + describeSignal(WTERMSIG(rank.status));
       } else {
-        outcome.kind = Outcome::Failure;
-        outcome.rank = rank.globalRank;
-        outcome.what =
-            WIFSIGNALED(rank.status)
-                ? "was killed by " + describeSignal(WTERMSIG(rank.status))
-                : "exited with code " +
-                      std::to_string(WEXITSTATUS(rank.status));
+        if (failedClass <= 1)
+          continue;
+        failed = &rank;
+        failedClass = 1;
+        what = "exited with code " + std::to_string(WEXITSTATUS(rank.status));
       }
-      break;
     }
-    if (outcome.kind == Outcome::Failure) {
+    if (failed) {
+      outcome.kind = Outcome::Failure;
+      outcome.rank = failed->globalRank;
+      outcome.what = what;
       stopAll(SIGTERM);
+      // A rank that failed on its own said when in its error file, before
+      // its peers could notice: the earliest such failure before this one
+      // was seen is the cause (this rank, say, exited because that one
+      // closed its connections). A rank killed by a signal writes nothing
+      // and is the cause itself.
+      if (failedClass != 0) {
+        int64_t first = now;
+        for (Rank &rank : ranks) {
+          int64_t nanos;
+          int code;
+          if (readErrorFile(rank.errorFile, nanos, code) && nanos < first) {
+            first = nanos;
+            outcome.rank = rank.globalRank;
+            outcome.what = "exited with code " + std::to_string(code);
+          }
+        }
+        if (outcome.rank != failed->globalRank) {
+          outcome.seenRank = failed->globalRank;
+          outcome.seenWhat = what;
+        }
+      }
       break;
     }
   }
@@ -453,7 +555,8 @@ std::string weft::launcher::checkOptions(const LaunchOptions &o) {
 std::vector<std::string>
 weft::launcher::rankEnvironment(const LaunchOptions &o, int localRank,
                                 int restartCount,
-                                const std::string &heartbeatFile) {
+                                const std::string &heartbeatFile,
+                                const std::string &errorFile) {
   int world = o.nnodes * o.nprocPerNode;
   int rank = o.nodeRank * o.nprocPerNode + localRank;
   std::vector<std::string> env = {
@@ -467,6 +570,8 @@ weft::launcher::rankEnvironment(const LaunchOptions &o, int localRank,
       "TORCHELASTIC_RESTART_COUNT=" + std::to_string(restartCount)};
   if (!heartbeatFile.empty())
     env.push_back("WEFT_HEARTBEAT_FILE=" + heartbeatFile);
+  if (!errorFile.empty())
+    env.push_back("WEFT_ERROR_FILE=" + errorFile);
   return env;
 }
 
@@ -476,16 +581,15 @@ int weft::launcher::runJob(const LaunchOptions &options, std::ostream &out,
     err << "weftrun: error: " << error << "\n";
     return 2;
   }
+  // Heartbeat and error files.
   char dirTemplate[] = "/tmp/weftrun-XXXXXX";
-  std::string runDir;
-  if (options.heartbeatTimeout > 0) {
-    if (!::mkdtemp(dirTemplate)) {
-      err << "weftrun: error: cannot create a folder for heartbeats: "
-          << std::strerror(errno) << "\n";
-      return 1;
-    }
-    runDir = dirTemplate;
+  if (!::mkdtemp(dirTemplate)) {
+    err << "weftrun: error: cannot create a folder for the ranks' heartbeat "
+           "and error files in /tmp: "
+        << std::strerror(errno) << "\n";
+    return 1;
   }
+  std::string runDir = dirTemplate;
   SignalForwarding signals;
   Job job(options, out, err, signals);
   int code = 1;
@@ -500,6 +604,9 @@ int weft::launcher::runJob(const LaunchOptions &options, std::ostream &out,
       break;
     }
     err << "weftrun: rank " << outcome.rank << " " << outcome.what;
+    if (outcome.seenRank >= 0)
+      err << " (first seen: rank " << outcome.seenRank << " "
+          << outcome.seenWhat << ")";
     if (restart < options.maxRestarts) {
       err << "; stopped the others, restarting all ranks (restart "
           << restart + 1 << " of " << options.maxRestarts << ")\n";
@@ -517,10 +624,9 @@ int weft::launcher::runJob(const LaunchOptions &options, std::ostream &out,
     code = 1;
     break;
   }
-  if (!runDir.empty()) {
-    for (int r = 0; r < options.nnodes * options.nprocPerNode; ++r)
-      ::unlink((runDir + "/heartbeat." + std::to_string(r)).c_str());
-    ::rmdir(runDir.c_str());
-  }
+  for (int r = 0; r < options.nnodes * options.nprocPerNode; ++r)
+    for (const char *file : {"/heartbeat.", "/error."})
+      ::unlink((runDir + file + std::to_string(r)).c_str());
+  ::rmdir(runDir.c_str());
   return code;
 }

@@ -253,13 +253,15 @@ RuntimeContext::RuntimeContext(const LaunchInfo &launch, int threads)
   context.parallelFor = &parallelForThunk;
 }
 
-void RuntimeContext::beat() const {
+void RuntimeContext::beat(int64_t progress) const {
   if (info.heartbeatFile.empty())
     return;
-  int fd = ::open(info.heartbeatFile.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC,
-                  0644);
+  int fd = ::open(info.heartbeatFile.c_str(),
+                  O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0)
     return;
-  ::futimens(fd, nullptr);
+  std::string text = std::to_string(progress) + "\n";
+  if (::write(fd, text.data(), text.size()) != ssize_t(text.size()))
+    ::futimens(fd, nullptr);
   ::close(fd);
 }

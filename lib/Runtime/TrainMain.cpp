@@ -37,19 +37,49 @@
 #include <sstream>
 
 #include <signal.h>
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
 
 using namespace weft::rt;
 
 namespace {
 
-/// How long ranks wait for each other, to meet and in every collective:
-/// long enough for rank 0 to write a large checkpoint while the others wait
-/// in the next step's first collective.
-constexpr std::chrono::milliseconds kCollectiveTimeout =
-    std::chrono::minutes(30);
+/// How long ranks wait for each other, to meet and in every collective,
+/// unless --collective-timeout says otherwise: long enough for rank 0 to
+/// write a large checkpoint while the others wait in the next step's first
+/// collective.
+constexpr double kDefaultCollectiveTimeoutS = 30 * 60;
 
 volatile std::sig_atomic_t gStopSignal = 0;
+
+/// When a run fails (not when a signal stopped it), writes
+/// "<unix time in ns> <exit code>" to WEFT_ERROR_FILE, set by weftrun, once:
+/// before the communicators close, so that the launcher can tell this
+/// rank's failure from the failures of the peers it leaves waiting in a
+/// collective, which follow it. runTraining clears gFailureReported.
+bool gFailureReported = false;
+void reportFailure(int code) {
+  if (code == 0 || code == 128 + SIGINT || code == 128 + SIGTERM ||
+      code == 128 + SIGHUP || gFailureReported)
+    return;
+  gFailureReported = true;
+  const char *path = std::getenv("WEFT_ERROR_FILE");
+  if (!path || !*path)
+    return;
+  struct timespec now;
+  ::clock_gettime(CLOCK_REALTIME, &now);
+  std::string text = std::to_string(int64_t(now.tv_sec) * 1000000000 +
+                                    int64_t(now.tv_nsec)) +
+                     " " + std::to_string(code) + "\n";
+  int fd = ::open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0)
+    return;
+  ssize_t ignored = ::write(fd, text.data(), text.size());
+  (void)ignored;
+  ::close(fd);
+}
 
 /// The first signal asks the loop to stop after the current step; a second
 /// one, for when that takes too long, kills the process the default way.
@@ -102,9 +132,56 @@ struct Options {
   int64_t logEvery = 10;
   int threads = 0;
   bool skipNonFinite = false;
+  double collectiveTimeout = kDefaultCollectiveTimeoutS;
   /// One value per ModelSpec::hyperParams entry.
   std::vector<double> hyperParams;
 };
+
+/// A failure a test asks one rank to simulate (WEFT_FAULT, see parseFault).
+struct Fault {
+  enum Action { None, Exit, Kill, Hang } action = None;
+  int rank = 0;
+  /// The 1-based step the rank fails before (after step - 1 completed).
+  int64_t step = 0;
+};
+
+/// WEFT_FAULT=RANK:STEP:ACTION, a test hook: rank RANK, about to run step
+/// STEP (1-based, before taking its batch), exits with code 3 (`exit`),
+/// kills itself with SIGKILL (`kill`) or stops forever without another
+/// heartbeat (`hang`). It fires only in a launcher's first attempt
+/// (TORCHELASTIC_RESTART_COUNT unset or 0), so a restarted job runs through.
+Status parseFault(const std::string &text, Fault &out) {
+  auto bad = [&](const std::string &why) {
+    return Status::error("WEFT_FAULT=" + quote(text) + ": " + why +
+                         " (expected RANK:STEP:ACTION, ACTION one of exit, "
+                         "kill, hang)");
+  };
+  size_t a = text.find(':');
+  size_t b = a == std::string::npos ? a : text.find(':', a + 1);
+  if (b == std::string::npos)
+    return bad("not three fields");
+  std::string rank = text.substr(0, a), step = text.substr(a + 1, b - a - 1),
+              action = text.substr(b + 1);
+  auto parse = [](const std::string &t, int64_t &v) {
+    auto r = std::from_chars(t.data(), t.data() + t.size(), v);
+    return !t.empty() && r.ec == std::errc() && r.ptr == t.data() + t.size();
+  };
+  int64_t r = 0;
+  if (!parse(rank, r) || r < 0 || r > INT_MAX)
+    return bad("the rank must be a non-negative integer");
+  if (!parse(step, out.step) || out.step < 1)
+    return bad("the step must be a positive integer");
+  out.rank = int(r);
+  if (action == "exit")
+    out.action = Fault::Exit;
+  else if (action == "kill")
+    out.action = Fault::Kill;
+  else if (action == "hang")
+    out.action = Fault::Hang;
+  else
+    return bad("unknown action " + quote(action));
+  return Status::success();
+}
 
 
 bool endsWith(const std::string &s, const std::string &suffix) {
@@ -125,6 +202,7 @@ const char *const kBuiltinFlags[] = {"--data",
                                      "--log-every",
                                      "--threads",
                                      "--skip-nonfinite",
+                                     "--collective-timeout",
                                      "--help"};
 
 /// Turns --data / --labels into loader options for `spec`'s batch inputs.
@@ -236,9 +314,10 @@ void storeScalar(DType dtype, void *dst, double v) {
 class Trainer {
 public:
   Trainer(const WeftModel &model, const ModelSpec &spec, const Options &opts,
-          const RuntimeContext &context, std::ostream &out, std::ostream &err)
-      : model(model), spec(spec), opts(opts), context(context), out(out),
-        err(err) {}
+          const Fault &fault, const RuntimeContext &context, std::ostream &out,
+          std::ostream &err)
+      : model(model), spec(spec), opts(opts), fault(fault), context(context),
+        out(out), err(err) {}
 
   int run(bool seedGiven);
 
@@ -246,6 +325,7 @@ private:
   const WeftModel &model;
   const ModelSpec &spec;
   const Options &opts;
+  const Fault &fault;
   /// The process's place among the run's ranks, its device and threads;
   /// every step receives it.
   const RuntimeContext &context;
@@ -455,8 +535,25 @@ int Trainer::run(bool seedGiven) {
   int64_t skippedSteps = 0;
   auto runStart = std::chrono::steady_clock::now();
   double lastLoss = 0;
-  context.beat();
+  context.beat(2 * start);
   for (int64_t step = start; step < opts.steps; ++step) {
+    if (fault.action != Fault::None && fault.rank == ctx.rank &&
+        fault.step == step + 1) {
+      const char *what = fault.action == Fault::Exit   ? "exiting with code 3"
+                         : fault.action == Fault::Kill ? "killing itself (SIGKILL)"
+                                                       : "hanging";
+      err << "rank " << ctx.rank << ": WEFT_FAULT: " << what
+          << " before step " << step + 1 << "\n"
+          << std::flush;
+      if (fault.action == Fault::Exit)
+        return 3;
+      if (fault.action == Fault::Kill)
+        std::raise(SIGKILL);
+      // A hang ignores the stop signals too (they only set gStopSignal):
+      // the launcher's SIGKILL ends it.
+      for (;;)
+        ::pause();
+    }
     auto t0 = std::chrono::steady_clock::now();
     Batch b;
     if (Status s = loader->next(b); !s.ok())
@@ -471,9 +568,12 @@ int Trainer::run(bool seedGiven) {
           int64_t(dataState.seed);
     *reinterpret_cast<float *>(argPtrs[spec.lrArg]) = float(opts.lr);
 
+    // Started (its batch in hand), then done: a rank stuck before its step
+    // shows as behind the ranks waiting for it in the step's collectives.
+    context.beat(2 * step + 1);
     model.trainStep(context.get(), argPtrs.data(), resultPtrs.data(),
                     workspace.data());
-    context.beat();
+    context.beat(2 * step + 2);
 
     // A step whose loss or gradient is not finite would poison every
     // parameter: its results are never swapped in. It stops the run, or,
@@ -648,6 +748,10 @@ Status validate(const Options &o, const ModelSpec &spec) {
   if (o.threads < 0)
     return Status::error("--threads must be >= 0 (got " +
                          std::to_string(o.threads) + ")");
+  if (!(o.collectiveTimeout > 0) || !(o.collectiveTimeout <= 1e9))
+    return Status::error("--collective-timeout must be a positive number of "
+                         "seconds (got " + formatNumber(o.collectiveTimeout) +
+                         ")");
   for (size_t h = 0; h < spec.hyperParams.size(); ++h)
     if (!std::isfinite(o.hyperParams[h]))
       return Status::error(spec.hyperParams[h].flag +
@@ -714,6 +818,10 @@ int runTrainingImpl(const WeftModel &model, int argc, const char *const *argv,
   app.add_option("--threads", opts.threads,
                  "BLAS threads (0: OpenBLAS's default)")
       ->capture_default_str();
+  app.add_option("--collective-timeout", opts.collectiveTimeout,
+                 "Seconds the ranks of a mesh wait for each other, to meet "
+                 "and in every collective, before failing")
+      ->capture_default_str();
   for (size_t h = 0; h < spec.hyperParams.size(); ++h) {
     const HyperParamSpec &hp = spec.hyperParams[h];
     CLI::Option *o =
@@ -777,13 +885,25 @@ int runTrainingImpl(const WeftModel &model, int argc, const char *const *argv,
     err << ("error: " + s.message + "\n");
     return 1;
   }
+  Fault fault;
+  if (const char *text = std::getenv("WEFT_FAULT"); text && *text) {
+    if (Status s = parseFault(text, fault); !s.ok()) {
+      err << ("error: " + s.message + "\n");
+      return 1;
+    }
+    const char *restart = std::getenv("TORCHELASTIC_RESTART_COUNT");
+    if (restart && *restart && std::string(restart) != "0")
+      fault.action = Fault::None;
+  }
   RuntimeContext context(launch, opts.threads);
   // A partitioned step's ranks meet before anything else; a one-device
   // step never touches the network.
   std::ostream *progress = &out;
   std::ostringstream quiet;
   if (!spec.mesh.empty()) {
-    if (Status s = context.joinMesh(spec.mesh, kCollectiveTimeout); !s.ok()) {
+    auto timeout = std::chrono::milliseconds(
+        int64_t(std::ceil(opts.collectiveTimeout * 1000)));
+    if (Status s = context.joinMesh(spec.mesh, timeout); !s.ok()) {
       err << ("error: rank " + std::to_string(launch.rank) + ": " + s.message +
               "\n");
       return 1;
@@ -797,8 +917,10 @@ int runTrainingImpl(const WeftModel &model, int argc, const char *const *argv,
   }
 
   SignalScope signals;
-  Trainer trainer(model, spec, opts, context, *progress, err);
-  return trainer.run(app.count("--seed") > 0);
+  Trainer trainer(model, spec, opts, fault, context, *progress, err);
+  int code = trainer.run(app.count("--seed") > 0);
+  reportFailure(code);
+  return code;
 }
 
 } // namespace
@@ -806,14 +928,17 @@ int runTrainingImpl(const WeftModel &model, int argc, const char *const *argv,
 int weft::rt::runTraining(const WeftModel &model, int argc,
                           const char *const *argv, std::ostream &out,
                           std::ostream &err) {
+  gFailureReported = false;
+  int code = 1;
   try {
-    return runTrainingImpl(model, argc, argv, out, err);
+    code = runTrainingImpl(model, argc, argv, out, err);
   } catch (const std::exception &e) {
     err << (std::string("error: ") + e.what() + "\n");
   } catch (...) {
     err << "error: unexpected failure\n";
   }
-  return 1;
+  reportFailure(code);
+  return code;
 }
 
 int weft::rt::runTraining(const WeftModel &model, int argc,

@@ -51,11 +51,15 @@ std::string checkOptions(const LaunchOptions &options);
 
 /// The environment of local rank `localRank`: torchrun's variables (RANK,
 /// LOCAL_RANK, WORLD_SIZE, LOCAL_WORLD_SIZE, GROUP_RANK, MASTER_ADDR,
-/// MASTER_PORT, TORCHELASTIC_RESTART_COUNT) and WEFT_HEARTBEAT_FILE when a
-/// heartbeat is watched, as NAME=VALUE strings to add to the parent's.
+/// MASTER_PORT, TORCHELASTIC_RESTART_COUNT), WEFT_HEARTBEAT_FILE when a
+/// heartbeat is watched and WEFT_ERROR_FILE (where a failing executable
+/// writes when it failed, so that weftrun names the rank whose failure
+/// came first, not a peer that failed because of it), as NAME=VALUE
+/// strings to add to the parent's.
 std::vector<std::string> rankEnvironment(const LaunchOptions &options,
                                          int localRank, int restartCount,
-                                         const std::string &heartbeatFile);
+                                         const std::string &heartbeatFile,
+                                         const std::string &errorFile = "");
 
 /// Runs the job; returns weftrun's exit code: 0 when every rank exited 0,
 /// 128 + the signal when a forwarded signal ended it, 1 after a failure
