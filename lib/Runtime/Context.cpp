@@ -8,7 +8,13 @@
 
 #include <cblas.h>
 
+#include <arpa/inet.h>
 #include <fcntl.h>
+#include <ifaddrs.h>
+#include <net/if.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -126,6 +132,94 @@ Status weft::rt::readLaunchInfo(
   }
   out = info;
   return Status::success();
+}
+
+namespace {
+
+bool isLoopback(const sockaddr *sa) {
+  if (sa->sa_family == AF_INET)
+    return (ntohl(reinterpret_cast<const sockaddr_in *>(sa)->sin_addr.s_addr) >>
+            24) == 127;
+  if (sa->sa_family == AF_INET6)
+    return IN6_IS_ADDR_LOOPBACK(
+        &reinterpret_cast<const sockaddr_in6 *>(sa)->sin6_addr);
+  return false;
+}
+
+std::string numericHost(const sockaddr *sa, socklen_t len) {
+  char host[NI_MAXHOST];
+  if (::getnameinfo(sa, len, host, sizeof(host), nullptr, 0, NI_NUMERICHOST))
+    return "";
+  return host;
+}
+
+/// The IPv4 address of interface `name` (any interface but loopback when
+/// `name` is empty) that is up, or "".
+std::string interfaceAddress(const std::string &name) {
+  ifaddrs *list = nullptr;
+  if (::getifaddrs(&list) != 0)
+    return "";
+  std::string found;
+  for (ifaddrs *i = list; i && found.empty(); i = i->ifa_next) {
+    if (!i->ifa_addr || i->ifa_addr->sa_family != AF_INET ||
+        !(i->ifa_flags & IFF_UP))
+      continue;
+    if (name.empty() ? isLoopback(i->ifa_addr) || (i->ifa_flags & IFF_LOOPBACK)
+                     : name != i->ifa_name)
+      continue;
+    found = numericHost(i->ifa_addr, sizeof(sockaddr_in));
+  }
+  ::freeifaddrs(list);
+  return found;
+}
+
+/// The local address of the route to host:port (connecting a UDP socket
+/// sends nothing), or "".
+std::string routeAddress(const std::string &host, int port, bool &loopback) {
+  addrinfo hints;
+  std::memset(&hints, 0, sizeof(hints));
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_DGRAM;
+  addrinfo *res = nullptr;
+  if (::getaddrinfo(host.c_str(), std::to_string(port).c_str(), &hints,
+                    &res) != 0)
+    return "";
+  std::string found;
+  for (addrinfo *a = res; a && found.empty(); a = a->ai_next) {
+    int fd = ::socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+      continue;
+    sockaddr_storage local;
+    socklen_t len = sizeof(local);
+    if (::connect(fd, a->ai_addr, a->ai_addrlen) == 0 &&
+        ::getsockname(fd, reinterpret_cast<sockaddr *>(&local), &len) == 0) {
+      loopback = isLoopback(reinterpret_cast<sockaddr *>(&local));
+      found = numericHost(reinterpret_cast<sockaddr *>(&local), len);
+    }
+    ::close(fd);
+  }
+  ::freeaddrinfo(res);
+  return found;
+}
+
+} // namespace
+
+std::string weft::rt::peerAddress(const LaunchInfo &info) {
+  if (info.localWorldSize >= info.worldSize)
+    return "127.0.0.1";
+  if (const char *name = std::getenv("GLOO_SOCKET_IFNAME"); name && *name)
+    if (std::string a = interfaceAddress(name); !a.empty())
+      return a;
+  bool loopback = false;
+  std::string route = routeAddress(info.masterAddr, info.masterPort, loopback);
+  if (!route.empty() && !loopback)
+    return route;
+  if (std::string a = interfaceAddress(""); !a.empty())
+    return a;
+  char name[256] = {};
+  if (::gethostname(name, sizeof(name) - 1) == 0 && *name)
+    return name;
+  return route.empty() ? "127.0.0.1" : route;
 }
 
 std::string weft::rt::firstSlurmHost(const std::string &list) {

@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <cstdlib>
 #include <chrono>
 #include <map>
 #include <mutex>
@@ -147,6 +148,24 @@ TEST(LaunchInfoTest, FindsRankZero) {
   s = launchFrom({{"MASTER_PORT", "70000"}}, info);
   EXPECT_EQ(s.message, "MASTER_PORT='70000' must be a port number in [1, "
                        "65535]");
+}
+
+TEST(LaunchInfoTest, PeerAddress) {
+  LaunchInfo info;
+  // Every rank on this node: loopback.
+  info.worldSize = 4;
+  info.localWorldSize = 4;
+  EXPECT_EQ(peerAddress(info), "127.0.0.1");
+  // Ranks on several nodes: the interface GLOO_SOCKET_IFNAME names, even
+  // loopback (the user said so).
+  info.localWorldSize = 2;
+  ::setenv("GLOO_SOCKET_IFNAME", "lo", 1);
+  EXPECT_EQ(peerAddress(info), "127.0.0.1");
+  ::unsetenv("GLOO_SOCKET_IFNAME");
+  // Otherwise never empty (the route to MASTER_ADDR, an interface's
+  // address or the host's name).
+  info.masterAddr = "127.0.0.1";
+  EXPECT_FALSE(peerAddress(info).empty());
 }
 
 TEST(ThreadPoolTest, CallsEveryIndexOnce) {

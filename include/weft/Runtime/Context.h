@@ -65,6 +65,17 @@ Status readLaunchInfo(const std::function<const char *(const char *)> &getenv,
 /// The first host of a Slurm node list ("node[07-09,12],gpu3" -> "node07").
 std::string firstSlurmHost(const std::string &list);
 
+/// The address this rank's peers reach it at, which its communicators
+/// listen on: loopback when every rank is on this node; otherwise the IPv4
+/// address of the interface GLOO_SOCKET_IFNAME names (PyTorch's variable),
+/// else the local address of the route to rank 0's store (MASTER_ADDR),
+/// else, when that route is loopback (rank 0's own host name resolving to
+/// 127.0.1.1, as Debian's /etc/hosts has it), the first non-loopback IPv4
+/// address that is up, else the host's name. Never the host's name first:
+/// it often resolves to loopback, which a peer on another node cannot
+/// reach.
+std::string peerAddress(const LaunchInfo &info);
+
 /// A fixed set of worker threads behind WeftRuntimeContext::parallelFor.
 /// Threads start on the first parallel loop, so a step that never asks for
 /// one costs none.
