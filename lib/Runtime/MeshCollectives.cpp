@@ -35,17 +35,6 @@ std::string describe(const std::vector<MeshAxisSpec> &mesh) {
   return out;
 }
 
-/// The address this rank's peers reach it at: loopback when every rank is
-/// on this node, else the host's name.
-std::string reachableHost(const LaunchInfo &info) {
-  if (info.localWorldSize >= info.worldSize)
-    return "127.0.0.1";
-  char name[256] = {};
-  if (::gethostname(name, sizeof(name) - 1) != 0 || !*name)
-    return "127.0.0.1";
-  return name;
-}
-
 } // namespace
 
 Status RuntimeContext::joinMesh(const std::vector<MeshAxisSpec> &mesh,
@@ -88,7 +77,7 @@ Status RuntimeContext::joinMesh(const std::vector<MeshAxisSpec> &mesh,
       !s.ok())
     return s;
 
-  std::string host = reachableHost(info);
+  std::string host = peerAddress(info);
   axisNames.clear();
   axisGroups.clear();
   axes.clear();
