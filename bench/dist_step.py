@@ -267,11 +267,14 @@ def fmt_losses(r):
 
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--models", default="mlp,gpt")
+    p.add_argument("--models", default="mlp,gpt",
+                   help="comma-separated models of bench/common.py "
+                        "(default mlp,gpt)")
     p.add_argument("--layouts", default="dp,zero1",
                    help="dp (DDP + AdamW) and/or zero1 (ZeRO-1 vs DDP + "
                         "ZeroRedundancyOptimizer)")
-    p.add_argument("--steps", type=int, default=20)
+    p.add_argument("--steps", type=int, default=20,
+                   help="steps per run (default 20)")
     p.add_argument("--warmup", type=int, default=3,
                    help="steps left out of the median")
     p.add_argument("--repeat", type=int, default=2,
@@ -280,16 +283,19 @@ def main(argv=None):
     p.add_argument("--local", action="store_true",
                    help="also time each side in one process at the per-rank "
                         "batch, without communication")
-    p.add_argument("--mlp-layers", default="1024,4096,4096,1024")
+    p.add_argument("--mlp-layers", default="1024,4096,4096,1024",
+                   help="the MLP's layer widths (default 1024,4096,4096,1024)")
     p.add_argument("--mlp-batch", type=int, default=256,
                    help="the MLP's global batch (split over the 2 ranks)")
     p.add_argument("--port", type=int, default=29600,
                    help="first rendezvous port; each run takes the next two")
     p.add_argument("--work", help="working folder (default: a temporary one)")
     p.add_argument("--weftc",
-                   default=os.path.join(common.ROOT, "build", "bin", "weftc"))
+                   default=os.path.join(common.ROOT, "build", "bin", "weftc"),
+                   help="the compiler (default build/bin/weftc)")
     p.add_argument("--weftrun",
-                   default=os.path.join(common.ROOT, "build", "bin", "weftrun"))
+                   default=os.path.join(common.ROOT, "build", "bin", "weftrun"),
+                   help="the launcher (default build/bin/weftrun)")
     p.add_argument("--json", help="also write the results here")
     p.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     args = p.parse_args(argv)
