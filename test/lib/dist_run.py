@@ -4,7 +4,7 @@
   dist_run.py --weftc WEFTC --weftrun WEFTRUN --ckpt WEFT_CKPT
       --onnx M.onnx --out DIR --compile "FLAGS" --train "FLAGS"
       --layout "dp=2" [--layout "dp=2 zero=1" ...]
-      [--launcher weftrun|torchrun|mpirun] [--port P] [--rtol R]
+      [--launcher weftrun|torchrun|mpirun|slurm] [--port P] [--rtol R]
 
 Compiles M.onnx for one process with --compile's flags and trains it with
 --train's flags (which must include --steps), then for every --layout
@@ -18,7 +18,10 @@ mismatch, naming the layout, the step or tensor and the error.
 
 The launchers: weftrun --nproc-per-node N; torchrun (Debian's PyTorch:
 python3 -m torch.distributed.run -r 1 -t 1 --no_python); mpirun (OpenMPI,
---oversubscribe, as root when run as root).
+--oversubscribe, as root when run as root); slurm: the N processes started
+here with the environment srun gives a job step's tasks on one node
+(SLURM_PROCID, SLURM_LOCALID, SLURM_NTASKS, SLURM_NTASKS_PER_NODE,
+SLURM_JOB_NODELIST; no Slurm daemons run here).
 """
 
 import argparse
@@ -41,6 +44,35 @@ def run(cmd, log):
         sys.exit("error: %s exited with %d:\n%s"
                  % (" ".join(shlex.quote(c) for c in cmd), result.returncode,
                     tail))
+
+
+def run_slurm_tasks(ranks, cmd, port, log):
+    """Starts `cmd` as srun would start the `ranks` tasks of a one-node job
+    step, and waits for all of them."""
+    procs = []
+    for rank in range(ranks):
+        env = {k: v for k, v in os.environ.items()
+               if not k.startswith(("SLURM_", "OMPI_")) and
+               k not in ("RANK", "WORLD_SIZE", "LOCAL_RANK",
+                         "LOCAL_WORLD_SIZE", "MASTER_ADDR")}
+        env.update(SLURM_PROCID=str(rank), SLURM_LOCALID=str(rank),
+                   SLURM_NTASKS=str(ranks), SLURM_NTASKS_PER_NODE=str(ranks),
+                   SLURM_JOB_NODELIST="localhost", MASTER_PORT=str(port))
+        f = open("%s.%d" % (log, rank), "w")
+        procs.append((subprocess.Popen(cmd, env=env, stdout=f,
+                                       stderr=subprocess.STDOUT), f))
+    failed = []
+    for rank, (proc, f) in enumerate(procs):
+        proc.wait()
+        f.close()
+        if proc.returncode != 0:
+            failed.append(rank)
+    if failed:
+        with open("%s.%d" % (log, failed[0])) as f:
+            tail = f.read()[-3000:]
+        sys.exit("error: task %d of %s exited with %d:\n%s"
+                 % (failed[0], " ".join(shlex.quote(c) for c in cmd),
+                    procs[failed[0]][0].returncode, tail))
 
 
 def launch(args, ranks, exe, train_args):
@@ -69,7 +101,7 @@ def main():
     p.add_argument("--train", required=True)
     p.add_argument("--layout", action="append", required=True)
     p.add_argument("--launcher", default="weftrun",
-                   choices=["weftrun", "torchrun", "mpirun"])
+                   choices=["weftrun", "torchrun", "mpirun", "slurm"])
     p.add_argument("--port", type=int, default=29500)
     p.add_argument("--rtol", type=float, default=1e-5)
     args = p.parse_args()
@@ -88,9 +120,12 @@ def main():
         ckpt = exe + ".ckpt"
         train_args = train_flags + ["--metrics", metrics, "--checkpoint-dir",
                                     ckpt]
-        cmd = launch(args, ranks, exe, train_args) if mesh else \
-            [exe] + train_args
-        run(cmd, exe + ".log")
+        if mesh and args.launcher == "slurm":
+            run_slurm_tasks(ranks, [exe] + train_args, args.port, exe + ".log")
+        else:
+            cmd = launch(args, ranks, exe, train_args) if mesh else \
+                [exe] + train_args
+            run(cmd, exe + ".log")
         state = exe + ".safetensors"
         run([args.ckpt, "export", ckpt, "-o", state], exe + ".export.log")
         return metrics, state
