@@ -438,6 +438,21 @@ Outcome Job::attempt(int restartCount, const std::string &runDir) {
     }
 
     reap(false);
+    // The kernel closes a killed rank's connections while tearing it down,
+    // before it can be reaped, so a peer may see the reset and exit first.
+    // Before blaming an exit, give a rank killed by a signal a moment
+    // (at most 0.5 s) to show up.
+    auto exitedWithError = [](const Rank &r) {
+      return !r.running && WIFEXITED(r.status) && WEXITSTATUS(r.status) != 0;
+    };
+    auto signalled = [](const Rank &r) {
+      return !r.running && WIFSIGNALED(r.status);
+    };
+    if (std::any_of(ranks.begin(), ranks.end(), exitedWithError))
+      for (int i = 0; i < 25 && std::none_of(ranks.begin(), ranks.end(), signalled); ++i) {
+        ::usleep(20000);
+        reap(false);
+      }
     // Every rank found failed in this pass: one whose failure makes the
     // others fail follows it closely, so pick the cause. A rank killed by a
     // signal goes first (a peer left waiting exits with an error, never a
