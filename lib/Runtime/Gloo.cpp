@@ -23,6 +23,7 @@
 #include <gloo/transport/unbound_buffer.h>
 #include <gloo/types.h>
 
+#include <algorithm>
 #include <cstring>
 #include <stdexcept>
 #include <vector>
@@ -67,10 +68,18 @@ public:
   }
   void wait(const std::vector<std::string> &keys,
             const std::chrono::milliseconds &limit) override {
+    // One deadline for all the keys: waiting `limit` for each in turn
+    // would let a missing group of peers take a multiple of it.
+    auto deadline = std::chrono::steady_clock::now() + limit;
     std::vector<char> ignored;
-    for (const std::string &key : keys)
-      if (Status s = client.get(key, limit, ignored); !s.ok())
+    for (const std::string &key : keys) {
+      auto left = std::chrono::ceil<std::chrono::milliseconds>(
+          deadline - std::chrono::steady_clock::now());
+      if (Status s = client.get(key, std::max(left, std::chrono::milliseconds(1)),
+                                ignored);
+          !s.ok())
         throw std::runtime_error(s.message);
+    }
   }
 
 private:
