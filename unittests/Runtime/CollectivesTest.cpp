@@ -12,6 +12,8 @@
 #include "weft/Runtime/Collectives.h"
 #include "weft/Runtime/Rendezvous.h"
 
+#include "RankProcesses.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -23,33 +25,10 @@
 #include <unistd.h>
 
 using namespace weft::rt;
+using weft::rt::test::runRanks;
 using namespace std::chrono_literals;
 
 namespace {
-
-/// Runs `body(rank)` in `size` child processes; returns their exit codes.
-std::vector<int> runRanks(int size, const std::function<int(int)> &body) {
-  std::vector<pid_t> pids;
-  for (int r = 0; r < size; ++r) {
-    pid_t pid = ::fork();
-    if (pid == 0) {
-      int code = 1;
-      try {
-        code = body(r);
-      } catch (...) {
-      }
-      ::_exit(code);
-    }
-    pids.push_back(pid);
-  }
-  std::vector<int> codes;
-  for (pid_t pid : pids) {
-    int status = 0;
-    ::waitpid(pid, &status, 0);
-    codes.push_back(WIFEXITED(status) ? WEXITSTATUS(status) : 128);
-  }
-  return codes;
-}
 
 /// Connects to the store at `port` and joins the gloo group "dp" of `size`
 /// ranks; false, with the error on stderr, when it cannot.

@@ -13,70 +13,22 @@
 #include "weft/Runtime/Context.h"
 #include "weft/Runtime/Kernels.h"
 
+#include "RankProcesses.h"
+
 #include <gtest/gtest.h>
 
 #include <cstdio>
-#include <fstream>
 #include <functional>
-#include <sstream>
 #include <vector>
 
-#include <fcntl.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 using namespace weft::rt;
+using weft::rt::test::freePort;
+using weft::rt::test::runRanks;
 using namespace std::chrono_literals;
 
 namespace {
-
-/// Runs `body(rank)` in `size` child processes, each with its stderr in
-/// `errFiles[rank]`; returns their exit codes.
-std::vector<int> runRanks(int size, const std::function<int(int)> &body,
-                          std::vector<std::string> &errFiles) {
-  std::vector<pid_t> pids;
-  errFiles.clear();
-  for (int r = 0; r < size; ++r) {
-    char path[] = "/tmp/weft-mesh-XXXXXX";
-    int fd = ::mkstemp(path);
-    errFiles.push_back(path);
-    pid_t pid = ::fork();
-    if (pid == 0) {
-      ::dup2(fd, 2);
-      int code = 1;
-      try {
-        code = body(r);
-      } catch (...) {
-      }
-      ::_exit(code);
-    }
-    ::close(fd);
-    pids.push_back(pid);
-  }
-  std::vector<int> codes;
-  for (pid_t pid : pids) {
-    int status = 0;
-    ::waitpid(pid, &status, 0);
-    codes.push_back(WIFEXITED(status) ? WEXITSTATUS(status) : 128);
-  }
-  return codes;
-}
-
-std::string readFile(const std::string &path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  ::unlink(path.c_str());
-  return ss.str();
-}
-
-/// A port nothing listens on now.
-int freePort() {
-  std::unique_ptr<StoreServer> probe;
-  if (!StoreServer::start("127.0.0.1", 0, probe).ok())
-    return 29500;
-  return probe->port();
-}
 
 LaunchInfo launchOf(int rank, int size, int port) {
   LaunchInfo info;
@@ -135,9 +87,9 @@ TEST(MeshCollectivesTest, CollectivesThroughTheContext) {
     if (weft_rt_axis_index(ctx, 1) != rank)
       return 8;
     return 0;
-  }, errs);
+  }, &errs);
   for (int r = 0; r < 2; ++r)
-    EXPECT_EQ(codes[r], 0) << "rank " << r << ": " << readFile(errs[r]);
+    EXPECT_EQ(codes[r], 0) << "rank " << r << ": " << errs[r];
 }
 
 TEST(MeshCollectivesTest, BucketsOfEveryKind) {
@@ -201,9 +153,9 @@ TEST(MeshCollectivesTest, BucketsOfEveryKind) {
           return 8;
     }
     return 0;
-  }, errs);
+  }, &errs);
   for (int r = 0; r < 2; ++r)
-    EXPECT_EQ(codes[r], 0) << "rank " << r << ": " << readFile(errs[r]);
+    EXPECT_EQ(codes[r], 0) << "rank " << r << ": " << errs[r];
 }
 
 TEST(MeshCollectivesTest, TwoAxes) {
@@ -223,9 +175,9 @@ TEST(MeshCollectivesTest, TwoAxes) {
     if (out[0] != 3)
       return 4;
     return weft_rt_axis_index(ctx, 3) == rank ? 0 : 5;
-  }, errs);
+  }, &errs);
   for (int r = 0; r < 2; ++r)
-    EXPECT_EQ(codes[r], 0) << "rank " << r << ": " << readFile(errs[r]);
+    EXPECT_EQ(codes[r], 0) << "rank " << r << ": " << errs[r];
 }
 
 TEST(MeshCollectivesTest, DeadPeerIsAnErrorNamingTheCollective) {
@@ -243,11 +195,10 @@ TEST(MeshCollectivesTest, DeadPeerIsAnErrorNamingTheCollective) {
       return 0; // Gone without its part of the next all-reduce.
     weft_rt_all_reduce_f32(context.get(), 1, in, out, 4);
     return 0; // Not reached: the call exits.
-  }, errs);
+  }, &errs);
   EXPECT_EQ(codes[1], 0);
   EXPECT_EQ(codes[0], 1);
-  std::string err = readFile(errs[0]);
-  readFile(errs[1]);
+  std::string err = errs[0];
   EXPECT_NE(err.find("error: rank 0: all_reduce over mesh axis dp failed"),
             std::string::npos)
       << err;

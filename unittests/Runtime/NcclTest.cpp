@@ -18,17 +18,16 @@
 #include "weft/Runtime/Collectives.h"
 #include "weft/Runtime/Rendezvous.h"
 
+#include "RankProcesses.h"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cstdio>
-#include <fstream>
 #include <functional>
-#include <sstream>
 #include <string>
 #include <vector>
 
-#include <sys/wait.h>
 #include <unistd.h>
 
 #ifdef WEFT_HAVE_NCCL
@@ -36,52 +35,10 @@
 #endif
 
 using namespace weft::rt;
+using weft::rt::test::runRanks;
 using namespace std::chrono_literals;
 
 namespace {
-
-/// Runs `body(rank)` in `size` child processes, each with its stderr in
-/// `errs[rank]` and killed by SIGALRM after 120 s (a hang is a failure, not
-/// a stuck test run); returns their exit codes (128 for a signal).
-std::vector<int> runRanks(int size, const std::function<int(int)> &body,
-                          std::vector<std::string> &errs) {
-  std::vector<pid_t> pids;
-  std::vector<std::string> paths;
-  for (int r = 0; r < size; ++r) {
-    char path[] = "/tmp/weft-nccl-XXXXXX";
-    int fd = ::mkstemp(path);
-    paths.push_back(path);
-    pid_t pid = ::fork();
-    if (pid == 0) {
-      ::dup2(fd, 2);
-      ::alarm(120);
-      int code = 1;
-      try {
-        code = body(r);
-      } catch (...) {
-      }
-      std::fflush(stderr);
-      ::_exit(code);
-    }
-    ::close(fd);
-    pids.push_back(pid);
-  }
-  std::vector<int> codes;
-  for (pid_t pid : pids) {
-    int status = 0;
-    ::waitpid(pid, &status, 0);
-    codes.push_back(WIFEXITED(status) ? WEXITSTATUS(status) : 128);
-  }
-  errs.clear();
-  for (const std::string &path : paths) {
-    std::ifstream in(path);
-    std::stringstream ss;
-    ss << in.rdbuf();
-    errs.push_back(ss.str());
-    ::unlink(path.c_str());
-  }
-  return codes;
-}
 
 std::string joined(const std::vector<std::string> &errs) {
   std::string all;
@@ -105,7 +62,7 @@ int usableDevices() {
           return 0;
         return std::min(count, 100);
       },
-      errs);
+      &errs);
   return codes[0] <= 100 ? codes[0] : 0;
 #else
   return 0;
@@ -178,7 +135,7 @@ TEST(NcclTest, BadArgumentsAreClearErrors) {
         std::fprintf(stderr, "rank: %s\n", s.message.c_str());
         return 0;
       },
-      errs);
+      &errs);
   ASSERT_EQ(codes[0], 0) << joined(errs);
   const std::string &err = errs[0];
   EXPECT_TRUE(contains(err, "NCCL communicator 'bad-device': rank 0 of 1"))
@@ -325,7 +282,7 @@ TEST(NcclTest, OneRankGroupsOnEachDevice) {
         }
         return 0;
       },
-      errs);
+      &errs);
   EXPECT_EQ(codes[0], 0) << joined(errs);
 #endif
 }
@@ -397,7 +354,7 @@ TEST(NcclTest, TwoRanksOnTwoDevices) {
           return 11;
         return 0;
       },
-      errs);
+      &errs);
   EXPECT_EQ(codes, (std::vector<int>{0, 0})) << joined(errs);
 #endif
 }
@@ -426,7 +383,7 @@ TEST(NcclTest, AMissingRankTimesOut) {
           std::fprintf(stderr, "%s\n", s.message.c_str());
           return 0;
         },
-        errs);
+        &errs);
     ASSERT_EQ(codes[0], 0) << joined(errs);
     EXPECT_TRUE(contains(errs[0], "rank " + std::to_string(alone) + " of 2"))
         << errs[0];
