@@ -240,6 +240,9 @@ bool mapOptions(DriverOptions &driver, TrainPipelineOptions &train,
   if (!(bucketMB >= 0) || bucketMB > 1e6)
     return fail("--bucket-mb must be a size in MiB >= 0, got " +
                 std::to_string(double(bucketMB)));
+  if (bucketMB.getNumOccurrences() && mesh.empty())
+    return fail("--bucket-mb groups the collectives of a multi-rank step: "
+                "add --mesh dp=N");
   driver.bucketMB = bucketMB;
   if (batchNorm != "train" && batchNorm != "inference")
     return fail("--batchnorm must be train or inference, got '" + batchNorm +
