@@ -240,9 +240,11 @@ bool mapOptions(DriverOptions &driver, TrainPipelineOptions &train,
   if (!(bucketMB >= 0) || bucketMB > 1e6)
     return fail("--bucket-mb must be a size in MiB >= 0, got " +
                 std::to_string(double(bucketMB)));
+  // A warning, not an error: scripts pass one set of flags for the
+  // 1-rank and the N-rank build.
   if (bucketMB.getNumOccurrences() && mesh.empty())
-    return fail("--bucket-mb groups the collectives of a multi-rank step: "
-                "add --mesh dp=N");
+    llvm::errs() << "weftc: warning: --bucket-mb has no effect without "
+                    "--mesh (one rank has no collectives to group)\n";
   driver.bucketMB = bucketMB;
   if (batchNorm != "train" && batchNorm != "inference")
     return fail("--batchnorm must be train or inference, got '" + batchNorm +
