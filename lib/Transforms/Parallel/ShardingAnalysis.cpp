@@ -105,6 +105,17 @@ SmallVector<AxisList>
 ShardingAnalysis::factorAxes(Operation *op, const ShardingRule &rule) const {
   SmallVector<AxisList> axes(rule.factors.size());
   SmallVector<StringAttr> used;
+  // A factor that is the minor part of a merged dimension of any of the
+  // op's values (a reshape [T*B, C] -> [T, B, C]'s b) cannot be split: that
+  // value would hold it whole while the others hold a block, and the local
+  // op would not compute its block (the reshape would meet a whole [T*B]
+  // and a result of B/n). Such a result is computed whole and sliced.
+  SmallVector<bool> minor(rule.factors.size(), false);
+  for (const auto *values : {&rule.operands, &rule.results})
+    for (const ShardingRule::ValueFactors &dims : *values)
+      for (const auto &factors : dims)
+        for (size_t k = 1; k < factors.size(); ++k)
+          minor[factors[k]] = true;
   auto offer = [&](const ShardingRule::ValueFactors &dims,
                    const TensorSharding &s) {
     for (size_t d = 0; d < dims.size() && d < s.dims.size(); ++d) {
@@ -113,7 +124,8 @@ ShardingAnalysis::factorAxes(Operation *op, const ShardingRule &rule) const {
         continue;
       int64_t f = dims[d].front();
       const ShardingRule::Factor &factor = rule.factors[f];
-      if (factor.kind == ShardingRule::Kind::Whole || !axes[f].empty())
+      if (factor.kind == ShardingRule::Kind::Whole || !axes[f].empty() ||
+          minor[f])
         continue;
       if (llvm::any_of(split,
                        [&](StringAttr a) { return llvm::is_contained(used, a); }))
