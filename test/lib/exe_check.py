@@ -11,6 +11,7 @@ Usage:
   exe_check.py same-tensors A.safetensors B.safetensors
   exe_check.py damage FILE (--truncate BYTES | --flip OFFSET)
   exe_check.py npy OUT.npy --shape D0,D1,... [--dtype float32] [--value V]
+      [--high H]
   exe_check.py tokens gpt --onnx F --out DIR --tokens N --steps K --lr LR
       [--seed S]
 
@@ -39,7 +40,8 @@ damage truncates FILE by BYTES or inverts the byte at OFFSET (negative:
 from the end).
 
 npy writes an array of the given shape and dtype: --value V everywhere, or
-without it deterministic standard-normal floats / integers in [0, 10).
+without it deterministic standard-normal floats / integers in [0, HIGH)
+(--high, default 10).
 
 tokens writes a token stream of N uint16 tokens three ways, DIR/llmc_0.bin
 and DIR/llmc_1.bin (llm.c shards: a 256 x int32 header with magic
@@ -256,11 +258,22 @@ def cmd_same_tensors(args):
 
 
 def close(a, b, rtol):
-    """Largest |a - b| relative to the largest |b| of the tensor."""
+    """Largest |a - b| relative to the largest finite |b| of the tensor.
+    Equal elements count 0 (a -inf mask buffer matches itself); a NaN, or
+    an infinity the other side lacks, counts inf (NaN would otherwise
+    compare as "not greater than rtol", and pass)."""
     a = np.asarray(a, dtype=np.float64)
     b = np.asarray(b, dtype=np.float64)
-    scale = max(float(np.max(np.abs(b))) if b.size else 0.0, 1e-30)
-    return float(np.max(np.abs(a - b))) / scale if a.size else 0.0
+    if not a.size:
+        return 0.0
+    same = a == b
+    if not np.all(same | (np.isfinite(a) & np.isfinite(b))):
+        return float("inf")
+    finite = np.abs(b[np.isfinite(b)])
+    scale = max(float(np.max(finite)) if finite.size else 0.0, 1e-30)
+    with np.errstate(invalid="ignore"):
+        diff = np.where(same, 0.0, np.abs(a - b))
+    return float(np.max(diff)) / scale
 
 
 def cmd_close_metrics(args):
@@ -277,6 +290,7 @@ def cmd_close_metrics(args):
                           % (step, a[step]["loss"], args.a, b[step]["loss"],
                              args.b, err, args.rtol))
     print("close-metrics: %d steps, losses within %g" % (len(a), args.rtol))
+    return worst
 
 
 def cmd_close_tensors(args):
@@ -285,20 +299,29 @@ def cmd_close_tensors(args):
         raise Failure("tensor names differ: %s only in %s, %s only in %s"
                       % (sorted(set(a) - set(b)), args.a,
                          sorted(set(b) - set(a)), args.b))
+    unknown = sorted(set(getattr(args, "tensor_rtol", {})) - set(a))
+    if unknown:
+        raise Failure("no tensor %s in %s" % (", ".join(unknown), args.a))
     failed = []
+    worst = (0.0, None)
     for name in sorted(a):
         ta, tb = tensor_array(a[name], name, args.a), tensor_array(b[name], name, args.b)
         if ta.shape != tb.shape:
             raise Failure("tensor %s: shape %s in %s, %s in %s"
                           % (name, ta.shape, args.a, tb.shape, args.b))
         err = close(ta, tb, args.rtol)
-        if err > args.rtol:
-            failed.append("%s (relative %.2e)" % (name, err))
+        own = getattr(args, "tensor_rtol", {})
+        rtol = own.get(name, args.rtol)
+        if name not in own and (worst[1] is None or err > worst[0]):
+            worst = (err, name)
+        if err > rtol:
+            failed.append("%s (relative %.2e > %g)" % (name, err, rtol))
     if failed:
         raise Failure("%d tensor(s) differ beyond %g between %s and %s: %s"
                       % (len(failed), args.rtol, args.a, args.b,
                          ", ".join(failed)))
     print("close-tensors: %d tensors within %g" % (len(a), args.rtol))
+    return worst
 
 
 def cmd_damage(args):
@@ -325,7 +348,8 @@ def cmd_npy(args):
     elif dtype.kind == "f":
         array = np.random.default_rng(0).standard_normal(shape).astype(dtype)
     else:
-        array = np.random.default_rng(0).integers(0, 10, shape).astype(dtype)
+        array = np.random.default_rng(0).integers(0, args.high,
+                                                  shape).astype(dtype)
     np.save(args.out, array)
 
 
@@ -432,6 +456,8 @@ def make_parser():
     q.add_argument("--shape", required=True)
     q.add_argument("--dtype", default="float32")
     q.add_argument("--value", type=float)
+    q.add_argument("--high", type=int, default=10,
+                   help="integers are drawn from [0, HIGH)")
 
     q = sub.add_parser("tokens")
     q.add_argument("model", choices=["gpt"])
