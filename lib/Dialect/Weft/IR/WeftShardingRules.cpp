@@ -168,25 +168,42 @@ ShardingRule reshape(Operation *op) {
     }
     if (pi != po)
       break;
-    bool oneInput = i - i0 == 1, oneOutput = o - o0 == 1;
-    if (oneOutput) {
-      // Input dims i0..i merge into out[o0]: each input dim a factor.
-      for (size_t d = i0; d < i; ++d) {
-        if (in[d] == 1)
-          continue;
-        int64_t f = rule.addFactor(in[d]);
-        inDims[d] = {f};
-        outDims[o0].push_back(f);
+    // The group's common refinement, major first: walking both sides, the
+    // smaller remaining size divides the larger (else the group stays
+    // whole) and is a factor of both dims. [8, 32] -> [32, 8] (batch 8,
+    // 4 heads of 8) gives input dims {8}, {4, 8} and output dims {8, 4},
+    // {8}: the batch is the major factor of both sides' first dims.
+    ValueFactors groupIn(i - i0), groupOut(o - o0);
+    size_t factorsBefore = rule.factors.size();
+    size_t a = i0, b = o0;
+    int64_t ra = in[a], rb = out[b];
+    bool refined = true;
+    while (refined) {
+      while (ra == 1 && a + 1 < i)
+        ra = in[++a];
+      while (rb == 1 && b + 1 < o)
+        rb = out[++b];
+      if (ra == 1 && rb == 1)
+        break;
+      if (ra % rb != 0 && rb % ra != 0) {
+        refined = false;
+        break;
       }
-    } else if (oneInput) {
-      for (size_t d = o0; d < o; ++d) {
-        if (out[d] == 1)
-          continue;
-        int64_t f = rule.addFactor(out[d]);
-        outDims[d] = {f};
-        inDims[i0].push_back(f);
-      }
+      int64_t size = std::min(ra, rb);
+      int64_t f = rule.addFactor(size);
+      groupIn[a - i0].push_back(f);
+      groupOut[b - o0].push_back(f);
+      ra /= size;
+      rb /= size;
     }
+    if (!refined) {
+      rule.factors.resize(factorsBefore);
+      continue;
+    }
+    for (size_t d = i0; d < i; ++d)
+      inDims[d] = groupIn[d - i0];
+    for (size_t d = o0; d < o; ++d)
+      outDims[d] = groupOut[d - o0];
   }
   rule.operands.push_back(inDims);
   rule.results.push_back(outDims);
