@@ -76,7 +76,7 @@ struct LowerCollectivesPass
     bool misplaced = false;
     module.walk([&](Operation *op) {
       if (!isa<weft::AllReduceOp, weft::AllGatherOp, weft::ReduceScatterOp,
-               weft::ShardSliceOp>(op))
+               weft::ShardSliceOp, weft::AxisIndexOp>(op))
         return;
       if (op->getParentOfType<func::FuncOp>() != entryFn) {
         // Only the entry receives the context; the partitioner works on the
@@ -331,6 +331,21 @@ private:
     auto constI64 = [&](int64_t v) -> Value {
       return arith::ConstantIntOp::create(b, loc, i64, v);
     };
+
+    if (isa<weft::AxisIndexOp>(op)) {
+      func::FuncOp fn = getOrDeclare(op, kAxisIndexName,
+                                     b.getFunctionType({ptr, i64}, {i64}));
+      if (!fn)
+        return failure();
+      Value index =
+          func::CallOp::create(b, loc, fn, ValueRange{context, constI64(*mask)})
+              .getResult(0);
+      Value result = tensor::FromElementsOp::create(
+          b, loc, RankedTensorType::get({}, i64), ValueRange{index});
+      op->getResult(0).replaceAllUsesWith(result);
+      op->erase();
+      return success();
+    }
 
     if (auto slice = dyn_cast<weft::ShardSliceOp>(op)) {
       // No communication: this rank's block, at its coordinate times the

@@ -308,13 +308,14 @@ void evalCausalMask(CausalMaskOp op, const Tensor &x, Tensor &r) {
 
 /// The mask the executable applies, bit for bit: DropoutOp::keeps.
 void evalDropout(DropoutOp op, const Tensor &x, const Tensor &seed,
-                 Tensor &r) {
+                 const Tensor *offset, Tensor &r) {
   double ratio = op.getRatio().convertToDouble();
   uint64_t key = DropoutOp::keyOf(seed.ints[0], op.getOpId());
+  uint64_t first = offset ? uint64_t(offset->ints[0]) : 0;
   double scale = 1.0 / (1.0 - ratio);
   Rounder round(r.elementType);
   for (int64_t i = 0, e = x.numElements(); i < e; ++i)
-    r.fp[i] = DropoutOp::keeps(key, uint64_t(i), ratio)
+    r.fp[i] = DropoutOp::keeps(key, first + uint64_t(i), ratio)
                   ? round(x.fp[i] * round(scale))
                   : 0.0;
 }
@@ -391,7 +392,8 @@ std::optional<LogicalResult> weft::eval::detail::evaluateElementwiseOp(
         return success();
       })
       .Case([&](DropoutOp dropout) {
-        evalDropout(dropout, operands[0], operands[1], result);
+        evalDropout(dropout, operands[0], operands[1],
+                    operands.size() > 2 ? &operands[2] : nullptr, result);
         return success();
       })
       .Default([](Operation *) { return std::nullopt; });

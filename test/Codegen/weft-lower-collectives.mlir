@@ -165,3 +165,17 @@ module attributes {weft.mesh = #weft.mesh<dp = 2>} {
     return %1 : tensor<4xf32>
   }
 }
+
+// -----
+
+// weft.axis_index: the runtime's coordinate of this rank, as a 0-d tensor.
+// CHECK-LABEL: func.func @train_step(
+// CHECK-SAME: %[[CTX:.*]]: !llvm.ptr {weft.context}
+// CHECK: %[[I:.*]] = call @weft_rt_axis_index(%[[CTX]], %c1_i64{{.*}}) : (!llvm.ptr, i64) -> i64
+// CHECK: tensor.from_elements %[[I]] : tensor<i64>
+module attributes {weft.mesh = #weft.mesh<dp = 2>} {
+  func.func @train_step(%x: tensor<i64> {weft.input = "x"}) -> (tensor<i64> {weft.output = "i"}) {
+    %i = weft.axis_index {axes = ["dp"]} : tensor<i64>
+    return %i : tensor<i64>
+  }
+}

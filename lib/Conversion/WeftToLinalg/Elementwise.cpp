@@ -410,12 +410,20 @@ struct DropoutLowering : OpConversionPattern<DropoutOp> {
     SmallVector<int64_t> strides(rank, 1);
     for (int64_t d = rank - 2; d >= 0; --d)
       strides[d] = strides[d + 1] * type.getDimSize(d + 1);
+    // A block of a split tensor counts its elements from its place in
+    // the whole (DropoutOp's index_offset).
+    Value offset =
+        adaptor.getIndexOffset()
+            ? tensor::ExtractOp::create(rewriter, loc,
+                                        adaptor.getIndexOffset(), ValueRange{})
+                  .getResult()
+            : c(rewriter, 0);
     double scale = 1.0 / (1.0 - ratio);
     Value r = buildParallel(
         rewriter, loc, type, adaptor.getInput(),
         rewriter.getMultiDimIdentityMap(rank),
         [&](OpBuilder &b, Location loc, ValueRange args) -> SmallVector<Value> {
-          Value linear = c(b, 0);
+          Value linear = offset;
           for (int64_t d = 0; d < rank; ++d) {
             Value i = arith::IndexCastOp::create(
                 b, loc, b.getI64Type(), linalg::IndexOp::create(b, loc, d));

@@ -334,6 +334,8 @@ private:
     }
     if (auto slice = dyn_cast<SliceOp>(op))
       localizeSlice(slice);
+    if (auto dropout = dyn_cast<DropoutOp>(op))
+      localizeDropout(dropout);
     for (auto [r, result] : llvm::enumerate(op->getResults())) {
       auto type = cast<RankedTensorType>(result.getType());
       FailureOr<RankedTensorType> local = localType(
@@ -344,6 +346,31 @@ private:
       layouts[result] = results[r];
     }
     return scaleMeans(op, *rule, axes);
+  }
+
+  /// A dropout on a block of rows draws the mask of its rows in the whole
+  /// tensor: its elements' indices start at the block's first element.
+  void localizeDropout(DropoutOp dropout) {
+    auto local = cast<RankedTensorType>(dropout.getInput().getType());
+    auto global = cast<RankedTensorType>(dropout.getResult().getType());
+    if (local.getRank() == 0 || local.getDimSize(0) == global.getDimSize(0))
+      return;
+    AxisList axes = layoutOf(dropout.getInput()).dims[0];
+    OpBuilder b(dropout);
+    Location loc = dropout.getLoc();
+    MLIRContext *context = b.getContext();
+    SmallVector<Attribute> names;
+    for (StringAttr axis : axes)
+      names.push_back(axis);
+    auto scalar = RankedTensorType::get({}, b.getI64Type());
+    Value index =
+        AxisIndexOp::create(b, loc, scalar, ArrayAttr::get(context, names));
+    Value blockSize = ConstantOp::create(
+        b, loc, DenseElementsAttr::get(scalar, local.getNumElements()));
+    Value offset = MulOp::create(b, loc, scalar, index, blockSize);
+    if (Value before = dropout.getIndexOffset())
+      offset = AddOp::create(b, loc, scalar, before, offset);
+    dropout.getIndexOffsetMutable().assign(offset);
   }
 
   /// A slice keeps split dimensions whole (its rule says so), so their

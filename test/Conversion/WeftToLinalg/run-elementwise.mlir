@@ -152,3 +152,11 @@ func.func @dropout(%a: tensor<3x7x5xf32>, %seed: tensor<i64>) -> (tensor<3x7x5xf
   %1 = weft.dropout %a, %seed {ratio = 9.000000e-01 : f64, op_id = -5 : i64} : tensor<3x7x5xf32>, tensor<i64>
   return %0, %1 : tensor<3x7x5xf32>, tensor<3x7x5xf32>
 }
+
+// A rank's block of rows counts its elements from index_offset.
+// CHECK: OK @dropout_offset
+func.func @dropout_offset(%a: tensor<3x7x5xf32>, %seed: tensor<i64>) -> tensor<3x7x5xf32> {
+  %off = weft.constant dense<35> : tensor<i64>
+  %0 = weft.dropout %a, %seed offset(%off : tensor<i64>) {ratio = 3.000000e-01 : f64, op_id = 7 : i64} : tensor<3x7x5xf32>, tensor<i64>
+  return %0 : tensor<3x7x5xf32>
+}

@@ -317,6 +317,12 @@ OpFoldResult ShardSliceOp::fold(FoldAdaptor adaptor) {
   return {};
 }
 
+LogicalResult AxisIndexOp::verify() {
+  if (getAxes().empty())
+    return emitOpError("needs at least one mesh axis");
+  return success();
+}
+
 LogicalResult ShardAsOp::verify() {
   auto type = cast<RankedTensorType>(getInput().getType());
   if (int64_t(getSharding().getDims().size()) != type.getRank())

@@ -377,8 +377,10 @@ LogicalResult DropoutOp::buildGradient(OpBuilder &b, ValueRange resultGrads,
     return success();
   // y = x * mask / (1 - p) is linear in x: dx is dy through the same mask.
   operandGrads.push_back(DropoutOp::create(b, getLoc(), resultGrads[0],
-                                           getSeed(), getRatioAttr(),
-                                           getOpIdAttr()));
+                                           getSeed(), getIndexOffset(),
+                                           getRatioAttr(), getOpIdAttr()));
   operandGrads.push_back(Value());
+  if (getIndexOffset())
+    operandGrads.push_back(Value());
   return success();
 }

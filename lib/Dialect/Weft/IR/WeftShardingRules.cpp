@@ -450,8 +450,20 @@ ShardingRule ruleOf(Operation *op) {
       })
       .Case([](CrossEntropyOp op) { return meanLoss(op, true); })
       .Case([](MseOp op) { return meanLoss(op, false); })
-      // Dropout's mask hashes each element's index in the whole tensor, so
-      // a block of it would draw another block's mask; it runs whole.
+      .Case([](DropoutOp op) {
+        // The mask hashes each element's linear index in the whole tensor:
+        // a block along the first dimension is a contiguous run of those
+        // indices, which the partitioner hands the op as index_offset.
+        // Other dimensions stay whole (a block of them is not contiguous).
+        ShardingRule rule = ShardingRule::whole(op);
+        auto type = cast<RankedTensorType>(op.getType());
+        if (type.getRank() == 0)
+          return rule;
+        int64_t f = rule.addFactor(type.getDimSize(0));
+        rule.operands[0][0] = {f};
+        rule.results[0][0] = {f};
+        return rule;
+      })
       .Default([](Operation *op) { return ShardingRule::whole(op); });
 }
 

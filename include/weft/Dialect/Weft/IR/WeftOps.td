@@ -446,17 +446,28 @@ def Weft_DropoutOp : Weft_Op<"dropout", [Pure,
     step; `op_id` tells the dropouts of one model apart. The gradient is
     the dropout of the incoming gradient with the same mask.
 
+    A rank holding a block of a tensor split along its first dimension
+    (the partitioner's data-parallel split) passes `index_offset`, the
+    linear index of its block's first element in the whole tensor: `i`
+    counts from there, so the rank draws exactly its block of the mask one
+    device would draw.
+
     ```mlir
     %y = weft.dropout %x, %seed {ratio = 1.000000e-01 : f64, op_id = 3 : i64}
         : tensor<4x32xf32>, tensor<i64>
+    %z = weft.dropout %x, %seed offset(%off : tensor<i64>) {ratio = 1.000000e-01 : f64, op_id = 3 : i64}
+        : tensor<4x32xf32>, tensor<i64>
     ```
-    Constraints: 0 <= ratio < 1; `seed` is a 0-d i64 tensor.
+    Constraints: 0 <= ratio < 1; `seed` and `index_offset` are 0-d i64
+    tensors.
   }];
   let arguments = (ins Weft_FloatTensor:$input, 0DTensorOf<[I64]>:$seed,
+      Optional<0DTensorOf<[I64]>>:$index_offset,
       F64Attr:$ratio, I64Attr:$op_id);
   let results = (outs Weft_FloatTensor:$result);
-  let assemblyFormat = "$input `,` $seed attr-dict `:` type($input) `,` "
-                       "type($seed)";
+  let assemblyFormat = "$input `,` $seed (`offset` `(` $index_offset^ `:` "
+                       "type($index_offset) `)`)? attr-dict `:` "
+                       "type($input) `,` type($seed)";
   let hasVerifier = 1;
   let extraClassDeclaration = [{
     /// Whether element `index` is kept, for a mask key from keyOf().

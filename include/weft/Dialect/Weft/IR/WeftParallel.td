@@ -158,6 +158,25 @@ def Weft_ShardSliceOp : Weft_Op<"shard_slice", [Pure,
   let hasFolder = 1;
 }
 
+def Weft_AxisIndexOp : Weft_Op<"axis_index", [Pure]> {
+  let summary = "This rank's coordinate in the group of some mesh axes";
+  let description = [{
+    Row-major over `axes` (in mesh order): which block of a tensor split
+    over them this rank holds. What a per-rank program needs where a value
+    depends on the block's place in the whole (a dropout mask over a split
+    batch).
+
+    ```mlir
+    %i = weft.axis_index {axes = ["dp"]} : tensor<i64>
+    ```
+    Constraints: at least one axis.
+  }];
+  let arguments = (ins StrArrayAttr:$axes);
+  let results = (outs 0DTensorOf<[I64]>:$result);
+  let assemblyFormat = "attr-dict `:` type($result)";
+  let hasVerifier = 1;
+}
+
 def Weft_ShardAsOp : Weft_Op<"shard_as", [Pure,
     AllTypesMatch<["input", "result"]>]> {
   let summary = "Fixes the sharding of a value (a layout constraint)";
