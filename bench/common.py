@@ -141,6 +141,16 @@ def thread_env(threads, extra=None):
     return env
 
 
+def finish(results, json_path):
+    """Ends a benchmark: the load at the end, and the results as JSON when
+    asked for (--json). Returns the exit code."""
+    print_load("end")
+    if json_path:
+        with open(json_path, "w") as f:
+            json.dump(results, f, indent=1)
+    return 0
+
+
 def print_load(when):
     """Other processes on the machine distort the timings, the two-thread
     ones most: print the load average so that a run can be judged, and, at

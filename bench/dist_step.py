@@ -364,11 +364,7 @@ def main(argv=None):
                   "Weft/PyTorch %.2f"
                   % (weft["median_ms"], torch["median_ms"],
                      weft["median_ms"] / torch["median_ms"]), flush=True)
-    common.print_load("end")
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump(results, f, indent=1)
-    return 0
+    return common.finish(results, args.json)
 
 
 if __name__ == "__main__":

@@ -27,7 +27,6 @@ This is a benchmark, not a test.
 
 import argparse
 import collections
-import json
 import os
 import subprocess
 import sys
@@ -178,11 +177,7 @@ def main(argv=None):
                 for s in rows["weft"]["slowest"]), flush=True)
             results["models"].append({"model": name, "threads": n,
                                       "analytic_gflop": analytic, **rows})
-    common.print_load("end")
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump(results, f, indent=1)
-    return 0
+    return common.finish(results, args.json)
 
 
 if __name__ == "__main__":

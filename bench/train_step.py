@@ -26,7 +26,6 @@ This is a benchmark, not a test: numbers depend on the machine and load.
 """
 
 import argparse
-import json
 import os
 import sys
 import tempfile
@@ -94,11 +93,7 @@ def main(argv=None):
                   % (" ".join("%.5f" % v for v in weft["losses"][:3]),
                      " ".join("%.5f" % v for v in torch["losses"][:3])),
                   flush=True)
-    common.print_load("end")
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump(results, f, indent=1)
-    return 0
+    return common.finish(results, args.json)
 
 
 if __name__ == "__main__":
