@@ -81,39 +81,68 @@ Status RuntimeContext::joinMesh(const std::vector<MeshAxisSpec> &mesh,
   axisNames.clear();
   axisGroups.clear();
   axes.clear();
-  int64_t stride = devices;
-  for (const MeshAxisSpec &a : mesh) {
-    stride /= a.size;
-    int coord = int((info.rank / stride) % a.size);
-    // The group's first rank (coordinate 0 on this axis) names the group.
-    int64_t first = info.rank - int64_t(coord) * stride;
-    std::string prefix = "weft/axis/" + a.name + "/" + std::to_string(first);
-    // Members on this node: ranks are numbered node by node, and the
-    // group's rise with its coordinate, so they are consecutive in it.
+  // This rank's coordinate on each axis, row-major (major axis first).
+  size_t n = mesh.size();
+  std::vector<int64_t> strides(n), coords(n);
+  for (size_t i = n, s = 1; i-- > 0;) {
+    strides[i] = int64_t(s);
+    coords[i] = (info.rank / strides[i]) % mesh[i].size;
+    s *= size_t(mesh[i].size);
+  }
+  // One group per non-empty set of axes (bit i: axis i), in mask order on
+  // every rank: the ranks sharing this rank's coordinates on the other
+  // axes, numbered row-major over the set's axes (weft_rt_axis_index).
+  axisGroups.resize(size_t(1) << n);
+  for (uint64_t mask = 1; mask < (uint64_t(1) << n); ++mask) {
+    std::vector<size_t> in;
+    for (size_t i = 0; i < n; ++i)
+      if (mask & (uint64_t(1) << i))
+        in.push_back(i);
+    int64_t size = 1, index = 0, first = info.rank;
+    for (size_t i : in) {
+      size *= mesh[i].size;
+      index = index * mesh[i].size + coords[i];
+      first -= coords[i] * strides[i];
+    }
+    // Members on this node: ranks are numbered node by node.
     int64_t nodeBegin = info.rank - info.localRank;
     int64_t nodeEnd = nodeBegin + info.localWorldSize;
     int local = 0;
-    for (int64_t c = 0; c < a.size; ++c) {
-      int64_t member = first + c * stride;
+    for (int64_t g = 0; g < size; ++g) {
+      int64_t member = first, rest = g;
+      for (size_t k = in.size(); k-- > 0;) {
+        member += (rest % mesh[in[k]].size) * strides[in[k]];
+        rest /= mesh[in[k]].size;
+      }
       local += member >= nodeBegin && member < nodeEnd;
     }
+    std::string names;
+    for (size_t i : in)
+      names += (names.empty() ? "" : ",") + mesh[i].name;
+    // The group's first rank (coordinate 0 on its axes) names it.
+    std::string prefix =
+        "weft/axis/" + names + "/" + std::to_string(first);
     std::unique_ptr<Communicator> comm;
     Status s =
-        local > 1 && local < a.size && a.size % local == 0
-            ? createHierarchicalCommunicator(*store, prefix, coord,
-                                             int(a.size), local, host, timeout,
+        local > 1 && local < size && size % local == 0
+            ? createHierarchicalCommunicator(*store, prefix, int(index),
+                                             int(size), local, host, timeout,
                                              comm)
-            : createGlooCommunicator(*store, prefix, coord, int(a.size), host,
-                                     timeout, comm);
+            : createGlooCommunicator(*store, prefix, int(index), int(size),
+                                     host, timeout, comm);
     if (!s.ok())
-      return Status::error("mesh axis " + quote(a.name) + ": " + s.message);
-    axisNames.push_back(a.name);
-    axisGroups.push_back(std::make_unique<AxisGroup>(std::move(comm)));
-    axes.push_back({nullptr, int32_t(a.size), coord, nullptr});
+      return Status::error("mesh axis " + quote(names) + ": " + s.message);
+    axisGroups[mask] = std::make_unique<AxisGroup>(std::move(comm));
+    axisGroups[mask]->mesh = &axisGroups;
   }
-  for (size_t i = 0; i < axes.size(); ++i) {
+  for (size_t i = 0; i < n; ++i) {
+    axisNames.push_back(mesh[i].name);
+    axes.push_back({nullptr, int32_t(mesh[i].size), int32_t(coords[i]),
+                    nullptr});
+  }
+  for (size_t i = 0; i < n; ++i) {
     axes[i].name = axisNames[i].c_str();
-    axes[i].comm = axisGroups[i].get();
+    axes[i].comm = axisGroups[size_t(1) << i].get();
   }
   context.numAxes = int32_t(axes.size());
   context.axes = axes.data();
@@ -152,15 +181,18 @@ AxisGroup &groupOf(const WeftRuntimeContext *ctx, const char *what,
     die(ctx, what, axisMask,
         "the runtime context has no mesh axes (the executable's model JSON "
         "lacks its mesh)");
-  for (int i = 0; i < ctx->numAxes; ++i)
-    if (axisMask == (int64_t(1) << i)) {
-      if (!ctx->axes[i].comm)
-        die(ctx, what, axisMask, "the axis has no communicator");
-      return *static_cast<AxisGroup *>(ctx->axes[i].comm);
-    }
-  die(ctx, what, axisMask,
-      "groups over several mesh axes at once are not supported by this "
-      "runtime yet");
+  if (axisMask <= 0 || axisMask >= (int64_t(1) << ctx->numAxes))
+    die(ctx, what, axisMask,
+        "the mask names axes the runtime context does not have");
+  // Every group of the mesh is reachable from any axis's (joinMesh).
+  auto *any = static_cast<AxisGroup *>(ctx->axes[0].comm);
+  AxisGroup *group =
+      any && any->mesh && size_t(axisMask) < any->mesh->size()
+          ? (*any->mesh)[size_t(axisMask)].get()
+          : nullptr;
+  if (!group)
+    die(ctx, what, axisMask, "the group has no communicator");
+  return *group;
 }
 
 void check(const WeftRuntimeContext *ctx, const char *what, int64_t axisMask,

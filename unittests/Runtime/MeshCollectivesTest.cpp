@@ -180,6 +180,44 @@ TEST(MeshCollectivesTest, TwoAxes) {
     EXPECT_EQ(codes[r], 0) << "rank " << r << ": " << errs[r];
 }
 
+TEST(MeshCollectivesTest, GroupsOverEverySetOfAxes) {
+  // dp=2 x tp=2 on 4 ranks, rank = 2 * dp + tp: the dp group of rank r is
+  // {r % 2, r % 2 + 2}, its tp group {r - r % 2, r - r % 2 + 1}, and the
+  // group over both axes all four ranks, numbered row-major (= rank).
+  int port = freePort();
+  std::vector<std::string> errs;
+  std::vector<int> codes = runRanks(4, [&](int rank) {
+    LaunchInfo info = launchOf(rank, 4, port);
+    RuntimeContext context(info, 1);
+    if (!context.joinMesh({{"dp", 2}, {"tp", 2}}, 20s).ok())
+      return 2;
+    const WeftRuntimeContext *ctx = context.get();
+    float in[1] = {float(1 << rank)}, out[4] = {};
+    weft_rt_all_reduce_f32(ctx, 1, in, out, 1);
+    if (out[0] != float((1 << (rank % 2)) + (1 << (rank % 2 + 2))))
+      return 3;
+    weft_rt_all_reduce_f32(ctx, 2, in, out, 1);
+    int base = rank - rank % 2;
+    if (out[0] != float((1 << base) + (1 << (base + 1))))
+      return 4;
+    weft_rt_all_reduce_f32(ctx, 3, in, out, 1);
+    if (out[0] != 15)
+      return 5;
+    // A gather over both axes lays the blocks out in rank order.
+    weft_rt_all_gather_f32(ctx, 3, in, out, 1, 1);
+    for (int r = 0; r < 4; ++r)
+      if (out[r] != float(1 << r))
+        return 6;
+    if (weft_rt_axis_index(ctx, 3) != rank ||
+        weft_rt_axis_index(ctx, 1) != rank / 2 ||
+        weft_rt_axis_index(ctx, 2) != rank % 2)
+      return 7;
+    return 0;
+  }, &errs);
+  for (int r = 0; r < 4; ++r)
+    EXPECT_EQ(codes[r], 0) << "rank " << r << ": " << errs[r];
+}
+
 TEST(MeshCollectivesTest, DeadPeerIsAnErrorNamingTheCollective) {
   int port = freePort();
   std::vector<std::string> errs;

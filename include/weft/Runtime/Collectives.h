@@ -184,6 +184,9 @@ struct AxisGroup {
   /// Declared after `comm`: it stops (finishing what was issued) first.
   std::unique_ptr<CommThread> thread;
   std::vector<Bucket> buckets;
+  /// The mesh's groups by axis mask (bit i: axis i), this one among them:
+  /// how a collective over several axes finds its group from the context.
+  const std::vector<std::unique_ptr<AxisGroup>> *mesh = nullptr;
 };
 
 } // namespace rt

@@ -131,9 +131,10 @@ public:
   /// For a step compiled for `mesh` (lib/Runtime/MeshCollectives.cpp): the
   /// launch must have the mesh's number of ranks (an error names both and
   /// what to do); rank 0 hosts the rendezvous at MASTER_ADDR:MASTER_PORT,
-  /// and every rank joins one communicator per axis, the group of ranks
-  /// sharing its coordinates on the other axes (hierarchical when the group
-  /// spans nodes), which the context's `axes` then hold. Waits up to
+  /// and every rank joins one communicator per non-empty set of axes, the
+  /// group of ranks sharing its coordinates on the other axes (hierarchical
+  /// when the group spans nodes); the context's `axes` hold the one-axis
+  /// groups, and each group reaches the others (AxisGroup::mesh). Waits up to
   /// `timeout` for the other ranks; every collective fails after it too.
   Status joinMesh(const std::vector<MeshAxisSpec> &mesh,
                   std::chrono::milliseconds timeout);
