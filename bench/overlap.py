@@ -16,6 +16,7 @@ median of --repeat runs is kept. Each rank has one thread.
 import argparse
 import json
 import os
+import signal
 import statistics
 import subprocess
 import sys
@@ -48,10 +49,16 @@ def run_pair(build, exe, data_args, steps, port, metrics):
         env = dict(ENV, GLOO_SOCKET_IFNAME="eth0", OMP_NUM_THREADS="1",
                    OPENBLAS_NUM_THREADS="1")
         procs.append(subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL,
-                                      stderr=subprocess.PIPE, text=True))
+                                      stderr=subprocess.PIPE, text=True,
+                                      start_new_session=True))
     for p in procs:
         _, err = p.communicate()
         if p.returncode != 0:
+            # The other node's ranks would wait for this one for ever.
+            for other in procs:
+                if other.poll() is None:
+                    os.killpg(other.pid, signal.SIGKILL)
+                    other.wait()
             sys.exit("error: a node's run failed:\n" + err[-2000:])
     with open(metrics) as f:
         return [json.loads(line)["step_time_s"] for line in f

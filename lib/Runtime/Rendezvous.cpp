@@ -13,7 +13,9 @@
 
 #include "weft/Runtime/Rendezvous.h"
 
+#include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 
 #include <arpa/inet.h>
@@ -61,6 +63,31 @@ bool readAll(int fd, void *data, size_t n) {
     n -= size_t(r);
   }
   return true;
+}
+
+/// Waits up to `limit` for `fd` to have something to read (or be closed):
+/// a store whose host vanished without closing the connection (its node
+/// went down, its network was cut) never answers, and a blocking read
+/// would wait for ever.
+bool readable(int fd, std::chrono::milliseconds limit) {
+  auto deadline = std::chrono::steady_clock::now() + limit;
+  for (;;) {
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - std::chrono::steady_clock::now());
+    pollfd p = {fd, POLLIN, 0};
+    int r = ::poll(&p, 1, int(std::max<int64_t>(0, std::min<int64_t>(
+                                left.count(), 1 << 30))));
+    if (r > 0)
+      return true;
+    if (r == 0 || errno != EINTR)
+      return false;
+  }
+}
+
+/// How long past the store's own reply deadline a silent store is waited
+/// for: the reply is due at once (set) or after the wait (get).
+std::chrono::milliseconds replyGrace(std::chrono::milliseconds wait) {
+  return wait + std::chrono::milliseconds(2000) + wait / 4;
 }
 
 template <typename T> bool writeInt(int fd, T v) {
@@ -290,7 +317,15 @@ Status StoreClient::set(const std::string &key,
   if (!writeAll(fd, "S", 1) || !writeInt<uint32_t>(fd, key.size()) ||
       !writeAll(fd, key.data(), key.size()) ||
       !writeInt<uint64_t>(fd, value.size()) ||
-      !writeAll(fd, value.data(), value.size()) || !readInt(fd, ack) || ack)
+      !writeAll(fd, value.data(), value.size()))
+    return Status::error("rendezvous: lost the connection to rank 0's store "
+                         "at " +
+                         address + " while setting " + quote(key));
+  if (!readable(fd, replyGrace(std::chrono::seconds(60))))
+    return Status::error("rendezvous: rank 0's store at " + address +
+                         " did not answer within 60 s while setting " +
+                         quote(key) + "; its node may be down or cut off");
+  if (!readInt(fd, ack) || ack)
     return Status::error("rendezvous: lost the connection to rank 0's store "
                          "at " +
                          address + " while setting " + quote(key));
@@ -304,8 +339,17 @@ Status StoreClient::get(const std::string &key,
   uint8_t status = 2;
   if (!writeAll(fd, "G", 1) || !writeInt<uint32_t>(fd, key.size()) ||
       !writeAll(fd, key.data(), key.size()) ||
-      !writeInt<uint64_t>(fd, uint64_t(timeout.count())) ||
-      !readInt(fd, status))
+      !writeInt<uint64_t>(fd, uint64_t(timeout.count())))
+    return Status::error("rendezvous: lost the connection to rank 0's store "
+                         "at " +
+                         address + " while waiting for " + quote(key));
+  if (!readable(fd, replyGrace(timeout)))
+    return Status::error("rendezvous: rank 0's store at " + address +
+                         " did not answer within " +
+                         std::to_string(replyGrace(timeout).count()) +
+                         " ms while waiting for " + quote(key) +
+                         "; its node may be down or cut off");
+  if (!readInt(fd, status))
     return Status::error("rendezvous: lost the connection to rank 0's store "
                          "at " +
                          address + " while waiting for " + quote(key));

@@ -20,6 +20,9 @@
 #include <functional>
 #include <string>
 #include <vector>
+#include <sys/socket.h>
+#include <netinet/in.h>
+#include <arpa/inet.h>
 
 #include <sys/wait.h>
 #include <unistd.h>
@@ -292,6 +295,37 @@ TEST(CollectivesTest, AMissingRankTimesOut) {
     return named ? 0 : 4;
   });
   EXPECT_EQ(codes, (std::vector<int>{0}));
+}
+
+TEST(CollectivesTest, ASilentStoreIsAnError) {
+  // A listener that accepts and never answers: rank 0's node gone without
+  // closing its connections. A get must end after its wait and a grace,
+  // not block for ever.
+  int listener = ::socket(AF_INET, SOCK_STREAM, 0);
+  ASSERT_GE(listener, 0);
+  sockaddr_in addr = {};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(::bind(listener, reinterpret_cast<sockaddr *>(&addr), sizeof(addr)),
+            0);
+  ASSERT_EQ(::listen(listener, 4), 0);
+  socklen_t len = sizeof(addr);
+  ASSERT_EQ(::getsockname(listener, reinterpret_cast<sockaddr *>(&addr), &len),
+            0);
+  int port = ntohs(addr.sin_port);
+  std::unique_ptr<StoreClient> client;
+  ASSERT_TRUE(StoreClient::connect("127.0.0.1", port, 5s, client).ok());
+  auto start = std::chrono::steady_clock::now();
+  std::vector<char> value;
+  Status s = client->get("k", 100ms, value);
+  double seconds = std::chrono::duration<double>(
+                       std::chrono::steady_clock::now() - start)
+                       .count();
+  ::close(listener);
+  EXPECT_FALSE(s.ok());
+  EXPECT_NE(s.message.find("did not answer within"), std::string::npos)
+      << s.message;
+  EXPECT_LT(seconds, 10.0);
 }
 
 } // namespace
