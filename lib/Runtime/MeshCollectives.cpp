@@ -219,6 +219,32 @@ extern "C" void weft_rt_all_reduce_f32(const WeftRuntimeContext *ctx,
          group.thread->allReduceSum(out, size_t(count)));
 }
 
+namespace {
+/// Rank g's block of a tensor laid out [outer][n][inner] (split along the
+/// dim where inner starts) goes to dst + g * stride, as [outer][inner]:
+/// the communicator wants each rank's block contiguous.
+void blocksByRank(const float *in, size_t n, int64_t outer, int64_t inner,
+                  float *dst, size_t stride) {
+  for (size_t g = 0; g < n; ++g)
+    for (int64_t o = 0; o < outer; ++o)
+      std::memcpy(dst + g * stride + size_t(o) * size_t(inner),
+                  in + (size_t(o) * n + g) * size_t(inner),
+                  size_t(inner) * sizeof(float));
+}
+
+/// The inverse: rank g's [outer][inner] block at from + g * stride goes
+/// into `out`, laid out [outer][n][inner] (an all-gather along a dim with
+/// dims before it).
+void interleaveByRank(const float *from, size_t n, int64_t outer,
+                      int64_t inner, size_t stride, float *out) {
+  for (size_t g = 0; g < n; ++g)
+    for (int64_t o = 0; o < outer; ++o)
+      std::memcpy(out + (size_t(o) * n + g) * size_t(inner),
+                  from + g * stride + size_t(o) * size_t(inner),
+                  size_t(inner) * sizeof(float));
+}
+} // namespace
+
 extern "C" void weft_rt_all_gather_f32(const WeftRuntimeContext *ctx,
                                        int64_t axisMask, const float *in,
                                        float *out, int64_t outer,
@@ -236,26 +262,9 @@ extern "C" void weft_rt_all_gather_f32(const WeftRuntimeContext *ctx,
   std::vector<float> gathered(n * block);
   finish(ctx, "all_gather", axisMask, group,
          group.thread->allGather(in, block, gathered.data()));
-  for (size_t g = 0; g < n; ++g)
-    for (int64_t o = 0; o < outer; ++o)
-      std::memcpy(out + (size_t(o) * n + g) * size_t(inner),
-                  gathered.data() + g * block + size_t(o) * size_t(inner),
-                  size_t(inner) * sizeof(float));
+  interleaveByRank(gathered.data(), n, outer, inner, block, out);
 }
 
-namespace {
-/// Rank g's block of a tensor laid out [outer][n][inner] (split along the
-/// dim where inner starts) goes to dst + g * stride, as [outer][inner]:
-/// the communicator wants each rank's block contiguous.
-void blocksByRank(const float *in, size_t n, int64_t outer, int64_t inner,
-                  float *dst, size_t stride) {
-  for (size_t g = 0; g < n; ++g)
-    for (int64_t o = 0; o < outer; ++o)
-      std::memcpy(dst + g * stride + size_t(o) * size_t(inner),
-                  in + (size_t(o) * n + g) * size_t(inner),
-                  size_t(inner) * sizeof(float));
-}
-} // namespace
 
 extern "C" void weft_rt_reduce_scatter_f32(const WeftRuntimeContext *ctx,
                                            int64_t axisMask, const float *in,
@@ -383,14 +392,8 @@ extern "C" void weft_rt_bucket_get_f32(const WeftRuntimeContext *ctx,
     std::memcpy(out, from.data() + offset, block * sizeof(float));
     return;
   }
-  // Rank g's block sits at g * region; the gathered dim interleaves them
-  // ([o][g][i]).
-  for (size_t g = 0; g < n; ++g)
-    for (int64_t o = 0; o < outer; ++o)
-      std::memcpy(out + (size_t(o) * n + g) * size_t(inner),
-                  from.data() + g * region + size_t(offset) +
-                      size_t(o) * size_t(inner),
-                  size_t(inner) * sizeof(float));
+  // Rank g's block sits at g * region.
+  interleaveByRank(from.data() + offset, n, outer, inner, region, out);
 }
 
 extern "C" int64_t weft_rt_axis_index(const WeftRuntimeContext *ctx,

@@ -252,21 +252,30 @@ ShardingRule concat(ConcatOp op) {
 
 /// gather: input[:axis] + indices + input[axis+1:]; the gathered axis is
 /// read whole.
-ShardingRule gather(GatherOp op) {
-  ShardingRule rule;
-  int64_t axis = op.getAxis();
-  ArrayRef<int64_t> in = shapeOf(op.getInput());
-  ValueFactors inDims, idxDims = addFactorsFor(rule, op.getIndices()), out;
+/// The dims of an indexed op's table `in` (its `axis` indexed, the others
+/// a factor each) and of the value that pairs with it (the gathered
+/// result, the scattered updates): the table's dims with `axis` replaced
+/// by the indices' dims.
+void indexedFactors(ShardingRule &rule, ArrayRef<int64_t> in, int64_t axis,
+                    const ValueFactors &idxDims, ValueFactors &inDims,
+                    ValueFactors &paired) {
   for (int64_t d = 0, e = in.size(); d < e; ++d) {
     if (d == axis) {
       inDims.push_back({});
-      llvm::append_range(out, idxDims);
+      llvm::append_range(paired, idxDims);
       continue;
     }
     int64_t f = rule.addFactor(in[d]);
     inDims.push_back({f});
-    out.push_back({f});
+    paired.push_back({f});
   }
+}
+
+ShardingRule gather(GatherOp op) {
+  ShardingRule rule;
+  ValueFactors inDims, idxDims = addFactorsFor(rule, op.getIndices()), out;
+  indexedFactors(rule, shapeOf(op.getInput()), op.getAxis(), idxDims, inDims,
+                 out);
   rule.operands = {inDims, idxDims};
   rule.results.push_back(out);
   return rule;
@@ -276,20 +285,10 @@ ShardingRule gather(GatherOp op) {
 /// into the result, so they are sum factors.
 ShardingRule scatterAdd(ScatterAddOp op) {
   ShardingRule rule;
-  int64_t axis = op.getAxis();
-  ArrayRef<int64_t> in = shapeOf(op.getInput());
   ValueFactors inDims, idxDims = addFactorsFor(rule, op.getIndices(), Kind::Sum),
                        upd;
-  for (int64_t d = 0, e = in.size(); d < e; ++d) {
-    if (d == axis) {
-      inDims.push_back({});
-      llvm::append_range(upd, idxDims);
-      continue;
-    }
-    int64_t f = rule.addFactor(in[d]);
-    inDims.push_back({f});
-    upd.push_back({f});
-  }
+  indexedFactors(rule, shapeOf(op.getInput()), op.getAxis(), idxDims, inDims,
+                 upd);
   rule.operands = {inDims, idxDims, upd};
   rule.results.push_back(inDims);
   return rule;
