@@ -12,6 +12,7 @@
 #include "weft/Import/Weights.h"
 #include "weft/Formats/SafeTensors.h"
 #include "weft/Target/Registration.h"
+#include "weft/Transforms/Parallel/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Parser/Parser.h"
@@ -272,6 +273,10 @@ LogicalResult Driver::runImportAndTrain(ModuleOp module, TimingScope &timing) {
     bool native = emit >= Stage::Llvm;
     train.runtimeHyperparameters =
         options.runtimeHyperparameters.value_or(native);
+    // Under tensor parallelism a fused projection (q, k and v in one
+    // matmul) is split first, so its parts can be split by heads.
+    if (options.mesh.find("tp=") != std::string::npos)
+      pm.addNestedPass<func::FuncOp>(createSplitFusedProjectionsPass());
     buildTrainPipeline(pm, train);
   }
   if (!options.mesh.empty() && emit >= Stage::Partitioned &&
@@ -280,6 +285,10 @@ LogicalResult Driver::runImportAndTrain(ModuleOp module, TimingScope &timing) {
     parallel.mesh = options.mesh;
     parallel.zero = options.zero;
     parallel.bucketMB = options.bucketMB;
+    for (const std::string &entry : options.shard)
+      parallel.shard.push_back(entry);
+    parallel.tpPlan = options.tpPlan;
+    parallel.sequenceParallel = options.sequenceParallel;
     buildParallelPipeline(pm, parallel);
   }
   return pm.run(module);
@@ -599,6 +608,11 @@ LogicalResult Driver::run() {
     return fail("--emit=partitioned needs a mesh: add --mesh dp=N");
   if (options.mesh.empty() && options.zero != 0)
     return fail("--zero shards over data-parallel ranks: add --mesh dp=N");
+  if (options.mesh.empty() &&
+      (!options.shard.empty() || options.sequenceParallel))
+    return fail(std::string(options.sequenceParallel ? "--sequence-parallel"
+                                                     : "--shard") +
+                " splits over tensor-parallel ranks: add --mesh tp=N");
   OwningOpRef<ModuleOp> module = loadInput();
   if (!module)
     return failure();

@@ -119,6 +119,9 @@ void weft::buildParallelPipeline(OpPassManager &pm,
   ApplyMeshPassOptions apply;
   apply.mesh = options.mesh;
   apply.zero = options.zero;
+  apply.shard.assign(options.shard.begin(), options.shard.end());
+  apply.tpPlan = options.tpPlan;
+  apply.sequenceParallel = options.sequenceParallel;
   pm.addPass(createApplyMeshPass(apply));
   // Partitioning sees the whole step in one function.
   pm.addPass(createInlinerPass());

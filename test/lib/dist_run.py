@@ -3,14 +3,15 @@
 
   dist_run.py --weftc WEFTC --weftrun WEFTRUN --ckpt WEFT_CKPT
       --onnx M.onnx --out DIR --compile "FLAGS" --train "FLAGS"
-      --layout "dp=2" [--layout "dp=2 zero=1" ...]
+      --layout "dp=2" [--layout "dp=2 tp=2 zero=1 sp" ...]
       [--launcher weftrun|torchrun|mpirun|slurm] [--port P] [--rtol R]
       [--tensor-rtol NAME=R ...]
 
 Compiles M.onnx for one process with --compile's flags and trains it with
 --train's flags (which must include --steps), then for every --layout
-("dp=N [zero=K]") compiles it with --mesh dp=N [--zero K], trains it on N
-processes started by the launcher, and compares every step's loss (from
+("[dp=N] [tp=M] [zero=K] [sp]") compiles it with --mesh dp=N,tp=M
+[--zero K] [--sequence-parallel], trains it on N*M processes started by
+the launcher, and compares every step's loss (from
 --metrics) and every final parameter and buffer (the last checkpoint,
 through `weft-ckpt export`) with the 1-rank run's: the largest
 difference relative to the tensor's largest magnitude must be <= R
@@ -123,11 +124,11 @@ def main():
     compile_flags = shlex.split(args.compile)
     train_flags = shlex.split(args.train)
 
-    def train(name, mesh, zero, ranks):
+    def train(name, mesh, zero, ranks, extra=()):
         exe = os.path.join(args.out, name)
         flags = list(compile_flags)
         if mesh:
-            flags += ["--mesh", mesh, "--zero", str(zero)]
+            flags += ["--mesh", mesh, "--zero", str(zero)] + list(extra)
         run([args.weftc, args.onnx, "-o", exe] + flags, exe + ".compile.log")
         metrics = exe + ".jsonl"
         ckpt = exe + ".ckpt"
@@ -145,11 +146,19 @@ def main():
 
     one_metrics, one_state = train("one", "", 0, 1)
     for layout in args.layout:
-        fields = dict(f.split("=", 1) for f in layout.split())
-        dp = int(fields["dp"])
+        words = layout.split()
+        fields = dict(f.split("=", 1) for f in words if "=" in f)
+        mesh = ",".join("%s=%s" % (axis, fields[axis])
+                        for axis in ("dp", "tp") if axis in fields)
         zero = int(fields.get("zero", 0))
-        name = "dp%d-zero%d" % (dp, zero)
-        metrics, state = train(name, "dp=%d" % dp, zero, dp)
+        extra = []
+        if "sp" in words:
+            extra.append("--sequence-parallel")
+        ranks = 1
+        for axis in ("dp", "tp"):
+            ranks *= int(fields.get(axis, 1))
+        name = "-".join(words).replace("=", "")
+        metrics, state = train(name, mesh, zero, ranks, extra)
         try:
             loss_err = exe_check.cmd_close_metrics(argparse.Namespace(
                 a=metrics, b=one_metrics, rtol=args.rtol))

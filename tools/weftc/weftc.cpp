@@ -156,8 +156,29 @@ cl::OptionCategory parallelCategory(
 cl::opt<std::string>
     mesh("mesh",
          cl::desc("Compile for a mesh of ranks, axes as name=size: dp=4 "
-                  "trains data-parallel on 4 ranks (default: one process)"),
+                  "trains data-parallel on 4 ranks, dp=2,tp=2 also splits "
+                  "layers over 2 (tp ranks are consecutive: inside a "
+                  "node) (default: one process)"),
          cl::value_desc("axes"), cl::cat(parallelCategory));
+cl::list<std::string> shardParams(
+    "shard",
+    cl::desc("Lay a parameter out over tp, NAME=LAYOUT, NAME may use * and "
+             "?: --shard 'h.*.mlp.c_fc.weight=[{tp}, {}]' splits its rows; "
+             "repeat for more"),
+    cl::value_desc("name=layout"), cl::cat(parallelCategory));
+cl::opt<std::string> tpPlan(
+    "tp-plan",
+    cl::desc("How parameters --shard does not name are split over tp: "
+             "megatron (default: column- then row-parallel, heads split, "
+             "found by propagation) or manual (replicated)"),
+    cl::init("megatron"), cl::cat(parallelCategory));
+cl::opt<bool> sequenceParallel(
+    "sequence-parallel",
+    cl::desc("Megatron sequence parallelism: layer norms and residuals "
+             "split over the sequence on the tp ranks, an all-gather "
+             "before and a reduce-scatter after each tensor-parallel "
+             "block"),
+    cl::init(false), cl::cat(parallelCategory));
 cl::opt<int64_t> zero("zero",
                       cl::desc("ZeRO stage over dp: 1 shards optimizer "
                                "state, 2 also gradients, 3 also parameters "
@@ -237,6 +258,9 @@ bool mapOptions(DriverOptions &driver, TrainPipelineOptions &train,
   driver.summary = summary;
   driver.mesh = mesh;
   driver.zero = zero;
+  driver.shard.assign(shardParams.begin(), shardParams.end());
+  driver.tpPlan = tpPlan;
+  driver.sequenceParallel = sequenceParallel;
   if (!(bucketMB >= 0) || bucketMB > 1e6)
     return fail("--bucket-mb must be a size in MiB >= 0, got " +
                 std::to_string(double(bucketMB)));

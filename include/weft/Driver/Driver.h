@@ -96,6 +96,12 @@ struct DriverOptions {
   int64_t zero = 0;
   /// Most MiB one bucket of gradient reductions carries; 0: no buckets.
   double bucketMB = 25.0;
+  /// Parameter layouts over tp given by hand ("NAME=[{tp}, {}]").
+  std::vector<std::string> shard;
+  /// "megatron" or "manual": how the other parameters are split over tp.
+  std::string tpPlan = "megatron";
+  /// Megatron sequence parallelism over tp.
+  bool sequenceParallel = false;
 
   /// Tensor table, counts, planned memory and compile time on stderr.
   bool summary = false;

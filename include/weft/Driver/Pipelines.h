@@ -132,6 +132,18 @@ struct ParallelPipelineOptions
                      "(0: no buckets, each collective waits where it "
                      "stands)"),
       llvm::cl::init(25.0)};
+  ListOption<std::string> shard{
+      *this, "shard",
+      llvm::cl::desc("Parameter layouts over tp, NAME=LAYOUT")};
+  Option<std::string> tpPlan{
+      *this, "tp-plan",
+      llvm::cl::desc("megatron or manual: how parameters not given by "
+                     "shard are split over tp"),
+      llvm::cl::init("megatron")};
+  Option<bool> sequenceParallel{
+      *this, "sequence-parallel",
+      llvm::cl::desc("Megatron sequence parallelism over tp"),
+      llvm::cl::init(false)};
 };
 
 /// Global training step -> the per-rank step of a mesh (weftc --mesh).

@@ -16,7 +16,11 @@
 #include "weft/Dialect/Weft/IR/TrainStep.h"
 #include "weft/Transforms/Parallel/Passes.h"
 
+#include "TensorParallelPlan.h"
+
+#include "mlir/AsmParser/AsmParser.h"
 #include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/GlobPattern.h"
 
 namespace weft {
 #define GEN_PASS_DEF_APPLYMESHPASS
@@ -28,41 +32,60 @@ using namespace weft;
 using contract::Role;
 
 namespace {
-/// "dp=2" -> #weft.mesh<dp = 2>, or an error message.
+/// "tp=2,dp=4" -> #weft.mesh<dp = 4, tp = 2>, or an error message. dp is
+/// the major axis whatever the order written: ranks are numbered node by
+/// node, so a tp group is tp consecutive ranks, inside a node whenever tp
+/// divides the ranks per node.
 FailureOr<MeshAttr> parseMesh(MLIRContext *context, StringRef text,
                               std::string &error) {
-  SmallVector<StringAttr> names;
-  SmallVector<int64_t> sizes;
+  int64_t sizes[2] = {0, 0};
+  const char *axes[2] = {"dp", "tp"};
   SmallVector<StringRef> parts;
   text.split(parts, ',', -1, /*KeepEmpty=*/false);
   for (StringRef part : parts) {
     auto [name, size] = part.trim().split('=');
+    name = name.trim();
     int64_t n = 0;
-    if (name.trim().empty() || size.trim().getAsInteger(10, n) || n < 1) {
+    if (name.empty() || size.trim().getAsInteger(10, n) || n < 1) {
       error = "mesh '" + text.str() +
-              "' does not parse: write axes as name=size, e.g. dp=4";
+              "' does not parse: write axes as name=size, e.g. dp=2,tp=2";
       return failure();
     }
-    names.push_back(StringAttr::get(context, name.trim()));
-    sizes.push_back(n);
+    int axis = name == "dp" ? 0 : name == "tp" ? 1 : -1;
+    if (axis < 0) {
+      error = "mesh axis '" + name.str() +
+              "' is not one Weft partitions: use dp (data parallel: the "
+              "batch split, ZeRO) and tp (tensor parallel: layers split), "
+              "e.g. --mesh dp=2,tp=2";
+      return failure();
+    }
+    if (sizes[axis]) {
+      error = "mesh '" + text.str() + "' names " + name.str() + " twice";
+      return failure();
+    }
+    sizes[axis] = n;
   }
+  SmallVector<StringAttr> names;
+  SmallVector<int64_t> kept;
+  for (int axis = 0; axis < 2; ++axis)
+    if (sizes[axis]) {
+      names.push_back(StringAttr::get(context, axes[axis]));
+      kept.push_back(sizes[axis]);
+    }
   if (names.empty()) {
     error = "no mesh given: write its axes as name=size, e.g. dp=4";
     return failure();
   }
-  for (StringAttr name : names)
-    if (name.getValue() != "dp") {
-      error = "mesh axis '" + name.getValue().str() +
-              "': only data parallelism (dp) can be partitioned so far; "
-              "tensor and pipeline axes come with later stages";
-      return failure();
-    }
-  if (names.size() != 1) {
-    error = "mesh '" + text.str() + "' names dp twice";
-    return failure();
-  }
-  return MeshAttr::get(context, names, sizes);
+  return MeshAttr::get(context, names, kept);
 }
+
+/// `--shard NAME=LAYOUT`: "h.*.mlp.c_fc.weight=[{tp}, {}]".
+struct GivenLayout {
+  llvm::GlobPattern pattern;
+  std::string text;
+  TensorSharding layout;
+  bool used = false;
+};
 
 struct ApplyMeshPass : public weft::impl::ApplyMeshPassBase<ApplyMeshPass> {
   using Base::Base;
@@ -86,7 +109,34 @@ struct ApplyMeshPass : public weft::impl::ApplyMeshPassBase<ApplyMeshPass> {
     }
     meshAttr = *parsed;
     dpAxis = StringAttr::get(context, "dp");
+    tpAxis = StringAttr::get(context, "tp");
     dp = meshAttr.getAxisSize("dp");
+    tp = meshAttr.getAxisSize("tp");
+    if (zero > 0 && !dp) {
+      module.emitError() << "--zero " << zero
+                         << " shards over data-parallel ranks, and mesh '"
+                         << mesh << "' has no dp axis: add dp=N";
+      return signalPassFailure();
+    }
+    if (sequenceParallel && tp < 2) {
+      module.emitError()
+          << "--sequence-parallel splits the sequence over the tensor-"
+             "parallel ranks, and mesh '"
+          << mesh << "' has no tp axis of 2 or more: add tp=N";
+      return signalPassFailure();
+    }
+    if (tpPlan != "megatron" && tpPlan != "manual") {
+      module.emitError() << "--tp-plan '" << tpPlan
+                         << "': use megatron (parameters not given by "
+                            "--shard are split as Megatron-LM does) or "
+                            "manual (only those given)";
+      return signalPassFailure();
+    }
+    if (!shard.empty() && !tp) {
+      module.emitError() << "--shard lays parameters out over tp, and mesh '"
+                         << mesh << "' has no tp axis: add tp=N";
+      return signalPassFailure();
+    }
     fn = module.lookupSymbol<func::FuncOp>(entry);
     if (!fn || fn.isExternal()) {
       module.emitError() << "no function @" << entry << " to partition";
@@ -100,18 +150,23 @@ struct ApplyMeshPass : public weft::impl::ApplyMeshPassBase<ApplyMeshPass> {
             WeftDialect::kTrainConfigAttrName))
       if (auto k = config.getAs<IntegerAttr>("accum_steps"))
         accumSteps = k.getInt();
+    if (tp && failed(planTensorParallel(module)))
+      return signalPassFailure();
 
     OpBuilder b(context);
-    for (int i : signature->batchArgs())
-      if (failed(splitBatch(i, signature->args[i].name)))
-        return signalPassFailure();
+    if (dp)
+      for (int i : signature->batchArgs())
+        if (failed(splitBatch(i, signature->args[i].name)))
+          return signalPassFailure();
     llvm::StringMap<TensorSharding> byName;
     for (auto [i, slot] : llvm::enumerate(signature->args)) {
       auto type = cast<RankedTensorType>(fn.getArgument(i).getType());
       TensorSharding s = TensorSharding::replicated(type.getRank());
+      if (slot.role == Role::Param || slot.role == Role::State)
+        s = tensorParallelLayout(slot, type);
       if ((slot.role == Role::Param && zero >= 3) ||
           (slot.role == Role::State && zero >= 1))
-        s = zeroSharding(type);
+        s = zeroSharding(type, s);
       if (!fn.getArgAttr(i, kShardingAttrName))
         fn.setArgAttr(i, kShardingAttrName, s.toAttr(context));
       if (slot.role == Role::Param || slot.role == Role::State)
@@ -129,6 +184,8 @@ struct ApplyMeshPass : public weft::impl::ApplyMeshPassBase<ApplyMeshPass> {
     }
     if (failed(constrainCalls()))
       return signalPassFailure();
+    if (sequenceParallel)
+      splitSequence(module);
 
     // The step's callees are inlined into it; @forward stays for the model
     // description.
@@ -136,19 +193,135 @@ struct ApplyMeshPass : public weft::impl::ApplyMeshPassBase<ApplyMeshPass> {
       if (other != fn && other.getName() != "forward")
         other.setPrivate();
     module->setAttr(kMeshAttrName, meshAttr);
-    recordTrainConfig(module, {b.getNamedAttr("mesh", b.getStringAttr(mesh)),
-                               b.getNamedAttr("zero", b.getI64IntegerAttr(zero))});
+    SmallVector<NamedAttribute> config{
+        b.getNamedAttr("mesh", b.getStringAttr(describe(meshAttr))),
+        b.getNamedAttr("zero", b.getI64IntegerAttr(zero))};
+    if (tp) {
+      config.push_back(b.getNamedAttr("tp_plan", b.getStringAttr(tpPlan)));
+      config.push_back(b.getNamedAttr("sequence_parallel",
+                                      b.getBoolAttr(sequenceParallel)));
+    }
+    recordTrainConfig(module, config);
   }
 
-  /// Splits the first dimension of `t` that divides by dp, else none.
-  TensorSharding zeroSharding(RankedTensorType t) {
-    TensorSharding s = TensorSharding::replicated(t.getRank());
-    for (int64_t d = 0; d < t.getRank(); ++d)
-      if (t.getDimSize(d) >= dp && t.getDimSize(d) % dp == 0) {
-        s.dims[d] = {dpAxis};
+  static std::string describe(MeshAttr mesh) {
+    std::string out;
+    for (auto [name, size] : llvm::zip(mesh.getNames(), mesh.getSizes()))
+      out += (out.empty() ? "" : ",") + name.getValue().str() + "=" +
+             std::to_string(size);
+    return out;
+  }
+
+  /// Reads --shard and chooses the other parameters' tp layouts from the
+  /// model's forward function.
+  LogicalResult planTensorParallel(ModuleOp module) {
+    MLIRContext *context = &getContext();
+    auto forward = module.lookupSymbol<func::FuncOp>("forward");
+    if (!forward || forward.isExternal())
+      return module.emitError()
+             << "tensor parallelism reads the model's @forward, and the "
+                "module has none";
+    SmallVector<GivenLayout> given;
+    for (const std::string &entry : shard) {
+      auto [name, text] = StringRef(entry).split('=');
+      name = name.trim();
+      text = text.trim();
+      auto fail = [&](const Twine &why) {
+        return module.emitError() << "--shard '" << entry << "': " << why;
+      };
+      llvm::Expected<llvm::GlobPattern> pattern =
+          llvm::GlobPattern::create(name);
+      if (name.empty() || !pattern) {
+        if (!pattern)
+          llvm::consumeError(pattern.takeError());
+        return fail("write it as PARAMETER=LAYOUT, e.g. "
+                    "'h.*.mlp.c_fc.weight=[{tp}, {}]' (the name may use * "
+                    "and ?)");
+      }
+      auto attr = text.starts_with("[")
+                      ? dyn_cast_or_null<ShardingAttr>(parseAttribute(
+                            ("#weft.sharding<" + text + ">").str(), context))
+                      : ShardingAttr();
+      if (!attr)
+        return fail("layout '" + text +
+                    "' does not parse: write one {axes} per dimension, "
+                    "e.g. [{tp}, {}] splits the rows over tp");
+      TensorSharding layout = TensorSharding::fromAttr(attr);
+      if (layout.isPartial())
+        return fail("a parameter cannot be a pending sum");
+      for (const AxisList &axes : layout.dims)
+        for (StringAttr axis : axes)
+          if (axis != tpAxis)
+            return fail("parameters are split over tp only (dp splits the "
+                        "batch; --zero shards over dp), not '" +
+                        axis.getValue() + "'");
+      given.push_back({std::move(*pattern), entry, layout});
+    }
+    llvm::StringMap<TensorSharding> fixed;
+    for (BlockArgument arg : forward.getArguments()) {
+      StringAttr name =
+          getArgName(forward, arg.getArgNumber(), contract::Role::Param);
+      if (!name)
+        continue;
+      for (GivenLayout &g : given) {
+        if (!g.pattern.match(name.getValue()))
+          continue;
+        g.used = true;
+        auto type = cast<RankedTensorType>(arg.getType());
+        std::string why;
+        if (g.layout.rank() != type.getRank() ||
+            failed(localShape(meshAttr, type.getShape(), g.layout, &why)))
+          return module.emitError()
+                 << "--shard '" << g.text << "': parameter '"
+                 << name.getValue() << "' (" << type << ") cannot be laid "
+                 << "out as " << g.layout.toAttr(context) << ": "
+                 << (why.empty() ? "it has " + std::to_string(type.getRank()) +
+                                       " dimensions"
+                                 : why);
+        fixed[name.getValue()] = g.layout;
         break;
       }
-    return s;
+    }
+    for (const GivenLayout &g : given)
+      if (!g.used)
+        return module.emitError()
+               << "--shard '" << g.text
+               << "': no parameter of the model matches; parameters are "
+                  "named as in the model (weftc --emit=weft lists them)";
+    tpLayouts = weft::planTensorParallel(forward, tpAxis, tp, fixed,
+                                         tpPlan == "megatron");
+    return success();
+  }
+
+  /// A parameter's tp layout; an optimizer state's ("exp_avg.fc.weight")
+  /// is its parameter's.
+  TensorSharding tensorParallelLayout(const contract::Slot &slot,
+                                      RankedTensorType type) {
+    StringRef name = slot.name;
+    if (slot.role == Role::State)
+      name = name.split('.').second;
+    auto it = tpLayouts.find(name);
+    if (it == tpLayouts.end() || it->second.rank() != type.getRank() ||
+        failed(localShape(meshAttr, type.getShape(), it->second)))
+      return TensorSharding::replicated(type.getRank());
+    return it->second;
+  }
+
+  /// ZeRO's split of `t` over dp on top of its tp layout `base`: the first
+  /// dimension whose block divides by dp, else none.
+  TensorSharding zeroSharding(RankedTensorType t, TensorSharding base) {
+    if (!dp)
+      return base;
+    FailureOr<SmallVector<int64_t>> local =
+        localShape(meshAttr, t.getShape(), base);
+    if (failed(local))
+      return base;
+    for (int64_t d = 0; d < t.getRank(); ++d)
+      if ((*local)[d] >= dp && (*local)[d] % dp == 0) {
+        base.dims[d].push_back(dpAxis);
+        break;
+      }
+    return base;
   }
 
   /// Batch input `i`: split its samples over dp. With accumulation the
@@ -247,10 +420,11 @@ struct ApplyMeshPass : public weft::impl::ApplyMeshPassBase<ApplyMeshPass> {
           auto arg = dyn_cast<BlockArgument>(operand.get());
           if (!arg || !getArgName(fn, arg.getArgNumber(), Role::Param))
             continue;
-          auto type = cast<RankedTensorType>(arg.getType());
           auto whole = ShardAsOp::create(
               b, call.getLoc(), arg,
-              TensorSharding::replicated(type.getRank()).toAttr(context));
+              gatheredOverDp(fn.getArgAttrOfType<ShardingAttr>(
+                                 arg.getArgNumber(), kShardingAttrName))
+                  .toAttr(context));
           whole->setAttr(kRematerializeAttrName, UnitAttr::get(context));
           operand.set(whole);
         }
@@ -261,17 +435,61 @@ struct ApplyMeshPass : public weft::impl::ApplyMeshPassBase<ApplyMeshPass> {
           continue;
         Value grad = call.getResult(r);
         auto type = cast<RankedTensorType>(grad.getType());
+        contract::Slot slot{Role::Param,
+                            getResultName(callee, r, Role::Grad).str()};
         auto scattered = ShardAsOp::create(
-            b, call.getLoc(), grad, zeroSharding(type).toAttr(context));
+            b, call.getLoc(), grad,
+            zeroSharding(type, tensorParallelLayout(slot, type))
+                .toAttr(context));
         grad.replaceAllUsesExcept(scattered, scattered);
       }
     }
     return success();
   }
 
+  /// Sequence parallelism: every layer norm of the step reads its input
+  /// split over tp along a token dimension (the first after the batch that
+  /// is not normalized and divides), its batch over dp. Propagation then
+  /// splits the residual stream the same way, so each tensor-parallel
+  /// block gathers its input and reduce-scatters its output.
+  void splitSequence(ModuleOp module) {
+    MLIRContext *context = &getContext();
+    for (auto callee : module.getOps<func::FuncOp>()) {
+      if (callee == fn || callee.getName() == "forward")
+        continue;
+      callee.walk([&](LayerNormOp norm) {
+        auto type = cast<RankedTensorType>(norm.getInput().getType());
+        if (type.getRank() < 3)
+          return;
+        TensorSharding s = TensorSharding::replicated(type.getRank());
+        if (dp && type.getDimSize(0) % dp == 0)
+          s.dims[0] = {dpAxis};
+        for (int64_t d = 1; d < type.getRank(); ++d)
+          if (d < norm.getAxis() && type.getDimSize(d) % tp == 0) {
+            s.dims[d] = {tpAxis};
+            OpBuilder b(norm);
+            auto split = ShardAsOp::create(b, norm.getLoc(), norm.getInput(),
+                                           s.toAttr(context));
+            norm.getInputMutable().assign(split);
+            return;
+          }
+      });
+    }
+  }
+
+  /// `s` without its dp splits: a ZeRO-3 parameter as its uses need it.
+  TensorSharding gatheredOverDp(ShardingAttr attr) {
+    TensorSharding s = TensorSharding::fromAttr(attr);
+    for (AxisList &axes : s.dims)
+      llvm::erase(axes, dpAxis);
+    return s;
+  }
+
   MeshAttr meshAttr;
-  StringAttr dpAxis;
-  int64_t dp = 1, accumSteps = 1;
+  StringAttr dpAxis, tpAxis;
+  /// Axis sizes; 0 where the mesh has no such axis.
+  int64_t dp = 0, tp = 0, accumSteps = 1;
+  llvm::StringMap<TensorSharding> tpLayouts;
   func::FuncOp fn;
 };
 } // namespace

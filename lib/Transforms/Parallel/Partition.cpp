@@ -122,7 +122,7 @@ private:
       shape[dim] = shape[dim] * num / den;
       return RankedTensorType::get(shape, t.getElementType());
     };
-    bool communicates = from.isPartial();
+    bool communicates = from.partial != to.partial;
     for (auto [fromAxes, toAxes] : llvm::zip_equal(from.dims, to.dims))
       communicates |= !isPrefixOf(fromAxes, toAxes);
     // Collectives carry f32; other floats travel as f32.
@@ -133,11 +133,18 @@ private:
                             << " would need communication to become "
                             << to.toAttr(context)
                             << ", and collectives carry floats only";
+    // A sum pending in the target too stays pending: gathers and slices
+    // of its terms are the terms of the gathered or sliced sum.
+    for (StringAttr a : to.partial)
+      if (!llvm::is_contained(from.partial, a))
+        return emitError(loc) << "no reshard makes a value partial";
     Value cur = v;
     if (widen)
       cur = CastOp::create(
           b, loc, RankedTensorType::get(type.getShape(), b.getF32Type()), cur);
     for (StringAttr a : AxisList(from.partial)) {
+      if (llvm::is_contained(to.partial, a))
+        continue;
       std::optional<int64_t> scatterDim;
       for (auto [d, axes] : llvm::enumerate(to.dims)) {
         AxisList &have = from.dims[d];
@@ -157,7 +164,7 @@ private:
         cur = AllReduceOp::create(b, loc, cur.getType(), cur, axisAttr(a));
       }
     }
-    from.partial.clear();
+    from.partial = to.partial;
     for (auto [d, axes] : llvm::enumerate(from.dims)) {
       while (!isPrefixOf(axes, to.dims[d])) {
         StringAttr a = axes.pop_back_val();
@@ -186,8 +193,6 @@ private:
                                    axisAttr(a), b.getI64IntegerAttr(d));
       }
     }
-    if (!to.partial.empty())
-      return emitError(loc) << "no reshard makes a value partial";
     return cur;
   }
 
@@ -222,7 +227,7 @@ private:
     setInsertionAfterLatest(b, v);
     // A pending sum is resolved once, into the layout its users want most;
     // other layouts are made from that one.
-    if (have.isPartial()) {
+    if (have.isPartial() && !want.isPartial()) {
       TensorSharding target = analysis.effective(v);
       if (want != target) {
         FailureOr<Value> resolved = reshardForUse(user, v, target);
@@ -336,14 +341,34 @@ private:
       localizeSlice(slice);
     if (auto dropout = dyn_cast<DropoutOp>(op))
       localizeDropout(dropout);
+    // A result dimension made of a factor no operand has (a slice's
+    // sliced dimension) is computed whole; its split is a local slice.
+    llvm::SmallDenseSet<int64_t> operandFactors;
+    for (const ShardingRule::ValueFactors &dims : rule->operands)
+      for (const auto &factors : dims)
+        operandFactors.insert(factors.begin(), factors.end());
     for (auto [r, result] : llvm::enumerate(op->getResults())) {
       auto type = cast<RankedTensorType>(result.getType());
+      TensorSharding computed = results[r];
+      for (auto [d, factors] : llvm::enumerate(rule->results[r]))
+        if (!factors.empty() && !operandFactors.contains(factors.front()))
+          computed.dims[d].clear();
       FailureOr<RankedTensorType> local = localType(
-          type, results[r], [&] { return op->emitOpError("result ") << r; });
+          type, computed, [&] { return op->emitOpError("result ") << r; });
       if (failed(local))
         return failure();
       result.setType(*local);
-      layouts[result] = results[r];
+      layouts[result] = computed;
+      if (computed != results[r]) {
+        OpBuilder b(op->getContext());
+        b.setInsertionPointAfter(op);
+        FailureOr<Value> split =
+            reshard(b, op->getLoc(), result, computed, results[r]);
+        if (failed(split))
+          return failure();
+        current[result] = *split;
+        layouts[result] = results[r];
+      }
     }
     return scaleMeans(op, *rule, axes);
   }

@@ -13,6 +13,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "ShardingAnalysis.h"
+#include "weft/Dialect/Weft/IR/TrainStep.h"
 
 using namespace mlir;
 using namespace weft;
@@ -61,6 +62,9 @@ LogicalResult ShardingAnalysis::seed(bool recorded) {
                                                       kShardingAttrName))
       shardings[arg] = TensorSharding::fromAttr(attr);
     fixed.insert(arg);
+    if (getArgName(fn, arg.getArgNumber(), contract::Role::Param) ||
+        getArgName(fn, arg.getArgNumber(), contract::Role::State))
+      decided.insert(arg);
   }
   WalkResult result = fn.walk([&](Operation *op) -> WalkResult {
     if (auto as = dyn_cast<ShardAsOp>(op)) {
@@ -136,10 +140,14 @@ ShardingAnalysis::factorAxes(Operation *op, const ShardingRule &rule) const {
       llvm::append_range(used, split);
     }
   };
+  for (auto [i, dims] : llvm::enumerate(rule.operands))
+    if (decided.contains(op->getOperand(i)))
+      offer(dims, effective(op->getOperand(i)));
   for (auto [r, dims] : llvm::enumerate(rule.results))
     offer(dims, get(op->getResult(r)));
   for (auto [i, dims] : llvm::enumerate(rule.operands))
-    offer(dims, effective(op->getOperand(i)));
+    if (!decided.contains(op->getOperand(i)))
+      offer(dims, effective(op->getOperand(i)));
   return axes;
 }
 
@@ -205,12 +213,17 @@ bool ShardingAnalysis::refine(Value v, const TensorSharding &proposal,
 bool ShardingAnalysis::update(Operation *op) {
   if (auto as = dyn_cast<ShardAsOp>(op)) {
     // A constraint on a pending sum says how to resolve it (ZeRO-2's
-    // gradients are reduce-scattered, not all-reduced and sliced).
-    if (!get(as.getInput()).isPartial())
+    // gradients are reduce-scattered, not all-reduced and sliced). On
+    // another value it is a wish its producer may follow (sequence
+    // parallelism's split residual stream is asked for where layer norms
+    // read it, and the adds before compute on the split).
+    TensorSharding want =
+        TensorSharding::fromAttr(as.getSharding()).withoutPartial();
+    if (get(as.getInput()).isPartial())
+      return refine(as.getInput(), want, resolved);
+    if (fixed.contains(as.getInput()) || as->hasAttr(kRematerializeAttrName))
       return false;
-    return refine(as.getInput(),
-                  TensorSharding::fromAttr(as.getSharding()).withoutPartial(),
-                  resolved);
+    return refine(as.getInput(), want, shardings);
   }
   bool changed = false;
   if (auto ret = dyn_cast<func::ReturnOp>(op)) {
@@ -255,6 +268,14 @@ bool ShardingAnalysis::update(Operation *op) {
 void ShardingAnalysis::run() {
   SmallVector<Operation *> ops;
   fn.walk([&](Operation *op) { ops.push_back(op); });
+  for (Operation *op : ops) {
+    bool fromDecided = op->getNumOperands() > 0;
+    for (Value operand : op->getOperands())
+      fromDecided &= decided.contains(operand);
+    if (fromDecided)
+      for (Value result : op->getResults())
+        decided.insert(result);
+  }
   // Each round adds at least one split somewhere; a step has finitely many.
   for (int round = 0; round < 64; ++round) {
     bool changed = false;

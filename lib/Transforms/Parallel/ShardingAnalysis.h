@@ -70,6 +70,12 @@ private:
   MeshAttr mesh;
   llvm::DenseMap<mlir::Value, TensorSharding> shardings, resolved;
   llvm::DenseSet<mlir::Value> fixed;
+  /// Parameters and optimizer state, and values computed from them alone
+  /// (a transposed weight): their splits are the plan's decisions, so an
+  /// op gives them its mesh axes before the activations' (a column-
+  /// parallel matmul of a sequence-split activation gathers the
+  /// activation, it does not gather the weight).
+  llvm::DenseSet<mlir::Value> decided;
 };
 
 /// The rule of `op`, or none for ops without ShardingRuleOpInterface.

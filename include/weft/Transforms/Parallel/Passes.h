@@ -7,6 +7,7 @@
 #ifndef WEFT_TRANSFORMS_PARALLEL_PASSES_H
 #define WEFT_TRANSFORMS_PARALLEL_PASSES_H
 
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Pass/Pass.h"
 

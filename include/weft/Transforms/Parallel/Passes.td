@@ -16,6 +16,37 @@
 
 include "mlir/Pass/PassBase.td"
 
+def SplitFusedProjectionsPass : Pass<"weft-split-fused-projections",
+                                     "mlir::func::FuncOp"> {
+  let summary = "Split a projection whose result is only sliced into one "
+                "matmul per slice";
+  let description = [{
+    A fused projection (`qkv = x @ W^T + b`, then q, k and v sliced out of
+    its last dimension) cannot be split column-parallel: a block of W's
+    rows holds all of q and part of k, and each slice needs its whole
+    width. Rewritten as one matmul per slice, of the matching rows of W
+    and entries of b, each part is split on its own (each rank computes
+    its heads of q, k and v), while W stays one parameter. It runs on the
+    model before the training step is built, under tensor parallelism
+    (`weftc --mesh ...,tp=N`); the product is the same, computed in parts.
+
+    ```mlir
+    %m = weft.matmul %x, %w {transpose_rhs = true} : (tensor<8x32xf32>, tensor<96x32xf32>) -> tensor<8x96xf32>
+    %a = weft.add %m, %b : (tensor<8x96xf32>, tensor<96xf32>) -> tensor<8x96xf32>
+    %q = weft.slice %a {starts = [0, 0], limits = [8, 32], ...}
+    // becomes, per slice:
+    %wq = weft.slice %w {starts = [0, 0], limits = [32, 32], ...}
+    %bq = weft.slice %b {starts = [0], limits = [32], ...}
+    %mq = weft.matmul %x, %wq {transpose_rhs = true}
+    %q = weft.add %mq, %bq
+    ```
+    Applies when the weight is 2-D, every user of the product (after an
+    optional bias add) is a unit-stride slice of its last dimension, and
+    the slices have one width that divides it.
+  }];
+  let dependentDialects = ["weft::WeftDialect"];
+}
+
 def ApplyMeshPass : Pass<"weft-apply-mesh", "mlir::ModuleOp"> {
   let summary = "Fix the layouts a data-parallel / ZeRO plan decides";
   let description = [{
@@ -58,6 +89,17 @@ def ApplyMeshPass : Pass<"weft-apply-mesh", "mlir::ModuleOp"> {
     Option<"zero", "zero", "int64_t", /*default=*/"0",
            "ZeRO stage over dp: 1 optimizer state, 2 and gradients, 3 and "
            "parameters">,
+    ListOption<"shard", "shard", "std::string",
+               "Parameter layouts over tp, NAME=LAYOUT (NAME may use * and "
+               "?): 'h.*.mlp.c_fc.weight=[{tp}, {}]'">,
+    Option<"tpPlan", "tp-plan", "std::string", /*default=*/"\"megatron\"",
+           "How parameters not given by shard are split over tp: megatron "
+           "(column- then row-parallel, found by propagation) or manual "
+           "(replicated)">,
+    Option<"sequenceParallel", "sequence-parallel", "bool",
+           /*default=*/"false",
+           "Split layer norms, dropout and residuals over the sequence on "
+           "the tp ranks (Megatron sequence parallelism)">,
     Option<"entry", "entry", "std::string", /*default=*/"\"train_step\"",
            "The step function">
   ];

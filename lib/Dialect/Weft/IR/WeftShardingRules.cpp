@@ -415,10 +415,18 @@ ShardingRule ruleOf(Operation *op) {
       .Case([](TransposeOp op) { return transpose(op); })
       .Case([](SliceOp op) {
         ArrayRef<int64_t> shape = shapeOf(op.getInput());
-        return slicing(op, [&](int64_t d) {
+        ShardingRule rule = slicing(op, [&](int64_t d) {
           return op.getStarts()[d] != 0 || op.getLimits()[d] != shape[d] ||
                  op.getStrides()[d] != 1;
         });
+        // A sliced dimension of the result may still be split: the slice
+        // runs whole and each rank keeps its block (a weight sliced out of
+        // a fused projection, used column-parallel).
+        ArrayRef<int64_t> out = shapeOf(op.getResult());
+        for (size_t d = 0; d < out.size(); ++d)
+          if (rule.factors[rule.results[0][d].front()].kind == Kind::Whole)
+            rule.results[0][d] = {rule.addFactor(out[d])};
+        return rule;
       })
       .Case([](PadOp op) {
         return slicing(op, [&](int64_t d) {
