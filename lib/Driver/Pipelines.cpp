@@ -131,6 +131,8 @@ void weft::buildParallelPipeline(OpPassManager &pm,
   pm.addPass(createPropagateShardingsPass());
   pm.addPass(createPartitionPass());
   pm.addPass(createCanonicalizerPass());
+  // Two users wanting different layouts of one value may each gather it.
+  pm.addPass(createCSEPass());
   BucketCollectivesPassOptions bucket;
   bucket.bucketMB = options.bucketMB;
   pm.addPass(createBucketCollectivesPass(bucket));

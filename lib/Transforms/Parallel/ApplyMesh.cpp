@@ -288,8 +288,25 @@ struct ApplyMeshPass : public weft::impl::ApplyMeshPassBase<ApplyMeshPass> {
                << "--shard '" << g.text
                << "': no parameter of the model matches; parameters are "
                   "named as in the model (weftc --emit=weft lists them)";
-    tpLayouts = weft::planTensorParallel(forward, tpAxis, tp, fixed,
-                                         tpPlan == "megatron");
+    TensorParallelLayouts plan = weft::planTensorParallel(
+        forward, tpAxis, tp, fixed, tpPlan == "megatron");
+    tpLayouts = std::move(plan.params);
+    // The step's functions repeat the forward pass: their slices of a
+    // fused projection are laid out as the plan's.
+    for (auto callee : module.getOps<func::FuncOp>()) {
+      if (callee == fn || callee == forward)
+        continue;
+      callee.walk([&](SliceOp slice) {
+        auto it = plan.slices.find(sliceKey(callee, slice));
+        if (it == plan.slices.end())
+          return;
+        OpBuilder b(context);
+        b.setInsertionPointAfter(slice);
+        auto split = ShardAsOp::create(b, slice.getLoc(), slice.getResult(),
+                                       it->second.toAttr(context));
+        slice.getResult().replaceAllUsesExcept(split, split);
+      });
+    }
     return success();
   }
 

@@ -53,8 +53,8 @@ public:
     });
   }
 
-  llvm::StringMap<TensorSharding>
-  run(const llvm::StringMap<TensorSharding> &given, bool automatic) {
+  TensorParallelLayouts run(const llvm::StringMap<TensorSharding> &given,
+                            bool automatic) {
     for (BlockArgument arg : fn.getArguments())
       if (StringAttr name =
               getArgName(fn, arg.getArgNumber(), contract::Role::Param)) {
@@ -70,10 +70,21 @@ public:
         if (fromParams.contains(arg) && !layouts.count(arg.getArgNumber()))
           placeFollower(arg);
     }
-    llvm::StringMap<TensorSharding> out;
+    TensorParallelLayouts out;
     for (auto &[i, s] : layouts)
       if (!s.isReplicated())
-        out[getArgName(fn, i, contract::Role::Param).getValue()] = s;
+        out.params[getArgName(fn, i, contract::Role::Param).getValue()] = s;
+    measure();
+    ShardingAnalysis analysis(fn, mesh);
+    if (failed(analysis.seed(/*recorded=*/false)))
+      return out;
+    analysis.run();
+    fn.walk([&](SliceOp slice) {
+      std::string key = sliceKey(fn, slice);
+      TensorSharding s = analysis.get(slice.getResult()).withoutPartial();
+      if (!key.empty() && !s.isReplicated())
+        out.slices[key] = s;
+    });
     return out;
   }
 
@@ -224,13 +235,40 @@ private:
 };
 } // namespace
 
-llvm::StringMap<TensorSharding>
-weft::planTensorParallel(func::FuncOp forward, StringAttr tpAxis, int64_t size,
+std::string weft::sliceKey(func::FuncOp fn, Operation *op) {
+  auto slice = dyn_cast<SliceOp>(op);
+  if (!slice)
+    return "";
+  Value source = slice.getInput();
+  std::string chain;
+  while (Operation *def = source.getDefiningOp()) {
+    if (!isa<TransposeOp, ReshapeOp, CastOp>(def))
+      return "";
+    chain += def->getName().getStringRef().str() + " ";
+    source = def->getOperand(0);
+  }
+  auto arg = dyn_cast<BlockArgument>(source);
+  StringAttr name =
+      arg ? getArgName(fn, arg.getArgNumber(), contract::Role::Param)
+          : StringAttr();
+  if (!name)
+    return "";
+  std::string key;
+  llvm::raw_string_ostream os(key);
+  os << name.getValue() << " " << chain << slice.getInput().getType() << " [";
+  llvm::interleaveComma(slice.getStarts(), os);
+  os << "] [";
+  llvm::interleaveComma(slice.getLimits(), os);
+  os << "]";
+  return key;
+}
+
+TensorParallelLayouts weft::planTensorParallel(func::FuncOp forward, StringAttr tpAxis, int64_t size,
                          const llvm::StringMap<TensorSharding> &given,
                          bool automatic) {
   // The candidates' layouts are written on a copy's arguments.
   auto copy = cast<func::FuncOp>(forward->clone());
-  llvm::StringMap<TensorSharding> plan =
+  TensorParallelLayouts plan =
       Planner(copy, tpAxis, size).run(given, automatic);
   copy->erase();
   return plan;

@@ -27,10 +27,23 @@ namespace weft {
 /// head whose logits are returned) stays replicated. Then each other
 /// parameter (a bias) takes the split its users already want, if that
 /// adds no communication. Parameters not in the result are replicated.
-llvm::StringMap<TensorSharding>
+/// The slices of a parameter that propagation splits are recorded too:
+/// the plan's decisions as much as the parameters' own layouts.
+struct TensorParallelLayouts {
+  llvm::StringMap<TensorSharding> params;
+  /// Split slices of parameters (a fused projection's parts, split
+  /// column-parallel while the parameter stays whole), by sliceKey().
+  llvm::StringMap<TensorSharding> slices;
+};
+TensorParallelLayouts
 planTensorParallel(mlir::func::FuncOp forward, mlir::StringAttr tpAxis,
                    int64_t size, const llvm::StringMap<TensorSharding> &given,
                    bool automatic);
+
+/// Names a slice of parameter `param` (through transposes, reshapes and
+/// casts) the same way in every function that repeats it; empty when
+/// `slice` does not slice a parameter of `fn`.
+std::string sliceKey(mlir::func::FuncOp fn, mlir::Operation *slice);
 
 } // namespace weft
 
