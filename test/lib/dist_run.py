@@ -33,6 +33,7 @@ SLURM_JOB_NODELIST; no Slurm daemons run here).
 import argparse
 import os
 import shlex
+import shutil
 import subprocess
 import sys
 
@@ -132,6 +133,10 @@ def main():
         run([args.weftc, args.onnx, "-o", exe] + flags, exe + ".compile.log")
         metrics = exe + ".jsonl"
         ckpt = exe + ".ckpt"
+        # A checkpoint left by an earlier run would be resumed from.
+        shutil.rmtree(ckpt, ignore_errors=True)
+        if os.path.exists(metrics):
+            os.remove(metrics)
         train_args = train_flags + ["--metrics", metrics, "--checkpoint-dir",
                                     ckpt]
         if mesh and args.launcher == "slurm":

@@ -337,6 +337,8 @@ private:
         return failure();
       operand.set(*local);
     }
+    if (auto conv = dyn_cast<Conv2DOp>(op))
+      splitBias(conv, *rule, axes);
     if (auto slice = dyn_cast<SliceOp>(op))
       localizeSlice(slice);
     if (auto dropout = dyn_cast<DropoutOp>(op))
@@ -396,6 +398,25 @@ private:
     if (Value before = dropout.getIndexOffset())
       offset = AddOp::create(b, loc, scalar, before, offset);
     dropout.getIndexOffsetMutable().assign(offset);
+  }
+
+  /// A convolution over split input channels computes a term of the sum
+  /// on each rank; each adds its share of the bias, so the sum holds the
+  /// bias once (exactly so for a power-of-two number of ranks).
+  void splitBias(Conv2DOp conv, const ShardingRule &rule,
+                 ArrayRef<AxisList> axes) {
+    int64_t ranks = axesSize(mesh, axes[rule.operands[0][1].front()]);
+    if (!conv.getBias() || ranks == 1)
+      return;
+    OpBuilder b(conv);
+    Value bias = conv.getBias();
+    auto type = cast<RankedTensorType>(bias.getType());
+    auto scalar = RankedTensorType::get({}, type.getElementType());
+    Value share = ConstantOp::create(
+        b, conv.getLoc(),
+        DenseElementsAttr::get(
+            scalar, FloatAttr::get(type.getElementType(), 1.0 / ranks)));
+    conv.getBiasMutable().assign(MulOp::create(b, conv.getLoc(), bias, share));
   }
 
   /// A slice keeps split dimensions whole (its rule says so), so their
