@@ -113,7 +113,7 @@ struct ApplyMeshPass : public weft::impl::ApplyMeshPassBase<ApplyMeshPass> {
     dp = meshAttr.getAxisSize("dp");
     tp = meshAttr.getAxisSize("tp");
     if (zero > 0 && !dp) {
-      module.emitError() << "--zero " << zero
+      module.emitError() << "--zero " << std::to_string(zero)
                          << " shards over data-parallel ranks, and mesh '"
                          << mesh << "' has no dp axis: add dp=N";
       return signalPassFailure();
