@@ -275,8 +275,10 @@ struct ApplyMeshPass : public weft::impl::ApplyMeshPassBase<ApplyMeshPass> {
                  << "--shard '" << g.text << "': parameter '"
                  << name.getValue() << "' (" << type << ") cannot be laid "
                  << "out as " << g.layout.toAttr(context) << ": "
-                 << (why.empty() ? "it has " + std::to_string(type.getRank()) +
-                                       " dimensions"
+                 << (why.empty() ? "the layout has " +
+                                       std::to_string(g.layout.rank()) +
+                                       " dimension(s), the parameter " +
+                                       std::to_string(type.getRank())
                                  : why);
         fixed[name.getValue()] = g.layout;
         break;
