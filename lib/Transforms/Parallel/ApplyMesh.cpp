@@ -424,7 +424,7 @@ struct ApplyMeshPass : public weft::impl::ApplyMeshPassBase<ApplyMeshPass> {
   /// ZeRO-3 gathers parameters where the gradient function uses them;
   /// ZeRO-2 scatters the gradients it returns.
   LogicalResult constrainCalls() {
-    if (zero < 2)
+    if (zero < 2 && !tp)
       return success();
     MLIRContext *context = &getContext();
     SmallVector<func::CallOp> calls(fn.getOps<func::CallOp>());
@@ -456,10 +456,18 @@ struct ApplyMeshPass : public weft::impl::ApplyMeshPassBase<ApplyMeshPass> {
         auto type = cast<RankedTensorType>(grad.getType());
         contract::Slot slot{Role::Param,
                             getResultName(callee, r, Role::Grad).str()};
-        auto scattered = ShardAsOp::create(
-            b, call.getLoc(), grad,
-            zeroSharding(type, tensorParallelLayout(slot, type))
-                .toAttr(context));
+        TensorSharding split = tensorParallelLayout(slot, type);
+        TensorSharding target = zero >= 2 ? zeroSharding(type, split) : split;
+        if (target.isReplicated())
+          continue;
+        auto scattered =
+            ShardAsOp::create(b, call.getLoc(), grad, target.toAttr(context));
+        // The gradient is computed in its parameter's tp layout from the
+        // start: its matmul splits the weight's dimension, and gathers the
+        // activation (Megatron's backward), rather than splitting the
+        // sequence and reduce-scattering the weight gradient.
+        if (!split.isReplicated())
+          scattered->setAttr(kPreferAttrName, split.toAttr(context));
         grad.replaceAllUsesExcept(scattered, scattered);
       }
     }

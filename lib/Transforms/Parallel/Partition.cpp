@@ -325,13 +325,12 @@ private:
     const ShardingRule *rule = &planned->second.rule;
     ArrayRef<AxisList> axes = planned->second.axes;
     ArrayRef<TensorSharding> results = planned->second.results;
-    bool keepsPartial = rule->additive && results.size() == 1 &&
-                        results[0].isPartial();
     for (OpOperand &operand : op->getOpOperands()) {
       unsigned i = operand.getOperandNumber();
       TensorSharding want = analysis.project(rule->operands[i], axes);
-      if (keepsPartial)
-        want.partial = layoutOf(operand.get()).partial;
+      TensorSharding have = layoutOf(operand.get());
+      if (passesPartial(*rule, results.size(), have, want, results.front()))
+        want.partial = have.partial;
       FailureOr<Value> local = reshardForUse(op, operand.get(), want);
       if (failed(local))
         return failure();

@@ -179,8 +179,17 @@ TensorSharding ShardingAnalysis::resultSharding(Operation *op,
          factor.kind == ShardingRule::Kind::Mean) &&
         !factorAxes[f].empty())
       llvm::append_range(s.partial, factorAxes[f]);
-  if (rule.additive && op->getNumOperands() > 0) {
-    // A sum pending in every operand stays pending in the result.
+  // A sum pending in every operand stays pending in the result, unless
+  // an operand is resolved anyway for another user: then its sum is
+  // taken once, and this op reads the resolved value.
+  auto onlyLinearUsers = [](Value v) {
+    return llvm::all_of(v.getUsers(), [](Operation *user) {
+      std::optional<ShardingRule> rule = getRule(user);
+      return rule && rule->additive;
+    });
+  };
+  if (rule.additive && op->getNumOperands() > 0 &&
+      llvm::all_of(op->getOperands(), onlyLinearUsers)) {
     AxisList shared = get(op->getOperand(0)).partial;
     for (Value operand : llvm::drop_begin(op->getOperands()))
       if (get(operand).partial != shared)
@@ -248,15 +257,16 @@ bool ShardingAnalysis::update(Operation *op) {
     if (!fixed.contains(result) && isa<RankedTensorType>(result.getType()))
       changed |= refine(result, resultSharding(op, *rule, axes, r), shardings);
   }
-  bool keepsPartial =
-      rule->additive && op->getNumResults() == 1 &&
-      resultSharding(op, *rule, axes, 0).isPartial();
+  TensorSharding produced = op->getNumResults() == 1
+                               ? resultSharding(op, *rule, axes, 0)
+                               : TensorSharding();
   for (auto [i, operand] : llvm::enumerate(op->getOperands())) {
     if (!isa<RankedTensorType>(operand.getType()))
       continue;
     TensorSharding want = project(rule->operands[i], axes);
     if (get(operand).isPartial()) {
-      if (!keepsPartial)
+      if (!passesPartial(*rule, op->getNumResults(), get(operand), want,
+                         produced))
         changed |= refine(operand, want, resolved);
     } else if (!fixed.contains(operand)) {
       changed |= refine(operand, want, shardings);
@@ -268,6 +278,19 @@ bool ShardingAnalysis::update(Operation *op) {
 void ShardingAnalysis::run() {
   SmallVector<Operation *> ops;
   fn.walk([&](Operation *op) { ops.push_back(op); });
+  for (Operation *op : ops)
+    if (auto as = dyn_cast<ShardAsOp>(op))
+      if (auto prefer = as->getAttrOfType<ShardingAttr>(kPreferAttrName)) {
+        if (!fixed.contains(as.getInput()))
+          refine(as.getInput(), TensorSharding::fromAttr(prefer), shardings);
+        decided.insert(as.getResult());
+        // Back to the op that computes it (a weight gradient is often a
+        // transpose of its matmul's result).
+        for (Operation *def = as.getInput().getDefiningOp();
+             def && isa<TransposeOp, ReshapeOp, CastOp, ReduceSumOp>(def);
+             def = def->getOperand(0).getDefiningOp())
+          update(def);
+      }
   for (Operation *op : ops) {
     bool fromDecided = op->getNumOperands() > 0;
     for (Value operand : op->getOperands())

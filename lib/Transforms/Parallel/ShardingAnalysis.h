@@ -30,6 +30,11 @@ inline constexpr llvm::StringLiteral kShardingsAttrName = "weft.shardings";
 inline constexpr llvm::StringLiteral kMeshAttrName = WeftDialect::kMeshAttrName;
 inline constexpr llvm::StringLiteral kRematerializeAttrName =
     "rematerialize";
+/// On a weft.shard_as: the layout its input is given before propagation
+/// starts (a weight gradient in its parameter's tp layout), so that the
+/// op computing it splits the weight's dimensions before any activation
+/// offers its own.
+inline constexpr llvm::StringLiteral kPreferAttrName = "weft.prefer";
 
 class ShardingAnalysis {
 public:
@@ -80,6 +85,24 @@ private:
 
 /// The rule of `op`, or none for ops without ShardingRuleOpInterface.
 std::optional<ShardingRule> getRule(mlir::Operation *op);
+
+/// Whether an op of `rule` with `numResults` results, which reads an
+/// operand laid out as `operand` in the layout `want`, passes its pending
+/// sum on to its result `result` (a
+/// linear op whose result is pending over the same axes), rather than
+/// needing the sum resolved first.
+inline bool passesPartial(const ShardingRule &rule, unsigned numResults,
+                          const TensorSharding &operand,
+                          const TensorSharding &want,
+                          const TensorSharding &result) {
+  // An axis the op splits the operand over cannot also be pending in it
+  // (each rank would sum its own block of its own term).
+  return rule.additive && numResults == 1 && operand.isPartial() &&
+         llvm::all_of(operand.partial, [&](mlir::StringAttr axis) {
+           return llvm::is_contained(result.partial, axis) &&
+                  !want.withoutPartial().usesAxis(axis);
+         });
+}
 
 } // namespace weft
 

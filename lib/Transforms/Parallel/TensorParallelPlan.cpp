@@ -216,12 +216,18 @@ private:
         return;
       }
       SmallVector<AxisList> axes = analysis.factorAxes(op, *rule);
-      bool keepsPartial =
-          rule->additive && op->getNumResults() == 1 &&
-          analysis.resultSharding(op, *rule, axes, 0).isPartial();
-      for (auto [i, v] : llvm::enumerate(op->getOperands()))
-        if (isa<RankedTensorType>(v.getType()))
-          use(v, analysis.project(rule->operands[i], axes), keepsPartial);
+      TensorSharding result =
+          op->getNumResults() == 1
+              ? analysis.resultSharding(op, *rule, axes, 0)
+              : TensorSharding();
+      for (auto [i, v] : llvm::enumerate(op->getOperands())) {
+        if (!isa<RankedTensorType>(v.getType()))
+          continue;
+        TensorSharding want = analysis.project(rule->operands[i], axes);
+        use(v, want,
+            passesPartial(*rule, op->getNumResults(), produced(v), want,
+                          result));
+      }
     });
     return t;
   }

@@ -379,8 +379,12 @@ ShardingRule ruleOf(Operation *op) {
           [](Operation *op) { return elementwise(op, /*additive=*/true); })
       .Case<MulOp, DivOp, PowOp, MaxOp, MinOp, CmpOp, WhereOp, AbsOp, ReluOp,
             TanhOp, SigmoidOp, ExpOp, LogOp, SqrtOp, RsqrtOp, ErfOp, CosOp,
-            SinOp, GeluOp, CastOp, BroadcastOp>(
+            SinOp, GeluOp, CastOp>(
           [](Operation *op) { return elementwise(op); })
+      // Linear: a pending sum stays pending through them (a weight
+      // gradient reduced over the batch before its sum over ranks).
+      .Case<BroadcastOp>(
+          [](Operation *op) { return elementwise(op, /*additive=*/true); })
       .Case<SoftmaxOp, LogSoftmaxOp>([](auto op) {
         return elementwiseExcept(op, {int64_t(op.getAxis())});
       })
@@ -401,10 +405,16 @@ ShardingRule ruleOf(Operation *op) {
         return elementwiseExcept(op, {rank - 2, rank - 1});
       })
       .Case([](ReduceSumOp op) {
-        return reduction(op, op.getAxes(), op.getKeepDims(), Kind::Sum);
+        ShardingRule rule =
+            reduction(op, op.getAxes(), op.getKeepDims(), Kind::Sum);
+        rule.additive = true;
+        return rule;
       })
       .Case([](ReduceMeanOp op) {
-        return reduction(op, op.getAxes(), op.getKeepDims(), Kind::Mean);
+        ShardingRule rule =
+            reduction(op, op.getAxes(), op.getKeepDims(), Kind::Mean);
+        rule.additive = true;
+        return rule;
       })
       .Case([](ReduceMaxOp op) {
         return reduction(op, op.getAxes(), op.getKeepDims(), Kind::Whole);
