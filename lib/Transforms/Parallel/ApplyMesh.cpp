@@ -481,6 +481,7 @@ struct ApplyMeshPass : public weft::impl::ApplyMeshPassBase<ApplyMeshPass> {
   /// block gathers its input and reduce-scatters its output.
   void splitSequence(ModuleOp module) {
     MLIRContext *context = &getContext();
+    bool splitAny = false;
     for (auto callee : module.getOps<func::FuncOp>()) {
       if (callee == fn || callee.getName() == "forward")
         continue;
@@ -498,10 +499,16 @@ struct ApplyMeshPass : public weft::impl::ApplyMeshPassBase<ApplyMeshPass> {
             auto split = ShardAsOp::create(b, norm.getLoc(), norm.getInput(),
                                            s.toAttr(context));
             norm.getInputMutable().assign(split);
+            splitAny = true;
             return;
           }
       });
     }
+    if (!splitAny)
+      module.emitWarning()
+          << "--sequence-parallel: the model has no layer norm over a "
+             "sequence whose length divides by tp="
+          << tp << "; it trains as with tensor parallelism alone";
   }
 
   /// `s` without its dp splits: a ZeRO-3 parameter as its uses need it.

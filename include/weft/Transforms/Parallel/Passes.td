@@ -48,7 +48,7 @@ def SplitFusedProjectionsPass : Pass<"weft-split-fused-projections",
 }
 
 def ApplyMeshPass : Pass<"weft-apply-mesh", "mlir::ModuleOp"> {
-  let summary = "Fix the layouts a data-parallel / ZeRO plan decides";
+  let summary = "Fix the layouts a data-/tensor-parallel plan decides";
   let description = [{
     Records the mesh on the module (`weft.mesh`) and gives every argument
     and result of the step a `weft.sharding`:
@@ -78,10 +78,21 @@ def ApplyMeshPass : Pass<"weft-apply-mesh", "mlir::ModuleOp"> {
                             weft.sharding = #weft.sharding<[{dp}, {} ]>}, ...)
     ```
 
+    With a `tp` axis, parameters get their tensor-parallel layout: those
+    `shard` names as given, the others as Megatron-LM splits them, found by
+    propagation on @forward (`tp-plan=megatron`; `manual`: replicated);
+    optimizer state follows its parameter, ZeRO adds dp on top. Weight
+    gradients are marked `weft.prefer` with their parameter's tp layout,
+    and slices of a parameter the plan splits (a fused projection's parts)
+    get a `weft.shard_as`. `sequence-parallel` puts a `weft.shard_as`
+    splitting the sequence over tp before every layer norm.
+
     Errors: a mesh that does not parse or names an axis other than `dp`
-    (tensor parallelism comes later), a step that is already partitioned, a
-    batch that does not divide by dp (or, with accumulation, a micro-batch
-    that does not), `zero` outside 0..3.
+    and `tp`, or one twice; a step that is already partitioned; a batch
+    that does not divide by dp (or, with accumulation, a micro-batch that
+    does not); `zero` outside 0..3 or without dp; `sequence-parallel` or
+    `shard` without tp; a `shard` entry that does not parse, matches no
+    parameter, names an axis other than tp, or does not divide.
   }];
   let options = [
     Option<"mesh", "mesh", "std::string", /*default=*/"\"\"",
