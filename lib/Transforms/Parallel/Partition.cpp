@@ -15,6 +15,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "CombineShards.h"
 #include "ShardingAnalysis.h"
 #include "weft/Transforms/Parallel/Passes.h"
 
@@ -61,6 +62,9 @@ public:
         return failure();
     }
     fn.walk([](Operation *op) { op->removeAttr(kShardingsAttrName); });
+    for (Operation *op : superseded)
+      if (op->use_empty())
+        op->erase();
     return success();
   }
 
@@ -329,13 +333,14 @@ private:
       unsigned i = operand.getOperandNumber();
       TensorSharding want = analysis.project(rule->operands[i], axes);
       TensorSharding have = layoutOf(operand.get());
-      if (passesPartial(*rule, results.size(), have, want, results.front()))
-        want.partial = have.partial;
+      want.partial =
+          keptPartial(*rule, results.size(), have, want, results.front());
       FailureOr<Value> local = reshardForUse(op, operand.get(), want);
       if (failed(local))
         return failure();
       operand.set(*local);
     }
+    Value combined = combineShards(op, *rule, axes);
     if (auto conv = dyn_cast<Conv2DOp>(op))
       splitBias(conv, *rule, axes);
     if (auto slice = dyn_cast<SliceOp>(op))
@@ -371,7 +376,30 @@ private:
         layouts[result] = results[r];
       }
     }
+    if (combined) {
+      current[op->getResult(0)] = combined;
+      superseded.push_back(op);
+    }
     return scaleMeans(op, *rule, axes);
+  }
+
+  /// The per-rank form of an op over a split axis it reduces or indexes
+  /// (vocabulary-parallel softmax, cross-entropy and embedding), built
+  /// after it from its local operands; null when that axis is whole.
+  Value combineShards(Operation *op, const ShardingRule &rule,
+                      ArrayRef<AxisList> axes) {
+    OpBuilder b(context);
+    b.setInsertionPointAfter(op);
+    if (auto gather = dyn_cast<GatherOp>(op)) {
+      const AxisList &split = axes[rule.operands[0][gather.getAxis()].front()];
+      return split.empty() ? Value() : lookupInShard(b, gather, split);
+    }
+    if (!isa<SoftmaxOp, LogSoftmaxOp, CrossEntropyOp>(op))
+      return Value();
+    for (auto [f, factor] : llvm::enumerate(rule.factors))
+      if (factor.kind == ShardingRule::Kind::Combined && !axes[f].empty())
+        return combineOverShards(b, op, axes[f]);
+    return Value();
   }
 
   /// A dropout on a block of rows draws the mask of its rows in the whole
@@ -443,15 +471,18 @@ private:
     if (ranks == 1)
       return success();
     OpBuilder b(context);
-    b.setInsertionPointAfter(op);
     for (Value result : op->getResults()) {
+      // After the value standing for the result (combineShards' last op).
+      Value local = localOf(result);
+      b.setInsertionPointAfter(local.getDefiningOp() ? local.getDefiningOp()
+                                                     : op);
       auto type = cast<RankedTensorType>(result.getType());
       auto scalar = RankedTensorType::get({}, type.getElementType());
       Value scale = ConstantOp::create(
           b, op->getLoc(),
           DenseElementsAttr::get(
               scalar, FloatAttr::get(type.getElementType(), 1.0 / ranks)));
-      auto scaled = MulOp::create(b, op->getLoc(), result, scale);
+      auto scaled = MulOp::create(b, op->getLoc(), local, scale);
       current[result] = scaled;
     }
     return success();
@@ -473,6 +504,8 @@ private:
   llvm::DenseMap<Value, Operation *> lastReshard;
   llvm::DenseMap<Value, Value> rematerialized, current;
   SmallVector<ShardAsOp> pendingErase;
+  /// Ops whose local result another value stands for (combineShards).
+  SmallVector<Operation *> superseded;
 };
 
 struct PartitionPass : public weft::impl::PartitionPassBase<PartitionPass> {

@@ -190,10 +190,12 @@ TensorSharding ShardingAnalysis::resultSharding(Operation *op,
   };
   if (rule.additive && op->getNumOperands() > 0 &&
       llvm::all_of(op->getOperands(), onlyLinearUsers)) {
+    // Pending in every operand: the operands reduce the other axes first.
     AxisList shared = get(op->getOperand(0)).partial;
     for (Value operand : llvm::drop_begin(op->getOperands()))
-      if (get(operand).partial != shared)
-        shared.clear();
+      llvm::erase_if(shared, [&](StringAttr a) {
+        return !llvm::is_contained(get(operand).partial, a);
+      });
     for (StringAttr a : shared)
       if (!s.usesAxis(a))
         s.partial.push_back(a);
@@ -217,6 +219,15 @@ bool ShardingAnalysis::refine(Value v, const TensorSharding &proposal,
       return false;
   map[v] = proposal;
   return true;
+}
+
+/// Whether `v` may be split because a consumer wants it: integers (token
+/// ids, labels) are split only as their producers compute them, since a
+/// consumer that needs them whole again could not gather them (collectives
+/// carry floats); a consumer that wants them split slices them locally.
+static bool carriesFloats(Value v) {
+  auto type = dyn_cast<RankedTensorType>(v.getType());
+  return type && isa<FloatType>(type.getElementType());
 }
 
 bool ShardingAnalysis::update(Operation *op) {
@@ -265,10 +276,11 @@ bool ShardingAnalysis::update(Operation *op) {
       continue;
     TensorSharding want = project(rule->operands[i], axes);
     if (get(operand).isPartial()) {
-      if (!passesPartial(*rule, op->getNumResults(), get(operand), want,
-                         produced))
+      if (keptPartial(*rule, op->getNumResults(), get(operand), want,
+                      produced)
+              .empty())
         changed |= refine(operand, want, resolved);
-    } else if (!fixed.contains(operand)) {
+    } else if (!fixed.contains(operand) && carriesFloats(operand)) {
       changed |= refine(operand, want, shardings);
     }
   }
@@ -284,12 +296,18 @@ void ShardingAnalysis::run() {
         if (!fixed.contains(as.getInput()))
           refine(as.getInput(), TensorSharding::fromAttr(prefer), shardings);
         decided.insert(as.getResult());
-        // Back to the op that computes it (a weight gradient is often a
-        // transpose of its matmul's result).
-        for (Operation *def = as.getInput().getDefiningOp();
-             def && isa<TransposeOp, ReshapeOp, CastOp, ReduceSumOp>(def);
-             def = def->getOperand(0).getDefiningOp())
+        // Back to the ops that compute it (a weight gradient is often a
+        // transpose of a batched matmul summed over the batch; a tied
+        // weight's, the sum of its uses' gradients).
+        SmallVector<Operation *> work{as.getInput().getDefiningOp()};
+        while (!work.empty()) {
+          Operation *def = work.pop_back_val();
+          if (!def || !isa<TransposeOp, ReshapeOp, CastOp, ReduceSumOp, AddOp>(def))
+            continue;
           update(def);
+          for (Value operand : def->getOperands())
+            work.push_back(operand.getDefiningOp());
+        }
       }
   for (Operation *op : ops) {
     bool fromDecided = op->getNumOperands() > 0;

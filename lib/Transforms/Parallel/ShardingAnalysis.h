@@ -86,22 +86,23 @@ private:
 /// The rule of `op`, or none for ops without ShardingRuleOpInterface.
 std::optional<ShardingRule> getRule(mlir::Operation *op);
 
-/// Whether an op of `rule` with `numResults` results, which reads an
-/// operand laid out as `operand` in the layout `want`, passes its pending
-/// sum on to its result `result` (a
-/// linear op whose result is pending over the same axes), rather than
-/// needing the sum resolved first.
-inline bool passesPartial(const ShardingRule &rule, unsigned numResults,
-                          const TensorSharding &operand,
-                          const TensorSharding &want,
-                          const TensorSharding &result) {
-  // An axis the op splits the operand over cannot also be pending in it
-  // (each rank would sum its own block of its own term).
-  return rule.additive && numResults == 1 && operand.isPartial() &&
-         llvm::all_of(operand.partial, [&](mlir::StringAttr axis) {
-           return llvm::is_contained(result.partial, axis) &&
-                  !want.withoutPartial().usesAxis(axis);
-         });
+/// The axes of an operand's pending sum that an op of `rule` with
+/// `numResults` results, reading it as `want`, passes on to its result
+/// `result`: a linear op passes on those its result is pending over too
+/// (the others are reduced first), except an axis it also splits the
+/// operand over (each rank would sum its own block of its own term).
+inline AxisList keptPartial(const ShardingRule &rule, unsigned numResults,
+                            const TensorSharding &operand,
+                            const TensorSharding &want,
+                            const TensorSharding &result) {
+  AxisList kept;
+  if (!rule.additive || numResults != 1)
+    return kept;
+  for (mlir::StringAttr axis : operand.partial)
+    if (llvm::is_contained(result.partial, axis) &&
+        !want.withoutPartial().usesAxis(axis))
+      kept.push_back(axis);
+  return kept;
 }
 
 } // namespace weft

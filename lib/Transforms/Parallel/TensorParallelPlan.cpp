@@ -207,6 +207,10 @@ private:
       }
     };
     fn.walk([&](Operation *op) {
+      // The forward pass's results go to the loss, which takes any split
+      // (its positions are means, its classes combined across ranks).
+      if (isa<func::ReturnOp>(op))
+        return;
       std::optional<ShardingRule> rule = getRule(op);
       if (!rule) {
         for (Value v : op->getOperands())
@@ -225,8 +229,9 @@ private:
           continue;
         TensorSharding want = analysis.project(rule->operands[i], axes);
         use(v, want,
-            passesPartial(*rule, op->getNumResults(), produced(v), want,
-                          result));
+            !keptPartial(*rule, op->getNumResults(), produced(v), want,
+                         result)
+                 .empty());
       }
     });
     return t;

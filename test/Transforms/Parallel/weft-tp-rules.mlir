@@ -331,7 +331,9 @@ module attributes {weft.mesh = #weft.mesh<tp = 2>} {
 
 // -----
 
-// softmax over the split axis: gathered, normalized whole, sliced again.
+// softmax over the split axis (a vocabulary-parallel head): no gather;
+// the row maxima are gathered (one value per row and rank) and the sums
+// of exponentials all-reduced.
 module attributes {weft.mesh = #weft.mesh<tp = 2>} {
   func.func @train_step(%x: tensor<4x8xf32> {weft.sharding = #weft.sharding<[{}, {tp}]>})
       -> (tensor<4x8xf32> {weft.sharding = #weft.sharding<[{}, {tp}]>}) {
@@ -342,15 +344,21 @@ module attributes {weft.mesh = #weft.mesh<tp = 2>} {
 
 // CHECK-LABEL: func.func @train_step
 // CHECK-SAME: %[[X:arg[0-9]+]]: tensor<4x4xf32>
-// CHECK-NEXT: %[[G:.*]] = weft.all_gather %[[X]] {axes = ["tp"], dim = 1 : i64} : tensor<4x4xf32> -> tensor<4x8xf32>
-// CHECK-NEXT: %[[S:.*]] = weft.softmax %[[G]] {axis = 1 : i64} : tensor<4x8xf32>
-// CHECK-NEXT: %[[R:.*]] = weft.shard_slice %[[S]] {axes = ["tp"], dim = 1 : i64} : tensor<4x8xf32> -> tensor<4x4xf32>
+// CHECK-NEXT: %[[M:.*]] = weft.reduce_max %[[X]] {axes = array<i64: 1>, keep_dims = true} : (tensor<4x4xf32>) -> tensor<4x1xf32>
+// CHECK-NEXT: %[[MS:.*]] = weft.all_gather %[[M]] {axes = ["tp"], dim = 1 : i64} : tensor<4x1xf32> -> tensor<4x2xf32>
+// CHECK-NEXT: %[[MAX:.*]] = weft.reduce_max %[[MS]] {axes = array<i64: 1>, keep_dims = true} : (tensor<4x2xf32>) -> tensor<4x1xf32>
+// CHECK-NEXT: %[[D:.*]] = weft.sub %[[X]], %[[MAX]]
+// CHECK-NEXT: %[[E:.*]] = weft.exp %[[D]] : tensor<4x4xf32>
+// CHECK-NEXT: %[[L:.*]] = weft.reduce_sum %[[E]] {axes = array<i64: 1>, keep_dims = true} : (tensor<4x4xf32>) -> tensor<4x1xf32>
+// CHECK-NEXT: %[[SUM:.*]] = weft.all_reduce %[[L]] {axes = ["tp"]} : tensor<4x1xf32>
+// CHECK-NEXT: %[[R:.*]] = weft.div %[[E]], %[[SUM]] : (tensor<4x4xf32>, tensor<4x1xf32>) -> tensor<4x4xf32>
 // CHECK-NEXT: return %[[R]] : tensor<4x4xf32>
 
 // -----
 
 // log_softmax along the rows runs on each rank's rows; the next one, along
-// the columns, needs the rows whole: the layout switches to split columns.
+// the columns, is split over its axis: the column maxima and sums are
+// combined across ranks; then the layout switches to split columns.
 module attributes {weft.mesh = #weft.mesh<tp = 2>} {
   func.func @train_step(%x: tensor<4x8xf32> {weft.sharding = #weft.sharding<[{tp}, {}]>})
       -> (tensor<4x8xf32> {weft.sharding = #weft.sharding<[{}, {tp}]>}) {
@@ -363,10 +371,19 @@ module attributes {weft.mesh = #weft.mesh<tp = 2>} {
 // CHECK-LABEL: func.func @train_step
 // CHECK-SAME: %[[X:arg[0-9]+]]: tensor<2x8xf32>
 // CHECK-NEXT: %[[S:.*]] = weft.log_softmax %[[X]] {axis = 1 : i64} : tensor<2x8xf32>
-// CHECK-NEXT: %[[G:.*]] = weft.all_gather %[[S]] {axes = ["tp"], dim = 0 : i64} : tensor<2x8xf32> -> tensor<4x8xf32>
+// CHECK-NEXT: weft.reduce_max %[[S]] {axes = array<i64: 0>, keep_dims = true} : (tensor<2x8xf32>) -> tensor<1x8xf32>
+// CHECK-NEXT: weft.all_gather {{.*}} {axes = ["tp"], dim = 0 : i64} : tensor<1x8xf32> -> tensor<2x8xf32>
+// CHECK-NEXT: %[[MAX:.*]] = weft.reduce_max
+// CHECK-NEXT: weft.sub %[[S]], %[[MAX]]
+// CHECK-NEXT: weft.exp
+// CHECK-NEXT: weft.reduce_sum
+// CHECK-NEXT: %[[SUM:.*]] = weft.all_reduce {{.*}} {axes = ["tp"]} : tensor<1x8xf32>
+// CHECK-NEXT: %[[LOG:.*]] = weft.log %[[SUM]]
+// CHECK-NEXT: %[[LSE:.*]] = weft.add %[[LOG]], %[[MAX]]
+// CHECK-NEXT: %[[T:.*]] = weft.sub %[[S]], %[[LSE]] : (tensor<2x8xf32>, tensor<1x8xf32>) -> tensor<2x8xf32>
+// CHECK-NEXT: %[[G:.*]] = weft.all_gather %[[T]] {axes = ["tp"], dim = 0 : i64} : tensor<2x8xf32> -> tensor<4x8xf32>
 // CHECK-NEXT: %[[C:.*]] = weft.shard_slice %[[G]] {axes = ["tp"], dim = 1 : i64} : tensor<4x8xf32> -> tensor<4x4xf32>
-// CHECK-NEXT: %[[T:.*]] = weft.log_softmax %[[C]] {axis = 0 : i64} : tensor<4x4xf32>
-// CHECK-NEXT: return %[[T]] : tensor<4x4xf32>
+// CHECK-NEXT: return %[[C]] : tensor<4x4xf32>
 
 // -----
 
@@ -567,7 +584,9 @@ module attributes {weft.mesh = #weft.mesh<tp = 2>} {
 
 // -----
 
-// The table split on the gathered (vocabulary) axis: read whole, gathered.
+// The table split on the gathered (vocabulary) axis: each rank looks up
+// the tokens in its rows (offset by its rank's first row, clamped, masked
+// to zero elsewhere); the lookups sum to the embedding.
 module attributes {weft.mesh = #weft.mesh<tp = 2>} {
   func.func @train_step(%e: tensor<16x8xf32> {weft.param = "wte", weft.sharding = #weft.sharding<[{tp}, {}]>},
                         %tok: tensor<2x4xi64>)
@@ -579,9 +598,16 @@ module attributes {weft.mesh = #weft.mesh<tp = 2>} {
 
 // CHECK-LABEL: func.func @train_step
 // CHECK-SAME: %[[E:arg[0-9]+]]: tensor<8x8xf32>
-// CHECK-NEXT: %[[G:.*]] = weft.all_gather %[[E]] {axes = ["tp"], dim = 0 : i64} : tensor<8x8xf32> -> tensor<16x8xf32>
-// CHECK-NEXT: %[[H:.*]] = weft.gather %[[G]], %{{.*}} {axis = 0 : i64} : (tensor<16x8xf32>, tensor<2x4xi64>) -> tensor<2x4x8xf32>
-// CHECK-NEXT: return %[[H]] : tensor<2x4x8xf32>
+// CHECK-SAME: %[[TOK:arg[0-9]+]]: tensor<2x4xi64>
+// CHECK: %[[RANK:.*]] = weft.axis_index {axes = ["tp"]} : tensor<i64>
+// CHECK: %[[IDS:.*]] = weft.cast %[[TOK]] : tensor<2x4xi64> -> tensor<2x4xf32>
+// CHECK: %[[LOCAL:.*]] = weft.sub %[[IDS]], {{.*}} : (tensor<2x4xf32>, tensor<f32>) -> tensor<2x4xf32>
+// CHECK: %[[ROWS:.*]] = weft.cast {{.*}} : tensor<2x4xf32> -> tensor<2x4xi64>
+// CHECK-NEXT: %[[H:.*]] = weft.gather %[[E]], %[[ROWS]] {axis = 0 : i64} : (tensor<8x8xf32>, tensor<2x4xi64>) -> tensor<2x4x8xf32>
+// CHECK-NEXT: %[[MASK:.*]] = weft.reshape {{.*}} : tensor<2x4xf32> -> tensor<2x4x1xf32>
+// CHECK-NEXT: %[[MINE:.*]] = weft.mul %[[H]], %[[MASK]]
+// CHECK-NEXT: %[[SUM:.*]] = weft.all_reduce %[[MINE]] {axes = ["tp"]} : tensor<2x4x8xf32>
+// CHECK-NEXT: return %[[SUM]] : tensor<2x4x8xf32>
 
 // -----
 

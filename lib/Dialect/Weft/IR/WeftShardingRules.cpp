@@ -276,6 +276,11 @@ ShardingRule gather(GatherOp op) {
   ValueFactors inDims, idxDims = addFactorsFor(rule, op.getIndices()), out;
   indexedFactors(rule, shapeOf(op.getInput()), op.getAxis(), idxDims, inDims,
                  out);
+  // A table split along the gathered axis (a vocabulary-parallel
+  // embedding): each rank looks up the indices in its rows and gives zero
+  // for the others, so the results sum to the lookup.
+  inDims[op.getAxis()] = {
+      rule.addFactor(shapeOf(op.getInput())[op.getAxis()], Kind::Sum)};
   rule.operands = {inDims, idxDims};
   rule.results.push_back(out);
   return rule;
@@ -290,7 +295,13 @@ ShardingRule scatterAdd(ScatterAddOp op) {
   indexedFactors(rule, shapeOf(op.getInput()), op.getAxis(), idxDims, inDims,
                  upd);
   rule.operands = {inDims, idxDims, upd};
-  rule.results.push_back(inDims);
+  // The result may be split along the scattered axis (a vocabulary-
+  // parallel embedding's gradient): scattered whole, each rank keeps its
+  // rows.
+  ValueFactors out = inDims;
+  out[op.getAxis()] = {
+      rule.addFactor(shapeOf(op.getResult())[op.getAxis()])};
+  rule.results.push_back(out);
   return rule;
 }
 
@@ -362,7 +373,7 @@ ShardingRule meanLoss(Operation *op, bool classesLast) {
   ValueFactors dims;
   for (size_t d = 0; d < shape.size(); ++d)
     dims.push_back({rule.addFactor(shape[d], classesLast && d + 1 == shape.size()
-                                                 ? Kind::Whole
+                                                 ? Kind::Combined
                                                  : Kind::Mean)});
   rule.operands.push_back(dims);
   ValueFactors second = dims;
@@ -386,7 +397,12 @@ ShardingRule ruleOf(Operation *op) {
       .Case<BroadcastOp>(
           [](Operation *op) { return elementwise(op, /*additive=*/true); })
       .Case<SoftmaxOp, LogSoftmaxOp>([](auto op) {
-        return elementwiseExcept(op, {int64_t(op.getAxis())});
+        ShardingRule rule = elementwise(op);
+        // Over vocabulary shards: the partitioner combines the ranks'
+        // maxima and sums.
+        rule.factors[rule.results[0][op.getAxis()].front()].kind =
+            Kind::Combined;
+        return rule;
       })
       .Case([](LayerNormOp op) {
         SmallVector<int64_t> whole;
@@ -451,7 +467,9 @@ ShardingRule ruleOf(Operation *op) {
         ShardingRule rule;
         ValueFactors in = addFactorsFor(rule, op.getIndices());
         ValueFactors out = in;
-        out.push_back({});
+        // The classes may be split: computed whole, each rank keeps its
+        // block.
+        out.push_back({rule.addFactor(shapeOf(op.getResult()).back())});
         rule.operands.push_back(in);
         rule.results.push_back(out);
         return rule;

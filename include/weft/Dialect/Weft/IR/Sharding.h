@@ -78,10 +78,13 @@ localShape(MeshAttr mesh, llvm::ArrayRef<int64_t> shape,
 /// operands and results. A factor absent from every result is a reduction:
 /// splitting it leaves the results partial (kind Sum), or partial once
 /// scaled by the ranks it is split over (kind Mean, as in a mean over the
-/// batch). A factor of kind Whole is never split (a softmax axis, a sliced
-/// dimension); neither is a dimension with no factor.
+/// batch). A factor of kind Whole is never split (a layer-norm axis, a
+/// sliced dimension); neither is a dimension with no factor. A factor of
+/// kind Combined is an axis the op reduces over that may still be split:
+/// the partitioner combines the ranks' parts inside the op (a softmax or a
+/// cross-entropy over vocabulary shards: a maximum and a sum over ranks).
 struct ShardingRule {
-  enum class Kind { Parallel, Sum, Mean, Whole };
+  enum class Kind { Parallel, Sum, Mean, Whole, Combined };
   struct Factor {
     int64_t size;
     Kind kind;
