@@ -346,7 +346,8 @@ private:
     if (auto slice = dyn_cast<SliceOp>(op))
       localizeSlice(slice);
     if (auto dropout = dyn_cast<DropoutOp>(op))
-      localizeDropout(dropout);
+      if (!rule->operands[0].empty() && !rule->operands[0][0].empty())
+        localizeDropout(dropout, axes[rule->operands[0][0].front()]);
     // A result dimension made of a factor no operand has (a slice's
     // sliced dimension) is computed whole; its split is a local slice.
     llvm::SmallDenseSet<int64_t> operandFactors;
@@ -404,12 +405,10 @@ private:
 
   /// A dropout on a block of rows draws the mask of its rows in the whole
   /// tensor: its elements' indices start at the block's first element.
-  void localizeDropout(DropoutOp dropout) {
+  void localizeDropout(DropoutOp dropout, const AxisList &axes) {
     auto local = cast<RankedTensorType>(dropout.getInput().getType());
-    auto global = cast<RankedTensorType>(dropout.getResult().getType());
-    if (local.getRank() == 0 || local.getDimSize(0) == global.getDimSize(0))
+    if (axes.empty())
       return;
-    AxisList axes = layoutOf(dropout.getInput()).dims[0];
     OpBuilder b(dropout);
     Location loc = dropout.getLoc();
     MLIRContext *context = b.getContext();
