@@ -117,6 +117,14 @@ private:
                            TensorSharding from, const TensorSharding &to) {
     auto type = cast<RankedTensorType>(v.getType());
     Type element = type.getElementType();
+    {
+      RankedTensorType global = globalType(v, from);
+      std::string why;
+      if (failed(localShape(mesh, global.getShape(), to, &why)))
+        return emitError(loc) << "a " << global << " cannot be laid out as "
+                              << to.toAttr(context) << " on " << mesh << ": "
+                              << why;
+    }
     auto axisAttr = [&](StringAttr a) {
       return ArrayAttr::get(context, {a});
     };

@@ -2432,7 +2432,7 @@ module attributes {weft.mesh = #weft.mesh<dp = 2, tp = 2>} {
 // A layout that does not divide: 6 rows cannot be split over dp and tp
 // (4 ranks). The error names the dimension.
 module attributes {weft.mesh = #weft.mesh<dp = 2, tp = 2>} {
-  // expected-error@+1 {{dimension 0 of 'tensor<6x4xf32>' does not divide by}}
+  // expected-error@+1 {{a 'tensor<6x4xf32>' cannot be laid out as #weft.sharding<[{dp, tp}, {}]> on #weft.mesh<dp = 2, tp = 2>: dimension 0 (6) does not divide by 4 ranks}}
   func.func @train_step(%x: tensor<6x4xf32> {weft.sharding = #weft.sharding<[{}, {}]>})
       -> (tensor<6x4xf32> {weft.sharding = #weft.sharding<[{dp, tp}, {}]>}) {
     %y = weft.shard_as %x {sharding = #weft.sharding<[{dp, tp}, {}]>} : tensor<6x4xf32>
