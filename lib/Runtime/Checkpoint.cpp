@@ -779,6 +779,19 @@ Status globalView(const std::vector<CheckpointTensor> &tensors,
   return Status::success();
 }
 
+/// A model description without what only the layout decides (the mesh,
+/// the shards, ZeRO, the tensor-parallel plan, planned memory): resuming
+/// under another layout is what sharded checkpoints are for, so it is not
+/// a different model.
+static json withoutLayout(json model) {
+  if (model.is_object())
+    for (const char *key : {"mesh", "shardings", "zero", "tp_plan",
+                            "sequence_parallel", "workspace_bytes",
+                            "peak_bytes"})
+      model.erase(key);
+  return model;
+}
+
 Status restoreImpl(const std::string &dir,
                    const std::vector<CheckpointTensor> &tensors,
                    const ShardLayout &layout, int64_t rank,
@@ -823,8 +836,9 @@ Status restoreImpl(const std::string &dir,
     result.meta.modelJson =
         m.model.is_string() ? m.model.get<std::string>() : m.model.dump();
     json current = json::parse(modelJson, nullptr, false);
-    bool same = current.is_discarded() ? m.model == json(modelJson)
-                                       : m.model == current;
+    bool same = current.is_discarded()
+                    ? m.model == json(modelJson)
+                    : withoutLayout(m.model) == withoutLayout(current);
     if (!same)
       result.warnings.push_back(
           "warning: " + path +

@@ -252,8 +252,17 @@ const SlotSharding *ModelSpec::findSharding(const std::string &name) const {
 
 int64_t ModelSpec::numParameters() const {
   int64_t n = 0;
-  for (int i : paramArgs)
+  for (int i : paramArgs) {
+    // The model's count, not this rank's share of it.
+    if (const SlotSharding *split = findSharding(args[i].name)) {
+      int64_t global = 1;
+      for (int64_t d : split->globalShape)
+        global *= d;
+      n += global;
+      continue;
+    }
     n += args[i].numElements();
+  }
   return n;
 }
 

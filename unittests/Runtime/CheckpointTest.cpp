@@ -136,6 +136,20 @@ TEST_F(CheckpointTest, WarnsWhenTheModelDescriptionChanged) {
   EXPECT_NE(r.warnings[0].find("different description"), std::string::npos);
 }
 
+TEST_F(CheckpointTest, ResumingUnderAnotherLayoutIsNotAnotherModel) {
+  write(3);
+  RestoreResult r;
+  ASSERT_TRUE(restoreLatestCheckpoint(
+                  dir, tensors(),
+                  "{\"source\": \"test\", \"mesh\": {\"tp\": 2}, "
+                  "\"zero\": 1, \"tp_plan\": \"megatron\", "
+                  "\"sequence_parallel\": true, \"peak_bytes\": 9, "
+                  "\"shardings\": {\"w\": {}}}",
+                  r)
+                  .ok());
+  EXPECT_TRUE(r.warnings.empty());
+}
+
 TEST_F(CheckpointTest, RefusesExtraTensorsAndNewerFormats) {
   write(3);
   std::vector<CheckpointTensor> fewer = tensors();

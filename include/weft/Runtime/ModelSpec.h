@@ -133,7 +133,8 @@ struct ModelSpec {
   /// The sharding of slot `name`, or null when it is not split.
   const SlotSharding *findSharding(const std::string &name) const;
 
-  /// Number of trainable scalars.
+  /// Number of trainable scalars of the whole model (a sharded
+  /// parameter counts its global shape).
   int64_t numParameters() const;
   /// Index of the argument named `name` of kind `kind`, or -1.
   int findArg(const std::string &name, const std::string &kind) const;
