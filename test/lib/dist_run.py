@@ -5,13 +5,13 @@
       --onnx M.onnx --out DIR --compile "FLAGS" --train "FLAGS"
       --layout "dp=2" [--layout "dp=2 tp=2 zero=1 sp" ...]
       [--launcher weftrun|torchrun|mpirun|slurm] [--port P] [--rtol R]
-      [--tensor-rtol NAME=R ...]
+      [--tensor-rtol NAME=R ...] [--mesh-compile "FLAGS"]
 
 Compiles M.onnx for one process with --compile's flags and trains it with
 --train's flags (which must include --steps), then for every --layout
 ("[dp=N] [tp=M] [zero=K] [sp]") compiles it with --mesh dp=N,tp=M
 [--zero K] [--sequence-parallel], trains it on N*M processes started by
-the launcher, and compares every step's loss (from
+the launcher (with --mesh-compile's flags too), and compares every step's loss (from
 --metrics) and every final parameter and buffer (the last checkpoint,
 through `weft-ckpt export`) with the 1-rank run's: the largest
 difference relative to the tensor's largest magnitude must be <= R
@@ -105,6 +105,8 @@ def main():
     p.add_argument("--onnx", required=True)
     p.add_argument("--out", required=True)
     p.add_argument("--compile", default="")
+    p.add_argument("--mesh-compile", default="",
+                   help="flags for the multi-rank builds only (--shard ...)")
     p.add_argument("--train", required=True)
     p.add_argument("--layout", action="append", required=True)
     p.add_argument("--launcher", default="weftrun",
@@ -129,7 +131,8 @@ def main():
         exe = os.path.join(args.out, name)
         flags = list(compile_flags)
         if mesh:
-            flags += ["--mesh", mesh, "--zero", str(zero)] + list(extra)
+            flags += ["--mesh", mesh, "--zero", str(zero)] + list(extra) + \
+                shlex.split(args.mesh_compile)
         run([args.weftc, args.onnx, "-o", exe] + flags, exe + ".compile.log")
         metrics = exe + ".jsonl"
         ckpt = exe + ".ckpt"
