@@ -5,15 +5,15 @@
 //===----------------------------------------------------------------------===//
 //
 // A partitioned step moves data between ranks with weft.all_reduce,
-// weft.all_gather and weft.reduce_scatter, and slices its own block with
-// weft.shard_slice. The runtime owns the communicators (one per mesh axis,
-// reached through the WeftRuntimeContext), so each collective becomes a
-// call of a runtime C function (include/weft/Runtime/Collectives.h's
-// `weft_rt_*`) that takes the context, the mesh axes as a bit mask, and
-// plain pointers. The calls live on tensors, bracketed by
-// bufferization.to_buffer / to_tensor, so the rest of the pipeline
-// (bufferization, out-parameters, buffer planning) sees an ordinary
-// producer of a fresh buffer.
+// weft.all_gather, weft.reduce_scatter and weft.all_to_all, and slices its
+// own block with weft.shard_slice. The runtime owns the communicators (one
+// per mesh axis, reached through the WeftRuntimeContext), so each
+// collective becomes a call of a runtime C function
+// (include/weft/Runtime/Collectives.h's `weft_rt_*`) that takes the
+// context, the mesh axes as a bit mask, and plain pointers. The calls live
+// on tensors, bracketed by bufferization.to_buffer / to_tensor, so the rest
+// of the pipeline (bufferization, out-parameters, buffer planning) sees an
+// ordinary producer of a fresh buffer.
 //
 // A bucket of collectives (`weft.bucket`, --weft-bucket-collectives) runs as
 // one collective on the runtime's communication thread: each member's
@@ -53,6 +53,7 @@ constexpr llvm::StringLiteral kAllReduceName = "weft_rt_all_reduce_f32";
 constexpr llvm::StringLiteral kAllGatherName = "weft_rt_all_gather_f32";
 constexpr llvm::StringLiteral kReduceScatterName =
     "weft_rt_reduce_scatter_f32";
+constexpr llvm::StringLiteral kAllToAllName = "weft_rt_all_to_all_f32";
 constexpr llvm::StringLiteral kAxisIndexName = "weft_rt_axis_index";
 constexpr llvm::StringLiteral kBucketPutName = "weft_rt_bucket_put_f32";
 constexpr llvm::StringLiteral kBucketStartName = "weft_rt_bucket_start";
@@ -76,7 +77,7 @@ struct LowerCollectivesPass
     bool misplaced = false;
     module.walk([&](Operation *op) {
       if (!isa<weft::AllReduceOp, weft::AllGatherOp, weft::ReduceScatterOp,
-               weft::ShardSliceOp, weft::AxisIndexOp>(op))
+               weft::AllToAllOp, weft::ShardSliceOp, weft::AxisIndexOp>(op))
         return;
       if (op->getParentOfType<func::FuncOp>() != entryFn) {
         // Only the entry receives the context; the partitioner works on the
@@ -191,6 +192,12 @@ private:
                             Value context) {
     Operation *front = members.front();
     Block *block = front->getBlock();
+    if (!isa<weft::AllReduceOp, weft::ReduceScatterOp, weft::AllGatherOp>(
+            front))
+      return front->emitError()
+             << "has " << WeftDialect::kBucketAttrName << " " << id
+             << ", but a bucket holds all_reduce, reduce_scatter or "
+                "all_gather ops only";
     // The runtime's kinds: 0 all-reduce, 1 reduce-scatter, 2 all-gather.
     int64_t kind = isa<weft::ReduceScatterOp>(front) ? 1
                    : isa<weft::AllGatherOp>(front)   ? 2
@@ -390,6 +397,20 @@ private:
     if (isa<weft::AllReduceOp>(op)) {
       name = kAllReduceName;
       sizes = {product(inType.getShape())};
+    } else if (auto allToAll = dyn_cast<weft::AllToAllOp>(op)) {
+      // Every block sent or received has the input's shape with split_dim
+      // cut into the group's n (= the result's with concat_dim cut): the
+      // input is [outer][n][inner] split where split_dim starts, the
+      // result [outer][n][inner] split where concat_dim starts.
+      name = kAllToAllName;
+      int64_t split = int64_t(allToAll.getSplitDim());
+      int64_t concat = int64_t(allToAll.getConcatDim());
+      SmallVector<int64_t> block(outType.getShape());
+      block[concat] = inType.getDimSize(concat);
+      ArrayRef<int64_t> shape(block);
+      sizes = {
+          product(shape.take_front(split)), product(shape.drop_front(split)),
+          product(shape.take_front(concat)), product(shape.drop_front(concat))};
     } else {
       // Along `dim`: the elements before it (outer) and this rank's block
       // from it on (inner), so the runtime interleaves the ranks' blocks.

@@ -14,6 +14,7 @@
 
 #include <gloo/allgather.h>
 #include <gloo/allreduce.h>
+#include <gloo/alltoall.h>
 #include <gloo/barrier.h>
 #include <gloo/broadcast.h>
 #include <gloo/rendezvous/context.h>
@@ -155,6 +156,22 @@ public:
     });
   }
 
+  /// gloo's exchange: a send of one block to each peer and a receive of
+  /// one from each, all in flight at once; this rank's own block is
+  /// copied.
+  Status allToAll(const float *in, size_t count, float *out) override {
+    if (count == 0)
+      return Status::success();
+    return guard("all-to-all", [&] {
+      gloo::AlltoallOptions opts(context);
+      opts.setInput(const_cast<float *>(in), count * size_t(size()));
+      opts.setOutput(out, count * size_t(size()));
+      opts.setTag(nextTag());
+      opts.setTimeout(timeout);
+      gloo::alltoall(opts);
+    });
+  }
+
   Status broadcast(float *data, size_t count, int root) override {
     if (root < 0 || root >= size())
       return Status::error("broadcast: root " + std::to_string(root) +
@@ -253,6 +270,9 @@ public:
   Status allGather(const float *in, size_t count, float *out) override {
     return world->allGather(in, count, out);
   }
+  Status allToAll(const float *in, size_t count, float *out) override {
+    return world->allToAll(in, count, out);
+  }
   Status broadcast(float *data, size_t count, int root) override {
     return world->broadcast(data, count, root);
   }
@@ -338,6 +358,12 @@ CommThread::Ticket CommThread::reduceScatterSum(const float *in, size_t count,
   return issue([this, in, count, out] {
     return comm.reduceScatterSum(in, count, out);
   });
+}
+
+CommThread::Ticket CommThread::allToAll(const float *in, size_t count,
+                                        float *out) {
+  return issue(
+      [this, in, count, out] { return comm.allToAll(in, count, out); });
 }
 
 void CommThread::run() {

@@ -284,6 +284,42 @@ extern "C" void weft_rt_reduce_scatter_f32(const WeftRuntimeContext *ctx,
          group.thread->reduceScatterSum(blocks.data(), block, out));
 }
 
+extern "C" void weft_rt_all_to_all_f32(const WeftRuntimeContext *ctx,
+                                       int64_t axisMask, const float *in,
+                                       float *out, int64_t splitOuter,
+                                       int64_t splitInner, int64_t concatOuter,
+                                       int64_t concatInner) {
+  AxisGroup &group = groupOf(ctx, "all_to_all", axisMask);
+  if (splitOuter < 0 || splitInner < 0 || concatOuter < 0 || concatInner < 0 ||
+      splitOuter * splitInner != concatOuter * concatInner)
+    die(ctx, "all_to_all", axisMask,
+        "a block of " + std::to_string(splitOuter) + " x " +
+            std::to_string(splitInner) + " elements is sent and one of " +
+            std::to_string(concatOuter) + " x " + std::to_string(concatInner) +
+            " received");
+  size_t n = size_t(group.comm->size()),
+         block = size_t(splitOuter) * size_t(splitInner);
+  // The communicator sends and receives whole blocks in rank order
+  // ([g][o][i]); where a dim comes before the split (or the concatenated)
+  // one, the blocks are interleaved ([o][g][i]) and are copied.
+  std::vector<float> sent, received;
+  const float *send = in;
+  if (splitOuter != 1) {
+    sent.resize(n * block);
+    blocksByRank(in, n, splitOuter, splitInner, sent.data(), block);
+    send = sent.data();
+  }
+  float *receive = out;
+  if (concatOuter != 1) {
+    received.resize(n * block);
+    receive = received.data();
+  }
+  finish(ctx, "all_to_all", axisMask, group,
+         group.thread->allToAll(send, block, receive));
+  if (concatOuter != 1)
+    interleaveByRank(received.data(), n, concatOuter, concatInner, block, out);
+}
+
 //===----------------------------------------------------------------------===//
 // Buckets (--weft-bucket-collectives, --weft-lower-collectives)
 //===----------------------------------------------------------------------===//

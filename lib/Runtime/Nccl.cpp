@@ -162,6 +162,33 @@ public:
     });
   }
 
+  /// A send and a receive per peer (itself included), fused in one group
+  /// so that they progress together.
+  Status allToAll(const float *in, size_t count, float *out) override {
+    size_t n = size_t(size());
+    if (Status s = checkDevicePointer("all-to-all", in, n * count); !s.ok())
+      return s;
+    if (Status s = checkDevicePointer("all-to-all", out, n * count); !s.ok())
+      return s;
+    return run("all-to-all", [&] {
+      ncclResult_t r = ncclGroupStart();
+      if (r != ncclSuccess)
+        return r;
+      for (size_t peer = 0; peer < n; ++peer) {
+        r = ncclSend(in + peer * count, count, ncclFloat32, int(peer), comm,
+                     stream);
+        if (r == ncclSuccess || r == ncclInProgress)
+          r = ncclRecv(out + peer * count, count, ncclFloat32, int(peer), comm,
+                       stream);
+        if (r != ncclSuccess && r != ncclInProgress) {
+          ncclGroupEnd();
+          return r;
+        }
+      }
+      return ncclGroupEnd();
+    });
+  }
+
   Status broadcast(float *data, size_t count, int root) override {
     if (root < 0 || root >= size())
       return Status::error("broadcast: root " + std::to_string(root) +

@@ -168,6 +168,45 @@ module attributes {weft.mesh = #weft.mesh<dp = 2>} {
 
 // -----
 
+// all_to_all: (ctx, mask, in, out, splitOuter, splitInner, concatOuter,
+// concatInner) over the block each rank sends and receives, the input with
+// split_dim cut n ways. [4, 6] split along dim 1, concatenated along dim 0
+// over tp: blocks of [4, 3], sent as 4 runs of 3, received whole (1 x 12).
+// [2, 4, 6] split along 2, concatenated along 1: blocks of [2, 4, 3], sent
+// as 8 runs of 3, received as 2 runs of 12.
+// CHECK-DAG: func.func private @weft_rt_all_to_all_f32(!llvm.ptr, i64, !llvm.ptr, !llvm.ptr, i64, i64, i64, i64)
+// CHECK-LABEL: func.func @train_step(
+// CHECK-SAME: %[[CTX:.*]]: !llvm.ptr {weft.context}
+// CHECK: %[[OUT:.*]] = memref.alloc() {alignment = 64 : i64} : memref<8x3xf32>
+// CHECK: call @weft_rt_all_to_all_f32(%[[CTX]], %c2_i64{{.*}}, %{{.*}}, %{{.*}}, %c4_i64{{.*}}, %c3_i64{{.*}}, %c1_i64{{.*}}, %c12_i64{{.*}})
+// CHECK: bufferization.to_tensor %[[OUT]] restrict writable : memref<8x3xf32> to tensor<8x3xf32>
+// CHECK: %[[OUT3:.*]] = memref.alloc() {alignment = 64 : i64} : memref<2x8x3xf32>
+// CHECK: call @weft_rt_all_to_all_f32(%[[CTX]], %c2_i64{{.*}}, %{{.*}}, %{{.*}}, %c8_i64{{.*}}, %c3_i64{{.*}}, %c2_i64{{.*}}, %c12_i64{{.*}})
+// CHECK: bufferization.to_tensor %[[OUT3]] restrict writable
+// LLVM-LABEL: llvm.func @train_step(
+// LLVM: llvm.call @weft_rt_all_to_all_f32(
+// LLVM: llvm.call @weft_rt_all_to_all_f32(
+module attributes {weft.mesh = #weft.mesh<dp = 2, tp = 2>} {
+  func.func @train_step(%x: tensor<4x6xf32> {weft.input = "x"}, %y: tensor<2x4x6xf32> {weft.input = "y"})
+      -> (tensor<8x3xf32> {weft.output = "a"}, tensor<2x8x3xf32> {weft.output = "b"}) {
+    %a = weft.all_to_all %x {axes = ["tp"], split_dim = 1 : i64, concat_dim = 0 : i64} : tensor<4x6xf32> -> tensor<8x3xf32>
+    %b = weft.all_to_all %y {axes = ["tp"], split_dim = 2 : i64, concat_dim = 1 : i64} : tensor<2x4x6xf32> -> tensor<2x8x3xf32>
+    return %a, %b : tensor<8x3xf32>, tensor<2x8x3xf32>
+  }
+}
+
+// -----
+
+module attributes {weft.mesh = #weft.mesh<dp = 2>} {
+  func.func @train_step(%x: tensor<4x6xf32> {weft.input = "x"}) -> (tensor<8x3xf32> {weft.output = "a"}) {
+    // expected-error @+1 {{has weft.bucket 0, but a bucket holds all_reduce, reduce_scatter or all_gather ops only}}
+    %a = weft.all_to_all %x {axes = ["dp"], split_dim = 1 : i64, concat_dim = 0 : i64, weft.bucket = 0 : i64} : tensor<4x6xf32> -> tensor<8x3xf32>
+    return %a : tensor<8x3xf32>
+  }
+}
+
+// -----
+
 // weft.axis_index: the runtime's coordinate of this rank, as a 0-d tensor.
 // CHECK-LABEL: func.func @train_step(
 // CHECK-SAME: %[[CTX:.*]]: !llvm.ptr {weft.context}

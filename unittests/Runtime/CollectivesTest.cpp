@@ -140,6 +140,18 @@ TEST(CollectivesTest, GlooMatchesTheArithmetic) {
       return 8;
     if (out[0] != float(6 * 2 * rank) || out[1] != float(6 * (2 * rank + 1)))
       return 9;
+    // All-to-all: rank q sends 100 q + 10 g + i to rank g (i < 2); rank r
+    // gets 100 q + 10 r + i from each q, in rank order.
+    std::vector<float> blocks(2 * size), got(2 * size);
+    for (int g = 0; g < size; ++g)
+      for (int i = 0; i < 2; ++i)
+        blocks[2 * g + i] = float(100 * rank + 10 * g + i);
+    if (!comm->allToAll(blocks.data(), 2, got.data()).ok())
+      return 13;
+    for (int q = 0; q < size; ++q)
+      for (int i = 0; i < 2; ++i)
+        if (got[2 * q + i] != float(100 * q + 10 * rank + i))
+          return 14;
     // Broadcast from rank 2.
     float b[3] = {float(rank), 0, 0};
     if (!comm->broadcast(b, 3, 2).ok() || b[0] != 2.0f)
@@ -186,6 +198,15 @@ TEST(CollectivesTest, HierarchicalAllReduceAcrossTwoNodes) {
     float mine = float(rank), all[size];
     if (!comm->allGather(&mine, 1, all).ok() || all[3] != 3.0f)
       return 7;
+    // All-to-all over all four ranks, across the nodes.
+    float blocks[size], got[size];
+    for (int g = 0; g < size; ++g)
+      blocks[g] = float(10 * rank + g);
+    if (!comm->allToAll(blocks, 1, got).ok())
+      return 9;
+    for (int q = 0; q < size; ++q)
+      if (got[q] != float(10 * q + rank))
+        return 10;
     return comm->barrier().ok() ? 0 : 8;
   });
   EXPECT_EQ(codes, (std::vector<int>{0, 0, 0, 0}));

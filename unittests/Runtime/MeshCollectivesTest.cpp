@@ -19,6 +19,7 @@
 
 #include <cstdio>
 #include <functional>
+#include <string>
 #include <vector>
 
 #include <unistd.h>
@@ -39,6 +40,151 @@ LaunchInfo launchOf(int rank, int size, int port) {
   info.launcher = "torchrun";
   info.masterPort = port;
   return info;
+}
+
+/// One all-to-all of a test: the input's shape, the dim split among the
+/// group and the dim the received blocks are concatenated along.
+struct AllToAllCase {
+  std::vector<int64_t> shape;
+  int split, concat;
+};
+
+int64_t product(const std::vector<int64_t> &dims, size_t from, size_t to) {
+  int64_t n = 1;
+  for (size_t d = from; d < to; ++d)
+    n *= dims[d];
+  return n;
+}
+
+/// The value at flat index `flat` of the input of global rank `rank`:
+/// distinct over ranks and elements.
+float inputValue(int rank, int64_t flat) { return float(1000 * rank + flat); }
+
+/// Runs weft_rt_all_to_all_f32 as --weft-lower-collectives calls it for
+/// `c` over the group of `mask` (n ranks, this one `index`; `members[g]`
+/// the global rank of group rank g), and checks every element of the result
+/// against its definition: out[.., concat = q * size + j, .., split = k, ..]
+/// is rank q's input at [.., concat = j, .., split = index * (size / n) +
+/// k, ..]. An empty string when it matches, else what differs.
+std::string checkAllToAll(const WeftRuntimeContext *ctx, int64_t mask, int rank,
+                          const std::vector<int> &members, int index,
+                          const AllToAllCase &c) {
+  int n = int(members.size());
+  const std::vector<int64_t> &in = c.shape;
+  size_t numDims = in.size();
+  std::vector<int64_t> block = in, out = in;
+  block[c.split] /= n;
+  out[c.split] /= n;
+  out[c.concat] *= n;
+  std::vector<float> input(size_t(product(in, 0, numDims))),
+      output(input.size(), -1.0f);
+  for (size_t i = 0; i < input.size(); ++i)
+    input[i] = inputValue(rank, int64_t(i));
+  weft_rt_all_to_all_f32(
+      ctx, mask, input.data(), output.data(),
+      product(block, 0, c.split), product(block, c.split, numDims),
+      product(block, 0, c.concat), product(block, c.concat, numDims));
+  std::vector<int64_t> at(numDims, 0);
+  for (size_t flat = 0; flat < output.size(); ++flat) {
+    // at: the output's multi-index of `flat`, row-major.
+    int64_t rest = int64_t(flat);
+    for (size_t d = numDims; d-- > 0;) {
+      at[d] = rest % out[d];
+      rest /= out[d];
+    }
+    std::vector<int64_t> from = at;
+    int q = int(at[c.concat] / in[c.concat]);
+    from[c.concat] = at[c.concat] % in[c.concat];
+    from[c.split] = at[c.split] + index * block[c.split];
+    int64_t source = 0;
+    for (size_t d = 0; d < numDims; ++d)
+      source = source * in[d] + from[d];
+    float want = inputValue(members[size_t(q)], source);
+    if (output[flat] != want)
+      return "mask " + std::to_string(mask) + ", split " +
+             std::to_string(c.split) + ", concat " + std::to_string(c.concat) +
+             ": element " + std::to_string(flat) + " is " +
+             std::to_string(output[flat]) + ", not " + std::to_string(want);
+  }
+  return "";
+}
+
+/// Two-, three-dimensional cases whose split dims divide by 2 and 4:
+/// the split after, before the concatenated dim, neither the first.
+std::vector<AllToAllCase> allToAllCases(int n) {
+  std::vector<AllToAllCase> cases = {
+      {{4, 8}, 1, 0}, {{8, 4}, 0, 1}, {{2, 4, 8}, 2, 1},
+      {{4, 2, 8}, 0, 2}, {{2, 8, 4}, 1, 0}, {{3, 4, 2, 4}, 3, 1}};
+  if (n == 2) {
+    cases.push_back({{4, 6}, 1, 0});
+    cases.push_back({{6, 4}, 0, 1});
+  }
+  return cases;
+}
+
+TEST(MeshCollectivesTest, AllToAllOnOneAxis) {
+  for (int size : {2, 4}) {
+    int port = freePort();
+    std::vector<std::string> errs;
+    std::vector<int> codes = runRanks(size, [&](int rank) {
+      RuntimeContext context(launchOf(rank, size, port), 1);
+      if (Status s = context.joinMesh({{"tp", size}}, 20s); !s.ok()) {
+        std::fprintf(stderr, "%s\n", s.message.c_str());
+        return 2;
+      }
+      std::vector<int> members;
+      for (int g = 0; g < size; ++g)
+        members.push_back(g);
+      for (const AllToAllCase &c : allToAllCases(size)) {
+        std::string why =
+            checkAllToAll(context.get(), 1, rank, members, rank, c);
+        if (!why.empty()) {
+          std::fprintf(stderr, "%s\n", why.c_str());
+          return 3;
+        }
+      }
+      return 0;
+    }, &errs);
+    for (int r = 0; r < size; ++r)
+      EXPECT_EQ(codes[r], 0)
+          << size << " ranks, rank " << r << ": " << errs[r];
+  }
+}
+
+TEST(MeshCollectivesTest, AllToAllOverOneAxisOfTwo) {
+  // dp=2 x tp=2, rank = 2 * dp + tp: over dp the group of rank r is
+  // {r % 2, r % 2 + 2}, over tp {r - r % 2, r - r % 2 + 1}, over both all
+  // four ranks in rank order.
+  int port = freePort();
+  std::vector<std::string> errs;
+  std::vector<int> codes = runRanks(4, [&](int rank) {
+    RuntimeContext context(launchOf(rank, 4, port), 1);
+    if (Status s = context.joinMesh({{"dp", 2}, {"tp", 2}}, 20s); !s.ok()) {
+      std::fprintf(stderr, "%s\n", s.message.c_str());
+      return 2;
+    }
+    int dp = rank / 2, tp = rank % 2;
+    struct Group {
+      int64_t mask;
+      std::vector<int> members;
+      int index;
+    };
+    std::vector<Group> groups = {{1, {tp, tp + 2}, dp},
+                                 {2, {2 * dp, 2 * dp + 1}, tp},
+                                 {3, {0, 1, 2, 3}, rank}};
+    for (const Group &g : groups)
+      for (const AllToAllCase &c : allToAllCases(int(g.members.size()))) {
+        std::string why = checkAllToAll(context.get(), g.mask, rank,
+                                        g.members, g.index, c);
+        if (!why.empty()) {
+          std::fprintf(stderr, "%s\n", why.c_str());
+          return 3;
+        }
+      }
+    return 0;
+  }, &errs);
+  for (int r = 0; r < 4; ++r)
+    EXPECT_EQ(codes[r], 0) << "rank " << r << ": " << errs[r];
 }
 
 TEST(MeshCollectivesTest, CollectivesThroughTheContext) {

@@ -249,6 +249,11 @@ TEST(NcclTest, OneRankGroupsOnEachDevice) {
                      "reduce-scatter") ||
               !same(b.get(), iota(n, 7, 2), "reduce-scatter"))
             return 8;
+          // All-to-all over one rank: a copy too.
+          if (!a.put(iota(n, 11, 3)) || !b.put(std::vector<float>(n, 0)) ||
+              failed(comm->allToAll(a.ptr, n, b.ptr), "all-to-all") ||
+              !same(b.get(), iota(n, 11, 3), "all-to-all"))
+            return 15;
           // Broadcast from the only rank.
           if (!a.put(iota(n, 42)) ||
               failed(comm->broadcast(a.ptr, n, 0), "broadcast") ||
@@ -335,6 +340,15 @@ TEST(NcclTest, TwoRanksOnTwoDevices) {
             !same(c.get(), iota(n, 3 * r * float(n) + 100, 3),
                   "reduce-scatter"))
           return 8;
+        // All-to-all: block g of rank q (10000 q + g n + i) goes to rank g;
+        // rank r gets block r of rank 0, then block r of rank 1.
+        std::vector<float> exchanged = iota(n, r * float(n));
+        std::vector<float> fromOne = iota(n, 10000 + r * float(n));
+        exchanged.insert(exchanged.end(), fromOne.begin(), fromOne.end());
+        if (!a.put(iota(2 * n, 10000 * r)) ||
+            failed(comm->allToAll(a.ptr, n, b.ptr), "all-to-all") ||
+            !same(b.get(), exchanged, "all-to-all"))
+          return 12;
         // Broadcast from rank 1.
         if (!x.put(rank == 1 ? iota(n, 7) : std::vector<float>(n, -1)) ||
             failed(comm->broadcast(x.ptr, n, 1), "broadcast") ||

@@ -736,6 +736,7 @@ TEST(GradientCoverageTest, EveryOpHasARuleOrIsNotDifferentiable) {
       "weft.all_reduce",
       "weft.all_gather",
       "weft.reduce_scatter",
+      "weft.all_to_all",
       "weft.shard_slice",
       "weft.shard_as",
       "weft.axis_index",

@@ -76,6 +76,10 @@ def LowerCollectivesPass : Pass<"weft-lower-collectives", "mlir::ModuleOp"> {
       local block from `dim` on);
     - `weft.reduce_scatter` -> `weft_rt_reduce_scatter_f32(...)`, likewise
       with the result's block;
+    - `weft.all_to_all` -> `weft_rt_all_to_all_f32(ctx, mask, in, out,
+      splitOuter, splitInner, concatOuter, concatInner)`: the block each
+      rank sends or receives (the input with `split_dim` cut n ways) split
+      where `split_dim` starts, then where `concat_dim` starts;
     - `weft.shard_slice` -> `tensor.extract_slice` at
       `weft_rt_axis_index(ctx, mask)` times the block size (no
       communication).
@@ -89,7 +93,8 @@ def LowerCollectivesPass : Pass<"weft-lower-collectives", "mlir::ModuleOp"> {
     Errors: a collective outside `entry`, a module without `weft.mesh`, an
     axis the mesh lacks or axes listed in another order than the mesh's
     (ranks are numbered row-major in mesh order), a collective on a type
-    other than f32.
+    other than f32, a `weft.bucket` on an op buckets do not hold
+    (all_to_all, shard_slice).
 
     Before:
 

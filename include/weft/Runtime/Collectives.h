@@ -47,6 +47,9 @@ public:
   /// out (count) = this rank's slice of the sum over ranks of `in`
   /// (size() * count). By default an all-reduce and a slice.
   virtual Status reduceScatterSum(const float *in, size_t count, float *out);
+  /// out (size() * count): block g is block rank() of rank g's `in`
+  /// (size() * count, one block of `count` per destination rank).
+  virtual Status allToAll(const float *in, size_t count, float *out) = 0;
   /// data = root's data.
   virtual Status broadcast(float *data, size_t count, int root) = 0;
   virtual Status barrier() = 0;
@@ -137,6 +140,8 @@ public:
   Ticket allGather(const float *in, size_t count, float *out);
   /// Issues out = this rank's slice of the sum over ranks of `in`.
   Ticket reduceScatterSum(const float *in, size_t count, float *out);
+  /// Issues out = block rank() of every rank's `in`, in rank order.
+  Ticket allToAll(const float *in, size_t count, float *out);
 
   /// Blocks until collective `ticket` (and every one issued before it) has
   /// run; its status, or the first failure before it.

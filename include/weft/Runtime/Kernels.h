@@ -51,6 +51,19 @@ void weft_rt_all_gather_f32(const WeftRuntimeContext *ctx, int64_t axisMask,
 void weft_rt_reduce_scatter_f32(const WeftRuntimeContext *ctx,
                                 int64_t axisMask, const float *in, float *out,
                                 int64_t outer, int64_t inner);
+/* Moves a split from one dim to another: rank r sends block g of its
+   input (split along one dim into groupSize blocks) to rank g, and its
+   output is the blocks it receives, concatenated in rank order along
+   another dim. Every block has splitOuter * splitInner =
+   concatOuter * concatInner elements: in is
+   [splitOuter][groupSize][splitInner], out is
+   [concatOuter][groupSize][concatInner] with out[o][g][i] = the block rank
+   g sent to r, as [concatOuter][concatInner]; that block is
+   [splitOuter][splitInner] = in of rank g [.][r][.]. */
+void weft_rt_all_to_all_f32(const WeftRuntimeContext *ctx, int64_t axisMask,
+                            const float *in, float *out, int64_t splitOuter,
+                            int64_t splitInner, int64_t concatOuter,
+                            int64_t concatInner);
 /* This rank's index in the group of `axisMask` (row-major over its axes):
    which block weft.shard_slice keeps. */
 int64_t weft_rt_axis_index(const WeftRuntimeContext *ctx, int64_t axisMask);

@@ -181,6 +181,18 @@ private:
       while (!isPrefixOf(axes, to.dims[d])) {
         StringAttr a = axes.pop_back_val();
         int64_t n = mesh.getAxisSize(a.getValue());
+        // A split over `a` that moves to another dimension: one all-to-all
+        // instead of gathering the whole dimension and slicing the other.
+        if (std::optional<size_t> e = movedSplit(from.dims, to.dims, d, a)) {
+          RankedTensorType t = resized(cur, *e, 1, n);
+          SmallVector<int64_t> shape(t.getShape());
+          shape[d] *= n;
+          cur = AllToAllOp::create(
+              b, loc, RankedTensorType::get(shape, t.getElementType()), cur,
+              axisAttr(a), b.getI64IntegerAttr(*e), b.getI64IntegerAttr(d));
+          from.dims[*e].push_back(a);
+          continue;
+        }
         cur = AllGatherOp::create(b, loc, resized(cur, d, n, 1), cur,
                                   axisAttr(a), b.getI64IntegerAttr(d));
       }
@@ -210,6 +222,23 @@ private:
 
   static bool isPrefixOf(ArrayRef<StringAttr> a, ArrayRef<StringAttr> b) {
     return a.size() <= b.size() && a == b.take_front(a.size());
+  }
+
+  /// The dimension other than `d` whose next split is `a`, the minor split
+  /// `d` drops: its splits so far are a prefix of those `want` has, and
+  /// `a` comes next. An all-to-all over `a` then moves the split: rank i
+  /// of `a`'s group sends block j of that dimension to rank j and puts
+  /// the blocks it receives side by side along `d`, so it holds the whole
+  /// of `d` (within the splits before `a`) and block i of the other
+  /// dimension, as a gather along `d` and a slice would leave it.
+  static std::optional<size_t> movedSplit(ArrayRef<AxisList> have,
+                                          ArrayRef<AxisList> want, size_t d,
+                                          StringAttr a) {
+    for (size_t e = 0; e < have.size(); ++e)
+      if (e != d && isPrefixOf(have[e], want[e]) &&
+          want[e].size() > have[e].size() && want[e][have[e].size()] == a)
+        return e;
+    return std::nullopt;
   }
 
   /// The per-rank value standing for `v` (a shard_as result, or a mean

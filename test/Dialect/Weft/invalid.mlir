@@ -343,3 +343,27 @@ func.func @cast_shape(%x: tensor<4x8xf32>) {
   %0 = weft.cast %x : tensor<4x8xf32> -> tensor<8x4xbf16>
   return
 }
+
+// -----
+
+func.func @all_to_all_same_dim(%x: tensor<4x8xf32>) {
+  // expected-error @+1 {{split_dim 1 and concat_dim 1 are not two different dimensions of both 'tensor<4x8xf32>' and 'tensor<4x8xf32>'}}
+  %0 = weft.all_to_all %x {axes = ["tp"], split_dim = 1 : i64, concat_dim = 1 : i64} : tensor<4x8xf32> -> tensor<4x8xf32>
+  return
+}
+
+// -----
+
+func.func @all_to_all_sizes(%x: tensor<4x8xf32>) {
+  // expected-error @+1 {{cannot turn 'tensor<4x8xf32>' into 'tensor<16x4xf32>' by splitting dim 1 and concatenating dim 0 over the same number of ranks}}
+  %0 = weft.all_to_all %x {axes = ["tp"], split_dim = 1 : i64, concat_dim = 0 : i64} : tensor<4x8xf32> -> tensor<16x4xf32>
+  return
+}
+
+// -----
+
+func.func @all_to_all_axes(%x: tensor<4x8xf32>) {
+  // expected-error @+1 {{needs at least one mesh axis}}
+  %0 = weft.all_to_all %x {axes = [], split_dim = 1 : i64, concat_dim = 0 : i64} : tensor<4x8xf32> -> tensor<8x4xf32>
+  return
+}

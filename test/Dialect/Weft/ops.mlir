@@ -124,3 +124,10 @@ func.func @onnx(%x: tensor<4x8xf32>) -> tensor<*xf32> {
   %0 = weft.onnx.node "Clip"(%x, %n, %n) {name = "/act/Clip", opset = 17 : i64} : (tensor<4x8xf32>, none, none) -> tensor<*xf32>
   return %0 : tensor<*xf32>
 }
+
+// CHECK-LABEL: func.func @collectives
+func.func @collectives(%x: tensor<4x8xf32>) -> tensor<8x4xf32> {
+  // CHECK: weft.all_to_all %{{.*}} {axes = ["tp"], concat_dim = 0 : i64, split_dim = 1 : i64} : tensor<4x8xf32> -> tensor<8x4xf32>
+  %0 = weft.all_to_all %x {axes = ["tp"], split_dim = 1 : i64, concat_dim = 0 : i64} : tensor<4x8xf32> -> tensor<8x4xf32>
+  return %0 : tensor<8x4xf32>
+}

@@ -5,10 +5,12 @@
 // through weft.shard_as to B and is returned as B, so the step is exactly
 // the reshard from A to B. Per dimension, the axes that are not a prefix of
 // what B wants are gathered (minor first), then B's missing axes are sliced
-// (major first); a pending sum is resolved first, by a reduce_scatter over
-// an axis when it is the next split B wants of a dimension, else by an
-// all_reduce. Every sequence below was checked by simulating its data
-// movement on the 4 ranks against B's blocks of the global tensor.
+// (major first); an axis one dimension drops that another wants next moves
+// there with one all_to_all instead of a gather and a slice. A pending sum
+// is resolved first, by a reduce_scatter over an axis when it is the next
+// split B wants of a dimension, else by an all_reduce. Every sequence below
+// was checked by simulating its data movement on the 4 ranks against B's
+// blocks of the global tensor.
 //
 // NOTE marks a reshard that is correct but moves more data, or makes more
 // collectives, than needed.
@@ -221,9 +223,8 @@ module attributes {weft.mesh = #weft.mesh<dp = 2, tp = 2>} {
 
 // [{dp}, {}] -> [{}, {dp}]
 // CHECK-LABEL: func.func @train_step(%arg0: tensor<4x4xf32> {{.*}} -> (tensor<8x2xf32>
-// CHECK-NEXT: %[[A:.*]] = weft.all_gather %arg0 {axes = ["dp"], dim = 0 : i64} : tensor<4x4xf32> -> tensor<8x4xf32>
-// CHECK-NEXT: %[[B:.*]] = weft.shard_slice %[[A]] {axes = ["dp"], dim = 1 : i64} : tensor<8x4xf32> -> tensor<8x2xf32>
-// CHECK-NEXT: return %[[B]] : tensor<8x2xf32>
+// CHECK-NEXT: %[[A:.*]] = weft.all_to_all %arg0 {axes = ["dp"], concat_dim = 0 : i64, split_dim = 1 : i64} : tensor<4x4xf32> -> tensor<8x2xf32>
+// CHECK-NEXT: return %[[A]] : tensor<8x2xf32>
 module attributes {weft.mesh = #weft.mesh<dp = 2, tp = 2>} {
   func.func @train_step(%x: tensor<8x4xf32> {weft.sharding = #weft.sharding<[{dp}, {}]>})
       -> (tensor<8x4xf32> {weft.sharding = #weft.sharding<[{}, {dp}]>}) {
@@ -265,10 +266,9 @@ module attributes {weft.mesh = #weft.mesh<dp = 2, tp = 2>} {
 
 // [{dp}, {}] -> [{tp}, {dp}]
 // CHECK-LABEL: func.func @train_step(%arg0: tensor<4x4xf32> {{.*}} -> (tensor<4x2xf32>
-// CHECK-NEXT: %[[A:.*]] = weft.all_gather %arg0 {axes = ["dp"], dim = 0 : i64} : tensor<4x4xf32> -> tensor<8x4xf32>
-// CHECK-NEXT: %[[B:.*]] = weft.shard_slice %[[A]] {axes = ["tp"], dim = 0 : i64} : tensor<8x4xf32> -> tensor<4x4xf32>
-// CHECK-NEXT: %[[C:.*]] = weft.shard_slice %[[B]] {axes = ["dp"], dim = 1 : i64} : tensor<4x4xf32> -> tensor<4x2xf32>
-// CHECK-NEXT: return %[[C]] : tensor<4x2xf32>
+// CHECK-NEXT: %[[A:.*]] = weft.all_to_all %arg0 {axes = ["dp"], concat_dim = 0 : i64, split_dim = 1 : i64} : tensor<4x4xf32> -> tensor<8x2xf32>
+// CHECK-NEXT: %[[B:.*]] = weft.shard_slice %[[A]] {axes = ["tp"], dim = 0 : i64} : tensor<8x2xf32> -> tensor<4x2xf32>
+// CHECK-NEXT: return %[[B]] : tensor<4x2xf32>
 module attributes {weft.mesh = #weft.mesh<dp = 2, tp = 2>} {
   func.func @train_step(%x: tensor<8x4xf32> {weft.sharding = #weft.sharding<[{dp}, {}]>})
       -> (tensor<8x4xf32> {weft.sharding = #weft.sharding<[{tp}, {dp}]>}) {
@@ -311,10 +311,9 @@ module attributes {weft.mesh = #weft.mesh<dp = 2, tp = 2>} {
 
 // [{dp}, {}] -> [{}, {dp, tp}]
 // CHECK-LABEL: func.func @train_step(%arg0: tensor<4x4xf32> {{.*}} -> (tensor<8x1xf32>
-// CHECK-NEXT: %[[A:.*]] = weft.all_gather %arg0 {axes = ["dp"], dim = 0 : i64} : tensor<4x4xf32> -> tensor<8x4xf32>
-// CHECK-NEXT: %[[B:.*]] = weft.shard_slice %[[A]] {axes = ["dp"], dim = 1 : i64} : tensor<8x4xf32> -> tensor<8x2xf32>
-// CHECK-NEXT: %[[C:.*]] = weft.shard_slice %[[B]] {axes = ["tp"], dim = 1 : i64} : tensor<8x2xf32> -> tensor<8x1xf32>
-// CHECK-NEXT: return %[[C]] : tensor<8x1xf32>
+// CHECK-NEXT: %[[A:.*]] = weft.all_to_all %arg0 {axes = ["dp"], concat_dim = 0 : i64, split_dim = 1 : i64} : tensor<4x4xf32> -> tensor<8x2xf32>
+// CHECK-NEXT: %[[B:.*]] = weft.shard_slice %[[A]] {axes = ["tp"], dim = 1 : i64} : tensor<8x2xf32> -> tensor<8x1xf32>
+// CHECK-NEXT: return %[[B]] : tensor<8x1xf32>
 module attributes {weft.mesh = #weft.mesh<dp = 2, tp = 2>} {
   func.func @train_step(%x: tensor<8x4xf32> {weft.sharding = #weft.sharding<[{dp}, {}]>})
       -> (tensor<8x4xf32> {weft.sharding = #weft.sharding<[{}, {dp, tp}]>}) {
@@ -402,9 +401,8 @@ module attributes {weft.mesh = #weft.mesh<dp = 2, tp = 2>} {
 
 // [{tp}, {}] -> [{}, {tp}]
 // CHECK-LABEL: func.func @train_step(%arg0: tensor<4x4xf32> {{.*}} -> (tensor<8x2xf32>
-// CHECK-NEXT: %[[A:.*]] = weft.all_gather %arg0 {axes = ["tp"], dim = 0 : i64} : tensor<4x4xf32> -> tensor<8x4xf32>
-// CHECK-NEXT: %[[B:.*]] = weft.shard_slice %[[A]] {axes = ["tp"], dim = 1 : i64} : tensor<8x4xf32> -> tensor<8x2xf32>
-// CHECK-NEXT: return %[[B]] : tensor<8x2xf32>
+// CHECK-NEXT: %[[A:.*]] = weft.all_to_all %arg0 {axes = ["tp"], concat_dim = 0 : i64, split_dim = 1 : i64} : tensor<4x4xf32> -> tensor<8x2xf32>
+// CHECK-NEXT: return %[[A]] : tensor<8x2xf32>
 module attributes {weft.mesh = #weft.mesh<dp = 2, tp = 2>} {
   func.func @train_step(%x: tensor<8x4xf32> {weft.sharding = #weft.sharding<[{tp}, {}]>})
       -> (tensor<8x4xf32> {weft.sharding = #weft.sharding<[{}, {tp}]>}) {
@@ -417,10 +415,9 @@ module attributes {weft.mesh = #weft.mesh<dp = 2, tp = 2>} {
 
 // [{tp}, {}] -> [{dp}, {tp}]
 // CHECK-LABEL: func.func @train_step(%arg0: tensor<4x4xf32> {{.*}} -> (tensor<4x2xf32>
-// CHECK-NEXT: %[[A:.*]] = weft.all_gather %arg0 {axes = ["tp"], dim = 0 : i64} : tensor<4x4xf32> -> tensor<8x4xf32>
-// CHECK-NEXT: %[[B:.*]] = weft.shard_slice %[[A]] {axes = ["dp"], dim = 0 : i64} : tensor<8x4xf32> -> tensor<4x4xf32>
-// CHECK-NEXT: %[[C:.*]] = weft.shard_slice %[[B]] {axes = ["tp"], dim = 1 : i64} : tensor<4x4xf32> -> tensor<4x2xf32>
-// CHECK-NEXT: return %[[C]] : tensor<4x2xf32>
+// CHECK-NEXT: %[[A:.*]] = weft.all_to_all %arg0 {axes = ["tp"], concat_dim = 0 : i64, split_dim = 1 : i64} : tensor<4x4xf32> -> tensor<8x2xf32>
+// CHECK-NEXT: %[[B:.*]] = weft.shard_slice %[[A]] {axes = ["dp"], dim = 0 : i64} : tensor<8x2xf32> -> tensor<4x2xf32>
+// CHECK-NEXT: return %[[B]] : tensor<4x2xf32>
 module attributes {weft.mesh = #weft.mesh<dp = 2, tp = 2>} {
   func.func @train_step(%x: tensor<8x4xf32> {weft.sharding = #weft.sharding<[{tp}, {}]>})
       -> (tensor<8x4xf32> {weft.sharding = #weft.sharding<[{dp}, {tp}]>}) {
@@ -493,10 +490,9 @@ module attributes {weft.mesh = #weft.mesh<dp = 2, tp = 2>} {
 
 // [{tp}, {}] -> [{}, {tp, dp}]
 // CHECK-LABEL: func.func @train_step(%arg0: tensor<4x4xf32> {{.*}} -> (tensor<8x1xf32>
-// CHECK-NEXT: %[[A:.*]] = weft.all_gather %arg0 {axes = ["tp"], dim = 0 : i64} : tensor<4x4xf32> -> tensor<8x4xf32>
-// CHECK-NEXT: %[[B:.*]] = weft.shard_slice %[[A]] {axes = ["tp"], dim = 1 : i64} : tensor<8x4xf32> -> tensor<8x2xf32>
-// CHECK-NEXT: %[[C:.*]] = weft.shard_slice %[[B]] {axes = ["dp"], dim = 1 : i64} : tensor<8x2xf32> -> tensor<8x1xf32>
-// CHECK-NEXT: return %[[C]] : tensor<8x1xf32>
+// CHECK-NEXT: %[[A:.*]] = weft.all_to_all %arg0 {axes = ["tp"], concat_dim = 0 : i64, split_dim = 1 : i64} : tensor<4x4xf32> -> tensor<8x2xf32>
+// CHECK-NEXT: %[[B:.*]] = weft.shard_slice %[[A]] {axes = ["dp"], dim = 1 : i64} : tensor<8x2xf32> -> tensor<8x1xf32>
+// CHECK-NEXT: return %[[B]] : tensor<8x1xf32>
 module attributes {weft.mesh = #weft.mesh<dp = 2, tp = 2>} {
   func.func @train_step(%x: tensor<8x4xf32> {weft.sharding = #weft.sharding<[{tp}, {}]>})
       -> (tensor<8x4xf32> {weft.sharding = #weft.sharding<[{}, {tp, dp}]>}) {
@@ -525,9 +521,8 @@ module attributes {weft.mesh = #weft.mesh<dp = 2, tp = 2>} {
 
 // [{}, {dp}] -> [{dp}, {}]
 // CHECK-LABEL: func.func @train_step(%arg0: tensor<8x2xf32> {{.*}} -> (tensor<4x4xf32>
-// CHECK-NEXT: %[[A:.*]] = weft.all_gather %arg0 {axes = ["dp"], dim = 1 : i64} : tensor<8x2xf32> -> tensor<8x4xf32>
-// CHECK-NEXT: %[[B:.*]] = weft.shard_slice %[[A]] {axes = ["dp"], dim = 0 : i64} : tensor<8x4xf32> -> tensor<4x4xf32>
-// CHECK-NEXT: return %[[B]] : tensor<4x4xf32>
+// CHECK-NEXT: %[[A:.*]] = weft.all_to_all %arg0 {axes = ["dp"], concat_dim = 1 : i64, split_dim = 0 : i64} : tensor<8x2xf32> -> tensor<4x4xf32>
+// CHECK-NEXT: return %[[A]] : tensor<4x4xf32>
 module attributes {weft.mesh = #weft.mesh<dp = 2, tp = 2>} {
   func.func @train_step(%x: tensor<8x4xf32> {weft.sharding = #weft.sharding<[{}, {dp}]>})
       -> (tensor<8x4xf32> {weft.sharding = #weft.sharding<[{dp}, {}]>}) {
@@ -583,10 +578,9 @@ module attributes {weft.mesh = #weft.mesh<dp = 2, tp = 2>} {
 
 // [{}, {dp}] -> [{dp}, {tp}]
 // CHECK-LABEL: func.func @train_step(%arg0: tensor<8x2xf32> {{.*}} -> (tensor<4x2xf32>
-// CHECK-NEXT: %[[A:.*]] = weft.all_gather %arg0 {axes = ["dp"], dim = 1 : i64} : tensor<8x2xf32> -> tensor<8x4xf32>
-// CHECK-NEXT: %[[B:.*]] = weft.shard_slice %[[A]] {axes = ["dp"], dim = 0 : i64} : tensor<8x4xf32> -> tensor<4x4xf32>
-// CHECK-NEXT: %[[C:.*]] = weft.shard_slice %[[B]] {axes = ["tp"], dim = 1 : i64} : tensor<4x4xf32> -> tensor<4x2xf32>
-// CHECK-NEXT: return %[[C]] : tensor<4x2xf32>
+// CHECK-NEXT: %[[A:.*]] = weft.all_to_all %arg0 {axes = ["dp"], concat_dim = 1 : i64, split_dim = 0 : i64} : tensor<8x2xf32> -> tensor<4x4xf32>
+// CHECK-NEXT: %[[B:.*]] = weft.shard_slice %[[A]] {axes = ["tp"], dim = 1 : i64} : tensor<4x4xf32> -> tensor<4x2xf32>
+// CHECK-NEXT: return %[[B]] : tensor<4x2xf32>
 module attributes {weft.mesh = #weft.mesh<dp = 2, tp = 2>} {
   func.func @train_step(%x: tensor<8x4xf32> {weft.sharding = #weft.sharding<[{}, {dp}]>})
       -> (tensor<8x4xf32> {weft.sharding = #weft.sharding<[{dp}, {tp}]>}) {
@@ -613,10 +607,9 @@ module attributes {weft.mesh = #weft.mesh<dp = 2, tp = 2>} {
 
 // [{}, {dp}] -> [{dp, tp}, {}]
 // CHECK-LABEL: func.func @train_step(%arg0: tensor<8x2xf32> {{.*}} -> (tensor<2x4xf32>
-// CHECK-NEXT: %[[A:.*]] = weft.all_gather %arg0 {axes = ["dp"], dim = 1 : i64} : tensor<8x2xf32> -> tensor<8x4xf32>
-// CHECK-NEXT: %[[B:.*]] = weft.shard_slice %[[A]] {axes = ["dp"], dim = 0 : i64} : tensor<8x4xf32> -> tensor<4x4xf32>
-// CHECK-NEXT: %[[C:.*]] = weft.shard_slice %[[B]] {axes = ["tp"], dim = 0 : i64} : tensor<4x4xf32> -> tensor<2x4xf32>
-// CHECK-NEXT: return %[[C]] : tensor<2x4xf32>
+// CHECK-NEXT: %[[A:.*]] = weft.all_to_all %arg0 {axes = ["dp"], concat_dim = 1 : i64, split_dim = 0 : i64} : tensor<8x2xf32> -> tensor<4x4xf32>
+// CHECK-NEXT: %[[B:.*]] = weft.shard_slice %[[A]] {axes = ["tp"], dim = 0 : i64} : tensor<4x4xf32> -> tensor<2x4xf32>
+// CHECK-NEXT: return %[[B]] : tensor<2x4xf32>
 module attributes {weft.mesh = #weft.mesh<dp = 2, tp = 2>} {
   func.func @train_step(%x: tensor<8x4xf32> {weft.sharding = #weft.sharding<[{}, {dp}]>})
       -> (tensor<8x4xf32> {weft.sharding = #weft.sharding<[{dp, tp}, {}]>}) {
@@ -706,9 +699,8 @@ module attributes {weft.mesh = #weft.mesh<dp = 2, tp = 2>} {
 
 // [{}, {tp}] -> [{tp}, {}]
 // CHECK-LABEL: func.func @train_step(%arg0: tensor<8x2xf32> {{.*}} -> (tensor<4x4xf32>
-// CHECK-NEXT: %[[A:.*]] = weft.all_gather %arg0 {axes = ["tp"], dim = 1 : i64} : tensor<8x2xf32> -> tensor<8x4xf32>
-// CHECK-NEXT: %[[B:.*]] = weft.shard_slice %[[A]] {axes = ["tp"], dim = 0 : i64} : tensor<8x4xf32> -> tensor<4x4xf32>
-// CHECK-NEXT: return %[[B]] : tensor<4x4xf32>
+// CHECK-NEXT: %[[A:.*]] = weft.all_to_all %arg0 {axes = ["tp"], concat_dim = 1 : i64, split_dim = 0 : i64} : tensor<8x2xf32> -> tensor<4x4xf32>
+// CHECK-NEXT: return %[[A]] : tensor<4x4xf32>
 module attributes {weft.mesh = #weft.mesh<dp = 2, tp = 2>} {
   func.func @train_step(%x: tensor<8x4xf32> {weft.sharding = #weft.sharding<[{}, {tp}]>})
       -> (tensor<8x4xf32> {weft.sharding = #weft.sharding<[{tp}, {}]>}) {
@@ -763,10 +755,9 @@ module attributes {weft.mesh = #weft.mesh<dp = 2, tp = 2>} {
 
 // [{}, {tp}] -> [{tp}, {dp}]
 // CHECK-LABEL: func.func @train_step(%arg0: tensor<8x2xf32> {{.*}} -> (tensor<4x2xf32>
-// CHECK-NEXT: %[[A:.*]] = weft.all_gather %arg0 {axes = ["tp"], dim = 1 : i64} : tensor<8x2xf32> -> tensor<8x4xf32>
-// CHECK-NEXT: %[[B:.*]] = weft.shard_slice %[[A]] {axes = ["tp"], dim = 0 : i64} : tensor<8x4xf32> -> tensor<4x4xf32>
-// CHECK-NEXT: %[[C:.*]] = weft.shard_slice %[[B]] {axes = ["dp"], dim = 1 : i64} : tensor<4x4xf32> -> tensor<4x2xf32>
-// CHECK-NEXT: return %[[C]] : tensor<4x2xf32>
+// CHECK-NEXT: %[[A:.*]] = weft.all_to_all %arg0 {axes = ["tp"], concat_dim = 1 : i64, split_dim = 0 : i64} : tensor<8x2xf32> -> tensor<4x4xf32>
+// CHECK-NEXT: %[[B:.*]] = weft.shard_slice %[[A]] {axes = ["dp"], dim = 1 : i64} : tensor<4x4xf32> -> tensor<4x2xf32>
+// CHECK-NEXT: return %[[B]] : tensor<4x2xf32>
 module attributes {weft.mesh = #weft.mesh<dp = 2, tp = 2>} {
   func.func @train_step(%x: tensor<8x4xf32> {weft.sharding = #weft.sharding<[{}, {tp}]>})
       -> (tensor<8x4xf32> {weft.sharding = #weft.sharding<[{tp}, {dp}]>}) {
@@ -795,10 +786,9 @@ module attributes {weft.mesh = #weft.mesh<dp = 2, tp = 2>} {
 
 // [{}, {tp}] -> [{tp, dp}, {}]
 // CHECK-LABEL: func.func @train_step(%arg0: tensor<8x2xf32> {{.*}} -> (tensor<2x4xf32>
-// CHECK-NEXT: %[[A:.*]] = weft.all_gather %arg0 {axes = ["tp"], dim = 1 : i64} : tensor<8x2xf32> -> tensor<8x4xf32>
-// CHECK-NEXT: %[[B:.*]] = weft.shard_slice %[[A]] {axes = ["tp"], dim = 0 : i64} : tensor<8x4xf32> -> tensor<4x4xf32>
-// CHECK-NEXT: %[[C:.*]] = weft.shard_slice %[[B]] {axes = ["dp"], dim = 0 : i64} : tensor<4x4xf32> -> tensor<2x4xf32>
-// CHECK-NEXT: return %[[C]] : tensor<2x4xf32>
+// CHECK-NEXT: %[[A:.*]] = weft.all_to_all %arg0 {axes = ["tp"], concat_dim = 1 : i64, split_dim = 0 : i64} : tensor<8x2xf32> -> tensor<4x4xf32>
+// CHECK-NEXT: %[[B:.*]] = weft.shard_slice %[[A]] {axes = ["dp"], dim = 0 : i64} : tensor<4x4xf32> -> tensor<2x4xf32>
+// CHECK-NEXT: return %[[B]] : tensor<2x4xf32>
 module attributes {weft.mesh = #weft.mesh<dp = 2, tp = 2>} {
   func.func @train_step(%x: tensor<8x4xf32> {weft.sharding = #weft.sharding<[{}, {tp}]>})
       -> (tensor<8x4xf32> {weft.sharding = #weft.sharding<[{tp, dp}, {}]>}) {
@@ -873,9 +863,8 @@ module attributes {weft.mesh = #weft.mesh<dp = 2, tp = 2>} {
 // [{dp}, {tp}] -> [{tp}, {}]
 // CHECK-LABEL: func.func @train_step(%arg0: tensor<4x2xf32> {{.*}} -> (tensor<4x4xf32>
 // CHECK-NEXT: %[[A:.*]] = weft.all_gather %arg0 {axes = ["dp"], dim = 0 : i64} : tensor<4x2xf32> -> tensor<8x2xf32>
-// CHECK-NEXT: %[[B:.*]] = weft.all_gather %[[A]] {axes = ["tp"], dim = 1 : i64} : tensor<8x2xf32> -> tensor<8x4xf32>
-// CHECK-NEXT: %[[C:.*]] = weft.shard_slice %[[B]] {axes = ["tp"], dim = 0 : i64} : tensor<8x4xf32> -> tensor<4x4xf32>
-// CHECK-NEXT: return %[[C]] : tensor<4x4xf32>
+// CHECK-NEXT: %[[B:.*]] = weft.all_to_all %[[A]] {axes = ["tp"], concat_dim = 1 : i64, split_dim = 0 : i64} : tensor<8x2xf32> -> tensor<4x4xf32>
+// CHECK-NEXT: return %[[B]] : tensor<4x4xf32>
 module attributes {weft.mesh = #weft.mesh<dp = 2, tp = 2>} {
   func.func @train_step(%x: tensor<8x4xf32> {weft.sharding = #weft.sharding<[{dp}, {tp}]>})
       -> (tensor<8x4xf32> {weft.sharding = #weft.sharding<[{tp}, {}]>}) {
@@ -932,10 +921,9 @@ module attributes {weft.mesh = #weft.mesh<dp = 2, tp = 2>} {
 // [{dp}, {tp}] -> [{tp}, {dp}]
 // CHECK-LABEL: func.func @train_step(%arg0: tensor<4x2xf32> {{.*}} -> (tensor<4x2xf32>
 // CHECK-NEXT: %[[A:.*]] = weft.all_gather %arg0 {axes = ["dp"], dim = 0 : i64} : tensor<4x2xf32> -> tensor<8x2xf32>
-// CHECK-NEXT: %[[B:.*]] = weft.all_gather %[[A]] {axes = ["tp"], dim = 1 : i64} : tensor<8x2xf32> -> tensor<8x4xf32>
-// CHECK-NEXT: %[[C:.*]] = weft.shard_slice %[[B]] {axes = ["tp"], dim = 0 : i64} : tensor<8x4xf32> -> tensor<4x4xf32>
-// CHECK-NEXT: %[[D:.*]] = weft.shard_slice %[[C]] {axes = ["dp"], dim = 1 : i64} : tensor<4x4xf32> -> tensor<4x2xf32>
-// CHECK-NEXT: return %[[D]] : tensor<4x2xf32>
+// CHECK-NEXT: %[[B:.*]] = weft.all_to_all %[[A]] {axes = ["tp"], concat_dim = 1 : i64, split_dim = 0 : i64} : tensor<8x2xf32> -> tensor<4x4xf32>
+// CHECK-NEXT: %[[C:.*]] = weft.shard_slice %[[B]] {axes = ["dp"], dim = 1 : i64} : tensor<4x4xf32> -> tensor<4x2xf32>
+// CHECK-NEXT: return %[[C]] : tensor<4x2xf32>
 module attributes {weft.mesh = #weft.mesh<dp = 2, tp = 2>} {
   func.func @train_step(%x: tensor<8x4xf32> {weft.sharding = #weft.sharding<[{dp}, {tp}]>})
       -> (tensor<8x4xf32> {weft.sharding = #weft.sharding<[{tp}, {dp}]>}) {
@@ -948,9 +936,8 @@ module attributes {weft.mesh = #weft.mesh<dp = 2, tp = 2>} {
 
 // [{dp}, {tp}] -> [{dp, tp}, {}]
 // CHECK-LABEL: func.func @train_step(%arg0: tensor<4x2xf32> {{.*}} -> (tensor<2x4xf32>
-// CHECK-NEXT: %[[A:.*]] = weft.all_gather %arg0 {axes = ["tp"], dim = 1 : i64} : tensor<4x2xf32> -> tensor<4x4xf32>
-// CHECK-NEXT: %[[B:.*]] = weft.shard_slice %[[A]] {axes = ["tp"], dim = 0 : i64} : tensor<4x4xf32> -> tensor<2x4xf32>
-// CHECK-NEXT: return %[[B]] : tensor<2x4xf32>
+// CHECK-NEXT: %[[A:.*]] = weft.all_to_all %arg0 {axes = ["tp"], concat_dim = 1 : i64, split_dim = 0 : i64} : tensor<4x2xf32> -> tensor<2x4xf32>
+// CHECK-NEXT: return %[[A]] : tensor<2x4xf32>
 module attributes {weft.mesh = #weft.mesh<dp = 2, tp = 2>} {
   func.func @train_step(%x: tensor<8x4xf32> {weft.sharding = #weft.sharding<[{dp}, {tp}]>})
       -> (tensor<8x4xf32> {weft.sharding = #weft.sharding<[{dp, tp}, {}]>}) {
@@ -964,10 +951,9 @@ module attributes {weft.mesh = #weft.mesh<dp = 2, tp = 2>} {
 // [{dp}, {tp}] -> [{tp, dp}, {}]
 // CHECK-LABEL: func.func @train_step(%arg0: tensor<4x2xf32> {{.*}} -> (tensor<2x4xf32>
 // CHECK-NEXT: %[[A:.*]] = weft.all_gather %arg0 {axes = ["dp"], dim = 0 : i64} : tensor<4x2xf32> -> tensor<8x2xf32>
-// CHECK-NEXT: %[[B:.*]] = weft.all_gather %[[A]] {axes = ["tp"], dim = 1 : i64} : tensor<8x2xf32> -> tensor<8x4xf32>
-// CHECK-NEXT: %[[C:.*]] = weft.shard_slice %[[B]] {axes = ["tp"], dim = 0 : i64} : tensor<8x4xf32> -> tensor<4x4xf32>
-// CHECK-NEXT: %[[D:.*]] = weft.shard_slice %[[C]] {axes = ["dp"], dim = 0 : i64} : tensor<4x4xf32> -> tensor<2x4xf32>
-// CHECK-NEXT: return %[[D]] : tensor<2x4xf32>
+// CHECK-NEXT: %[[B:.*]] = weft.all_to_all %[[A]] {axes = ["tp"], concat_dim = 1 : i64, split_dim = 0 : i64} : tensor<8x2xf32> -> tensor<4x4xf32>
+// CHECK-NEXT: %[[C:.*]] = weft.shard_slice %[[B]] {axes = ["dp"], dim = 0 : i64} : tensor<4x4xf32> -> tensor<2x4xf32>
+// CHECK-NEXT: return %[[C]] : tensor<2x4xf32>
 module attributes {weft.mesh = #weft.mesh<dp = 2, tp = 2>} {
   func.func @train_step(%x: tensor<8x4xf32> {weft.sharding = #weft.sharding<[{dp}, {tp}]>})
       -> (tensor<8x4xf32> {weft.sharding = #weft.sharding<[{tp, dp}, {}]>}) {
@@ -997,9 +983,8 @@ module attributes {weft.mesh = #weft.mesh<dp = 2, tp = 2>} {
 
 // [{dp}, {tp}] -> [{}, {tp, dp}]
 // CHECK-LABEL: func.func @train_step(%arg0: tensor<4x2xf32> {{.*}} -> (tensor<8x1xf32>
-// CHECK-NEXT: %[[A:.*]] = weft.all_gather %arg0 {axes = ["dp"], dim = 0 : i64} : tensor<4x2xf32> -> tensor<8x2xf32>
-// CHECK-NEXT: %[[B:.*]] = weft.shard_slice %[[A]] {axes = ["dp"], dim = 1 : i64} : tensor<8x2xf32> -> tensor<8x1xf32>
-// CHECK-NEXT: return %[[B]] : tensor<8x1xf32>
+// CHECK-NEXT: %[[A:.*]] = weft.all_to_all %arg0 {axes = ["dp"], concat_dim = 0 : i64, split_dim = 1 : i64} : tensor<4x2xf32> -> tensor<8x1xf32>
+// CHECK-NEXT: return %[[A]] : tensor<8x1xf32>
 module attributes {weft.mesh = #weft.mesh<dp = 2, tp = 2>} {
   func.func @train_step(%x: tensor<8x4xf32> {weft.sharding = #weft.sharding<[{dp}, {tp}]>})
       -> (tensor<8x4xf32> {weft.sharding = #weft.sharding<[{}, {tp, dp}]>}) {
@@ -1030,9 +1015,8 @@ module attributes {weft.mesh = #weft.mesh<dp = 2, tp = 2>} {
 // [{tp}, {dp}] -> [{dp}, {}]
 // CHECK-LABEL: func.func @train_step(%arg0: tensor<4x2xf32> {{.*}} -> (tensor<4x4xf32>
 // CHECK-NEXT: %[[A:.*]] = weft.all_gather %arg0 {axes = ["tp"], dim = 0 : i64} : tensor<4x2xf32> -> tensor<8x2xf32>
-// CHECK-NEXT: %[[B:.*]] = weft.all_gather %[[A]] {axes = ["dp"], dim = 1 : i64} : tensor<8x2xf32> -> tensor<8x4xf32>
-// CHECK-NEXT: %[[C:.*]] = weft.shard_slice %[[B]] {axes = ["dp"], dim = 0 : i64} : tensor<8x4xf32> -> tensor<4x4xf32>
-// CHECK-NEXT: return %[[C]] : tensor<4x4xf32>
+// CHECK-NEXT: %[[B:.*]] = weft.all_to_all %[[A]] {axes = ["dp"], concat_dim = 1 : i64, split_dim = 0 : i64} : tensor<8x2xf32> -> tensor<4x4xf32>
+// CHECK-NEXT: return %[[B]] : tensor<4x4xf32>
 module attributes {weft.mesh = #weft.mesh<dp = 2, tp = 2>} {
   func.func @train_step(%x: tensor<8x4xf32> {weft.sharding = #weft.sharding<[{tp}, {dp}]>})
       -> (tensor<8x4xf32> {weft.sharding = #weft.sharding<[{dp}, {}]>}) {
@@ -1090,10 +1074,9 @@ module attributes {weft.mesh = #weft.mesh<dp = 2, tp = 2>} {
 // [{tp}, {dp}] -> [{dp}, {tp}]
 // CHECK-LABEL: func.func @train_step(%arg0: tensor<4x2xf32> {{.*}} -> (tensor<4x2xf32>
 // CHECK-NEXT: %[[A:.*]] = weft.all_gather %arg0 {axes = ["tp"], dim = 0 : i64} : tensor<4x2xf32> -> tensor<8x2xf32>
-// CHECK-NEXT: %[[B:.*]] = weft.all_gather %[[A]] {axes = ["dp"], dim = 1 : i64} : tensor<8x2xf32> -> tensor<8x4xf32>
-// CHECK-NEXT: %[[C:.*]] = weft.shard_slice %[[B]] {axes = ["dp"], dim = 0 : i64} : tensor<8x4xf32> -> tensor<4x4xf32>
-// CHECK-NEXT: %[[D:.*]] = weft.shard_slice %[[C]] {axes = ["tp"], dim = 1 : i64} : tensor<4x4xf32> -> tensor<4x2xf32>
-// CHECK-NEXT: return %[[D]] : tensor<4x2xf32>
+// CHECK-NEXT: %[[B:.*]] = weft.all_to_all %[[A]] {axes = ["dp"], concat_dim = 1 : i64, split_dim = 0 : i64} : tensor<8x2xf32> -> tensor<4x4xf32>
+// CHECK-NEXT: %[[C:.*]] = weft.shard_slice %[[B]] {axes = ["tp"], dim = 1 : i64} : tensor<4x4xf32> -> tensor<4x2xf32>
+// CHECK-NEXT: return %[[C]] : tensor<4x2xf32>
 module attributes {weft.mesh = #weft.mesh<dp = 2, tp = 2>} {
   func.func @train_step(%x: tensor<8x4xf32> {weft.sharding = #weft.sharding<[{tp}, {dp}]>})
       -> (tensor<8x4xf32> {weft.sharding = #weft.sharding<[{dp}, {tp}]>}) {
@@ -1120,10 +1103,9 @@ module attributes {weft.mesh = #weft.mesh<dp = 2, tp = 2>} {
 // [{tp}, {dp}] -> [{dp, tp}, {}]
 // CHECK-LABEL: func.func @train_step(%arg0: tensor<4x2xf32> {{.*}} -> (tensor<2x4xf32>
 // CHECK-NEXT: %[[A:.*]] = weft.all_gather %arg0 {axes = ["tp"], dim = 0 : i64} : tensor<4x2xf32> -> tensor<8x2xf32>
-// CHECK-NEXT: %[[B:.*]] = weft.all_gather %[[A]] {axes = ["dp"], dim = 1 : i64} : tensor<8x2xf32> -> tensor<8x4xf32>
-// CHECK-NEXT: %[[C:.*]] = weft.shard_slice %[[B]] {axes = ["dp"], dim = 0 : i64} : tensor<8x4xf32> -> tensor<4x4xf32>
-// CHECK-NEXT: %[[D:.*]] = weft.shard_slice %[[C]] {axes = ["tp"], dim = 0 : i64} : tensor<4x4xf32> -> tensor<2x4xf32>
-// CHECK-NEXT: return %[[D]] : tensor<2x4xf32>
+// CHECK-NEXT: %[[B:.*]] = weft.all_to_all %[[A]] {axes = ["dp"], concat_dim = 1 : i64, split_dim = 0 : i64} : tensor<8x2xf32> -> tensor<4x4xf32>
+// CHECK-NEXT: %[[C:.*]] = weft.shard_slice %[[B]] {axes = ["tp"], dim = 0 : i64} : tensor<4x4xf32> -> tensor<2x4xf32>
+// CHECK-NEXT: return %[[C]] : tensor<2x4xf32>
 module attributes {weft.mesh = #weft.mesh<dp = 2, tp = 2>} {
   func.func @train_step(%x: tensor<8x4xf32> {weft.sharding = #weft.sharding<[{tp}, {dp}]>})
       -> (tensor<8x4xf32> {weft.sharding = #weft.sharding<[{dp, tp}, {}]>}) {
@@ -1136,9 +1118,8 @@ module attributes {weft.mesh = #weft.mesh<dp = 2, tp = 2>} {
 
 // [{tp}, {dp}] -> [{tp, dp}, {}]
 // CHECK-LABEL: func.func @train_step(%arg0: tensor<4x2xf32> {{.*}} -> (tensor<2x4xf32>
-// CHECK-NEXT: %[[A:.*]] = weft.all_gather %arg0 {axes = ["dp"], dim = 1 : i64} : tensor<4x2xf32> -> tensor<4x4xf32>
-// CHECK-NEXT: %[[B:.*]] = weft.shard_slice %[[A]] {axes = ["dp"], dim = 0 : i64} : tensor<4x4xf32> -> tensor<2x4xf32>
-// CHECK-NEXT: return %[[B]] : tensor<2x4xf32>
+// CHECK-NEXT: %[[A:.*]] = weft.all_to_all %arg0 {axes = ["dp"], concat_dim = 1 : i64, split_dim = 0 : i64} : tensor<4x2xf32> -> tensor<2x4xf32>
+// CHECK-NEXT: return %[[A]] : tensor<2x4xf32>
 module attributes {weft.mesh = #weft.mesh<dp = 2, tp = 2>} {
   func.func @train_step(%x: tensor<8x4xf32> {weft.sharding = #weft.sharding<[{tp}, {dp}]>})
       -> (tensor<8x4xf32> {weft.sharding = #weft.sharding<[{tp, dp}, {}]>}) {
@@ -1151,9 +1132,8 @@ module attributes {weft.mesh = #weft.mesh<dp = 2, tp = 2>} {
 
 // [{tp}, {dp}] -> [{}, {dp, tp}]
 // CHECK-LABEL: func.func @train_step(%arg0: tensor<4x2xf32> {{.*}} -> (tensor<8x1xf32>
-// CHECK-NEXT: %[[A:.*]] = weft.all_gather %arg0 {axes = ["tp"], dim = 0 : i64} : tensor<4x2xf32> -> tensor<8x2xf32>
-// CHECK-NEXT: %[[B:.*]] = weft.shard_slice %[[A]] {axes = ["tp"], dim = 1 : i64} : tensor<8x2xf32> -> tensor<8x1xf32>
-// CHECK-NEXT: return %[[B]] : tensor<8x1xf32>
+// CHECK-NEXT: %[[A:.*]] = weft.all_to_all %arg0 {axes = ["tp"], concat_dim = 0 : i64, split_dim = 1 : i64} : tensor<4x2xf32> -> tensor<8x1xf32>
+// CHECK-NEXT: return %[[A]] : tensor<8x1xf32>
 module attributes {weft.mesh = #weft.mesh<dp = 2, tp = 2>} {
   func.func @train_step(%x: tensor<8x4xf32> {weft.sharding = #weft.sharding<[{tp}, {dp}]>})
       -> (tensor<8x4xf32> {weft.sharding = #weft.sharding<[{}, {dp, tp}]>}) {
@@ -1233,9 +1213,8 @@ module attributes {weft.mesh = #weft.mesh<dp = 2, tp = 2>} {
 // [{dp, tp}, {}] -> [{}, {dp}]
 // CHECK-LABEL: func.func @train_step(%arg0: tensor<2x4xf32> {{.*}} -> (tensor<8x2xf32>
 // CHECK-NEXT: %[[A:.*]] = weft.all_gather %arg0 {axes = ["tp"], dim = 0 : i64} : tensor<2x4xf32> -> tensor<4x4xf32>
-// CHECK-NEXT: %[[B:.*]] = weft.all_gather %[[A]] {axes = ["dp"], dim = 0 : i64} : tensor<4x4xf32> -> tensor<8x4xf32>
-// CHECK-NEXT: %[[C:.*]] = weft.shard_slice %[[B]] {axes = ["dp"], dim = 1 : i64} : tensor<8x4xf32> -> tensor<8x2xf32>
-// CHECK-NEXT: return %[[C]] : tensor<8x2xf32>
+// CHECK-NEXT: %[[B:.*]] = weft.all_to_all %[[A]] {axes = ["dp"], concat_dim = 0 : i64, split_dim = 1 : i64} : tensor<4x4xf32> -> tensor<8x2xf32>
+// CHECK-NEXT: return %[[B]] : tensor<8x2xf32>
 module attributes {weft.mesh = #weft.mesh<dp = 2, tp = 2>} {
   func.func @train_step(%x: tensor<8x4xf32> {weft.sharding = #weft.sharding<[{dp, tp}, {}]>})
       -> (tensor<8x4xf32> {weft.sharding = #weft.sharding<[{}, {dp}]>}) {
@@ -1248,10 +1227,9 @@ module attributes {weft.mesh = #weft.mesh<dp = 2, tp = 2>} {
 
 // [{dp, tp}, {}] -> [{}, {tp}]
 // CHECK-LABEL: func.func @train_step(%arg0: tensor<2x4xf32> {{.*}} -> (tensor<8x2xf32>
-// CHECK-NEXT: %[[A:.*]] = weft.all_gather %arg0 {axes = ["tp"], dim = 0 : i64} : tensor<2x4xf32> -> tensor<4x4xf32>
-// CHECK-NEXT: %[[B:.*]] = weft.all_gather %[[A]] {axes = ["dp"], dim = 0 : i64} : tensor<4x4xf32> -> tensor<8x4xf32>
-// CHECK-NEXT: %[[C:.*]] = weft.shard_slice %[[B]] {axes = ["tp"], dim = 1 : i64} : tensor<8x4xf32> -> tensor<8x2xf32>
-// CHECK-NEXT: return %[[C]] : tensor<8x2xf32>
+// CHECK-NEXT: %[[A:.*]] = weft.all_to_all %arg0 {axes = ["tp"], concat_dim = 0 : i64, split_dim = 1 : i64} : tensor<2x4xf32> -> tensor<4x2xf32>
+// CHECK-NEXT: %[[B:.*]] = weft.all_gather %[[A]] {axes = ["dp"], dim = 0 : i64} : tensor<4x2xf32> -> tensor<8x2xf32>
+// CHECK-NEXT: return %[[B]] : tensor<8x2xf32>
 module attributes {weft.mesh = #weft.mesh<dp = 2, tp = 2>} {
   func.func @train_step(%x: tensor<8x4xf32> {weft.sharding = #weft.sharding<[{dp, tp}, {}]>})
       -> (tensor<8x4xf32> {weft.sharding = #weft.sharding<[{}, {tp}]>}) {
@@ -1264,9 +1242,8 @@ module attributes {weft.mesh = #weft.mesh<dp = 2, tp = 2>} {
 
 // [{dp, tp}, {}] -> [{dp}, {tp}]
 // CHECK-LABEL: func.func @train_step(%arg0: tensor<2x4xf32> {{.*}} -> (tensor<4x2xf32>
-// CHECK-NEXT: %[[A:.*]] = weft.all_gather %arg0 {axes = ["tp"], dim = 0 : i64} : tensor<2x4xf32> -> tensor<4x4xf32>
-// CHECK-NEXT: %[[B:.*]] = weft.shard_slice %[[A]] {axes = ["tp"], dim = 1 : i64} : tensor<4x4xf32> -> tensor<4x2xf32>
-// CHECK-NEXT: return %[[B]] : tensor<4x2xf32>
+// CHECK-NEXT: %[[A:.*]] = weft.all_to_all %arg0 {axes = ["tp"], concat_dim = 0 : i64, split_dim = 1 : i64} : tensor<2x4xf32> -> tensor<4x2xf32>
+// CHECK-NEXT: return %[[A]] : tensor<4x2xf32>
 module attributes {weft.mesh = #weft.mesh<dp = 2, tp = 2>} {
   func.func @train_step(%x: tensor<8x4xf32> {weft.sharding = #weft.sharding<[{dp, tp}, {}]>})
       -> (tensor<8x4xf32> {weft.sharding = #weft.sharding<[{dp}, {tp}]>}) {
@@ -1280,10 +1257,9 @@ module attributes {weft.mesh = #weft.mesh<dp = 2, tp = 2>} {
 // [{dp, tp}, {}] -> [{tp}, {dp}]
 // CHECK-LABEL: func.func @train_step(%arg0: tensor<2x4xf32> {{.*}} -> (tensor<4x2xf32>
 // CHECK-NEXT: %[[A:.*]] = weft.all_gather %arg0 {axes = ["tp"], dim = 0 : i64} : tensor<2x4xf32> -> tensor<4x4xf32>
-// CHECK-NEXT: %[[B:.*]] = weft.all_gather %[[A]] {axes = ["dp"], dim = 0 : i64} : tensor<4x4xf32> -> tensor<8x4xf32>
-// CHECK-NEXT: %[[C:.*]] = weft.shard_slice %[[B]] {axes = ["tp"], dim = 0 : i64} : tensor<8x4xf32> -> tensor<4x4xf32>
-// CHECK-NEXT: %[[D:.*]] = weft.shard_slice %[[C]] {axes = ["dp"], dim = 1 : i64} : tensor<4x4xf32> -> tensor<4x2xf32>
-// CHECK-NEXT: return %[[D]] : tensor<4x2xf32>
+// CHECK-NEXT: %[[B:.*]] = weft.all_to_all %[[A]] {axes = ["dp"], concat_dim = 0 : i64, split_dim = 1 : i64} : tensor<4x4xf32> -> tensor<8x2xf32>
+// CHECK-NEXT: %[[C:.*]] = weft.shard_slice %[[B]] {axes = ["tp"], dim = 0 : i64} : tensor<8x2xf32> -> tensor<4x2xf32>
+// CHECK-NEXT: return %[[C]] : tensor<4x2xf32>
 module attributes {weft.mesh = #weft.mesh<dp = 2, tp = 2>} {
   func.func @train_step(%x: tensor<8x4xf32> {weft.sharding = #weft.sharding<[{dp, tp}, {}]>})
       -> (tensor<8x4xf32> {weft.sharding = #weft.sharding<[{tp}, {dp}]>}) {
@@ -1327,10 +1303,9 @@ module attributes {weft.mesh = #weft.mesh<dp = 2, tp = 2>} {
 // [{dp, tp}, {}] -> [{}, {dp, tp}]
 // CHECK-LABEL: func.func @train_step(%arg0: tensor<2x4xf32> {{.*}} -> (tensor<8x1xf32>
 // CHECK-NEXT: %[[A:.*]] = weft.all_gather %arg0 {axes = ["tp"], dim = 0 : i64} : tensor<2x4xf32> -> tensor<4x4xf32>
-// CHECK-NEXT: %[[B:.*]] = weft.all_gather %[[A]] {axes = ["dp"], dim = 0 : i64} : tensor<4x4xf32> -> tensor<8x4xf32>
-// CHECK-NEXT: %[[C:.*]] = weft.shard_slice %[[B]] {axes = ["dp"], dim = 1 : i64} : tensor<8x4xf32> -> tensor<8x2xf32>
-// CHECK-NEXT: %[[D:.*]] = weft.shard_slice %[[C]] {axes = ["tp"], dim = 1 : i64} : tensor<8x2xf32> -> tensor<8x1xf32>
-// CHECK-NEXT: return %[[D]] : tensor<8x1xf32>
+// CHECK-NEXT: %[[B:.*]] = weft.all_to_all %[[A]] {axes = ["dp"], concat_dim = 0 : i64, split_dim = 1 : i64} : tensor<4x4xf32> -> tensor<8x2xf32>
+// CHECK-NEXT: %[[C:.*]] = weft.shard_slice %[[B]] {axes = ["tp"], dim = 1 : i64} : tensor<8x2xf32> -> tensor<8x1xf32>
+// CHECK-NEXT: return %[[C]] : tensor<8x1xf32>
 module attributes {weft.mesh = #weft.mesh<dp = 2, tp = 2>} {
   func.func @train_step(%x: tensor<8x4xf32> {weft.sharding = #weft.sharding<[{dp, tp}, {}]>})
       -> (tensor<8x4xf32> {weft.sharding = #weft.sharding<[{}, {dp, tp}]>}) {
@@ -1343,11 +1318,9 @@ module attributes {weft.mesh = #weft.mesh<dp = 2, tp = 2>} {
 
 // [{dp, tp}, {}] -> [{}, {tp, dp}]
 // CHECK-LABEL: func.func @train_step(%arg0: tensor<2x4xf32> {{.*}} -> (tensor<8x1xf32>
-// CHECK-NEXT: %[[A:.*]] = weft.all_gather %arg0 {axes = ["tp"], dim = 0 : i64} : tensor<2x4xf32> -> tensor<4x4xf32>
-// CHECK-NEXT: %[[B:.*]] = weft.all_gather %[[A]] {axes = ["dp"], dim = 0 : i64} : tensor<4x4xf32> -> tensor<8x4xf32>
-// CHECK-NEXT: %[[C:.*]] = weft.shard_slice %[[B]] {axes = ["tp"], dim = 1 : i64} : tensor<8x4xf32> -> tensor<8x2xf32>
-// CHECK-NEXT: %[[D:.*]] = weft.shard_slice %[[C]] {axes = ["dp"], dim = 1 : i64} : tensor<8x2xf32> -> tensor<8x1xf32>
-// CHECK-NEXT: return %[[D]] : tensor<8x1xf32>
+// CHECK-NEXT: %[[A:.*]] = weft.all_to_all %arg0 {axes = ["tp"], concat_dim = 0 : i64, split_dim = 1 : i64} : tensor<2x4xf32> -> tensor<4x2xf32>
+// CHECK-NEXT: %[[B:.*]] = weft.all_to_all %[[A]] {axes = ["dp"], concat_dim = 0 : i64, split_dim = 1 : i64} : tensor<4x2xf32> -> tensor<8x1xf32>
+// CHECK-NEXT: return %[[B]] : tensor<8x1xf32>
 module attributes {weft.mesh = #weft.mesh<dp = 2, tp = 2>} {
   func.func @train_step(%x: tensor<8x4xf32> {weft.sharding = #weft.sharding<[{dp, tp}, {}]>})
       -> (tensor<8x4xf32> {weft.sharding = #weft.sharding<[{}, {tp, dp}]>}) {
@@ -1408,10 +1381,9 @@ module attributes {weft.mesh = #weft.mesh<dp = 2, tp = 2>} {
 
 // [{tp, dp}, {}] -> [{}, {dp}]
 // CHECK-LABEL: func.func @train_step(%arg0: tensor<2x4xf32> {{.*}} -> (tensor<8x2xf32>
-// CHECK-NEXT: %[[A:.*]] = weft.all_gather %arg0 {axes = ["dp"], dim = 0 : i64} : tensor<2x4xf32> -> tensor<4x4xf32>
-// CHECK-NEXT: %[[B:.*]] = weft.all_gather %[[A]] {axes = ["tp"], dim = 0 : i64} : tensor<4x4xf32> -> tensor<8x4xf32>
-// CHECK-NEXT: %[[C:.*]] = weft.shard_slice %[[B]] {axes = ["dp"], dim = 1 : i64} : tensor<8x4xf32> -> tensor<8x2xf32>
-// CHECK-NEXT: return %[[C]] : tensor<8x2xf32>
+// CHECK-NEXT: %[[A:.*]] = weft.all_to_all %arg0 {axes = ["dp"], concat_dim = 0 : i64, split_dim = 1 : i64} : tensor<2x4xf32> -> tensor<4x2xf32>
+// CHECK-NEXT: %[[B:.*]] = weft.all_gather %[[A]] {axes = ["tp"], dim = 0 : i64} : tensor<4x2xf32> -> tensor<8x2xf32>
+// CHECK-NEXT: return %[[B]] : tensor<8x2xf32>
 module attributes {weft.mesh = #weft.mesh<dp = 2, tp = 2>} {
   func.func @train_step(%x: tensor<8x4xf32> {weft.sharding = #weft.sharding<[{tp, dp}, {}]>})
       -> (tensor<8x4xf32> {weft.sharding = #weft.sharding<[{}, {dp}]>}) {
@@ -1425,9 +1397,8 @@ module attributes {weft.mesh = #weft.mesh<dp = 2, tp = 2>} {
 // [{tp, dp}, {}] -> [{}, {tp}]
 // CHECK-LABEL: func.func @train_step(%arg0: tensor<2x4xf32> {{.*}} -> (tensor<8x2xf32>
 // CHECK-NEXT: %[[A:.*]] = weft.all_gather %arg0 {axes = ["dp"], dim = 0 : i64} : tensor<2x4xf32> -> tensor<4x4xf32>
-// CHECK-NEXT: %[[B:.*]] = weft.all_gather %[[A]] {axes = ["tp"], dim = 0 : i64} : tensor<4x4xf32> -> tensor<8x4xf32>
-// CHECK-NEXT: %[[C:.*]] = weft.shard_slice %[[B]] {axes = ["tp"], dim = 1 : i64} : tensor<8x4xf32> -> tensor<8x2xf32>
-// CHECK-NEXT: return %[[C]] : tensor<8x2xf32>
+// CHECK-NEXT: %[[B:.*]] = weft.all_to_all %[[A]] {axes = ["tp"], concat_dim = 0 : i64, split_dim = 1 : i64} : tensor<4x4xf32> -> tensor<8x2xf32>
+// CHECK-NEXT: return %[[B]] : tensor<8x2xf32>
 module attributes {weft.mesh = #weft.mesh<dp = 2, tp = 2>} {
   func.func @train_step(%x: tensor<8x4xf32> {weft.sharding = #weft.sharding<[{tp, dp}, {}]>})
       -> (tensor<8x4xf32> {weft.sharding = #weft.sharding<[{}, {tp}]>}) {
@@ -1441,10 +1412,9 @@ module attributes {weft.mesh = #weft.mesh<dp = 2, tp = 2>} {
 // [{tp, dp}, {}] -> [{dp}, {tp}]
 // CHECK-LABEL: func.func @train_step(%arg0: tensor<2x4xf32> {{.*}} -> (tensor<4x2xf32>
 // CHECK-NEXT: %[[A:.*]] = weft.all_gather %arg0 {axes = ["dp"], dim = 0 : i64} : tensor<2x4xf32> -> tensor<4x4xf32>
-// CHECK-NEXT: %[[B:.*]] = weft.all_gather %[[A]] {axes = ["tp"], dim = 0 : i64} : tensor<4x4xf32> -> tensor<8x4xf32>
-// CHECK-NEXT: %[[C:.*]] = weft.shard_slice %[[B]] {axes = ["dp"], dim = 0 : i64} : tensor<8x4xf32> -> tensor<4x4xf32>
-// CHECK-NEXT: %[[D:.*]] = weft.shard_slice %[[C]] {axes = ["tp"], dim = 1 : i64} : tensor<4x4xf32> -> tensor<4x2xf32>
-// CHECK-NEXT: return %[[D]] : tensor<4x2xf32>
+// CHECK-NEXT: %[[B:.*]] = weft.all_to_all %[[A]] {axes = ["tp"], concat_dim = 0 : i64, split_dim = 1 : i64} : tensor<4x4xf32> -> tensor<8x2xf32>
+// CHECK-NEXT: %[[C:.*]] = weft.shard_slice %[[B]] {axes = ["dp"], dim = 0 : i64} : tensor<8x2xf32> -> tensor<4x2xf32>
+// CHECK-NEXT: return %[[C]] : tensor<4x2xf32>
 module attributes {weft.mesh = #weft.mesh<dp = 2, tp = 2>} {
   func.func @train_step(%x: tensor<8x4xf32> {weft.sharding = #weft.sharding<[{tp, dp}, {}]>})
       -> (tensor<8x4xf32> {weft.sharding = #weft.sharding<[{dp}, {tp}]>}) {
@@ -1457,9 +1427,8 @@ module attributes {weft.mesh = #weft.mesh<dp = 2, tp = 2>} {
 
 // [{tp, dp}, {}] -> [{tp}, {dp}]
 // CHECK-LABEL: func.func @train_step(%arg0: tensor<2x4xf32> {{.*}} -> (tensor<4x2xf32>
-// CHECK-NEXT: %[[A:.*]] = weft.all_gather %arg0 {axes = ["dp"], dim = 0 : i64} : tensor<2x4xf32> -> tensor<4x4xf32>
-// CHECK-NEXT: %[[B:.*]] = weft.shard_slice %[[A]] {axes = ["dp"], dim = 1 : i64} : tensor<4x4xf32> -> tensor<4x2xf32>
-// CHECK-NEXT: return %[[B]] : tensor<4x2xf32>
+// CHECK-NEXT: %[[A:.*]] = weft.all_to_all %arg0 {axes = ["dp"], concat_dim = 0 : i64, split_dim = 1 : i64} : tensor<2x4xf32> -> tensor<4x2xf32>
+// CHECK-NEXT: return %[[A]] : tensor<4x2xf32>
 module attributes {weft.mesh = #weft.mesh<dp = 2, tp = 2>} {
   func.func @train_step(%x: tensor<8x4xf32> {weft.sharding = #weft.sharding<[{tp, dp}, {}]>})
       -> (tensor<8x4xf32> {weft.sharding = #weft.sharding<[{tp}, {dp}]>}) {
@@ -1502,11 +1471,9 @@ module attributes {weft.mesh = #weft.mesh<dp = 2, tp = 2>} {
 
 // [{tp, dp}, {}] -> [{}, {dp, tp}]
 // CHECK-LABEL: func.func @train_step(%arg0: tensor<2x4xf32> {{.*}} -> (tensor<8x1xf32>
-// CHECK-NEXT: %[[A:.*]] = weft.all_gather %arg0 {axes = ["dp"], dim = 0 : i64} : tensor<2x4xf32> -> tensor<4x4xf32>
-// CHECK-NEXT: %[[B:.*]] = weft.all_gather %[[A]] {axes = ["tp"], dim = 0 : i64} : tensor<4x4xf32> -> tensor<8x4xf32>
-// CHECK-NEXT: %[[C:.*]] = weft.shard_slice %[[B]] {axes = ["dp"], dim = 1 : i64} : tensor<8x4xf32> -> tensor<8x2xf32>
-// CHECK-NEXT: %[[D:.*]] = weft.shard_slice %[[C]] {axes = ["tp"], dim = 1 : i64} : tensor<8x2xf32> -> tensor<8x1xf32>
-// CHECK-NEXT: return %[[D]] : tensor<8x1xf32>
+// CHECK-NEXT: %[[A:.*]] = weft.all_to_all %arg0 {axes = ["dp"], concat_dim = 0 : i64, split_dim = 1 : i64} : tensor<2x4xf32> -> tensor<4x2xf32>
+// CHECK-NEXT: %[[B:.*]] = weft.all_to_all %[[A]] {axes = ["tp"], concat_dim = 0 : i64, split_dim = 1 : i64} : tensor<4x2xf32> -> tensor<8x1xf32>
+// CHECK-NEXT: return %[[B]] : tensor<8x1xf32>
 module attributes {weft.mesh = #weft.mesh<dp = 2, tp = 2>} {
   func.func @train_step(%x: tensor<8x4xf32> {weft.sharding = #weft.sharding<[{tp, dp}, {}]>})
       -> (tensor<8x4xf32> {weft.sharding = #weft.sharding<[{}, {dp, tp}]>}) {
@@ -1520,10 +1487,9 @@ module attributes {weft.mesh = #weft.mesh<dp = 2, tp = 2>} {
 // [{tp, dp}, {}] -> [{}, {tp, dp}]
 // CHECK-LABEL: func.func @train_step(%arg0: tensor<2x4xf32> {{.*}} -> (tensor<8x1xf32>
 // CHECK-NEXT: %[[A:.*]] = weft.all_gather %arg0 {axes = ["dp"], dim = 0 : i64} : tensor<2x4xf32> -> tensor<4x4xf32>
-// CHECK-NEXT: %[[B:.*]] = weft.all_gather %[[A]] {axes = ["tp"], dim = 0 : i64} : tensor<4x4xf32> -> tensor<8x4xf32>
-// CHECK-NEXT: %[[C:.*]] = weft.shard_slice %[[B]] {axes = ["tp"], dim = 1 : i64} : tensor<8x4xf32> -> tensor<8x2xf32>
-// CHECK-NEXT: %[[D:.*]] = weft.shard_slice %[[C]] {axes = ["dp"], dim = 1 : i64} : tensor<8x2xf32> -> tensor<8x1xf32>
-// CHECK-NEXT: return %[[D]] : tensor<8x1xf32>
+// CHECK-NEXT: %[[B:.*]] = weft.all_to_all %[[A]] {axes = ["tp"], concat_dim = 0 : i64, split_dim = 1 : i64} : tensor<4x4xf32> -> tensor<8x2xf32>
+// CHECK-NEXT: %[[C:.*]] = weft.shard_slice %[[B]] {axes = ["dp"], dim = 1 : i64} : tensor<8x2xf32> -> tensor<8x1xf32>
+// CHECK-NEXT: return %[[C]] : tensor<8x1xf32>
 module attributes {weft.mesh = #weft.mesh<dp = 2, tp = 2>} {
   func.func @train_step(%x: tensor<8x4xf32> {weft.sharding = #weft.sharding<[{tp, dp}, {}]>})
       -> (tensor<8x4xf32> {weft.sharding = #weft.sharding<[{}, {tp, dp}]>}) {
@@ -1554,9 +1520,8 @@ module attributes {weft.mesh = #weft.mesh<dp = 2, tp = 2>} {
 // [{}, {dp, tp}] -> [{dp}, {}]
 // CHECK-LABEL: func.func @train_step(%arg0: tensor<8x1xf32> {{.*}} -> (tensor<4x4xf32>
 // CHECK-NEXT: %[[A:.*]] = weft.all_gather %arg0 {axes = ["tp"], dim = 1 : i64} : tensor<8x1xf32> -> tensor<8x2xf32>
-// CHECK-NEXT: %[[B:.*]] = weft.all_gather %[[A]] {axes = ["dp"], dim = 1 : i64} : tensor<8x2xf32> -> tensor<8x4xf32>
-// CHECK-NEXT: %[[C:.*]] = weft.shard_slice %[[B]] {axes = ["dp"], dim = 0 : i64} : tensor<8x4xf32> -> tensor<4x4xf32>
-// CHECK-NEXT: return %[[C]] : tensor<4x4xf32>
+// CHECK-NEXT: %[[B:.*]] = weft.all_to_all %[[A]] {axes = ["dp"], concat_dim = 1 : i64, split_dim = 0 : i64} : tensor<8x2xf32> -> tensor<4x4xf32>
+// CHECK-NEXT: return %[[B]] : tensor<4x4xf32>
 module attributes {weft.mesh = #weft.mesh<dp = 2, tp = 2>} {
   func.func @train_step(%x: tensor<8x4xf32> {weft.sharding = #weft.sharding<[{}, {dp, tp}]>})
       -> (tensor<8x4xf32> {weft.sharding = #weft.sharding<[{dp}, {}]>}) {
@@ -1569,10 +1534,9 @@ module attributes {weft.mesh = #weft.mesh<dp = 2, tp = 2>} {
 
 // [{}, {dp, tp}] -> [{tp}, {}]
 // CHECK-LABEL: func.func @train_step(%arg0: tensor<8x1xf32> {{.*}} -> (tensor<4x4xf32>
-// CHECK-NEXT: %[[A:.*]] = weft.all_gather %arg0 {axes = ["tp"], dim = 1 : i64} : tensor<8x1xf32> -> tensor<8x2xf32>
-// CHECK-NEXT: %[[B:.*]] = weft.all_gather %[[A]] {axes = ["dp"], dim = 1 : i64} : tensor<8x2xf32> -> tensor<8x4xf32>
-// CHECK-NEXT: %[[C:.*]] = weft.shard_slice %[[B]] {axes = ["tp"], dim = 0 : i64} : tensor<8x4xf32> -> tensor<4x4xf32>
-// CHECK-NEXT: return %[[C]] : tensor<4x4xf32>
+// CHECK-NEXT: %[[A:.*]] = weft.all_to_all %arg0 {axes = ["tp"], concat_dim = 1 : i64, split_dim = 0 : i64} : tensor<8x1xf32> -> tensor<4x2xf32>
+// CHECK-NEXT: %[[B:.*]] = weft.all_gather %[[A]] {axes = ["dp"], dim = 1 : i64} : tensor<4x2xf32> -> tensor<4x4xf32>
+// CHECK-NEXT: return %[[B]] : tensor<4x4xf32>
 module attributes {weft.mesh = #weft.mesh<dp = 2, tp = 2>} {
   func.func @train_step(%x: tensor<8x4xf32> {weft.sharding = #weft.sharding<[{}, {dp, tp}]>})
       -> (tensor<8x4xf32> {weft.sharding = #weft.sharding<[{tp}, {}]>}) {
@@ -1616,10 +1580,9 @@ module attributes {weft.mesh = #weft.mesh<dp = 2, tp = 2>} {
 // [{}, {dp, tp}] -> [{dp}, {tp}]
 // CHECK-LABEL: func.func @train_step(%arg0: tensor<8x1xf32> {{.*}} -> (tensor<4x2xf32>
 // CHECK-NEXT: %[[A:.*]] = weft.all_gather %arg0 {axes = ["tp"], dim = 1 : i64} : tensor<8x1xf32> -> tensor<8x2xf32>
-// CHECK-NEXT: %[[B:.*]] = weft.all_gather %[[A]] {axes = ["dp"], dim = 1 : i64} : tensor<8x2xf32> -> tensor<8x4xf32>
-// CHECK-NEXT: %[[C:.*]] = weft.shard_slice %[[B]] {axes = ["dp"], dim = 0 : i64} : tensor<8x4xf32> -> tensor<4x4xf32>
-// CHECK-NEXT: %[[D:.*]] = weft.shard_slice %[[C]] {axes = ["tp"], dim = 1 : i64} : tensor<4x4xf32> -> tensor<4x2xf32>
-// CHECK-NEXT: return %[[D]] : tensor<4x2xf32>
+// CHECK-NEXT: %[[B:.*]] = weft.all_to_all %[[A]] {axes = ["dp"], concat_dim = 1 : i64, split_dim = 0 : i64} : tensor<8x2xf32> -> tensor<4x4xf32>
+// CHECK-NEXT: %[[C:.*]] = weft.shard_slice %[[B]] {axes = ["tp"], dim = 1 : i64} : tensor<4x4xf32> -> tensor<4x2xf32>
+// CHECK-NEXT: return %[[C]] : tensor<4x2xf32>
 module attributes {weft.mesh = #weft.mesh<dp = 2, tp = 2>} {
   func.func @train_step(%x: tensor<8x4xf32> {weft.sharding = #weft.sharding<[{}, {dp, tp}]>})
       -> (tensor<8x4xf32> {weft.sharding = #weft.sharding<[{dp}, {tp}]>}) {
@@ -1632,9 +1595,8 @@ module attributes {weft.mesh = #weft.mesh<dp = 2, tp = 2>} {
 
 // [{}, {dp, tp}] -> [{tp}, {dp}]
 // CHECK-LABEL: func.func @train_step(%arg0: tensor<8x1xf32> {{.*}} -> (tensor<4x2xf32>
-// CHECK-NEXT: %[[A:.*]] = weft.all_gather %arg0 {axes = ["tp"], dim = 1 : i64} : tensor<8x1xf32> -> tensor<8x2xf32>
-// CHECK-NEXT: %[[B:.*]] = weft.shard_slice %[[A]] {axes = ["tp"], dim = 0 : i64} : tensor<8x2xf32> -> tensor<4x2xf32>
-// CHECK-NEXT: return %[[B]] : tensor<4x2xf32>
+// CHECK-NEXT: %[[A:.*]] = weft.all_to_all %arg0 {axes = ["tp"], concat_dim = 1 : i64, split_dim = 0 : i64} : tensor<8x1xf32> -> tensor<4x2xf32>
+// CHECK-NEXT: return %[[A]] : tensor<4x2xf32>
 module attributes {weft.mesh = #weft.mesh<dp = 2, tp = 2>} {
   func.func @train_step(%x: tensor<8x4xf32> {weft.sharding = #weft.sharding<[{}, {dp, tp}]>})
       -> (tensor<8x4xf32> {weft.sharding = #weft.sharding<[{tp}, {dp}]>}) {
@@ -1648,10 +1610,9 @@ module attributes {weft.mesh = #weft.mesh<dp = 2, tp = 2>} {
 // [{}, {dp, tp}] -> [{dp, tp}, {}]
 // CHECK-LABEL: func.func @train_step(%arg0: tensor<8x1xf32> {{.*}} -> (tensor<2x4xf32>
 // CHECK-NEXT: %[[A:.*]] = weft.all_gather %arg0 {axes = ["tp"], dim = 1 : i64} : tensor<8x1xf32> -> tensor<8x2xf32>
-// CHECK-NEXT: %[[B:.*]] = weft.all_gather %[[A]] {axes = ["dp"], dim = 1 : i64} : tensor<8x2xf32> -> tensor<8x4xf32>
-// CHECK-NEXT: %[[C:.*]] = weft.shard_slice %[[B]] {axes = ["dp"], dim = 0 : i64} : tensor<8x4xf32> -> tensor<4x4xf32>
-// CHECK-NEXT: %[[D:.*]] = weft.shard_slice %[[C]] {axes = ["tp"], dim = 0 : i64} : tensor<4x4xf32> -> tensor<2x4xf32>
-// CHECK-NEXT: return %[[D]] : tensor<2x4xf32>
+// CHECK-NEXT: %[[B:.*]] = weft.all_to_all %[[A]] {axes = ["dp"], concat_dim = 1 : i64, split_dim = 0 : i64} : tensor<8x2xf32> -> tensor<4x4xf32>
+// CHECK-NEXT: %[[C:.*]] = weft.shard_slice %[[B]] {axes = ["tp"], dim = 0 : i64} : tensor<4x4xf32> -> tensor<2x4xf32>
+// CHECK-NEXT: return %[[C]] : tensor<2x4xf32>
 module attributes {weft.mesh = #weft.mesh<dp = 2, tp = 2>} {
   func.func @train_step(%x: tensor<8x4xf32> {weft.sharding = #weft.sharding<[{}, {dp, tp}]>})
       -> (tensor<8x4xf32> {weft.sharding = #weft.sharding<[{dp, tp}, {}]>}) {
@@ -1664,11 +1625,9 @@ module attributes {weft.mesh = #weft.mesh<dp = 2, tp = 2>} {
 
 // [{}, {dp, tp}] -> [{tp, dp}, {}]
 // CHECK-LABEL: func.func @train_step(%arg0: tensor<8x1xf32> {{.*}} -> (tensor<2x4xf32>
-// CHECK-NEXT: %[[A:.*]] = weft.all_gather %arg0 {axes = ["tp"], dim = 1 : i64} : tensor<8x1xf32> -> tensor<8x2xf32>
-// CHECK-NEXT: %[[B:.*]] = weft.all_gather %[[A]] {axes = ["dp"], dim = 1 : i64} : tensor<8x2xf32> -> tensor<8x4xf32>
-// CHECK-NEXT: %[[C:.*]] = weft.shard_slice %[[B]] {axes = ["tp"], dim = 0 : i64} : tensor<8x4xf32> -> tensor<4x4xf32>
-// CHECK-NEXT: %[[D:.*]] = weft.shard_slice %[[C]] {axes = ["dp"], dim = 0 : i64} : tensor<4x4xf32> -> tensor<2x4xf32>
-// CHECK-NEXT: return %[[D]] : tensor<2x4xf32>
+// CHECK-NEXT: %[[A:.*]] = weft.all_to_all %arg0 {axes = ["tp"], concat_dim = 1 : i64, split_dim = 0 : i64} : tensor<8x1xf32> -> tensor<4x2xf32>
+// CHECK-NEXT: %[[B:.*]] = weft.all_to_all %[[A]] {axes = ["dp"], concat_dim = 1 : i64, split_dim = 0 : i64} : tensor<4x2xf32> -> tensor<2x4xf32>
+// CHECK-NEXT: return %[[B]] : tensor<2x4xf32>
 module attributes {weft.mesh = #weft.mesh<dp = 2, tp = 2>} {
   func.func @train_step(%x: tensor<8x4xf32> {weft.sharding = #weft.sharding<[{}, {dp, tp}]>})
       -> (tensor<8x4xf32> {weft.sharding = #weft.sharding<[{tp, dp}, {}]>}) {
@@ -1728,10 +1687,9 @@ module attributes {weft.mesh = #weft.mesh<dp = 2, tp = 2>} {
 
 // [{}, {tp, dp}] -> [{dp}, {}]
 // CHECK-LABEL: func.func @train_step(%arg0: tensor<8x1xf32> {{.*}} -> (tensor<4x4xf32>
-// CHECK-NEXT: %[[A:.*]] = weft.all_gather %arg0 {axes = ["dp"], dim = 1 : i64} : tensor<8x1xf32> -> tensor<8x2xf32>
-// CHECK-NEXT: %[[B:.*]] = weft.all_gather %[[A]] {axes = ["tp"], dim = 1 : i64} : tensor<8x2xf32> -> tensor<8x4xf32>
-// CHECK-NEXT: %[[C:.*]] = weft.shard_slice %[[B]] {axes = ["dp"], dim = 0 : i64} : tensor<8x4xf32> -> tensor<4x4xf32>
-// CHECK-NEXT: return %[[C]] : tensor<4x4xf32>
+// CHECK-NEXT: %[[A:.*]] = weft.all_to_all %arg0 {axes = ["dp"], concat_dim = 1 : i64, split_dim = 0 : i64} : tensor<8x1xf32> -> tensor<4x2xf32>
+// CHECK-NEXT: %[[B:.*]] = weft.all_gather %[[A]] {axes = ["tp"], dim = 1 : i64} : tensor<4x2xf32> -> tensor<4x4xf32>
+// CHECK-NEXT: return %[[B]] : tensor<4x4xf32>
 module attributes {weft.mesh = #weft.mesh<dp = 2, tp = 2>} {
   func.func @train_step(%x: tensor<8x4xf32> {weft.sharding = #weft.sharding<[{}, {tp, dp}]>})
       -> (tensor<8x4xf32> {weft.sharding = #weft.sharding<[{dp}, {}]>}) {
@@ -1745,9 +1703,8 @@ module attributes {weft.mesh = #weft.mesh<dp = 2, tp = 2>} {
 // [{}, {tp, dp}] -> [{tp}, {}]
 // CHECK-LABEL: func.func @train_step(%arg0: tensor<8x1xf32> {{.*}} -> (tensor<4x4xf32>
 // CHECK-NEXT: %[[A:.*]] = weft.all_gather %arg0 {axes = ["dp"], dim = 1 : i64} : tensor<8x1xf32> -> tensor<8x2xf32>
-// CHECK-NEXT: %[[B:.*]] = weft.all_gather %[[A]] {axes = ["tp"], dim = 1 : i64} : tensor<8x2xf32> -> tensor<8x4xf32>
-// CHECK-NEXT: %[[C:.*]] = weft.shard_slice %[[B]] {axes = ["tp"], dim = 0 : i64} : tensor<8x4xf32> -> tensor<4x4xf32>
-// CHECK-NEXT: return %[[C]] : tensor<4x4xf32>
+// CHECK-NEXT: %[[B:.*]] = weft.all_to_all %[[A]] {axes = ["tp"], concat_dim = 1 : i64, split_dim = 0 : i64} : tensor<8x2xf32> -> tensor<4x4xf32>
+// CHECK-NEXT: return %[[B]] : tensor<4x4xf32>
 module attributes {weft.mesh = #weft.mesh<dp = 2, tp = 2>} {
   func.func @train_step(%x: tensor<8x4xf32> {weft.sharding = #weft.sharding<[{}, {tp, dp}]>})
       -> (tensor<8x4xf32> {weft.sharding = #weft.sharding<[{tp}, {}]>}) {
@@ -1790,9 +1747,8 @@ module attributes {weft.mesh = #weft.mesh<dp = 2, tp = 2>} {
 
 // [{}, {tp, dp}] -> [{dp}, {tp}]
 // CHECK-LABEL: func.func @train_step(%arg0: tensor<8x1xf32> {{.*}} -> (tensor<4x2xf32>
-// CHECK-NEXT: %[[A:.*]] = weft.all_gather %arg0 {axes = ["dp"], dim = 1 : i64} : tensor<8x1xf32> -> tensor<8x2xf32>
-// CHECK-NEXT: %[[B:.*]] = weft.shard_slice %[[A]] {axes = ["dp"], dim = 0 : i64} : tensor<8x2xf32> -> tensor<4x2xf32>
-// CHECK-NEXT: return %[[B]] : tensor<4x2xf32>
+// CHECK-NEXT: %[[A:.*]] = weft.all_to_all %arg0 {axes = ["dp"], concat_dim = 1 : i64, split_dim = 0 : i64} : tensor<8x1xf32> -> tensor<4x2xf32>
+// CHECK-NEXT: return %[[A]] : tensor<4x2xf32>
 module attributes {weft.mesh = #weft.mesh<dp = 2, tp = 2>} {
   func.func @train_step(%x: tensor<8x4xf32> {weft.sharding = #weft.sharding<[{}, {tp, dp}]>})
       -> (tensor<8x4xf32> {weft.sharding = #weft.sharding<[{dp}, {tp}]>}) {
@@ -1806,10 +1762,9 @@ module attributes {weft.mesh = #weft.mesh<dp = 2, tp = 2>} {
 // [{}, {tp, dp}] -> [{tp}, {dp}]
 // CHECK-LABEL: func.func @train_step(%arg0: tensor<8x1xf32> {{.*}} -> (tensor<4x2xf32>
 // CHECK-NEXT: %[[A:.*]] = weft.all_gather %arg0 {axes = ["dp"], dim = 1 : i64} : tensor<8x1xf32> -> tensor<8x2xf32>
-// CHECK-NEXT: %[[B:.*]] = weft.all_gather %[[A]] {axes = ["tp"], dim = 1 : i64} : tensor<8x2xf32> -> tensor<8x4xf32>
-// CHECK-NEXT: %[[C:.*]] = weft.shard_slice %[[B]] {axes = ["tp"], dim = 0 : i64} : tensor<8x4xf32> -> tensor<4x4xf32>
-// CHECK-NEXT: %[[D:.*]] = weft.shard_slice %[[C]] {axes = ["dp"], dim = 1 : i64} : tensor<4x4xf32> -> tensor<4x2xf32>
-// CHECK-NEXT: return %[[D]] : tensor<4x2xf32>
+// CHECK-NEXT: %[[B:.*]] = weft.all_to_all %[[A]] {axes = ["tp"], concat_dim = 1 : i64, split_dim = 0 : i64} : tensor<8x2xf32> -> tensor<4x4xf32>
+// CHECK-NEXT: %[[C:.*]] = weft.shard_slice %[[B]] {axes = ["dp"], dim = 1 : i64} : tensor<4x4xf32> -> tensor<4x2xf32>
+// CHECK-NEXT: return %[[C]] : tensor<4x2xf32>
 module attributes {weft.mesh = #weft.mesh<dp = 2, tp = 2>} {
   func.func @train_step(%x: tensor<8x4xf32> {weft.sharding = #weft.sharding<[{}, {tp, dp}]>})
       -> (tensor<8x4xf32> {weft.sharding = #weft.sharding<[{tp}, {dp}]>}) {
@@ -1822,11 +1777,9 @@ module attributes {weft.mesh = #weft.mesh<dp = 2, tp = 2>} {
 
 // [{}, {tp, dp}] -> [{dp, tp}, {}]
 // CHECK-LABEL: func.func @train_step(%arg0: tensor<8x1xf32> {{.*}} -> (tensor<2x4xf32>
-// CHECK-NEXT: %[[A:.*]] = weft.all_gather %arg0 {axes = ["dp"], dim = 1 : i64} : tensor<8x1xf32> -> tensor<8x2xf32>
-// CHECK-NEXT: %[[B:.*]] = weft.all_gather %[[A]] {axes = ["tp"], dim = 1 : i64} : tensor<8x2xf32> -> tensor<8x4xf32>
-// CHECK-NEXT: %[[C:.*]] = weft.shard_slice %[[B]] {axes = ["dp"], dim = 0 : i64} : tensor<8x4xf32> -> tensor<4x4xf32>
-// CHECK-NEXT: %[[D:.*]] = weft.shard_slice %[[C]] {axes = ["tp"], dim = 0 : i64} : tensor<4x4xf32> -> tensor<2x4xf32>
-// CHECK-NEXT: return %[[D]] : tensor<2x4xf32>
+// CHECK-NEXT: %[[A:.*]] = weft.all_to_all %arg0 {axes = ["dp"], concat_dim = 1 : i64, split_dim = 0 : i64} : tensor<8x1xf32> -> tensor<4x2xf32>
+// CHECK-NEXT: %[[B:.*]] = weft.all_to_all %[[A]] {axes = ["tp"], concat_dim = 1 : i64, split_dim = 0 : i64} : tensor<4x2xf32> -> tensor<2x4xf32>
+// CHECK-NEXT: return %[[B]] : tensor<2x4xf32>
 module attributes {weft.mesh = #weft.mesh<dp = 2, tp = 2>} {
   func.func @train_step(%x: tensor<8x4xf32> {weft.sharding = #weft.sharding<[{}, {tp, dp}]>})
       -> (tensor<8x4xf32> {weft.sharding = #weft.sharding<[{dp, tp}, {}]>}) {
@@ -1840,10 +1793,9 @@ module attributes {weft.mesh = #weft.mesh<dp = 2, tp = 2>} {
 // [{}, {tp, dp}] -> [{tp, dp}, {}]
 // CHECK-LABEL: func.func @train_step(%arg0: tensor<8x1xf32> {{.*}} -> (tensor<2x4xf32>
 // CHECK-NEXT: %[[A:.*]] = weft.all_gather %arg0 {axes = ["dp"], dim = 1 : i64} : tensor<8x1xf32> -> tensor<8x2xf32>
-// CHECK-NEXT: %[[B:.*]] = weft.all_gather %[[A]] {axes = ["tp"], dim = 1 : i64} : tensor<8x2xf32> -> tensor<8x4xf32>
-// CHECK-NEXT: %[[C:.*]] = weft.shard_slice %[[B]] {axes = ["tp"], dim = 0 : i64} : tensor<8x4xf32> -> tensor<4x4xf32>
-// CHECK-NEXT: %[[D:.*]] = weft.shard_slice %[[C]] {axes = ["dp"], dim = 0 : i64} : tensor<4x4xf32> -> tensor<2x4xf32>
-// CHECK-NEXT: return %[[D]] : tensor<2x4xf32>
+// CHECK-NEXT: %[[B:.*]] = weft.all_to_all %[[A]] {axes = ["tp"], concat_dim = 1 : i64, split_dim = 0 : i64} : tensor<8x2xf32> -> tensor<4x4xf32>
+// CHECK-NEXT: %[[C:.*]] = weft.shard_slice %[[B]] {axes = ["dp"], dim = 0 : i64} : tensor<4x4xf32> -> tensor<2x4xf32>
+// CHECK-NEXT: return %[[C]] : tensor<2x4xf32>
 module attributes {weft.mesh = #weft.mesh<dp = 2, tp = 2>} {
   func.func @train_step(%x: tensor<8x4xf32> {weft.sharding = #weft.sharding<[{}, {tp, dp}]>})
       -> (tensor<8x4xf32> {weft.sharding = #weft.sharding<[{tp, dp}, {}]>}) {
@@ -2116,9 +2068,8 @@ module attributes {weft.mesh = #weft.mesh<dp = 2, tp = 2>} {
 // [{dp}, {}], partial = [tp] -> [{}, {dp}]
 // CHECK-LABEL: func.func @train_step(%arg0: tensor<4x4xf32> {{.*}} -> (tensor<8x2xf32>
 // CHECK-NEXT: %[[A:.*]] = weft.all_reduce %arg0 {axes = ["tp"]} : tensor<4x4xf32>
-// CHECK-NEXT: %[[B:.*]] = weft.all_gather %[[A]] {axes = ["dp"], dim = 0 : i64} : tensor<4x4xf32> -> tensor<8x4xf32>
-// CHECK-NEXT: %[[C:.*]] = weft.shard_slice %[[B]] {axes = ["dp"], dim = 1 : i64} : tensor<8x4xf32> -> tensor<8x2xf32>
-// CHECK-NEXT: return %[[C]] : tensor<8x2xf32>
+// CHECK-NEXT: %[[B:.*]] = weft.all_to_all %[[A]] {axes = ["dp"], concat_dim = 0 : i64, split_dim = 1 : i64} : tensor<4x4xf32> -> tensor<8x2xf32>
+// CHECK-NEXT: return %[[B]] : tensor<8x2xf32>
 module attributes {weft.mesh = #weft.mesh<dp = 2, tp = 2>} {
   func.func @train_step(%x: tensor<8x4xf32> {weft.sharding = #weft.sharding<[{dp}, {}], partial = [tp]>})
       -> (tensor<8x4xf32> {weft.sharding = #weft.sharding<[{}, {dp}]>}) {
@@ -2162,14 +2113,13 @@ module attributes {weft.mesh = #weft.mesh<dp = 2, tp = 2>} {
 // -----
 
 // [{dp}, {}], partial = [tp] -> [{tp}, {dp}]
-// NOTE: all_gather over dp, reduce_scatter over tp on dim 0, slice over dp
-//   would do.
+// NOTE: an all_to_all over dp (the terms), then a reduce_scatter over tp on
+//   dim 0 would do.
 // CHECK-LABEL: func.func @train_step(%arg0: tensor<4x4xf32> {{.*}} -> (tensor<4x2xf32>
 // CHECK-NEXT: %[[A:.*]] = weft.all_reduce %arg0 {axes = ["tp"]} : tensor<4x4xf32>
-// CHECK-NEXT: %[[B:.*]] = weft.all_gather %[[A]] {axes = ["dp"], dim = 0 : i64} : tensor<4x4xf32> -> tensor<8x4xf32>
-// CHECK-NEXT: %[[C:.*]] = weft.shard_slice %[[B]] {axes = ["tp"], dim = 0 : i64} : tensor<8x4xf32> -> tensor<4x4xf32>
-// CHECK-NEXT: %[[D:.*]] = weft.shard_slice %[[C]] {axes = ["dp"], dim = 1 : i64} : tensor<4x4xf32> -> tensor<4x2xf32>
-// CHECK-NEXT: return %[[D]] : tensor<4x2xf32>
+// CHECK-NEXT: %[[B:.*]] = weft.all_to_all %[[A]] {axes = ["dp"], concat_dim = 0 : i64, split_dim = 1 : i64} : tensor<4x4xf32> -> tensor<8x2xf32>
+// CHECK-NEXT: %[[C:.*]] = weft.shard_slice %[[B]] {axes = ["tp"], dim = 0 : i64} : tensor<8x2xf32> -> tensor<4x2xf32>
+// CHECK-NEXT: return %[[C]] : tensor<4x2xf32>
 module attributes {weft.mesh = #weft.mesh<dp = 2, tp = 2>} {
   func.func @train_step(%x: tensor<8x4xf32> {weft.sharding = #weft.sharding<[{dp}, {}], partial = [tp]>})
       -> (tensor<8x4xf32> {weft.sharding = #weft.sharding<[{tp}, {dp}]>}) {
@@ -2213,14 +2163,13 @@ module attributes {weft.mesh = #weft.mesh<dp = 2, tp = 2>} {
 // -----
 
 // [{dp}, {}], partial = [tp] -> [{}, {dp, tp}]
-// NOTE: all_gather over dp, slice over dp on dim 1, reduce_scatter over tp on
+// NOTE: an all_to_all over dp (the terms), then a reduce_scatter over tp on
 //   dim 1 would do.
 // CHECK-LABEL: func.func @train_step(%arg0: tensor<4x4xf32> {{.*}} -> (tensor<8x1xf32>
 // CHECK-NEXT: %[[A:.*]] = weft.all_reduce %arg0 {axes = ["tp"]} : tensor<4x4xf32>
-// CHECK-NEXT: %[[B:.*]] = weft.all_gather %[[A]] {axes = ["dp"], dim = 0 : i64} : tensor<4x4xf32> -> tensor<8x4xf32>
-// CHECK-NEXT: %[[C:.*]] = weft.shard_slice %[[B]] {axes = ["dp"], dim = 1 : i64} : tensor<8x4xf32> -> tensor<8x2xf32>
-// CHECK-NEXT: %[[D:.*]] = weft.shard_slice %[[C]] {axes = ["tp"], dim = 1 : i64} : tensor<8x2xf32> -> tensor<8x1xf32>
-// CHECK-NEXT: return %[[D]] : tensor<8x1xf32>
+// CHECK-NEXT: %[[B:.*]] = weft.all_to_all %[[A]] {axes = ["dp"], concat_dim = 0 : i64, split_dim = 1 : i64} : tensor<4x4xf32> -> tensor<8x2xf32>
+// CHECK-NEXT: %[[C:.*]] = weft.shard_slice %[[B]] {axes = ["tp"], dim = 1 : i64} : tensor<8x2xf32> -> tensor<8x1xf32>
+// CHECK-NEXT: return %[[C]] : tensor<8x1xf32>
 module attributes {weft.mesh = #weft.mesh<dp = 2, tp = 2>} {
   func.func @train_step(%x: tensor<8x4xf32> {weft.sharding = #weft.sharding<[{dp}, {}], partial = [tp]>})
       -> (tensor<8x4xf32> {weft.sharding = #weft.sharding<[{}, {dp, tp}]>}) {

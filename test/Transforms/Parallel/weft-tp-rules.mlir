@@ -52,7 +52,7 @@ module attributes {weft.mesh = #weft.mesh<tp = 2>} {
 // -----
 
 // Operands split along different dimensions: the result follows the first;
-// the second is regathered and sliced to match.
+// the second's split moves to match (an all-to-all).
 module attributes {weft.mesh = #weft.mesh<tp = 2>} {
   func.func @train_step(%x: tensor<4x8xf32> {weft.sharding = #weft.sharding<[{tp}, {}]>},
                         %y: tensor<4x8xf32> {weft.sharding = #weft.sharding<[{}, {tp}]>})
@@ -65,8 +65,7 @@ module attributes {weft.mesh = #weft.mesh<tp = 2>} {
 // CHECK-LABEL: func.func @train_step
 // CHECK-SAME: %[[X:arg[0-9]+]]: tensor<2x8xf32>
 // CHECK-SAME: %[[Y:arg[0-9]+]]: tensor<4x4xf32>
-// CHECK-NEXT: %[[G:.*]] = weft.all_gather %[[Y]] {axes = ["tp"], dim = 1 : i64} : tensor<4x4xf32> -> tensor<4x8xf32>
-// CHECK-NEXT: %[[S:.*]] = weft.shard_slice %[[G]] {axes = ["tp"], dim = 0 : i64} : tensor<4x8xf32> -> tensor<2x8xf32>
+// CHECK-NEXT: %[[S:.*]] = weft.all_to_all %[[Y]] {axes = ["tp"], concat_dim = 1 : i64, split_dim = 0 : i64} : tensor<4x4xf32> -> tensor<2x8xf32>
 // CHECK-NEXT: %[[Z:.*]] = weft.sub %[[X]], %[[S]] : (tensor<2x8xf32>, tensor<2x8xf32>) -> tensor<2x8xf32>
 // CHECK-NEXT: return %[[Z]]
 
@@ -381,8 +380,7 @@ module attributes {weft.mesh = #weft.mesh<tp = 2>} {
 // CHECK-NEXT: %[[LOG:.*]] = weft.log %[[SUM]]
 // CHECK-NEXT: %[[LSE:.*]] = weft.add %[[LOG]], %[[MAX]]
 // CHECK-NEXT: %[[T:.*]] = weft.sub %[[S]], %[[LSE]] : (tensor<2x8xf32>, tensor<1x8xf32>) -> tensor<2x8xf32>
-// CHECK-NEXT: %[[G:.*]] = weft.all_gather %[[T]] {axes = ["tp"], dim = 0 : i64} : tensor<2x8xf32> -> tensor<4x8xf32>
-// CHECK-NEXT: %[[C:.*]] = weft.shard_slice %[[G]] {axes = ["tp"], dim = 1 : i64} : tensor<4x8xf32> -> tensor<4x4xf32>
+// CHECK-NEXT: %[[C:.*]] = weft.all_to_all %[[T]] {axes = ["tp"], concat_dim = 0 : i64, split_dim = 1 : i64} : tensor<2x8xf32> -> tensor<4x4xf32>
 // CHECK-NEXT: return %[[C]] : tensor<4x4xf32>
 
 // -----

@@ -152,8 +152,9 @@ def PartitionPass : Pass<"weft-partition", "mlir::ModuleOp"> {
     layouts need where they change: `weft.all_reduce` or
     `weft.reduce_scatter` for partial values, `weft.all_gather` where a
     split dimension is needed whole, `weft.shard_slice` where a whole one
-    is needed split. Means over a split dimension are scaled to their share
-    of the global mean. The step's arguments and results keep their global
+    is needed split, `weft.all_to_all` where a dimension's minor split is
+    the next split another dimension needs. Means over a split dimension
+    are scaled to their share of the global mean. The step's arguments and results keep their global
     `weft.sharding`, which the runtime reads to place data and checkpoints.
 
     ```mlir

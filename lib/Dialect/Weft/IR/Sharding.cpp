@@ -305,6 +305,35 @@ LogicalResult ReduceScatterOp::verify() {
                       getResult().getType());
 }
 
+LogicalResult AllToAllOp::verify() {
+  if (getAxes().empty())
+    return emitOpError("needs at least one mesh axis");
+  auto in = cast<RankedTensorType>(getInput().getType());
+  auto out = cast<RankedTensorType>(getResult().getType());
+  int64_t split = getSplitDim(), concat = getConcatDim();
+  int64_t rank = in.getRank();
+  if (out.getRank() != rank || split < 0 || split >= rank || concat < 0 ||
+      concat >= rank || split == concat)
+    return emitOpError("split_dim ")
+           << split << " and concat_dim " << concat
+           << " are not two different dimensions of both " << in << " and "
+           << out;
+  // n ranks: the split dimension shrinks by n, the concatenated one grows
+  // by n.
+  int64_t inSplit = in.getDimSize(split), outSplit = out.getDimSize(split);
+  int64_t n = outSplit > 0 && inSplit % outSplit == 0 ? inSplit / outSplit : 0;
+  for (int64_t d = 0; d < rank; ++d) {
+    int64_t i = in.getDimSize(d), o = out.getDimSize(d);
+    bool ok = d == split ? n > 0 : d == concat ? o == i * n : o == i;
+    if (!ok)
+      return emitOpError("cannot turn ")
+             << in << " into " << out << " by splitting dim " << split
+             << " and concatenating dim " << concat
+             << " over the same number of ranks";
+  }
+  return success();
+}
+
 LogicalResult ShardSliceOp::verify() {
   return verifyBlocks(*this, getAxes(), getDim(), getInput().getType(),
                       getResult().getType());

@@ -134,6 +134,35 @@ def Weft_ReduceScatterOp : Weft_CollectiveOp<"reduce_scatter"> {
   let hasVerifier = 1;
 }
 
+def Weft_AllToAllOp : Weft_CollectiveOp<"all_to_all"> {
+  let summary = "Move a split from one dimension to another";
+  let description = [{
+    Each rank of a group cuts its input into n blocks along `split_dim`
+    (n the group's size), sends block j to the group's rank j, and
+    concatenates the n blocks it receives, in the order of the ranks'
+    coordinates on `axes`, along `concat_dim`. A value split over `axes`
+    along `concat_dim` becomes one split over them along `split_dim`:
+    what an all_gather along `concat_dim` and a shard_slice along
+    `split_dim` compute, but each rank sends only the (n - 1) / n of its
+    block that other ranks keep.
+
+    ```mlir
+    // Rows split over tp (= 2) become columns split over tp.
+    %t = weft.all_to_all %x {axes = ["tp"], split_dim = 1 : i64,
+                             concat_dim = 0 : i64}
+        : tensor<4x8xf32> -> tensor<8x4xf32>
+    ```
+    Constraints: `axes` is non-empty; `split_dim` and `concat_dim` are
+    different dimensions of both types; the input's `split_dim` is the
+    result's times a whole number n, the result's `concat_dim` the input's
+    times the same n; other dimensions are equal.
+  }];
+  let arguments = (ins Weft_FloatTensor:$input, StrArrayAttr:$axes,
+                       I64Attr:$split_dim, I64Attr:$concat_dim);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+  let hasVerifier = 1;
+}
+
 def Weft_ShardSliceOp : Weft_Op<"shard_slice", [Pure,
     AllElementTypesMatch<["input", "result"]>]> {
   let summary = "This rank's block of a tensor it holds whole";
