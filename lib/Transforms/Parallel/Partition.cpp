@@ -366,6 +366,7 @@ private:
     const ShardingRule *rule = &planned->second.rule;
     ArrayRef<AxisList> axes = planned->second.axes;
     ArrayRef<TensorSharding> results = planned->second.results;
+    SmallVector<AxisList> pending;
     for (OpOperand &operand : op->getOpOperands()) {
       unsigned i = operand.getOperandNumber();
       TensorSharding want = analysis.project(rule->operands[i], axes);
@@ -376,7 +377,9 @@ private:
       if (failed(local))
         return failure();
       operand.set(*local);
+      pending.push_back(want.partial);
     }
+    joinPendingSum(op, results, pending);
     Value combined = combineShards(op, *rule, axes);
     if (auto conv = dyn_cast<Conv2DOp>(op))
       splitBias(conv, *rule, axes);
@@ -419,6 +422,34 @@ private:
       superseded.push_back(op);
     }
     return scaleMeans(op, *rule, axes);
+  }
+
+  /// A scalar addend without the pending sum its add's result has joins
+  /// it as its share (ShardingAnalysis::resultSharding): each rank adds
+  /// 1/n of it, so the sum over ranks holds it once (exactly so for a
+  /// power-of-two number of ranks).
+  /// `pending`: the sum each (local) operand holds pending.
+  void joinPendingSum(Operation *op, ArrayRef<TensorSharding> results,
+                      ArrayRef<AxisList> pending) {
+    if (!isa<AddOp, SubOp>(op) || results.size() != 1 ||
+        results.front().rank() != 0 || !results.front().isPartial())
+      return;
+    for (OpOperand &operand : op->getOpOperands()) {
+      int64_t ranks = 1;
+      const AxisList &have = pending[operand.getOperandNumber()];
+      auto local = cast<RankedTensorType>(operand.get().getType());
+      for (StringAttr a : results.front().partial)
+        if (!llvm::is_contained(have, a))
+          ranks *= mesh.getAxisSize(a.getValue());
+      if (ranks == 1 || local.getRank() != 0)
+        continue;
+      OpBuilder b(op);
+      Value share = ConstantOp::create(
+          b, op->getLoc(),
+          DenseElementsAttr::get(
+              local, FloatAttr::get(local.getElementType(), 1.0 / ranks)));
+      operand.set(MulOp::create(b, op->getLoc(), operand.get(), share));
+    }
   }
 
   /// The per-rank form of an op over a split axis it reduces or indexes

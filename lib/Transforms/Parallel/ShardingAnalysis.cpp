@@ -181,24 +181,35 @@ TensorSharding ShardingAnalysis::resultSharding(Operation *op,
       llvm::append_range(s.partial, factorAxes[f]);
   // A sum pending in every operand stays pending in the result, unless
   // an operand is resolved anyway for another user: then its sum is
-  // taken once, and this op reads the resolved value.
+  // taken once, and this op reads the resolved value. A scalar addend
+  // without a pending sum joins one as its share (each rank adds 1/n of
+  // it), so a sum of scalars (a gradient norm over split and whole
+  // parameters) is reduced once, not once per split term.
   auto onlyLinearUsers = [](Value v) {
     return llvm::all_of(v.getUsers(), [](Operation *user) {
       std::optional<ShardingRule> rule = getRule(user);
       return rule && rule->additive;
     });
   };
-  if (rule.additive && op->getNumOperands() > 0 &&
-      llvm::all_of(op->getOperands(), onlyLinearUsers)) {
-    // Pending in every operand: the operands reduce the other axes first.
-    AxisList shared = get(op->getOperand(0)).partial;
-    for (Value operand : llvm::drop_begin(op->getOperands()))
-      llvm::erase_if(shared, [&](StringAttr a) {
-        return !llvm::is_contained(get(operand).partial, a);
-      });
-    for (StringAttr a : shared)
-      if (!s.usesAxis(a))
-        s.partial.push_back(a);
+  if (rule.additive && op->getNumOperands() > 0) {
+    SmallVector<Value> pending;
+    for (Value operand : op->getOperands())
+      if (get(operand).isPartial())
+        pending.push_back(operand);
+    bool scalarsJoin = isa<AddOp, SubOp>(op) && s.rank() == 0;
+    if (!pending.empty() &&
+        (pending.size() == op->getNumOperands() || scalarsJoin) &&
+        llvm::all_of(pending, onlyLinearUsers)) {
+      // Pending in every such operand: they reduce the other axes first.
+      AxisList shared = get(pending.front()).partial;
+      for (Value operand : llvm::drop_begin(pending))
+        llvm::erase_if(shared, [&](StringAttr a) {
+          return !llvm::is_contained(get(operand).partial, a);
+        });
+      for (StringAttr a : shared)
+        if (!s.usesAxis(a))
+          s.partial.push_back(a);
+    }
   }
   return s;
 }
