@@ -314,10 +314,19 @@ void evalDropout(DropoutOp op, const Tensor &x, const Tensor &seed,
   uint64_t first = offset ? uint64_t(offset->ints[0]) : 0;
   double scale = 1.0 / (1.0 - ratio);
   Rounder round(r.elementType);
-  for (int64_t i = 0, e = x.numElements(); i < e; ++i)
-    r.fp[i] = DropoutOp::keeps(key, first + uint64_t(i), ratio)
-                  ? round(x.fp[i] * round(scale))
-                  : 0.0;
+  // Element i's index in the whole tensor: its coordinates (row-major in
+  // the block) times the whole tensor's strides.
+  SmallVector<int64_t> strides = op.maskStrides();
+  ArrayRef<int64_t> shape = cast<RankedTensorType>(op.getType()).getShape();
+  for (int64_t i = 0, e = x.numElements(); i < e; ++i) {
+    uint64_t index = first;
+    for (int64_t d = int64_t(shape.size()) - 1, rest = i; d >= 0; --d) {
+      index += uint64_t((rest % shape[d]) * strides[d]);
+      rest /= shape[d];
+    }
+    r.fp[i] = DropoutOp::keeps(key, index, ratio) ? round(x.fp[i] * round(scale))
+                                                  : 0.0;
+  }
 }
 
 } // namespace

@@ -407,9 +407,7 @@ struct DropoutLowering : OpConversionPattern<DropoutOp> {
                                         0x9E3779B97F4A7C15ull));
     Value key = mix64(rewriter, loc,
                       arith::XOrIOp::create(rewriter, loc, seed, opKey));
-    SmallVector<int64_t> strides(rank, 1);
-    for (int64_t d = rank - 2; d >= 0; --d)
-      strides[d] = strides[d + 1] * type.getDimSize(d + 1);
+    SmallVector<int64_t> strides = op.maskStrides();
     // A block of a split tensor counts its elements from its place in
     // the whole (DropoutOp's index_offset).
     Value offset =

@@ -386,8 +386,7 @@ private:
     if (auto slice = dyn_cast<SliceOp>(op))
       localizeSlice(slice);
     if (auto dropout = dyn_cast<DropoutOp>(op))
-      if (!rule->operands[0].empty() && !rule->operands[0][0].empty())
-        localizeDropout(dropout, axes[rule->operands[0][0].front()]);
+      localizeDropout(dropout, analysis.project(rule->operands[0], axes));
     // A result dimension made of a factor no operand has (a slice's
     // sliced dimension) is computed whole; its split is a local slice.
     llvm::SmallDenseSet<int64_t> operandFactors;
@@ -471,27 +470,42 @@ private:
     return Value();
   }
 
-  /// A dropout on a block of rows draws the mask of its rows in the whole
-  /// tensor: its elements' indices start at the block's first element.
-  void localizeDropout(DropoutOp dropout, const AxisList &axes) {
-    auto local = cast<RankedTensorType>(dropout.getInput().getType());
-    if (axes.empty())
+  /// A dropout on a block draws the block's part of the whole tensor's
+  /// mask: it indexes the mask with the whole tensor's strides, from its
+  /// first element's index there (sum over split dimensions of the block's
+  /// start times the stride).
+  void localizeDropout(DropoutOp dropout, const TensorSharding &layout) {
+    if (layout.isReplicated())
       return;
+    auto local = cast<RankedTensorType>(dropout.getInput().getType());
+    auto global = cast<RankedTensorType>(dropout.getResult().getType());
     OpBuilder b(dropout);
     Location loc = dropout.getLoc();
-    MLIRContext *context = b.getContext();
-    SmallVector<Attribute> names;
-    for (StringAttr axis : axes)
-      names.push_back(axis);
     auto scalar = RankedTensorType::get({}, b.getI64Type());
-    Value index =
-        AxisIndexOp::create(b, loc, scalar, ArrayAttr::get(context, names));
-    Value blockSize = ConstantOp::create(
-        b, loc, DenseElementsAttr::get(scalar, local.getNumElements()));
-    Value offset = MulOp::create(b, loc, scalar, index, blockSize);
-    if (Value before = dropout.getIndexOffset())
-      offset = AddOp::create(b, loc, scalar, before, offset);
+    auto constant = [&](int64_t v) -> Value {
+      return ConstantOp::create(b, loc, DenseElementsAttr::get(scalar, v));
+    };
+    int64_t stride = 1;
+    SmallVector<int64_t> strides(global.getRank(), 1);
+    for (int64_t d = global.getRank() - 1; d >= 0; --d) {
+      strides[d] = stride;
+      stride *= global.getDimSize(d);
+    }
+    Value offset = dropout.getIndexOffset();
+    for (auto [d, axes] : llvm::enumerate(layout.dims)) {
+      if (axes.empty())
+        continue;
+      SmallVector<Attribute> names(axes.begin(), axes.end());
+      Value block =
+          AxisIndexOp::create(b, loc, scalar, ArrayAttr::get(context, names));
+      Value start = MulOp::create(
+          b, loc, scalar, block,
+          constant(local.getDimSize(d) * strides[d]));
+      offset = offset ? AddOp::create(b, loc, scalar, offset, start).getResult()
+                      : start;
+    }
     dropout.getIndexOffsetMutable().assign(offset);
+    dropout.setGlobalShape(global.getShape());
   }
 
   /// A convolution over split input channels computes a term of the sum

@@ -24,3 +24,4 @@ func.func @train_step(%x: tensor<4x3xf32> {weft.input = "x"},
 // CHECK: weft.dropout %[[X]], %{{.*}} offset(%[[OFF]] : tensor<i64>) {{.*}} : tensor<2x3xf32>, tensor<i64>
 // CHECK-NOT: weft.shard_slice
 // CHECK: weft.all_reduce
+

@@ -376,9 +376,9 @@ LogicalResult DropoutOp::buildGradient(OpBuilder &b, ValueRange resultGrads,
   if (noGradientFlows(*this, resultGrads, operandGrads))
     return success();
   // y = x * mask / (1 - p) is linear in x: dx is dy through the same mask.
-  operandGrads.push_back(DropoutOp::create(b, getLoc(), resultGrads[0],
-                                           getSeed(), getIndexOffset(),
-                                           getRatioAttr(), getOpIdAttr()));
+  operandGrads.push_back(DropoutOp::create(
+      b, getLoc(), resultGrads[0], getSeed(), getIndexOffset(), getRatioAttr(),
+      getOpIdAttr(), getGlobalShapeAttr()));
   operandGrads.push_back(Value());
   if (getIndexOffset())
     operandGrads.push_back(Value());

@@ -527,7 +527,27 @@ LogicalResult DropoutOp::verify() {
   double ratio = getRatio().convertToDouble();
   if (!(ratio >= 0 && ratio < 1))
     return emitOpError("ratio must be in [0, 1), got ") << ratio;
+  if (std::optional<ArrayRef<int64_t>> global = getGlobalShape()) {
+    auto type = cast<RankedTensorType>(getInput().getType());
+    if (int64_t(global->size()) != type.getRank())
+      return emitOpError("global_shape has ")
+             << global->size() << " dimensions, the input " << type.getRank();
+    for (auto [g, l] : llvm::zip(*global, type.getShape()))
+      if (g < l)
+        return emitOpError("global_shape is smaller than the input's shape");
+  }
   return success();
+}
+
+SmallVector<int64_t> DropoutOp::maskStrides() {
+  auto type = cast<RankedTensorType>(getInput().getType());
+  SmallVector<int64_t> shape(type.getShape());
+  if (std::optional<ArrayRef<int64_t>> global = getGlobalShape())
+    shape.assign(global->begin(), global->end());
+  SmallVector<int64_t> strides(shape.size(), 1);
+  for (int64_t d = int64_t(shape.size()) - 2; d >= 0; --d)
+    strides[d] = strides[d + 1] * shape[d + 1];
+  return strides;
 }
 
 namespace {

@@ -485,20 +485,10 @@ ShardingRule ruleOf(Operation *op) {
       })
       .Case([](CrossEntropyOp op) { return meanLoss(op, true); })
       .Case([](MseOp op) { return meanLoss(op, false); })
-      .Case([](DropoutOp op) {
-        // The mask hashes each element's linear index in the whole tensor:
-        // a block along the first dimension is a contiguous run of those
-        // indices, which the partitioner hands the op as index_offset.
-        // Other dimensions stay whole (a block of them is not contiguous).
-        ShardingRule rule = ShardingRule::whole(op);
-        auto type = cast<RankedTensorType>(op.getType());
-        if (type.getRank() == 0)
-          return rule;
-        int64_t f = rule.addFactor(type.getDimSize(0));
-        rule.operands[0][0] = {f};
-        rule.results[0][0] = {f};
-        return rule;
-      })
+      // The mask hashes each element's index in the whole tensor; a block
+      // computes those indices from the whole tensor's shape and its first
+      // element's index, which the partitioner hands the op.
+      .Case([](DropoutOp op) { return elementwise(op); })
       .Default([](Operation *op) { return ShardingRule::whole(op); });
 }
 

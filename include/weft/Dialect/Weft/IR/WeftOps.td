@@ -446,11 +446,13 @@ def Weft_DropoutOp : Weft_Op<"dropout", [Pure,
     step; `op_id` tells the dropouts of one model apart. The gradient is
     the dropout of the incoming gradient with the same mask.
 
-    A rank holding a block of a tensor split along its first dimension
-    (the partitioner's data-parallel split) passes `index_offset`, the
-    linear index of its block's first element in the whole tensor: `i`
-    counts from there, so the rank draws exactly its block of the mask one
-    device would draw.
+    A rank holding a block of a split tensor passes `global_shape`, the
+    whole tensor's shape, and `index_offset`, the linear index of its
+    block's first element in the whole tensor: element `j` of the block is
+    `i = index_offset + sum_d j_d * stride_d` with the whole tensor's
+    strides, so the rank draws exactly its block of the mask one device
+    would draw, whichever dimensions are split (a block of rows, or of the
+    sequence under sequence parallelism).
 
     ```mlir
     %y = weft.dropout %x, %seed {ratio = 1.000000e-01 : f64, op_id = 3 : i64}
@@ -463,7 +465,8 @@ def Weft_DropoutOp : Weft_Op<"dropout", [Pure,
   }];
   let arguments = (ins Weft_FloatTensor:$input, 0DTensorOf<[I64]>:$seed,
       Optional<0DTensorOf<[I64]>>:$index_offset,
-      F64Attr:$ratio, I64Attr:$op_id);
+      F64Attr:$ratio, I64Attr:$op_id,
+      OptionalAttr<DenseI64ArrayAttr>:$global_shape);
   let results = (outs Weft_FloatTensor:$result);
   let assemblyFormat = "$input `,` $seed (`offset` `(` $index_offset^ `:` "
                        "type($index_offset) `)`)? attr-dict `:` "
@@ -476,6 +479,9 @@ def Weft_DropoutOp : Weft_Op<"dropout", [Pure,
     static uint64_t keyOf(int64_t seed, int64_t opId);
     /// Elements whose 24-bit draw is below this are dropped.
     static uint64_t threshold(double ratio);
+    /// The strides of linear indices into the mask: those of
+    /// `global_shape` when the op computes a block, else its own.
+    ::llvm::SmallVector<int64_t> maskStrides();
   }];
 }
 
