@@ -73,9 +73,42 @@ std::tuple<Value, Value, Value> rowStatistics(OpBuilder &b, Location loc, Value 
 }
 } // namespace
 
+/// Layer norm over an axis split over `axes`: the mean and the (biased)
+/// variance from all-reduced sums, scale and bias by this rank's block.
+static Value layerNormOverShards(OpBuilder &b, LayerNormOp norm,
+                                 ArrayRef<StringAttr> axes, int64_t ranks) {
+  Location loc = norm.getLoc();
+  Value x = norm.getInput();
+  auto type = cast<RankedTensorType>(x.getType());
+  int64_t axis = norm.getAxis();
+  Type element = type.getElementType();
+  auto sum = [&](Value v) -> Value {
+    Value local = ReduceSumOp::create(b, loc, v, b.getDenseI64ArrayAttr({axis}),
+                                      b.getBoolAttr(true));
+    return AllReduceOp::create(b, loc, local.getType(), local,
+                               axesAttr(b, axes));
+  };
+  Value count = scalar(b, loc, element, double(type.getDimSize(axis) * ranks));
+  Value mean = DivOp::create(b, loc, sum(x), count);
+  Value centered = SubOp::create(b, loc, x, mean);
+  Value variance = DivOp::create(
+      b, loc, sum(MulOp::create(b, loc, centered, centered)), count);
+  Value inverse = RsqrtOp::create(
+      b, loc,
+      AddOp::create(b, loc, variance,
+                    scalar(b, loc, element,
+                           norm.getEpsilon().convertToDouble())));
+  Value normalized = MulOp::create(b, loc, centered, inverse);
+  return AddOp::create(b, loc,
+                       MulOp::create(b, loc, normalized, norm.getScale()),
+                       norm.getBias());
+}
+
 Value weft::combineOverShards(OpBuilder &b, Operation *op,
                               ArrayRef<StringAttr> axes) {
   Location loc = op->getLoc();
+  if (auto norm = dyn_cast<LayerNormOp>(op))
+    return layerNormOverShards(b, norm, axes, ranksOf(op, axes));
   Value x = op->getOperand(0);
   auto type = cast<RankedTensorType>(x.getType());
   int64_t ranks = ranksOf(op, axes);

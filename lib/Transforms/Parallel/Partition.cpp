@@ -462,7 +462,7 @@ private:
       const AxisList &split = axes[rule.operands[0][gather.getAxis()].front()];
       return split.empty() ? Value() : lookupInShard(b, gather, split);
     }
-    if (!isa<SoftmaxOp, LogSoftmaxOp, CrossEntropyOp>(op))
+    if (!isa<SoftmaxOp, LogSoftmaxOp, CrossEntropyOp, LayerNormOp>(op))
       return Value();
     for (auto [f, factor] : llvm::enumerate(rule.factors))
       if (factor.kind == ShardingRule::Kind::Combined && !axes[f].empty())

@@ -414,6 +414,18 @@ ShardingRule ruleOf(Operation *op) {
         // with a broadcast of the input: they are whole.
         rule.operands[1] = noFactors(op.getScale());
         rule.operands[2] = noFactors(op.getBias());
+        // Over one axis, that axis may be split: the partitioner combines
+        // the ranks' sums for the mean and the variance, and each rank
+        // applies its block of scale and bias.
+        if (whole.size() == 1) {
+          int64_t axis = whole.front();
+          int64_t f = rule.addFactor(shapeOf(op.getInput())[axis],
+                                     Kind::Combined);
+          rule.operands[0][axis] = {f};
+          rule.results[0][axis] = {f};
+          rule.operands[1] = {{f}};
+          rule.operands[2] = {{f}};
+        }
         return rule;
       })
       .Case([](CausalMaskOp op) {
