@@ -14,10 +14,7 @@
 
 #include "CombineShards.h"
 
-#include "weft/Dialect/Weft/IR/Sharding.h"
-#include "weft/Dialect/Weft/IR/WeftDialect.h"
-
-#include "mlir/IR/BuiltinOps.h"
+#include "weft/Dialect/Weft/IR/Builders.h"
 
 using namespace mlir;
 using namespace weft;
@@ -33,18 +30,6 @@ RankedTensorType withDim(Value v, int64_t dim, int64_t size) {
   SmallVector<int64_t> shape(type.getShape());
   shape[dim] = size;
   return RankedTensorType::get(shape, type.getElementType());
-}
-
-Value scalar(OpBuilder &b, Location loc, Type element, double value) {
-  auto type = RankedTensorType::get({}, element);
-  return ConstantOp::create(
-      b, loc, DenseElementsAttr::get(type, FloatAttr::get(element, value)));
-}
-
-int64_t ranksOf(Operation *op, ArrayRef<StringAttr> axes) {
-  auto mesh = op->getParentOfType<ModuleOp>()->getAttrOfType<MeshAttr>(
-      WeftDialect::kMeshAttrName);
-  return axesSize(mesh, axes);
 }
 
 /// Row statistics of `x` over its split axis `axis`: the global maximum
@@ -88,7 +73,7 @@ static Value layerNormOverShards(OpBuilder &b, LayerNormOp norm,
     return AllReduceOp::create(b, loc, local.getType(), local,
                                axesAttr(b, axes));
   };
-  Value count = scalar(b, loc, element, double(type.getDimSize(axis) * ranks));
+  Value count = grad::scalar(b, loc, element, double(type.getDimSize(axis) * ranks));
   Value mean = DivOp::create(b, loc, sum(x), count);
   Value centered = SubOp::create(b, loc, x, mean);
   Value variance = DivOp::create(
@@ -96,7 +81,7 @@ static Value layerNormOverShards(OpBuilder &b, LayerNormOp norm,
   Value inverse = RsqrtOp::create(
       b, loc,
       AddOp::create(b, loc, variance,
-                    scalar(b, loc, element,
+                    grad::scalar(b, loc, element,
                            norm.getEpsilon().convertToDouble())));
   Value normalized = MulOp::create(b, loc, centered, inverse);
   return AddOp::create(b, loc,
@@ -105,13 +90,12 @@ static Value layerNormOverShards(OpBuilder &b, LayerNormOp norm,
 }
 
 Value weft::combineOverShards(OpBuilder &b, Operation *op,
-                              ArrayRef<StringAttr> axes) {
+                              ArrayRef<StringAttr> axes, int64_t ranks) {
   Location loc = op->getLoc();
   if (auto norm = dyn_cast<LayerNormOp>(op))
-    return layerNormOverShards(b, norm, axes, ranksOf(op, axes));
+    return layerNormOverShards(b, norm, axes, ranks);
   Value x = op->getOperand(0);
   auto type = cast<RankedTensorType>(x.getType());
-  int64_t ranks = ranksOf(op, axes);
   int64_t axis = type.getRank() - 1;
   if (auto softmax = dyn_cast<SoftmaxOp>(op))
     axis = softmax.getAxis();
@@ -160,14 +144,14 @@ Value weft::lookupInShard(OpBuilder &b, GatherOp gather,
                      AxisIndexOp::create(
                          b, loc, RankedTensorType::get({}, b.getI64Type()),
                          axesAttr(b, axes))),
-      scalar(b, loc, f32, double(rows)));
+      grad::scalar(b, loc, f32, double(rows)));
   Value local =
       SubOp::create(b, loc, CastOp::create(b, loc, asF32, indices), first);
-  Value zero = scalar(b, loc, f32, 0.0), last = scalar(b, loc, f32, rows - 1);
+  Value zero = grad::scalar(b, loc, f32, 0.0), last = grad::scalar(b, loc, f32, rows - 1);
   Value mine = WhereOp::create(
       b, loc, CmpOp::create(b, loc, CmpPredicate::ge, local, zero),
       WhereOp::create(b, loc, CmpOp::create(b, loc, CmpPredicate::le, local, last),
-                      scalar(b, loc, f32, 1.0), zero),
+                      grad::scalar(b, loc, f32, 1.0), zero),
       zero);
   Value clamped = MinOp::create(b, loc, MaxOp::create(b, loc, local, zero), last);
   Value rowsOfMine = CastOp::create(b, loc, indexType, clamped);

@@ -18,14 +18,16 @@
 
 namespace weft {
 
-/// softmax, log_softmax or cross_entropy over an axis split over `axes`:
+/// softmax, log_softmax, cross_entropy or layer_norm over an axis split
+/// over `axes` (`ranks` of them):
 /// the row maximum is the maximum of the ranks' (an all-gather of one
 /// value per row and a local maximum), the sum of exponentials an
 /// all-reduce, and cross-entropy's target logit an all-reduce of each
 /// rank's pick (zero where the label is another rank's). The logits are
 /// never gathered.
 mlir::Value combineOverShards(mlir::OpBuilder &b, mlir::Operation *op,
-                              llvm::ArrayRef<mlir::StringAttr> axes);
+                              llvm::ArrayRef<mlir::StringAttr> axes,
+                              int64_t ranks);
 
 /// A gather from a table split along the gathered axis over `axes`: each
 /// rank looks up the indices that fall in its block of rows and gives

@@ -16,6 +16,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "CombineShards.h"
+#include "weft/Dialect/Weft/IR/Builders.h"
 #include "ShardingAnalysis.h"
 #include "weft/Transforms/Parallel/Passes.h"
 
@@ -443,11 +444,7 @@ private:
       if (ranks == 1 || local.getRank() != 0)
         continue;
       OpBuilder b(op);
-      Value share = ConstantOp::create(
-          b, op->getLoc(),
-          DenseElementsAttr::get(
-              local, FloatAttr::get(local.getElementType(), 1.0 / ranks)));
-      operand.set(MulOp::create(b, op->getLoc(), operand.get(), share));
+      operand.set(grad::scale(b, op->getLoc(), operand.get(), 1.0 / ranks));
     }
   }
 
@@ -466,7 +463,7 @@ private:
       return Value();
     for (auto [f, factor] : llvm::enumerate(rule.factors))
       if (factor.kind == ShardingRule::Kind::Combined && !axes[f].empty())
-        return combineOverShards(b, op, axes[f]);
+        return combineOverShards(b, op, axes[f], axesSize(mesh, axes[f]));
     return Value();
   }
 
@@ -485,12 +482,8 @@ private:
     auto constant = [&](int64_t v) -> Value {
       return ConstantOp::create(b, loc, DenseElementsAttr::get(scalar, v));
     };
-    int64_t stride = 1;
-    SmallVector<int64_t> strides(global.getRank(), 1);
-    for (int64_t d = global.getRank() - 1; d >= 0; --d) {
-      strides[d] = stride;
-      stride *= global.getDimSize(d);
-    }
+    dropout.setGlobalShape(global.getShape());
+    SmallVector<int64_t> strides = dropout.maskStrides();
     Value offset = dropout.getIndexOffset();
     for (auto [d, axes] : llvm::enumerate(layout.dims)) {
       if (axes.empty())
@@ -505,7 +498,6 @@ private:
                       : start;
     }
     dropout.getIndexOffsetMutable().assign(offset);
-    dropout.setGlobalShape(global.getShape());
   }
 
   /// A convolution over split input channels computes a term of the sum
@@ -517,14 +509,8 @@ private:
     if (!conv.getBias() || ranks == 1)
       return;
     OpBuilder b(conv);
-    Value bias = conv.getBias();
-    auto type = cast<RankedTensorType>(bias.getType());
-    auto scalar = RankedTensorType::get({}, type.getElementType());
-    Value share = ConstantOp::create(
-        b, conv.getLoc(),
-        DenseElementsAttr::get(
-            scalar, FloatAttr::get(type.getElementType(), 1.0 / ranks)));
-    conv.getBiasMutable().assign(MulOp::create(b, conv.getLoc(), bias, share));
+    conv.getBiasMutable().assign(
+        grad::scale(b, conv.getLoc(), conv.getBias(), 1.0 / ranks));
   }
 
   /// A slice keeps split dimensions whole (its rule says so), so their
@@ -557,14 +543,7 @@ private:
       Value local = localOf(result);
       b.setInsertionPointAfter(local.getDefiningOp() ? local.getDefiningOp()
                                                      : op);
-      auto type = cast<RankedTensorType>(result.getType());
-      auto scalar = RankedTensorType::get({}, type.getElementType());
-      Value scale = ConstantOp::create(
-          b, op->getLoc(),
-          DenseElementsAttr::get(
-              scalar, FloatAttr::get(type.getElementType(), 1.0 / ranks)));
-      auto scaled = MulOp::create(b, op->getLoc(), local, scale);
-      current[result] = scaled;
+      current[result] = grad::scale(b, op->getLoc(), local, 1.0 / ranks);
     }
     return success();
   }

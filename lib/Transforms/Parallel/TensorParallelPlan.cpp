@@ -74,7 +74,7 @@ public:
     for (auto &[i, s] : layouts)
       if (!s.isReplicated())
         out.params[getArgName(fn, i, contract::Role::Param).getValue()] = s;
-    measure();
+    writeLayouts();
     ShardingAnalysis analysis(fn, mesh);
     if (failed(analysis.seed(/*recorded=*/false)))
       return out;
@@ -162,8 +162,9 @@ private:
       layouts[arg.getArgNumber()] = *best;
   }
 
-  /// What the partitioner would move under the layouts chosen so far.
-  Traffic measure() {
+  /// The layouts chosen so far, on the copy's arguments, where the
+  /// analysis reads them.
+  void writeLayouts() {
     MLIRContext *context = fn.getContext();
     for (BlockArgument arg : fn.getArguments()) {
       auto type = cast<RankedTensorType>(arg.getType());
@@ -173,6 +174,11 @@ private:
                              : TensorSharding::replicated(type.getRank());
       fn.setArgAttr(arg.getArgNumber(), kShardingAttrName, s.toAttr(context));
     }
+  }
+
+  /// What the partitioner would move under the layouts chosen so far.
+  Traffic measure() {
+    writeLayouts();
     ShardingAnalysis analysis(fn, mesh);
     if (failed(analysis.seed(/*recorded=*/false)))
       return Traffic{INT64_MAX / 4, 0, 0, 0};

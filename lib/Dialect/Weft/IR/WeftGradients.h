@@ -19,6 +19,7 @@
 #ifndef WEFT_LIB_DIALECT_WEFT_IR_WEFTGRADIENTS_H
 #define WEFT_LIB_DIALECT_WEFT_IR_WEFTGRADIENTS_H
 
+#include "weft/Dialect/Weft/IR/Builders.h"
 #include "weft/Dialect/Weft/IR/WeftOps.h"
 
 namespace weft {
@@ -43,18 +44,6 @@ bool noGradientFlows(mlir::Operation *op, mlir::ValueRange resultGrads,
 
 /// `grad` for operands that carry gradients, null for the others.
 mlir::Value ifDifferentiable(mlir::Value operand, mlir::Value grad);
-
-/// A rank-0 constant; binary ops broadcast it against any shape.
-mlir::Value scalar(mlir::OpBuilder &builder, mlir::Location loc,
-                   mlir::Type elementType, double value);
-
-/// A splat constant of `type` (cheap in the IR whatever its size).
-mlir::Value splat(mlir::OpBuilder &builder, mlir::Location loc,
-                  mlir::RankedTensorType type, double value);
-
-/// `value * factor` with `factor` a rank-0 constant.
-mlir::Value scale(mlir::OpBuilder &builder, mlir::Location loc,
-                  mlir::Value value, double factor);
 
 /// `value` reshaped to `shape` (no op when the shape is unchanged).
 mlir::Value reshape(mlir::OpBuilder &builder, mlir::Location loc,
