@@ -275,8 +275,13 @@ LogicalResult Driver::runImportAndTrain(ModuleOp module, TimingScope &timing) {
         options.runtimeHyperparameters.value_or(native);
     // Under tensor parallelism a fused projection (q, k and v in one
     // matmul) is split first, so its parts can be split by heads.
-    if (options.mesh.find("tp=") != std::string::npos)
-      pm.addNestedPass<func::FuncOp>(createSplitFusedProjectionsPass());
+    if (options.mesh.find("tp=") != std::string::npos) {
+      SplitFusedProjectionsPassOptions split;
+      for (const std::string &entry : options.shard)
+        split.given.push_back(
+            llvm::StringRef(entry).split('=').first.trim().str());
+      pm.addNestedPass<func::FuncOp>(createSplitFusedProjectionsPass(split));
+    }
     buildTrainPipeline(pm, train);
   }
   if (!options.mesh.empty() && emit >= Stage::Partitioned &&

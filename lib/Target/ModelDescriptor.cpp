@@ -76,24 +76,35 @@ LogicalResult describe(func::FuncOp fn, Type type, const contract::Slot &slot,
 }
 
 /// Records `sharding` (a `weft.sharding`, possibly null) of `tensor` when it
-/// splits some dim: the global shape is the local one times the dim's axes.
+/// splits some dim, or when `stored` (a `weft.stored_shape`, possibly null)
+/// says the step holds it as a view: the global shape is the local one
+/// times the dim's axes.
 LogicalResult describeSharding(func::FuncOp fn, Attribute attr,
-                               weft::MeshAttr mesh, weft::AbiTensor &tensor) {
+                               Attribute stored, weft::MeshAttr mesh,
+                               weft::AbiTensor &tensor) {
   auto sharding = dyn_cast_or_null<weft::ShardingAttr>(attr);
-  if (!sharding)
-    return success();
-  weft::TensorSharding s = weft::TensorSharding::fromAttr(sharding);
+  weft::TensorSharding s =
+      sharding ? weft::TensorSharding::fromAttr(sharding)
+               : weft::TensorSharding::replicated(tensor.shape.size());
   if (s.rank() != tensor.shape.size())
     return fn.emitError() << "'" << tensor.name << "' of @" << fn.getName()
                           << " has rank " << tensor.shape.size()
                           << " but its sharding " << sharding << " has "
                           << s.rank() << " dims";
-  if (s.isReplicated())
+  if (auto shape = dyn_cast_or_null<DenseI64ArrayAttr>(stored))
+    tensor.storedShape.assign(shape.asArrayRef().begin(),
+                              shape.asArrayRef().end());
+  if (s.isReplicated() && tensor.storedShape.empty())
     return success();
   if (!mesh)
     return fn.emitError() << "'" << tensor.name << "' of @" << fn.getName()
-                          << " is sharded, but the module has no "
-                          << WeftDialect::kMeshAttrName;
+                          << (s.isReplicated()
+                                  ? " is held as a view (weft.stored_shape, "
+                                    "made for tensor parallelism)"
+                                  : " is sharded")
+                          << ", but the module has no "
+                          << WeftDialect::kMeshAttrName
+                          << "; compile the model with its --mesh";
   for (auto [size, axes] : llvm::zip_equal(tensor.shape, s.dims)) {
     tensor.globalShape.push_back(size * weft::axesSize(mesh, axes));
     auto &names = tensor.shardDims.emplace_back();
@@ -145,7 +156,8 @@ FailureOr<weft::ModelAbi> weft::collectModelAbi(func::FuncOp entry) {
     if (failed(check(slot, false)) ||
         failed(describe(entry, argType, slot, t)) ||
         failed(describeSharding(
-            entry, entry.getArgAttr(arg, WeftDialect::kShardingAttrName), mesh,
+            entry, entry.getArgAttr(arg, WeftDialect::kShardingAttrName),
+            entry.getArgAttr(arg, WeftDialect::kStoredShapeAttrName), mesh,
             t)))
       return failure();
     abi.args.push_back(std::move(t));
@@ -157,7 +169,8 @@ FailureOr<weft::ModelAbi> weft::collectModelAbi(func::FuncOp entry) {
         failed(describe(entry, resultType, slot, t)) ||
         failed(describeSharding(
             entry, entry.getResultAttr(i, WeftDialect::kShardingAttrName),
-            mesh, t)))
+            entry.getResultAttr(i, WeftDialect::kStoredShapeAttrName), mesh,
+            t)))
       return failure();
     abi.results.push_back(std::move(t));
   }
@@ -265,6 +278,11 @@ std::string weft::buildModelJson(ModuleOp module, const ModelAbi &abi,
                       json.value(axis);
                   });
               });
+              if (!t.storedShape.empty())
+                json.attributeArray("stored_shape", [&] {
+                  for (int64_t d : t.storedShape)
+                    json.value(d);
+                });
             });
           }
       });

@@ -51,6 +51,9 @@ struct AbiTensor {
   /// axes splitting it. Empty otherwise; `shape` is always the local one.
   std::vector<int64_t> globalShape;
   std::vector<std::vector<std::string>> shardDims;
+  /// For a slot the step holds as a view (`weft.stored_shape`): the shape
+  /// the weights and checkpoints know it by; `globalShape` is the view's.
+  std::vector<int64_t> storedShape;
 
   /// Size of the dense row-major buffer in bytes.
   uint64_t bytes() const;

@@ -7,6 +7,10 @@
 #include "weft/Dialect/Weft/IR/WeftOps.h"
 #include "weft/Transforms/Parallel/Passes.h"
 
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/SymbolTable.h"
+#include "llvm/Support/GlobPattern.h"
+
 namespace weft {
 #define GEN_PASS_DEF_SPLITFUSEDPROJECTIONSPASS
 #include "weft/Transforms/Parallel/Passes.h.inc"
@@ -60,10 +64,87 @@ int64_t sliceWidth(Value product) {
              : 0;
 }
 
+/// A parameter that the pass may hold as a view: an argument of a
+/// function nothing calls (the model's forward, before the step is built),
+/// read only by the projection, through at most one transpose. Its `dim`
+/// holds the product's columns.
+struct Viewable {
+  BlockArgument arg;
+  TransposeOp transpose;
+  int64_t dim = 0;
+};
+
+std::optional<Viewable> viewable(Value operand, int64_t columns,
+                                 ArrayRef<llvm::GlobPattern> given) {
+  Viewable v;
+  v.transpose = operand.getDefiningOp<TransposeOp>();
+  if (v.transpose) {
+    if (!v.transpose->hasOneUse())
+      return std::nullopt;
+    operand = v.transpose.getInput();
+    columns = v.transpose.getPermutation()[columns];
+  }
+  v.arg = dyn_cast<BlockArgument>(operand);
+  if (!v.arg || !v.arg.hasOneUse())
+    return std::nullopt;
+  auto fn = dyn_cast<func::FuncOp>(v.arg.getOwner()->getParentOp());
+  if (!fn || v.arg.getOwner() != &fn.front() ||
+      !fn.getArgAttr(v.arg.getArgNumber(), WeftDialect::kParamAttrName) ||
+      fn.getArgAttr(v.arg.getArgNumber(), WeftDialect::kStoredShapeAttrName))
+    return std::nullopt;
+  auto name = fn.getArgAttrOfType<StringAttr>(v.arg.getArgNumber(),
+                                              WeftDialect::kParamAttrName);
+  for (const llvm::GlobPattern &pattern : given)
+    if (name && pattern.match(name.getValue()))
+      return std::nullopt;
+  auto module = fn->getParentOfType<ModuleOp>();
+  if (module && !SymbolTable::symbolKnownUseEmpty(fn, module))
+    return std::nullopt;
+  v.dim = columns;
+  return v;
+}
+
+/// Holds `v.arg` as a view whose dimension `v.dim` of g * width elements
+/// is [g, width], recording the shape the weights know it by.
+void holdAsView(Viewable v, int64_t width) {
+  auto type = cast<RankedTensorType>(v.arg.getType());
+  auto fn = cast<func::FuncOp>(v.arg.getOwner()->getParentOp());
+  SmallVector<int64_t> shape(type.getShape());
+  shape[v.dim] = width;
+  shape.insert(shape.begin() + v.dim, type.getDimSize(v.dim) / width);
+  fn.setArgAttr(v.arg.getArgNumber(), WeftDialect::kStoredShapeAttrName,
+                DenseI64ArrayAttr::get(fn.getContext(), type.getShape()));
+  v.arg.setType(type.clone(shape));
+  fn.setType(FunctionType::get(fn.getContext(), fn.front().getArgumentTypes(),
+                               fn.getResultTypes()));
+}
+
+/// Part `index` of a viewed parameter: [.., width, ..], as it was held.
+Value partOfView(OpBuilder &b, Location loc, const Viewable &v,
+                 int64_t index) {
+  Value slab = sliceAlong(b, loc, v.arg, v.dim, index, 1);
+  auto type = cast<RankedTensorType>(slab.getType());
+  SmallVector<int64_t> shape(type.getShape());
+  shape.erase(shape.begin() + v.dim);
+  return ReshapeOp::create(b, loc, type.clone(shape), slab);
+}
+
 struct SplitFusedProjectionsPass
     : public weft::impl::SplitFusedProjectionsPassBase<
           SplitFusedProjectionsPass> {
+  using Base::Base;
+
   void runOnOperation() override {
+    for (const std::string &glob : given) {
+      llvm::Expected<llvm::GlobPattern> pattern =
+          llvm::GlobPattern::create(glob);
+      if (!pattern) {
+        // --weft-apply-mesh reports the malformed --shard entry.
+        llvm::consumeError(pattern.takeError());
+        continue;
+      }
+      patterns.push_back(std::move(*pattern));
+    }
     SmallVector<MatMulOp> matmuls;
     getOperation().walk([&](MatMulOp op) { matmuls.push_back(op); });
     for (MatMulOp matmul : matmuls)
@@ -93,12 +174,34 @@ struct SplitFusedProjectionsPass
     int64_t width = sliceWidth(product);
     if (!width)
       return;
+    // A weight that is a parameter read here alone is held as a view
+    // [.., parts, width, ..], so a tp split of `width` is a block per rank
+    // of every part (its heads of q, k and v) and the parameter and its
+    // optimizer state are split with its parts rather than kept whole.
+    std::optional<Viewable> weightView = viewable(matmul.getRhs(), columns, patterns);
+    std::optional<Viewable> biasView;
+    if (bias) {
+      Value vector = bias.getRhs() == matmul.getResult() ? bias.getLhs()
+                                                         : bias.getRhs();
+      biasView = viewable(vector, 0, patterns);
+    }
+    if (weightView)
+      holdAsView(*weightView, width);
+    if (biasView)
+      holdAsView(*biasView, width);
     for (Operation *user : llvm::make_early_inc_range(product.getUsers())) {
       auto slice = cast<SliceOp>(user);
       OpBuilder b(slice);
       Location loc = matmul.getLoc();
       int64_t start = slice.getStarts().back();
-      Value part = sliceAlong(b, loc, matmul.getRhs(), columns, start, width);
+      Value part;
+      if (weightView) {
+        part = partOfView(b, loc, *weightView, start / width);
+        if (TransposeOp t = weightView->transpose)
+          part = TransposeOp::create(b, loc, part, t.getPermutation());
+      } else {
+        part = sliceAlong(b, loc, matmul.getRhs(), columns, start, width);
+      }
       auto partial = cast<MatMulOp>(b.clone(*matmul));
       partial.getRhsMutable().assign(part);
       partial.getResult().setType(slice.getType());
@@ -106,7 +209,8 @@ struct SplitFusedProjectionsPass
       if (bias) {
         bool biasFirst = bias.getRhs() == matmul.getResult();
         Value vector = biasFirst ? bias.getLhs() : bias.getRhs();
-        Value piece = sliceAlong(b, loc, vector, 0, start, width);
+        Value piece = biasView ? partOfView(b, loc, *biasView, start / width)
+                               : sliceAlong(b, loc, vector, 0, start, width);
         auto add = cast<AddOp>(b.clone(*bias));
         add->setOperand(biasFirst ? 0 : 1, piece);
         add->setOperand(biasFirst ? 1 : 0, out);
@@ -119,6 +223,10 @@ struct SplitFusedProjectionsPass
     if (bias)
       bias.erase();
     matmul.erase();
+    if (weightView && weightView->transpose)
+      weightView->transpose.erase();
   }
+
+  SmallVector<llvm::GlobPattern> patterns;
 };
 } // namespace

@@ -90,7 +90,8 @@ public:
 
 private:
   /// Parameters that matmuls and convolutions read (through transposes,
-  /// reshapes and casts), in the order of their first such use.
+  /// reshapes, casts and slices: a fused projection held as a view is read
+  /// part by part), in the order of their first such use.
   SmallVector<BlockArgument> weightsInOrder() {
     SmallVector<BlockArgument> weights;
     fn.walk([&](Operation *op) {
@@ -98,7 +99,7 @@ private:
         return;
       for (Value operand : op->getOperands()) {
         while (Operation *def = operand.getDefiningOp()) {
-          if (!isa<TransposeOp, ReshapeOp, CastOp>(def))
+          if (!isa<TransposeOp, ReshapeOp, CastOp, SliceOp>(def))
             break;
           operand = def->getOperand(0);
         }

@@ -193,11 +193,18 @@ void OptimizerPass::runOnOperation() {
     paramSlots.push_back(
         args.add(gradFn.getArgumentTypes()[i], gradFn.getArgAttrDict(i)));
   for (auto [k, kind] : llvm::enumerate(stateKinds))
-    for (unsigned i : paramArgs)
-      stateSlots[k].push_back(args.add(
-          b, gradFn.getArgumentTypes()[i], Role::State,
-          contract::stateName(
-              kind, getArgName(gradFn, i, Role::Param).getValue())));
+    for (unsigned i : paramArgs) {
+      // State shaped like a parameter held as a view is held the same way.
+      NamedAttrList attrs(getSlotAttrs(
+          b, Role::State,
+          contract::stateName(kind,
+                              getArgName(gradFn, i, Role::Param).getValue())));
+      if (Attribute stored =
+              gradFn.getArgAttr(i, WeftDialect::kStoredShapeAttrName))
+        attrs.set(WeftDialect::kStoredShapeAttrName, stored);
+      stateSlots[k].push_back(args.add(gradFn.getArgumentTypes()[i],
+                                       attrs.getDictionary(b.getContext())));
+    }
   llvm::DenseMap<unsigned, unsigned> dataSlots;
   for (unsigned i : llvm::concat<unsigned>(batchArgs, otherArgs)) {
     auto type = cast<RankedTensorType>(gradFn.getArgumentTypes()[i]);

@@ -43,7 +43,22 @@ def SplitFusedProjectionsPass : Pass<"weft-split-fused-projections",
     Applies when the weight is 2-D, every user of the product (after an
     optional bias add) is a unit-stride slice of its last dimension, and
     the slices have one width that divides it.
+
+    A weight (or bias) that is a parameter read by the projection alone is
+    then held as a view: `[96, 32]` becomes `[3, 32, 32]` (the parts, then
+    each part's rows), marked `weft.stored_shape = array<i64: 96, 32>`,
+    and each part is a slice of the view. A tp split of a part's rows is
+    then a split of the view's, so the parameter and its optimizer state
+    are split with their parts (each rank holds its heads of q, k and v)
+    instead of staying whole. The runtime maps the view's blocks to the
+    stored shape for the weights and checkpoints. Parameters named in
+    `given` (globs: those `--shard` lays out by hand, in the stored shape)
+    are not viewed.
   }];
+  let options = [
+    ListOption<"given", "given", "std::string",
+               "Parameters (globs) laid out by hand: kept in their shape">
+  ];
   let dependentDialects = ["weft::WeftDialect"];
 }
 

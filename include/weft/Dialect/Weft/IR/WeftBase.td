@@ -90,6 +90,13 @@ def Weft_Dialect : Dialect {
     /// sharding (#weft.sharding) of each entry argument and result.
     static constexpr ::llvm::StringLiteral kMeshAttrName = "weft.mesh";
     static constexpr ::llvm::StringLiteral kShardingAttrName = "weft.sharding";
+    /// On a parameter (and its optimizer state) the step holds in a view
+    /// (a fused q/k/v weight [32, 96] held as [32, 3, 32], so that a tp
+    /// split of its last dimension gives each rank its heads of all three):
+    /// the shape the model, the weights and checkpoints know it by. The
+    /// bytes are the same, row-major; the runtime maps blocks between them.
+    static constexpr ::llvm::StringLiteral kStoredShapeAttrName =
+        "weft.stored_shape";
     /// On a weft.all_reduce or weft.reduce_scatter: the bucket it travels
     /// in (--weft-bucket-collectives). A bucket's collectives run as one,
     /// on the runtime's communication thread, while the step goes on.
