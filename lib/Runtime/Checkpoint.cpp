@@ -149,16 +149,24 @@ std::string describe(DType dtype, const std::vector<int64_t> &shape) {
 }
 
 /// One block of a tensor: where it lies in the global tensor and which
-/// file holds it (under the tensor's name).
+/// file holds it (under the tensor's name). The file's entry may be bigger
+/// than the block (a rank's block of a view is several boxes of the stored
+/// tensor): the block then lies at `at` in an entry of shape `entryShape`.
 struct ManifestBlock {
   std::string file;
   std::vector<int64_t> offsets, shape;
+  /// Zeros and `shape` when the manifest omits them (the entry is the
+  /// block, as format version 2 always has it).
+  std::vector<int64_t> at, entryShape;
 };
 
-/// A manifest's entry for one tensor. `shape` is the global shape.
+/// A manifest's entry for one tensor. `shape` is the global (stored) shape.
 struct ManifestTensor {
   std::string name, kind, dtype;
   std::vector<int64_t> shape;
+  /// The view the writing run held it in, when it had one; `dims` split
+  /// it.
+  std::vector<int64_t> viewShape;
   std::vector<std::vector<std::string>> dims;
   std::vector<ManifestBlock> blocks;
 };
@@ -315,13 +323,15 @@ Status parseManifest(const std::string &path, Manifest &m) {
     if (!readShape(t["shape"], mt.shape))
       return bad("tensor " + quote(mt.name) + " has an invalid shape");
     if (!sharded) {
-      mt.blocks.push_back(
-          {kTensors, std::vector<int64_t>(mt.shape.size(), 0), mt.shape});
+      std::vector<int64_t> zeros(mt.shape.size(), 0);
+      mt.blocks.push_back({kTensors, zeros, mt.shape, zeros, mt.shape});
       m.tensors.push_back(std::move(mt));
       continue;
     }
     if (t.contains("dims") && !readDims(t["dims"], mt.dims))
       return bad("tensor " + quote(mt.name) + " has invalid 'dims'");
+    if (t.contains("view_shape") && !readShape(t["view_shape"], mt.viewShape))
+      return bad("tensor " + quote(mt.name) + " has an invalid 'view_shape'");
     auto blocks = t.find("blocks");
     if (blocks == t.end() || !blocks->is_array() || blocks->empty())
       return bad("tensor " + quote(mt.name) + " lists no 'blocks'");
@@ -332,6 +342,15 @@ Status parseManifest(const std::string &path, Manifest &m) {
           !b.contains("shape") || !readShape(b["shape"], mb.shape))
         return bad("tensor " + quote(mt.name) +
                    " has a block without file, offsets or shape");
+      if (b.contains("at") ? !readShape(b["at"], mb.at)
+                           : (mb.at.assign(mb.shape.size(), 0), false))
+        return bad("tensor " + quote(mt.name) +
+                   " has a block with an invalid 'at'");
+      if (b.contains("entry_shape")
+              ? !readShape(b["entry_shape"], mb.entryShape)
+              : (mb.entryShape = mb.shape, false))
+        return bad("tensor " + quote(mt.name) +
+                   " has a block with an invalid 'entry_shape'");
       mb.file = b["file"].get<std::string>();
       mt.blocks.push_back(std::move(mb));
     }
@@ -368,6 +387,16 @@ std::string checkBlocks(const ManifestTensor &t) {
         return "tensor " + quote(t.name) + ": block " +
                formatShape(b.shape) + " at " + formatShape(b.offsets) +
                " lies outside " + formatShape(t.shape);
+    bool inEntry =
+        b.at.size() == b.shape.size() && b.entryShape.size() == b.shape.size();
+    for (size_t d = 0; inEntry && d < b.shape.size(); ++d)
+      inEntry =
+          b.at[d] <= b.entryShape[d] && b.shape[d] <= b.entryShape[d] - b.at[d];
+    if (!inEntry)
+      return "tensor " + quote(t.name) + ": block " + formatShape(b.shape) +
+             " at " + formatShape(b.offsets) + " lies outside its entry in " +
+             b.file + " ('at' " + json(b.at).dump() + ", 'entry_shape' " +
+             json(b.entryShape).dump() + ")";
     for (size_t k = 0; k < i; ++k) {
       const ManifestBlock &o = t.blocks[k];
       bool overlap = volume(b.shape) > 0 && volume(o.shape) > 0;
@@ -620,8 +649,8 @@ Status verify(const std::string &path,
       bool known = false;
       DType dtype = dtypeFromName(t.dtype, known);
       if (e == part->second.entries.end() || e->second.dtype != t.dtype ||
-          e->second.shape != b.shape ||
-          !computeByteSize(dtype, b.shape, bytes) ||
+          e->second.shape != b.entryShape ||
+          !computeByteSize(dtype, b.entryShape, bytes) ||
           e->second.end - e->second.begin != bytes) {
         damage = part->second.path + ": tensor " + quote(t.name) +
                  " is missing or differs from the manifest";
@@ -633,12 +662,15 @@ Status verify(const std::string &path,
 }
 
 /// Fills the box at `start` of shape `shape` of tensor `t` (global
-/// coordinates) into `dst`, dense, from the blocks that overlap it. Each
-/// block is read from the first to the last byte the box needs, so a rank
-/// reads little more than its own share.
+/// coordinates) from the blocks that overlap it into the dense array `dst`
+/// of shape `dstShape`, at `dstStart`. Each block is read from the first
+/// to the last byte the box needs, so a rank reads little more than its
+/// own share.
 Status assemble(const ManifestTensor &t, std::map<std::string, Part> &parts,
                 const std::vector<int64_t> &start,
-                const std::vector<int64_t> &shape, void *dst) {
+                const std::vector<int64_t> &shape, void *dst,
+                const std::vector<int64_t> &dstShape,
+                const std::vector<int64_t> &dstStart) {
   bool known = false;
   DType dtype = dtypeFromName(t.dtype, known);
   size_t es = dtypeSize(dtype);
@@ -653,17 +685,17 @@ Status assemble(const ManifestTensor &t, std::map<std::string, Part> &parts,
       if (hi <= lo[d])
         empty = true;
       box[d] = hi - lo[d];
-      inBlock[d] = lo[d] - b.offsets[d];
-      inDst[d] = lo[d] - start[d];
+      inBlock[d] = b.at[d] + lo[d] - b.offsets[d];
+      inDst[d] = dstStart[d] + lo[d] - start[d];
     }
     if (empty)
       continue;
-    // Linear element indices (in the block) of the box's first and last
-    // elements: the byte span to read.
+    // Linear element indices (in the file's entry) of the box's first and
+    // last elements: the byte span to read.
     int64_t first = 0, last = 0;
     for (size_t d = 0; d < rank; ++d) {
-      first = first * b.shape[d] + inBlock[d];
-      last = last * b.shape[d] + inBlock[d] + box[d] - 1;
+      first = first * b.entryShape[d] + inBlock[d];
+      last = last * b.entryShape[d] + inBlock[d] + box[d] - 1;
     }
     Part &part = parts.at(b.file);
     const Part::Entry &e = part.entries.at(t.name);
@@ -673,8 +705,8 @@ Status assemble(const ManifestTensor &t, std::map<std::string, Part> &parts,
                                      buf.data(), n);
         !s.ok())
       return Status::error("tensor " + quote(t.name) + ": " + s.message);
-    copyBoxFrom(buf.data(), first, b.shape, inBlock,
-                static_cast<uint8_t *>(dst), shape, inDst, box, es);
+    copyBoxFrom(buf.data(), first, b.entryShape, inBlock,
+                static_cast<uint8_t *>(dst), dstShape, inDst, box, es);
   }
   return Status::success();
 }
@@ -763,19 +795,21 @@ std::string partStem(int64_t rank, int64_t world) {
   return buf;
 }
 
-/// The model's tensors with global shapes, and where this rank's block of
-/// each lies; an error means the layout and the tensors disagree.
+/// The model's tensors with global (stored) shapes, and where this rank's
+/// block of each lies; an error means the layout and the tensors disagree.
 Status globalView(const std::vector<CheckpointTensor> &tensors,
                   const ShardLayout &layout, int64_t rank,
                   std::vector<CheckpointTensor> &global,
-                  std::vector<std::vector<int64_t>> &offsets) {
+                  std::vector<ShardLayout::StoredBlock> &blocks) {
   global = tensors;
-  offsets.assign(tensors.size(), {});
-  for (size_t i = 0; i < tensors.size(); ++i)
-    if (Status s = layout.blockOf(tensors[i].name, tensors[i].shape, rank,
-                                  offsets[i], global[i].shape);
+  blocks.assign(tensors.size(), {});
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    if (Status s = layout.storedBlockOf(tensors[i].name, tensors[i].shape, rank,
+                                        blocks[i]);
         !s.ok())
       return s;
+    global[i].shape = blocks[i].globalShape;
+  }
   return Status::success();
 }
 
@@ -798,8 +832,8 @@ Status restoreImpl(const std::string &dir,
                    const std::string &modelJson, RestoreResult &result) {
   result = RestoreResult();
   std::vector<CheckpointTensor> global;
-  std::vector<std::vector<int64_t>> offsets;
-  if (Status s = globalView(tensors, layout, rank, global, offsets); !s.ok())
+  std::vector<ShardLayout::StoredBlock> blocks;
+  if (Status s = globalView(tensors, layout, rank, global, blocks); !s.ok())
     return s;
   auto all = listCheckpoints(dir);
   if (all.empty())
@@ -825,9 +859,11 @@ Status restoreImpl(const std::string &dir,
       const CheckpointTensor &t = tensors[i];
       auto mt = std::find_if(m.tensors.begin(), m.tensors.end(),
                              [&](const auto &c) { return c.name == t.name; });
-      if (Status s = assemble(*mt, parts, offsets[i], t.shape, t.data);
-          !s.ok())
-        return Status::error(path + ": " + s.message);
+      for (const ShardLayout::Box &box : blocks[i].boxes)
+        if (Status s = assemble(*mt, parts, box.offsets, box.shape, t.data,
+                                blocks[i].localShape, box.localOffsets);
+            !s.ok())
+          return Status::error(path + ": " + s.message);
     }
     result.found = true;
     result.path = path;
@@ -942,6 +978,155 @@ Status ShardLayout::blockOf(const std::string &name,
   return Status::success();
 }
 
+Status ShardLayout::storedBlockOf(const std::string &name,
+                                  const std::vector<int64_t> &localShape,
+                                  int64_t rank, StoredBlock &out) const {
+  out = StoredBlock();
+  std::vector<int64_t> offsets, view;
+  if (Status s = blockOf(name, localShape, rank, offsets, view); !s.ok())
+    return s;
+  auto it = shardings.find(name);
+  if (it == shardings.end() || it->second.storedShape.empty() ||
+      it->second.storedShape == view) {
+    out.globalShape = view;
+    out.localShape = localShape;
+    out.boxes.push_back(
+        {offsets, localShape, std::vector<int64_t>(localShape.size(), 0)});
+    return Status::success();
+  }
+  const std::vector<int64_t> &stored = it->second.storedShape;
+  auto bad = [&](const std::string &what) {
+    return Status::error("sharding of " + quote(name) + ": " + what +
+                         "; weftc and this runtime disagree on the layout");
+  };
+  std::vector<size_t> runs;
+  if (std::string e = storedDimRuns(stored, view, runs); !e.empty())
+    return bad(e);
+  out.globalShape = stored;
+  size_t rankStored = stored.size();
+  // Per stored dim, where each range of the block starts (stored global
+  // and local coordinates); the ranges of one dim share an extent.
+  std::vector<std::vector<std::pair<int64_t, int64_t>>> starts(rankStored);
+  std::vector<int64_t> extent(rankStored);
+  // A pathological view could make a block millions of boxes; refuse it
+  // before enumerating them.
+  constexpr int64_t kMaxBoxes = 1 << 20;
+  int64_t count = 1;
+  for (size_t j = 0; j < rankStored; ++j) {
+    size_t a = runs[j], c = runs[j + 1];
+    int64_t local = 1;
+    for (size_t d = a; d < c; ++d)
+      local *= localShape[d];
+    out.localShape.push_back(local);
+    // View dims inside the innermost split one are whole, so each index
+    // of the split one and the dims outside it is one contiguous range.
+    size_t k = c;
+    for (size_t d = c; d-- > a;)
+      if (localShape[d] < view[d]) {
+        k = d;
+        break;
+      }
+    if (k == c) {
+      starts[j] = {{0, 0}};
+      extent[j] = stored[j];
+      continue;
+    }
+    int64_t inner = 1;
+    for (size_t d = k + 1; d < c; ++d)
+      inner *= view[d];
+    extent[j] = localShape[k] * inner;
+    for (size_t d = a; d < k; ++d)
+      count = localShape[d] > kMaxBoxes
+                  ? kMaxBoxes + 1
+                  : std::min(count * localShape[d], kMaxBoxes + 1);
+    if (count > kMaxBoxes)
+      return bad("a rank's block of the view " + formatShape(view) +
+                 " is over " + std::to_string(kMaxBoxes) +
+                 " separate boxes of the stored shape " + formatShape(stored));
+    std::vector<int64_t> idx(k - a, 0);
+    while (count > 0) {
+      int64_t g = 0, l = 0;
+      for (size_t d = a; d < k; ++d) {
+        g = g * view[d] + offsets[d] + idx[d - a];
+        l = l * localShape[d] + idx[d - a];
+      }
+      starts[j].push_back(
+          {(g * view[k] + offsets[k]) * inner, l * localShape[k] * inner});
+      size_t d = k;
+      while (d > a && ++idx[d - 1 - a] == localShape[d - 1])
+        idx[--d - a] = 0;
+      if (d == a)
+        break;
+    }
+  }
+  if (volume(localShape) == 0) {
+    // An empty block: one empty box keeps the rank's entry in the
+    // checkpoint, as without a view.
+    out.boxes.push_back({std::vector<int64_t>(rankStored, 0), out.localShape,
+                         std::vector<int64_t>(rankStored, 0)});
+    return Status::success();
+  }
+  std::vector<size_t> pick(rankStored, 0);
+  while (true) {
+    Box box;
+    for (size_t j = 0; j < rankStored; ++j) {
+      box.offsets.push_back(starts[j][pick[j]].first);
+      box.localOffsets.push_back(starts[j][pick[j]].second);
+    }
+    box.shape = extent;
+    out.boxes.push_back(std::move(box));
+    size_t j = rankStored;
+    while (j > 0 && ++pick[j - 1] == starts[j - 1].size())
+      pick[--j] = 0;
+    if (j == 0)
+      break;
+  }
+  return Status::success();
+}
+
+std::string weft::rt::storedDimRuns(const std::vector<int64_t> &storedShape,
+                                    const std::vector<int64_t> &viewShape,
+                                    std::vector<size_t> &runs) {
+  auto text = [](const std::vector<int64_t> &shape) {
+    return json(shape).dump();
+  };
+  auto count = [](const std::vector<int64_t> &shape, int64_t &n) {
+    n = 1;
+    for (int64_t d : shape)
+      if (d < 0 || __builtin_mul_overflow(n, d, &n))
+        return false;
+    return true;
+  };
+  int64_t storedCount = 0, viewCount = 0;
+  if (!count(storedShape, storedCount) || !count(viewShape, viewCount) ||
+      storedCount != viewCount)
+    return "stored_shape " + text(storedShape) + " has " +
+           std::to_string(storedCount) + " elements but global_shape " +
+           text(viewShape) + " has " + std::to_string(viewCount);
+  std::string notMerge =
+      "stored_shape " + text(storedShape) +
+      " is not a merge of consecutive dims of global_shape " + text(viewShape) +
+      " (each stored dim must be the " + "product of a run of them, in order)";
+  runs.assign(1, 0);
+  size_t cursor = 0;
+  for (int64_t size : storedShape) {
+    // The shortest run: size-1 view dims between runs join the next one.
+    int64_t product = 1;
+    while (product != size) {
+      if (cursor == viewShape.size() || (size != 0 && product > size) ||
+          __builtin_mul_overflow(product, viewShape[cursor], &product))
+        return notMerge;
+      ++cursor;
+    }
+    runs.push_back(cursor);
+  }
+  // What is left has one element (or the tensor none): it joins the last
+  // run.
+  if (!storedShape.empty())
+    runs.back() = viewShape.size();
+  return "";
+}
+
 bool ShardLayout::storesBlock(const std::string &name, int64_t rank) const {
   std::set<std::string> used;
   if (auto it = shardings.find(name); it != shardings.end())
@@ -992,6 +1177,17 @@ Status weft::rt::parseShardLayout(const std::string &modelJson,
           return Status::error("model JSON: sharding of " + quote(it.key()) +
                                " uses mesh axis " + quote(a) +
                                ", which 'mesh' does not define");
+    if (auto stored = e.find("stored_shape"); stored != e.end()) {
+      std::vector<size_t> runs;
+      if (!readShape(*stored, split.storedShape))
+        return Status::error("model JSON: sharding of " + quote(it.key()) +
+                             ": 'stored_shape' must be a list of sizes");
+      if (std::string why =
+              storedDimRuns(split.storedShape, split.globalShape, runs);
+          !why.empty())
+        return Status::error("model JSON: sharding of " + quote(it.key()) +
+                             ": " + why);
+    }
     out.shardings[it.key()] = std::move(split);
   }
   return Status::success();
@@ -1131,7 +1327,16 @@ Status weft::rt::writeCheckpoint(const std::string &dir,
           "checkpoint: rank " + std::to_string(rank) + " of " +
           std::to_string(world) +
           " has no mesh layout; a multi-rank run needs the model's mesh");
-    return writeCheckpoint(dir, meta, tensors, keep, path);
+    // Without a mesh every block is the whole tensor, but a viewed one is
+    // still saved in its stored shape.
+    std::vector<CheckpointTensor> stored = tensors;
+    for (CheckpointTensor &t : stored) {
+      ShardLayout::StoredBlock block;
+      if (Status s = layout.storedBlockOf(t.name, t.shape, 0, block); !s.ok())
+        return s;
+      t.shape = block.localShape;
+    }
+    return writeCheckpoint(dir, meta, stored, keep, path);
   }
   if (world != layout.numRanks() || rank < 0 || rank >= world)
     return Status::error("checkpoint: rank " + std::to_string(rank) + " of " +
@@ -1157,13 +1362,14 @@ Status weft::rt::writeCheckpoint(const std::string &dir,
     if (!computeByteSize(t.dtype, t.shape, bytes))
       return Status::error("checkpoint: tensor " + quote(t.name) +
                            " has an invalid shape");
-    std::vector<int64_t> offsets, global;
-    if (Status s = layout.blockOf(t.name, t.shape, rank, offsets, global);
-        !s.ok())
+    ShardLayout::StoredBlock block;
+    if (Status s = layout.storedBlockOf(t.name, t.shape, rank, block); !s.ok())
       return s;
     if (!layout.storesBlock(t.name, rank))
       continue;
-    views.push_back({t.name, t.dtype, t.shape, t.data, bytes});
+    // The rank's bytes as they are, in the stored rank: every box of the
+    // block is a box of this entry.
+    views.push_back({t.name, t.dtype, block.localShape, t.data, bytes});
     stored.push_back(t.name);
   }
   SafeTensorsImage image;
@@ -1278,23 +1484,37 @@ Status weft::rt::writeCheckpoint(const std::string &dir,
   }
 
   json manifestTensors = json::array();
+  // Blocks inside bigger entries would be misread by version 2 readers.
+  bool boxesInEntries = false;
   for (const CheckpointTensor &t : tensors) {
-    std::vector<int64_t> offsets, global;
+    ShardLayout::StoredBlock block;
     json blocks = json::array();
     for (int64_t r = 0; r < world; ++r) {
-      if (Status s = layout.blockOf(t.name, t.shape, r, offsets, global);
-          !s.ok())
+      if (Status s = layout.storedBlockOf(t.name, t.shape, r, block); !s.ok())
         return s;
-      if (layout.storesBlock(t.name, r))
-        blocks.push_back({{"file", partStem(r, world) + ".safetensors"},
-                          {"offsets", offsets},
-                          {"shape", t.shape}});
+      if (!layout.storesBlock(t.name, r))
+        continue;
+      for (const ShardLayout::Box &box : block.boxes) {
+        json b = {{"file", partStem(r, world) + ".safetensors"},
+                  {"offsets", box.offsets},
+                  {"shape", box.shape}};
+        if (box.shape != block.localShape ||
+            box.localOffsets != std::vector<int64_t>(box.shape.size(), 0)) {
+          b["at"] = box.localOffsets;
+          b["entry_shape"] = block.localShape;
+          boxesInEntries = true;
+        }
+        blocks.push_back(std::move(b));
+      }
     }
     json entry = {{"name", t.name},
                   {"kind", t.kind},
                   {"dtype", dtypeName(t.dtype)},
-                  {"shape", global}};
+                  {"shape", block.globalShape}};
     auto split = layout.shardings.find(t.name);
+    if (split != layout.shardings.end() &&
+        block.globalShape != split->second.globalShape)
+      entry["view_shape"] = split->second.globalShape;
     entry["dims"] = split != layout.shardings.end()
                         ? json(split->second.dims)
                         : json(std::vector<std::vector<std::string>>(
@@ -1302,7 +1522,9 @@ Status weft::rt::writeCheckpoint(const std::string &dir,
     entry["blocks"] = std::move(blocks);
     manifestTensors.push_back(std::move(entry));
   }
-  json manifest = manifestHead(meta, kCheckpointFormatVersion);
+  json manifest =
+      manifestHead(meta, boxesInEntries ? kCheckpointFormatVersion
+                                        : kShardedCheckpointFormatVersion);
   manifest["mesh"] = meshJson(layout.mesh);
   manifest["tensors"] = std::move(manifestTensors);
   manifest["files"] = std::move(files);
@@ -1365,12 +1587,18 @@ Status weft::rt::readCheckpoint(const std::string &path,
     for (const ManifestTensor &t : m.tensors) {
       bool known = false;
       HostArray array = HostArray::zeros(dtypeFromName(t.dtype, known), t.shape);
-      if (Status s = assemble(t, parts, std::vector<int64_t>(t.shape.size(), 0),
-                              t.shape, array.data.data());
+      std::vector<int64_t> zeros(t.shape.size(), 0);
+      if (Status s = assemble(t, parts, zeros, t.shape, array.data.data(),
+                              t.shape, zeros);
           !s.ok())
         return Status::error(candidate + ": " + s.message);
-      out.tensors.push_back(
-          {t.name, t.kind, std::move(array), t.dims, int(t.blocks.size())});
+      // A rank's block of a view is several boxes in one file: count
+      // files, as the writer's ranks stored them.
+      std::set<std::string> files;
+      for (const ManifestBlock &b : t.blocks)
+        files.insert(b.file);
+      out.tensors.push_back({t.name, t.kind, std::move(array), t.dims,
+                             t.viewShape, int(files.size())});
     }
     return Status::success();
   }

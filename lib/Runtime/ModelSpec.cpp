@@ -103,8 +103,9 @@ std::string flagFor(const std::string &hpName) {
 }
 
 /// Reads the model JSON's "mesh" and "shardings" (docs/runtime.md) and
-/// checks every sharding against the slots it names: the axes exist, and
-/// the global shape divided by each dim's axes is the compiled shape.
+/// checks every sharding against the slots it names: the axes exist, the
+/// global shape divided by each dim's axes is the compiled shape, and a
+/// stored shape is the global one with runs of consecutive dims merged.
 Status readMesh(const json &root, ModelSpec &spec) {
   auto meshIt = root.find("mesh");
   auto shardIt = root.find("shardings");
@@ -182,6 +183,21 @@ Status readMesh(const json &root, ModelSpec &spec) {
       }
       sh.dims.push_back(std::move(axes));
       divisors.push_back(divisor);
+    }
+    if (auto stored = entry.find("stored_shape"); stored != entry.end()) {
+      bool valid = stored->is_array();
+      for (size_t d = 0; valid && d < stored->size(); ++d)
+        valid = (*stored)[d].is_number_unsigned() &&
+                (*stored)[d].get<uint64_t>() <= uint64_t(INT64_MAX);
+      if (!valid)
+        return Status::error(where + " has an invalid stored_shape " +
+                             stored->dump() + " (a list of sizes)");
+      for (const json &d : *stored)
+        sh.storedShape.push_back(int64_t(d.get<uint64_t>()));
+      std::vector<size_t> runs;
+      if (std::string why = storedDimRuns(sh.storedShape, sh.globalShape, runs);
+          !why.empty())
+        return Status::error(where + ": " + why);
     }
     bool found = false;
     for (const std::vector<TensorSpec> *list : {&spec.args, &spec.results})
@@ -662,17 +678,21 @@ Status weft::rt::loadInitialWeights(const WeftModel &model,
         }
         shape.push_back(int64_t(d.get<uint64_t>()));
       }
-    std::vector<int64_t> offsets, global;
-    if (Status s = layout.blockOf(t.name, t.shape, rank, offsets, global);
-        !s.ok())
+    ShardLayout::StoredBlock block;
+    if (Status s = layout.storedBlockOf(t.name, t.shape, rank, block); !s.ok())
       return s;
-    if (!shapeOk || shape != global)
+    const std::vector<int64_t> &global = block.globalShape;
+    if (!shapeOk || shape != global) {
+      const SlotSharding *split = spec.findSharding(t.name);
+      std::string held = formatShape(t.shape) + " per rank";
+      if (split && split->globalShape != global)
+        held =
+            "held as a view " + formatShape(split->globalShape) + ", " + held;
       return bad("tensor " + quote(t.name) + " has shape " +
                  (sh != e.end() ? sh->dump() : "(none)") +
                  " but the step takes " + formatShape(global) +
-                 (global != t.shape ? " (global; " + formatShape(t.shape) +
-                                          " per rank)"
-                                    : ""));
+                 (global != t.shape ? " (global; " + held + ")" : ""));
+    }
     size_t globalBytes = 0;
     if (!computeByteSize(t.dtype, global, globalBytes))
       return bad("tensor " + quote(t.name) + " has an invalid global shape");
@@ -685,17 +705,23 @@ Status weft::rt::loadInitialWeights(const WeftModel &model,
                  off->dump() + " that do not hold its " +
                  std::to_string(globalBytes) + " bytes within the " +
                  std::to_string(dataLen) + "-byte data buffer");
-    auto [spanBegin, spanEnd] =
-        boxSpan(global, offsets, t.shape, dtypeSize(t.dtype));
-    if (Status s = chunks.check(begin + spanBegin, begin + spanEnd); !s.ok())
-      return s;
-    if (global == t.shape)
+    if (global == block.localShape) {
+      if (Status s = chunks.check(begin, end); !s.ok())
+        return s;
       std::memcpy(argData[i], image + dataStart + begin, t.bytes);
-    else
-      copyBox(image + dataStart + begin, global, offsets,
-              static_cast<uint8_t *>(argData[i]), t.shape,
-              std::vector<int64_t>(t.shape.size(), 0), t.shape,
-              dtypeSize(t.dtype));
+      continue;
+    }
+    // A block of a view is several boxes of the stored tensor, each read
+    // (and its chunks checked) on its own.
+    for (const ShardLayout::Box &box : block.boxes) {
+      auto [spanBegin, spanEnd] =
+          boxSpan(global, box.offsets, box.shape, dtypeSize(t.dtype));
+      if (Status s = chunks.check(begin + spanBegin, begin + spanEnd); !s.ok())
+        return s;
+      copyBox(image + dataStart + begin, global, box.offsets,
+              static_cast<uint8_t *>(argData[i]), block.localShape,
+              box.localOffsets, box.shape, dtypeSize(t.dtype));
+    }
   }
   return Status::success();
 }

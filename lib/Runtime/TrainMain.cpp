@@ -426,7 +426,7 @@ int Trainer::run(bool seedGiven) {
   for (const MeshAxisSpec &a : spec.mesh)
     layout.mesh.push_back({a.name, a.size});
   for (const auto &[name, split] : spec.shardings)
-    layout.shardings[name] = {split.globalShape, split.dims};
+    layout.shardings[name] = {split.globalShape, split.dims, split.storedShape};
   if (Status s = loadInitialWeights(model, spec, argPtrs, ctx.rank); !s.ok())
     return fail(s);
   for (size_t h = 0; h < spec.hyperParams.size(); ++h) {

@@ -77,10 +77,13 @@ int info(const std::string &path) {
     std::cout << "  " << stats.first << " " << kind << " tensors, "
               << stats.second << " values\n";
   // A sharded tensor's layout as the model JSON spells it: per dim, the
-  // mesh axes splitting it ("-" when whole).
+  // mesh axes splitting it ("-" when whole). Those are dims of the view
+  // the run held it in, when it had one.
   for (const StoredCheckpoint::Tensor &t : ckpt.tensors) {
     std::cout << "  " << t.kind << " " << quote(t.name) << " "
               << dtypeName(t.array.dtype) << " " << formatShape(t.array.shape);
+    if (!t.viewShape.empty())
+      std::cout << " viewed as " << formatShape(t.viewShape);
     bool split = false;
     for (const auto &axes : t.dims)
       split = split || !axes.empty();

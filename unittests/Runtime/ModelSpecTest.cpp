@@ -57,6 +57,28 @@ TEST(ModelSpecTest, ReadsMeshAndShardings) {
   EXPECT_EQ(spec.batchLayout.microBatches, 1);
 }
 
+TEST(ModelSpecTest, ReadsStoredShapesOfViews) {
+  // w is held as the view [4, 3] (split over dp) of a [12] tensor; the
+  // input is replicated but viewed, an entry only a stored shape needs.
+  auto m = makeSharded(
+      R"({"axes": [{"name": "dp", "size": 2}]})",
+      R"({"w": {"global_shape": [4, 3], "dims": [["dp"], []],
+                "stored_shape": [12]},
+          "input": {"global_shape": [2, 3], "dims": [[], []],
+                    "stored_shape": [2, 1, 3]}})");
+  ModelSpec spec;
+  Status s = loadModelSpec(m->model(), spec);
+  ASSERT_TRUE(s.ok()) << s.message;
+  const SlotSharding *w = spec.findSharding("w");
+  ASSERT_TRUE(w);
+  EXPECT_EQ(w->globalShape, (std::vector<int64_t>{4, 3}));
+  EXPECT_EQ(w->storedShape, (std::vector<int64_t>{12}));
+  EXPECT_EQ(spec.findSharding("input")->storedShape,
+            (std::vector<int64_t>{2, 1, 3}));
+  EXPECT_TRUE(spec.batchLayout.axes.empty());
+  EXPECT_EQ(spec.numParameters(), 12);
+}
+
 TEST(ModelSpecTest, NoMeshIsOneDevice) {
   auto m = makeLinearModel();
   ModelSpec spec;
@@ -104,6 +126,20 @@ TEST(ModelSpecTest, Errors) {
       {R"({"axes": [{"name": "dp", "size": 2}]})",
        R"({"w": {"global_shape": [4, 3], "dims": [["dp"], ["dp"]]}})",
        "two dims"},
+      {R"({"axes": [{"name": "dp", "size": 2}]})",
+       R"({"w": {"global_shape": [4, 3], "dims": [["dp"], []],
+                 "stored_shape": [3, 4]}})",
+       "sharding of 'w': stored_shape [3,4] is not a merge of consecutive "
+       "dims of global_shape [4,3]"},
+      {R"({"axes": [{"name": "dp", "size": 2}]})",
+       R"({"w": {"global_shape": [4, 3], "dims": [["dp"], []],
+                 "stored_shape": [13]}})",
+       "sharding of 'w': stored_shape [13] has 13 elements but global_shape "
+       "[4,3] has 12"},
+      {R"({"axes": [{"name": "dp", "size": 2}]})",
+       R"({"w": {"global_shape": [4, 3], "dims": [["dp"], []],
+                 "stored_shape": "12"}})",
+       "invalid stored_shape"},
   };
   for (const Case &c : cases) {
     auto m = makeSharded(c.mesh, c.shardings);

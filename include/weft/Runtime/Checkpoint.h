@@ -10,7 +10,8 @@
 //   DIR/step-00000040/manifest.json       step, tensors, data loader state,
 //                                         model JSON, checksum, version
 //
-// A run on a mesh writes a sharded checkpoint instead (format version 2):
+// A run on a mesh writes a sharded checkpoint instead (format version 2,
+// or 3 when a view-shaped tensor's blocks are boxes inside part entries):
 //
 //   DIR/step-00000040/rank-00001-of-00002.safetensors   rank 1's blocks
 //   DIR/step-00000040/rank-00001-of-00002.json          their size, checksum
@@ -44,9 +45,15 @@
 namespace weft {
 namespace rt {
 
-/// The manifest's "format_version" of a sharded checkpoint (a part per
-/// rank), the newest this runtime reads; readers refuse newer versions.
-constexpr int kCheckpointFormatVersion = 2;
+/// The newest manifest "format_version" this runtime reads; readers refuse
+/// newer versions. A sharded checkpoint is written as version 3 only when
+/// some block is a box inside a bigger part entry ("at", "entry_shape":
+/// a tensor the step holds in a view shape), which version 2 readers would
+/// misread; otherwise as kShardedCheckpointFormatVersion.
+constexpr int kCheckpointFormatVersion = 3;
+/// The version of a sharded checkpoint (a part per rank) whose blocks are
+/// each a whole part entry.
+constexpr int kShardedCheckpointFormatVersion = 2;
 /// The version a run without a mesh writes (one safetensors file), so that
 /// runtimes from before meshes still read it.
 constexpr int kSingleFileCheckpointFormatVersion = 1;
@@ -60,9 +67,37 @@ struct ShardLayout {
     int64_t size = 1;
   };
   struct Split {
+    /// The shape the step holds the tensor in (a view, when `storedShape`
+    /// is set), which `dims` split.
     std::vector<int64_t> globalShape;
     /// Per dimension, the mesh axes it is split over, major first.
     std::vector<std::vector<std::string>> dims;
+    /// The shape outside the step (weights image, checkpoints): the same
+    /// row-major elements, each dim a run of consecutive `globalShape`
+    /// dims merged. Empty: `globalShape`.
+    std::vector<int64_t> storedShape;
+  };
+  /// One box of a rank's block in stored coordinates.
+  struct Box {
+    /// Its first element in the stored global tensor.
+    std::vector<int64_t> offsets;
+    std::vector<int64_t> shape;
+    /// Its first element in the rank's local tensor viewed with
+    /// StoredBlock::localShape.
+    std::vector<int64_t> localOffsets;
+  };
+  /// A rank's block of a tensor in stored coordinates. Splitting a view dim
+  /// that is merged with outer dims in the stored shape makes the block
+  /// strided there, so it is a list of boxes (without a view, or when the
+  /// split dims are outermost in their runs, one box: the block).
+  struct StoredBlock {
+    /// The stored global shape.
+    std::vector<int64_t> globalShape;
+    /// The rank's local tensor (its row-major bytes) in stored rank: each
+    /// run of view dims merged like the stored shape's.
+    std::vector<int64_t> localShape;
+    /// Row-major over the stored dims; disjoint, together the block.
+    std::vector<Box> boxes;
   };
   /// Major axis first; empty without a mesh.
   std::vector<Axis> mesh;
@@ -80,6 +115,13 @@ struct ShardLayout {
                  const std::vector<int64_t> &localShape, int64_t rank,
                  std::vector<int64_t> &offsets,
                  std::vector<int64_t> &globalShape) const;
+  /// Rank `rank`'s block of tensor `name` in stored coordinates: the
+  /// boxes of the stored tensor it holds and where each lies in its local
+  /// tensor. `localShape` is the step's (view) shape, checked as blockOf
+  /// does. A tensor without a stored shape gets one box, blockOf's block.
+  Status storedBlockOf(const std::string &name,
+                       const std::vector<int64_t> &localShape, int64_t rank,
+                       StoredBlock &out) const;
   /// Whether `rank` is the one that stores `name`'s block in a checkpoint:
   /// among the ranks holding the same block (those differing only on axes
   /// that do not split it), the one at coordinate 0 on those axes.
@@ -89,6 +131,15 @@ struct ShardLayout {
 /// Reads "mesh" and "shardings" from a model JSON into `out` (empty when it
 /// has neither). Errors name the key or tensor that is malformed.
 Status parseShardLayout(const std::string &modelJson, ShardLayout &out);
+
+/// For a tensor stored as `storedShape` and viewed as `viewShape` (the same
+/// row-major elements), which view dims make up each stored dim: stored
+/// dim j is view dims [runs[j], runs[j + 1]) (possibly none, for a size-1
+/// stored dim). Returns what is wrong ("has N elements but ...", "is not a
+/// merge of consecutive dims of ..."), or an empty string.
+std::string storedDimRuns(const std::vector<int64_t> &storedShape,
+                          const std::vector<int64_t> &viewShape,
+                          std::vector<size_t> &runs);
 
 /// Copies the box of shape `box` starting at `srcStart` in the dense
 /// row-major array `src` of shape `srcShape` to `dstStart` in `dst` of
@@ -215,9 +266,12 @@ struct StoredCheckpoint {
     /// The global tensor, assembled from its blocks.
     HostArray array;
     /// Per dimension, the mesh axes it was split over (empty when stored
-    /// whole).
+    /// whole); dims of `viewShape` when that is set.
     std::vector<std::vector<std::string>> dims;
-    /// Blocks it was stored in.
+    /// The shape the run held it in when that was a view of its stored
+    /// shape; empty otherwise.
+    std::vector<int64_t> viewShape;
+    /// Blocks it was stored in: the part files holding some of it.
     int numBlocks = 1;
   };
   /// In the manifest's order.

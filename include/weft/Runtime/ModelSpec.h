@@ -73,6 +73,11 @@ struct MeshAxisSpec {
 struct SlotSharding {
   std::vector<int64_t> globalShape;
   std::vector<std::vector<std::string>> dims;
+  /// When the step holds the tensor in a view (`globalShape` refines it:
+  /// the same row-major elements, consecutive dims split), the shape it
+  /// has outside the step: in the weights image and in checkpoints. Empty
+  /// when it is `globalShape`.
+  std::vector<int64_t> storedShape;
 };
 
 /// How each rank's batch inputs come out of the global batch.
@@ -148,7 +153,8 @@ Status loadModelSpec(const WeftModel &model, ModelSpec &out);
 /// model's embedded safetensors image into `argData[i]` (which must hold
 /// args[i].bytes bytes). Every such argument must be in the image with its
 /// compiled dtype and shape; for a slot the model JSON's "shardings" split,
-/// the image holds the global tensor and rank `rank` copies its block.
+/// the image holds the global tensor (in its stored shape, when the step
+/// holds a view of it) and rank `rank` copies its block.
 /// Optimizer state is not in the image: it starts at zero.
 Status loadInitialWeights(const WeftModel &model, const ModelSpec &spec,
                           const std::vector<void *> &argData,
