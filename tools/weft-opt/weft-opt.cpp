@@ -11,6 +11,7 @@
 #include "weft/Target/Registration.h"
 #include "weft/Codegen/Passes.h"
 #include "weft/Transforms/Parallel/Passes.h"
+#include "weft/Transforms/Pipeline/Passes.h"
 #include "weft/Transforms/Train/Passes.h"
 
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
@@ -70,6 +71,7 @@ int main(int argc, char **argv) {
   mlir::registerInlinerPass();
   weft::registerWeftTrainPasses();
   weft::registerWeftParallelPasses();
+  weft::registerWeftPipelinePasses();
   weft::registerWeftCodegenPasses();
   weft::registerWeftConversionPasses();
   weft::registerWeftPipelines();

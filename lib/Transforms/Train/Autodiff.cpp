@@ -33,6 +33,7 @@
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/DenseSet.h"
+#include "llvm/ADT/ScopeExit.h"
 
 namespace weft {
 #define GEN_PASS_DEF_AUTODIFFPASS
@@ -110,6 +111,18 @@ void findActiveOps(Block &body, ArrayRef<BlockArgument> params, Value loss,
   std::reverse(active.begin(), active.end());
 }
 
+/// Gives each op inserted while it listens a `weft.stage` (when it has
+/// one to give).
+struct StageTagger : OpBuilder::Listener {
+  explicit StageTagger(Attribute stage) : stage(stage) {}
+  void notifyOperationInserted(Operation *op,
+                               OpBuilder::InsertPoint) override {
+    if (stage && !op->hasAttr(WeftDialect::kStageAttrName))
+      op->setAttr(WeftDialect::kStageAttrName, stage);
+  }
+  Attribute stage;
+};
+
 /// Builds the adjoints of every active op's varied operands at `builder`'s
 /// insertion point, seeding `adjoint[loss]`. Reports the first op without a
 /// usable gradient rule, naming the parameter `paramOf` gives for it.
@@ -141,6 +154,12 @@ buildBackward(OpBuilder &builder, ArrayRef<Operation *> active,
              << "' to the loss: Weft cannot train this model as it is (a "
                 "missing rule is a compiler gap; to train without that "
                 "parameter, freeze it with --freeze)";
+    // Under pipeline parallelism the backward ops of a forward op run on
+    // its stage (--weft-assign-stages tagged it).
+    StageTagger tagger(op->getAttr(WeftDialect::kStageAttrName));
+    OpBuilder::Listener *previous = builder.getListener();
+    builder.setListener(&tagger);
+    auto restore = llvm::make_scope_exit([&] { builder.setListener(previous); });
     SmallVector<Value> operandGrads;
     if (failed(rule.buildGradient(builder, resultGrads, operandGrads)))
       return op->emitError("the gradient rule of op '")

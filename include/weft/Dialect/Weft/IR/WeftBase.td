@@ -95,6 +95,10 @@ def Weft_Dialect : Dialect {
     /// split of its last dimension gives each rank its heads of all three):
     /// the shape the model, the weights and checkpoints know it by. The
     /// bytes are the same, row-major; the runtime maps blocks between them.
+    /// On an op: the pipeline stage that runs it (--weft-assign-stages on
+    /// the forward pass; --weft-autodiff gives a backward op the stage of
+    /// the op it differentiates).
+    static constexpr ::llvm::StringLiteral kStageAttrName = "weft.stage";
     static constexpr ::llvm::StringLiteral kStoredShapeAttrName =
         "weft.stored_shape";
     /// On a weft.all_reduce or weft.reduce_scatter: the bucket it travels

@@ -1,0 +1,36 @@
+//===- Passes.h - Pipeline-parallel passes ----------------------*- C++ -*-===//
+//
+// Part of the Weft project.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef WEFT_TRANSFORMS_PIPELINE_PASSES_H
+#define WEFT_TRANSFORMS_PIPELINE_PASSES_H
+
+#include "weft/Dialect/Weft/IR/WeftDialect.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/Pass/Pass.h"
+
+namespace weft {
+
+/// On an op: the pipeline stage that runs it. On a parameter: the stages
+/// that read it (array<i64>).
+inline constexpr llvm::StringLiteral kStageAttrName =
+    WeftDialect::kStageAttrName;
+inline constexpr llvm::StringLiteral kStagesAttrName = "weft.stages";
+/// On the module: one dictionary per stage (ops, flops, params, bytes
+/// sent on to the next stage).
+inline constexpr llvm::StringLiteral kPipelineStagesAttrName =
+    "weft.pipeline_stages";
+
+#define GEN_PASS_DECL
+#include "weft/Transforms/Pipeline/Passes.h.inc"
+
+#define GEN_PASS_REGISTRATION
+#include "weft/Transforms/Pipeline/Passes.h.inc"
+
+} // namespace weft
+
+#endif // WEFT_TRANSFORMS_PIPELINE_PASSES_H

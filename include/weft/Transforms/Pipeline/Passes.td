@@ -1,0 +1,53 @@
+//===- Passes.td - Pipeline-parallel passes ----------------*- tablegen -*-===//
+//
+// Part of the Weft project.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef WEFT_TRANSFORMS_PIPELINE_PASSES_TD
+#define WEFT_TRANSFORMS_PIPELINE_PASSES_TD
+
+include "mlir/Pass/PassBase.td"
+
+def AssignStagesPass : Pass<"weft-assign-stages", "mlir::ModuleOp"> {
+  let summary = "Cut the model's forward pass into pipeline stages";
+  let description = [{
+    Tags every op of `@forward` with the pipeline stage that runs it
+    (`weft.stage = k : i64`, 0 first), and every parameter with the stages
+    that read it (`weft.stages = array<i64: ...>`: more than one for a
+    parameter tied across stages, such as GPT-2's embedding and head). It
+    runs on the model before the training step is built, so the loss, the
+    backward pass (--weft-autodiff tags each op it builds with the stage of
+    the op it differentiates) and the optimizer inherit the cut.
+
+    Cuts lie between ops, in program order, so a stage is a contiguous
+    run of the forward pass. With `cuts` (parameter names or prefixes, one
+    per cut: `h.2` starts a stage at the first op reading `h.2.*`) they
+    are given; otherwise they are chosen to balance the stages' FLOPs
+    (an op's CostOpInterface, else 2·M·N·K for a matrix product, the
+    multiply-adds of a convolution, one per result element otherwise) among the places where the fewest bytes cross (the
+    boundaries between layers, where only the residual stream is live),
+    the way a person would cut by hand. The summary of each stage (ops,
+    GFLOP, parameters, bytes sent on) is recorded on the module as
+    `weft.pipeline_stages` for the plan a user reads.
+
+    ```mlir
+    // --weft-assign-stages="stages=2"
+    %h = weft.matmul %x, %w0 {weft.stage = 0 : i64} ...
+    %y = weft.matmul %h, %w1 {weft.stage = 1 : i64} ...
+    ```
+    Errors: `stages` < 1, or more stages than the forward pass has places
+    to cut; a `cuts` entry that names no parameter, cuts out of program
+    order, or a count of cuts that is not `stages` - 1; a module that is
+    already a training step (stages are cut on the model).
+  }];
+  let options = [
+    Option<"stages", "stages", "int64_t", /*default=*/"0",
+           "Number of pipeline stages (0: one more than the cuts given)">,
+    ListOption<"cuts", "cuts", "std::string",
+               "Parameter names (or name prefixes) that start stages 1..N-1">
+  ];
+  let dependentDialects = ["weft::WeftDialect"];
+}
+
+#endif // WEFT_TRANSFORMS_PIPELINE_PASSES_TD

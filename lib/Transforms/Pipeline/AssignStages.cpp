@@ -1,0 +1,298 @@
+//===- AssignStages.cpp - Cut the forward pass into pipeline stages -------===//
+//
+// Part of the Weft project.
+//
+//===----------------------------------------------------------------------===//
+
+#include "weft/Dialect/Weft/IR/TrainStep.h"
+#include "weft/Dialect/Weft/IR/WeftOps.h"
+#include "weft/Transforms/Pipeline/Passes.h"
+
+#include "mlir/IR/Builders.h"
+#include "llvm/ADT/STLExtras.h"
+
+#include <algorithm>
+#include <limits>
+
+namespace weft {
+#define GEN_PASS_DEF_ASSIGNSTAGESPASS
+#include "weft/Transforms/Pipeline/Passes.h.inc"
+} // namespace weft
+
+using namespace mlir;
+using namespace weft;
+
+namespace {
+double bytesOf(Type type) {
+  auto t = dyn_cast<RankedTensorType>(type);
+  if (!t || !t.hasStaticShape())
+    return 0;
+  return double(t.getNumElements()) * double(t.getElementTypeBitWidth()) / 8;
+}
+
+/// FLOPs of one run of `op`: the op's own CostOpInterface when it has
+/// one; else a matrix product or convolution counts its multiply-adds
+/// and any other op one per result element, which is what balancing
+/// stages needs (the products dominate).
+double flopsOf(Operation *op) {
+  if (auto cost = dyn_cast<CostOpInterface>(op))
+    return cost.getFlops();
+  auto elements = [](Value v) {
+    auto t = dyn_cast<RankedTensorType>(v.getType());
+    return t && t.hasStaticShape() ? double(t.getNumElements()) : 0.0;
+  };
+  if (auto matmul = dyn_cast<MatMulOp>(op)) {
+    auto lhs = cast<RankedTensorType>(matmul.getLhs().getType());
+    int64_t k = lhs.getDimSize(lhs.getRank() - (matmul.getTransposeLhs() ? 2 : 1));
+    return 2.0 * elements(matmul.getResult()) * double(k);
+  }
+  if (auto conv = dyn_cast<Conv2DOp>(op)) {
+    auto filter = cast<RankedTensorType>(conv.getFilter().getType());
+    return 2.0 * elements(conv.getResult()) *
+           double(filter.getNumElements() / filter.getDimSize(0));
+  }
+  double n = 0;
+  for (Value result : op->getResults())
+    n += elements(result);
+  return n;
+}
+
+/// `name` is `prefix` or lies under it (`h.2` covers `h.2.attn.weight`, not
+/// `h.20.attn.weight`).
+bool underPrefix(StringRef name, StringRef prefix) {
+  return name == prefix ||
+         (name.starts_with(prefix) && name.size() > prefix.size() &&
+          name[prefix.size()] == '.');
+}
+
+struct AssignStagesPass
+    : public weft::impl::AssignStagesPassBase<AssignStagesPass> {
+  using Base::Base;
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    auto forward = module.lookupSymbol<func::FuncOp>("forward");
+    if (module.lookupSymbol<func::FuncOp>("train_step")) {
+      module.emitError("pipeline stages are cut on the model's @forward, "
+                       "before the training step is built; this module is "
+                       "already a step: compile the model (.onnx or a "
+                       "weft module with @forward) instead");
+      return signalPassFailure();
+    }
+    if (!forward || forward.isExternal()) {
+      module.emitError("pipeline stages need the model's @forward");
+      return signalPassFailure();
+    }
+    int64_t numStages = stages ? stages : int64_t(cuts.size()) + 1;
+    if (numStages < 1) {
+      module.emitError() << "pipeline stages must be at least 1, not "
+                         << numStages;
+      return signalPassFailure();
+    }
+    if (!cuts.empty() && int64_t(cuts.size()) != numStages - 1) {
+      module.emitError() << numStages << " pipeline stages need "
+                         << numStages - 1 << " cuts, but " << cuts.size()
+                         << " are given";
+      return signalPassFailure();
+    }
+    collect(forward);
+    SmallVector<size_t> starts;
+    if (failed(cuts.empty() ? balancedCuts(forward, numStages, starts)
+                            : givenCuts(forward, starts)))
+      return signalPassFailure();
+    tag(forward, starts);
+  }
+
+private:
+  /// The ops that compute (constants excluded: each stage makes its own),
+  /// in program order, with their FLOPs.
+  void collect(func::FuncOp forward) {
+    for (Operation &op : forward.front().without_terminator()) {
+      if (isa<ConstantOp>(op))
+        continue;
+      ops.push_back(&op);
+      flops.push_back(flopsOf(&op));
+    }
+    index.clear();
+    for (auto [i, op] : llvm::enumerate(ops))
+      index[op] = i;
+    // crossing[i]: bytes of the values made before op i and read at or
+    // after it: what a cut before op i sends on.
+    crossing.assign(ops.size() + 1, 0.0);
+    SmallVector<double> delta(ops.size() + 2, 0.0);
+    for (auto [i, op] : llvm::enumerate(ops))
+      for (Value result : op->getResults()) {
+        size_t last = i;
+        for (Operation *user : result.getUsers())
+          if (auto it = index.find(user); it != index.end())
+            last = std::max(last, it->second);
+          else if (isa<func::ReturnOp>(user))
+            last = ops.size();
+        // Live across the cuts before ops i+1 .. last.
+        if (last > i) {
+          delta[i + 1] += bytesOf(result.getType());
+          delta[last + 1] -= bytesOf(result.getType());
+        }
+      }
+    double running = 0;
+    for (size_t i = 0; i <= ops.size(); ++i) {
+      running += delta[i];
+      crossing[i] = running;
+    }
+  }
+
+  /// Cuts that balance FLOPs, and among those within 10 % of the best
+  /// balance, send the fewest bytes (they fall between layers, where only
+  /// the residual stream is live, rather than inside one).
+  LogicalResult balancedCuts(func::FuncOp forward, int64_t numStages,
+                             SmallVector<size_t> &starts) {
+    size_t n = ops.size();
+    if (int64_t(n) < numStages)
+      return forward.emitError()
+             << numStages << " pipeline stages need " << numStages - 1
+             << " cuts, but the forward pass has only " << n
+             << " ops: choose at most " << n << " stages";
+    // prefix[i]: FLOPs of ops [0, i).
+    SmallVector<double> prefix(n + 1, 0.0);
+    for (size_t i = 0; i < n; ++i)
+      prefix[i + 1] = prefix[i] + flops[i];
+    auto span = [&](size_t i, size_t j) { return prefix[j] - prefix[i]; };
+    constexpr double kInf = std::numeric_limits<double>::infinity();
+    size_t p = size_t(numStages);
+    // First the best balance: the least largest stage, stage k ending
+    // before op j.
+    std::vector<std::vector<double>> most(p, std::vector<double>(n + 1, kInf));
+    for (size_t j = 1; j <= n; ++j)
+      most[0][j] = span(0, j);
+    for (size_t k = 1; k < p; ++k)
+      for (size_t j = k + 1; j <= n; ++j)
+        for (size_t i = k; i < j; ++i)
+          most[k][j] = std::min(most[k][j], std::max(most[k - 1][i], span(i, j)));
+    double bound = most[p - 1][n] * 1.1;
+    // Then the fewest bytes sent with no stage above the bound; among
+    // equal bytes, the better balance.
+    using Score = std::pair<double, double>; // bytes sent, largest stage
+    std::vector<std::vector<Score>> best(p,
+                                         std::vector<Score>(n + 1, {kInf, kInf}));
+    std::vector<std::vector<size_t>> from(p, std::vector<size_t>(n + 1, 0));
+    for (size_t j = 1; j <= n; ++j)
+      if (span(0, j) <= bound)
+        best[0][j] = {0, span(0, j)};
+    for (size_t k = 1; k < p; ++k)
+      for (size_t j = k + 1; j <= n; ++j)
+        for (size_t i = k; i < j; ++i) {
+          if (best[k - 1][i].first == kInf || span(i, j) > bound)
+            continue;
+          Score score{best[k - 1][i].first + crossing[i],
+                      std::max(best[k - 1][i].second, span(i, j))};
+          if (score < best[k][j]) {
+            best[k][j] = score;
+            from[k][j] = i;
+          }
+        }
+    starts.assign(p, 0);
+    size_t j = n;
+    for (size_t k = p - 1; k >= 1; --k) {
+      j = from[k][j];
+      starts[k] = j;
+    }
+    return success();
+  }
+
+  /// Each cut starts its stage at the first op reading a parameter under
+  /// the cut's name.
+  LogicalResult givenCuts(func::FuncOp forward, SmallVector<size_t> &starts) {
+    starts = {0};
+    for (const std::string &cut : cuts) {
+      std::optional<size_t> first;
+      for (BlockArgument arg : forward.getArguments()) {
+        StringAttr name =
+            getArgName(forward, arg.getArgNumber(), contract::Role::Param);
+        if (!name || !underPrefix(name.getValue(), cut))
+          continue;
+        for (Operation *user : arg.getUsers())
+          if (auto it = index.find(user); it != index.end())
+            first = first ? std::min(*first, it->second) : it->second;
+      }
+      if (!first)
+        return forward.emitError()
+               << "--stage-cuts '" << cut
+               << "': no parameter of the model is named so or lies under "
+                  "it; name the first parameter of each stage, or a prefix "
+                  "of it such as a layer ('h.2'): weftc --emit=weft lists "
+                  "them";
+      if (*first <= starts.back())
+        return forward.emitError()
+               << "--stage-cuts '" << cut
+               << "': its first op is not after the previous cut's; give "
+                  "the cuts in the order the forward pass reaches them";
+      starts.push_back(*first);
+    }
+    return success();
+  }
+
+  void tag(func::FuncOp forward, ArrayRef<size_t> starts) {
+    MLIRContext *context = &getContext();
+    Builder b(context);
+    int64_t numStages = int64_t(starts.size());
+    auto stageOf = [&](size_t i) {
+      return int64_t(std::upper_bound(starts.begin(), starts.end(), i) -
+                     starts.begin()) -
+             1;
+    };
+    SmallVector<double> stageFlops(size_t(numStages), 0.0);
+    SmallVector<int64_t> stageOps(size_t(numStages), 0);
+    for (auto [i, op] : llvm::enumerate(ops)) {
+      int64_t s = stageOf(i);
+      op->setAttr(kStageAttrName, b.getI64IntegerAttr(s));
+      stageFlops[size_t(s)] += flops[i];
+      ++stageOps[size_t(s)];
+    }
+    // A constant runs where its first reader does.
+    for (Operation &op : forward.front().without_terminator())
+      if (isa<ConstantOp>(op)) {
+        int64_t s = 0;
+        for (Operation *user : op.getUsers())
+          if (auto it = index.find(user); it != index.end()) {
+            s = stageOf(it->second);
+            break;
+          }
+        op.setAttr(kStageAttrName, b.getI64IntegerAttr(s));
+      }
+    SmallVector<int64_t> stageParams(size_t(numStages), 0);
+    for (BlockArgument arg : forward.getArguments()) {
+      SmallVector<int64_t> readers;
+      for (Operation *user : arg.getUsers())
+        if (auto it = index.find(user); it != index.end())
+          readers.push_back(stageOf(it->second));
+      llvm::sort(readers);
+      readers.erase(std::unique(readers.begin(), readers.end()),
+                    readers.end());
+      if (readers.empty())
+        continue;
+      forward.setArgAttr(arg.getArgNumber(), kStagesAttrName,
+                         b.getDenseI64ArrayAttr(readers));
+      if (getArgName(forward, arg.getArgNumber(), contract::Role::Param))
+        for (int64_t s : readers)
+          stageParams[size_t(s)] +=
+              cast<RankedTensorType>(arg.getType()).getNumElements();
+    }
+    SmallVector<Attribute> summary;
+    for (int64_t s = 0; s < numStages; ++s) {
+      double sent = s + 1 < numStages ? crossing[starts[size_t(s) + 1]] : 0;
+      summary.push_back(b.getDictionaryAttr({
+          b.getNamedAttr("ops", b.getI64IntegerAttr(stageOps[size_t(s)])),
+          b.getNamedAttr("flops", b.getI64IntegerAttr(int64_t(stageFlops[size_t(s)]))),
+          b.getNamedAttr("params",
+                         b.getI64IntegerAttr(stageParams[size_t(s)])),
+          b.getNamedAttr("bytes_sent", b.getI64IntegerAttr(int64_t(sent))),
+      }));
+    }
+    getOperation()->setAttr(kPipelineStagesAttrName, b.getArrayAttr(summary));
+  }
+
+  SmallVector<Operation *> ops;
+  SmallVector<double> flops, crossing;
+  llvm::DenseMap<Operation *, size_t> index;
+};
+} // namespace
