@@ -257,6 +257,23 @@ def cmd_same_tensors(args):
     print("same-tensors: %d tensors, bitwise identical" % len(a))
 
 
+def cmd_same_npy_dirs(args):
+    names = sorted(f for f in os.listdir(args.a) if f.endswith(".npy"))
+    other = sorted(f for f in os.listdir(args.b) if f.endswith(".npy"))
+    if names != other:
+        raise Failure("files differ: %s only in %s, %s only in %s"
+                      % (sorted(set(names) - set(other)), args.a,
+                         sorted(set(other) - set(names)), args.b))
+    if not names:
+        raise Failure("no .npy files in %s" % args.a)
+    for name in names:
+        a = np.load(os.path.join(args.a, name))
+        b = np.load(os.path.join(args.b, name))
+        if a.shape != b.shape or a.dtype != b.dtype or not np.array_equal(a, b):
+            raise Failure("%s differs between %s and %s" % (name, args.a, args.b))
+    print("same-npy-dirs: %d arrays, bitwise identical" % len(names))
+
+
 def close(a, b, rtol):
     """Largest |a - b| relative to the largest finite |b| of the tensor.
     Equal elements count 0 (a -inf mask buffer matches itself); a NaN, or
@@ -439,6 +456,10 @@ def make_parser():
     q.add_argument("a")
     q.add_argument("b")
 
+    q = sub.add_parser("same-npy-dirs")
+    q.add_argument("a")
+    q.add_argument("b")
+
     for name in ("close-metrics", "close-tensors"):
         q = sub.add_parser(name)
         q.add_argument("a")
@@ -473,6 +494,7 @@ def make_parser():
 COMMANDS = {
     "concat": cmd_concat, "losses": cmd_losses, "params": cmd_params,
     "same-metrics": cmd_same_metrics, "same-tensors": cmd_same_tensors,
+    "same-npy-dirs": cmd_same_npy_dirs,
     "close-metrics": cmd_close_metrics, "close-tensors": cmd_close_tensors,
     "damage": cmd_damage, "npy": cmd_npy, "tokens": cmd_tokens,
 }

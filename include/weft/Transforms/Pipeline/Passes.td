@@ -50,4 +50,44 @@ def AssignStagesPass : Pass<"weft-assign-stages", "mlir::ModuleOp"> {
   let dependentDialects = ["weft::WeftDialect"];
 }
 
+def SplitStagesPass : Pass<"weft-split-stages", "mlir::ModuleOp"> {
+  let summary = "Split the gradient function into per-stage pieces";
+  let description = [{
+    After --weft-autodiff, cuts `function` (the loss-and-gradient function,
+    one micro-batch's work) into the pieces a pipeline schedule runs: the
+    forward work of each stage, `@<function>.forward<s>`, and its backward
+    work, `@<function>.backward<s>`. An op's stage is its `weft.stage` (an
+    op without one, such as the loss --weft-attach-loss adds after the
+    cut, runs on the last stage); it is forward work when the loss depends
+    on it. A piece takes what it reads from outside it (parameters, batch
+    inputs, what other pieces make: the activations and gradients that
+    cross stages, and what its forward piece kept for its backward piece)
+    and returns what others read. Constants are copied into each piece that
+    uses them.
+
+    `function` itself becomes the pieces called in a pipeline's order
+    (forward 0 .. N-1, then backward N-1 .. 0), so it computes what it did:
+    the pieces are the schedule's units of work and the calls are a
+    one-micro-batch schedule.
+
+    ```mlir
+    func.func @loss_grad(...) {
+      %h, %r0 = call @loss_grad.forward0(%w0, %x) ...
+      %loss, %r1 = call @loss_grad.forward1(%w1, %h) ...
+      %dh, %g1 = call @loss_grad.backward1(%w1, %r1) ...
+      %g0 = call @loss_grad.backward0(%dh, %r0) ...
+      return %loss, %g0, %g1 ...
+    }
+    ```
+    Errors: a value that would flow against that order (a forward piece
+    reading backward work, or a stage's backward piece reading a lower
+    stage's), naming both ops and their stages.
+  }];
+  let options = [
+    Option<"function", "function", "std::string", /*default=*/"\"loss_grad\"",
+           "The gradient function to split">
+  ];
+  let dependentDialects = ["weft::WeftDialect", "mlir::func::FuncDialect"];
+}
+
 #endif // WEFT_TRANSFORMS_PIPELINE_PASSES_TD

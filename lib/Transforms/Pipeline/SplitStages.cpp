@@ -1,0 +1,202 @@
+//===- SplitStages.cpp - The pieces of work a pipeline schedule runs ------===//
+//
+// Part of the Weft project.
+//
+//===----------------------------------------------------------------------===//
+
+#include "weft/Dialect/Weft/IR/WeftOps.h"
+#include "weft/Transforms/Pipeline/Passes.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/IRMapping.h"
+#include "llvm/ADT/SetVector.h"
+
+namespace weft {
+#define GEN_PASS_DEF_SPLITSTAGESPASS
+#include "weft/Transforms/Pipeline/Passes.h.inc"
+} // namespace weft
+
+using namespace mlir;
+using namespace weft;
+
+namespace {
+/// One piece: a stage's forward or backward work, its ops in program
+/// order, what it reads from outside and what others read of it.
+struct Piece {
+  int64_t stage = 0;
+  bool forward = true;
+  SmallVector<Operation *> ops;
+  llvm::SetVector<Value> inputs, outputs;
+};
+
+struct SplitStagesPass
+    : public weft::impl::SplitStagesPassBase<SplitStagesPass> {
+  using Base::Base;
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    auto fn = module.lookupSymbol<func::FuncOp>(function);
+    if (!fn || fn.isExternal() || !fn.getBody().hasOneBlock()) {
+      module.emitError() << "--weft-split-stages: no function @" << function
+                         << " with a body of one block to split";
+      return signalPassFailure();
+    }
+    Block &body = fn.front();
+    auto ret = cast<func::ReturnOp>(body.getTerminator());
+    if (ret.getNumOperands() == 0) {
+      fn.emitError("--weft-split-stages: the function returns no loss");
+      return signalPassFailure();
+    }
+
+    // The forward work: what the loss (result 0) depends on.
+    llvm::DenseSet<Operation *> forwardOps;
+    SmallVector<Operation *> worklist;
+    if (Operation *def = ret.getOperand(0).getDefiningOp())
+      worklist.push_back(def);
+    while (!worklist.empty()) {
+      Operation *op = worklist.pop_back_val();
+      if (!forwardOps.insert(op).second)
+        continue;
+      for (Value operand : op->getOperands())
+        if (Operation *def = operand.getDefiningOp())
+          worklist.push_back(def);
+    }
+
+    int64_t numStages = 1;
+    for (Operation &op : body.without_terminator())
+      if (auto s = op.getAttrOfType<IntegerAttr>(kStageAttrName))
+        numStages = std::max(numStages, s.getInt() + 1);
+    // Pieces in the order a one-micro-batch schedule runs them.
+    SmallVector<Piece> pieces(size_t(2 * numStages));
+    auto indexOf = [&](int64_t stage, bool forward) {
+      return size_t(forward ? stage : 2 * numStages - 1 - stage);
+    };
+    for (int64_t s = 0; s < numStages; ++s) {
+      pieces[indexOf(s, true)].stage = s;
+      pieces[indexOf(s, false)].stage = s;
+      pieces[indexOf(s, false)].forward = false;
+    }
+    llvm::DenseMap<Operation *, size_t> pieceOf;
+    for (Operation &op : body.without_terminator()) {
+      if (isa<ConstantOp>(op))
+        continue;
+      auto s = op.getAttrOfType<IntegerAttr>(kStageAttrName);
+      int64_t stage = s ? s.getInt() : numStages - 1;
+      size_t i = indexOf(stage, forwardOps.contains(&op));
+      pieces[i].ops.push_back(&op);
+      pieceOf[&op] = i;
+    }
+
+    // What crosses between pieces, checked against the order.
+    for (auto [i, piece] : llvm::enumerate(pieces))
+      for (Operation *op : piece.ops)
+        for (Value operand : op->getOperands()) {
+          Operation *def = operand.getDefiningOp();
+          if (def && isa<ConstantOp>(def))
+            continue;
+          if (!def) {
+            piece.inputs.insert(operand);
+            continue;
+          }
+          size_t from = pieceOf.lookup(def);
+          if (from == i)
+            continue;
+          if (from > i) {
+            auto describe = [&](Operation *o, size_t p) {
+              return (pieces[p].forward ? "forward work of stage "
+                                        : "backward work of stage ") +
+                     std::to_string(pieces[p].stage);
+            };
+            InFlightDiagnostic diag =
+                op->emitError("--weft-split-stages: this op (")
+                << describe(op, i) << ") reads a value that '"
+                << def->getName() << "' ("
+                << describe(def, from)
+                << ") makes later in the pipeline's order (forward 0..N-1, "
+                   "then backward N-1..0); the stages given to these ops "
+                   "cannot be pipelined";
+            diag.attachNote(def->getLoc()) << "the value is made here";
+            return signalPassFailure();
+          }
+          piece.inputs.insert(operand);
+          pieces[from].outputs.insert(operand);
+        }
+    for (Value v : ret.getOperands())
+      if (Operation *def = v.getDefiningOp(); def && !isa<ConstantOp>(def))
+        pieces[pieceOf.lookup(def)].outputs.insert(v);
+
+    // Each piece as a function; @function calls them in order.
+    OpBuilder b(module.getContext());
+    b.setInsertionPoint(fn);
+    IRMapping outer;
+    SmallVector<func::FuncOp> made;
+    for (Piece &piece : pieces) {
+      if (piece.ops.empty())
+        continue;
+      // Outputs in program order, so the signature does not depend on the
+      // order the uses were visited in.
+      SmallVector<Value> outputs(piece.outputs.begin(), piece.outputs.end());
+      llvm::sort(outputs, [](Value a, Value c) {
+        Operation *x = a.getDefiningOp(), *y = c.getDefiningOp();
+        if (x != y)
+          return x->isBeforeInBlock(y);
+        return cast<OpResult>(a).getResultNumber() <
+               cast<OpResult>(c).getResultNumber();
+      });
+      std::string name = function + (piece.forward ? ".forward" : ".backward") +
+                         std::to_string(piece.stage);
+      SmallVector<Type> inTypes, outTypes;
+      for (Value v : piece.inputs)
+        inTypes.push_back(v.getType());
+      for (Value v : outputs)
+        outTypes.push_back(v.getType());
+      auto pieceFn = func::FuncOp::create(b, fn.getLoc(), name,
+                                          b.getFunctionType(inTypes, outTypes));
+      pieceFn.setPrivate();
+      pieceFn->setAttr(kStageAttrName, b.getI64IntegerAttr(piece.stage));
+      pieceFn->setAttr("weft.phase",
+                       b.getStringAttr(piece.forward ? "forward" : "backward"));
+      // A parameter or input keeps its role and name on the piece.
+      for (auto [i, v] : llvm::enumerate(piece.inputs))
+        if (auto arg = dyn_cast<BlockArgument>(v))
+          pieceFn.setArgAttrs(i, fn.getArgAttrDict(arg.getArgNumber()));
+      Block *entry = pieceFn.addEntryBlock();
+      OpBuilder inner = OpBuilder::atBlockBegin(entry);
+      IRMapping map;
+      for (auto [v, arg] : llvm::zip(piece.inputs, entry->getArguments()))
+        map.map(v, arg);
+      for (Operation *op : piece.ops) {
+        for (Value operand : op->getOperands())
+          if (auto c = operand.getDefiningOp<ConstantOp>();
+              c && !map.contains(operand))
+            inner.clone(*c, map)->removeAttr(kStageAttrName);
+        Operation *copy = inner.clone(*op, map);
+        copy->removeAttr(kStageAttrName);
+      }
+      SmallVector<Value> results;
+      for (Value v : outputs)
+        results.push_back(map.lookup(v));
+      func::ReturnOp::create(inner, fn.getLoc(), results);
+      made.push_back(pieceFn);
+
+      // The call, in @function, in pipeline order.
+      OpBuilder call = OpBuilder::atBlockTerminator(&body);
+      SmallVector<Value> args;
+      for (Value v : piece.inputs)
+        args.push_back(outer.lookupOrDefault(v));
+      auto callOp = func::CallOp::create(call, fn.getLoc(), pieceFn, args);
+      for (auto [v, r] : llvm::zip(outputs, callOp.getResults()))
+        outer.map(v, r);
+    }
+    // The return reads the calls' results; constants it returns stay.
+    for (OpOperand &operand : ret->getOpOperands())
+      operand.set(outer.lookupOrDefault(operand.get()));
+    for (Piece &piece : llvm::reverse(pieces))
+      for (Operation *op : llvm::reverse(piece.ops))
+        op->erase();
+    for (Operation &op : llvm::make_early_inc_range(body.without_terminator()))
+      if (isa<ConstantOp>(op) && op.use_empty())
+        op.erase();
+  }
+};
+} // namespace
