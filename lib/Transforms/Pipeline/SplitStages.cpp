@@ -11,6 +11,8 @@
 #include "mlir/IR/IRMapping.h"
 #include "llvm/ADT/SetVector.h"
 
+#include <set>
+
 namespace weft {
 #define GEN_PASS_DEF_SPLITSTAGESPASS
 #include "weft/Transforms/Pipeline/Passes.h.inc"
@@ -76,9 +78,38 @@ struct SplitStagesPass
       pieces[indexOf(s, false)].stage = s;
       pieces[indexOf(s, false)].forward = false;
     }
+    // A tied parameter's gradient sums shares from several stages (GPT-2's
+    // head and embedding): its sum stays outside the pieces, so each stage
+    // returns its share rather than passing it down stage by stage.
+    auto stageOf = [&](Operation *op) {
+      auto s = op->getAttrOfType<IntegerAttr>(kStageAttrName);
+      return s ? s.getInt() : numStages - 1;
+    };
+    llvm::SetVector<Operation *> kept;
+    for (Value grad : ret.getOperands().drop_front()) {
+      SmallVector<Operation *> chain;
+      std::set<int64_t> stages;
+      SmallVector<Value> stack{grad};
+      while (!stack.empty()) {
+        Value v = stack.pop_back_val();
+        Operation *def = v.getDefiningOp();
+        if (!def || isa<ConstantOp>(def))
+          continue;
+        if (isa<AddOp>(def) && v.hasOneUse()) {
+          chain.push_back(def);
+          stack.push_back(def->getOperand(0));
+          stack.push_back(def->getOperand(1));
+          continue;
+        }
+        stages.insert(stageOf(def));
+      }
+      if (stages.size() >= 2)
+        kept.insert(chain.begin(), chain.end());
+    }
+
     llvm::DenseMap<Operation *, size_t> pieceOf;
     for (Operation &op : body.without_terminator()) {
-      if (isa<ConstantOp>(op))
+      if (isa<ConstantOp>(op) || kept.contains(&op))
         continue;
       auto s = op.getAttrOfType<IntegerAttr>(kStageAttrName);
       int64_t stage = s ? s.getInt() : numStages - 1;
@@ -121,9 +152,16 @@ struct SplitStagesPass
           piece.inputs.insert(operand);
           pieces[from].outputs.insert(operand);
         }
-    for (Value v : ret.getOperands())
-      if (Operation *def = v.getDefiningOp(); def && !isa<ConstantOp>(def))
+    auto readOutside = [&](Value v) {
+      if (Operation *def = v.getDefiningOp();
+          def && !isa<ConstantOp>(def) && !kept.contains(def))
         pieces[pieceOf.lookup(def)].outputs.insert(v);
+    };
+    for (Value v : ret.getOperands())
+      readOutside(v);
+    for (Operation *op : kept)
+      for (Value v : op->getOperands())
+        readOutside(v);
 
     // Each piece as a function; @function calls them in order.
     OpBuilder b(module.getContext());
@@ -188,7 +226,18 @@ struct SplitStagesPass
       for (auto [v, r] : llvm::zip(outputs, callOp.getResults()))
         outer.map(v, r);
     }
-    // The return reads the calls' results; constants it returns stay.
+    // The sums kept outside follow the calls, in program order; the return
+    // reads their and the calls' results; constants it returns stay.
+    llvm::SmallVector<Operation *> sums(kept.begin(), kept.end());
+    llvm::sort(sums, [](Operation *a, Operation *c) {
+      return a->isBeforeInBlock(c);
+    });
+    for (Operation *op : sums) {
+      op->moveBefore(ret);
+      op->removeAttr(kStageAttrName);
+      for (OpOperand &operand : op->getOpOperands())
+        operand.set(outer.lookupOrDefault(operand.get()));
+    }
     for (OpOperand &operand : ret->getOpOperands())
       operand.set(outer.lookupOrDefault(operand.get()));
     for (Piece &piece : llvm::reverse(pieces))

@@ -90,4 +90,40 @@ def SplitStagesPass : Pass<"weft-split-stages", "mlir::ModuleOp"> {
   let dependentDialects = ["weft::WeftDialect", "mlir::func::FuncDialect"];
 }
 
+def PipelineStepPass : Pass<"weft-pipeline-step", "mlir::ModuleOp"> {
+  let summary = "One training step per pipeline rank, its work in schedule order";
+  let description = [{
+    After --weft-split-stages (the gradient function is per-stage pieces)
+    and --weft-optimizer (`@train_step` calls it once per micro-batch and
+    updates the parameters), builds `@train_step.rank<r>` for each of
+    `ranks` pipeline ranks: the pieces of the stages rank r runs (stage
+    `chunk * ranks + r` for each of `virtual-stages` chunks), for every
+    micro-batch, in the order `schedule` gives (docs/pipeline.md), with a
+    `weft.send` / `weft.recv` over the `pp` axis wherever a value crosses
+    ranks (an activation forward, its gradient backward, the share of a
+    tied parameter's gradient), then the optimizer's update of that rank's
+    parameters. Each rank's function takes and returns only its own
+    parameters, optimizer state and the batch inputs it reads; the last
+    stage's rank returns the loss. The schedule is verified first (every
+    send meets its receive in an order that cannot deadlock); the
+    functions record it as `weft.schedule` (one entry per action, e.g.
+    "F3", "B3", "send A3 to 1"). `@train_step` stays: the one-rank step
+    every rank's work adds up to.
+
+    Errors: a schedule the verifier refuses (naming ranks, stages and the
+    micro-batch), a stage count that is not `ranks * virtual-stages`, an
+    optimizer step that reads parameters of several stages at once
+    (gradient clipping by the global norm), a module without the pieces.
+  }];
+  let options = [
+    Option<"ranks", "ranks", "int64_t", /*default=*/"1",
+           "Pipeline ranks (the pp axis)">,
+    Option<"schedule", "schedule", "std::string", /*default=*/"\"1f1b\"",
+           "gpipe, 1f1b, interleaved or zero-bubble">,
+    Option<"virtualStages", "virtual-stages", "int64_t", /*default=*/"1",
+           "Stages per rank (interleaved)">
+  ];
+  let dependentDialects = ["weft::WeftDialect", "mlir::func::FuncDialect"];
+}
+
 #endif // WEFT_TRANSFORMS_PIPELINE_PASSES_TD

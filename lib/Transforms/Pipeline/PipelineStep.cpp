@@ -1,0 +1,437 @@
+//===- PipelineStep.cpp - One training step per pipeline rank -------------===//
+//
+// Part of the Weft project.
+//
+//===----------------------------------------------------------------------===//
+//
+// The pieces --weft-split-stages cut are the units a schedule orders; the
+// optimizer's @train_step runs them once per micro-batch and updates the
+// parameters. Each rank's step keeps the pieces of its stages, in its
+// schedule's order, and the rest of the step ("glue": the slices of the
+// batch per micro-batch, the sums of gradients, the optimizer) wherever
+// its results are needed, so a tied parameter is updated the same way on
+// every stage that holds it. Values cross ranks at the schedule's sends
+// and receives (an activation and what a stage's backward reads of the
+// previous stage's forward; a gradient); what glue on another rank reads
+// of a piece crosses once the schedule is done, in one global order that
+// every rank walks, so those transfers cannot deadlock either.
+//
+//===----------------------------------------------------------------------===//
+
+#include "weft/Dialect/Weft/IR/TrainStep.h"
+#include "weft/Dialect/Weft/IR/WeftOps.h"
+#include "weft/Transforms/Pipeline/Passes.h"
+#include "weft/Transforms/Pipeline/Schedule.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/IRMapping.h"
+#include "llvm/ADT/BitVector.h"
+#include "llvm/ADT/ScopeExit.h"
+#include "llvm/ADT/SmallSet.h"
+
+#include <map>
+#include <set>
+
+namespace weft {
+#define GEN_PASS_DEF_PIPELINESTEPPASS
+#include "weft/Transforms/Pipeline/Passes.h.inc"
+} // namespace weft
+
+using namespace mlir;
+using namespace weft;
+namespace pl = weft::pipeline;
+
+namespace {
+constexpr llvm::StringLiteral kMicroBatchAttrName = "weft.micro_batch";
+constexpr llvm::StringLiteral kPhaseAttrName = "weft.phase";
+
+/// A piece run on one micro-batch: (model stage, forward?, micro-batch).
+using PieceKey = std::tuple<int64_t, bool, int64_t>;
+
+/// A value one rank sends another.
+struct Transfer {
+  Value value;
+  int64_t from, to, tag;
+};
+
+struct PipelineStepPass
+    : public weft::impl::PipelineStepPassBase<PipelineStepPass> {
+  using Base::Base;
+
+  void runOnOperation() override {
+    if (failed(run()))
+      signalPassFailure();
+  }
+
+private:
+  LogicalResult run() {
+    ModuleOp module = getOperation();
+    auto step = module.lookupSymbol<func::FuncOp>("train_step");
+    if (!step || step.isExternal())
+      return module.emitError("--weft-pipeline-step needs the optimizer's "
+                              "@train_step");
+    pl::ScheduleKind kind;
+    if (pl::Status s = pl::parseScheduleKind(schedule, kind); !s.ok())
+      return module.emitError() << "--schedule: " << s.message;
+    if (kind == pl::ScheduleKind::ZeroBubble)
+      return module.emitError(
+          "--schedule zero-bubble runs each stage's backward as an input-"
+          "gradient and a weight-gradient piece, which --weft-split-stages "
+          "does not cut yet; use gpipe, 1f1b or interleaved");
+    numStages = ranks * virtualStages;
+
+    // The step with the gradient function's calls replaced by its body,
+    // so each piece call is one (stage, phase, micro-batch).
+    work = cast<func::FuncOp>(step->clone());
+    work.setName("train_step.pipeline_work");
+    module.push_back(work);
+    auto cleanup = llvm::make_scope_exit([&] { work.erase(); });
+    if (failed(inlineGradientCalls()))
+      return failure();
+    if (failed(classify()))
+      return failure();
+
+    pl::Schedule sched;
+    if (pl::Status s = pl::buildSchedule(kind, int(ranks), int(microBatches),
+                                         int(virtualStages), sched);
+        !s.ok())
+      return module.emitError() << "--schedule " << std::string(schedule) << ": "
+                                << s.message;
+    if (pl::Status s = pl::verifySchedule(sched); !s.ok())
+      return module.emitError() << "the " << std::string(schedule)
+                                << " schedule is unsound: " << s.message;
+    if (failed(planTransfers(sched)))
+      return failure();
+    OpBuilder b(module.getContext());
+    b.setInsertionPointAfter(step);
+    for (int64_t r = 0; r < ranks; ++r)
+      if (failed(buildRank(b, sched, r)))
+        return failure();
+    return success();
+  }
+
+  int64_t rankOf(int64_t stage) const { return stage % ranks; }
+
+  LogicalResult inlineGradientCalls() {
+    SmallVector<func::CallOp> calls;
+    work.walk([&](func::CallOp call) {
+      auto callee = SymbolTable::lookupNearestSymbolFrom<func::FuncOp>(
+          call, call.getCalleeAttr());
+      if (callee && !callee->hasAttr(kStageAttrName) &&
+          llvm::any_of(callee.getOps<func::CallOp>(), [&](func::CallOp inner) {
+            auto piece = SymbolTable::lookupNearestSymbolFrom<func::FuncOp>(
+                inner, inner.getCalleeAttr());
+            return piece && piece->hasAttr(kStageAttrName);
+          }))
+        calls.push_back(call);
+    });
+    if (calls.empty())
+      return work.emitError("@train_step calls no gradient function cut into "
+                            "pipeline pieces: run --weft-split-stages first");
+    microBatches = int64_t(calls.size());
+    for (auto [k, call] : llvm::enumerate(calls)) {
+      auto callee = SymbolTable::lookupNearestSymbolFrom<func::FuncOp>(
+          call, call.getCalleeAttr());
+      OpBuilder b(call);
+      IRMapping map;
+      for (auto [arg, operand] :
+           llvm::zip(callee.getArguments(), call.getOperands()))
+        map.map(arg, operand);
+      for (Operation &op : callee.front().without_terminator()) {
+        Operation *copy = b.clone(op, map);
+        if (isa<func::CallOp>(copy))
+          copy->setAttr(kMicroBatchAttrName, b.getI64IntegerAttr(int64_t(k)));
+      }
+      for (auto [result, value] :
+           llvm::zip(call.getResults(),
+                     callee.front().getTerminator()->getOperands()))
+        result.replaceAllUsesWith(map.lookupOrDefault(value));
+      call.erase();
+    }
+    return success();
+  }
+
+  /// Finds the piece calls and the ranks that need each glue op.
+  LogicalResult classify() {
+    Block &body = work.front();
+    for (Operation &op : body.without_terminator()) {
+      auto call = dyn_cast<func::CallOp>(op);
+      auto callee = call ? SymbolTable::lookupNearestSymbolFrom<func::FuncOp>(
+                               call, call.getCalleeAttr())
+                         : func::FuncOp();
+      if (!callee || !callee->hasAttr(kStageAttrName))
+        continue;
+      int64_t stage = callee->getAttrOfType<IntegerAttr>(kStageAttrName).getInt();
+      bool forward =
+          callee->getAttrOfType<StringAttr>(kPhaseAttrName).getValue() ==
+          "forward";
+      int64_t mb = call->getAttrOfType<IntegerAttr>(kMicroBatchAttrName).getInt();
+      if (stage >= numStages)
+        return work.emitError()
+               << "the model is cut into more stages (" << stage + 1
+               << ") than " << int64_t(ranks) << " pipeline ranks x " << int64_t(virtualStages)
+               << " virtual stages";
+      pieces[{stage, forward, mb}] = call;
+      pieceOf[call] = {stage, forward, mb};
+    }
+    if (int64_t(pieces.size()) > 0) {
+      int64_t cut = 0;
+      for (auto &[key, call] : pieces)
+        cut = std::max(cut, std::get<0>(key) + 1);
+      if (cut != numStages)
+        return work.emitError()
+               << "the model is cut into " << cut << " stages, but "
+               << int64_t(ranks) << " pipeline ranks x " << int64_t(virtualStages)
+               << " virtual stages run " << numStages
+               << ": cut it into as many (--stage-cuts, or let weftc choose)";
+    }
+
+    // The ranks that hold each parameter: those of the stages reading it.
+    llvm::StringMap<std::set<int64_t>> paramRanks;
+    for (unsigned i = 0; i < work.getNumArguments(); ++i) {
+      StringAttr name = getArgName(work, i, contract::Role::Param);
+      auto stages = work.getArgAttrOfType<DenseI64ArrayAttr>(i, kStagesAttrName);
+      if (!name || !stages)
+        continue;
+      for (int64_t s : stages.asArrayRef())
+        paramRanks[name.getValue()].insert(rankOf(s));
+    }
+    int64_t lastRank = rankOf(numStages - 1);
+    auto ret = cast<func::ReturnOp>(body.getTerminator());
+    for (unsigned i = 0; i < ret.getNumOperands(); ++i) {
+      std::set<int64_t> where{lastRank};
+      StringAttr name;
+      for (contract::Role role : {contract::Role::Param, contract::Role::State})
+        if (auto attr = work.getResultAttrOfType<StringAttr>(
+                i, contract::roleAttrName(role)))
+          name = attr;
+      if (name) {
+        // An optimizer state ("exp_avg.fc.weight") lives with its parameter.
+        StringRef param = name.getValue();
+        while (!paramRanks.count(param) && param.contains('.'))
+          param = param.split('.').second;
+        if (auto it = paramRanks.find(param); it != paramRanks.end())
+          where = it->second;
+      }
+      slotRanks.push_back(where);
+    }
+    // Glue runs on every rank that needs what it makes.
+    for (Operation &op : llvm::reverse(body.without_terminator())) {
+      if (pieceOf.count(&op))
+        continue;
+      std::set<int64_t> &need = glueRanks[&op];
+      for (Value result : op.getResults())
+        for (OpOperand &use : result.getUses()) {
+          Operation *user = use.getOwner();
+          if (isa<func::ReturnOp>(user))
+            need.insert(slotRanks[use.getOperandNumber()].begin(),
+                        slotRanks[use.getOperandNumber()].end());
+          else if (auto it = pieceOf.find(user); it != pieceOf.end())
+            need.insert(rankOf(std::get<0>(it->second)));
+          else
+            need.insert(glueRanks[user].begin(), glueRanks[user].end());
+        }
+    }
+    return success();
+  }
+
+  /// Every value a piece makes that another rank reads, with its tag and
+  /// when it travels.
+  LogicalResult planTransfers(const pl::Schedule &sched) {
+    int64_t tag = 0;
+    Block &body = work.front();
+    auto ret = body.getTerminator();
+    for (Operation &op : body.without_terminator()) {
+      auto it = pieceOf.find(&op);
+      if (it == pieceOf.end())
+        continue;
+      auto [stage, forward, mb] = it->second;
+      int64_t from = rankOf(stage);
+      for (Value v : op.getResults()) {
+        std::set<int64_t> scheduled, after;
+        for (OpOperand &use : v.getUses()) {
+          Operation *user = use.getOwner();
+          if (auto p = pieceOf.find(user); p != pieceOf.end()) {
+            int64_t userStage = std::get<0>(p->second);
+            int64_t to = rankOf(userStage);
+            if (to == from)
+              continue;
+            // The schedule's messages: a forward piece's outputs to the
+            // next stage (for its forward and backward pieces), a backward
+            // piece's to the previous stage.
+            bool next = forward && userStage == stage + 1;
+            bool previous = !forward && !std::get<1>(p->second) &&
+                            userStage == stage - 1;
+            if (!next && !previous)
+              return user->emitError()
+                     << "the " << (std::get<1>(p->second) ? "forward" : "backward")
+                     << " piece of stage " << userStage
+                     << " reads a value of the "
+                     << (forward ? "forward" : "backward")
+                     << " piece of stage " << stage
+                     << ", which no pipeline message carries (only a "
+                        "stage's outputs to the next stage and its input "
+                        "gradients to the previous one do)";
+            scheduled.insert(to);
+          } else if (isa<func::ReturnOp>(user)) {
+            for (int64_t to : slotRanks[use.getOperandNumber()])
+              if (to != from)
+                after.insert(to);
+          } else {
+            for (int64_t to : glueRanks[user])
+              if (to != from)
+                after.insert(to);
+          }
+        }
+        (void)ret;
+        if (!scheduled.empty() || !after.empty())
+          if (!isa<FloatType>(
+                  cast<RankedTensorType>(v.getType()).getElementType()))
+            return op.emitError()
+                   << "a value of type " << v.getType()
+                   << " crosses pipeline ranks, but only float tensors are "
+                      "sent between them";
+        for (int64_t to : scheduled)
+          messages[{it->second, to}].push_back({v, from, to, tag++});
+        for (int64_t to : after)
+          late.push_back({v, from, to, tag++});
+      }
+    }
+    (void)sched;
+    return success();
+  }
+
+  LogicalResult buildRank(OpBuilder &b, const pl::Schedule &sched, int64_t r) {
+    MLIRContext *context = b.getContext();
+    auto fn = func::FuncOp::create(
+        b, work.getLoc(), ("train_step.rank" + Twine(r)).str(),
+        b.getFunctionType(work.getArgumentTypes(), {}));
+    b.setInsertionPointAfter(fn);
+    fn.setAllArgAttrs(work.getAllArgAttrs());
+    Block *entry = fn.addEntryBlock();
+    OpBuilder body = OpBuilder::atBlockBegin(entry);
+    IRMapping map;
+    for (auto [from, to] : llvm::zip(work.getArguments(), entry->getArguments()))
+      map.map(from, to);
+    Location loc = work.getLoc();
+    auto axes = body.getStrArrayAttr({"pp"});
+
+    // Glue is copied on first use; a piece's value is there once computed
+    // or received.
+    std::function<LogicalResult(Value)> materialize =
+        [&](Value v) -> LogicalResult {
+      if (map.contains(v))
+        return success();
+      Operation *def = v.getDefiningOp();
+      if (!def || pieceOf.count(def))
+        return work.emitError()
+               << "pipeline rank " << r
+               << " needs a value it neither computes nor receives";
+      for (Value operand : def->getOperands())
+        if (failed(materialize(operand)))
+          return failure();
+      body.clone(*def, map);
+      return success();
+    };
+    auto send = [&](const Transfer &t) -> LogicalResult {
+      if (failed(materialize(t.value)))
+        return failure();
+      SendOp::create(body, loc, map.lookup(t.value), axes,
+                     body.getI64IntegerAttr(t.to), body.getI64IntegerAttr(t.tag));
+      return success();
+    };
+    auto recv = [&](const Transfer &t) {
+      map.map(t.value, RecvOp::create(body, loc, t.value.getType(), axes,
+                                      body.getI64IntegerAttr(t.from),
+                                      body.getI64IntegerAttr(t.tag))
+                           .getResult());
+    };
+    SmallVector<Attribute> timeline;
+    for (const pl::Action &a : sched.perRank[size_t(r)]) {
+      int64_t stage = sched.modelStage(a);
+      int64_t mb = a.microBatch;
+      timeline.push_back(body.getStringAttr(pl::describe(sched, a)));
+      switch (a.kind) {
+      case pl::Action::Forward:
+      case pl::Action::Backward: {
+        auto it = pieces.find({stage, a.kind == pl::Action::Forward, mb});
+        if (it == pieces.end())
+          continue;
+        func::CallOp call = it->second;
+        for (Value operand : call.getOperands())
+          if (failed(materialize(operand)))
+            return failure();
+        body.clone(*call, map);
+        break;
+      }
+      case pl::Action::SendActivation:
+      case pl::Action::SendGrad: {
+        bool forward = a.kind == pl::Action::SendActivation;
+        for (const Transfer &t : messages[{{stage, forward, mb}, a.peer}])
+          if (failed(send(t)))
+            return failure();
+        break;
+      }
+      case pl::Action::RecvActivation:
+      case pl::Action::RecvGrad: {
+        bool forward = a.kind == pl::Action::RecvActivation;
+        int64_t from = forward ? stage - 1 : stage + 1;
+        for (const Transfer &t : messages[{{from, forward, mb}, r}])
+          recv(t);
+        break;
+      }
+      default:
+        return work.emitError("an input- or weight-gradient action, which "
+                              "needs a split backward");
+      }
+    }
+    // What glue on other ranks reads, in one order every rank walks.
+    for (const Transfer &t : late) {
+      if (t.from == r && failed(send(t)))
+        return failure();
+      if (t.to == r)
+        recv(t);
+    }
+    SmallVector<Value> results;
+    SmallVector<Type> resultTypes;
+    SmallVector<DictionaryAttr> resultAttrs;
+    auto ret = cast<func::ReturnOp>(work.front().getTerminator());
+    for (auto [i, v] : llvm::enumerate(ret.getOperands())) {
+      if (!slotRanks[i].count(r))
+        continue;
+      if (failed(materialize(v)))
+        return failure();
+      results.push_back(map.lookup(v));
+      resultTypes.push_back(v.getType());
+      resultAttrs.push_back(work.getResultAttrDict(unsigned(i)));
+    }
+    func::ReturnOp::create(body, loc, results);
+    fn.setType(FunctionType::get(context, entry->getArgumentTypes(),
+                                 resultTypes));
+    for (auto [i, attrs] : llvm::enumerate(resultAttrs))
+      if (attrs)
+        fn.setResultAttrs(unsigned(i), attrs);
+    // Only what the rank reads stays an argument.
+    llvm::BitVector unused(fn.getNumArguments());
+    for (BlockArgument arg : fn.getArguments())
+      if (arg.use_empty())
+        unused.set(arg.getArgNumber());
+    if (failed(fn.eraseArguments(unused)))
+      return failure();
+    fn->setAttr("weft.pipeline_rank", b.getI64IntegerAttr(r));
+    fn->setAttr("weft.schedule", b.getArrayAttr(timeline));
+    return success();
+  }
+
+  int64_t numStages = 1, microBatches = 1;
+  func::FuncOp work;
+  std::map<PieceKey, func::CallOp> pieces;
+  llvm::DenseMap<Operation *, PieceKey> pieceOf;
+  llvm::DenseMap<Operation *, std::set<int64_t>> glueRanks;
+  SmallVector<std::set<int64_t>> slotRanks;
+  /// The schedule's messages: what a piece sends to a rank.
+  std::map<std::pair<PieceKey, int64_t>, SmallVector<Transfer>> messages;
+  /// Transfers after the schedule, in tag order.
+  SmallVector<Transfer> late;
+};
+} // namespace
