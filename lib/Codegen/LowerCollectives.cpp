@@ -5,8 +5,9 @@
 //===----------------------------------------------------------------------===//
 //
 // A partitioned step moves data between ranks with weft.all_reduce,
-// weft.all_gather, weft.reduce_scatter and weft.all_to_all, and slices its
-// own block with weft.shard_slice. The runtime owns the communicators (one
+// weft.all_gather, weft.reduce_scatter and weft.all_to_all, between
+// pipeline stages with weft.send and weft.recv, and slices its own block
+// with weft.shard_slice. The runtime owns the communicators (one
 // per mesh axis, reached through the WeftRuntimeContext), so each
 // collective becomes a call of a runtime C function
 // (include/weft/Runtime/Collectives.h's `weft_rt_*`) that takes the
@@ -54,6 +55,8 @@ constexpr llvm::StringLiteral kAllGatherName = "weft_rt_all_gather_f32";
 constexpr llvm::StringLiteral kReduceScatterName =
     "weft_rt_reduce_scatter_f32";
 constexpr llvm::StringLiteral kAllToAllName = "weft_rt_all_to_all_f32";
+constexpr llvm::StringLiteral kSendName = "weft_rt_send_f32";
+constexpr llvm::StringLiteral kRecvName = "weft_rt_recv_f32";
 constexpr llvm::StringLiteral kAxisIndexName = "weft_rt_axis_index";
 constexpr llvm::StringLiteral kBucketPutName = "weft_rt_bucket_put_f32";
 constexpr llvm::StringLiteral kBucketStartName = "weft_rt_bucket_start";
@@ -77,7 +80,8 @@ struct LowerCollectivesPass
     bool misplaced = false;
     module.walk([&](Operation *op) {
       if (!isa<weft::AllReduceOp, weft::AllGatherOp, weft::ReduceScatterOp,
-               weft::AllToAllOp, weft::ShardSliceOp, weft::AxisIndexOp>(op))
+               weft::AllToAllOp, weft::SendOp, weft::RecvOp, weft::ShardSliceOp,
+               weft::AxisIndexOp>(op))
         return;
       if (op->getParentOfType<func::FuncOp>() != entryFn) {
         // Only the entry receives the context; the partitioner works on the
@@ -383,6 +387,9 @@ private:
       return success();
     }
 
+    if (isa<weft::SendOp, weft::RecvOp>(op))
+      return lowerTransfer(b, op, context, *mask);
+
     Value input = op->getOperand(0);
     auto inType = cast<RankedTensorType>(input.getType());
     auto outType = cast<RankedTensorType>(op->getResult(0).getType());
@@ -445,6 +452,54 @@ private:
     Value result = bufferization::ToTensorOp::create(
         b, loc, outType, outBuf, /*restrict=*/true, /*writable=*/true);
     op->getResult(0).replaceAllUsesWith(result);
+    op->erase();
+    return success();
+  }
+
+  /// weft.send -> weft_rt_send_f32(ctx, mask, in, count, peer, tag), its
+  /// input read as a collective's is; weft.recv -> weft_rt_recv_f32(ctx,
+  /// mask, out, count, peer, tag) into a fresh buffer. The calls keep the
+  /// ops' program order (nothing moves or drops a call of an external
+  /// function).
+  LogicalResult lowerTransfer(OpBuilder &b, Operation *op, Value context,
+                              int64_t mask) {
+    Location loc = op->getLoc();
+    auto send = dyn_cast<weft::SendOp>(op);
+    auto recv = dyn_cast<weft::RecvOp>(op);
+    auto type = cast<RankedTensorType>(send ? send.getInput().getType()
+                                            : recv.getResult().getType());
+    if (!type.getElementType().isF32())
+      return op->emitError()
+             << "has element type " << type.getElementType()
+             << ": the runtime's send and recv take f32 (cast around them)";
+    Type ptr = LLVM::LLVMPointerType::get(b.getContext());
+    Type i64 = b.getI64Type();
+    func::FuncOp fn =
+        getOrDeclare(op, send ? kSendName : kRecvName,
+                     b.getFunctionType({ptr, i64, ptr, i64, i64, i64}, {}));
+    if (!fn)
+      return failure();
+    auto bufType = MemRefType::get(type.getShape(), type.getElementType());
+    Value buffer =
+        send ? Value(bufferization::ToBufferOp::create(
+                   b, loc, bufType, send.getInput(), /*read_only=*/true))
+             : Value(memref::AllocOp::create(b, loc, bufType,
+                                             b.getI64IntegerAttr(64)));
+    int64_t peer = int64_t(send ? send.getPeer() : recv.getPeer());
+    int64_t tag = int64_t(send ? send.getTag() : recv.getTag());
+    auto constI64 = [&](int64_t v) -> Value {
+      return arith::ConstantIntOp::create(b, loc, i64, v);
+    };
+    func::CallOp::create(b, loc, fn,
+                         ValueRange{context, constI64(mask),
+                                    pointerTo(b, loc, buffer),
+                                    constI64(type.getNumElements()),
+                                    constI64(peer), constI64(tag)});
+    if (recv) {
+      Value result = bufferization::ToTensorOp::create(
+          b, loc, type, buffer, /*restrict=*/true, /*writable=*/true);
+      recv.getResult().replaceAllUsesWith(result);
+    }
     op->erase();
     return success();
   }

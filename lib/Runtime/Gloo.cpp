@@ -46,6 +46,34 @@ Status Communicator::reduceScatterSum(const float *in, size_t count,
   return Status::success();
 }
 
+std::string Communicator::transferText(bool sending, size_t bytes, int peer,
+                                       uint64_t tag) const {
+  std::string head = std::string(sending ? "send" : "recv") + " of " +
+                     std::to_string(bytes) + " bytes with tag " +
+                     std::to_string(tag);
+  std::string me = std::to_string(rank()), them = std::to_string(peer);
+  return head +
+         (sending ? " from rank " + me + " to rank " + them
+                  : " on rank " + me + " from rank " + them) +
+         " of " + std::to_string(size());
+}
+
+Status Communicator::checkTransfer(const std::string &what, int peer,
+                                   uint64_t tag) const {
+  if (peer < 0 || peer >= size())
+    return Status::error(what + ": rank " + std::to_string(peer) +
+                         " is not in the group (ranks 0 to " +
+                         std::to_string(size() - 1) + ")");
+  // A blocking send to itself could never meet its recv.
+  if (peer == rank())
+    return Status::error(what + ": a rank cannot send to or receive from "
+                                "itself; name another rank of the group");
+  if (tag > kMaxTag)
+    return Status::error(what + ": the tag is above the largest, " +
+                         std::to_string(kMaxTag));
+  return Status::success();
+}
+
 namespace {
 
 /// gloo's view of the rendezvous store.
@@ -196,7 +224,91 @@ public:
     });
   }
 
+  Status send(const float *data, size_t count, int peer,
+              uint64_t tag) override {
+    return transfer(/*sending=*/true, const_cast<float *>(data), count, peer,
+                    tag);
+  }
+
+  Status recv(float *data, size_t count, int peer, uint64_t tag) override {
+    return transfer(/*sending=*/false, data, count, peer, tag);
+  }
+
 private:
+  using Clock = std::chrono::steady_clock;
+
+  /// The kinds of message a transfer sends, in the slot's second byte: the
+  /// sender's byte count, the receiver's, then the data. Each kind goes one
+  /// way only, so two ranks sending to each other with one tag at once
+  /// never take each other's counts for replies.
+  enum TransferMessage : uint64_t { kSenderSize, kReceiverSize, kData };
+
+  static uint64_t transferSlot(TransferMessage kind, uint64_t tag) {
+    return (uint64_t(kTransferSlotPrefix) << 56) | (uint64_t(kind) << 48) | tag;
+  }
+
+  /// First the two sides swap their byte counts, then the data moves. gloo
+  /// does not check sizes itself: more bytes than the recv posted end the
+  /// receiving process (an exception on gloo's event-loop thread), fewer
+  /// arrive as if they were all. With the counts swapped first, both ranks
+  /// see a mismatch and return it, and the pair stays usable.
+  Status transfer(bool sending, float *data, size_t count, int peer,
+                  uint64_t tag) {
+    size_t bytes = count * sizeof(float);
+    std::string what = transferText(sending, bytes, peer, tag);
+    if (Status s = checkTransfer(what, peer, tag); !s.ok())
+      return s;
+    Clock::time_point deadline = Clock::now() + timeout;
+    auto left = [&] {
+      return std::max(
+          std::chrono::ceil<std::chrono::milliseconds>(deadline - Clock::now()),
+          std::chrono::milliseconds(0));
+    };
+    std::string them = "rank " + std::to_string(peer);
+    try {
+      uint64_t mine = bytes, theirs = 0;
+      auto out = context->createUnboundBuffer(&mine, sizeof mine);
+      auto in = context->createUnboundBuffer(&theirs, sizeof theirs);
+      out->send(peer, transferSlot(sending ? kSenderSize : kReceiverSize, tag));
+      in->recv(peer, transferSlot(sending ? kReceiverSize : kSenderSize, tag));
+      if (!in->waitRecv(left()) || !out->waitSend(left()))
+        throw std::runtime_error("the transfer was aborted");
+      if (theirs != mine)
+        return Status::error(
+            what + " failed: " + them + (sending ? " receives " : " sends ") +
+            std::to_string(theirs) +
+            " bytes with this tag; a send and its recv must have the same "
+            "size (no data moved)");
+      if (bytes == 0)
+        return Status::success();
+      auto payload = context->createUnboundBuffer(data, bytes);
+      if (sending) {
+        payload->send(peer, transferSlot(kData, tag));
+        if (!payload->waitSend(left()))
+          throw std::runtime_error("the transfer was aborted");
+      } else {
+        payload->recv(peer, transferSlot(kData, tag));
+        if (!payload->waitRecv(left()))
+          throw std::runtime_error("the transfer was aborted");
+      }
+      return Status::success();
+    } catch (const std::exception &e) {
+      if (Clock::now() < deadline)
+        return Status::error(what + " failed: " + e.what());
+      std::string partner =
+          sending ? " (is it running, and does it call recv from rank " +
+                        std::to_string(rank()) + " with tag " +
+                        std::to_string(tag) + "?)"
+                  : " (is it running, and does it call send to rank " +
+                        std::to_string(rank()) + " with tag " +
+                        std::to_string(tag) + "?)";
+      return Status::error(what + " failed: " + them +
+                           (sending ? " did not take it" : " sent nothing") +
+                           " within " + std::to_string(timeout.count()) +
+                           " ms" + partner + " [gloo: " + e.what() + "]");
+    }
+  }
+
   template <typename F> Status guard(const char *what, F &&body) {
     try {
       body();
@@ -212,6 +324,8 @@ private:
   /// Not one of gloo's own prefixes (types.h), so the ring's messages
   /// never meet theirs.
   static constexpr uint8_t kReduceScatterSlotPrefix = 0x51;
+  /// Likewise for send and recv.
+  static constexpr uint8_t kTransferSlotPrefix = 0x52;
 
   std::shared_ptr<gloo::Context> context;
   std::chrono::milliseconds timeout;
@@ -277,6 +391,13 @@ public:
     return world->broadcast(data, count, root);
   }
   Status barrier() override { return world->barrier(); }
+  Status send(const float *data, size_t count, int peer,
+              uint64_t tag) override {
+    return world->send(data, count, peer, tag);
+  }
+  Status recv(float *data, size_t count, int peer, uint64_t tag) override {
+    return world->recv(data, count, peer, tag);
+  }
 
 private:
   std::unique_ptr<Communicator> world, local, leaders;
@@ -364,6 +485,20 @@ CommThread::Ticket CommThread::allToAll(const float *in, size_t count,
                                         float *out) {
   return issue(
       [this, in, count, out] { return comm.allToAll(in, count, out); });
+}
+
+CommThread::Ticket CommThread::send(const float *data, size_t count, int peer,
+                                    uint64_t tag) {
+  return issue([this, data, count, peer, tag] {
+    return comm.send(data, count, peer, tag);
+  });
+}
+
+CommThread::Ticket CommThread::recv(float *data, size_t count, int peer,
+                                    uint64_t tag) {
+  return issue([this, data, count, peer, tag] {
+    return comm.recv(data, count, peer, tag);
+  });
 }
 
 void CommThread::run() {

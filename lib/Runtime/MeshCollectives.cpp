@@ -18,6 +18,7 @@
 #include "weft/Runtime/Kernels.h"
 
 #include <csignal>
+#include <cstdint>
 #include <cstring>
 #include <vector>
 
@@ -318,6 +319,39 @@ extern "C" void weft_rt_all_to_all_f32(const WeftRuntimeContext *ctx,
          group.thread->allToAll(send, block, receive));
   if (concatOuter != 1)
     interleaveByRank(received.data(), n, concatOuter, concatInner, block, out);
+}
+
+namespace {
+/// Checks what the communicator's types cannot hold (a negative count,
+/// peer or tag) before it sees them.
+void checkTransferArgs(const WeftRuntimeContext *ctx, const char *what,
+                       int64_t axisMask, int64_t count, int64_t peer,
+                       int64_t tag) {
+  if (count < 0 || peer < 0 || tag < 0 || peer > INT32_MAX)
+    die(ctx, what, axisMask,
+        "count " + std::to_string(count) + ", peer " + std::to_string(peer) +
+            " or tag " + std::to_string(tag) +
+            " is out of range (none may be negative; the peer is a rank of "
+            "the group)");
+}
+} // namespace
+
+extern "C" void weft_rt_send_f32(const WeftRuntimeContext *ctx,
+                                 int64_t axisMask, const float *in,
+                                 int64_t count, int64_t peer, int64_t tag) {
+  AxisGroup &group = groupOf(ctx, "send", axisMask);
+  checkTransferArgs(ctx, "send", axisMask, count, peer, tag);
+  finish(ctx, "send", axisMask, group,
+         group.thread->send(in, size_t(count), int(peer), uint64_t(tag)));
+}
+
+extern "C" void weft_rt_recv_f32(const WeftRuntimeContext *ctx,
+                                 int64_t axisMask, float *out, int64_t count,
+                                 int64_t peer, int64_t tag) {
+  AxisGroup &group = groupOf(ctx, "recv", axisMask);
+  checkTransferArgs(ctx, "recv", axisMask, count, peer, tag);
+  finish(ctx, "recv", axisMask, group,
+         group.thread->recv(out, size_t(count), int(peer), uint64_t(tag)));
 }
 
 //===----------------------------------------------------------------------===//

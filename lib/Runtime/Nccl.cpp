@@ -27,6 +27,7 @@
 #include <cuda_runtime.h>
 #include <nccl.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <thread>
@@ -98,13 +99,19 @@ Status useDevice(int device, const std::string &where) {
   return Status::success();
 }
 
+/// What a send or recv tells its peer first: sending (1) or not, the tag,
+/// the byte count.
+constexpr size_t kHeaderSize = 3;
+
 class NcclCommunicator : public Communicator {
 public:
   NcclCommunicator(int rank, int size, std::string prefix, int device,
                    std::chrono::milliseconds timeout, ncclComm_t comm,
-                   cudaStream_t stream, float *scratch)
+                   cudaStream_t stream, float *scratch, int64_t *headers,
+                   int64_t *hostHeaders)
       : Communicator(rank, size), prefix(std::move(prefix)), device(device),
-        timeout(timeout), comm(comm), stream(stream), scratch(scratch) {}
+        timeout(timeout), comm(comm), stream(stream), scratch(scratch),
+        headers(headers), hostHeaders(hostHeaders) {}
 
   ~NcclCommunicator() override {
     cudaSetDevice(device);
@@ -125,6 +132,8 @@ public:
         ncclCommAbort(comm);
     }
     cudaFree(scratch);
+    cudaFree(headers);
+    cudaFreeHost(hostHeaders);
     cudaStreamDestroy(stream);
   }
 
@@ -211,7 +220,89 @@ public:
     });
   }
 
+  Status send(const float *data, size_t count, int peer,
+              uint64_t tag) override {
+    return transfer(/*sending=*/true, const_cast<float *>(data), count, peer,
+                    tag);
+  }
+
+  Status recv(float *data, size_t count, int peer, uint64_t tag) override {
+    return transfer(/*sending=*/false, data, count, peer, tag);
+  }
+
 private:
+  /// NCCL pairs a send with the next recv between the two ranks: it has no
+  /// tags, and a recv of another size than the send hangs or corrupts. So
+  /// the two sides first swap a header (send or recv, tag, bytes) in one
+  /// group, check it on the host, and move the data only when it matches.
+  /// A mismatch fails on both ranks and leaves the communicator usable.
+  Status transfer(bool sending, float *data, size_t count, int peer,
+                  uint64_t tag) {
+    size_t bytes = count * sizeof(float);
+    std::string what = transferText(sending, bytes, peer, tag);
+    if (Status s = checkTransfer(what, peer, tag); !s.ok())
+      return s;
+    if (Status s = checkDevicePointer(what.c_str(), data, count); !s.ok())
+      return s;
+    // Pinned host memory: a copy to pageable memory would block until the
+    // exchange is done, beyond the timeout's reach.
+    int64_t *mine = hostHeaders, *theirs = hostHeaders + kHeaderSize;
+    mine[0] = sending;
+    mine[1] = int64_t(tag);
+    mine[2] = int64_t(bytes);
+    std::fill(theirs, theirs + kHeaderSize, -1);
+    size_t headerBytes = kHeaderSize * sizeof(int64_t);
+    Status swapped = run(what.c_str(), [&] {
+      if (cudaMemcpyAsync(headers, mine, headerBytes, cudaMemcpyHostToDevice,
+                          stream) != cudaSuccess)
+        return ncclUnhandledCudaError;
+      ncclResult_t r = ncclGroupStart();
+      if (r != ncclSuccess)
+        return r;
+      r = ncclSend(headers, kHeaderSize, ncclInt64, peer, comm, stream);
+      if (r == ncclSuccess || r == ncclInProgress)
+        r = ncclRecv(headers + kHeaderSize, kHeaderSize, ncclInt64, peer, comm,
+                     stream);
+      ncclResult_t end = ncclGroupEnd();
+      if (r != ncclSuccess && r != ncclInProgress)
+        return r;
+      if (end != ncclSuccess && end != ncclInProgress)
+        return end;
+      if (cudaMemcpyAsync(theirs, headers + kHeaderSize, headerBytes,
+                          cudaMemcpyDeviceToHost, stream) != cudaSuccess)
+        return ncclUnhandledCudaError;
+      return end;
+    });
+    if (!swapped.ok())
+      return swapped;
+    std::string them = "rank " + std::to_string(peer);
+    if (theirs[0] == mine[0])
+      return Status::error(where(what.c_str()) + " failed: " + them + " also " +
+                           (sending ? "sends" : "receives") + " (tag " +
+                           std::to_string(theirs[1]) + ", " +
+                           std::to_string(theirs[2]) +
+                           " bytes); a send must meet a recv (no data moved)");
+    if (theirs[1] != mine[1])
+      return Status::error(
+          where(what.c_str()) + " failed: " + them + "'s next transfer with " +
+          "this rank has tag " + std::to_string(theirs[1]) +
+          "; NCCL matches transfers between two ranks in the order they are "
+          "issued, so both must issue them in the same order (no data "
+          "moved)");
+    if (theirs[2] != mine[2])
+      return Status::error(where(what.c_str()) + " failed: " + them +
+                           (sending ? " receives " : " sends ") +
+                           std::to_string(theirs[2]) +
+                           " bytes with this tag; a send and its recv must "
+                           "have the same size (no data moved)");
+    if (count == 0)
+      return Status::success();
+    return run(what.c_str(), [&] {
+      return sending ? ncclSend(data, count, ncclFloat32, peer, comm, stream)
+                     : ncclRecv(data, count, ncclFloat32, peer, comm, stream);
+    });
+  }
+
   std::string where(const char *what) const {
     return std::string(what) + " on " + who(prefix, rank(), size());
   }
@@ -312,6 +403,10 @@ private:
   cudaStream_t stream;
   /// The barrier's one float.
   float *scratch;
+  /// A transfer's header then the peer's (2 * kHeaderSize): on the device
+  /// for NCCL, and pinned on the host to compare them.
+  int64_t *headers;
+  int64_t *hostHeaders;
   bool aborted = false;
   std::string abortReason;
 };
@@ -404,14 +499,23 @@ Status weft::rt::createNcclCommunicator(StoreClient &store,
                          std::to_string(device) + " (" + cudaText(e) + ")");
   }
   float *scratch = nullptr;
-  if (cudaError_t e = cudaMalloc(&scratch, sizeof(float)); e != cudaSuccess) {
+  int64_t *headers = nullptr, *hostHeaders = nullptr;
+  cudaError_t e = cudaMalloc(&scratch, sizeof(float));
+  if (e == cudaSuccess)
+    e = cudaMalloc(&headers, 2 * kHeaderSize * sizeof(int64_t));
+  if (e == cudaSuccess)
+    e = cudaMallocHost(&hostHeaders, 2 * kHeaderSize * sizeof(int64_t));
+  if (e != cudaSuccess) {
+    cudaFree(scratch);
+    cudaFree(headers);
     cudaStreamDestroy(stream);
     ncclCommAbort(comm);
     return Status::error(name + ": cannot allocate on device " +
                          std::to_string(device) + " (" + cudaText(e) + ")");
   }
   out = std::make_unique<NcclCommunicator>(rank, size, prefix, device, timeout,
-                                           comm, stream, scratch);
+                                           comm, stream, scratch, headers,
+                                           hostHeaders);
   return Status::success();
 }
 

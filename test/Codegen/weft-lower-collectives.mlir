@@ -207,6 +207,58 @@ module attributes {weft.mesh = #weft.mesh<dp = 2>} {
 
 // -----
 
+// send and recv: (ctx, mask, buffer, count, peer, tag) over pp (mask 2 in
+// dp x pp). The send reads its input in place, each recv fills a fresh
+// buffer; a recv whose result is unused is still called (its peer sends),
+// and the calls keep the ops' order through the whole pipeline.
+// CHECK-DAG: func.func private @weft_rt_send_f32(!llvm.ptr, i64, !llvm.ptr, i64, i64, i64)
+// CHECK-DAG: func.func private @weft_rt_recv_f32(!llvm.ptr, i64, !llvm.ptr, i64, i64, i64)
+// CHECK-LABEL: func.func @train_step(
+// CHECK-SAME: %[[CTX:.*]]: !llvm.ptr {weft.context}, %[[X:.*]]: tensor<4x6xf32>
+// CHECK: %[[IN:.*]] = bufferization.to_buffer %[[X]] read_only : tensor<4x6xf32> to memref<4x6xf32>
+// CHECK: memref.extract_aligned_pointer_as_index %[[IN]]
+// CHECK: call @weft_rt_send_f32(%[[CTX]], %c2_i64{{.*}}, %{{.*}}, %c24_i64{{.*}}, %c1_i64{{.*}}, %c7_i64{{.*}})
+// CHECK: %[[OUT:.*]] = memref.alloc() {alignment = 64 : i64} : memref<4x6xf32>
+// CHECK: call @weft_rt_recv_f32(%[[CTX]], %c2_i64{{.*}}, %{{.*}}, %c24_i64{{.*}}, %c1_i64{{.*}}, %c8_i64{{.*}})
+// CHECK: %[[Y:.*]] = bufferization.to_tensor %[[OUT]] restrict writable : memref<4x6xf32> to tensor<4x6xf32>
+// CHECK: memref.alloc() {alignment = 64 : i64} : memref<2xf32>
+// CHECK: call @weft_rt_recv_f32(%[[CTX]], %c2_i64{{.*}}, %{{.*}}, %c2_i64{{.*}}, %c0_i64{{.*}}, %c9_i64{{.*}})
+// CHECK: return %[[Y]]
+// LLVM-LABEL: llvm.func @train_step(
+// LLVM: llvm.call @weft_rt_send_f32(
+// LLVM: llvm.call @weft_rt_recv_f32(
+// LLVM: llvm.call @weft_rt_recv_f32(
+module attributes {weft.mesh = #weft.mesh<dp = 2, pp = 2>} {
+  func.func @train_step(%x: tensor<4x6xf32> {weft.input = "x"}) -> (tensor<4x6xf32> {weft.output = "y"}) {
+    weft.send %x {axes = ["pp"], peer = 1 : i64, tag = 7 : i64} : tensor<4x6xf32>
+    %y = weft.recv {axes = ["pp"], peer = 1 : i64, tag = 8 : i64} : tensor<4x6xf32>
+    %unused = weft.recv {axes = ["pp"], peer = 0 : i64, tag = 9 : i64} : tensor<2xf32>
+    return %y : tensor<4x6xf32>
+  }
+}
+
+// -----
+
+module attributes {weft.mesh = #weft.mesh<pp = 2>} {
+  func.func @train_step(%x: tensor<4xbf16> {weft.input = "x"}) {
+    // expected-error @+1 {{has element type 'bf16': the runtime's send and recv take f32 (cast around them)}}
+    weft.send %x {axes = ["pp"], peer = 1 : i64, tag = 0 : i64} : tensor<4xbf16>
+    return
+  }
+}
+
+// -----
+
+module attributes {weft.mesh = #weft.mesh<pp = 2>} {
+  func.func @train_step() -> (tensor<4xf32> {weft.output = "y"}) {
+    // expected-error @+1 {{has weft.bucket 3, but a bucket holds all_reduce, reduce_scatter or all_gather ops only}}
+    %y = weft.recv {axes = ["pp"], peer = 1 : i64, tag = 0 : i64, weft.bucket = 3 : i64} : tensor<4xf32>
+    return %y : tensor<4xf32>
+  }
+}
+
+// -----
+
 // weft.axis_index: the runtime's coordinate of this rank, as a 0-d tensor.
 // CHECK-LABEL: func.func @train_step(
 // CHECK-SAME: %[[CTX:.*]]: !llvm.ptr {weft.context}

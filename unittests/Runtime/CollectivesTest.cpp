@@ -16,9 +16,11 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <functional>
 #include <string>
+#include <thread>
 #include <vector>
 #include <sys/socket.h>
 #include <netinet/in.h>
@@ -207,6 +209,19 @@ TEST(CollectivesTest, HierarchicalAllReduceAcrossTwoNodes) {
     for (int q = 0; q < size; ++q)
       if (got[q] != float(10 * q + rank))
         return 10;
+    // Send and recv across the nodes: rank 0 to rank 3, which answers
+    // with its own rank.
+    float pair[2] = {float(rank), 7};
+    if (rank == 0 && (!comm->send(pair, 2, 3, 1).ok() ||
+                      !comm->recv(pair, 2, 3, 2).ok() || pair[0] != 3))
+      return 11;
+    if (rank == 3) {
+      if (!comm->recv(pair, 2, 0, 1).ok() || pair[0] != 0 || pair[1] != 7)
+        return 12;
+      pair[0] = 3;
+      if (!comm->send(pair, 2, 0, 2).ok())
+        return 13;
+    }
     return comm->barrier().ok() ? 0 : 8;
   });
   EXPECT_EQ(codes, (std::vector<int>{0, 0, 0, 0}));
@@ -219,6 +234,305 @@ TEST(CollectivesTest, HierarchicalAllReduceAcrossTwoNodes) {
   EXPECT_NE(s.message.find("3 ranks do not split into nodes of 2"),
             std::string::npos)
       << s.message;
+}
+
+/// Prints a failed Status (so that the test shows it) and says whether it
+/// failed.
+bool failed(const Status &s, const char *what) {
+  if (s.ok())
+    return false;
+  std::fprintf(stderr, "%s: %s\n", what, s.message.c_str());
+  return true;
+}
+
+bool contains(const std::string &text, const std::string &part) {
+  return text.find(part) != std::string::npos;
+}
+
+/// Element i of what a test's `from` sends with `tag`: distinct over both.
+float sent(int from, uint64_t tag, size_t i) {
+  return float(1000000 * from + 1000 * int(tag) + int(i));
+}
+
+std::vector<float> message(int from, uint64_t tag, size_t count) {
+  std::vector<float> values(count);
+  for (size_t i = 0; i < count; ++i)
+    values[i] = sent(from, tag, i);
+  return values;
+}
+
+/// The element of `got` that is not what `from` sends with `tag`, or -1.
+long firstWrong(const std::vector<float> &got, int from, uint64_t tag) {
+  for (size_t i = 0; i < got.size(); ++i)
+    if (got[i] != sent(from, tag, i))
+      return long(i);
+  return -1;
+}
+
+TEST(CollectivesTest, SendAndRecvRoundTrip) {
+  // Rank 0 sends to rank 1, which returns each value plus one; then an
+  // empty message each way (the sizes still have to agree).
+  std::unique_ptr<StoreServer> server;
+  ASSERT_TRUE(StoreServer::start("127.0.0.1", 0, server).ok());
+  int port = server->port();
+  std::vector<std::string> errs;
+  std::vector<int> codes = runRanks(2, [&](int rank) {
+    std::unique_ptr<StoreClient> client;
+    std::unique_ptr<Communicator> comm;
+    if (!joinGroup(port, rank, 2, 10s, client, comm))
+      return 3;
+    const size_t n = 100003; // Several socket writes, not a multiple of 4.
+    std::vector<float> x(n, -1.0f);
+    if (rank == 0) {
+      std::vector<float> mine = message(0, 3, n);
+      if (failed(comm->send(mine.data(), n, 1, 3), "send"))
+        return 4;
+      if (failed(comm->recv(x.data(), n, 1, 4), "recv"))
+        return 5;
+      for (size_t i = 0; i < n; ++i)
+        if (x[i] != mine[i] + 1)
+          return 6;
+      return failed(comm->send(nullptr, 0, 1, 5), "empty send") ? 7 : 0;
+    }
+    if (failed(comm->recv(x.data(), n, 0, 3), "recv"))
+      return 4;
+    if (firstWrong(x, 0, 3) >= 0)
+      return 5;
+    for (float &v : x)
+      v += 1;
+    if (failed(comm->send(x.data(), n, 0, 4), "send"))
+      return 6;
+    return failed(comm->recv(nullptr, 0, 0, 5), "empty recv") ? 7 : 0;
+  }, &errs);
+  EXPECT_EQ(codes, (std::vector<int>{0, 0})) << errs[0] << errs[1];
+}
+
+TEST(CollectivesTest, SendAndRecvAroundARingOfThree) {
+  // Rank r sends to r + 1 and receives from r - 1. Sends block until the
+  // peer receives, so even ranks send first and odd ranks receive first:
+  // with all sending first, the ring would wait until the timeout. The
+  // ring goes round twice, through the communicator and through a
+  // CommThread, as generated code calls it.
+  const int size = 3;
+  std::unique_ptr<StoreServer> server;
+  ASSERT_TRUE(StoreServer::start("127.0.0.1", 0, server).ok());
+  int port = server->port();
+  std::vector<std::string> errs;
+  std::vector<int> codes = runRanks(size, [&](int rank) {
+    std::unique_ptr<StoreClient> client;
+    std::unique_ptr<Communicator> comm;
+    if (!joinGroup(port, rank, size, 10s, client, comm))
+      return 3;
+    int next = (rank + 1) % size, prev = (rank + size - 1) % size;
+    std::vector<float> mine = message(rank, 1, 257), got(257);
+    bool sendFirst = rank % 2 == 0;
+    for (int round = 0; round < 2; ++round) {
+      Status first, second;
+      if (round == 0) {
+        first = sendFirst ? comm->send(mine.data(), mine.size(), next, 1)
+                          : comm->recv(got.data(), got.size(), prev, 1);
+        second = sendFirst ? comm->recv(got.data(), got.size(), prev, 1)
+                           : comm->send(mine.data(), mine.size(), next, 1);
+      } else {
+        CommThread thread(*comm);
+        CommThread::Ticket a =
+            sendFirst ? thread.send(mine.data(), mine.size(), next, 1)
+                      : thread.recv(got.data(), got.size(), prev, 1);
+        CommThread::Ticket b =
+            sendFirst ? thread.recv(got.data(), got.size(), prev, 1)
+                      : thread.send(mine.data(), mine.size(), next, 1);
+        first = thread.wait(a);
+        second = thread.wait(b);
+      }
+      if (failed(first, "first") || failed(second, "second"))
+        return 4;
+      if (long i = firstWrong(got, prev, 1); i >= 0) {
+        std::fprintf(stderr, "round %d: element %ld is %g\n", round, i,
+                     double(got[size_t(i)]));
+        return 5;
+      }
+      std::fill(got.begin(), got.end(), -1.0f);
+    }
+    return 0;
+  }, &errs);
+  EXPECT_EQ(codes, (std::vector<int>{0, 0, 0}))
+      << errs[0] << errs[1] << errs[2];
+}
+
+TEST(CollectivesTest, RecvsMatchSendsByTagInAnyOrder) {
+  // Rank 0 sends eight messages of different sizes with tags 10..17, each
+  // from a thread of its own; rank 1 receives them one at a time in the
+  // reverse order, so every recv is posted while other tags' sends are
+  // waiting, and must take the message with its own tag.
+  std::unique_ptr<StoreServer> server;
+  ASSERT_TRUE(StoreServer::start("127.0.0.1", 0, server).ok());
+  int port = server->port();
+  std::vector<std::string> errs;
+  std::vector<int> codes = runRanks(2, [&](int rank) {
+    std::unique_ptr<StoreClient> client;
+    std::unique_ptr<Communicator> comm;
+    if (!joinGroup(port, rank, 2, 20s, client, comm))
+      return 3;
+    const uint64_t first = 10, tags = 8;
+    auto countOf = [](uint64_t tag) { return size_t(100 * tag + 7); };
+    if (rank == 0) {
+      std::vector<std::thread> senders;
+      std::vector<int> ok(tags, 0);
+      std::vector<std::vector<float>> messages;
+      for (uint64_t t = first; t < first + tags; ++t)
+        messages.push_back(message(0, t, countOf(t)));
+      for (uint64_t t = first; t < first + tags; ++t)
+        senders.emplace_back([&, t] {
+          const std::vector<float> &m = messages[t - first];
+          ok[t - first] = !failed(comm->send(m.data(), m.size(), 1, t),
+                                  "threaded send");
+        });
+      for (std::thread &t : senders)
+        t.join();
+      return std::count(ok.begin(), ok.end(), 1) == long(tags) ? 0 : 4;
+    }
+    for (uint64_t t = first + tags; t-- > first;) {
+      std::vector<float> got(countOf(t), -1.0f);
+      if (failed(comm->recv(got.data(), got.size(), 0, t), "recv"))
+        return 5;
+      if (long i = firstWrong(got, 0, t); i >= 0) {
+        std::fprintf(stderr, "tag %llu: element %ld is %g\n",
+                     (unsigned long long)t, i, double(got[size_t(i)]));
+        return 6;
+      }
+    }
+    return 0;
+  }, &errs);
+  EXPECT_EQ(codes, (std::vector<int>{0, 0})) << errs[0] << errs[1];
+}
+
+TEST(CollectivesTest, SendAndRecvOfDifferentSizesFailOnBothRanks) {
+  // A send of 4 floats meets a recv of 8, then one of 8 a recv of 4 (gloo
+  // alone would end rank 1's process there). Both ranks get an error
+  // naming both sizes, no data moves, and the next transfer works.
+  std::unique_ptr<StoreServer> server;
+  ASSERT_TRUE(StoreServer::start("127.0.0.1", 0, server).ok());
+  int port = server->port();
+  std::vector<std::string> errs;
+  std::vector<int> codes = runRanks(2, [&](int rank) {
+    std::unique_ptr<StoreClient> client;
+    std::unique_ptr<Communicator> comm;
+    if (!joinGroup(port, rank, 2, 10s, client, comm))
+      return 3;
+    std::vector<float> x = message(rank, 2, 8), keep = x;
+    Status small = rank == 0 ? comm->send(x.data(), 4, 1, 2)
+                             : comm->recv(x.data(), 8, 0, 2);
+    Status large = rank == 0 ? comm->send(x.data(), 8, 1, 2)
+                             : comm->recv(x.data(), 4, 0, 2);
+    if (small.ok() || large.ok())
+      return 4;
+    std::fprintf(stderr, "%s\n%s\n", small.message.c_str(),
+                 large.message.c_str());
+    if (x != keep)
+      return 5;
+    std::vector<float> got(3);
+    Status s = rank == 0 ? comm->send(x.data(), 3, 1, 2)
+                         : comm->recv(got.data(), 3, 0, 2);
+    if (failed(s, "matching transfer after the mismatches"))
+      return 6;
+    return rank == 1 && (got[0] != sent(0, 2, 0) || got[2] != sent(0, 2, 2))
+               ? 7
+               : 0;
+  }, &errs);
+  ASSERT_EQ(codes, (std::vector<int>{0, 0})) << errs[0] << errs[1];
+  EXPECT_TRUE(contains(errs[0], "send of 16 bytes with tag 2 from rank 0 to "
+                                "rank 1 of 2 failed: rank 1 receives 32 bytes "
+                                "with this tag; a send and its recv must "
+                                "have the same size"))
+      << errs[0];
+  EXPECT_TRUE(contains(errs[1], "recv of 32 bytes with tag 2 on rank 1 from "
+                                "rank 0 of 2 failed: rank 0 sends 16 bytes"))
+      << errs[1];
+  EXPECT_TRUE(contains(errs[0], "send of 32 bytes with tag 2 from rank 0 to "
+                                "rank 1 of 2 failed: rank 1 receives 16 "
+                                "bytes"))
+      << errs[0];
+  EXPECT_TRUE(contains(errs[1], "recv of 16 bytes with tag 2 on rank 1 from "
+                                "rank 0 of 2 failed: rank 0 sends 32 bytes"))
+      << errs[1];
+}
+
+TEST(CollectivesTest, APeerThatNeverAnswersTimesOut) {
+  // Of three ranks, rank 1 joins and then does nothing: rank 0's send to
+  // it and rank 2's recv from it fail after the timeout, naming both ranks,
+  // the tag and the size, instead of hanging.
+  std::unique_ptr<StoreServer> server;
+  ASSERT_TRUE(StoreServer::start("127.0.0.1", 0, server).ok());
+  int port = server->port();
+  std::vector<std::string> errs;
+  std::vector<int> codes = runRanks(3, [&](int rank) {
+    std::unique_ptr<StoreClient> client;
+    std::unique_ptr<Communicator> comm;
+    if (!joinGroup(port, rank, 3, 500ms, client, comm))
+      return 3;
+    if (rank == 1) {
+      ::sleep(3);
+      return 0;
+    }
+    float x[4] = {1, 2, 3, 4};
+    auto start = std::chrono::steady_clock::now();
+    Status s = rank == 0 ? comm->send(x, 4, 1, 9) : comm->recv(x, 4, 1, 9);
+    double seconds = std::chrono::duration<double>(
+                         std::chrono::steady_clock::now() - start)
+                         .count();
+    if (s.ok())
+      return 4;
+    std::fprintf(stderr, "%s\n", s.message.c_str());
+    return seconds < 2.5 ? 0 : 5;
+  }, &errs);
+  ASSERT_EQ(codes, (std::vector<int>{0, 0, 0})) << errs[0] << errs[2];
+  EXPECT_TRUE(contains(errs[0], "send of 16 bytes with tag 9 from rank 0 to "
+                                "rank 1 of 3 failed: rank 1 did not take it "
+                                "within 500 ms (is it running, and does it "
+                                "call recv from rank 0 with tag 9?)"))
+      << errs[0];
+  EXPECT_TRUE(contains(errs[2], "recv of 16 bytes with tag 9 on rank 2 from "
+                                "rank 1 of 3 failed: rank 1 sent nothing "
+                                "within 500 ms (is it running, and does it "
+                                "call send to rank 2 with tag 9?)"))
+      << errs[2];
+}
+
+TEST(CollectivesTest, SendAndRecvRefuseBadPeersAndTags) {
+  std::unique_ptr<StoreServer> server;
+  ASSERT_TRUE(StoreServer::start("127.0.0.1", 0, server).ok());
+  int port = server->port();
+  std::vector<std::string> errs;
+  std::vector<int> codes = runRanks(2, [&](int rank) {
+    std::unique_ptr<StoreClient> client;
+    std::unique_ptr<Communicator> comm;
+    if (!joinGroup(port, rank, 2, 10s, client, comm))
+      return 3;
+    float x[2] = {};
+    std::vector<Status> refused = {
+        comm->send(x, 2, 2, 0), comm->recv(x, 2, -1, 0),
+        comm->send(x, 2, rank, 0),
+        comm->recv(x, 2, 1 - rank, Communicator::kMaxTag + 1)};
+    for (const Status &s : refused) {
+      if (s.ok())
+        return 4;
+      std::fprintf(stderr, "%s\n", s.message.c_str());
+    }
+    // Refusing sent nothing: the group is still in step.
+    return failed(comm->barrier(), "barrier") ? 5 : 0;
+  }, &errs);
+  ASSERT_EQ(codes, (std::vector<int>{0, 0})) << errs[0] << errs[1];
+  const std::string &err = errs[0];
+  EXPECT_TRUE(contains(err, "send of 8 bytes with tag 0 from rank 0 to rank 2 "
+                            "of 2: rank 2 is not in the group (ranks 0 to 1)"))
+      << err;
+  EXPECT_TRUE(contains(err, "rank -1 is not in the group")) << err;
+  EXPECT_TRUE(contains(err, "send of 8 bytes with tag 0 from rank 0 to rank 0 "
+                            "of 2: a rank cannot send to or receive from "
+                            "itself"))
+      << err;
+  EXPECT_TRUE(contains(err, "the tag is above the largest, 281474976710655"))
+      << err;
 }
 
 TEST(CollectivesTest, CommThreadRunsCollectivesInOrderAlongsideWork) {

@@ -388,6 +388,66 @@ TEST(MeshCollectivesTest, DeadPeerIsAnErrorNamingTheCollective) {
       << err;
 }
 
+TEST(MeshCollectivesTest, SendAndRecvBetweenPipelineStages) {
+  // dp=2 x pp=2 on 4 ranks, rank = 2 * dp + pp: stage 0 of each dp replica
+  // sends its activations to stage 1 of the same replica (peer 1 on pp,
+  // its own coordinate on dp), which sends back twice them as the
+  // gradient, as a pipeline step's forward and backward would.
+  int port = freePort();
+  std::vector<std::string> errs;
+  std::vector<int> codes = runRanks(4, [&](int rank) {
+    RuntimeContext context(launchOf(rank, 4, port), 1);
+    if (Status s = context.joinMesh({{"dp", 2}, {"pp", 2}}, 20s); !s.ok()) {
+      std::fprintf(stderr, "%s\n", s.message.c_str());
+      return 2;
+    }
+    const WeftRuntimeContext *ctx = context.get();
+    const int64_t pp = 2, n = 6;
+    int dp = rank / 2, stage = rank % 2;
+    float activations[n], gradients[n];
+    if (stage == 0) {
+      for (int i = 0; i < n; ++i)
+        activations[i] = float(100 * dp + i);
+      weft_rt_send_f32(ctx, pp, activations, n, 1, 0);
+      weft_rt_recv_f32(ctx, pp, gradients, n, 1, 1);
+      for (int i = 0; i < n; ++i)
+        if (gradients[i] != 2 * float(100 * dp + i))
+          return 3;
+      return 0;
+    }
+    weft_rt_recv_f32(ctx, pp, activations, n, 0, 0);
+    for (int i = 0; i < n; ++i)
+      gradients[i] = 2 * activations[i];
+    weft_rt_send_f32(ctx, pp, gradients, n, 0, 1);
+    return 0;
+  }, &errs);
+  for (int r = 0; r < 4; ++r)
+    EXPECT_EQ(codes[r], 0) << "rank " << r << ": " << errs[r];
+}
+
+TEST(MeshCollectivesTest, SendToItselfIsAnErrorNamingTheRanks) {
+  // A step that names this rank's own stage as the peer: the process ends
+  // with the op, the axis and both ranks, rather than waiting for ever.
+  int port = freePort();
+  std::vector<std::string> errs;
+  std::vector<int> codes = runRanks(2, [&](int rank) {
+    RuntimeContext context(launchOf(rank, 2, port), 1);
+    if (!context.joinMesh({{"pp", 2}}, 20s).ok())
+      return 2;
+    if (rank == 1)
+      return 0;
+    float x[3] = {};
+    weft_rt_send_f32(context.get(), 1, x, 3, 0, 4);
+    return 0; // Not reached: the call exits.
+  }, &errs);
+  EXPECT_EQ(codes[0], 1) << errs[0];
+  EXPECT_NE(errs[0].find("error: rank 0: send over mesh axis pp failed: send "
+                         "of 12 bytes with tag 4 from rank 0 to rank 0 of 2: "
+                         "a rank cannot send to or receive from itself"),
+            std::string::npos)
+      << errs[0];
+}
+
 TEST(MeshCollectivesTest, WorldSizeMustMatchTheMesh) {
   RuntimeContext context(launchOf(0, 4, 1), 1);
   Status s = context.joinMesh({{"dp", 2}}, 1s);

@@ -284,6 +284,14 @@ TEST(NcclTest, OneRankGroupsOnEachDevice) {
           // Refusing the host pointer did not abort the communicator.
           if (failed(comm->barrier(), "barrier after an error"))
             return 14;
+          // Send and recv: the only rank is not a peer of its own.
+          s = comm->send(a.ptr, n, 0, 1);
+          if (s.ok() || !contains(s.message, "cannot send to or receive "
+                                             "from itself"))
+            return 16;
+          s = comm->recv(a.ptr, n, 1, 1);
+          if (s.ok() || !contains(s.message, "rank 1 is not in the group"))
+            return 17;
         }
         return 0;
       },
@@ -356,6 +364,35 @@ TEST(NcclTest, TwoRanksOnTwoDevices) {
           return 9;
         if (failed(comm->barrier(), "barrier"))
           return 10;
+        // Send and recv: rank 0 sends to rank 1, which returns it; then a
+        // send of n meets a recv of n - 1 (an error on both ranks, naming
+        // both sizes) and a recv whose tag is not the send's (NCCL has no
+        // tags: an error naming both), and the communicator still works.
+        int peer = 1 - rank;
+        if (rank == 0) {
+          if (!x.put(iota(n, 3)) ||
+              failed(comm->send(x.ptr, n, peer, 7), "send") ||
+              !x.put(std::vector<float>(n, 0)) ||
+              failed(comm->recv(x.ptr, n, peer, 8), "recv") ||
+              !same(x.get(), iota(n, 3), "send and recv"))
+            return 13;
+        } else if (failed(comm->recv(x.ptr, n, peer, 7), "recv") ||
+                   failed(comm->send(x.ptr, n, peer, 8), "send")) {
+          return 13;
+        }
+        Status sizes = rank == 0 ? comm->send(x.ptr, n, peer, 9)
+                                 : comm->recv(x.ptr, n - 1, peer, 9);
+        if (sizes.ok() ||
+            !contains(sizes.message,
+                      rank == 0 ? "receives 16384 bytes" : "sends 16388 bytes"))
+          return 14;
+        Status tags = rank == 0 ? comm->send(x.ptr, n, peer, 10)
+                                : comm->recv(x.ptr, n, peer, 11);
+        if (tags.ok() ||
+            !contains(tags.message, rank == 0 ? "has tag 11" : "has tag 10"))
+          return 15;
+        if (failed(comm->barrier(), "barrier after the mismatches"))
+          return 16;
         // Through CommThread, as generated code issues them.
         CommThread thread(*comm);
         if (!x.put(iota(n, r)))

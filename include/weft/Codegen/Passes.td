@@ -80,6 +80,9 @@ def LowerCollectivesPass : Pass<"weft-lower-collectives", "mlir::ModuleOp"> {
       splitOuter, splitInner, concatOuter, concatInner)`: the block each
       rank sends or receives (the input with `split_dim` cut n ways) split
       where `split_dim` starts, then where `concat_dim` starts;
+    - `weft.send` -> `weft_rt_send_f32(ctx, mask, in, count, peer, tag)`
+      and `weft.recv` -> `weft_rt_recv_f32(ctx, mask, out, count, peer,
+      tag)`, `count` the tensor's elements; calls stay in the ops' order;
     - `weft.shard_slice` -> `tensor.extract_slice` at
       `weft_rt_axis_index(ctx, mask)` times the block size (no
       communication).
@@ -94,7 +97,7 @@ def LowerCollectivesPass : Pass<"weft-lower-collectives", "mlir::ModuleOp"> {
     axis the mesh lacks or axes listed in another order than the mesh's
     (ranks are numbered row-major in mesh order), a collective on a type
     other than f32, a `weft.bucket` on an op buckets do not hold
-    (all_to_all, shard_slice).
+    (all_to_all, send, recv, shard_slice).
 
     Before:
 

@@ -19,11 +19,13 @@
 #define WEFT_RUNTIME_COLLECTIVES_H
 
 #include "weft/Formats/HostArray.h"
+#include "weft/Runtime/Kernels.h"
 #include "weft/Runtime/Rendezvous.h"
 
 #include <chrono>
 #include <condition_variable>
 #include <cstddef>
+#include <cstdint>
 #include <deque>
 #include <functional>
 #include <memory>
@@ -54,8 +56,42 @@ public:
   virtual Status broadcast(float *data, size_t count, int root) = 0;
   virtual Status barrier() = 0;
 
+  /// Point to point, for pipeline stages: `send` gives `count` floats to
+  /// group rank `peer`, where the `recv` from this rank with the same `tag`
+  /// takes them. Both block, up to the communicator's timeout, until the
+  /// transfer is done: `send` returns once the peer has posted that recv
+  /// and the data is on its way (`data` may then be reused), so a cycle of
+  /// ranks that all send first waits until the timeout; order them (in a
+  /// ring, even ranks send first and odd ranks receive first).
+  ///
+  /// Both sides must agree on the size: a send and its recv of different
+  /// sizes fail on both ranks, naming both sizes, and move no data. Sends
+  /// and recvs between two ranks with one tag match in the order they are
+  /// issued; with distinct tags they may be posted in any order (from
+  /// several threads at once on gloo; NCCL has no tags and matches in
+  /// issue order only, so there the tags must come in the same order on
+  /// both sides, else the transfer fails naming both tags). A failure
+  /// names this rank, the peer, the tag and the byte count; after a
+  /// timeout the communicator is unusable, as after a failed collective.
+  /// `peer` is not this rank; `tag` is at most kMaxTag.
+  virtual Status send(const float *data, size_t count, int peer,
+                      uint64_t tag) = 0;
+  virtual Status recv(float *data, size_t count, int peer, uint64_t tag) = 0;
+
+  /// Tags fit in 48 bits: gloo's message slots keep the rest for the kind
+  /// of message. The ABI's limit, which weft.send and weft.recv verify.
+  static constexpr uint64_t kMaxTag = uint64_t(WEFT_RT_MAX_TAG);
+
 protected:
   Communicator(int rank, int size) : myRank(rank), numRanks(size) {}
+
+  /// "send of 64 bytes with tag 7 from rank 0 to rank 1 of 2", or "recv of
+  /// ... on rank 1 from rank 0 of 2": how point-to-point errors begin.
+  std::string transferText(bool sending, size_t bytes, int peer,
+                           uint64_t tag) const;
+  /// An error when `peer` is not another rank of the group or `tag` is
+  /// above kMaxTag; `what` is transferText's.
+  Status checkTransfer(const std::string &what, int peer, uint64_t tag) const;
 
 private:
   int myRank, numRanks;
@@ -142,6 +178,11 @@ public:
   Ticket reduceScatterSum(const float *in, size_t count, float *out);
   /// Issues out = block rank() of every rank's `in`, in rank order.
   Ticket allToAll(const float *in, size_t count, float *out);
+  /// Issues a send of `data` to `peer` (Communicator::send); the thread
+  /// runs nothing else until the peer has taken it.
+  Ticket send(const float *data, size_t count, int peer, uint64_t tag);
+  /// Issues a recv into `data` from `peer` (Communicator::recv).
+  Ticket recv(float *data, size_t count, int peer, uint64_t tag);
 
   /// Blocks until collective `ticket` (and every one issued before it) has
   /// run; its status, or the first failure before it.

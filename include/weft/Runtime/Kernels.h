@@ -64,6 +64,22 @@ void weft_rt_all_to_all_f32(const WeftRuntimeContext *ctx, int64_t axisMask,
                             const float *in, float *out, int64_t splitOuter,
                             int64_t splitInner, int64_t concatOuter,
                             int64_t concatInner);
+/* Point to point (weft.send, weft.recv), for pipeline stages: `count`
+   floats go from this rank to the group's rank `peer` (its index in the
+   group of `axisMask`, row-major over the mask's axes; its coordinates on
+   the other axes are this rank's), where the recv from this rank with the
+   same `tag` takes them. Both block until the transfer is done
+   (weft::rt::Communicator::send): a send returns once the peer has posted
+   its recv. A peer outside the group or this rank itself, a tag above
+   WEFT_RT_MAX_TAG, a send and its recv of different sizes, and a peer
+   that does not answer within the timeout end the process with an error
+   naming both ranks, the tag and the byte count. */
+#define WEFT_RT_MAX_TAG ((int64_t)0xFFFFFFFFFFFF) /* 2^48 - 1 */
+void weft_rt_send_f32(const WeftRuntimeContext *ctx, int64_t axisMask,
+                      const float *in, int64_t count, int64_t peer,
+                      int64_t tag);
+void weft_rt_recv_f32(const WeftRuntimeContext *ctx, int64_t axisMask,
+                      float *out, int64_t count, int64_t peer, int64_t tag);
 /* This rank's index in the group of `axisMask` (row-major over its axes):
    which block weft.shard_slice keeps. */
 int64_t weft_rt_axis_index(const WeftRuntimeContext *ctx, int64_t axisMask);

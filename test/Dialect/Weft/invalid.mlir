@@ -367,3 +367,57 @@ func.func @all_to_all_axes(%x: tensor<4x8xf32>) {
   %0 = weft.all_to_all %x {axes = [], split_dim = 1 : i64, concat_dim = 0 : i64} : tensor<4x8xf32> -> tensor<8x4xf32>
   return
 }
+
+// -----
+
+module attributes {weft.mesh = #weft.mesh<dp = 2, pp = 4>} {
+  func.func @send_peer_outside_axis(%x: tensor<4xf32>) {
+    // expected-error @+1 {{'weft.send' op peer 4 is not a coordinate on axis "pp" of the mesh #weft.mesh<dp = 2, pp = 4> (0 to 3)}}
+    weft.send %x {axes = ["pp"], peer = 4 : i64, tag = 0 : i64} : tensor<4xf32>
+    return
+  }
+}
+
+// -----
+
+module attributes {weft.mesh = #weft.mesh<dp = 2, pp = 4>} {
+  func.func @recv_peer_outside_group(%x: tensor<4xf32>) {
+    // expected-error @+1 {{'weft.recv' op peer 8 is not a rank of the group of axes ["dp", "pp"] of the mesh #weft.mesh<dp = 2, pp = 4> (0 to 7)}}
+    %0 = weft.recv {axes = ["dp", "pp"], peer = 8 : i64, tag = 0 : i64} : tensor<4xf32>
+    return
+  }
+}
+
+// -----
+
+module attributes {weft.mesh = #weft.mesh<dp = 2>} {
+  func.func @send_axis_not_in_mesh(%x: tensor<4xf32>) {
+    // expected-error @+1 {{'weft.send' op names axis "pp", which the mesh #weft.mesh<dp = 2> does not have}}
+    weft.send %x {axes = ["pp"], peer = 1 : i64, tag = 0 : i64} : tensor<4xf32>
+    return
+  }
+}
+
+// -----
+
+func.func @recv_negative_peer() {
+  // expected-error @+1 {{'weft.recv' op peer -1 is negative}}
+  %0 = weft.recv {axes = ["pp"], peer = -1 : i64, tag = 0 : i64} : tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @send_tag(%x: tensor<4xf32>) {
+  // expected-error @+1 {{'weft.send' op tag 281474976710656 is outside [0, 2^48): the runtime's message slots hold 48 bits of tag}}
+  weft.send %x {axes = ["pp"], peer = 1 : i64, tag = 281474976710656 : i64} : tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @recv_axes() {
+  // expected-error @+1 {{'weft.recv' op needs at least one mesh axis}}
+  %0 = weft.recv {axes = [], peer = 0 : i64, tag = 0 : i64} : tensor<4xf32>
+  return
+}

@@ -131,3 +131,13 @@ func.func @collectives(%x: tensor<4x8xf32>) -> tensor<8x4xf32> {
   %0 = weft.all_to_all %x {axes = ["tp"], split_dim = 1 : i64, concat_dim = 0 : i64} : tensor<4x8xf32> -> tensor<8x4xf32>
   return %0 : tensor<8x4xf32>
 }
+
+// Point to point: no result for send; both keep their attributes.
+// CHECK-LABEL: func.func @send_recv
+func.func @send_recv(%x: tensor<8x32xf32>) -> tensor<8x32xf32> {
+  // CHECK: weft.send %{{.*}} {axes = ["pp"], peer = 1 : i64, tag = 7 : i64} : tensor<8x32xf32>
+  weft.send %x {axes = ["pp"], peer = 1 : i64, tag = 7 : i64} : tensor<8x32xf32>
+  // CHECK: weft.recv {axes = ["pp"], peer = 1 : i64, tag = 8 : i64} : tensor<8x32xf32>
+  %0 = weft.recv {axes = ["pp"], peer = 1 : i64, tag = 8 : i64} : tensor<8x32xf32>
+  return %0 : tensor<8x32xf32>
+}

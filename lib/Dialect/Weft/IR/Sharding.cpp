@@ -6,7 +6,9 @@
 
 #include "weft/Dialect/Weft/IR/Sharding.h"
 #include "weft/Dialect/Weft/IR/WeftOps.h"
+#include "weft/Runtime/Kernels.h"
 
+#include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/DialectImplementation.h"
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/SmallSet.h"
@@ -332,6 +334,56 @@ LogicalResult AllToAllOp::verify() {
              << " over the same number of ranks";
   }
   return success();
+}
+
+namespace {
+/// `peer` names a rank of the group of `axes`: checked against the
+/// module's mesh where it has one (before --weft-apply-mesh sets it, the
+/// sizes are not known). The tag must fit the runtime's.
+LogicalResult verifyTransfer(Operation *op, ArrayAttr axes, int64_t peer,
+                             int64_t tag) {
+  if (axes.empty())
+    return op->emitOpError("needs at least one mesh axis");
+  if (tag < 0 || tag > WEFT_RT_MAX_TAG)
+    return op->emitOpError("tag ")
+           << tag << " is outside [0, 2^48): the runtime's message slots "
+           << "hold 48 bits of tag";
+  auto module = op->getParentOfType<ModuleOp>();
+  auto mesh = module
+                  ? module->getAttrOfType<MeshAttr>(WeftDialect::kMeshAttrName)
+                  : MeshAttr();
+  if (!mesh) {
+    if (peer < 0)
+      return op->emitOpError("peer ") << peer << " is negative";
+    return success();
+  }
+  int64_t size = 1;
+  for (Attribute axis : axes) {
+    StringRef name = cast<StringAttr>(axis).getValue();
+    int64_t axisSize = mesh.getAxisSize(name);
+    if (axisSize == 0)
+      return op->emitOpError("names axis \"")
+             << name << "\", which the mesh " << mesh << " does not have";
+    size *= axisSize;
+  }
+  if (peer < 0 || peer >= size) {
+    InFlightDiagnostic diag = op->emitOpError("peer ") << peer;
+    if (axes.size() == 1)
+      diag << " is not a coordinate on axis " << axes[0];
+    else
+      diag << " is not a rank of the group of axes " << axes;
+    return diag << " of the mesh " << mesh << " (0 to " << size - 1 << ")";
+  }
+  return success();
+}
+} // namespace
+
+LogicalResult SendOp::verify() {
+  return verifyTransfer(*this, getAxes(), getPeer(), getTag());
+}
+
+LogicalResult RecvOp::verify() {
+  return verifyTransfer(*this, getAxes(), getPeer(), getTag());
 }
 
 LogicalResult ShardSliceOp::verify() {

@@ -163,6 +163,69 @@ def Weft_AllToAllOp : Weft_CollectiveOp<"all_to_all"> {
   let hasVerifier = 1;
 }
 
+// Point to point: one rank of a pair sends, the other receives, so unlike
+// the collectives above every rank need not reach them. They are not Pure:
+// each reads and writes the communication (MemRead and MemWrite on the
+// default resource), so no pass erases them as dead or moves one across
+// another, and they run in the order the program gives. A token to order
+// them would only restate that order.
+
+def Weft_SendOp : Weft_Op<"send", [MemoryEffects<[MemRead, MemWrite]>]> {
+  let summary = "Give a tensor to another rank (between pipeline stages)";
+  let description = [{
+    Sends `input` to one rank of this rank's group of `axes`: the one at
+    `peer` there (row-major over `axes` in mesh order, as
+    `weft.axis_index` numbers them; with one axis, the coordinate on it),
+    whose coordinates on the other mesh axes are this rank's own. The
+    `weft.recv` on that rank from this one with the same `tag` takes it.
+    Blocks until the peer has posted that recv: ranks that all send to
+    each other first wait until the runtime's timeout, so a schedule
+    orders them (lowered by --weft-lower-collectives to
+    `weft_rt_send_f32`).
+
+    ```mlir
+    // Stage 0 of a pipeline over pp gives its activations to stage 1.
+    weft.send %h {axes = ["pp"], peer = 1 : i64, tag = 7 : i64}
+        : tensor<8x32xf32>
+    ```
+    Constraints: `axes` is non-empty; `peer` >= 0 and, in a module with a
+    `weft.mesh`, `axes` are axes of the mesh and `peer` is below the
+    product of their sizes; 0 <= `tag` < 2^48. At run time `peer` is not
+    this rank, and the recv has the same type.
+  }];
+  let arguments = (ins Weft_FloatTensor:$input, StrArrayAttr:$axes,
+                       I64Attr:$peer, I64Attr:$tag);
+  let assemblyFormat = "$input attr-dict `:` type($input)";
+  let hasVerifier = 1;
+}
+
+def Weft_RecvOp : Weft_Op<"recv", [MemoryEffects<[MemRead, MemWrite]>]> {
+  let summary = "Take a tensor another rank sends (between pipeline stages)";
+  let description = [{
+    The tensor that the rank at `peer` in this rank's group of `axes`
+    (numbered as for `weft.send`) sends to this one with `tag`. Blocks
+    until it has arrived (lowered by --weft-lower-collectives to
+    `weft_rt_recv_f32`). As a send blocks until its recv is posted, the
+    transfers between two ranks come in the same order in both ranks'
+    programs; the tag names each one, so a pair out of order is an error
+    naming the tag (a timeout over gloo, a tag mismatch over NCCL), never
+    data in the wrong tensor.
+
+    ```mlir
+    // Stage 1 of a pipeline over pp takes stage 0's activations.
+    %h = weft.recv {axes = ["pp"], peer = 0 : i64, tag = 7 : i64}
+        : tensor<8x32xf32>
+    ```
+    Constraints: as `weft.send`'s on `axes`, `peer` and `tag`. At run time
+    the send has the same type; a send and a recv of different sizes fail
+    on both ranks.
+  }];
+  let arguments = (ins StrArrayAttr:$axes, I64Attr:$peer, I64Attr:$tag);
+  let results = (outs Weft_FloatTensor:$result);
+  let assemblyFormat = "attr-dict `:` type($result)";
+  let hasVerifier = 1;
+}
+
 def Weft_ShardSliceOp : Weft_Op<"shard_slice", [Pure,
     AllElementTypesMatch<["input", "result"]>]> {
   let summary = "This rank's block of a tensor it holds whole";
