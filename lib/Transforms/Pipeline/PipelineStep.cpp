@@ -45,8 +45,12 @@ namespace {
 constexpr llvm::StringLiteral kMicroBatchAttrName = "weft.micro_batch";
 constexpr llvm::StringLiteral kPhaseAttrName = "weft.phase";
 
-/// A piece run on one micro-batch: (model stage, forward?, micro-batch).
-using PieceKey = std::tuple<int64_t, bool, int64_t>;
+/// What a piece computes: a stage's forward, its whole backward, or, with
+/// the backward split (zero-bubble), its input- and weight-gradient parts.
+enum Phase { Forward, Backward, InputGrad, WeightGrad };
+
+/// A piece run on one micro-batch: (model stage, phase, micro-batch).
+using PieceKey = std::tuple<int64_t, int, int64_t>;
 
 /// A value one rank sends another.
 struct Transfer {
@@ -73,11 +77,6 @@ private:
     pl::ScheduleKind kind;
     if (pl::Status s = pl::parseScheduleKind(schedule, kind); !s.ok())
       return module.emitError() << "--schedule: " << s.message;
-    if (kind == pl::ScheduleKind::ZeroBubble)
-      return module.emitError(
-          "--schedule zero-bubble runs each stage's backward as an input-"
-          "gradient and a weight-gradient piece, which --weft-split-stages "
-          "does not cut yet; use gpipe, 1f1b or interleaved");
     numStages = ranks * virtualStages;
 
     // The step with the gradient function's calls replaced by its body,
@@ -90,6 +89,11 @@ private:
       return failure();
     if (failed(classify()))
       return failure();
+    if (kind == pl::ScheduleKind::ZeroBubble && !splitBackward)
+      return module.emitError(
+          "--schedule zero-bubble runs each stage's backward as an input-"
+          "gradient and a weight-gradient piece: cut them with "
+          "--weft-split-stages{split-backward=true}");
 
     pl::Schedule sched;
     if (pl::Status s = pl::buildSchedule(kind, int(ranks), int(microBatches),
@@ -162,9 +166,13 @@ private:
       if (!callee || !callee->hasAttr(kStageAttrName))
         continue;
       int64_t stage = callee->getAttrOfType<IntegerAttr>(kStageAttrName).getInt();
-      bool forward =
-          callee->getAttrOfType<StringAttr>(kPhaseAttrName).getValue() ==
-          "forward";
+      StringRef phaseName =
+          callee->getAttrOfType<StringAttr>(kPhaseAttrName).getValue();
+      int forward = phaseName == "forward"       ? Forward
+                    : phaseName == "input_grad"  ? InputGrad
+                    : phaseName == "weight_grad" ? WeightGrad
+                                                 : Backward;
+      splitBackward |= forward == InputGrad || forward == WeightGrad;
       int64_t mb = call->getAttrOfType<IntegerAttr>(kMicroBatchAttrName).getInt();
       if (stage >= numStages)
         return work.emitError()
@@ -245,7 +253,8 @@ private:
       auto it = pieceOf.find(&op);
       if (it == pieceOf.end())
         continue;
-      auto [stage, forward, mb] = it->second;
+      auto [stage, phase, mb] = it->second;
+      bool forward = phase == Forward;
       int64_t from = rankOf(stage);
       for (Value v : op.getResults()) {
         std::set<int64_t> scheduled, after;
@@ -260,14 +269,20 @@ private:
             // next stage (for its forward and backward pieces), a backward
             // piece's to the previous stage.
             bool next = forward && userStage == stage + 1;
-            bool previous = !forward && !std::get<1>(p->second) &&
+            bool previous = (phase == Backward || phase == InputGrad) &&
+                            std::get<1>(p->second) != Forward &&
                             userStage == stage - 1;
+            auto name = [](int ph) {
+              return ph == Forward      ? "forward"
+                     : ph == Backward   ? "backward"
+                     : ph == InputGrad  ? "input-gradient"
+                                        : "weight-gradient";
+            };
             if (!next && !previous)
               return user->emitError()
-                     << "the " << (std::get<1>(p->second) ? "forward" : "backward")
+                     << "the " << name(std::get<1>(p->second))
                      << " piece of stage " << userStage
-                     << " reads a value of the "
-                     << (forward ? "forward" : "backward")
+                     << " reads a value of the " << name(phase)
                      << " piece of stage " << stage
                      << ", which no pipeline message carries (only a "
                         "stage's outputs to the next stage and its input "
@@ -351,23 +366,40 @@ private:
       int64_t stage = sched.modelStage(a);
       int64_t mb = a.microBatch;
       timeline.push_back(body.getStringAttr(pl::describe(sched, a)));
-      switch (a.kind) {
-      case pl::Action::Forward:
-      case pl::Action::Backward: {
-        auto it = pieces.find({stage, a.kind == pl::Action::Forward, mb});
+      auto run = [&](int phase) -> LogicalResult {
+        auto it = pieces.find({stage, phase, mb});
         if (it == pieces.end())
-          continue;
+          return success();
         func::CallOp call = it->second;
         for (Value operand : call.getOperands())
           if (failed(materialize(operand)))
             return failure();
         body.clone(*call, map);
+        return success();
+      };
+      LogicalResult ran = success();
+      switch (a.kind) {
+      case pl::Action::Forward:
+        ran = run(Forward);
         break;
-      }
+      case pl::Action::Backward:
+        // A split backward runs as its two parts back to back.
+        ran = splitBackward ? success(succeeded(run(InputGrad)) &&
+                                      succeeded(run(WeightGrad)))
+                            : run(Backward);
+        break;
+      case pl::Action::InputGrad:
+        ran = run(InputGrad);
+        break;
+      case pl::Action::WeightGrad:
+        ran = run(WeightGrad);
+        break;
       case pl::Action::SendActivation:
       case pl::Action::SendGrad: {
-        bool forward = a.kind == pl::Action::SendActivation;
-        for (const Transfer &t : messages[{{stage, forward, mb}, a.peer}])
+        int phase = a.kind == pl::Action::SendActivation
+                        ? Forward
+                        : (splitBackward ? InputGrad : Backward);
+        for (const Transfer &t : messages[{{stage, phase, mb}, a.peer}])
           if (failed(send(t)))
             return failure();
         break;
@@ -376,14 +408,15 @@ private:
       case pl::Action::RecvGrad: {
         bool forward = a.kind == pl::Action::RecvActivation;
         int64_t from = forward ? stage - 1 : stage + 1;
-        for (const Transfer &t : messages[{{from, forward, mb}, r}])
+        int phase =
+            forward ? Forward : (splitBackward ? InputGrad : Backward);
+        for (const Transfer &t : messages[{{from, phase, mb}, r}])
           recv(t);
         break;
       }
-      default:
-        return work.emitError("an input- or weight-gradient action, which "
-                              "needs a split backward");
       }
+      if (failed(ran))
+        return failure();
     }
     // What glue on other ranks reads, in one order every rank walks.
     for (const Transfer &t : late) {
@@ -424,6 +457,8 @@ private:
   }
 
   int64_t numStages = 1, microBatches = 1;
+  /// Whether the backward pieces come as input- and weight-gradient parts.
+  bool splitBackward = false;
   func::FuncOp work;
   std::map<PieceKey, func::CallOp> pieces;
   llvm::DenseMap<Operation *, PieceKey> pieceOf;

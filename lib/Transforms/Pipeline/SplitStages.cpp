@@ -27,9 +27,60 @@ namespace {
 struct Piece {
   int64_t stage = 0;
   bool forward = true;
+  /// "forward", "backward", or with split-backward "input_grad" and
+  /// "weight_grad".
+  std::string phase = "forward";
   SmallVector<Operation *> ops;
   llvm::SetVector<Value> inputs, outputs;
 };
+
+/// Splits each stage's backward piece into the part the gradient sent
+/// down to the previous stage needs (input gradient: what the next
+/// piece in the pipeline waits for) and the rest (weight gradients), which
+/// a zero-bubble schedule defers into the bubbles. The pieces become
+/// F0..FN-1, then IN-1, WN-1, .., I0, W0.
+void splitIntoInputAndWeightGradients(SmallVector<Piece> &pieces,
+                                      llvm::DenseMap<Operation *, size_t> &pieceOf,
+                                      int64_t numStages) {
+  SmallVector<Piece> split(pieces.begin(), pieces.begin() + numStages);
+  for (int64_t s = numStages - 1; s >= 0; --s) {
+    Piece &backward = pieces[size_t(2 * numStages - 1 - s)];
+    llvm::DenseSet<Operation *> inputGrad;
+    SmallVector<Operation *> worklist;
+    for (Operation *op : backward.ops)
+      for (Value result : op->getResults())
+        for (Operation *user : result.getUsers()) {
+          auto it = pieceOf.find(user);
+          if (it != pieceOf.end() && !pieces[it->second].forward &&
+              pieces[it->second].stage < s)
+            worklist.push_back(op);
+        }
+    while (!worklist.empty()) {
+      Operation *op = worklist.pop_back_val();
+      if (!inputGrad.insert(op).second)
+        continue;
+      for (Value operand : op->getOperands())
+        if (Operation *def = operand.getDefiningOp();
+            def && pieceOf.lookup(def) == pieceOf.lookup(op) &&
+            pieceOf.count(def))
+          worklist.push_back(def);
+    }
+    Piece input, weight;
+    input.stage = weight.stage = s;
+    input.forward = weight.forward = false;
+    input.phase = "input_grad";
+    weight.phase = "weight_grad";
+    for (Operation *op : backward.ops)
+      (inputGrad.contains(op) ? input : weight).ops.push_back(op);
+    split.push_back(std::move(input));
+    split.push_back(std::move(weight));
+  }
+  pieces = std::move(split);
+  pieceOf.clear();
+  for (auto [i, piece] : llvm::enumerate(pieces))
+    for (Operation *op : piece.ops)
+      pieceOf[op] = i;
+}
 
 struct SplitStagesPass
     : public weft::impl::SplitStagesPassBase<SplitStagesPass> {
@@ -118,6 +169,12 @@ struct SplitStagesPass
       pieceOf[&op] = i;
     }
 
+    for (Piece &piece : pieces)
+      if (!piece.forward)
+        piece.phase = "backward";
+    if (splitBackward)
+      splitIntoInputAndWeightGradients(pieces, pieceOf, numStages);
+
     // What crosses between pieces, checked against the order.
     for (auto [i, piece] : llvm::enumerate(pieces))
       for (Operation *op : piece.ops)
@@ -134,8 +191,7 @@ struct SplitStagesPass
             continue;
           if (from > i) {
             auto describe = [&](Operation *o, size_t p) {
-              return (pieces[p].forward ? "forward work of stage "
-                                        : "backward work of stage ") +
+              return pieces[p].phase + " work of stage " +
                      std::to_string(pieces[p].stage);
             };
             InFlightDiagnostic diag =
@@ -181,8 +237,8 @@ struct SplitStagesPass
         return cast<OpResult>(a).getResultNumber() <
                cast<OpResult>(c).getResultNumber();
       });
-      std::string name = function + (piece.forward ? ".forward" : ".backward") +
-                         std::to_string(piece.stage);
+      std::string name =
+          function + "." + piece.phase + std::to_string(piece.stage);
       SmallVector<Type> inTypes, outTypes;
       for (Value v : piece.inputs)
         inTypes.push_back(v.getType());
@@ -193,7 +249,7 @@ struct SplitStagesPass
       pieceFn.setPrivate();
       pieceFn->setAttr(kStageAttrName, b.getI64IntegerAttr(piece.stage));
       pieceFn->setAttr("weft.phase",
-                       b.getStringAttr(piece.forward ? "forward" : "backward"));
+                       b.getStringAttr(piece.phase));
       // A parameter or input keeps its role and name on the piece.
       for (auto [i, v] : llvm::enumerate(piece.inputs))
         if (auto arg = dyn_cast<BlockArgument>(v))

@@ -1,6 +1,7 @@
 // RUN: weft-opt %s --pass-pipeline='builtin.module(weft-assign-stages{cuts=l1},weft-attach-loss{kind=mse},weft-autodiff,weft-optimizer{optimizer=sgd accum-steps=2},weft-split-stages,weft-pipeline-step{ranks=2 schedule=gpipe})' | FileCheck %s --check-prefix=GPIPE
 // RUN: weft-opt %s --pass-pipeline='builtin.module(weft-assign-stages{cuts=l1},weft-attach-loss{kind=mse},weft-autodiff,weft-optimizer{optimizer=sgd accum-steps=2},weft-split-stages,weft-pipeline-step{ranks=2 schedule=1f1b})' | FileCheck %s --check-prefix=ONEF
 // RUN: not weft-opt %s --pass-pipeline='builtin.module(weft-assign-stages{cuts=l1},weft-attach-loss{kind=mse},weft-autodiff,weft-optimizer{optimizer=sgd accum-steps=2},weft-split-stages,weft-pipeline-step{ranks=2 schedule=zero-bubble})' 2>&1 | FileCheck %s --check-prefix=ZB
+// RUN: weft-opt %s --pass-pipeline='builtin.module(weft-assign-stages{cuts=l1},weft-attach-loss{kind=mse},weft-autodiff,weft-optimizer{optimizer=sgd accum-steps=2},weft-split-stages{split-backward=true},weft-pipeline-step{ranks=2 schedule=zero-bubble})' | FileCheck %s --check-prefix=ZBOK
 // RUN: not weft-opt %s --pass-pipeline='builtin.module(weft-assign-stages{cuts=l1},weft-attach-loss{kind=mse},weft-autodiff,weft-optimizer{optimizer=sgd accum-steps=2},weft-split-stages,weft-pipeline-step{ranks=3})' 2>&1 | FileCheck %s --check-prefix=COUNT
 // RUN: not weft-opt %s --pass-pipeline='builtin.module(weft-assign-stages{cuts=l1},weft-attach-loss{kind=mse},weft-autodiff,weft-optimizer{optimizer=sgd accum-steps=2},weft-pipeline-step{ranks=2})' 2>&1 | FileCheck %s --check-prefix=NOPIECES
 
@@ -49,7 +50,18 @@
 // ONEF: call @loss_grad.forward1({{.*}}) {weft.micro_batch = 1 : i64}
 // ONEF: call @loss_grad.backward1({{.*}}) {weft.micro_batch = 1 : i64}
 
-// ZB: --schedule zero-bubble runs each stage's backward as an input-gradient and a weight-gradient piece, which --weft-split-stages does not cut yet
+// Zero-bubble: the last rank runs its input-gradient part and sends the
+// gradient on before its weight-gradient part; rank 0's backward is all
+// weight gradient.
+// ZBOK-LABEL: func.func @train_step.rank0(
+// ZBOK: call @loss_grad.weight_grad0({{.*}}) {weft.micro_batch = 0 : i64}
+// ZBOK-LABEL: func.func @train_step.rank1(
+// ZBOK: %[[I:.*]]:2 = call @loss_grad.input_grad1({{.*}}) {weft.micro_batch = 0 : i64}
+// ZBOK-NEXT: weft.send %[[I]]#1 {axes = ["pp"], peer = 0 : i64, tag = 1 : i64}
+// ZBOK: call @loss_grad.input_grad1({{.*}}) {weft.micro_batch = 1 : i64}
+// ZBOK: call @loss_grad.weight_grad1(%[[I]]#0, {{.*}}) {weft.micro_batch = 0 : i64}
+
+// ZB: --schedule zero-bubble runs each stage's backward as an input-gradient and a weight-gradient piece: cut them with --weft-split-stages{split-backward=true}
 // COUNT: the model is cut into 2 stages, but 3 pipeline ranks x 1 virtual stages run 3
 // NOPIECES: @train_step calls no gradient function cut into pipeline pieces: run --weft-split-stages first
 module {

@@ -65,6 +65,11 @@ def SplitStagesPass : Pass<"weft-split-stages", "mlir::ModuleOp"> {
     and returns what others read. Constants are copied into each piece that
     uses them.
 
+    With `split-backward` (for zero-bubble schedules) each backward piece
+    is cut in two: `@<function>.input_grad<s>`, what the gradient sent to
+    the previous stage needs, and `@<function>.weight_grad<s>`, the rest
+    (the weight gradients), which may run later.
+
     `function` itself becomes the pieces called in a pipeline's order
     (forward 0 .. N-1, then backward N-1 .. 0), so it computes what it did:
     the pieces are the schedule's units of work and the calls are a
@@ -85,7 +90,9 @@ def SplitStagesPass : Pass<"weft-split-stages", "mlir::ModuleOp"> {
   }];
   let options = [
     Option<"function", "function", "std::string", /*default=*/"\"loss_grad\"",
-           "The gradient function to split">
+           "The gradient function to split">,
+    Option<"splitBackward", "split-backward", "bool", /*default=*/"false",
+           "Cut each backward piece into input- and weight-gradient pieces">
   ];
   let dependentDialects = ["weft::WeftDialect", "mlir::func::FuncDialect"];
 }
