@@ -24,8 +24,8 @@ torch.set_num_threads(1)), trains --steps AdamW steps (lr 1e-3, weight decay
          and MLP split column- then row-parallel over the 2 ranks, one
          all-reduce per attention / MLP block forward and one backward,
          plus the collectives the rest of weftc's plan needs: for the GPT
-         a vocabulary-parallel embedding and cross-entropy, gathers of the
-         gradients of parameters kept whole; bench/RESULTS.md counts them)
+         a vocabulary-parallel embedding and cross-entropy;
+         bench/RESULTS.md counts them)
          against the same DDP + AdamW job as dp: PyTorch 1.13 has no tensor
          parallelism (torch.distributed.tensor.parallel came with 2.0), so
          the peer on the same 2 ranks and global batch is data parallel;

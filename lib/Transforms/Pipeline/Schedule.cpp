@@ -75,7 +75,6 @@ private:
   }
 
   int idx(int stage, int mb) const { return stage * m + mb; }
-  double cost(const Action &a) const;
   void finish(const Action &a);
   /// Moves every message whose sender and receiver are both free.
   void exchange(double now);
@@ -96,19 +95,22 @@ private:
 
 } // namespace
 
-double Generator::cost(const Action &a) const {
-  int stage = s.modelStage(a);
+double Costs::of(const Schedule &schedule, const Action &a) const {
+  int stage = schedule.modelStage(a);
   switch (a.kind) {
   case Action::Forward:
-    return costs.forward[stage];
+    return forward[stage];
   case Action::Backward:
-    return costs.inputGrad[stage] + costs.weightGrad[stage];
+    return inputGrad[stage] + weightGrad[stage];
   case Action::InputGrad:
-    return costs.inputGrad[stage];
+    return inputGrad[stage];
+  case Action::WeightGrad:
+    return weightGrad[stage];
   default:
-    return costs.weightGrad[stage];
+    return 0;
   }
 }
+
 
 void Generator::finish(const Action &a) {
   int stage = s.modelStage(a);
@@ -194,7 +196,7 @@ bool Generator::run() {
       s.perRank[r].push_back(a);
       running[r] = a;
       busy[r] = hasRunning[r] = true;
-      endTime[r] = now + cost(a);
+      endTime[r] = now + costs.of(s, a);
     }
     double soonest = std::numeric_limits<double>::infinity();
     for (int r = 0; r < p; ++r)

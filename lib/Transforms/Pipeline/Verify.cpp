@@ -279,19 +279,7 @@ Status weft::pipeline::runRendezvous(
     spans[r].resize(s.perRank[r].size());
   std::vector<size_t> pc(p, 0);
   std::vector<double> clock(p, 0);
-  auto cost = [&](const Action &a) {
-    int stage = s.modelStage(a);
-    switch (a.kind) {
-    case Action::Forward:
-      return costs.forward[stage];
-    case Action::Backward:
-      return costs.inputGrad[stage] + costs.weightGrad[stage];
-    case Action::InputGrad:
-      return costs.inputGrad[stage];
-    default:
-      return costs.weightGrad[stage];
-    }
-  };
+  auto cost = [&](const Action &a) { return costs.of(s, a); };
   auto current = [&](int r) -> const Action * {
     return pc[r] < s.perRank[r].size() ? &s.perRank[r][pc[r]] : nullptr;
   };

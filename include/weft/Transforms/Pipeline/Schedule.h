@@ -123,6 +123,8 @@ struct Costs {
   /// The same costs for each of `numModelStages` stages.
   static Costs uniform(int numModelStages, double forward, double inputGrad,
                        double weightGrad, double transferLatency = 0);
+  /// The time computation `a` of `schedule` takes (0 for a send or receive).
+  double of(const Schedule &schedule, const Action &a) const;
 };
 
 /// Builds a schedule of `kind` for `ranks` (p) pipeline ranks, `microBatches`
