@@ -11,6 +11,10 @@
 // after their last use so a long training step does not keep every
 // activation alive.
 //
+// weft.send and weft.recv are evaluated here too, not by a family: they
+// need the rank's context (who this rank is, the mailbox), which a single
+// op's evaluation does not have.
+//
 //===----------------------------------------------------------------------===//
 
 #include "EvaluatorInternal.h"
@@ -45,6 +49,14 @@ std::string describe(const Tensor &t) {
   std::string s;
   llvm::raw_string_ostream os(s);
   os << t.getType();
+  return s;
+}
+
+/// "tensor<4x8xf32>" for a diagnostic, where a Type would be quoted.
+std::string typeText(Type type) {
+  std::string s;
+  llvm::raw_string_ostream os(s);
+  os << type;
   return s;
 }
 
@@ -115,6 +127,185 @@ FailureOr<Frame> enterFunction(func::FuncOp fn, SmallVector<Tensor> args,
   return frame;
 }
 
+/// The error for a weft.send or weft.recv evaluated without a rank context.
+LogicalResult needsRanks(Operation *op) {
+  auto fn = op->getParentOfType<func::FuncOp>();
+  InFlightDiagnostic diag =
+      op->emitError("'") << op->getName() << "' passes a tensor between ranks";
+  if (fn)
+    diag << ": @" << fn.getSymName() << " is one rank's part of the step";
+  diag << "; evaluate every rank's function together (weft-eval --ranks N "
+          "--rank-fn PATTERN, or evaluateFunction with a RankContext)";
+  return diag;
+}
+
+/// The rank that `peer` on `axes` names, seen from `op`'s module. The
+/// evaluator runs one rank per coordinate of a single axis, so peer and
+/// rank are the same number; a mesh with more ranks than that axis has
+/// needs the collectives the evaluator does not have.
+FailureOr<int64_t> peerRank(Operation *op, ArrayAttr axes, int64_t peer,
+                            const RankContext &ctx) {
+  if (axes.size() != 1)
+    return op->emitError("rank ")
+           << ctx.rank << ": the evaluator passes messages along one mesh "
+           << "axis, not the group of axes " << axes;
+  auto module = op->getParentOfType<ModuleOp>();
+  auto mesh = module
+                  ? module->getAttrOfType<MeshAttr>(WeftDialect::kMeshAttrName)
+                  : MeshAttr();
+  StringRef axis = cast<StringAttr>(axes[0]).getValue();
+  if (mesh && mesh.getNumDevices() != mesh.getAxisSize(axis))
+    return op->emitError("rank ")
+           << ctx.rank << ": the evaluator runs one rank per coordinate of \""
+           << axis << "\", but the mesh " << mesh << " has "
+           << mesh.getNumDevices() << " ranks; only meshes whose other axes "
+           << "have size 1 can be evaluated";
+  if (peer == ctx.rank)
+    return op->emitError("rank ")
+           << ctx.rank << ": peer " << peer << " is this rank itself";
+  return peer;
+}
+
+/// Sends `value` as `send` says, from rank `ctx.rank`.
+LogicalResult evaluateSend(SendOp send, Tensor value, const RankContext &ctx) {
+  FailureOr<int64_t> to = peerRank(send, send.getAxes(), send.getPeer(), ctx);
+  if (failed(to))
+    return failure();
+  std::string error;
+  if (succeeded(ctx.mailbox->send(ctx.rank, *to, send.getTag(),
+                                  std::move(value), error)))
+    return success();
+  return send.emitError("rank ")
+         << ctx.rank << ": weft.send of " << typeText(send.getInput().getType())
+         << " to rank " << *to << " with tag " << send.getTag() << ": "
+         << error;
+}
+
+/// Receives `recv`'s tensor on rank `ctx.rank`. Fails without a diagnostic
+/// when the run was stopped.
+FailureOr<Tensor> evaluateRecv(RecvOp recv, const RankContext &ctx) {
+  FailureOr<int64_t> from = peerRank(recv, recv.getAxes(), recv.getPeer(), ctx);
+  if (failed(from))
+    return failure();
+  auto describeRecv = [&](InFlightDiagnostic diag) {
+    return std::move(diag << ctx.rank << ": weft.recv of "
+                          << typeText(recv.getType()) << " from rank " << *from
+                          << " with tag " << recv.getTag());
+  };
+  Tensor tensor;
+  std::string error;
+  switch (ctx.mailbox->recv(ctx.rank, *from, recv.getTag(), ctx.recvTimeout,
+                            tensor, error)) {
+  case Mailbox::RecvStatus::Stopped:
+    return failure();
+  case Mailbox::RecvStatus::Failed:
+    return describeRecv(recv.emitError("rank ")) << ": " << error;
+  case Mailbox::RecvStatus::Received:
+    break;
+  }
+  if (!matchesType(tensor, recv.getType()))
+    return describeRecv(recv.emitError("rank "))
+           << ": rank " << *from << " sent " << describe(tensor)
+           << "; the two ranks disagree on the message's type";
+  return tensor;
+}
+
+/// Evaluates `fn` on `args`, as rank `ctx` when it is given.
+FailureOr<SmallVector<Tensor>> evaluate(func::FuncOp fn, ArrayRef<Tensor> args,
+                                        const RankContext *ctx) {
+  FailureOr<Frame> entry =
+      enterFunction(fn, SmallVector<Tensor>(args.begin(), args.end()), fn);
+  if (failed(entry))
+    return failure();
+  std::vector<Frame> stack;
+  stack.push_back(std::move(*entry));
+
+  while (true) {
+    Frame &frame = stack.back();
+    if (frame.next == frame.fn.getBody().front().end())
+      return frame.fn.emitError("function body does not end in func.return");
+    Operation *op = &*frame.next++;
+    // Another rank failed: it reports; this one just stops.
+    if (ctx && ctx->mailbox->stopped())
+      return failure();
+
+    // weft.onnx.none only feeds weft.onnx.node, which reports the real
+    // problem (the function was not legalized).
+    if (isa<OnnxNoneOp>(op))
+      continue;
+
+    SmallVector<Tensor> operands;
+    operands.reserve(op->getNumOperands());
+    for (Value v : op->getOperands()) {
+      if (!frame.remainingUses.count(v))
+        return op->emitError("operand is not a value the evaluator computed");
+      operands.push_back(frame.take(v));
+    }
+
+    if (isa<func::ReturnOp>(op)) {
+      if (failed(
+              checkValues(op, "result", operands, frame.fn.getResultTypes())))
+        return failure();
+      Operation *caller = frame.caller;
+      stack.pop_back();
+      if (stack.empty()) {
+        std::string error;
+        if (ctx && failed(ctx->mailbox->finish(ctx->rank, error)))
+          return op->emitError("rank ") << ctx->rank << " " << error;
+        return operands;
+      }
+      for (auto [v, t] : llvm::zip_equal(caller->getResults(), operands))
+        stack.back().bind(v, std::move(t));
+      continue;
+    }
+
+    if (auto call = dyn_cast<func::CallOp>(op)) {
+      auto callee = SymbolTable::lookupNearestSymbolFrom<func::FuncOp>(
+          op, call.getCalleeAttr());
+      if (!callee)
+        return op->emitError("cannot find the called function '")
+               << call.getCallee() << "'";
+      if (stack.size() >= kMaxCallDepth)
+        return op->emitError("calls nest deeper than ")
+               << kMaxCallDepth << " (is '" << call.getCallee()
+               << "' recursive?)";
+      if (call->getNumResults() != callee.getNumResults())
+        return op->emitError("call and callee disagree on the result count");
+      FailureOr<Frame> callFrame =
+          enterFunction(callee, std::move(operands), op);
+      if (failed(callFrame))
+        return failure();
+      callFrame->caller = op;
+      // `frame` dangles once the stack grows; it is not used past here.
+      stack.push_back(std::move(*callFrame));
+      continue;
+    }
+
+    if (auto send = dyn_cast<SendOp>(op)) {
+      if (!ctx)
+        return needsRanks(op);
+      if (failed(evaluateSend(send, std::move(operands.front()), *ctx)))
+        return failure();
+      continue;
+    }
+    if (auto recv = dyn_cast<RecvOp>(op)) {
+      if (!ctx)
+        return needsRanks(op);
+      FailureOr<Tensor> tensor = evaluateRecv(recv, *ctx);
+      if (failed(tensor))
+        return failure();
+      frame.bind(recv.getResult(), std::move(*tensor));
+      continue;
+    }
+
+    FailureOr<SmallVector<Tensor>> results = evaluateOp(op, operands);
+    if (failed(results))
+      return failure();
+    for (auto [v, t] : llvm::zip_equal(op->getResults(), *results))
+      frame.bind(v, std::move(t));
+  }
+}
+
 } // namespace
 
 FailureOr<SmallVector<Tensor>> eval::evaluateOp(Operation *op,
@@ -123,6 +314,8 @@ FailureOr<SmallVector<Tensor>> eval::evaluateOp(Operation *op,
     return op->emitError("op 'weft.onnx.node' (ONNX ")
            << node.getOpType()
            << ") is not legalized; run --weft-legalize-onnx first";
+  if (isa<SendOp, RecvOp>(op))
+    return needsRanks(op);
   if (failed(checkValues(op, "operand", operands, op->getOperandTypes())))
     return failure();
   if (auto call = dyn_cast<func::CallOp>(op)) {
@@ -162,71 +355,14 @@ FailureOr<SmallVector<Tensor>> eval::evaluateOp(Operation *op,
 
 FailureOr<SmallVector<Tensor>> eval::evaluateFunction(func::FuncOp fn,
                                                       ArrayRef<Tensor> args) {
-  FailureOr<Frame> entry =
-      enterFunction(fn, SmallVector<Tensor>(args.begin(), args.end()), fn);
-  if (failed(entry))
-    return failure();
-  std::vector<Frame> stack;
-  stack.push_back(std::move(*entry));
+  return evaluate(fn, args, nullptr);
+}
 
-  while (true) {
-    Frame &frame = stack.back();
-    if (frame.next == frame.fn.getBody().front().end())
-      return frame.fn.emitError("function body does not end in func.return");
-    Operation *op = &*frame.next++;
-
-    // weft.onnx.none only feeds weft.onnx.node, which reports the real
-    // problem (the function was not legalized).
-    if (isa<OnnxNoneOp>(op))
-      continue;
-
-    SmallVector<Tensor> operands;
-    operands.reserve(op->getNumOperands());
-    for (Value v : op->getOperands()) {
-      if (!frame.remainingUses.count(v))
-        return op->emitError("operand is not a value the evaluator computed");
-      operands.push_back(frame.take(v));
-    }
-
-    if (isa<func::ReturnOp>(op)) {
-      if (failed(
-              checkValues(op, "result", operands, frame.fn.getResultTypes())))
-        return failure();
-      Operation *caller = frame.caller;
-      stack.pop_back();
-      if (stack.empty())
-        return operands;
-      for (auto [v, t] : llvm::zip_equal(caller->getResults(), operands))
-        stack.back().bind(v, std::move(t));
-      continue;
-    }
-
-    if (auto call = dyn_cast<func::CallOp>(op)) {
-      auto callee = SymbolTable::lookupNearestSymbolFrom<func::FuncOp>(
-          op, call.getCalleeAttr());
-      if (!callee)
-        return op->emitError("cannot find the called function '")
-               << call.getCallee() << "'";
-      if (stack.size() >= kMaxCallDepth)
-        return op->emitError("calls nest deeper than ")
-               << kMaxCallDepth << " (is '" << call.getCallee()
-               << "' recursive?)";
-      if (call->getNumResults() != callee.getNumResults())
-        return op->emitError("call and callee disagree on the result count");
-      FailureOr<Frame> callFrame =
-          enterFunction(callee, std::move(operands), op);
-      if (failed(callFrame))
-        return failure();
-      callFrame->caller = op;
-      // `frame` dangles once the stack grows; it is not used past here.
-      stack.push_back(std::move(*callFrame));
-      continue;
-    }
-
-    FailureOr<SmallVector<Tensor>> results = evaluateOp(op, operands);
-    if (failed(results))
-      return failure();
-    for (auto [v, t] : llvm::zip_equal(op->getResults(), *results))
-      frame.bind(v, std::move(t));
-  }
+FailureOr<SmallVector<Tensor>> eval::evaluateFunction(func::FuncOp fn,
+                                                      ArrayRef<Tensor> args,
+                                                      const RankContext &ctx) {
+  if (!ctx.mailbox)
+    return fn.emitError("rank ")
+           << ctx.rank << ": the rank context has no mailbox";
+  return evaluate(fn, args, &ctx);
 }
