@@ -169,27 +169,38 @@ private:
         for (size_t i = k; i < j; ++i)
           most[k][j] = std::min(most[k][j], std::max(most[k - 1][i], span(i, j)));
     double bound = most[p - 1][n] * 1.1;
-    // Then the fewest bytes sent with no stage above the bound; among
-    // equal bytes, the better balance.
+    // Then the fewest bytes sent with no stage above the bound and, if
+    // possible, none below half the average (a stage of one bias add would
+    // send little but idle its rank); among equal bytes, the better
+    // balance.
     using Score = std::pair<double, double>; // bytes sent, largest stage
-    std::vector<std::vector<Score>> best(p,
-                                         std::vector<Score>(n + 1, {kInf, kInf}));
-    std::vector<std::vector<size_t>> from(p, std::vector<size_t>(n + 1, 0));
-    for (size_t j = 1; j <= n; ++j)
-      if (span(0, j) <= bound)
-        best[0][j] = {0, span(0, j)};
-    for (size_t k = 1; k < p; ++k)
-      for (size_t j = k + 1; j <= n; ++j)
-        for (size_t i = k; i < j; ++i) {
-          if (best[k - 1][i].first == kInf || span(i, j) > bound)
-            continue;
-          Score score{best[k - 1][i].first + crossing[i],
-                      std::max(best[k - 1][i].second, span(i, j))};
-          if (score < best[k][j]) {
-            best[k][j] = score;
-            from[k][j] = i;
+    std::vector<std::vector<Score>> best;
+    std::vector<std::vector<size_t>> from;
+    auto solve = [&](double floor) {
+      best.assign(p, std::vector<Score>(n + 1, {kInf, kInf}));
+      from.assign(p, std::vector<size_t>(n + 1, 0));
+      auto fits = [&](size_t i, size_t j) {
+        return span(i, j) <= bound && span(i, j) >= floor;
+      };
+      for (size_t j = 1; j <= n; ++j)
+        if (fits(0, j))
+          best[0][j] = {0, span(0, j)};
+      for (size_t k = 1; k < p; ++k)
+        for (size_t j = k + 1; j <= n; ++j)
+          for (size_t i = k; i < j; ++i) {
+            if (best[k - 1][i].first == kInf || !fits(i, j))
+              continue;
+            Score score{best[k - 1][i].first + crossing[i],
+                        std::max(best[k - 1][i].second, span(i, j))};
+            if (score < best[k][j]) {
+              best[k][j] = score;
+              from[k][j] = i;
+            }
           }
-        }
+      return best[p - 1][n].first != kInf;
+    };
+    if (!solve(0.5 * prefix[n] / double(p)))
+      solve(0);
     starts.assign(p, 0);
     size_t j = n;
     for (size_t k = p - 1; k >= 1; --k) {
