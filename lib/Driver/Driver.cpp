@@ -5,14 +5,16 @@
 //===----------------------------------------------------------------------===//
 
 #include "weft/Driver/Driver.h"
+#include "ScheduleReport.h"
 #include "weft/Dialect/Weft/IR/TrainStep.h"
 #include "weft/Dialect/Weft/IR/WeftDialect.h"
 #include "weft/Dialect/Weft/IR/WeftOps.h"
+#include "weft/Formats/SafeTensors.h"
 #include "weft/Import/OnnxImporter.h"
 #include "weft/Import/Weights.h"
-#include "weft/Formats/SafeTensors.h"
 #include "weft/Target/Registration.h"
 #include "weft/Transforms/Parallel/Passes.h"
+#include "weft/Transforms/Pipeline/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Parser/Parser.h"
@@ -32,14 +34,15 @@
 #include "llvm/Target/TargetMachine.h"
 
 #include <chrono>
+#include <climits>
 
 using namespace mlir;
 using namespace weft;
 
 const char *weft::getStageName(Stage stage) {
-  static const char *names[] = {"onnx",   "weft",   "train", "partitioned",
-                                "linalg", "memref", "llvm",  "obj",
-                                "exe"};
+  static const char *names[] = {
+      "onnx", "weft", "train", "partitioned", "linalg",      "memref",
+      "llvm", "obj",  "exe",   "schedule",    "schedule-svg"};
   return names[static_cast<int>(stage)];
 }
 
@@ -57,7 +60,7 @@ std::optional<Stage> weft::getStageOfExtension(StringRef path) {
 void weft::registerDriverDialects(DialectRegistry &registry, Stage emit) {
   registry.insert<WeftDialect, func::FuncDialect>();
   func::registerInlinerExtension(registry);
-  if (emit >= Stage::Linalg)
+  if (emit >= Stage::Linalg && !isScheduleStage(emit))
     registerCodegenDialects(registry);
 }
 
@@ -147,6 +150,12 @@ private:
   }
 
   LogicalResult checkOutput();
+  LogicalResult checkMesh();
+  LogicalResult checkPipelineOptions();
+  int64_t stepMicroBatches(ModuleOp module) const;
+  LogicalResult checkPipelineStages(size_t numStages, int64_t microBatches);
+  LogicalResult runPipelineSteps(ModuleOp module, TimingScope &timing);
+  LogicalResult writeSchedule(ModuleOp module);
   OwningOpRef<ModuleOp> loadInput();
   LogicalResult runImportAndTrain(ModuleOp module, TimingScope &timing);
   std::string weightsSource(StringAttr attr) const;
@@ -171,6 +180,13 @@ private:
       std::chrono::steady_clock::now();
   /// How the importer classified the ONNX model's tensors (for --summary).
   std::vector<onnximport::GraphTensor> importedTensors;
+
+  /// The pp axis of --mesh; 0: no pipeline.
+  int pipelineRanks = 0;
+  /// Whether --mesh also names dp or tp.
+  bool otherMeshAxes = false;
+  pipeline::ScheduleKind scheduleKind = pipeline::ScheduleKind::OneFOneB;
+  int virtualStages = 1;
 };
 
 /// Takes the stage from the output's extension when no stage was asked
@@ -197,7 +213,7 @@ LogicalResult Driver::checkOutput() {
     if (!options.emitGiven) {
       if (byName)
         options.emit = *byName;
-    } else {
+    } else if (!isScheduleStage(options.emit)) {
       Stage emit = options.emit;
       bool textStage = emit <= Stage::Memref;
       const char *nameSays = isIrText || (!byName && textStage)
@@ -219,6 +235,219 @@ LogicalResult Driver::checkOutput() {
     out = "train";
   if (out == "-" && options.emit == Stage::Obj)
     out = "model.o";
+  return success();
+}
+
+/// Reads the pp axis out of --mesh. dp and tp are --weft-apply-mesh's to
+/// check; names other than the three are refused here, where pp is known.
+LogicalResult Driver::checkMesh() {
+  const std::string &mesh = options.mesh;
+  SmallVector<StringRef> parts;
+  StringRef(mesh).split(parts, ',', -1, /*KeepEmpty=*/false);
+  for (StringRef part : parts) {
+    auto [name, size] = part.split('=');
+    name = name.trim();
+    if (name.empty() || !part.contains('='))
+      return fail("--mesh " + mesh +
+                  " does not parse: write axes as name=size, e.g. pp=4 or "
+                  "dp=2,tp=2");
+    if (name == "dp" || name == "tp") {
+      otherMeshAxes = true;
+      continue;
+    }
+    if (name != "pp")
+      return fail("--mesh " + mesh + ": axis '" + name +
+                  "' is not one Weft partitions: use dp (data parallel), "
+                  "tp (tensor parallel) or pp (pipeline parallel, alone for "
+                  "now), e.g. --mesh dp=2,tp=2 or --mesh pp=4");
+    if (pipelineRanks)
+      return fail("--mesh " + mesh + " names pp twice");
+    int ranks = 0;
+    if (size.trim().getAsInteger(10, ranks) || ranks < 1)
+      return fail("--mesh " + mesh +
+                  ": pp is the number of pipeline ranks, 1 or more, e.g. "
+                  "--mesh pp=4");
+    pipelineRanks = ranks;
+  }
+  return success();
+}
+
+/// The pipeline flags against the mesh and the stage asked for, before
+/// anything is loaded. What depends on the model (the stage count the
+/// cuts give, the schedule's shape) is checked once the stages are cut.
+LogicalResult Driver::checkPipelineOptions() {
+  Stage emit = options.emit;
+  if (pipelineRanks == 0) {
+    if (!options.stageCuts.empty())
+      return fail("--stage-cuts places the cuts between pipeline stages: "
+                  "add --mesh pp=N");
+    if (options.schedule)
+      return fail("--schedule orders the work of pipeline ranks: add "
+                  "--mesh pp=N");
+    if (options.virtualStages)
+      return fail("--virtual-stages gives each pipeline rank several "
+                  "stages: add --mesh pp=N");
+    if (options.microBatchesGiven)
+      return fail("--micro-batches splits the batch for a pipeline: add "
+                  "--mesh pp=N (without one, --accum-steps splits a step "
+                  "into micro-batches)");
+    if (isScheduleStage(emit))
+      return fail(Twine("--emit=") + getStageName(emit) +
+                  " shows a pipeline's schedule: add --mesh pp=N");
+    return success();
+  }
+  if (otherMeshAxes)
+    return fail("--mesh " + options.mesh +
+                ": pipeline parallelism combined with dp or tp is not built "
+                "yet; use --mesh pp=N alone");
+  if (options.zero != 0)
+    return fail("--zero shards over data-parallel ranks, and --mesh " +
+                options.mesh +
+                " has none (pipeline parallelism combined with dp is not "
+                "built yet): leave out --zero");
+  if (!options.shard.empty() || options.sequenceParallel)
+    return fail(std::string(options.sequenceParallel ? "--sequence-parallel"
+                                                     : "--shard") +
+                " splits over tensor-parallel ranks, and --mesh " +
+                options.mesh +
+                " has none (pipeline parallelism combined with tp is not "
+                "built yet): leave it out");
+  if (emit > Stage::Partitioned && !isScheduleStage(emit))
+    return fail(Twine("pipeline parallelism (--mesh pp=N) compiles to "
+                      "per-rank programs (--emit=partitioned) and schedules "
+                      "(--emit=schedule, --emit=schedule-svg); executables "
+                      "for pipelines are not built yet (asked for "
+                      "--emit=") +
+                getStageName(emit) + ")");
+  std::string name = options.schedule.value_or("1f1b");
+  if (pipeline::Status s = pipeline::parseScheduleKind(name, scheduleKind);
+      !s.ok())
+    return fail("--schedule: " + s.message);
+  int64_t v = options.virtualStages.value_or(1);
+  if (v < 1 || v > INT_MAX)
+    return fail("--virtual-stages is the number of stages per pipeline "
+                "rank, 1 or more; got " +
+                std::to_string(v));
+  virtualStages = int(v);
+  bool interleaved = scheduleKind == pipeline::ScheduleKind::Interleaved;
+  if (interleaved && virtualStages < 2)
+    return fail("--schedule interleaved gives each rank several stages: "
+                "add --virtual-stages 2 (or more)");
+  if (!interleaved && virtualStages > 1)
+    return fail("--virtual-stages " + std::to_string(virtualStages) +
+                " needs --schedule interleaved; " + name +
+                " runs one stage per rank");
+  int64_t stages = int64_t(pipelineRanks) * virtualStages;
+  if (!options.stageCuts.empty() &&
+      int64_t(options.stageCuts.size()) != stages - 1)
+    return fail(
+        "--stage-cuts gives " + std::to_string(options.stageCuts.size()) +
+        " cut" + (options.stageCuts.size() == 1 ? "" : "s") +
+        ", but --mesh pp=" + std::to_string(pipelineRanks) +
+        " with --virtual-stages " + std::to_string(virtualStages) + " makes " +
+        (stages == 1   ? std::string("1 stage: leave out --stage-cuts")
+         : stages == 2 ? std::string("2 stages: give 1 cut, the parameter "
+                                     "name or prefix that starts stage 1")
+                       : std::to_string(stages) + " stages: give " +
+                             std::to_string(stages - 1) +
+                             " cuts, the parameter names or prefixes that "
+                             "start stages 1 to " +
+                             std::to_string(stages - 1)));
+  if (train.accumSteps < 1 || train.accumSteps > INT_MAX)
+    return fail("--micro-batches (or --accum-steps) must be 1 or more, "
+                "got " +
+                std::to_string(train.accumSteps));
+  return success();
+}
+
+/// Micro-batches of a built step (its weft.train_config), else of the
+/// step about to be built.
+int64_t Driver::stepMicroBatches(ModuleOp module) const {
+  if (auto config = module->getAttrOfType<DictionaryAttr>(
+          WeftDialect::kTrainConfigAttrName))
+    if (auto steps = config.getAs<IntegerAttr>("accum_steps"))
+      return steps.getInt();
+  return train.accumSteps;
+}
+
+/// Once the stages are cut: their count is what the pipeline needs, and
+/// the schedule can be built for them (interleaved needs the micro-batches
+/// to be a multiple of the ranks, ...). Errors name the flags.
+LogicalResult Driver::checkPipelineStages(size_t numStages,
+                                          int64_t microBatches) {
+  int64_t stages = int64_t(pipelineRanks) * virtualStages;
+  if (int64_t(numStages) != stages)
+    return fail(
+        options.input + " is cut into " + std::to_string(numStages) +
+        " pipeline stages, but --mesh pp=" + std::to_string(pipelineRanks) +
+        " with --virtual-stages " + std::to_string(virtualStages) + " needs " +
+        std::to_string(stages) +
+        ": compile the model (.onnx or a weft module with @forward) "
+        "so they are cut again");
+  if (options.microBatchesGiven && microBatches != train.accumSteps)
+    return fail("--micro-batches " + std::to_string(train.accumSteps) +
+                ", but " + options.input + " is a step built with " +
+                std::to_string(microBatches) +
+                " micro-batches: leave out --micro-batches, or compile the "
+                "model");
+  pipeline::Schedule schedule;
+  if (pipeline::Status s =
+          pipeline::buildSchedule(scheduleKind, pipelineRanks,
+                                  int(microBatches), virtualStages, schedule);
+      !s.ok())
+    return fail("--schedule " +
+                std::string(pipeline::getScheduleKindName(scheduleKind)) +
+                " on --mesh pp=" + std::to_string(pipelineRanks) + " with " +
+                std::to_string(microBatches) +
+                " micro-batches (--micro-batches): " + s.message);
+  return success();
+}
+
+/// The per-rank steps of a pipeline, from a step whose ops carry stages.
+LogicalResult Driver::runPipelineSteps(ModuleOp module, TimingScope &timing) {
+  if (module.lookupSymbol<func::FuncOp>("train_step.rank0"))
+    return success();
+  FailureOr<std::vector<StageSummary>> stages = readStageSummary(module);
+  if (failed(stages) ||
+      failed(checkPipelineStages(stages->size(), stepMicroBatches(module))))
+    return failure();
+  PassManager pm(&context);
+  if (failed(applyPassManagerCLOptions(pm)))
+    return failure();
+  pm.enableTiming(timing);
+  PipelineParallelOptions pipelineOptions;
+  pipelineOptions.ranks = pipelineRanks;
+  pipelineOptions.schedule = pipeline::getScheduleKindName(scheduleKind);
+  pipelineOptions.virtualStages = virtualStages;
+  buildPipelineParallelPipeline(pm, pipelineOptions);
+  return pm.run(module);
+}
+
+/// --emit=schedule and --emit=schedule-svg: the stages' summary, costed,
+/// and the schedule built, verified and simulated with those costs.
+LogicalResult Driver::writeSchedule(ModuleOp module) {
+  FailureOr<std::vector<StageSummary>> stages = readStageSummary(module);
+  if (failed(stages))
+    return failure();
+  int64_t microBatches = stepMicroBatches(module);
+  if (failed(checkPipelineStages(stages->size(), microBatches)))
+    return failure();
+  ScheduleRequest request;
+  request.kind = scheduleKind;
+  request.ranks = pipelineRanks;
+  request.microBatches = int(microBatches);
+  request.virtualStages = virtualStages;
+  request.svg = options.emit == Stage::ScheduleSvg;
+  std::string text;
+  if (pipeline::Status s = renderScheduleReport(*stages, request, text);
+      !s.ok())
+    return fail(s.message);
+  std::string error;
+  auto output = openOutputFile(options.output, &error);
+  if (!output)
+    return fail(error);
+  output->os() << text;
+  output->keep();
   return success();
 }
 
@@ -256,7 +485,10 @@ OwningOpRef<ModuleOp> Driver::loadInput() {
 
 /// Imported nodes -> weft, and, unless the input is already a step, the
 /// training step. The step runs the model in train mode (BatchNorm's batch
-/// statistics); a forward-only import is the model in eval mode.
+/// statistics); a forward-only import is the model in eval mode. With a
+/// pipeline (--mesh pp=N) the model is cut into stages first, so the loss,
+/// the backward pass and the optimizer inherit the cut; the schedule
+/// reports stop there.
 LogicalResult Driver::runImportAndTrain(ModuleOp module, TimingScope &timing) {
   PassManager pm(&context);
   if (failed(applyPassManagerCLOptions(pm)))
@@ -265,10 +497,27 @@ LogicalResult Driver::runImportAndTrain(ModuleOp module, TimingScope &timing) {
   bool hasStep =
       static_cast<bool>(module.lookupSymbol<func::FuncOp>("train_step"));
   Stage emit = options.emit;
-  bool buildStep = emit == Stage::Train || (emit > Stage::Train && !hasStep);
+  bool pipelined = pipelineRanks > 0;
+  // The rung the schedule reports need: the model, cut into stages.
+  Stage ladder = isScheduleStage(emit) ? Stage::Weft : emit;
+  if (pipelined && hasStep && !module->hasAttr(kPipelineStagesAttrName))
+    return fail(options.input +
+                " is already a training step, and --mesh pp=N cuts the "
+                "model's @forward into stages before the step is built: "
+                "compile the model, or the step weftc --emit=train --mesh "
+                "pp=N writes");
+  bool buildStep =
+      ladder == Stage::Train || (ladder > Stage::Train && !hasStep);
   ImportPipelineOptions import;
-  import.training = buildStep && options.batchNormTrain;
+  import.training =
+      (buildStep || isScheduleStage(emit)) && options.batchNormTrain;
   buildImportPipeline(pm, import);
+  if (pipelined && !hasStep) {
+    AssignStagesPassOptions assign;
+    assign.stages = int64_t(pipelineRanks) * virtualStages;
+    assign.cuts.assign(options.stageCuts.begin(), options.stageCuts.end());
+    pm.addPass(createAssignStagesPass(assign));
+  }
   if (buildStep) {
     bool native = emit >= Stage::Llvm;
     train.runtimeHyperparameters =
@@ -284,7 +533,7 @@ LogicalResult Driver::runImportAndTrain(ModuleOp module, TimingScope &timing) {
     }
     buildTrainPipeline(pm, train);
   }
-  if (!options.mesh.empty() && emit >= Stage::Partitioned &&
+  if (!pipelined && !options.mesh.empty() && ladder >= Stage::Partitioned &&
       !module->hasAttr("weft.mesh")) {
     ParallelPipelineOptions parallel;
     parallel.mesh = options.mesh;
@@ -296,7 +545,11 @@ LogicalResult Driver::runImportAndTrain(ModuleOp module, TimingScope &timing) {
     parallel.sequenceParallel = options.sequenceParallel;
     buildParallelPipeline(pm, parallel);
   }
-  return pm.run(module);
+  if (failed(pm.run(module)))
+    return failure();
+  if (pipelined && ladder >= Stage::Partitioned)
+    return runPipelineSteps(module, timing);
+  return success();
 }
 
 /// Where the module's initial weights are read from: an imported model's
@@ -607,10 +860,12 @@ LogicalResult Driver::writeIR(ModuleOp module) {
 }
 
 LogicalResult Driver::run() {
-  if (failed(checkOutput()))
+  if (failed(checkOutput()) || failed(checkMesh()) ||
+      failed(checkPipelineOptions()))
     return failure();
   if (options.mesh.empty() && options.emit == Stage::Partitioned)
-    return fail("--emit=partitioned needs a mesh: add --mesh dp=N");
+    return fail("--emit=partitioned needs a mesh: add --mesh dp=N (or "
+                "tp=N, or pp=N)");
   if (options.mesh.empty() && options.zero != 0)
     return fail("--zero shards over data-parallel ranks: add --mesh dp=N");
   if (options.mesh.empty() &&
@@ -632,6 +887,8 @@ LogicalResult Driver::run() {
     return failure();
   if (options.summary)
     printSummary(*module);
+  if (isScheduleStage(emit))
+    return writeSchedule(*module);
   if (emit < Stage::Linalg)
     return writeIR(*module);
 

@@ -6,6 +6,7 @@
 
 #include "weft/Driver/Pipelines.h"
 #include "weft/Conversion/Passes.h"
+#include "weft/Transforms/Pipeline/Passes.h"
 
 #include "mlir/Conversion/AffineToStandard/AffineToStandard.h"
 #include "mlir/Conversion/ArithToLLVM/ArithToLLVM.h"
@@ -138,6 +139,20 @@ void weft::buildParallelPipeline(OpPassManager &pm,
   pm.addPass(createBucketCollectivesPass(bucket));
 }
 
+void weft::buildPipelineParallelPipeline(
+    OpPassManager &pm, const PipelineParallelOptions &options) {
+  // Zero-bubble runs a stage's input and weight gradients apart, so its
+  // backward is cut into those two pieces.
+  SplitStagesPassOptions split;
+  split.splitBackward = options.schedule == "zero-bubble";
+  pm.addPass(createSplitStagesPass(split));
+  PipelineStepPassOptions step;
+  step.ranks = options.ranks;
+  step.schedule = options.schedule;
+  step.virtualStages = options.virtualStages;
+  pm.addPass(createPipelineStepPass(step));
+}
+
 void weft::buildLowerToLLVMPipeline(OpPassManager &pm) {
   pm.addPass(createLowerToLinalgPass());
   pm.addPass(createCanonicalizerPass());
@@ -209,6 +224,11 @@ void weft::registerWeftPipelines() {
       "weft-parallel-pipeline",
       "Training step -> per-rank step of a mesh (weftc --emit=partitioned)",
       buildParallelPipeline);
+  PassPipelineRegistration<PipelineParallelOptions>(
+      "weft-pipeline-parallel-pipeline",
+      "Stage-tagged training step -> one step per pipeline rank (weftc "
+      "--mesh pp=N --emit=partitioned)",
+      buildPipelineParallelPipeline);
   PassPipelineRegistration<>(
       "weft-lower-to-llvm-pipeline",
       "Reference CPU lowering: weft -> linalg -> bufferization -> LLVM",

@@ -9,7 +9,8 @@
 // step (train), fused kernels on tensors (linalg), planned buffers with
 // BLAS calls (memref), LLVM IR (llvm), an object file (obj) or a training
 // executable linked with the runtime (exe, the default for an output name
-// without extension). The ladder is lib/Driver; this file maps flags to its
+// without extension); with --mesh pp=N also a pipeline's schedule (schedule,
+// schedule-svg). The ladder is lib/Driver; this file maps flags to its
 // options.
 //
 //===----------------------------------------------------------------------===//
@@ -37,13 +38,14 @@ cl::OptionCategory weftcCategory("Basic options");
 cl::opt<std::string> inputFilename(cl::Positional,
                                    cl::desc("<model.onnx | model.mlir>"),
                                    cl::Required, cl::cat(weftcCategory));
-cl::opt<std::string> outputFilename("o",
-                                    cl::desc("Output file (default: stdout); its extension names the "
-                                             "stage: .mlir IR, .ll LLVM IR, .o "
-                                             "an object, none/.exe/.bin an "
-                                             "executable"),
-                                    cl::value_desc("file"), cl::init("-"),
-                                    cl::cat(weftcCategory));
+cl::opt<std::string> outputFilename(
+    "o",
+    cl::desc("Output file (default: stdout); its extension names the "
+             "stage: .mlir IR, .ll LLVM IR, .o "
+             "an object, none/.exe/.bin an "
+             "executable (--emit=schedule and "
+             "schedule-svg take any name)"),
+    cl::value_desc("file"), cl::init("-"), cl::cat(weftcCategory));
 cl::opt<Stage> emit(
     "emit", cl::desc("Stage to stop at and print"), cl::init(Stage::Weft),
     cl::values(clEnumValN(Stage::Onnx, "onnx",
@@ -54,7 +56,9 @@ cl::opt<Stage> emit(
                           "@train_step"),
                clEnumValN(Stage::Partitioned, "partitioned",
                           "the per-rank @train_step of --mesh, with its "
-                          "collectives"),
+                          "collectives; with --mesh pp=N one "
+                          "@train_step.rank<r> per pipeline rank, with "
+                          "its sends and receives"),
                clEnumValN(Stage::Linalg, "linalg",
                           "@train_step as fused kernels on tensors"),
                clEnumValN(Stage::Memref, "memref",
@@ -69,7 +73,15 @@ cl::opt<Stage> emit(
                clEnumValN(Stage::Exe, "exe",
                           "a training executable linked with the Weft "
                           "runtime (default -o train; the stage when -o "
-                          "has no extension, .exe or .bin)")),
+                          "has no extension, .exe or .bin)"),
+               clEnumValN(Stage::Schedule, "schedule",
+                          "with --mesh pp=N: the stages (ops, GFLOP, "
+                          "parameters, MiB sent on) and the schedule's "
+                          "simulated per-rank timeline, bubble and peak "
+                          "micro-batches in flight, as text"),
+               clEnumValN(Stage::ScheduleSvg, "schedule-svg",
+                          "with --mesh pp=N: the simulated schedule as an "
+                          "SVG chart")),
     cl::cat(weftcCategory));
 cl::list<std::string> inputShapes(
     "input-shape",
@@ -158,7 +170,8 @@ cl::opt<std::string>
          cl::desc("Compile for a mesh of ranks, axes as name=size: dp=4 "
                   "trains data-parallel on 4 ranks, dp=2,tp=2 also splits "
                   "layers over 2 (tp ranks are consecutive: inside a "
-                  "node) (default: one process)"),
+                  "node); pp=4 cuts the model into a pipeline of 4 stages "
+                  "(alone: not yet with dp or tp) (default: one process)"),
          cl::value_desc("axes"), cl::cat(parallelCategory));
 cl::list<std::string> shardParams(
     "shard",
@@ -191,6 +204,39 @@ cl::opt<double> bucketMB(
              "sends each reduction alone and waits for it (default 25)"),
     cl::init(25.0), cl::cat(parallelCategory));
 
+cl::OptionCategory pipelineCategory(
+    "Pipeline parallelism options (--mesh pp=N; --emit=partitioned, "
+    "schedule, schedule-svg)");
+cl::list<std::string> stageCuts(
+    "stage-cuts",
+    cl::desc("Where the stages start: a parameter name or prefix per cut, "
+             "pp x virtual-stages - 1 of them, e.g. --stage-cuts h.1 starts "
+             "stage 1 at the first op reading h.1.* (default: cuts that "
+             "balance FLOPs where the fewest bytes cross)"),
+    cl::value_desc("name,..."), cl::CommaSeparated, cl::cat(pipelineCategory));
+cl::opt<std::string> schedule(
+    "schedule",
+    cl::desc("Pipeline schedule: gpipe (all forwards, then all backwards), "
+             "1f1b (default: one forward, one backward; at most pp "
+             "micro-batches in flight), interleaved (Megatron's, needs "
+             "--virtual-stages 2 or more and micro-batches a multiple of "
+             "pp) or zero-bubble (ZB-H1: weight gradients deferred into the "
+             "bubbles)"),
+    cl::value_desc("name"), cl::cat(pipelineCategory));
+cl::opt<int64_t> virtualStages(
+    "virtual-stages",
+    cl::desc("Stages per pipeline rank, for --schedule interleaved "
+             "(default 1): the model is cut into pp x this many stages, "
+             "rank r running stages r, pp+r, ..."),
+    cl::value_desc("V"), cl::cat(pipelineCategory));
+cl::opt<int64_t> microBatches(
+    "micro-batches",
+    cl::desc("Micro-batches per step flowing through the pipeline: the "
+             "model's batch is one micro-batch and a step's batch inputs "
+             "grow by this factor: it is --accum-steps under another name "
+             "(give one, or both equal) (default: --accum-steps, 1)"),
+    cl::value_desc("M"), cl::cat(pipelineCategory));
+
 cl::OptionCategory codegenCategory(
     "Code generation options (--emit=linalg|memref|llvm|obj|exe)");
 cl::opt<std::string> cpu("cpu",
@@ -222,7 +268,8 @@ cl::opt<bool> saveTemps("save-temps",
 
 void hideUnrelatedOptions() {
   const cl::OptionCategory *ours[] = {&weftcCategory, &trainCategory,
-                                      &parallelCategory, &codegenCategory};
+                                      &parallelCategory, &pipelineCategory,
+                                      &codegenCategory};
   for (auto &entry : cl::getRegisteredOptions()) {
     cl::Option *option = entry.second;
     StringRef name = entry.first;
@@ -261,6 +308,11 @@ bool mapOptions(DriverOptions &driver, TrainPipelineOptions &train,
   driver.shard.assign(shardParams.begin(), shardParams.end());
   driver.tpPlan = tpPlan;
   driver.sequenceParallel = sequenceParallel;
+  driver.stageCuts.assign(stageCuts.begin(), stageCuts.end());
+  if (schedule.getNumOccurrences())
+    driver.schedule = schedule;
+  if (virtualStages.getNumOccurrences())
+    driver.virtualStages = virtualStages;
   if (!(bucketMB >= 0) || bucketMB > 1e6)
     return fail("--bucket-mb must be a size in MiB >= 0, got " +
                 std::to_string(double(bucketMB)));
@@ -298,6 +350,19 @@ bool mapOptions(DriverOptions &driver, TrainPipelineOptions &train,
   train.eps = adamEps;
   train.clipNorm = clipNorm;
   train.accumSteps = accumSteps;
+  // A pipeline's micro-batches are gradient accumulation's: one count.
+  if (microBatches.getNumOccurrences()) {
+    if (microBatches < 1)
+      return fail("--micro-batches must be 1 or more, got " +
+                  std::to_string(int64_t(microBatches)));
+    if (accumSteps.getNumOccurrences() && accumSteps != microBatches)
+      return fail("--micro-batches " + std::to_string(int64_t(microBatches)) +
+                  " and --accum-steps " + std::to_string(int64_t(accumSteps)) +
+                  " disagree: both are the micro-batches per step; give one "
+                  "of them");
+    train.accumSteps = microBatches;
+    driver.microBatchesGiven = true;
+  }
   train.lrSchedule = lrSchedule;
   train.warmupSteps = warmupSteps;
   train.totalSteps = totalSteps;
@@ -324,7 +389,10 @@ int main(int argc, char **argv) {
       "  weftc model.onnx --emit=weft            print the imported model\n"
       "  weftc model.onnx --input-shape input=4x48 --emit=weft -o m.mlir\n"
       "  weftc model.onnx --emit=train --loss cross-entropy --optimizer adamw\n"
-      "  weftc model.onnx -o train               a training executable\n");
+      "  weftc model.onnx -o train               a training executable\n"
+      "  weftc model.onnx --mesh pp=2 --micro-batches 4 --emit=schedule\n"
+      "                                          a pipeline's stages and "
+      "schedule\n");
 
   DriverOptions driver;
   TrainPipelineOptions train;

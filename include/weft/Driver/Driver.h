@@ -10,7 +10,8 @@
 // (memref), LLVM IR (llvm), an object file (obj) and a training executable
 // (exe). `runDriver` climbs the ladder to the stage asked for and writes
 // it; tools only map their flags to DriverOptions and the pipelines'
-// options (weft/Driver/Pipelines.h).
+// options (weft/Driver/Pipelines.h). Beside the ladder, a pipeline-parallel
+// compile (--mesh pp=N) can stop at its schedule, as text or a picture.
 //
 //===----------------------------------------------------------------------===//
 
@@ -39,11 +40,20 @@ enum class Stage {
   Memref,
   Llvm,
   Obj,
-  Exe
+  Exe,
+  /// Not rungs of the ladder: with --mesh pp=N, the model cut into stages
+  /// and the chosen schedule simulated, as a text report or an SVG chart.
+  Schedule,
+  ScheduleSvg
 };
 
 /// "onnx", "weft", ... as --emit spells them.
 const char *getStageName(Stage stage);
+
+/// Whether `stage` is a pipeline schedule report rather than a rung.
+inline bool isScheduleStage(Stage stage) {
+  return stage == Stage::Schedule || stage == Stage::ScheduleSvg;
+}
 
 /// The stage an output file's extension names: .ll LLVM IR, .o an object,
 /// none/.exe/.bin an executable; nullopt for other names (IR text).
@@ -102,6 +112,19 @@ struct DriverOptions {
   std::string tpPlan = "megatron";
   /// Megatron sequence parallelism over tp.
   bool sequenceParallel = false;
+
+  // Pipeline parallelism (a pp axis in `mesh`). The micro-batch count is
+  // the training step's accumSteps: a pipeline's micro-batches are the
+  // ones gradient accumulation already splits the batch into.
+  /// Parameter names or prefixes that start stages 1, 2, ... (pp x
+  /// virtual stages - 1 of them); empty: cuts that balance FLOPs.
+  std::vector<std::string> stageCuts;
+  /// gpipe, 1f1b, interleaved or zero-bubble; unset: 1f1b.
+  std::optional<std::string> schedule;
+  /// Stages per pipeline rank (interleaved); unset: 1.
+  std::optional<int64_t> virtualStages;
+  /// Whether --micro-batches was given (it needs a pp axis).
+  bool microBatchesGiven = false;
 
   /// Tensor table, counts, planned memory and compile time on stderr.
   bool summary = false;

@@ -150,6 +150,32 @@ struct ParallelPipelineOptions
 void buildParallelPipeline(mlir::OpPassManager &pm,
                            const ParallelPipelineOptions &options);
 
+/// How a training step whose ops carry pipeline stages
+/// (--weft-assign-stages ran on its model) becomes one step per pipeline
+/// rank (weftc --mesh pp=N).
+struct PipelineParallelOptions
+    : public mlir::PassPipelineOptions<PipelineParallelOptions> {
+  Option<int64_t> ranks{*this, "ranks",
+                        llvm::cl::desc("Pipeline ranks (the pp axis)"),
+                        llvm::cl::init(1)};
+  Option<std::string> schedule{
+      *this, "schedule",
+      llvm::cl::desc("gpipe, 1f1b, interleaved or zero-bubble"),
+      llvm::cl::init("1f1b")};
+  Option<int64_t> virtualStages{
+      *this, "virtual-stages",
+      llvm::cl::desc("Stages per rank (interleaved: 2 or more)"),
+      llvm::cl::init(1)};
+};
+
+/// Stage-tagged training step -> per-stage pieces of @loss_grad
+/// (--weft-split-stages; for zero-bubble with each backward cut into its
+/// input- and weight-gradient pieces) -> @train_step.rank<r> for each
+/// pipeline rank, its work in schedule order with sends and receives
+/// (--weft-pipeline-step).
+void buildPipelineParallelPipeline(mlir::OpPassManager &pm,
+                                   const PipelineParallelOptions &options);
+
 void buildLowerToLLVMPipeline(mlir::OpPassManager &pm);
 
 /// Where code generation stops: fused kernels on tensors, planned buffers
@@ -184,7 +210,8 @@ void buildCodegenPipeline(mlir::OpPassManager &pm,
                           const CodegenPipelineOptions &options);
 
 /// Registers the pipelines, with their options, as `weft-import-pipeline`,
-/// `weft-train-pipeline`, `weft-lower-to-llvm-pipeline` and
+/// `weft-train-pipeline`, `weft-parallel-pipeline`,
+/// `weft-pipeline-parallel-pipeline`, `weft-lower-to-llvm-pipeline` and
 /// `weft-codegen-pipeline`.
 void registerWeftPipelines();
 
