@@ -43,6 +43,38 @@ namespace pl = weft::pipeline;
 
 namespace {
 constexpr llvm::StringLiteral kMicroBatchAttrName = "weft.micro_batch";
+
+/// The most bytes of values `fn` holds at once between its ops (its
+/// arguments aside): on a pipeline rank, mostly the activations its
+/// forward pieces keep for their backward pieces, so it grows with the
+/// micro-batches in flight (all of them under GPipe, at most the stage
+/// count under 1F1B).
+int64_t peakLiveBytes(func::FuncOp fn) {
+  Block &body = fn.front();
+  llvm::DenseMap<Operation *, size_t> position;
+  for (auto [i, op] : llvm::enumerate(body))
+    position[&op] = i;
+  SmallVector<int64_t> freed(body.getOperations().size() + 1, 0);
+  int64_t live = 0, peak = 0;
+  for (auto [i, op] : llvm::enumerate(body)) {
+    live -= freed[i];
+    for (Value v : op.getResults()) {
+      auto type = dyn_cast<RankedTensorType>(v.getType());
+      if (!type || !type.hasStaticShape())
+        continue;
+      int64_t bytes = type.getNumElements() *
+                      int64_t((type.getElementTypeBitWidth() + 7) / 8);
+      size_t last = i;
+      for (Operation *user : v.getUsers())
+        last = std::max(last, position.lookup(user));
+      live += bytes;
+      // Freed once its last reader has run.
+      freed[last + 1] += bytes;
+    }
+    peak = std::max(peak, live);
+  }
+  return peak;
+}
 constexpr llvm::StringLiteral kPhaseAttrName = "weft.phase";
 
 /// What a piece computes: a stage's forward, its whole backward, or, with
@@ -223,11 +255,34 @@ private:
       }
       slotRanks.push_back(where);
     }
-    // Glue runs on every rank that needs what it makes.
+    // Glue computed from one rank's pieces alone (the sum of a stage's
+    // gradients, its norm) runs on that rank, which sends the result to
+    // the others that need it: one tensor, not one per micro-batch.
+    // Glue mixing ranks' pieces (a tied gradient's shares) runs on every
+    // rank that needs it, from the pieces' values.
+    constexpr int64_t kNone = -1, kMixed = -2;
+    for (Operation &op : body.without_terminator()) {
+      if (pieceOf.count(&op))
+        continue;
+      int64_t anchor = kNone;
+      for (Value operand : op.getOperands()) {
+        Operation *def = operand.getDefiningOp();
+        if (!def)
+          continue;
+        auto piece = pieceOf.find(def);
+        int64_t from = piece != pieceOf.end()
+                           ? rankOf(std::get<0>(piece->second))
+                           : anchorOf.lookup(def);
+        if (from == kNone || from == anchor)
+          continue;
+        anchor = anchor == kNone && from != kMixed ? from : kMixed;
+      }
+      anchorOf[&op] = anchor;
+    }
     for (Operation &op : llvm::reverse(body.without_terminator())) {
       if (pieceOf.count(&op))
         continue;
-      std::set<int64_t> &need = glueRanks[&op];
+      std::set<int64_t> need;
       for (Value result : op.getResults())
         for (OpOperand &use : result.getUses()) {
           Operation *user = use.getOwner();
@@ -239,7 +294,22 @@ private:
           else
             need.insert(glueRanks[user].begin(), glueRanks[user].end());
         }
+      int64_t anchor = anchorOf.lookup(&op);
+      if (anchor < 0) {
+        glueRanks[&op] = std::move(need);
+        continue;
+      }
+      glueRanks[&op] = {anchor};
+      for (int64_t to : need)
+        if (to != anchor)
+          sentGlue.push_back({&op, to});
     }
+    // In program order, so every rank walks the transfers the same way.
+    llvm::sort(sentGlue, [](const auto &a, const auto &b) {
+      if (a.first != b.first)
+        return a.first->isBeforeInBlock(b.first);
+      return a.second < b.second;
+    });
     return success();
   }
 
@@ -312,6 +382,15 @@ private:
           late.push_back({v, from, to, tag++});
       }
     }
+    for (auto [op, to] : sentGlue)
+      for (Value v : op->getResults()) {
+        if (!isa<FloatType>(cast<RankedTensorType>(v.getType()).getElementType()))
+          return op->emitError()
+                 << "a value of type " << v.getType()
+                 << " crosses pipeline ranks, but only float tensors are "
+                    "sent between them";
+        late.push_back({v, anchorOf.lookup(op), to, tag++});
+      }
     (void)sched;
     return success();
   }
@@ -361,6 +440,32 @@ private:
                                       body.getI64IntegerAttr(t.tag))
                            .getResult());
     };
+    // Glue that reads what pieces make runs as soon as its operands are
+    // there: a micro-batch's gradients join the running sum right after
+    // its backward piece instead of staying alive until the step's end.
+    // Other glue (a micro-batch's slice of the batch) waits for its first
+    // reader, so it is not held from the start.
+    SmallVector<Operation *> glue;
+    llvm::DenseSet<Operation *> eager;
+    for (Operation &op : work.front().without_terminator()) {
+      if (pieceOf.count(&op) || !glueRanks.lookup(&op).count(r))
+        continue;
+      if (llvm::any_of(op.getOperands(), [&](Value v) {
+            Operation *def = v.getDefiningOp();
+            return def && (pieceOf.count(def) || eager.contains(def));
+          })) {
+        eager.insert(&op);
+        glue.push_back(&op);
+      }
+    }
+    auto runReadyGlue = [&] {
+      for (Operation *op : glue)
+        if (!map.contains(op->getResult(0)) &&
+            llvm::all_of(op->getOperands(),
+                         [&](Value v) { return map.contains(v); }))
+          body.clone(*op, map);
+    };
+    runReadyGlue();
     SmallVector<Attribute> timeline;
     for (const pl::Action &a : sched.perRank[size_t(r)]) {
       int64_t stage = sched.modelStage(a);
@@ -417,6 +522,7 @@ private:
       }
       if (failed(ran))
         return failure();
+      runReadyGlue();
     }
     // What glue on other ranks reads, in one order every rank walks.
     for (const Transfer &t : late) {
@@ -452,6 +558,7 @@ private:
     if (failed(fn.eraseArguments(unused)))
       return failure();
     fn->setAttr("weft.pipeline_rank", b.getI64IntegerAttr(r));
+    fn->setAttr("weft.peak_live_bytes", b.getI64IntegerAttr(peakLiveBytes(fn)));
     fn->setAttr("weft.schedule", b.getArrayAttr(timeline));
     return success();
   }
@@ -463,6 +570,12 @@ private:
   std::map<PieceKey, func::CallOp> pieces;
   llvm::DenseMap<Operation *, PieceKey> pieceOf;
   llvm::DenseMap<Operation *, std::set<int64_t>> glueRanks;
+  /// The one rank whose pieces a glue op's values come from; -1: none
+  /// (it reads only arguments), -2: several.
+  llvm::DenseMap<Operation *, int64_t> anchorOf;
+  /// Glue results the rank computing them sends to another that needs
+  /// them, after the schedule.
+  SmallVector<std::pair<Operation *, int64_t>> sentGlue;
   SmallVector<std::set<int64_t>> slotRanks;
   /// The schedule's messages: what a piece sends to a rank.
   std::map<std::pair<PieceKey, int64_t>, SmallVector<Transfer>> messages;

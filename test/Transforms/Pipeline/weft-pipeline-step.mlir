@@ -11,7 +11,7 @@
 // under GPipe; rank 1 takes l1 and the labels, runs its forward and
 // backward pieces as the activations arrive and returns the loss. Both
 // ranks update their own parameter; rank 1 also returns the gradient norm,
-// for which rank 0's gradients cross once the schedule is done.
+// for which rank 0 sends its parameter's share once the schedule is done.
 
 // GPIPE-LABEL: func.func @train_step.rank0(
 // GPIPE-SAME: {weft.param = "l0.weight"
@@ -22,25 +22,29 @@
 // GPIPE: %[[A0:.*]]:2 = call @loss_grad.forward0({{.*}}) {weft.micro_batch = 0 : i64}
 // GPIPE-NEXT: weft.send %[[A0]]#1 {axes = ["pp"], peer = 1 : i64, tag = 0 : i64} : tensor<8x64xf32>
 // GPIPE: %[[A1:.*]]:2 = call @loss_grad.forward0({{.*}}) {weft.micro_batch = 1 : i64}
-// GPIPE-NEXT: weft.send %[[A1]]#1 {axes = ["pp"], peer = 1 : i64, tag = 3 : i64}
+// GPIPE-NEXT: weft.send %[[A1]]#1 {axes = ["pp"], peer = 1 : i64, tag = 2 : i64}
 // GPIPE-NEXT: %[[G0:.*]] = weft.recv {axes = ["pp"], peer = 1 : i64, tag = 1 : i64} : tensor<8x64xf32>
-// GPIPE-NEXT: call @loss_grad.backward0(%[[A0]]#0, %[[G0]], {{.*}}) {weft.micro_batch = 0 : i64}
-// GPIPE-NEXT: weft.recv {axes = ["pp"], peer = 1 : i64, tag = 4 : i64}
-// GPIPE-NEXT: call @loss_grad.backward0({{.*}}) {weft.micro_batch = 1 : i64}
-// GPIPE: weft.send %{{.*}} {axes = ["pp"], peer = 1 : i64, tag = 2 : i64} : tensor<64x64xf32>
-// GPIPE: weft.send %{{.*}} {axes = ["pp"], peer = 1 : i64, tag = 5 : i64} : tensor<64x64xf32>
+// GPIPE-NEXT: %[[W0:.*]] = call @loss_grad.backward0(%[[A0]]#0, %[[G0]], {{.*}}) {weft.micro_batch = 0 : i64}
+// GPIPE-NEXT: weft.recv {axes = ["pp"], peer = 1 : i64, tag = 3 : i64}
+// GPIPE-NEXT: %[[W1:.*]] = call @loss_grad.backward0({{.*}}) {weft.micro_batch = 1 : i64}
+// The micro-batches' gradients are summed as soon as both are there; only
+// l0's share of the squared gradient norm crosses, as one number.
+// GPIPE-NEXT: weft.add %[[W0]], %[[W1]]
+// GPIPE: weft.send %{{.*}} {axes = ["pp"], peer = 1 : i64, tag = 4 : i64} : tensor<f32>
+// GPIPE-NOT: weft.send
 // GPIPE-LABEL: func.func @train_step.rank1(
 // GPIPE-SAME: {weft.param = "l1.weight"
 // GPIPE-SAME: {weft.input = "labels"
 // GPIPE-SAME: -> (tensor<64x64xf32> {weft.param = "l1.weight"{{.*}}}, tensor<f32> {weft.output = "loss"}, tensor<f32> {weft.output = "lr"}, tensor<f32> {weft.output = "grad_norm"})
 // GPIPE: weft.recv {axes = ["pp"], peer = 0 : i64, tag = 0 : i64}
 // GPIPE: call @loss_grad.forward1({{.*}}) {weft.micro_batch = 0 : i64}
-// GPIPE: weft.recv {axes = ["pp"], peer = 0 : i64, tag = 3 : i64}
+// GPIPE: weft.recv {axes = ["pp"], peer = 0 : i64, tag = 2 : i64}
 // GPIPE: call @loss_grad.forward1({{.*}}) {weft.micro_batch = 1 : i64}
 // GPIPE: call @loss_grad.backward1({{.*}}) {weft.micro_batch = 0 : i64}
 // GPIPE: weft.send {{.*}} tag = 1 : i64
 // GPIPE: call @loss_grad.backward1({{.*}}) {weft.micro_batch = 1 : i64}
-// GPIPE: weft.send {{.*}} tag = 4 : i64
+// GPIPE: weft.send {{.*}} tag = 3 : i64
+// GPIPE: weft.recv {axes = ["pp"], peer = 0 : i64, tag = 4 : i64} : tensor<f32>
 
 // 1F1B: the last rank runs each micro-batch's backward right after its
 // forward.

@@ -114,8 +114,11 @@ def PipelineStepPass : Pass<"weft-pipeline-step", "mlir::ModuleOp"> {
     stage's rank returns the loss. The schedule is verified first (every
     send meets its receive in an order that cannot deadlock); the
     functions record it as `weft.schedule` (one entry per action, e.g.
-    "F3", "B3", "send A3 to 1"). `@train_step` stays: the one-rank step
-    every rank's work adds up to.
+    "rank 0 (stage 0) runs F of micro-batch 3"), and the most bytes of
+    values each holds at once as `weft.peak_live_bytes` (mostly the
+    activations its forward pieces keep for its backward pieces: a
+    schedule's memory). `@train_step` stays: the one-rank step every
+    rank's work adds up to.
 
     Errors: a schedule the verifier refuses (naming ranks, stages and the
     micro-batch), a stage count that is not `ranks * virtual-stages`, an
