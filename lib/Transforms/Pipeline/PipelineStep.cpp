@@ -88,6 +88,8 @@ using PieceKey = std::tuple<int64_t, int, int64_t>;
 struct Transfer {
   Value value;
   int64_t from, to, tag;
+  /// For errors: "the activation of micro-batch 3 from stage 0".
+  std::string what;
 };
 
 struct PipelineStepPass
@@ -143,7 +145,8 @@ private:
     for (int64_t r = 0; r < ranks; ++r)
       if (failed(buildRank(b, sched, r)))
         return failure();
-    return success();
+    // The schedule was verified; this checks what was built from it.
+    return verifyPipelineTransfers(module);
   }
 
   int64_t rankOf(int64_t stage) const { return stage % ranks; }
@@ -376,10 +379,14 @@ private:
                    << "a value of type " << v.getType()
                    << " crosses pipeline ranks, but only float tensors are "
                       "sent between them";
+        std::string what =
+            (forward ? "an activation of micro-batch "
+                     : "a gradient of micro-batch ") +
+            std::to_string(mb) + " from stage " + std::to_string(stage);
         for (int64_t to : scheduled)
-          messages[{it->second, to}].push_back({v, from, to, tag++});
+          messages[{it->second, to}].push_back({v, from, to, tag++, what});
         for (int64_t to : after)
-          late.push_back({v, from, to, tag++});
+          late.push_back({v, from, to, tag++, what + ", after the schedule"});
       }
     }
     for (auto [op, to] : sentGlue)
@@ -389,7 +396,10 @@ private:
                  << "a value of type " << v.getType()
                  << " crosses pipeline ranks, but only float tensors are "
                     "sent between them";
-        late.push_back({v, anchorOf.lookup(op), to, tag++});
+        late.push_back({v, anchorOf.lookup(op), to, tag++,
+                        "a result of rank " +
+                            std::to_string(anchorOf.lookup(op)) +
+                            "'s optimizer step, after the schedule"});
       }
     (void)sched;
     return success();
@@ -430,15 +440,18 @@ private:
     auto send = [&](const Transfer &t) -> LogicalResult {
       if (failed(materialize(t.value)))
         return failure();
-      SendOp::create(body, loc, map.lookup(t.value), axes,
-                     body.getI64IntegerAttr(t.to), body.getI64IntegerAttr(t.tag));
+      auto op = SendOp::create(body, loc, map.lookup(t.value), axes,
+                               body.getI64IntegerAttr(t.to),
+                               body.getI64IntegerAttr(t.tag));
+      op->setAttr(kMessageAttrName, body.getStringAttr(t.what));
       return success();
     };
     auto recv = [&](const Transfer &t) {
-      map.map(t.value, RecvOp::create(body, loc, t.value.getType(), axes,
-                                      body.getI64IntegerAttr(t.from),
-                                      body.getI64IntegerAttr(t.tag))
-                           .getResult());
+      auto op = RecvOp::create(body, loc, t.value.getType(), axes,
+                               body.getI64IntegerAttr(t.from),
+                               body.getI64IntegerAttr(t.tag));
+      op->setAttr(kMessageAttrName, body.getStringAttr(t.what));
+      map.map(t.value, op.getResult());
     };
     // Glue that reads what pieces make runs as soon as its operands are
     // there: a micro-batch's gradients join the running sum right after

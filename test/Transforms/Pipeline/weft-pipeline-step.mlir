@@ -20,31 +20,31 @@
 // GPIPE-SAME: -> (tensor<64x64xf32> {weft.param = "l0.weight"
 // GPIPE-SAME: weft.pipeline_rank = 0 : i64, weft.schedule = ["rank 0 (stage 0) runs F of micro-batch 0", "rank 0 (stage 0) sends the activation of micro-batch 0 to rank 1", "rank 0 (stage 0) runs F of micro-batch 1",
 // GPIPE: %[[A0:.*]]:2 = call @loss_grad.forward0({{.*}}) {weft.micro_batch = 0 : i64}
-// GPIPE-NEXT: weft.send %[[A0]]#1 {axes = ["pp"], peer = 1 : i64, tag = 0 : i64} : tensor<8x64xf32>
+// GPIPE-NEXT: weft.send %[[A0]]#1 {axes = ["pp"], peer = 1 : i64, tag = 0 : i64, weft.message = {{"[^"]*"}}} : tensor<8x64xf32>
 // GPIPE: %[[A1:.*]]:2 = call @loss_grad.forward0({{.*}}) {weft.micro_batch = 1 : i64}
-// GPIPE-NEXT: weft.send %[[A1]]#1 {axes = ["pp"], peer = 1 : i64, tag = 2 : i64}
-// GPIPE-NEXT: %[[G0:.*]] = weft.recv {axes = ["pp"], peer = 1 : i64, tag = 1 : i64} : tensor<8x64xf32>
+// GPIPE-NEXT: weft.send %[[A1]]#1 {axes = ["pp"], peer = 1 : i64, tag = 2 : i64, weft.message = {{"[^"]*"}}}
+// GPIPE-NEXT: %[[G0:.*]] = weft.recv {axes = ["pp"], peer = 1 : i64, tag = 1 : i64, weft.message = {{"[^"]*"}}} : tensor<8x64xf32>
 // GPIPE-NEXT: %[[W0:.*]] = call @loss_grad.backward0(%[[A0]]#0, %[[G0]], {{.*}}) {weft.micro_batch = 0 : i64}
-// GPIPE-NEXT: weft.recv {axes = ["pp"], peer = 1 : i64, tag = 3 : i64}
+// GPIPE-NEXT: weft.recv {axes = ["pp"], peer = 1 : i64, tag = 3 : i64, weft.message = {{"[^"]*"}}}
 // GPIPE-NEXT: %[[W1:.*]] = call @loss_grad.backward0({{.*}}) {weft.micro_batch = 1 : i64}
 // The micro-batches' gradients are summed as soon as both are there; only
 // l0's share of the squared gradient norm crosses, as one number.
 // GPIPE-NEXT: weft.add %[[W0]], %[[W1]]
-// GPIPE: weft.send %{{.*}} {axes = ["pp"], peer = 1 : i64, tag = 4 : i64} : tensor<f32>
+// GPIPE: weft.send %{{.*}} {axes = ["pp"], peer = 1 : i64, tag = 4 : i64, weft.message = {{"[^"]*"}}} : tensor<f32>
 // GPIPE-NOT: weft.send
 // GPIPE-LABEL: func.func @train_step.rank1(
 // GPIPE-SAME: {weft.param = "l1.weight"
 // GPIPE-SAME: {weft.input = "labels"
 // GPIPE-SAME: -> (tensor<64x64xf32> {weft.param = "l1.weight"{{.*}}}, tensor<f32> {weft.output = "loss"}, tensor<f32> {weft.output = "lr"}, tensor<f32> {weft.output = "grad_norm"})
-// GPIPE: weft.recv {axes = ["pp"], peer = 0 : i64, tag = 0 : i64}
+// GPIPE: weft.recv {axes = ["pp"], peer = 0 : i64, tag = 0 : i64, weft.message = {{"[^"]*"}}}
 // GPIPE: call @loss_grad.forward1({{.*}}) {weft.micro_batch = 0 : i64}
-// GPIPE: weft.recv {axes = ["pp"], peer = 0 : i64, tag = 2 : i64}
+// GPIPE: weft.recv {axes = ["pp"], peer = 0 : i64, tag = 2 : i64, weft.message = {{"[^"]*"}}}
 // GPIPE: call @loss_grad.forward1({{.*}}) {weft.micro_batch = 1 : i64}
 // GPIPE: call @loss_grad.backward1({{.*}}) {weft.micro_batch = 0 : i64}
 // GPIPE: weft.send {{.*}} tag = 1 : i64
 // GPIPE: call @loss_grad.backward1({{.*}}) {weft.micro_batch = 1 : i64}
 // GPIPE: weft.send {{.*}} tag = 3 : i64
-// GPIPE: weft.recv {axes = ["pp"], peer = 0 : i64, tag = 4 : i64} : tensor<f32>
+// GPIPE: weft.recv {axes = ["pp"], peer = 0 : i64, tag = 4 : i64, weft.message = {{"[^"]*"}}} : tensor<f32>
 
 // 1F1B: the last rank runs each micro-batch's backward right after its
 // forward.
@@ -61,7 +61,7 @@
 // ZBOK: call @loss_grad.weight_grad0({{.*}}) {weft.micro_batch = 0 : i64}
 // ZBOK-LABEL: func.func @train_step.rank1(
 // ZBOK: %[[I:.*]]:2 = call @loss_grad.input_grad1({{.*}}) {weft.micro_batch = 0 : i64}
-// ZBOK-NEXT: weft.send %[[I]]#1 {axes = ["pp"], peer = 0 : i64, tag = 1 : i64}
+// ZBOK-NEXT: weft.send %[[I]]#1 {axes = ["pp"], peer = 0 : i64, tag = 1 : i64, weft.message = {{"[^"]*"}}}
 // ZBOK: call @loss_grad.input_grad1({{.*}}) {weft.micro_batch = 1 : i64}
 // ZBOK: call @loss_grad.weight_grad1(%[[I]]#0, {{.*}}) {weft.micro_batch = 0 : i64}
 

@@ -25,6 +25,18 @@ inline constexpr llvm::StringLiteral kStagesAttrName = "weft.stages";
 inline constexpr llvm::StringLiteral kPipelineStagesAttrName =
     "weft.pipeline_stages";
 
+/// On a weft.send / weft.recv of a pipeline rank's step: what it carries,
+/// for errors ("an activation of micro-batch 3 from stage 0").
+inline constexpr llvm::StringLiteral kMessageAttrName = "weft.message";
+
+/// Checks that the sends and receives of the pipeline ranks' steps
+/// (functions with `weft.pipeline_rank`) meet: run in order, each rank
+/// blocking on every transfer until its peer reaches the matching one
+/// (same tag, same type), every rank finishes. A transfer that meets the
+/// wrong one, or a set of ranks waiting on each other, is an error that
+/// names the ranks, the tags and what each message carries.
+mlir::LogicalResult verifyPipelineTransfers(mlir::ModuleOp module);
+
 #define GEN_PASS_DECL
 #include "weft/Transforms/Pipeline/Passes.h.inc"
 

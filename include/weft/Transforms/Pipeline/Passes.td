@@ -136,4 +136,17 @@ def PipelineStepPass : Pass<"weft-pipeline-step", "mlir::ModuleOp"> {
   let dependentDialects = ["weft::WeftDialect", "mlir::func::FuncDialect"];
 }
 
+def VerifyPipelinePass : Pass<"weft-verify-pipeline", "mlir::ModuleOp"> {
+  let summary = "Check that the pipeline ranks' sends and receives meet";
+  let description = [{
+    Runs the sends and receives of every `@train_step.rank<r>` (functions
+    with `weft.pipeline_rank`) in program order, each rank blocking on a
+    transfer until its peer reaches the matching one, as the runtime's do.
+    A send that meets a receive with another tag or type, or ranks that
+    wait on each other, is an error naming the ranks, the tags and what
+    each message carries (`weft.message`); --weft-pipeline-step runs the
+    same check on what it builds.
+  }];
+}
+
 #endif // WEFT_TRANSFORMS_PIPELINE_PASSES_TD
