@@ -42,15 +42,6 @@ bool matchesType(const Tensor &t, Type type) {
   return t.isFloat() ? t.fp.size() == n : t.ints.size() == n;
 }
 
-/// "tensor<4x8xf32>", or a description of a malformed value.
-std::string describe(const Tensor &t) {
-  if (!t.elementType)
-    return "an uninitialized value";
-  std::string s;
-  llvm::raw_string_ostream os(s);
-  os << t.getType();
-  return s;
-}
 
 /// "tensor<4x8xf32>" for a diagnostic, where a Type would be quoted.
 std::string typeText(Type type) {
@@ -70,7 +61,7 @@ LogicalResult checkValues(Operation *op, StringRef what,
     if (!matchesType(value, type))
       return op->emitError()
              << what << " #" << i << " has type " << type
-             << " but the evaluator was given " << describe(value);
+             << " but the evaluator was given " << describeValue(value);
   return success();
 }
 
@@ -205,7 +196,7 @@ FailureOr<Tensor> evaluateRecv(RecvOp recv, const RankContext &ctx) {
   }
   if (!matchesType(tensor, recv.getType()))
     return describeRecv(recv.emitError("rank "))
-           << ": rank " << *from << " sent " << describe(tensor)
+           << ": rank " << *from << " sent " << describeValue(tensor)
            << "; the two ranks disagree on the message's type";
   return tensor;
 }

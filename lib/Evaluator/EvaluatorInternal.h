@@ -28,6 +28,9 @@ namespace detail {
 /// Product of `shape` (1 for rank 0).
 int64_t product(llvm::ArrayRef<int64_t> shape);
 
+/// "tensor<4x8xf32>" for a message, or "an uninitialized value".
+std::string describeValue(const Tensor &t);
+
 /// Row-major strides of `shape`.
 llvm::SmallVector<int64_t> stridesOf(llvm::ArrayRef<int64_t> shape);
 

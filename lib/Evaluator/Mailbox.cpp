@@ -13,6 +13,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "EvaluatorInternal.h"
 #include "weft/Evaluator/Evaluator.h"
 
 #include "llvm/Support/Format.h"
@@ -25,15 +26,6 @@ using namespace weft::eval;
 Mailbox::~Mailbox() = default;
 
 namespace {
-/// "tensor<4x8xf32>" for a message in an error.
-std::string typeOf(const Tensor &t) {
-  if (!t.elementType)
-    return "an uninitialized value";
-  std::string s;
-  llvm::raw_string_ostream os(s);
-  os << t.getType();
-  return s;
-}
 
 std::string seconds(std::chrono::milliseconds d) {
   std::string s;
@@ -179,7 +171,7 @@ LogicalResult LocalMailbox::finish(int64_t rank, std::string &error) {
     for (const Tensor &t : queue) {
       unread += unread.empty() ? "" : ", ";
       unread += "tag " + std::to_string(tag) + " from rank " +
-                std::to_string(from) + " (" + typeOf(t) + ")";
+                std::to_string(from) + " (" + detail::describeValue(t) + ")";
       ++count;
     }
   }

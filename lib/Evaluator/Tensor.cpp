@@ -440,3 +440,12 @@ rt::HostArray Tensor::toHostArray() const {
   }
   return a;
 }
+
+std::string weft::eval::detail::describeValue(const Tensor &t) {
+  if (!t.elementType)
+    return "an uninitialized value";
+  std::string s;
+  llvm::raw_string_ostream os(s);
+  os << t.getType();
+  return s;
+}
