@@ -8,6 +8,7 @@ packages=(
   llvm-22-dev libmlir-22-dev mlir-22-tools llvm-22-tools  # MLIR, lit, FileCheck
   libonnx-dev libprotobuf-dev                             # ONNX import
   nlohmann-json3-dev                                      # safetensors headers
+  libyaml-cpp-dev                                         # planner: cluster specs
   libopenblas-dev libcli11-dev                            # runtime: GEMM, CLI
   libgloo-dev                                             # runtime: collectives
   iproute2                                                # tests: emulated nodes

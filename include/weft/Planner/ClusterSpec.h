@@ -1,0 +1,107 @@
+//===- ClusterSpec.h - The cluster the planner plans for --------*- C++ -*-===//
+//
+// Part of the Weft project.
+//
+//===----------------------------------------------------------------------===//
+//
+// The planner's input besides the model: how many nodes, how many devices
+// per node, what one device computes and holds, and how fast two devices
+// talk inside a node and across nodes. It is read from YAML
+// (examples/clusters/*.yaml; the format is in docs/planner.md) and checked
+// field by field, because a typo in a cluster file would otherwise turn
+// silently into a wrong plan.
+//
+// Every number is per device and, for links, one direction: a DGX A100's
+// NVLink is 300 GB/s here (600 GB/s is both directions), and its network
+// 25 GB/s per GPU (one 200 Gb/s HDR port per GPU).
+//
+// Pure C++17: the YAML library stays inside ClusterSpec.cpp, so the cost
+// model, the search and the unit tests see only these structs. Errors are
+// values (rt::Status), as in the runtime's file formats.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef WEFT_PLANNER_CLUSTERSPEC_H
+#define WEFT_PLANNER_CLUSTERSPEC_H
+
+#include "weft/Formats/HostArray.h"
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace weft {
+namespace planner {
+
+using rt::Status;
+
+/// The dtypes a device must state a peak for, as the YAML spells them.
+extern const char *const kClusterDTypes[3];
+
+/// The collectives a spec may carry measured timings for, as the YAML
+/// spells them.
+extern const char *const kClusterCollectives[5];
+
+/// A cluster of identical nodes, each with identical devices.
+struct ClusterSpec {
+  /// What describe() and the planner's reports call it: the `name` field,
+  /// or else the file name without folder and extension.
+  std::string name;
+  int64_t nodes = 0;
+  int64_t devicesPerNode = 0;
+
+  struct Device {
+    /// Memory one device holds, in GB (10^9 bytes).
+    double memoryGB = 0;
+    /// Peak dense throughput in TFLOP/s per dtype (key: kClusterDTypes).
+    /// Always holds all three.
+    std::map<std::string, double> peakTFLOPs;
+    /// Optional measured fraction of the peak that large matrix products
+    /// reach, per dtype; 0 < e <= 1. A dtype absent here has no measurement
+    /// and the cost model picks its own default.
+    std::map<std::string, double> efficiency;
+  } device;
+
+  /// One direction of one device's link: bandwidth in GB/s (10^9 bytes per
+  /// second) and latency of a small message in microseconds.
+  struct Link {
+    double bandwidthGBps = 0;
+    double latencyUs = 0;
+  } intraNode, interNode;
+
+  /// One measured collective: `group` ranks, `bytes` per rank, `us`
+  /// microseconds end to end.
+  struct CollectiveSample {
+    int64_t group = 0;
+    double bytes = 0;
+    double us = 0;
+  };
+  /// Optional measured timings per collective (key: kClusterCollectives),
+  /// in file order. They refine the bandwidth/latency model where present.
+  std::map<std::string, std::vector<CollectiveSample>> collectives;
+
+  int64_t numDevices() const { return nodes * devicesPerNode; }
+
+  /// One line for logs and `weft-cluster check`:
+  /// "dgx-a100-80gb: 1 node x 8 devices, 80 GB, TFLOP/s fp32 19.5 bf16 312
+  ///  fp16 312, intra-node 300 GB/s 3 us, inter-node 25 GB/s 5 us".
+  std::string describe() const;
+};
+
+/// Parses and checks the YAML text of a cluster spec into `out`.
+/// `sourceName` starts every error message (normally the file's path) and,
+/// without a `name` field, gives the cluster its name. Errors name the
+/// field by its path (`device.peak_TFLOPs.bf16`), where it is (line:column)
+/// and what a valid value looks like; unknown keys are refused, naming the
+/// valid ones.
+Status parseClusterSpec(const std::string &yamlText,
+                        const std::string &sourceName, ClusterSpec &out);
+
+/// Reads the file at `path` and parses it as parseClusterSpec does.
+Status loadClusterSpec(const std::string &path, ClusterSpec &out);
+
+} // namespace planner
+} // namespace weft
+
+#endif // WEFT_PLANNER_CLUSTERSPEC_H
