@@ -1,0 +1,181 @@
+//===- CostModel.h - What a plan costs on a cluster -------------*- C++ -*-===//
+//
+// Part of the Weft project.
+//
+//===----------------------------------------------------------------------===//
+//
+// The planner's estimates, each a closed form over the ClusterSpec's
+// numbers, so that the search can rank thousands of layouts without running
+// any: the time of a computation (roofline), the bytes one device holds for
+// a layout (params, grads, optimizer state, activations), the time of a
+// collective (alpha-beta, or the spec's measured table where it has one),
+// how much gradient reduction hides behind the backward, and the pipeline
+// bubble. docs/planner.md ("Cost model") states every formula and what is
+// not modelled.
+//
+// Units: seconds, bytes (not GB), FLOPs. The functions assume inputs that
+// checkDType / checkLayout / checkCollective accept; the planner calls those
+// once per candidate, so that a bad flag or spec is an error naming the fix
+// rather than a NaN in a ranking.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef WEFT_PLANNER_COSTMODEL_H
+#define WEFT_PLANNER_COSTMODEL_H
+
+#include "weft/Planner/ClusterSpec.h"
+
+#include <string>
+
+namespace weft {
+namespace planner {
+
+//===----------------------------------------------------------------------===//
+// Compute
+//===----------------------------------------------------------------------===//
+
+/// Ok if `dtype` is one of kClusterDTypes, the dtypes a spec states peaks for.
+Status checkDType(const std::string &dtype);
+
+/// The fraction of the peak the spec says `dtype` reaches:
+/// device.efficiency[dtype], or 1.0 where the spec has no measurement.
+double efficiencyFor(const ClusterSpec &spec, const std::string &dtype);
+
+/// Roofline time of one kernel on one device, in seconds:
+///   max(flops / (peak[dtype] * efficiency[dtype]), bytes / memory bandwidth).
+/// `bytes` is the memory traffic; `memoryBandwidthGBps` is the device's
+/// memory bandwidth in GB/s, supplied by the caller because the cluster spec
+/// has no field for it (e.g. 2039 for an A100 80GB SXM's HBM2e).
+double computeSeconds(const ClusterSpec &spec, double flops, double bytes,
+                      double memoryBandwidthGBps, const std::string &dtype);
+
+//===----------------------------------------------------------------------===//
+// Layouts and memory
+//===----------------------------------------------------------------------===//
+
+/// The pipeline schedules of docs/pipeline.md.
+enum class Schedule { GPipe, OneFOneB, Interleaved, ZeroBubble };
+
+/// `gpipe`, `1f1b`, `interleaved` or `zero-bubble` (weftc's --schedule).
+Status parseSchedule(const std::string &name, Schedule &out);
+const char *scheduleName(Schedule schedule);
+
+/// One way to lay a training step over the cluster.
+struct LayoutChoice {
+  int dp = 1, tp = 1, pp = 1;
+  /// ZeRO stage 0..3: 1 shards optimizer state over dp, 2 also gradients,
+  /// 3 also parameters.
+  int zeroStage = 0;
+  /// Megatron's sequence parallelism: the activations tensor parallelism
+  /// would replicate (norms, dropout, residuals) are split over tp too.
+  bool sequenceParallel = false;
+  int microBatches = 1;
+  Schedule schedule = Schedule::OneFOneB;
+  /// Stages (chunks) per pipeline rank; interleaved needs >= 2, others 1.
+  int virtualStages = 1;
+};
+
+/// Ok if every field is in range and dp * tp * pp devices exist in `spec`;
+/// otherwise an error naming the field and what it must be.
+Status checkLayout(const LayoutChoice &layout, const ClusterSpec &spec);
+
+/// What the memory model needs to know of the model.
+struct ModelSize {
+  /// Trainable parameters, all stages together.
+  double params = 0;
+  /// Activation bytes one micro-batch leaves alive for the backward on one
+  /// pipeline stage (a rank's 1/pp of the layers), without tensor
+  /// parallelism.
+  double activationBytesPerMicroBatchPerStage = 0;
+  /// The part of those activations that tensor parallelism alone does not
+  /// split but replicates on every tp rank (Megatron: layer-norm inputs,
+  /// dropout masks, residuals, 10 of the 34 + 5as/h bytes per token and
+  /// hidden unit). 0 means tp splits all of them.
+  double tpReplicatedActivationFraction = 0;
+  /// Bytes of one parameter and of one gradient (4: f32).
+  int bytesPerParam = 4;
+  int bytesPerGrad = 4;
+  /// Optimizer bytes per parameter: AdamW's two f32 moments are 8; with
+  /// bf16 training and an f32 master copy, 12.
+  int optimizerBytesPerParam = 8;
+};
+
+/// Bytes one device holds at its peak, per kind. Counted: parameters,
+/// gradients, optimizer state and the activations alive for the backward on
+/// pipeline rank 0 (the rank holding the most). Not counted: temporaries
+/// inside an op, communication buffers, the ZeRO-3 gather of one layer's
+/// parameters, framework and allocator overhead.
+struct MemoryEstimate {
+  double params = 0, grads = 0, optimizerState = 0, activations = 0;
+  double total = 0;
+};
+
+/// Micro-batches' worth of one stage's activations alive at once on
+/// pipeline rank 0 (docs/pipeline.md's simulator, unit costs): gpipe m;
+/// 1f1b and zero-bubble min(p, m); interleaved min(vp + p - 1, vm) chunks of
+/// 1/v of a stage each, i.e. p (1 + (p - 1)/(pv)) for m large enough,
+/// Korthikanti et al. 2022's factor.
+double inFlightMicroBatches(Schedule schedule, int p, int m, int v);
+
+MemoryEstimate memoryPerDevice(const ModelSize &model,
+                               const LayoutChoice &layout);
+
+//===----------------------------------------------------------------------===//
+// Communication
+//===----------------------------------------------------------------------===//
+
+enum class Collective { AllReduce, AllGather, ReduceScatter, AllToAll, SendRecv };
+/// The spelling of ClusterSpec::collectives' keys: `all_reduce` ...
+const char *collectiveName(Collective kind);
+
+/// How the collective moves data. Hierarchical applies to all-reduce only.
+enum class Algorithm { Ring, Tree, Hierarchical };
+
+/// Ok if the collective can be costed: groupSize >= 2 (send/recv: exactly
+/// 2), and for a hierarchical all-reduce a group of whole nodes (a multiple
+/// of devicesPerNode, more than one node).
+Status checkCollective(const ClusterSpec &spec, Collective kind, int groupSize,
+                       Algorithm algo);
+
+/// Seconds for one collective over `groupSize` ranks. `bytes` is the size of
+/// the whole buffer, as nccl-tests counts it: the all-reduce buffer, the
+/// all-gather output, the reduce-scatter input, all-to-all's send buffer,
+/// the message of a send/recv. `crossesNodes` picks the inter-node link
+/// (otherwise the intra-node one); hierarchical uses both. Where the spec
+/// has measured samples for this collective and group size they replace
+/// the formula (see measuredSeconds).
+double collectiveSeconds(const ClusterSpec &spec, Collective kind,
+                         double bytes, int groupSize, bool crossesNodes,
+                         Algorithm algo);
+
+/// Interpolates the spec's measured samples of `kind` for `groupSize` at
+/// `bytes`: linear in bytes between the two neighbouring samples; below the
+/// smallest, the smallest's time (latency-bound, not faster); above the
+/// largest, the line through the last two (one sample: through the origin).
+/// Returns false, leaving `seconds` alone, where there are no such samples.
+bool measuredSeconds(const ClusterSpec &spec, Collective kind, double bytes,
+                     int groupSize, double &seconds);
+
+//===----------------------------------------------------------------------===//
+// Overlap and the pipeline bubble
+//===----------------------------------------------------------------------===//
+
+/// Communication not hidden behind computation: max(0, comm - overlappable),
+/// where `overlappableSeconds` is the computation that can run meanwhile
+/// (for gradient reduction, the backward after the first bucket is ready).
+double exposedCommSeconds(double commSeconds, double overlappableSeconds);
+
+/// One step: compute + exposedCommSeconds(comm, overlappable). Assumes the
+/// overlapped communication does not slow the computation down.
+double stepSeconds(double computeSeconds, double commSeconds,
+                   double overlappableSeconds);
+
+/// Idle fraction of the makespan (docs/pipeline.md, F = I = W = 1):
+/// gpipe and 1f1b (p-1)/(m+p-1); interleaved (p-1)/(vm+p-1); zero-bubble
+/// (ZB-H1) (p-1)/(3m+p-1) for m >= p, and 1 - 3m/(2(m+p)-1) for m < p.
+double bubbleFraction(Schedule schedule, int p, int m, int v);
+
+} // namespace planner
+} // namespace weft
+
+#endif // WEFT_PLANNER_COSTMODEL_H
