@@ -50,34 +50,6 @@ double computeSeconds(const ClusterSpec &spec, double flops, double bytes,
 // Layouts and memory
 //===----------------------------------------------------------------------===//
 
-namespace {
-struct ScheduleSpelling {
-  Schedule schedule;
-  const char *name;
-};
-const ScheduleSpelling kSchedules[] = {{Schedule::GPipe, "gpipe"},
-                                       {Schedule::OneFOneB, "1f1b"},
-                                       {Schedule::Interleaved, "interleaved"},
-                                       {Schedule::ZeroBubble, "zero-bubble"}};
-} // namespace
-
-Status parseSchedule(const std::string &name, Schedule &out) {
-  for (const ScheduleSpelling &s : kSchedules)
-    if (name == s.name) {
-      out = s.schedule;
-      return Status::success();
-    }
-  return Status::error("unknown pipeline schedule '" + name +
-                       "'; use gpipe, 1f1b, interleaved or zero-bubble");
-}
-
-const char *scheduleName(Schedule schedule) {
-  for (const ScheduleSpelling &s : kSchedules)
-    if (s.schedule == schedule)
-      return s.name;
-  return "?";
-}
-
 Status checkLayout(const LayoutChoice &l, const ClusterSpec &spec) {
   auto positive = [](const char *field, int value) -> Status {
     if (value >= 1)
@@ -114,7 +86,7 @@ Status checkLayout(const LayoutChoice &l, const ClusterSpec &spec) {
                            ") to be a multiple of pp (" + std::to_string(l.pp) +
                            ")");
   } else if (l.virtualStages != 1) {
-    return Status::error(std::string("layout: ") + scheduleName(l.schedule) +
+    return Status::error(std::string("layout: ") + pipeline::getScheduleKindName(l.schedule) +
                          " runs one stage per rank, got virtualStages " +
                          std::to_string(l.virtualStages) +
                          "; use 1 or the interleaved schedule");

@@ -210,19 +210,6 @@ TEST(CostModelMemory, LayoutChecksNameTheField) {
   EXPECT_EQ("layout: dp must be at least 1, got 0", message(noDp));
 }
 
-TEST(CostModelMemory, ScheduleNamesRoundTrip) {
-  for (Schedule s : {Schedule::GPipe, Schedule::OneFOneB,
-                     Schedule::Interleaved, Schedule::ZeroBubble}) {
-    Schedule parsed;
-    ASSERT_TRUE(parseSchedule(scheduleName(s), parsed).ok());
-    EXPECT_EQ(s, parsed);
-  }
-  Schedule parsed;
-  Status st = parseSchedule("zb-h2", parsed);
-  EXPECT_EQ("unknown pipeline schedule 'zb-h2'; use gpipe, 1f1b, interleaved "
-            "or zero-bubble",
-            st.message);
-}
 
 //===----------------------------------------------------------------------===//
 // Communication

@@ -24,6 +24,7 @@
 #define WEFT_PLANNER_COSTMODEL_H
 
 #include "weft/Planner/ClusterSpec.h"
+#include "weft/Transforms/Pipeline/Schedule.h"
 
 #include <string>
 
@@ -53,12 +54,10 @@ double computeSeconds(const ClusterSpec &spec, double flops, double bytes,
 // Layouts and memory
 //===----------------------------------------------------------------------===//
 
-/// The pipeline schedules of docs/pipeline.md.
-enum class Schedule { GPipe, OneFOneB, Interleaved, ZeroBubble };
-
-/// `gpipe`, `1f1b`, `interleaved` or `zero-bubble` (weftc's --schedule).
-Status parseSchedule(const std::string &name, Schedule &out);
-const char *scheduleName(Schedule schedule);
+/// The pipeline schedules of docs/pipeline.md, as the schedule library
+/// names and parses them (pipeline::parseScheduleKind,
+/// pipeline::getScheduleKindName).
+using Schedule = pipeline::ScheduleKind;
 
 /// One way to lay a training step over the cluster.
 struct LayoutChoice {
