@@ -6,6 +6,7 @@
 
 #include "weft/Driver/Driver.h"
 #include "ScheduleReport.h"
+#include "weft/Planner/ClusterSpec.h"
 #include "weft/Dialect/Weft/IR/TrainStep.h"
 #include "weft/Dialect/Weft/IR/WeftDialect.h"
 #include "weft/Dialect/Weft/IR/WeftOps.h"
@@ -294,8 +295,16 @@ LogicalResult Driver::checkPipelineOptions() {
     if (isScheduleStage(emit))
       return fail(Twine("--emit=") + getStageName(emit) +
                   " shows a pipeline's schedule: add --mesh pp=N");
+    if (!options.cluster.empty())
+      return fail("--cluster costs a pipeline's schedule (the planner that "
+                  "would use it for every layout is not built yet): add "
+                  "--mesh pp=N --emit=schedule");
     return success();
   }
+  if (!options.cluster.empty() && !isScheduleStage(emit))
+    return fail(Twine("--cluster costs the schedule of --emit=schedule and "
+                      "--emit=schedule-svg; --emit=") +
+                getStageName(emit) + " does not use it: leave it out");
   if (otherMeshAxes)
     return fail("--mesh " + options.mesh +
                 ": pipeline parallelism combined with dp or tp is not built "
@@ -438,6 +447,13 @@ LogicalResult Driver::writeSchedule(ModuleOp module) {
   request.microBatches = int(microBatches);
   request.virtualStages = virtualStages;
   request.svg = options.emit == Stage::ScheduleSvg;
+  planner::ClusterSpec cluster;
+  if (!options.cluster.empty()) {
+    if (rt::Status s = planner::loadClusterSpec(options.cluster, cluster);
+        !s.ok())
+      return fail("--cluster: " + s.message);
+    request.cluster = &cluster;
+  }
   std::string text;
   if (pipeline::Status s = renderScheduleReport(*stages, request, text);
       !s.ok())

@@ -80,27 +80,58 @@ FailureOr<std::vector<StageSummary>> weft::readStageSummary(ModuleOp module) {
   return stages;
 }
 
-Costs weft::estimateStageCosts(ArrayRef<StageSummary> stages) {
+ScheduleMachine weft::scheduleMachine(const planner::ClusterSpec *cluster,
+                                      int ranks) {
+  ScheduleMachine m;
+  if (!cluster) {
+    m.description = "assuming " + format("%g", m.flopsPerSecond / 1e9) +
+                    " GFLOP/s per rank and " +
+                    format("%g", m.bytesPerSecond / 1e9) +
+                    " GB/s per link (not measured)";
+    return m;
+  }
+  auto eff = cluster->device.efficiency.find("fp32");
+  double efficiency =
+      eff == cluster->device.efficiency.end() ? 1.0 : eff->second;
+  m.flopsPerSecond = cluster->device.peakTFLOPs.at("fp32") * 1e12 * efficiency;
+  bool crossesNodes = ranks > cluster->devicesPerNode;
+  const planner::ClusterSpec::Link &link =
+      crossesNodes ? cluster->interNode : cluster->intraNode;
+  m.bytesPerSecond = link.bandwidthGBps * 1e9;
+  m.latencySeconds = link.latencyUs * 1e-6;
+  m.description = "from cluster '" + cluster->name + "': " +
+                  format("%g", m.flopsPerSecond / 1e12) +
+                  " TFLOP/s fp32 per rank (peak x efficiency " +
+                  format("%g", efficiency) + "), " +
+                  (crossesNodes ? "inter" : "intra") + "-node link " +
+                  format("%g", link.bandwidthGBps) + " GB/s and " +
+                  format("%g", link.latencyUs) + " us";
+  return m;
+}
+
+Costs weft::estimateStageCosts(ArrayRef<StageSummary> stages,
+                               const ScheduleMachine &machine) {
   constexpr double kMicrosecond = 1e-6;
   Costs costs;
   int64_t mostBytes = 0;
   for (const StageSummary &stage : stages) {
-    double forward =
-        double(stage.flops) / kAssumedFlopsPerSecond / kMicrosecond;
+    double forward = double(stage.flops) / machine.flopsPerSecond / kMicrosecond;
     costs.forward.push_back(forward);
     costs.inputGrad.push_back(forward);
     costs.weightGrad.push_back(forward);
     mostBytes = std::max(mostBytes, stage.bytesSent);
   }
   costs.transferLatency =
-      double(mostBytes) / kAssumedBytesPerSecond / kMicrosecond;
+      (machine.latencySeconds + double(mostBytes) / machine.bytesPerSecond) /
+      kMicrosecond;
   return costs;
 }
 
 Status weft::renderScheduleReport(ArrayRef<StageSummary> stages,
                                   const ScheduleRequest &request,
                                   std::string &out) {
-  Costs costs = estimateStageCosts(stages);
+  ScheduleMachine machine = scheduleMachine(request.cluster, request.ranks);
+  Costs costs = estimateStageCosts(stages, machine);
   Schedule schedule;
   if (Status s =
           buildSchedule(request.kind, request.ranks, request.microBatches,
@@ -179,11 +210,11 @@ Status weft::renderScheduleReport(ArrayRef<StageSummary> stages,
   for (const StageSummary &stage : stages)
     mostBytes = std::max(mostBytes, stage.bytesSent);
   std::string flopRate =
-                  format("%g", kAssumedFlopsPerSecond / 1e9) + " GFLOP/s",
-              byteRate = format("%g", kAssumedBytesPerSecond / 1e9) + " GB/s";
-  out += "\ncosts per micro-batch, in microseconds (us), assuming " + flopRate +
-         " per rank and " + byteRate +
-         " per link (not measured):\n"
+      format("%g", machine.flopsPerSecond / 1e9) + " GFLOP/s";
+  std::string byteRate = format("%g", machine.bytesPerSecond / 1e9) + " GB/s";
+  out += "\ncosts per micro-batch, in microseconds (us), " +
+         machine.description +
+         ":\n"
          "  forward   the stage's FLOPs at " +
          flopRate +
          "\n"
@@ -191,7 +222,11 @@ Status weft::renderScheduleReport(ArrayRef<StageSummary> stages,
          "gradient (W) = forward\n"
          "  transfer  " +
          format("%.2f", costs.transferLatency) +
-         " us for every message: the most a stage sends on (" +
+         " us for every message: " +
+         (machine.latencySeconds > 0
+              ? format("%g", machine.latencySeconds * 1e6) + " us latency + "
+              : std::string()) +
+         "the most a stage sends on (" +
          format("%.4f", double(mostBytes) / 1048576.0) + " MiB) at " +
          byteRate + "\n\n";
 

@@ -14,6 +14,7 @@
 #ifndef WEFT_LIB_DRIVER_SCHEDULEREPORT_H
 #define WEFT_LIB_DRIVER_SCHEDULEREPORT_H
 
+#include "weft/Planner/ClusterSpec.h"
 #include "weft/Transforms/Pipeline/Schedule.h"
 
 #include "mlir/IR/BuiltinOps.h"
@@ -50,12 +51,26 @@ readStageSummary(mlir::ModuleOp module);
 inline constexpr double kAssumedFlopsPerSecond = 100e9;
 inline constexpr double kAssumedBytesPerSecond = 1e9;
 
-/// Per-stage costs in microseconds: the forward takes FLOPs at
-/// kAssumedFlopsPerSecond; the backward twice that, split evenly between
+/// The machine a schedule is costed on: an assumed one, or a cluster
+/// spec's device (fp32 peak x efficiency) and the link between pipeline
+/// ranks (intra-node when the ranks fit in one node).
+struct ScheduleMachine {
+  double flopsPerSecond = kAssumedFlopsPerSecond;
+  double bytesPerSecond = kAssumedBytesPerSecond;
+  double latencySeconds = 0;
+  /// "assuming 100 GFLOP/s per rank and 1 GB/s per link (not measured)".
+  std::string description;
+};
+ScheduleMachine scheduleMachine(const planner::ClusterSpec *cluster,
+                                int ranks);
+
+/// Per-stage costs in microseconds: the forward takes the stage's FLOPs
+/// at the machine's rate; the backward twice that, split evenly between
 /// the input gradient and the weight gradient (each as long as the
-/// forward); a transfer takes the largest stage's bytes sent at
-/// kAssumedBytesPerSecond (Costs has one latency for every link).
-pipeline::Costs estimateStageCosts(llvm::ArrayRef<StageSummary> stages);
+/// forward); a transfer takes the link's latency plus the largest stage's
+/// bytes sent at its bandwidth (Costs has one latency for every link).
+pipeline::Costs estimateStageCosts(llvm::ArrayRef<StageSummary> stages,
+                                   const ScheduleMachine &machine);
 
 /// What the report shows.
 struct ScheduleRequest {
@@ -65,6 +80,8 @@ struct ScheduleRequest {
   int virtualStages = 1;
   /// The SVG chart instead of the text report.
   bool svg = false;
+  /// Costs from this cluster's device and links; null: an assumed machine.
+  const planner::ClusterSpec *cluster = nullptr;
 };
 
 /// Builds the schedule for `stages` with their estimated costs, verifies

@@ -237,6 +237,14 @@ cl::opt<int64_t> microBatches(
              "(give one, or both equal) (default: --accum-steps, 1)"),
     cl::value_desc("M"), cl::cat(pipelineCategory));
 
+cl::opt<std::string> cluster(
+    "cluster",
+    cl::desc("Cluster spec (YAML, docs/planner.md; examples/clusters/) "
+             "whose peak FLOP/s and links cost the schedule of "
+             "--emit=schedule and schedule-svg (default: an assumed 100 "
+             "GFLOP/s per rank and 1 GB/s per link)"),
+    cl::value_desc("file.yaml"), cl::cat(pipelineCategory));
+
 cl::OptionCategory codegenCategory(
     "Code generation options (--emit=linalg|memref|llvm|obj|exe)");
 cl::opt<std::string> cpu("cpu",
@@ -313,6 +321,7 @@ bool mapOptions(DriverOptions &driver, TrainPipelineOptions &train,
     driver.schedule = schedule;
   if (virtualStages.getNumOccurrences())
     driver.virtualStages = virtualStages;
+  driver.cluster = cluster;
   if (!(bucketMB >= 0) || bucketMB > 1e6)
     return fail("--bucket-mb must be a size in MiB >= 0, got " +
                 std::to_string(double(bucketMB)));

@@ -125,6 +125,10 @@ struct DriverOptions {
   std::optional<int64_t> virtualStages;
   /// Whether --micro-batches was given (it needs a pp axis).
   bool microBatchesGiven = false;
+  /// A cluster spec (YAML, docs/planner.md) whose devices and links cost
+  /// the schedule of --emit=schedule|schedule-svg; empty: an assumed
+  /// machine.
+  std::string cluster;
 
   /// Tensor table, counts, planned memory and compile time on stderr.
   bool summary = false;
