@@ -460,6 +460,25 @@ Outcome Job::attempt(int restartCount, const std::string &runDir) {
     // along first (the others wait for it in a collective), then the one
     // quiet longest.
     int64_t now = wallNanos();
+    // The rank's last beat, or its start when it has not beaten yet.
+    auto quietFor = [&](const Rank &rank, Heartbeat &hb) {
+      double quiet = since(started);
+      hb = readHeartbeat(rank.heartbeatFile);
+      if (hb.nanos >= 0)
+        quiet = std::min(quiet, std::max(0.0, double(now - hb.nanos) / 1e9));
+      return quiet;
+    };
+    // Ranks stuck in one collective went quiet within moments of each
+    // other, not in the same poll: once one is past the timeout, every rank
+    // quiet for half of it is a suspect too, so the one least far along is
+    // named whichever crossed first.
+    double hungAfter = options.heartbeatTimeout;
+    if (options.heartbeatTimeout > 0)
+      for (Rank &rank : ranks) {
+        Heartbeat hb;
+        if (rank.running && quietFor(rank, hb) > options.heartbeatTimeout)
+          hungAfter = options.heartbeatTimeout / 2;
+      }
     Rank *failed = nullptr;
     std::string what;
     int failedClass = 3;
@@ -468,12 +487,8 @@ Outcome Job::attempt(int restartCount, const std::string &runDir) {
       if (rank.running) {
         if (options.heartbeatTimeout <= 0)
           continue;
-        // The rank's last beat, or its start when it has not beaten yet.
-        double quiet = since(started);
-        Heartbeat hb = readHeartbeat(rank.heartbeatFile);
-        if (hb.nanos >= 0)
-          quiet = std::min(quiet, std::max(0.0, double(now - hb.nanos) / 1e9));
-        if (quiet <= options.heartbeatTimeout)
+        Heartbeat hb;
+        if (quietFor(rank, hb) <= hungAfter)
           continue;
         auto key = [](const Heartbeat &b) {
           return std::make_pair(b.progress < 0 ? INT64_MAX : b.progress,
