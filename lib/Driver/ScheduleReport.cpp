@@ -5,6 +5,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "ScheduleReport.h"
+#include "weft/Planner/CostModel.h"
 
 #include "weft/Dialect/Weft/IR/TrainStep.h"
 #include "weft/Transforms/Pipeline/Passes.h"
@@ -90,9 +91,7 @@ ScheduleMachine weft::scheduleMachine(const planner::ClusterSpec *cluster,
                     " GB/s per link (not measured)";
     return m;
   }
-  auto eff = cluster->device.efficiency.find("fp32");
-  double efficiency =
-      eff == cluster->device.efficiency.end() ? 1.0 : eff->second;
+  double efficiency = planner::efficiencyFor(*cluster, "fp32");
   m.flopsPerSecond = cluster->device.peakTFLOPs.at("fp32") * 1e12 * efficiency;
   bool crossesNodes = ranks > cluster->devicesPerNode;
   const planner::ClusterSpec::Link &link =

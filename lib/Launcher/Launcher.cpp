@@ -460,36 +460,37 @@ Outcome Job::attempt(int restartCount, const std::string &runDir) {
     // along first (the others wait for it in a collective), then the one
     // quiet longest.
     int64_t now = wallNanos();
-    // The rank's last beat, or its start when it has not beaten yet.
-    auto quietFor = [&](const Rank &rank, Heartbeat &hb) {
-      double quiet = since(started);
-      hb = readHeartbeat(rank.heartbeatFile);
-      if (hb.nanos >= 0)
-        quiet = std::min(quiet, std::max(0.0, double(now - hb.nanos) / 1e9));
-      return quiet;
-    };
+    // Each running rank's last beat (read once per poll) and how long it
+    // has been quiet since, or since its start when it has not beaten yet.
+    std::vector<Heartbeat> beats(ranks.size());
+    std::vector<double> quiet(ranks.size(), 0);
     // Ranks stuck in one collective went quiet within moments of each
     // other, not in the same poll: once one is past the timeout, every rank
     // quiet for half of it is a suspect too, so the one least far along is
     // named whichever crossed first.
     double hungAfter = options.heartbeatTimeout;
     if (options.heartbeatTimeout > 0)
-      for (Rank &rank : ranks) {
-        Heartbeat hb;
-        if (rank.running && quietFor(rank, hb) > options.heartbeatTimeout)
+      for (size_t i = 0; i < ranks.size(); ++i) {
+        if (!ranks[i].running)
+          continue;
+        quiet[i] = since(started);
+        beats[i] = readHeartbeat(ranks[i].heartbeatFile);
+        if (beats[i].nanos >= 0)
+          quiet[i] = std::min(quiet[i],
+                              std::max(0.0, double(now - beats[i].nanos) / 1e9));
+        if (quiet[i] > options.heartbeatTimeout)
           hungAfter = options.heartbeatTimeout / 2;
       }
     Rank *failed = nullptr;
     std::string what;
     int failedClass = 3;
     Heartbeat failedBeat;
-    for (Rank &rank : ranks) {
+    for (size_t i = 0; i < ranks.size(); ++i) {
+      Rank &rank = ranks[i];
       if (rank.running) {
-        if (options.heartbeatTimeout <= 0)
+        if (options.heartbeatTimeout <= 0 || quiet[i] <= hungAfter)
           continue;
-        Heartbeat hb;
-        if (quietFor(rank, hb) <= hungAfter)
-          continue;
+        const Heartbeat &hb = beats[i];
         auto key = [](const Heartbeat &b) {
           return std::make_pair(b.progress < 0 ? INT64_MAX : b.progress,
                                 b.nanos);

@@ -23,13 +23,6 @@ using namespace mlir;
 using namespace weft;
 
 namespace {
-double bytesOf(Type type) {
-  auto t = dyn_cast<RankedTensorType>(type);
-  if (!t || !t.hasStaticShape())
-    return 0;
-  return double(t.getNumElements()) * double(t.getElementTypeBitWidth()) / 8;
-}
-
 /// FLOPs of one run of `op`: the op's own CostOpInterface when it has
 /// one; else a matrix product or convolution counts its multiply-adds
 /// and any other op one per result element, which is what balancing
@@ -130,8 +123,8 @@ private:
             last = ops.size();
         // Live across the cuts before ops i+1 .. last.
         if (last > i) {
-          delta[i + 1] += bytesOf(result.getType());
-          delta[last + 1] -= bytesOf(result.getType());
+          delta[i + 1] += double(staticTensorBytes(result.getType()));
+          delta[last + 1] -= double(staticTensorBytes(result.getType()));
         }
       }
     double running = 0;

@@ -59,11 +59,9 @@ int64_t peakLiveBytes(func::FuncOp fn) {
   for (auto [i, op] : llvm::enumerate(body)) {
     live -= freed[i];
     for (Value v : op.getResults()) {
-      auto type = dyn_cast<RankedTensorType>(v.getType());
-      if (!type || !type.hasStaticShape())
+      int64_t bytes = staticTensorBytes(v.getType());
+      if (!bytes)
         continue;
-      int64_t bytes = type.getNumElements() *
-                      int64_t((type.getElementTypeBitWidth() + 7) / 8);
       size_t last = i;
       for (Operation *user : v.getUsers())
         last = std::max(last, position.lookup(user));
@@ -138,7 +136,7 @@ private:
     if (pl::Status s = pl::verifySchedule(sched); !s.ok())
       return module.emitError() << "the " << std::string(schedule)
                                 << " schedule is unsound: " << s.message;
-    if (failed(planTransfers(sched)))
+    if (failed(planTransfers()))
       return failure();
     OpBuilder b(module.getContext());
     b.setInsertionPointAfter(step);
@@ -318,10 +316,9 @@ private:
 
   /// Every value a piece makes that another rank reads, with its tag and
   /// when it travels.
-  LogicalResult planTransfers(const pl::Schedule &sched) {
+  LogicalResult planTransfers() {
     int64_t tag = 0;
     Block &body = work.front();
-    auto ret = body.getTerminator();
     for (Operation &op : body.without_terminator()) {
       auto it = pieceOf.find(&op);
       if (it == pieceOf.end())
@@ -371,7 +368,6 @@ private:
                 after.insert(to);
           }
         }
-        (void)ret;
         if (!scheduled.empty() || !after.empty())
           if (!isa<FloatType>(
                   cast<RankedTensorType>(v.getType()).getElementType()))
@@ -401,7 +397,6 @@ private:
                             std::to_string(anchorOf.lookup(op)) +
                             "'s optimizer step, after the schedule"});
       }
-    (void)sched;
     return success();
   }
 

@@ -11,6 +11,7 @@
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/BuiltinTypes.h"
 #include "mlir/Pass/Pass.h"
 
 namespace weft {
@@ -36,6 +37,16 @@ inline constexpr llvm::StringLiteral kMessageAttrName = "weft.message";
 /// wrong one, or a set of ranks waiting on each other, is an error that
 /// names the ranks, the tags and what each message carries.
 mlir::LogicalResult verifyPipelineTransfers(mlir::ModuleOp module);
+
+/// Bytes a statically shaped tensor of `type` occupies (an i1 element in
+/// a byte, as buffers hold it); 0 for anything else. What stages send and
+/// what a rank holds are both counted with it.
+inline int64_t staticTensorBytes(mlir::Type type) {
+  auto t = llvm::dyn_cast<mlir::RankedTensorType>(type);
+  if (!t || !t.hasStaticShape())
+    return 0;
+  return t.getNumElements() * int64_t((t.getElementTypeBitWidth() + 7) / 8);
+}
 
 #define GEN_PASS_DECL
 #include "weft/Transforms/Pipeline/Passes.h.inc"
