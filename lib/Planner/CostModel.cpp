@@ -95,17 +95,22 @@ Status checkLayout(const LayoutChoice &l, const ClusterSpec &spec) {
 }
 
 double inFlightMicroBatches(Schedule schedule, int p, int m, int v) {
+  return inFlightMicroBatchesOnRank(schedule, p, m, v, 0);
+}
+
+double inFlightMicroBatchesOnRank(Schedule schedule, int p, int m, int v,
+                                  int rank) {
   switch (schedule) {
   case Schedule::GPipe:
     return m; // every forward runs before the first backward
   case Schedule::OneFOneB:
   case Schedule::ZeroBubble:
-    return std::min(p, m); // rank 0's warm-up forwards
+    return std::min(p - rank, m); // the rank's warm-up forwards
   case Schedule::Interleaved: {
-    // Rank 0 holds 2(p-1) + (v-1)p + 1 chunks (docs/pipeline.md's
-    // simulator), each 1/v of its layers: p + (p-1)/v stages' worth,
-    // Megatron's p (1 + (p-1)/(pv)).
-    int chunks = std::min(2 * (p - 1) + (v - 1) * p + 1, v * m);
+    // Rank r holds 2(p-r-1) + (v-1)p + 1 chunks (docs/pipeline.md's
+    // simulator), each 1/v of its layers; on rank 0 that is p + (p-1)/v
+    // stages' worth, Megatron's p (1 + (p-1)/(pv)).
+    int chunks = std::min(2 * (p - rank - 1) + (v - 1) * p + 1, v * m);
     return double(chunks) / v;
   }
   }

@@ -116,6 +116,13 @@ struct MemoryEstimate {
 /// Korthikanti et al. 2022's factor.
 double inFlightMicroBatches(Schedule schedule, int p, int m, int v);
 
+/// The same on pipeline rank `rank` (0 <= rank < p), which starts fewer
+/// warm-up forwards the later it sits: gpipe m; 1f1b and zero-bubble
+/// min(p - rank, m); interleaved min(2(p - rank - 1) + (v - 1)p + 1, vm)
+/// chunks of 1/v (Megatron's warm-up count plus the steady-state one).
+double inFlightMicroBatchesOnRank(Schedule schedule, int p, int m, int v,
+                                  int rank);
+
 MemoryEstimate memoryPerDevice(const ModelSize &model,
                                const LayoutChoice &layout);
 

@@ -1,0 +1,115 @@
+//===- ModelStats.h - What the planner needs to know of a model -*- C++ -*-===//
+//
+// Part of the Weft project.
+//
+//===----------------------------------------------------------------------===//
+//
+// The search ranks layouts from per-sample numbers of each layer: forward
+// FLOPs and memory traffic per op, the activations the backward reads, the
+// parameters, and the tensor-parallel all-reduces Megatron's split would
+// need. computeModelStats reads them off a weft-dialect @forward (what
+// weft-modelgen writes, or `weftc model.onnx --emit=weft`) and groups the
+// repeated blocks (transformer layers) by structure, so the search costs
+// each distinct block once and multiplies. The structs are plain data, so
+// tests can also write small models by hand. docs/planner.md ("Model
+// statistics") states the rules.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef WEFT_PLANNER_MODELSTATS_H
+#define WEFT_PLANNER_MODELSTATS_H
+
+#include "weft/Planner/ClusterSpec.h"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace mlir {
+class ModuleOp;
+} // namespace mlir
+
+namespace weft {
+namespace planner {
+
+/// One op of a layer, per sample of the batch (the IR's numbers divided by
+/// its batch size). Sizes are in elements, so the search can price them in
+/// whatever dtype it trains in.
+struct OpCost {
+  /// Forward FLOPs: 2·M·N·K for a matmul, one per result element otherwise.
+  double flops = 0;
+  /// Memory traffic: operand and result elements (views cost nothing).
+  double elements = 0;
+  /// Tensor parallelism splits this op's work; otherwise every tp rank does
+  /// all of it (norms and residual adds, unless sequence parallel).
+  bool tpSplit = false;
+  /// The op makes an attention-score tensor (last two dims the sequence
+  /// length): selective recomputation reruns it instead of keeping it.
+  bool attentionCore = false;
+};
+
+/// The activations a layer's backward reads, per sample, in elements, by
+/// how tensor parallelism treats them.
+struct SavedActivations {
+  double split = 0;      ///< divided by tp
+  double replicated = 0; ///< whole on every tp rank unless sequence parallel
+  double total() const { return split + replicated; }
+};
+
+/// One layer: a repeated block, or what comes before or after the blocks.
+struct LayerStats {
+  std::vector<OpCost> ops;
+  /// Parameter elements the layer owns (a parameter used by two layers
+  /// belongs to the first; GPT's tied head is counted in the embedding).
+  double params = 0;
+  /// Everything the backward reads, kept from the forward (no recompute).
+  SavedActivations saved;
+  /// The part of `saved` made by attentionCore ops: what selective
+  /// recomputation drops.
+  SavedActivations attentionSaved;
+  /// Elements entering the layer from before it (the residual stream):
+  /// what full recomputation keeps, and what a pipeline stage boundary
+  /// sends, per sample.
+  double inputElements = 0;
+  /// Elements of each tensor the layer's forward all-reduces over tp
+  /// (outputs of row-parallel matmuls; the embedding's vocab-parallel
+  /// gather), per sample. The backward has as many, of the same size.
+  std::vector<double> tpAllReduceElements;
+
+  double forwardFlops() const;
+};
+
+struct ModelStats {
+  /// The batch and sequence length of the IR (its first input's shape).
+  int64_t batch = 0, seq = 0;
+  /// Embedding and whatever runs before the first block.
+  LayerStats prologue;
+  /// Final norm, head and whatever follows the last block.
+  LayerStats epilogue;
+  /// Distinct block structures; blocks of one structure share an entry.
+  std::vector<LayerStats> classes;
+  /// The class of each block, in model order.
+  std::vector<int> blocks;
+  /// tp must divide this (heads, split weight dims); 0: no constraint.
+  int64_t tpDivisor = 0;
+
+  double totalParams() const;
+  /// Forward FLOPs of one sample, all layers.
+  double forwardFlopsPerSample() const;
+};
+
+/// Reads `module`'s @forward. Blocks are found from parameter names with a
+/// layer number (`h.3.`, `layers.12.`, as PyTorch's state_dict and
+/// weft-modelgen name them): every op is given the latest block its operands
+/// come from, and ops after the blocks that read an unnumbered parameter
+/// (the final norm, the head) start the epilogue. Errors name what is
+/// missing: no @forward, no parameters, no numbered blocks.
+Status computeModelStats(mlir::ModuleOp module, ModelStats &out);
+
+/// Parses the file at `path` (weft dialect) and computes its stats.
+Status loadModelStats(const std::string &path, ModelStats &out);
+
+} // namespace planner
+} // namespace weft
+
+#endif // WEFT_PLANNER_MODELSTATS_H

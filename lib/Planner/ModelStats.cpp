@@ -1,0 +1,428 @@
+//===- ModelStats.cpp - Per-layer FLOPs, parameters, activations ----------===//
+//
+// Part of the Weft project.
+//
+//===----------------------------------------------------------------------===//
+//
+// One walk over @forward in program order (no recursion over use-def
+// chains, so a 1000-layer model is as safe as a 2-layer one). Each value
+// carries the layer it belongs to and whether Megatron's tensor parallelism
+// would leave it split over the tp ranks; each op adds its cost to its
+// layer. Blocks of identical structure are then grouped, so the search
+// prices one block per structure.
+//
+//===----------------------------------------------------------------------===//
+
+#include "weft/Planner/ModelStats.h"
+
+#include "weft/Dialect/Weft/IR/WeftDialect.h"
+#include "weft/Dialect/Weft/IR/WeftOps.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/Parser/Parser.h"
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/DenseSet.h"
+#include "llvm/ADT/StringRef.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/SourceMgr.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <map>
+#include <numeric>
+#include <set>
+
+using namespace mlir;
+
+namespace weft {
+namespace planner {
+
+double LayerStats::forwardFlops() const {
+  double f = 0;
+  for (const OpCost &op : ops)
+    f += op.flops;
+  return f;
+}
+
+double ModelStats::totalParams() const {
+  double p = prologue.params + epilogue.params;
+  for (int c : blocks)
+    p += classes[c].params;
+  return p;
+}
+
+double ModelStats::forwardFlopsPerSample() const {
+  double f = prologue.forwardFlops() + epilogue.forwardFlops();
+  for (int c : blocks)
+    f += classes[c].forwardFlops();
+  return f;
+}
+
+namespace {
+
+/// Layer tags: blocks are 0..L-1, the epilogue L.
+constexpr int kNeutral = -3; // constants and what only they feed
+constexpr int kPrologue = -1;
+
+struct ValueInfo {
+  int tag = kNeutral;
+  bool param = false;
+  /// A parameter whose name has no layer number (embedding, final norm).
+  bool unnumbered = false;
+  /// Megatron's tp would leave this value split over the tp ranks.
+  bool split = false;
+  /// An attention-score tensor: q k^T, and what elementwise ops, masks and
+  /// softmax make of it in the same shape.
+  bool score = false;
+};
+
+/// The first dot-separated component of `name` that is a number: 3 for
+/// "h.3.attn.c_attn.weight", none for "wte.weight".
+std::optional<int64_t> layerNumber(llvm::StringRef name) {
+  llvm::SmallVector<llvm::StringRef> parts;
+  name.split(parts, '.');
+  for (llvm::StringRef p : parts) {
+    int64_t n;
+    if (!p.empty() && !p.getAsInteger(10, n))
+      return n;
+  }
+  return std::nullopt;
+}
+
+double elementsOf(Value v) {
+  auto t = dyn_cast<RankedTensorType>(v.getType());
+  if (!t || !t.hasStaticShape())
+    return 0;
+  return double(t.getNumElements());
+}
+
+/// The heads axis is read at q k^T itself; ops after it keep its shape.
+bool readsScoreOnly(Operation &op, llvm::DenseMap<Value, ValueInfo> &info) {
+  for (Value v : op.getOperands())
+    if (info[v].score)
+      return true;
+  return false;
+}
+
+/// Per-layer accumulation while walking; per sample at the end.
+struct LayerAcc {
+  LayerStats stats;
+  llvm::DenseSet<Value> saved, inputs;
+  std::string fingerprint;
+  /// Position of each op of the layer, for the fingerprint's operand refs.
+  llvm::DenseMap<Operation *, int> local;
+};
+
+} // namespace
+
+Status computeModelStats(ModuleOp module, ModelStats &out) {
+  auto forward = module.lookupSymbol<func::FuncOp>("forward");
+  if (!forward || forward.isExternal())
+    return Status::error("the module has no @forward with a body; give the "
+                         "weft-dialect model (weft-modelgen's output, or "
+                         "weftc model.onnx --emit=weft)");
+  Block &body = forward.getBody().front();
+
+  llvm::DenseMap<Value, ValueInfo> info;
+  std::set<int64_t> numbers;
+  int64_t batch = 0, seq = 0;
+  for (BlockArgument arg : body.getArguments()) {
+    auto name = forward.getArgAttrOfType<StringAttr>(arg.getArgNumber(),
+                                                     contract::kParamAttr);
+    if (name) {
+      if (auto n = layerNumber(name.getValue()))
+        numbers.insert(*n);
+      continue;
+    }
+    if (batch == 0) {
+      auto t = dyn_cast<RankedTensorType>(arg.getType());
+      if (t && t.getRank() >= 1 && t.hasStaticShape()) {
+        batch = t.getDimSize(0);
+        seq = t.getRank() >= 2 ? t.getDimSize(1) : 0;
+      }
+    }
+  }
+  if (batch <= 0)
+    return Status::error("@forward has no input with a static batch "
+                         "dimension (an argument without weft.param); the "
+                         "planner needs the batch to cost one sample");
+  if (numbers.empty())
+    return Status::error(
+        "@forward has no parameters named with a layer number (such as "
+        "'h.0.attn.c_attn.weight' or 'layers.0.attention.wq.weight'); the "
+        "planner cuts pipeline stages between numbered blocks");
+  std::map<int64_t, int> blockOf;
+  for (int64_t n : numbers)
+    blockOf.emplace(n, int(blockOf.size()));
+  const int numBlocks = int(blockOf.size());
+
+  for (BlockArgument arg : body.getArguments()) {
+    ValueInfo vi;
+    auto name = forward.getArgAttrOfType<StringAttr>(arg.getArgNumber(),
+                                                     contract::kParamAttr);
+    if (name) {
+      vi.param = true;
+      if (auto n = layerNumber(name.getValue()))
+        vi.tag = blockOf[*n];
+      else
+        vi.unnumbered = true;
+    } else {
+      vi.tag = kPrologue;
+    }
+    info[arg] = vi;
+  }
+
+  std::vector<LayerAcc> acc(numBlocks + 2); // prologue, blocks, epilogue
+  auto accFor = [&](int tag) -> LayerAcc & {
+    if (tag <= kPrologue)
+      return acc[0];
+    return acc[1 + std::min(tag, numBlocks)];
+  };
+  llvm::DenseSet<Value> ownedParams;
+  auto isSeqBySeq = [&](Value v) {
+    auto t = dyn_cast<RankedTensorType>(v.getType());
+    return seq > 1 && t && t.getRank() >= 3 &&
+           t.getDimSize(t.getRank() - 1) == seq &&
+           t.getDimSize(t.getRank() - 2) == seq;
+  };
+  auto isScore = [&](Value v) { return info[v].score; };
+  int64_t divisor = 0;
+
+  for (Operation &op : body.getOperations()) {
+    if (isa<func::ReturnOp>(op))
+      continue;
+    // The layer: the latest block an operand comes from; an op past the
+    // blocks that reads an unnumbered parameter (final norm, tied head)
+    // opens the epilogue, and what it feeds stays there.
+    int tag = kNeutral;
+    bool readsUnnumbered = false;
+    for (Value v : op.getOperands()) {
+      const ValueInfo &vi = info[v];
+      if (vi.unnumbered) {
+        readsUnnumbered = true;
+        continue;
+      }
+      tag = std::max(tag, vi.tag);
+    }
+    if (readsUnnumbered && tag == numBlocks - 1)
+      tag = numBlocks;
+    LayerAcc &layer = accFor(tag);
+    bool inBlock = tag >= 0 && tag < numBlocks;
+
+    // Parameters belong to the first layer that reads them.
+    for (Value v : op.getOperands())
+      if (info[v].param && ownedParams.insert(v).second)
+        layer.stats.params += elementsOf(v);
+
+    // Megatron's split: a matmul with a weight is column-parallel on a
+    // replicated input (its output split) and row-parallel on a split one
+    // (its output all-reduced, replicated again); a vocab-parallel
+    // embedding gather is all-reduced too. Everything else is split if an
+    // activation operand is.
+    bool resultSplit = false, opSplit = false;
+    auto mm = dyn_cast<weft::MatMulOp>(op);
+    Value weight, act;
+    if (mm) {
+      if (info[mm.getRhs()].param)
+        weight = mm.getRhs(), act = mm.getLhs();
+      else if (info[mm.getLhs()].param)
+        weight = mm.getLhs(), act = mm.getRhs();
+    }
+    if (weight) {
+      opSplit = true;
+      if (info[act].split) {
+        layer.stats.tpAllReduceElements.push_back(elementsOf(op.getResult(0)));
+      } else {
+        resultSplit = true;
+        auto w = cast<RankedTensorType>(weight.getType());
+        bool outIsRows = weight == mm.getRhs() ? mm.getTransposeRhs()
+                                               : !mm.getTransposeLhs();
+        int64_t outDim = w.getDimSize(w.getRank() - (outIsRows ? 2 : 1));
+        if (inBlock)
+          divisor = std::gcd(divisor, outDim);
+      }
+    } else if (isa<weft::GatherOp>(op) && info[op.getOperand(0)].param) {
+      opSplit = true;
+      layer.stats.tpAllReduceElements.push_back(elementsOf(op.getResult(0)));
+    } else {
+      for (Value v : op.getOperands())
+        if (!info[v].param && info[v].split)
+          resultSplit = true;
+      opSplit = resultSplit;
+    }
+
+    // Activations the backward reads: a matmul its operands, a product the
+    // factor the other operand's gradient needs, softmax its output;
+    // additions, views, masks and gathers nothing; anything else its inputs.
+    auto isActivation = [&](Value v) {
+      const ValueInfo &vi = info[v];
+      return !vi.param && vi.tag != kNeutral;
+    };
+    auto needsGrad = [&](Value v) {
+      return info[v].param || info[v].tag != kNeutral;
+    };
+    // Scores: a product of two activations making [.., S, S] from
+    // non-scores (q k^T, not probs v), then what keeps their shape.
+    bool score = false;
+    if (op.getNumResults() == 1 && isSeqBySeq(op.getResult(0))) {
+      bool readsScore = false, allActivations = true;
+      for (Value v : op.getOperands()) {
+        readsScore |= isScore(v);
+        allActivations &= isActivation(v);
+      }
+      score = mm ? (allActivations && !readsScore) : readsScore;
+    }
+    if (score && inBlock && !readsScoreOnly(op, info)) {
+      auto t = cast<RankedTensorType>(op.getResult(0).getType());
+      divisor = std::gcd(divisor, t.getDimSize(t.getRank() - 3));
+    }
+    llvm::SmallVector<Value, 4> reads;
+    if (isa<weft::AddOp, weft::SubOp, weft::NegOp, weft::ReshapeOp,
+            weft::TransposeOp, weft::SliceOp, weft::ConcatOp,
+            weft::BroadcastOp, weft::CausalMaskOp, weft::GatherOp,
+            weft::ReduceSumOp, weft::ReduceMeanOp, weft::CastOp>(op)) {
+    } else if (isa<weft::MulOp>(op)) {
+      if (needsGrad(op.getOperand(0)))
+        reads.push_back(op.getOperand(1));
+      if (needsGrad(op.getOperand(1)))
+        reads.push_back(op.getOperand(0));
+    } else if (isa<weft::SoftmaxOp, weft::LogSoftmaxOp>(op)) {
+      reads.push_back(op.getResult(0));
+    } else {
+      reads.append(op.operand_begin(), op.operand_end());
+    }
+    for (Value v : reads) {
+      if (!isActivation(v) || !layer.saved.insert(v).second)
+        continue;
+      // The op's own result (softmax) is not in `info` yet.
+      bool own = v.getDefiningOp() == &op;
+      bool vSplit = own ? resultSplit : info[v].split;
+      bool vScore = own ? score : isScore(v);
+      double n = elementsOf(v);
+      (vSplit ? layer.stats.saved.split : layer.stats.saved.replicated) += n;
+      if (vScore)
+        (vSplit ? layer.stats.attentionSaved.split
+                : layer.stats.attentionSaved.replicated) += n;
+    }
+    for (Value v : op.getOperands())
+      if (isActivation(v) && info[v].tag < tag && layer.inputs.insert(v).second)
+        layer.stats.inputElements += elementsOf(v);
+
+    OpCost cost;
+    double resultElements = 0;
+    for (Value r : op.getResults())
+      resultElements += elementsOf(r);
+    if (mm) {
+      auto lhs = cast<RankedTensorType>(mm.getLhs().getType());
+      int64_t k = lhs.getDimSize(lhs.getRank() - (mm.getTransposeLhs() ? 2 : 1));
+      cost.flops = 2.0 * resultElements * double(k);
+    } else if (!isa<weft::ReshapeOp>(op)) {
+      cost.flops = resultElements;
+    }
+    if (!isa<weft::ReshapeOp>(op)) {
+      cost.elements = resultElements;
+      for (Value v : op.getOperands())
+        cost.elements += elementsOf(v);
+    }
+    cost.tpSplit = opSplit;
+    cost.attentionCore = score;
+    layer.stats.ops.push_back(cost);
+
+    // The structure of the op for grouping blocks: name, attributes,
+    // result types, and where each operand comes from (an op earlier in
+    // the same layer by distance, a parameter by type, or from outside).
+    if (inBlock) {
+      std::string &fp = layer.fingerprint;
+      llvm::raw_string_ostream os(fp);
+      int here = int(layer.local.size());
+      layer.local[&op] = here;
+      os << op.getName() << op.getAttrDictionary();
+      for (Value v : op.getOperands()) {
+        Operation *def = v.getDefiningOp();
+        auto it = def ? layer.local.find(def) : layer.local.end();
+        if (it != layer.local.end())
+          os << " %" << here - it->second;
+        else if (info[v].param)
+          os << " p:" << v.getType();
+        else
+          os << " x:" << v.getType();
+      }
+      for (Type t : op.getResultTypes())
+        os << " ->" << t;
+      os << ";";
+    }
+
+    for (Value r : op.getResults()) {
+      ValueInfo vi;
+      vi.tag = tag;
+      vi.split = resultSplit;
+      vi.score = score;
+      info[r] = vi;
+    }
+  }
+
+  // Per sample: the IR's numbers divided by its batch.
+  double perSample = 1.0 / double(batch);
+  auto finish = [&](LayerStats &s) {
+    for (OpCost &c : s.ops) {
+      c.flops *= perSample;
+      c.elements *= perSample;
+    }
+    for (SavedActivations *a : {&s.saved, &s.attentionSaved}) {
+      a->split *= perSample;
+      a->replicated *= perSample;
+    }
+    s.inputElements *= perSample;
+    for (double &e : s.tpAllReduceElements)
+      e *= perSample;
+  };
+
+  ModelStats stats;
+  stats.batch = batch;
+  stats.seq = seq;
+  stats.tpDivisor = divisor;
+  finish(acc[0].stats);
+  finish(acc.back().stats);
+  stats.prologue = std::move(acc[0].stats);
+  stats.epilogue = std::move(acc.back().stats);
+  std::map<std::string, int> classOf;
+  for (int b = 0; b < numBlocks; ++b) {
+    LayerAcc &a = acc[1 + b];
+    auto [it, isNew] = classOf.emplace(a.fingerprint, int(stats.classes.size()));
+    if (isNew) {
+      finish(a.stats);
+      stats.classes.push_back(std::move(a.stats));
+    }
+    stats.blocks.push_back(it->second);
+  }
+  out = std::move(stats);
+  return Status::success();
+}
+
+Status loadModelStats(const std::string &path, ModelStats &out) {
+  MLIRContext context;
+  context.loadDialect<func::FuncDialect, weft::WeftDialect>();
+  llvm::SourceMgr sourceMgr;
+  std::string diagnostics;
+  llvm::raw_string_ostream diagStream(diagnostics);
+  SourceMgrDiagnosticHandler handler(sourceMgr, &context, diagStream);
+  auto buffer = llvm::MemoryBuffer::getFileOrSTDIN(path);
+  if (!buffer)
+    return Status::error(path + ": cannot read: " +
+                         buffer.getError().message());
+  sourceMgr.AddNewSourceBuffer(std::move(*buffer), llvm::SMLoc());
+  OwningOpRef<ModuleOp> module = parseSourceFile<ModuleOp>(sourceMgr, &context);
+  if (!module)
+    return Status::error(diagStream.str().empty()
+                             ? path + ": not a weft-dialect module"
+                             : diagStream.str());
+  Status st = computeModelStats(*module, out);
+  if (!st.ok())
+    return Status::error(path + ": " + st.message);
+  return Status::success();
+}
+
+} // namespace planner
+} // namespace weft

@@ -1,0 +1,895 @@
+//===- Search.cpp - The layout search -------------------------------------===//
+//
+// Part of the Weft project.
+//
+//===----------------------------------------------------------------------===//
+//
+// Prices are built bottom-up so that a candidate costs a few dozen
+// floating-point operations: per (tp, sequence parallel, recompute) the
+// seconds and bytes of one sample through each distinct layer; per
+// (pipeline degree, virtual stages) the cut of the blocks and what each
+// rank holds, with ranks of identical contents priced once. The search
+// and the brute force call the same evaluator, so where pruning keeps a
+// candidate both see the same doubles.
+//
+//===----------------------------------------------------------------------===//
+
+#include "weft/Planner/Search.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <map>
+#include <tuple>
+
+namespace weft {
+namespace planner {
+
+const char *recomputeName(Recompute r) {
+  switch (r) {
+  case Recompute::None:
+    return "none";
+  case Recompute::Selective:
+    return "selective";
+  case Recompute::Full:
+    return "full";
+  }
+  return "?";
+}
+
+Status parseRecompute(const std::string &name, Recompute &r) {
+  for (Recompute k : {Recompute::None, Recompute::Selective, Recompute::Full})
+    if (name == recomputeName(k)) {
+      r = k;
+      return Status::success();
+    }
+  return Status::error("unknown recomputation '" + name +
+                       "'; use none, selective or full");
+}
+
+//===----------------------------------------------------------------------===//
+// Cost pieces
+//===----------------------------------------------------------------------===//
+
+std::vector<int> balancedCut(const std::vector<double> &costs, double first,
+                             double last, int parts) {
+  const int n = int(costs.size());
+  // Greedy: each stage takes blocks while it stays within `limit` and
+  // leaves a block for every later stage. With positive costs it succeeds
+  // iff some cut has every stage within `limit`, and then returns the cut
+  // that front-loads the most blocks.
+  auto cutWithin = [&](double limit, std::vector<int> *out) {
+    int i = 0;
+    for (int stage = 0; stage < parts; ++stage) {
+      if (i >= n)
+        return false;
+      double sum = (stage == 0 ? first : 0) + costs[i] + (i == n - 1 ? last : 0);
+      if (sum > limit)
+        return false;
+      int j = i + 1;
+      int mustLeave = parts - stage - 1;
+      while (j < n && n - j - 1 >= mustLeave) {
+        double next = sum + costs[j] + (j == n - 1 ? last : 0);
+        if (next > limit)
+          break;
+        sum = next;
+        ++j;
+      }
+      if (stage == parts - 1 && j < n)
+        return false;
+      if (out)
+        out->push_back(j - i);
+      i = j;
+    }
+    return i == n;
+  };
+  // The optimum is the cost of some stage: a contiguous run of blocks plus
+  // the first/last extras where it touches an end.
+  std::vector<double> limits;
+  limits.reserve(size_t(n) * (n + 1) / 2);
+  for (int i = 0; i < n; ++i) {
+    double sum = i == 0 ? first : 0;
+    for (int j = i; j < n; ++j) {
+      sum += costs[j];
+      limits.push_back(sum + (j == n - 1 ? last : 0));
+    }
+  }
+  std::sort(limits.begin(), limits.end());
+  limits.erase(std::unique(limits.begin(), limits.end()), limits.end());
+  size_t lo = 0, hi = limits.size() - 1;
+  while (lo < hi) {
+    size_t mid = (lo + hi) / 2;
+    if (cutWithin(limits[mid], nullptr))
+      hi = mid;
+    else
+      lo = mid + 1;
+  }
+  std::vector<int> cut;
+  cutWithin(limits[lo], &cut);
+  return cut;
+}
+
+double tpCommSeconds(const ClusterSpec &spec,
+                     const std::vector<double> &allReduceBytes, int tp,
+                     bool sequenceParallel, bool recomputed) {
+  if (tp < 2)
+    return 0;
+  bool crosses = tp > spec.devicesPerNode;
+  double once = 0;
+  for (double bytes : allReduceBytes) {
+    if (sequenceParallel)
+      once += collectiveSeconds(spec, Collective::ReduceScatter, bytes, tp,
+                                crosses, Algorithm::Ring) +
+              collectiveSeconds(spec, Collective::AllGather, bytes, tp,
+                                crosses, Algorithm::Ring);
+    else
+      once += collectiveSeconds(spec, Collective::AllReduce, bytes, tp, crosses,
+                                Algorithm::Ring);
+  }
+  // Forward, its conjugate in the backward, and the recomputed forward.
+  return once * (recomputed ? 3 : 2);
+}
+
+double dpExposedSeconds(const ClusterSpec &spec, int zeroStage, int dp,
+                        bool crossesNodes, double gradBytes, double paramBytes,
+                        double forwardSeconds, double backwardSeconds, int m) {
+  if (dp < 2)
+    return 0;
+  auto coll = [&](Collective kind, double bytes) {
+    return collectiveSeconds(spec, kind, bytes, dp, crossesNodes,
+                             Algorithm::Ring);
+  };
+  switch (zeroStage) {
+  case 0:
+    return exposedCommSeconds(coll(Collective::AllReduce, gradBytes),
+                              backwardSeconds);
+  case 1:
+    return exposedCommSeconds(coll(Collective::ReduceScatter, gradBytes),
+                              backwardSeconds) +
+           coll(Collective::AllGather, paramBytes);
+  case 2:
+    return m * exposedCommSeconds(coll(Collective::ReduceScatter, gradBytes),
+                                  backwardSeconds) +
+           coll(Collective::AllGather, paramBytes);
+  default: {
+    double gather = coll(Collective::AllGather, paramBytes);
+    return m * (exposedCommSeconds(gather, forwardSeconds) +
+                exposedCommSeconds(gather, backwardSeconds) +
+                exposedCommSeconds(coll(Collective::ReduceScatter, gradBytes),
+                                   backwardSeconds));
+  }
+  }
+}
+
+bool planBefore(const Plan &a, const Plan &b) {
+  auto key = [](const Plan &p) {
+    const LayoutChoice &l = p.layout;
+    return std::make_tuple(p.stepSeconds, p.memory.total, l.dp, l.tp, l.pp,
+                           p.microBatchSize, l.zeroStage, l.sequenceParallel,
+                           int(p.recompute), int(l.schedule), l.virtualStages);
+  };
+  return key(a) < key(b);
+}
+
+//===----------------------------------------------------------------------===//
+// Prices
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+struct DTypeBytes {
+  double activation, param, grad, optimizer;
+};
+
+DTypeBytes bytesFor(const std::string &dtype) {
+  if (dtype == "fp32")
+    return {4, 4, 4, 8};
+  // Mixed precision: 16-bit weights and gradients, f32 master weights and
+  // AdamW's two f32 moments.
+  return {2, 2, 2, 12};
+}
+
+/// One sample through one layer, for one (tp, sp, recompute).
+struct LayerPrice {
+  double forward = 0;   // seconds
+  double recompute = 0; // seconds the backward reruns
+  double saved = 0;     // bytes kept for the backward
+  double working = 0;   // bytes rematerialized for the block being run back
+  double boundary = 0;  // bytes a stage boundary before it sends
+  std::vector<double> allReduce; // bytes of each tp all-reduce
+  double params = 0;
+  double compute() const { return 3 * forward + recompute; }
+};
+
+/// What one pipeline rank holds; ranks with equal contents share a group.
+struct RankGroup {
+  int firstRank = 0;
+  std::vector<int> classCount;
+  bool prologue = false, epilogue = false;
+  double forward = 0, compute = 0, saved = 0, working = 0, params = 0;
+};
+
+struct RankLayout {
+  std::vector<int> blocksPerRank;
+  std::vector<RankGroup> groups;
+  double boundary = 0;
+  /// max over ranks of compute seconds per sample: with B/dp samples
+  /// through the slowest rank, a lower bound on any step.
+  double maxCompute = 0;
+};
+
+struct Key {
+  int tp;
+  bool sp;
+  Recompute rec;
+  bool operator<(const Key &o) const {
+    return std::tie(tp, sp, rec) < std::tie(o.tp, o.sp, o.rec);
+  }
+};
+
+class Pricer {
+public:
+  Pricer(const ModelStats &model, const ClusterSpec &spec,
+         const SearchOptions &options)
+      : model(model), spec(spec), options(options),
+        bytes(bytesFor(options.dtype)),
+        peak(spec.device.peakTFLOPs.at(options.dtype) * 1e12) {}
+
+  const std::vector<LayerPrice> &prices(int tp, bool sp, Recompute rec) {
+    auto [it, isNew] = priceCache.try_emplace(Key{tp, sp, rec});
+    if (isNew) {
+      // Classes first, then the prologue and the epilogue.
+      for (const LayerStats &c : model.classes)
+        it->second.push_back(price(c, tp, sp, rec, /*isBlock=*/true));
+      it->second.push_back(price(model.prologue, tp, sp, rec, false));
+      it->second.push_back(price(model.epilogue, tp, sp, rec, false));
+    }
+    return it->second;
+  }
+
+  /// The rank layout, or null if the blocks cannot be cut so.
+  const RankLayout *ranks(int tp, bool sp, Recompute rec, int pp, int v) {
+    auto key = std::make_tuple(tp, sp, int(rec), pp, v);
+    auto [it, isNew] = rankCache.try_emplace(key);
+    if (isNew)
+      it->second = layout(prices(tp, sp, rec), pp, v);
+    return it->second.blocksPerRank.empty() ? nullptr : &it->second;
+  }
+
+  /// Per-micro-batch tp seconds of each class, the prologue and epilogue.
+  std::vector<double> tpSeconds(const std::vector<LayerPrice> &lp, int tp,
+                                bool sp, Recompute rec, int mbs) {
+    std::vector<double> out;
+    std::vector<double> scaled;
+    for (size_t i = 0; i < lp.size(); ++i) {
+      scaled.clear();
+      for (double b : lp[i].allReduce)
+        scaled.push_back(b * mbs);
+      bool isBlock = i < model.classes.size();
+      out.push_back(tpCommSeconds(spec, scaled, tp, sp,
+                                  isBlock && rec == Recompute::Full));
+    }
+    return out;
+  }
+
+  const ModelStats &model;
+  const ClusterSpec &spec;
+  const SearchOptions &options;
+  DTypeBytes bytes;
+  double peak;
+
+private:
+  LayerPrice price(const LayerStats &s, int tp, bool sp, Recompute rec,
+                   bool isBlock) {
+    LayerPrice p;
+    double attention = 0;
+    for (const OpCost &op : s.ops) {
+      double d = (op.tpSplit || sp) ? tp : 1;
+      double t =
+          options.memoryBandwidthGBps > 0
+              ? computeSeconds(spec, op.flops / d,
+                               op.elements * bytes.activation / d,
+                               options.memoryBandwidthGBps, options.dtype)
+              : computeSeconds(spec, op.flops / d, 0, 1, options.dtype);
+      p.forward += t;
+      if (op.attentionCore)
+        attention += t;
+    }
+    double rep = sp ? tp : 1;
+    double all = s.saved.split / tp + s.saved.replicated / rep;
+    double att = s.attentionSaved.split / tp + s.attentionSaved.replicated / rep;
+    Recompute r = isBlock ? rec : Recompute::None;
+    switch (r) {
+    case Recompute::None:
+      p.saved = all;
+      break;
+    case Recompute::Selective:
+      p.saved = all - att;
+      p.working = att;
+      p.recompute = attention;
+      break;
+    case Recompute::Full:
+      p.saved = s.inputElements / rep;
+      p.working = all;
+      p.recompute = p.forward;
+      break;
+    }
+    p.saved *= bytes.activation;
+    p.working *= bytes.activation;
+    p.boundary = s.inputElements / rep * bytes.activation;
+    for (double e : s.tpAllReduceElements)
+      p.allReduce.push_back(e * bytes.activation);
+    p.params = s.params;
+    return p;
+  }
+
+  RankLayout layout(const std::vector<LayerPrice> &lp, int pp, int v) {
+    RankLayout out;
+    const int n = int(model.blocks.size());
+    const size_t pro = model.classes.size(), epi = pro + 1;
+    std::vector<std::vector<int>> rankBlocks(pp);
+    if (v == 1) {
+      if (pp > n)
+        return out;
+      std::vector<double> costs;
+      for (int c : model.blocks)
+        costs.push_back(lp[c].compute());
+      std::vector<int> cut =
+          balancedCut(costs, lp[pro].compute(), lp[epi].compute(), pp);
+      int b = 0;
+      for (int r = 0; r < pp; ++r)
+        for (int k = 0; k < cut[r]; ++k)
+          rankBlocks[r].push_back(b++);
+    } else {
+      // Interleaved: p*v equal chunks, chunk c on rank c mod p.
+      if (n % (pp * v) != 0)
+        return out;
+      int chunk = n / (pp * v);
+      for (int c = 0; c < pp * v; ++c)
+        for (int k = 0; k < chunk; ++k)
+          rankBlocks[c % pp].push_back(c * chunk + k);
+    }
+    std::map<std::tuple<std::vector<int>, bool, bool>, int> groupOf;
+    for (int r = 0; r < pp; ++r) {
+      RankGroup g;
+      g.firstRank = r;
+      g.classCount.assign(model.classes.size(), 0);
+      for (int b : rankBlocks[r])
+        ++g.classCount[model.blocks[b]];
+      g.prologue = r == 0;
+      g.epilogue = r == pp - 1;
+      out.blocksPerRank.push_back(int(rankBlocks[r].size()));
+      auto [it, isNew] = groupOf.try_emplace(
+          std::make_tuple(g.classCount, g.prologue, g.epilogue),
+          int(out.groups.size()));
+      if (!isNew)
+        continue;
+      auto add = [&](const LayerPrice &p, int count) {
+        g.forward += count * p.forward;
+        g.compute += count * p.compute();
+        g.saved += count * p.saved;
+        g.params += count * p.params;
+        if (count)
+          g.working = std::max(g.working, p.working);
+      };
+      for (size_t c = 0; c < model.classes.size(); ++c)
+        add(lp[c], g.classCount[c]);
+      if (g.prologue)
+        add(lp[pro], 1);
+      if (g.epilogue)
+        add(lp[epi], 1);
+      out.maxCompute = std::max(out.maxCompute, g.compute);
+      out.groups.push_back(std::move(g));
+    }
+    for (size_t c = 0; c < model.classes.size(); ++c)
+      out.boundary = std::max(out.boundary, lp[c].boundary);
+    return out;
+  }
+
+  std::map<Key, std::vector<LayerPrice>> priceCache;
+  std::map<std::tuple<int, bool, int, int, int>, RankLayout> rankCache;
+};
+
+double staticBytes(const Pricer &pr, double params, int tp, int dp, int zero) {
+  double here = params / tp;
+  return here * (pr.bytes.param / (zero >= 3 ? dp : 1) +
+                 pr.bytes.grad / (zero >= 2 ? dp : 1) +
+                 pr.bytes.optimizer / (zero >= 1 ? dp : 1));
+}
+
+/// The heart of evaluatePlan, on prepared prices.
+void price(Pricer &pr, const RankLayout &rl, const LayoutChoice &l, int mbs,
+           Recompute rec, Plan &plan) {
+  const ClusterSpec &spec = pr.spec;
+  const std::vector<LayerPrice> &lp = pr.prices(l.tp, l.sequenceParallel, rec);
+  std::vector<double> tp = pr.tpSeconds(lp, l.tp, l.sequenceParallel, rec, mbs);
+  const size_t pro = pr.model.classes.size(), epi = pro + 1;
+  const int p = l.pp, m = l.microBatches, v = l.virtualStages;
+  const int dpn = int(spec.devicesPerNode);
+
+  double p2p = 0;
+  if (p > 1)
+    p2p = 2.0 * v *
+          collectiveSeconds(spec, Collective::SendRecv, mbs * rl.boundary, 2,
+                            l.dp * l.tp >= dpn, Algorithm::Ring);
+  double slowest = -1, compute = 0, comm = 0, dpExposed = 0;
+  MemoryEstimate worst;
+  worst.total = -1;
+  int worstRank = 0;
+  bool dpCrosses = l.dp * l.tp > dpn;
+  for (const RankGroup &g : rl.groups) {
+    double tpMB = 0;
+    for (size_t c = 0; c < pro; ++c)
+      tpMB += g.classCount[c] * tp[c];
+    if (g.prologue)
+      tpMB += tp[pro];
+    if (g.epilogue)
+      tpMB += tp[epi];
+    double computeMB = mbs * g.compute;
+    double perMB = computeMB + tpMB + p2p;
+    if (perMB > slowest) {
+      slowest = perMB;
+      compute = computeMB;
+      comm = tpMB + p2p;
+    }
+    double forwardMB = mbs * g.forward;
+    double here = g.params / l.tp;
+    dpExposed = std::max(
+        dpExposed, dpExposedSeconds(spec, l.zeroStage, l.dp, dpCrosses,
+                                    here * pr.bytes.grad, here * pr.bytes.param,
+                                    forwardMB, computeMB - forwardMB, m));
+
+    // Memory: on the group's first rank, which has the most in flight.
+    MemoryEstimate e;
+    e.params = here * pr.bytes.param / (l.zeroStage >= 3 ? l.dp : 1);
+    e.grads = here * pr.bytes.grad / (l.zeroStage >= 2 ? l.dp : 1);
+    e.optimizerState = here * pr.bytes.optimizer / (l.zeroStage >= 1 ? l.dp : 1);
+    e.activations =
+        mbs * (g.saved * inFlightMicroBatchesOnRank(l.schedule, p, m, v,
+                                                    g.firstRank) +
+               g.working);
+    e.total = e.params + e.grads + e.optimizerState + e.activations;
+    if (e.total > worst.total) {
+      worst = e;
+      worstRank = g.firstRank;
+    }
+  }
+  double busy = m * slowest;
+  double makespan = busy / (1.0 - bubbleFraction(l.schedule, p, m, v));
+  plan.layout = l;
+  plan.microBatchSize = mbs;
+  plan.recompute = rec;
+  plan.blocksPerRank = rl.blocksPerRank;
+  plan.stepSeconds = makespan + dpExposed;
+  plan.computeSeconds = m * compute;
+  plan.exposedCommSeconds = m * comm + dpExposed;
+  plan.bubbleSeconds = makespan - busy;
+  plan.memory = worst;
+  plan.memoryRank = worstRank;
+  const ModelStats &model = pr.model;
+  double devices = double(l.dp) * l.tp * l.pp;
+  plan.tokensPerSecond = double(model.batch) * model.seq / plan.stepSeconds;
+  double modelFlops = 3.0 * model.forwardFlopsPerSample() * model.batch;
+  plan.tflopsPerDevice = modelFlops / plan.stepSeconds / devices / 1e12;
+  plan.mfu = plan.tflopsPerDevice * 1e12 / pr.peak;
+  plan.feasible = worst.total <= spec.device.memoryGB * 1e9;
+  plan.why.clear();
+}
+
+std::vector<int> divisorsOf(int64_t n) {
+  std::vector<int> d;
+  for (int64_t i = 1; i <= n; ++i)
+    if (n % i == 0)
+      d.push_back(int(i));
+  return d;
+}
+
+std::string gb(double bytes) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f GB", bytes / 1e9);
+  return buf;
+}
+
+} // namespace
+
+//===----------------------------------------------------------------------===//
+// Evaluation and search
+//===----------------------------------------------------------------------===//
+
+static Status checkOptions(const ModelStats &model, const ClusterSpec &spec,
+                           const SearchOptions &o, int &devices) {
+  if (Status st = checkDType(o.dtype); !st.ok())
+    return Status::error("--dtype: " + st.message);
+  devices = o.devices ? o.devices : int(spec.numDevices());
+  if (o.devices < 0)
+    return Status::error("--devices must be positive, got " +
+                         std::to_string(o.devices));
+  if (devices > spec.numDevices())
+    return Status::error("--devices " + std::to_string(devices) +
+                         " is more than cluster '" + spec.name + "' has (" +
+                         std::to_string(spec.numDevices()) +
+                         "); raise `nodes` in the spec or ask for fewer");
+  if (model.blocks.empty() || model.batch <= 0)
+    return Status::error("the model has no blocks to plan");
+  auto divides = [&](const char *flag, int value, int64_t whole,
+                     const std::string &what) -> Status {
+    if (value < 0 || (value > 0 && whole % value != 0))
+      return Status::error(std::string(flag) + "=" + std::to_string(value) +
+                           " does not divide " + what + " (" +
+                           std::to_string(whole) + "); pick a divisor of it");
+    return Status::success();
+  };
+  for (Status st :
+       {divides("--mesh dp", o.dp, devices, "the devices"),
+        divides("--mesh tp", o.tp, devices, "the devices"),
+        divides("--mesh pp", o.pp, devices, "the devices"),
+        divides("--mesh dp", o.dp, model.batch, "the global batch"),
+        divides("--mesh tp", o.tp, model.tpDivisor ? model.tpDivisor : o.tp,
+                "the heads and split weight sizes' common divisor")})
+    if (!st.ok())
+      return st;
+  if (o.dp && o.tp && o.pp && int64_t(o.dp) * o.tp * o.pp != devices)
+    return Status::error("--mesh dp x tp x pp = " + std::to_string(o.dp) +
+                         " x " + std::to_string(o.tp) + " x " +
+                         std::to_string(o.pp) + " is not the " +
+                         std::to_string(devices) +
+                         " devices planned for; change a degree or --devices");
+  if (o.pp > int(model.blocks.size()))
+    return Status::error("--mesh pp=" + std::to_string(o.pp) +
+                         " is more stages than the model's " +
+                         std::to_string(model.blocks.size()) +
+                         " blocks; use at most that");
+  if (o.microBatchSize < 0 ||
+      (o.microBatchSize && model.batch % o.microBatchSize != 0))
+    return Status::error("--micro-batch-size " +
+                         std::to_string(o.microBatchSize) +
+                         " does not divide the global batch (" +
+                         std::to_string(model.batch) + ")");
+  if (o.zeroStage < -1 || o.zeroStage > 3)
+    return Status::error("--zero must be 0, 1, 2 or 3, got " +
+                         std::to_string(o.zeroStage));
+  if (o.virtualStages < 0 ||
+      (o.virtualStages > 1 && o.schedule != Schedule::Interleaved))
+    return Status::error("--virtual-stages applies to --schedule=interleaved "
+                         "only; add it or drop --virtual-stages");
+  if (o.virtualStages == 1 && o.schedule == Schedule::Interleaved)
+    return Status::error("--virtual-stages for interleaved must be at least "
+                         "2; with 1, use --schedule=1f1b");
+  if (o.schedule == Schedule::Interleaved && o.pp == 1)
+    return Status::error("--schedule=interleaved needs pp >= 2; pin a "
+                         "larger --mesh pp or another schedule");
+  if (o.sequenceParallel.value_or(false) && o.tp == 1)
+    return Status::error("--sequence-parallel=on needs tp >= 2 (it splits "
+                         "what tensor parallelism replicates)");
+  return Status::success();
+}
+
+Status evaluatePlan(const ModelStats &model, const ClusterSpec &spec,
+                    const SearchOptions &options, const LayoutChoice &layout,
+                    int microBatchSize, Recompute recompute, Plan &plan) {
+  LayoutChoice l = layout;
+  if (microBatchSize < 1 || model.batch % (int64_t(l.dp) * microBatchSize))
+    return Status::error("micro-batch size " + std::to_string(microBatchSize) +
+                         " x dp " + std::to_string(l.dp) +
+                         " does not divide the global batch " +
+                         std::to_string(model.batch));
+  l.microBatches = int(model.batch / (int64_t(l.dp) * microBatchSize));
+  if (Status st = checkLayout(l, spec); !st.ok())
+    return st;
+  if (Status st = checkDType(options.dtype); !st.ok())
+    return st;
+  Pricer pr(model, spec, options);
+  const RankLayout *rl = pr.ranks(l.tp, l.sequenceParallel, recompute, l.pp,
+                                  l.virtualStages);
+  if (!rl)
+    return Status::error("the model's " + std::to_string(model.blocks.size()) +
+                         " blocks cannot be cut into " +
+                         std::to_string(l.pp * l.virtualStages) +
+                         " equal stages");
+  price(pr, *rl, l, microBatchSize, recompute, plan);
+  return Status::success();
+}
+
+namespace {
+
+std::string describeChoice(const Plan &p) {
+  const LayoutChoice &l = p.layout;
+  std::string s = "dp=" + std::to_string(l.dp) + ", tp=" +
+                  std::to_string(l.tp) + ", pp=" + std::to_string(l.pp) +
+                  ", zero=" + std::to_string(l.zeroStage) + ", " +
+                  recomputeName(p.recompute) + " recompute";
+  if (l.sequenceParallel)
+    s += ", sequence parallel";
+  s += ", micro-batch size " + std::to_string(p.microBatchSize) + ", " +
+       pipeline::getScheduleKindName(l.schedule);
+  if (l.schedule == Schedule::Interleaved)
+    s += " v=" + std::to_string(l.virtualStages);
+  return s;
+}
+
+struct Mesh {
+  int dp, tp, pp;
+  double lowerBound = 0;
+};
+
+} // namespace
+
+Status searchPlan(const ModelStats &model, const ClusterSpec &spec,
+                  const SearchOptions &o, SearchResult &result) {
+  int devices = 0;
+  if (Status st = checkOptions(model, spec, o, devices); !st.ok())
+    return st;
+  result = SearchResult();
+  PlanContext &ctx = result.context;
+  ctx.cluster = spec.name;
+  ctx.devices = devices;
+  ctx.devicesPerNode = int(spec.devicesPerNode);
+  ctx.deviceMemoryBytes = spec.device.memoryGB * 1e9;
+  ctx.dtype = o.dtype;
+  ctx.globalBatch = model.batch;
+  ctx.seq = model.seq;
+  ctx.numBlocks = int(model.blocks.size());
+  ctx.params = model.totalParams();
+  const double limit = ctx.deviceMemoryBytes;
+  const int numBlocks = int(model.blocks.size());
+  Pricer pr(model, spec, o);
+
+  // The space, in the order the pins leave it.
+  std::vector<Mesh> meshes;
+  for (int pp : divisorsOf(devices)) {
+    if (pp > numBlocks || (o.pp && pp != o.pp))
+      continue;
+    for (int tp : divisorsOf(devices / pp)) {
+      if ((o.tp && tp != o.tp) || (model.tpDivisor && model.tpDivisor % tp))
+        continue;
+      int dp = devices / pp / tp;
+      if ((o.dp && dp != o.dp) || model.batch % dp)
+        continue;
+      meshes.push_back({dp, tp, pp});
+    }
+  }
+  if (meshes.empty())
+    return Status::error(
+        "no mesh dp x tp x pp of " + std::to_string(devices) +
+        " devices fits this model: dp must divide the batch (" +
+        std::to_string(model.batch) + "), tp the heads and split sizes (" +
+        std::to_string(model.tpDivisor) + "), pp at most the blocks (" +
+        std::to_string(numBlocks) + "); relax a --mesh pin or --devices");
+  struct Sched {
+    Schedule kind;
+    int v;
+  };
+  auto schedulesFor = [&](int pp) {
+    std::vector<Sched> out;
+    if (pp == 1) {
+      out.push_back({o.schedule.value_or(Schedule::OneFOneB), 1});
+      return out;
+    }
+    for (Schedule s : {Schedule::GPipe, Schedule::OneFOneB,
+                       Schedule::Interleaved, Schedule::ZeroBubble}) {
+      if (o.schedule && s != *o.schedule)
+        continue;
+      if (s != Schedule::Interleaved) {
+        out.push_back({s, 1});
+        continue;
+      }
+      for (int v = 2; v * pp <= numBlocks; ++v)
+        if (numBlocks % (v * pp) == 0 && (!o.virtualStages || v == o.virtualStages))
+          out.push_back({s, v});
+    }
+    return out;
+  };
+  auto spsFor = [&](int tp) {
+    if (o.sequenceParallel)
+      return std::vector<bool>{*o.sequenceParallel};
+    return tp == 1 ? std::vector<bool>{false} : std::vector<bool>{false, true};
+  };
+  std::vector<Recompute> recs = {Recompute::None, Recompute::Selective,
+                                 Recompute::Full};
+  if (o.recompute)
+    recs = {*o.recompute};
+  auto zerosFor = [&](int dp) {
+    if (o.zeroStage >= 0)
+      return std::vector<int>{o.zeroStage};
+    return dp == 1 ? std::vector<int>{0} : std::vector<int>{0, 1, 2, 3};
+  };
+  auto mbsFor = [&](int dp) {
+    std::vector<int> out;
+    for (int b : divisorsOf(model.batch / dp))
+      if (!o.microBatchSize || b == o.microBatchSize)
+        out.push_back(b);
+    return out;
+  };
+
+  // Compute alone, B/dp samples through the slowest rank, bounds every
+  // plan of a mesh from below; trying low bounds first finds fast plans
+  // early, so later meshes are cut off sooner.
+  for (Mesh &mesh : meshes) {
+    mesh.lowerBound = INFINITY;
+    for (bool sp : spsFor(mesh.tp))
+      for (Recompute rec : recs)
+        for (Sched s : schedulesFor(mesh.pp))
+          if (const RankLayout *rl = pr.ranks(mesh.tp, sp, rec, mesh.pp, s.v))
+            mesh.lowerBound = std::min(
+                mesh.lowerBound, double(model.batch / mesh.dp) * rl->maxCompute);
+  }
+  std::stable_sort(meshes.begin(), meshes.end(), [](const Mesh &a, const Mesh &b) {
+    return a.lowerBound < b.lowerBound;
+  });
+
+  // The fastest feasible plan of each mesh; `cutoff` is the step time of
+  // the (alternatives+1)-th best mesh so far: a candidate slower than
+  // both it and its own mesh's best can be neither the answer nor a
+  // reported alternative.
+  const size_t keep = size_t(std::max(0, o.alternatives)) + 1;
+  std::vector<Plan> meshBests;
+  std::vector<double> topTimes;
+  auto cutoff = [&]() {
+    return topTimes.size() < keep ? INFINITY : topTimes[keep - 1];
+  };
+  // A lower bound computed in another order of additions may exceed the
+  // plan's own time by an ulp; the margin keeps ties from being pruned.
+  const double margin = 1 - 1e-9;
+  std::vector<const Mesh *> unfit;
+  for (const Mesh &mesh : meshes) {
+    if (o.prune && mesh.lowerBound * margin > cutoff())
+      continue;
+    Plan best;
+    bool found = false;
+    for (bool sp : spsFor(mesh.tp))
+      for (Recompute rec : recs)
+        for (Sched s : schedulesFor(mesh.pp)) {
+          const RankLayout *rl = pr.ranks(mesh.tp, sp, rec, mesh.pp, s.v);
+          if (!rl)
+            continue;
+          double bound = double(model.batch / mesh.dp) * rl->maxCompute;
+          double bar = std::min(found ? best.stepSeconds : INFINITY, cutoff());
+          if (o.prune && bound * margin > bar)
+            continue;
+          for (int zero : zerosFor(mesh.dp)) {
+            if (o.prune) {
+              // Parameters, gradients and optimizer state do not depend
+              // on the micro-batch: over the limit here, over for all.
+              bool over = false;
+              for (const RankGroup &g : rl->groups)
+                over |= staticBytes(pr, g.params, mesh.tp, mesh.dp, zero) > limit;
+              if (over)
+                continue;
+            }
+            LayoutChoice l;
+            l.dp = mesh.dp, l.tp = mesh.tp, l.pp = mesh.pp;
+            l.zeroStage = zero;
+            l.sequenceParallel = sp;
+            l.schedule = s.kind;
+            l.virtualStages = s.v;
+            for (int mbs : mbsFor(mesh.dp)) {
+              l.microBatches = int(model.batch / (int64_t(mesh.dp) * mbs));
+              if (s.kind == Schedule::Interleaved && l.microBatches % mesh.pp)
+                continue;
+              Plan plan;
+              price(pr, *rl, l, mbs, rec, plan);
+              ++result.evaluated;
+              if (!plan.feasible) {
+                // Memory grows with the micro-batch size (activations are
+                // mbs x min(in flight, m), and mbs x m is fixed), so no
+                // larger one fits either.
+                if (o.prune)
+                  break;
+                continue;
+              }
+              if (!found || planBefore(plan, best)) {
+                best = plan;
+                found = true;
+              }
+            }
+          }
+        }
+    if (!found) {
+      unfit.push_back(&mesh);
+      continue;
+    }
+    meshBests.push_back(best);
+    topTimes.insert(std::upper_bound(topTimes.begin(), topTimes.end(),
+                                     best.stepSeconds),
+                    best.stepSeconds);
+  }
+  std::sort(meshBests.begin(), meshBests.end(), planBefore);
+
+  // Meshes where nothing fits, by the least memory any choice needs:
+  // memory grows with the micro-batch size, so the smallest valid one
+  // holds the minimum (the brute force tries them all).
+  auto leastMemory = [&](const Mesh &mesh, Plan &out) {
+    bool found = false;
+    auto better = [](const Plan &a, const Plan &b) {
+      if (a.memory.total != b.memory.total)
+        return a.memory.total < b.memory.total;
+      return planBefore(a, b);
+    };
+    for (bool sp : spsFor(mesh.tp))
+      for (Recompute rec : recs)
+        for (Sched s : schedulesFor(mesh.pp)) {
+          const RankLayout *rl = pr.ranks(mesh.tp, sp, rec, mesh.pp, s.v);
+          if (!rl)
+            continue;
+          for (int zero : zerosFor(mesh.dp)) {
+            LayoutChoice l;
+            l.dp = mesh.dp, l.tp = mesh.tp, l.pp = mesh.pp;
+            l.zeroStage = zero;
+            l.sequenceParallel = sp;
+            l.schedule = s.kind;
+            l.virtualStages = s.v;
+            for (int mbs : mbsFor(mesh.dp)) {
+              l.microBatches = int(model.batch / (int64_t(mesh.dp) * mbs));
+              if (s.kind == Schedule::Interleaved && l.microBatches % mesh.pp)
+                continue;
+              Plan plan;
+              price(pr, *rl, l, mbs, rec, plan);
+              ++result.evaluated;
+              if (!found || better(plan, out)) {
+                out = plan;
+                found = true;
+              }
+              if (o.prune)
+                break;
+            }
+          }
+        }
+    return found;
+  };
+  std::vector<Plan> closest;
+  if (meshBests.size() < keep) {
+    for (const Mesh *mesh : unfit) {
+      Plan p;
+      if (leastMemory(*mesh, p))
+        closest.push_back(p);
+    }
+    std::sort(closest.begin(), closest.end(), [](const Plan &a, const Plan &b) {
+      if (a.memory.total != b.memory.total)
+        return a.memory.total < b.memory.total;
+      return planBefore(a, b);
+    });
+  }
+
+  auto explain = [&](Plan &p, const Plan &winner) {
+    char buf[64];
+    if (!p.feasible) {
+      p.why = "over memory by " + gb(p.memory.total - limit);
+    } else {
+      std::snprintf(buf, sizeof buf, "slower by %.1f %%",
+                    100.0 * (p.stepSeconds / winner.stepSeconds - 1));
+      p.why = buf;
+    }
+  };
+  if (!meshBests.empty()) {
+    result.best = meshBests.front();
+    for (size_t i = 1; i < meshBests.size() && result.alternatives.size() + 1 < keep; ++i)
+      result.alternatives.push_back(meshBests[i]);
+    for (size_t i = 0; i < closest.size() && result.alternatives.size() + 1 < keep; ++i)
+      result.alternatives.push_back(closest[i]);
+    for (Plan &p : result.alternatives)
+      explain(p, result.best);
+    return Status::success();
+  }
+  if (closest.empty())
+    return Status::error("no candidate layout exists for these pins; relax "
+                         "--schedule, --micro-batch-size or --mesh");
+  result.best = closest.front();
+  for (size_t i = 1; i < closest.size() && i < keep; ++i) {
+    result.alternatives.push_back(closest[i]);
+    explain(result.alternatives.back(), result.best);
+  }
+  const Plan &c = result.best;
+  bool pinned = o.dp || o.tp || o.pp || o.microBatchSize || o.zeroStage >= 0 ||
+                o.schedule || o.recompute || o.sequenceParallel;
+  return Status::error(
+      std::string(pinned ? "with the pinned choices, " : "") + "needs " +
+      gb(c.memory.total) + " per device at best (" + describeChoice(c) +
+      "; params " + gb(c.memory.params) + ", grads " + gb(c.memory.grads) +
+      ", optimizer " + gb(c.memory.optimizerState) + ", activations " +
+      gb(c.memory.activations) + "); the device has " + gb(limit) +
+      (pinned ? "; relax a pin, add devices or use a larger device"
+              : "; add devices or use a larger device"));
+}
+
+} // namespace planner
+} // namespace weft
