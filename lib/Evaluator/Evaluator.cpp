@@ -327,7 +327,8 @@ FailureOr<SmallVector<Tensor>> eval::evaluateOp(Operation *op,
     std::optional<LogicalResult> status;
     for (auto family :
          {evaluateElementwiseOp, evaluateReductionOp, evaluateLinalgOp,
-          evaluateDataMovementOp, evaluateGradientOp}) {
+          evaluateDataMovementOp, evaluateGradientOp,
+          evaluateSelectionOp}) {
       status = family(op, operands, result);
       if (status)
         break;

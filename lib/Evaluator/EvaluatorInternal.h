@@ -244,6 +244,9 @@ evaluateDataMovementOp(mlir::Operation *op, llvm::ArrayRef<Tensor> operands,
 std::optional<mlir::LogicalResult>
 evaluateGradientOp(mlir::Operation *op, llvm::ArrayRef<Tensor> operands,
                    Tensor &result);
+std::optional<mlir::LogicalResult>
+evaluateSelectionOp(mlir::Operation *op, llvm::ArrayRef<Tensor> operands,
+                    Tensor &result);
 
 } // namespace detail
 } // namespace eval

@@ -717,6 +717,50 @@ TEST_F(GradCheckTest, FanOutAndUnusedParameter) {
         "tensor<3x4xf64>");
 }
 
+//===----------------------------------------------------------------------===//
+// Scans and selections
+//===----------------------------------------------------------------------===//
+
+TEST_F(GradCheckTest, CumSum) {
+  check({param("x", "tensor<3x5xf64>")},
+        "  %y = weft.cumsum %x {axis = 1 : i64} : tensor<3x5xf64>",
+        "tensor<3x5xf64>");
+}
+
+TEST_F(GradCheckTest, CumSumExclusiveReverse) {
+  check({param("x", "tensor<4x3x2xf64>")},
+        "  %y = weft.cumsum %x {axis = 0 : i64, exclusive = true, "
+        "reverse = true} : tensor<4x3x2xf64>",
+        "tensor<4x3x2xf64>");
+}
+
+TEST_F(GradCheckTest, TopKLastAxis) {
+  check({param("x", "tensor<3x6xf64>")},
+        "  %y = weft.top_k %x {axis = 1 : i64, k = 3 : i64} "
+        ": (tensor<3x6xf64>) -> tensor<3x3xf64>",
+        "tensor<3x3xf64>");
+}
+
+TEST_F(GradCheckTest, TopKSmallestInnerAxis) {
+  check({param("x", "tensor<2x5x3xf64>")},
+        "  %y = weft.top_k %x {axis = 1 : i64, k = 2 : i64, largest = false} "
+        ": (tensor<2x5x3xf64>) -> tensor<2x2x3xf64>",
+        "tensor<2x2x3xf64>");
+}
+
+TEST_F(GradCheckTest, RoundingPassesNoGradient) {
+  // floor, ceil and round are flat between integers: only the direct path
+  // of x reaches the loss, as torch.floor's zero gradient.
+  check({param("x", "tensor<3x4xf64>", -3, 3)}, R"mlir(
+  %f = weft.floor %x : tensor<3x4xf64>
+  %c = weft.ceil %x : tensor<3x4xf64>
+  %r = weft.round %x : tensor<3x4xf64>
+  %fc = weft.add %f, %c : (tensor<3x4xf64>, tensor<3x4xf64>) -> tensor<3x4xf64>
+  %fcr = weft.mul %fc, %r : (tensor<3x4xf64>, tensor<3x4xf64>) -> tensor<3x4xf64>
+  %y = weft.mul %x, %fcr : (tensor<3x4xf64>, tensor<3x4xf64>) -> tensor<3x4xf64>)mlir",
+        "tensor<3x4xf64>");
+}
+
 /// Every weft op either has a gradient rule or is marked NotDifferentiable,
 /// so whether gradients pass an op is typed, never guessed from a missing
 /// rule. The exceptions are listed here, each with its reason; reaching one

@@ -5,7 +5,7 @@
 //===----------------------------------------------------------------------===//
 //
 // Conv, ConvTranspose, MaxPool and AveragePool map onto weft's NCHW window
-// ops. 1-D windows (NCL input) become 2-D ones with a unit height; ONNX's
+// ops (3-D ones are composed from them in Convolution3D.cpp). 1-D windows (NCL input) become 2-D ones with a unit height; ONNX's
 // auto_pad is resolved into explicit padding, and ceil_mode into extra
 // padding at the end that no window counts.
 //
@@ -178,6 +178,8 @@ LegalizeResult legalizeConv(LegalizeContext &ctx, OnnxNodeOp, ValueRange) {
   FailureOr<SmallVector<Value>> in = ctx.getTensors({"X", "W"});
   if (failed(in))
     return failure();
+  if (shapeOf((*in)[0]).size() == 5)
+    return legalizeConv3D(ctx);
   FailureOr<Window> w = liftInput(ctx, (*in)[0], "convolutions");
   if (failed(w))
     return failure();
@@ -274,6 +276,8 @@ LegalizeResult legalizePool(LegalizeContext &ctx, OnnxNodeOp, ValueRange) {
   FailureOr<SmallVector<Value>> in = ctx.getTensors({"X"});
   if (failed(in))
     return failure();
+  if (shapeOf(in->front()).size() == 5)
+    return legalizePool3D(ctx, /*isMax=*/!isAvg);
   FailureOr<Window> w = liftInput(ctx, in->front(), "pooling");
   if (failed(w))
     return failure();

@@ -162,6 +162,8 @@ struct LegalizeOnnxPass
     populateShapeLegalizers(registry);
     populateDataMovementLegalizers(registry);
     populateWhereLegalizers(registry);
+    populateSelectionLegalizers(registry);
+    populateEinsumLegalizers(registry);
     return success();
   }
 

@@ -246,6 +246,12 @@ void populateNormalizationLegalizers(LegalizerRegistry &registry);
 void populateShapeLegalizers(LegalizerRegistry &registry);
 void populateDataMovementLegalizers(LegalizerRegistry &registry);
 void populateWhereLegalizers(LegalizerRegistry &registry);
+void populateSelectionLegalizers(LegalizerRegistry &registry);
+/// Conv, MaxPool (`isMax`) and AveragePool on NCDHW inputs, composed from
+/// the 2-D window ops (Convolution3D.cpp).
+LegalizeResult legalizeConv3D(LegalizeContext &ctx);
+LegalizeResult legalizePool3D(LegalizeContext &ctx, bool isMax);
+void populateEinsumLegalizers(LegalizerRegistry &registry);
 
 } // namespace onnxtoweft
 } // namespace weft

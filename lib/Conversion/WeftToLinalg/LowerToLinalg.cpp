@@ -54,6 +54,7 @@ struct LowerToLinalgPass
     lowering::populateConvolutionPatterns(patterns);
     lowering::populatePoolingPatterns(patterns);
     lowering::populateDataMovementPatterns(patterns);
+    lowering::populateSelectionPatterns(patterns);
 
     if (failed(applyPartialConversion(getOperation(), target,
                                       std::move(patterns))))

@@ -160,6 +160,7 @@ void populateMatMulPatterns(mlir::RewritePatternSet &patterns);
 void populateConvolutionPatterns(mlir::RewritePatternSet &patterns);
 void populatePoolingPatterns(mlir::RewritePatternSet &patterns);
 void populateDataMovementPatterns(mlir::RewritePatternSet &patterns);
+void populateSelectionPatterns(mlir::RewritePatternSet &patterns);
 
 } // namespace lowering
 } // namespace weft

@@ -384,14 +384,45 @@ ShardingRule meanLoss(Operation *op, bool classesLast) {
   return rule;
 }
 
+/// Ops that read one axis of their input as a whole and keep or replace it
+/// (top_k's k of n): every other dimension is parallel, the axis never
+/// split.
+ShardingRule selectAlong(Operation *op, int64_t axis) {
+  ShardingRule rule;
+  ArrayRef<int64_t> in = shapeOf(op->getOperand(0));
+  ValueFactors inDims, outDims;
+  for (int64_t d = 0, e = in.size(); d < e; ++d) {
+    if (d == axis) {
+      inDims.push_back({rule.addFactor(in[d], Kind::Whole)});
+      outDims.push_back({});
+      continue;
+    }
+    int64_t f = rule.addFactor(in[d]);
+    inDims.push_back({f});
+    outDims.push_back({f});
+  }
+  rule.operands.push_back(inDims);
+  rule.results.push_back(outDims);
+  return rule;
+}
+
 ShardingRule ruleOf(Operation *op) {
   return llvm::TypeSwitch<Operation *, ShardingRule>(op)
       .Case<AddOp, SubOp, NegOp>(
           [](Operation *op) { return elementwise(op, /*additive=*/true); })
       .Case<MulOp, DivOp, PowOp, MaxOp, MinOp, CmpOp, WhereOp, AbsOp, ReluOp,
             TanhOp, SigmoidOp, ExpOp, LogOp, SqrtOp, RsqrtOp, ErfOp, CosOp,
-            SinOp, GeluOp, CastOp>(
+            SinOp, GeluOp, CastOp, FloorOp, CeilOp, RoundOp>(
           [](Operation *op) { return elementwise(op); })
+      .Case([](CumSumOp op) {
+        return elementwiseExcept(op, {static_cast<int64_t>(op.getAxis())});
+      })
+      .Case<ArgMaxOp, ArgMinOp>([](auto op) {
+        int64_t axis = op.getAxis();
+        return reduction(op, axis, op.getKeepDims(), Kind::Whole);
+      })
+      .Case<TopKOp, TopKIndicesOp>(
+          [](auto op) { return selectAlong(op, op.getAxis()); })
       // Linear: a pending sum stays pending through them (a weight
       // gradient reduced over the batch before its sum over ranks).
       .Case<BroadcastOp>(
@@ -526,5 +557,7 @@ void weft::registerShardingRules(MLIRContext *context) {
            CausalMaskOp, DropoutOp, Conv2DOp, MaxPool2DOp, AvgPool2DOp,
            GlobalAvgPoolOp, CrossEntropyOp, MseOp, ScatterAddOp, PadOp,
            OneHotOp, Conv2DBackwardInputOp, Conv2DBackwardFilterOp,
-           MaxPool2DGradOp, AvgPool2DGradOp, ConstantOp>(context);
+           MaxPool2DGradOp, AvgPool2DGradOp, ConstantOp, FloorOp, CeilOp,
+           RoundOp, CumSumOp, ArgMaxOp, ArgMinOp, TopKOp, TopKIndicesOp>(
+      context);
 }

@@ -302,6 +302,122 @@ def Weft_ReduceMaxOp : Weft_ReduceOp<"reduce_max", Weft_NumericTensor> {
 }
 
 //===----------------------------------------------------------------------===//
+// Rounding, scans and selection
+//===----------------------------------------------------------------------===//
+
+// Piecewise constant: zero gradient almost everywhere, as PyTorch's.
+class Weft_RoundingOp<string mnemonic> : Weft_Op<mnemonic, [Pure,
+    InferTypeOpInterface, SameOperandsAndResultType, Weft_NotDifferentiable,
+    DeclareOpInterfaceMethods<Weft_CostOpInterface>]> {
+  let arguments = (ins Weft_FloatTensor:$input);
+  let results = (outs Weft_FloatTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input)";
+}
+
+def Weft_FloorOp : Weft_RoundingOp<"floor"> {
+  let summary = "Largest integer not above x";
+}
+def Weft_CeilOp : Weft_RoundingOp<"ceil"> {
+  let summary = "Smallest integer not below x";
+}
+def Weft_RoundOp : Weft_RoundingOp<"round"> {
+  let summary = "Nearest integer, halves to even (ONNX Round, torch.round)";
+}
+
+def Weft_CumSumOp : Weft_Op<"cumsum", [Pure, InferTypeOpInterface,
+    SameOperandsAndResultType, Weft_Differentiable,
+    DeclareOpInterfaceMethods<Weft_CostOpInterface>]> {
+  let summary = "Running sum along one axis";
+  let description = [{
+    `result[..., i, ...] = sum of input[..., j, ...]` over `j <= i`; with
+    `exclusive` over `j < i`; with `reverse` the sum runs from the end
+    (`j >= i`, or `j > i` when exclusive), as ONNX `CumSum`. The gradient is
+    the cumsum of the result's gradient in the other direction.
+
+    ```mlir
+    %c = weft.cumsum %x {axis = 1 : i64} : tensor<4x16xf32>
+    ```
+    Constraints: `0 <= axis < rank`.
+  }];
+  let arguments = (ins Weft_NumericTensor:$input, I64Attr:$axis,
+      DefaultValuedAttr<BoolAttr, "false">:$exclusive,
+      DefaultValuedAttr<BoolAttr, "false">:$reverse);
+  let results = (outs Weft_NumericTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input)";
+  let hasVerifier = 1;
+}
+
+class Weft_ArgReduceOp<string mnemonic> : Weft_Op<mnemonic, [Pure,
+    InferTypeOpAdaptor, Weft_NotDifferentiable,
+    DeclareOpInterfaceMethods<Weft_CostOpInterface>]> {
+  let description = [{
+    The index along `axis` of the extreme element of each slice, as i64;
+    the axis is dropped unless `keep_dims`. Ties go to the first index, or
+    the last with `select_last_index` (ONNX ArgMax/ArgMin); a NaN counts as
+    the extreme, as in PyTorch.
+
+    ```mlir
+    %i = weft.arg_max %x {axis = 1 : i64} : (tensor<4x10xf32>) -> tensor<4xi64>
+    ```
+    Constraints: `0 <= axis < rank`; the axis is not empty.
+  }];
+  let arguments = (ins Weft_NumericTensor:$input, I64Attr:$axis,
+      DefaultValuedAttr<BoolAttr, "false">:$keep_dims,
+      DefaultValuedAttr<BoolAttr, "false">:$select_last_index);
+  let results = (outs Weft_IndexTensor:$result);
+  let assemblyFormat =
+      "$input attr-dict `:` functional-type(operands, results)";
+}
+
+def Weft_ArgMaxOp : Weft_ArgReduceOp<"arg_max"> {
+  let summary = "Index of the maximum along an axis";
+}
+def Weft_ArgMinOp : Weft_ArgReduceOp<"arg_min"> {
+  let summary = "Index of the minimum along an axis";
+}
+
+def Weft_TopKOp : Weft_Op<"top_k", [Pure, InferTypeOpAdaptor,
+    AllElementTypesMatch<["input", "result"]>, Weft_Differentiable,
+    DeclareOpInterfaceMethods<Weft_CostOpInterface>]> {
+  let summary = "The k largest (or smallest) values along an axis, sorted";
+  let description = [{
+    The values of ONNX `TopK` (`weft.top_k_indices` gives the indices):
+    along `axis`, the `k` largest elements in descending order, or with
+    `largest = false` the smallest in ascending order. Equal values keep
+    their index order. The gradient goes to the selected elements (the
+    positions `weft.top_k_indices` names); the others get zero.
+
+    ```mlir
+    %v = weft.top_k %x {axis = 1 : i64, k = 3 : i64}
+        : (tensor<4x10xf32>) -> tensor<4x3xf32>
+    ```
+    Constraints: `0 <= axis < rank`; `1 <= k <= size of axis`.
+  }];
+  let arguments = (ins Weft_FloatTensor:$input, I64Attr:$axis, I64Attr:$k,
+      DefaultValuedAttr<BoolAttr, "true">:$largest);
+  let results = (outs Weft_FloatTensor:$result);
+  let assemblyFormat =
+      "$input attr-dict `:` functional-type(operands, results)";
+}
+
+def Weft_TopKIndicesOp : Weft_Op<"top_k_indices", [Pure, InferTypeOpAdaptor,
+    Weft_NotDifferentiable, DeclareOpInterfaceMethods<Weft_CostOpInterface>]> {
+  let summary = "Indices of the elements weft.top_k selects";
+  let description = [{
+    ```mlir
+    %i = weft.top_k_indices %x {axis = 1 : i64, k = 3 : i64}
+        : (tensor<4x10xf32>) -> tensor<4x3xi64>
+    ```
+    Constraints: as `weft.top_k`.
+  }];
+  let arguments = (ins Weft_FloatTensor:$input, I64Attr:$axis, I64Attr:$k,
+      DefaultValuedAttr<BoolAttr, "true">:$largest);
+  let results = (outs Weft_IndexTensor:$result);
+  let assemblyFormat =
+      "$input attr-dict `:` functional-type(operands, results)";
+}
+
+//===----------------------------------------------------------------------===//
 // Data movement
 //===----------------------------------------------------------------------===//
 
