@@ -818,6 +818,7 @@ Status searchPlan(const ModelStats &model, const ClusterSpec &spec,
             l.sequenceParallel = sp;
             l.schedule = s.kind;
             l.virtualStages = s.v;
+            double loopMin = -1;
             for (int mbs : mbsFor(mesh.dp)) {
               l.microBatches = int(model.batch / (int64_t(mesh.dp) * mbs));
               if (s.kind == Schedule::Interleaved && l.microBatches % mesh.pp)
@@ -829,7 +830,12 @@ Status searchPlan(const ModelStats &model, const ClusterSpec &spec,
                 out = plan;
                 found = true;
               }
-              if (o.prune)
+              // Memory never shrinks as the micro-batch grows: past the
+              // first size that needs more than the smallest, none can be
+              // the least.
+              if (loopMin < 0)
+                loopMin = plan.memory.total;
+              else if (o.prune && plan.memory.total > loopMin)
                 break;
             }
           }

@@ -1,0 +1,502 @@
+//===- SearchTest.cpp - The layout search against hand and brute force ----===//
+//
+// Part of the Weft project.
+//
+//===----------------------------------------------------------------------===//
+//
+// Each cost piece the search adds (stage cuts, tp and dp communication,
+// in-flight micro-batches per rank, one whole plan) against numbers worked
+// out by hand in the comments; the pruned search against evaluating every
+// candidate, on small handmade models and clusters, including pins and a
+// cluster where nothing fits; the plan file round trip and its errors.
+//
+//===----------------------------------------------------------------------===//
+
+#include "weft/Planner/PlanFormat.h"
+#include "weft/Planner/Search.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <functional>
+
+using namespace weft::planner;
+
+namespace {
+
+void expectNear(double expected, double actual) {
+  EXPECT_NEAR(expected, actual, 1e-9 * std::abs(expected) + 1e-15)
+      << "expected " << expected << ", got " << actual;
+}
+
+/// `nodes` x `perNode` devices: bf16 100 TFLOP/s, 80 GB, 100 GB/s links
+/// (10 GB/s between nodes), no latency unless given.
+ClusterSpec cluster(int nodes, int perNode, double memoryGB = 80,
+                    double latencyUs = 0) {
+  ClusterSpec s;
+  s.name = "test";
+  s.nodes = nodes;
+  s.devicesPerNode = perNode;
+  s.device.memoryGB = memoryGB;
+  s.device.peakTFLOPs = {{"fp32", 50}, {"bf16", 100}, {"fp16", 100}};
+  s.intraNode = {100, latencyUs};
+  s.interNode = {10, latencyUs};
+  return s;
+}
+
+//===----------------------------------------------------------------------===//
+// Pieces
+//===----------------------------------------------------------------------===//
+
+TEST(SearchPieces, BalancedCutMatchesEveryComposition) {
+  // Every way to cut n blocks into `parts` non-empty runs; the greedy's
+  // largest stage must equal the best of them.
+  auto worst = [](const std::vector<double> &c, double first, double last,
+                  const std::vector<int> &cut) {
+    double w = 0;
+    size_t i = 0;
+    for (size_t s = 0; s < cut.size(); ++s) {
+      double sum = s == 0 ? first : 0;
+      for (int k = 0; k < cut[s]; ++k, ++i)
+        sum += c[i] + (i + 1 == c.size() ? last : 0);
+      w = std::max(w, sum);
+    }
+    return w;
+  };
+  std::vector<std::vector<double>> models = {
+      {1, 1, 1, 1, 1, 1, 1},
+      {3, 1, 4, 1, 5, 9, 2, 6},
+      {2, 2, 2, 2, 2, 2},
+      {1, 7, 1, 1, 1, 1, 1, 7, 1}};
+  for (const auto &c : models)
+    for (double first : {0.0, 0.5, 3.0})
+      for (double last : {0.0, 2.0, 10.0})
+        for (int parts = 1; parts <= int(c.size()); ++parts) {
+          double best = INFINITY;
+          std::function<void(std::vector<int> &, int)> all =
+              [&](std::vector<int> &cut, int left) {
+                if (int(cut.size()) == parts - 1) {
+                  cut.push_back(left);
+                  best = std::min(best, worst(c, first, last, cut));
+                  cut.pop_back();
+                  return;
+                }
+                for (int k = 1; k <= left - (parts - 1 - int(cut.size())); ++k) {
+                  cut.push_back(k);
+                  all(cut, left - k);
+                  cut.pop_back();
+                }
+              };
+          std::vector<int> scratch;
+          all(scratch, int(c.size()));
+          std::vector<int> cut = balancedCut(c, first, last, parts);
+          ASSERT_EQ(int(cut.size()), parts);
+          int total = 0;
+          for (int k : cut) {
+            EXPECT_GE(k, 1);
+            total += k;
+          }
+          EXPECT_EQ(total, int(c.size()));
+          EXPECT_EQ(best, worst(c, first, last, cut));
+        }
+}
+
+TEST(SearchPieces, BalancedCutPutsTheHeadOnAShortLastStage) {
+  // 8 unit blocks, the last stage also pays 2 (the head): 10 over 3
+  // stages needs a stage of at least 4. Even counts 3 | 3 | 2 (+2) reach
+  // it, and so does the front-loaded 4 | 3 | 1 (+2), which the cut picks;
+  // ignoring the head, 3 | 3 | 2 (+2) and 2 | 3 | 3 (+2 = 5) would tie.
+  std::vector<int> cut = balancedCut(std::vector<double>(8, 1.0), 0, 2, 3);
+  EXPECT_EQ(cut, (std::vector<int>{4, 3, 1}));
+  // Without the head the larger stages go first: 3 | 3 | 2.
+  EXPECT_EQ(balancedCut(std::vector<double>(8, 1.0), 0, 0, 3),
+            (std::vector<int>{3, 3, 2}));
+}
+
+TEST(SearchPieces, InFlightPerRank) {
+  // p = 4, m = 8: 1f1b rank r holds p - r; gpipe all m; interleaved v = 2
+  // rank 0: min(2*3 + 4 + 1, 16) = 11 chunks of 1/2 = 5.5, rank 3:
+  // min(0 + 4 + 1, 16) = 5 chunks = 2.5.
+  EXPECT_EQ(4, inFlightMicroBatchesOnRank(Schedule::OneFOneB, 4, 8, 1, 0));
+  EXPECT_EQ(1, inFlightMicroBatchesOnRank(Schedule::OneFOneB, 4, 8, 1, 3));
+  EXPECT_EQ(2, inFlightMicroBatchesOnRank(Schedule::ZeroBubble, 4, 2, 1, 0));
+  EXPECT_EQ(8, inFlightMicroBatchesOnRank(Schedule::GPipe, 4, 8, 1, 3));
+  EXPECT_EQ(5.5, inFlightMicroBatchesOnRank(Schedule::Interleaved, 4, 8, 2, 0));
+  EXPECT_EQ(2.5, inFlightMicroBatchesOnRank(Schedule::Interleaved, 4, 8, 2, 3));
+  // Rank 0 is what inFlightMicroBatches always reported.
+  EXPECT_EQ(inFlightMicroBatches(Schedule::Interleaved, 4, 8, 2),
+            inFlightMicroBatchesOnRank(Schedule::Interleaved, 4, 8, 2, 0));
+}
+
+TEST(SearchPieces, TensorParallelCommunication) {
+  ClusterSpec spec = cluster(1, 8, 80, /*latencyUs=*/3);
+  // One 1 MB all-reduce over tp = 8 on 100 GB/s, 3 us: ring
+  // 2 * 7/8 * 1e6 / 1e11 + 14 * 3e-6 = 17.5 us + 42 us = 59.5 us, forward
+  // and backward: 119 us; recomputed forward too: 178.5 us.
+  expectNear(119e-6, tpCommSeconds(spec, {1e6}, 8, false, false));
+  expectNear(178.5e-6, tpCommSeconds(spec, {1e6}, 8, false, true));
+  // Sequence parallel: reduce-scatter + all-gather, each 7/8 * 1e6/1e11 +
+  // 7 * 3 us = 29.75 us: the same 59.5 us per all-reduce.
+  expectNear(119e-6, tpCommSeconds(spec, {1e6}, 8, true, false));
+  // Two tensors, and no communication at tp = 1.
+  expectNear(238e-6, tpCommSeconds(spec, {1e6, 1e6}, 8, false, false));
+  EXPECT_EQ(0, tpCommSeconds(spec, {1e6}, 1, false, false));
+  // tp = 16 over 2 nodes crosses them: 2 * 15/16 * 1e6 / 1e10 + 30 * 3 us
+  // = 187.5 + 90 = 277.5 us, twice.
+  ClusterSpec two = cluster(2, 8, 80, 3);
+  expectNear(555e-6, tpCommSeconds(two, {1e6}, 16, false, false));
+}
+
+TEST(SearchPieces, DataParallelExposure) {
+  ClusterSpec spec = cluster(1, 8);
+  // dp = 4 on 100 GB/s, 4 GB of gradients, 4 GB of parameters:
+  // all-reduce 2 * 3/4 * 4e9 / 1e11 = 60 ms; reduce-scatter and
+  // all-gather 30 ms each.
+  double g = 4e9, p = 4e9;
+  // ZeRO 0: 60 ms behind a 50 ms backward: 10 ms exposed.
+  expectNear(0.010, dpExposedSeconds(spec, 0, 4, false, g, p, 0.02, 0.05, 8));
+  // ZeRO 1: the reduce-scatter hides, the 30 ms all-gather does not.
+  expectNear(0.030, dpExposedSeconds(spec, 1, 4, false, g, p, 0.02, 0.05, 8));
+  // ZeRO 2 behind a 20 ms backward, 8 micro-batches: 8 * 10 ms + 30 ms.
+  expectNear(0.110, dpExposedSeconds(spec, 2, 4, false, g, p, 0.01, 0.02, 8));
+  // ZeRO 3, forward 10 ms, backward 20 ms, 8 micro-batches:
+  // 8 * ((30 - 10) + (30 - 20) + (30 - 20)) ms = 320 ms.
+  expectNear(0.320, dpExposedSeconds(spec, 3, 4, false, g, p, 0.01, 0.02, 8));
+  // Nothing to reduce at dp = 1.
+  EXPECT_EQ(0, dpExposedSeconds(spec, 3, 1, false, g, p, 0.01, 0.02, 8));
+}
+
+/// One block structure: 1 TFLOP forward per sample (tp splits it), 1e9
+/// parameters, 1e6 saved elements (split), 1e5 input elements.
+ModelStats simpleModel(int blocks, int64_t batch) {
+  ModelStats m;
+  m.batch = batch;
+  m.seq = 4;
+  LayerStats block;
+  OpCost op;
+  op.flops = 1e12;
+  op.tpSplit = true;
+  block.ops.push_back(op);
+  block.params = 1e9;
+  block.saved.split = 1e6;
+  block.inputElements = 1e5;
+  m.classes.push_back(block);
+  m.blocks.assign(blocks, 0);
+  return m;
+}
+
+TEST(SearchPieces, OnePlanByHand) {
+  ModelStats model = simpleModel(4, 8);
+  ClusterSpec spec = cluster(1, 4);
+  SearchOptions o;
+  LayoutChoice l;
+  l.dp = 2, l.tp = 1, l.pp = 2, l.zeroStage = 1;
+  Plan plan;
+  Status st = evaluatePlan(model, spec, o, l, /*mbs=*/2, Recompute::None, plan);
+  ASSERT_TRUE(st.ok()) << st.message;
+  // m = 8 / (2 * 2) = 2. A block: 1e12 / 1e14 = 10 ms forward, 30 ms with
+  // the backward; 2 blocks a rank, 2 samples: 120 ms per micro-batch.
+  // Stage boundary: 2 samples * 1e5 * 2 B = 4e5 B at 100 GB/s = 4 us, a
+  // send forward and one backward: 8 us. T = 120.008 ms.
+  // 1F1B bubble 1/3: makespan 2 * T / (2/3) = 360.024 ms.
+  // ZeRO 1, dp = 2: grads 2e9 * 2 B = 4 GB, reduce-scatter 1/2 * 4e9/1e11
+  // = 20 ms behind an 80 ms backward (hidden); all-gather of 4 GB of
+  // parameters 20 ms, exposed. Step 380.024 ms.
+  expectNear(0.380024, plan.stepSeconds);
+  expectNear(0.240, plan.computeSeconds);
+  expectNear(0.020016, plan.exposedCommSeconds);
+  expectNear(0.120008, plan.bubbleSeconds);
+  EXPECT_EQ(plan.layout.microBatches, 2);
+  EXPECT_EQ(plan.blocksPerRank, (std::vector<int>{2, 2}));
+  // Rank 0: 2e9 params * (2 + 2 + 12/2) B = 20 GB; activations 2 blocks *
+  // 1e6 * 2 B per sample * 2 samples * 2 in flight = 16 MB.
+  expectNear(4e9, plan.memory.params);
+  expectNear(4e9, plan.memory.grads);
+  expectNear(12e9, plan.memory.optimizerState);
+  expectNear(16e6, plan.memory.activations);
+  expectNear(20.016e9, plan.memory.total);
+  EXPECT_EQ(plan.memoryRank, 0);
+  // 3 * 4e12 FLOPs * 8 samples over 4 devices and 0.380024 s, of 100
+  // TFLOP/s.
+  expectNear(9.6e13 / 0.380024 / 4 / 1e12, plan.tflopsPerDevice);
+  expectNear(9.6e13 / 0.380024 / 4 / 1e14, plan.mfu);
+  expectNear(8 * 4 / 0.380024, plan.tokensPerSecond);
+  EXPECT_TRUE(plan.feasible);
+}
+
+TEST(SearchPieces, RecomputationTradesTimeForMemory) {
+  ModelStats model = simpleModel(4, 8);
+  model.classes[0].saved = {8e6, 2e6};
+  model.classes[0].attentionSaved = {4e6, 0};
+  model.classes[0].ops[0].attentionCore = false;
+  OpCost core;
+  core.flops = 0.5e12;
+  core.tpSplit = true;
+  core.attentionCore = true;
+  model.classes[0].ops.push_back(core);
+  ClusterSpec spec = cluster(1, 2);
+  SearchOptions o;
+  LayoutChoice l;
+  l.tp = 2;
+  Plan none, sel, full;
+  ASSERT_TRUE(evaluatePlan(model, spec, o, l, 8, Recompute::None, none).ok());
+  ASSERT_TRUE(evaluatePlan(model, spec, o, l, 8, Recompute::Selective, sel).ok());
+  ASSERT_TRUE(evaluatePlan(model, spec, o, l, 8, Recompute::Full, full).ok());
+  // Per sample and block at tp = 2: forward 1.5e12 / 2 / 1e14 = 7.5 ms.
+  // none: 3 x 7.5 = 22.5 ms; selective adds the core's 2.5 ms; full the
+  // whole 7.5 ms. 4 blocks, 8 samples.
+  expectNear(32 * 0.0225, none.computeSeconds);
+  expectNear(32 * 0.025, sel.computeSeconds);
+  expectNear(32 * 0.030, full.computeSeconds);
+  // Saved bytes per sample and block (2 B each): none 8e6/2 + 2e6 = 6e6
+  // elements; selective drops 4e6/2: 4e6; full keeps the 1e5 input and
+  // rematerializes one block's 6e6 while it runs back.
+  expectNear(8 * 4 * 6e6 * 2, none.memory.activations);
+  expectNear(8 * (4 * 4e6 + 2e6) * 2, sel.memory.activations);
+  expectNear(8 * (4 * 1e5 + 6e6) * 2, full.memory.activations);
+  // Sequence parallel splits the replicated 2e6 as well.
+  l.sequenceParallel = true;
+  Plan sp;
+  ASSERT_TRUE(evaluatePlan(model, spec, o, l, 8, Recompute::None, sp).ok());
+  expectNear(8 * 4 * 5e6 * 2, sp.memory.activations);
+}
+
+//===----------------------------------------------------------------------===//
+// Exactness: pruned search == brute force
+//===----------------------------------------------------------------------===//
+
+/// Two alternating block structures (attention-like and MLP-like), an
+/// embedding and a head, tp all-reduces: a small model every part of the
+/// cost touches.
+ModelStats mixedModel(int blocks, int64_t batch) {
+  ModelStats m;
+  m.batch = batch;
+  m.seq = 64;
+  m.tpDivisor = 8;
+  LayerStats a, b;
+  a.ops = {{2e11, 1e8, true, false}, {4e10, 4e8, true, true},
+           {1e7, 2e8, false, false}};
+  a.params = 3e8;
+  a.saved = {6e6, 2e6};
+  a.attentionSaved = {3e6, 0};
+  a.inputElements = 5e5;
+  a.tpAllReduceElements = {5e5};
+  b.ops = {{4e11, 2e8, true, false}, {1e7, 2e8, false, false}};
+  b.params = 6e8;
+  b.saved = {8e6, 1e6};
+  b.inputElements = 5e5;
+  b.tpAllReduceElements = {5e5};
+  m.classes = {a, b};
+  for (int i = 0; i < blocks; ++i)
+    m.blocks.push_back(i % 2);
+  m.prologue.ops = {{1e8, 1e8, true, false}};
+  m.prologue.params = 2e8;
+  m.prologue.tpAllReduceElements = {5e5};
+  m.epilogue.ops = {{3e11, 3e8, true, false}};
+  m.epilogue.params = 1e8;
+  m.epilogue.saved = {1e7, 5e5};
+  m.epilogue.inputElements = 5e5;
+  return m;
+}
+
+void expectSamePlan(const Plan &a, const Plan &b) {
+  EXPECT_EQ(a.layout.dp, b.layout.dp);
+  EXPECT_EQ(a.layout.tp, b.layout.tp);
+  EXPECT_EQ(a.layout.pp, b.layout.pp);
+  EXPECT_EQ(a.layout.zeroStage, b.layout.zeroStage);
+  EXPECT_EQ(a.layout.sequenceParallel, b.layout.sequenceParallel);
+  EXPECT_EQ(a.layout.schedule, b.layout.schedule);
+  EXPECT_EQ(a.layout.virtualStages, b.layout.virtualStages);
+  EXPECT_EQ(a.layout.microBatches, b.layout.microBatches);
+  EXPECT_EQ(a.microBatchSize, b.microBatchSize);
+  EXPECT_EQ(a.recompute, b.recompute);
+  EXPECT_EQ(a.blocksPerRank, b.blocksPerRank);
+  // Bit for bit: both come from the same evaluator.
+  EXPECT_EQ(a.stepSeconds, b.stepSeconds);
+  EXPECT_EQ(a.memory.total, b.memory.total);
+  EXPECT_EQ(a.feasible, b.feasible);
+  EXPECT_EQ(a.why, b.why);
+}
+
+struct Case {
+  ModelStats model;
+  ClusterSpec spec;
+  SearchOptions options;
+};
+
+void expectPrunedEqualsBruteForce(const Case &c) {
+  SearchOptions pruned = c.options, brute = c.options;
+  pruned.prune = true;
+  brute.prune = false;
+  SearchResult rp, rb;
+  Status sp = searchPlan(c.model, c.spec, pruned, rp);
+  Status sb = searchPlan(c.model, c.spec, brute, rb);
+  EXPECT_EQ(sp.message, sb.message);
+  expectSamePlan(rp.best, rb.best);
+  ASSERT_EQ(rp.alternatives.size(), rb.alternatives.size());
+  for (size_t i = 0; i < rp.alternatives.size(); ++i)
+    expectSamePlan(rp.alternatives[i], rb.alternatives[i]);
+  // Pruning must have something to prune for the test to mean anything.
+  EXPECT_LE(rp.evaluated, rb.evaluated);
+}
+
+TEST(SearchExact, PrunedEqualsBruteForceAcrossClustersAndMemory) {
+  int cases = 0, pruning = 0;
+  for (int blocks : {4, 6, 8})
+    for (int64_t batch : {8, 16})
+      for (auto [nodes, perNode] : {std::pair{1, 4}, {2, 4}, {1, 8}})
+        for (double memoryGB : {4.0, 8.0, 16.0, 80.0}) {
+          Case c{mixedModel(blocks, batch),
+                 cluster(nodes, perNode, memoryGB, 2), {}};
+          SCOPED_TRACE(::testing::Message()
+                       << blocks << " blocks, batch " << batch << ", "
+                       << nodes << "x" << perNode << ", " << memoryGB
+                       << " GB");
+          expectPrunedEqualsBruteForce(c);
+          SearchResult rp, rb;
+          c.options.prune = true;
+          (void)searchPlan(c.model, c.spec, c.options, rp);
+          c.options.prune = false;
+          (void)searchPlan(c.model, c.spec, c.options, rb);
+          pruning += rp.evaluated < rb.evaluated;
+          ++cases;
+        }
+  // Most cases prune something; none may change the answer.
+  EXPECT_GT(pruning, cases / 2);
+}
+
+TEST(SearchExact, PrunedEqualsBruteForceWithPins) {
+  Case base{mixedModel(8, 16), cluster(2, 4, 16, 2), {}};
+  std::vector<std::function<void(SearchOptions &)>> pins = {
+      [](SearchOptions &o) { o.tp = 2; },
+      [](SearchOptions &o) { o.pp = 4; },
+      [](SearchOptions &o) { o.dp = 2, o.tp = 2, o.pp = 2; },
+      [](SearchOptions &o) { o.zeroStage = 3; },
+      [](SearchOptions &o) { o.schedule = Schedule::Interleaved; },
+      [](SearchOptions &o) { o.microBatchSize = 1; },
+      [](SearchOptions &o) { o.recompute = Recompute::Full; },
+      [](SearchOptions &o) { o.devices = 4; },
+      [](SearchOptions &o) { o.alternatives = 0; },
+  };
+  for (size_t i = 0; i < pins.size(); ++i) {
+    SCOPED_TRACE(i);
+    Case c = base;
+    pins[i](c.options);
+    expectPrunedEqualsBruteForce(c);
+  }
+}
+
+TEST(SearchExact, PinsAreHonoured) {
+  ModelStats model = mixedModel(8, 16);
+  ClusterSpec spec = cluster(2, 4, 80, 2);
+  SearchOptions o;
+  o.dp = 2, o.tp = 2, o.pp = 2, o.zeroStage = 2, o.microBatchSize = 2;
+  o.schedule = Schedule::GPipe;
+  SearchResult r;
+  ASSERT_TRUE(searchPlan(model, spec, o, r).ok());
+  EXPECT_EQ(r.best.layout.dp, 2);
+  EXPECT_EQ(r.best.layout.tp, 2);
+  EXPECT_EQ(r.best.layout.pp, 2);
+  EXPECT_EQ(r.best.layout.zeroStage, 2);
+  EXPECT_EQ(r.best.microBatchSize, 2);
+  EXPECT_EQ(r.best.layout.schedule, Schedule::GPipe);
+  // One mesh only: no alternatives of other meshes.
+  EXPECT_TRUE(r.alternatives.empty());
+}
+
+TEST(SearchExact, NothingFitsNamesTheClosestPlan) {
+  ModelStats model = mixedModel(8, 16);
+  ClusterSpec spec = cluster(1, 4, /*memoryGB=*/1);
+  SearchResult r;
+  Status st = searchPlan(model, spec, SearchOptions(), r);
+  ASSERT_FALSE(st.ok());
+  EXPECT_FALSE(r.best.feasible);
+  EXPECT_NE(st.message.find("per device at best ("), std::string::npos)
+      << st.message;
+  EXPECT_NE(st.message.find("the device has 1.0 GB"), std::string::npos)
+      << st.message;
+  // The least memory keeps no more than block inputs.
+  EXPECT_EQ(r.best.recompute, Recompute::Full);
+  EXPECT_GT(r.best.memory.total, 1e9);
+  // It is the least of every candidate (brute force over the same space).
+  SearchOptions brute;
+  brute.prune = false;
+  SearchResult rb;
+  EXPECT_EQ(searchPlan(model, spec, brute, rb).message, st.message);
+}
+
+TEST(SearchExact, BadPinsNameTheFlag) {
+  ModelStats model = mixedModel(8, 16);
+  ClusterSpec spec = cluster(1, 4);
+  auto error = [&](std::function<void(SearchOptions &)> pin) {
+    SearchOptions o;
+    pin(o);
+    SearchResult r;
+    return searchPlan(model, spec, o, r).message;
+  };
+  EXPECT_NE(error([](SearchOptions &o) { o.tp = 3; }).find("--mesh tp=3"),
+            std::string::npos);
+  EXPECT_NE(error([](SearchOptions &o) { o.dp = 2, o.tp = 1, o.pp = 1; })
+                .find("is not the 4 devices"),
+            std::string::npos);
+  EXPECT_NE(error([](SearchOptions &o) { o.microBatchSize = 3; })
+                .find("--micro-batch-size 3"),
+            std::string::npos);
+  EXPECT_NE(error([](SearchOptions &o) { o.devices = 16; }).find("--devices 16"),
+            std::string::npos);
+  EXPECT_NE(error([](SearchOptions &o) {
+              o.pp = 1;
+              o.schedule = Schedule::Interleaved;
+            }).find("needs pp >= 2"),
+            std::string::npos);
+}
+
+//===----------------------------------------------------------------------===//
+// Plan files
+//===----------------------------------------------------------------------===//
+
+TEST(PlanFile, RoundTripsAndIsDeterministic) {
+  ModelStats model = mixedModel(8, 16);
+  ClusterSpec spec = cluster(2, 4, 16, 2);
+  SearchResult r1, r2, back;
+  ASSERT_TRUE(searchPlan(model, spec, SearchOptions(), r1).ok());
+  ASSERT_TRUE(searchPlan(model, spec, SearchOptions(), r2).ok());
+  std::string json = formatPlanJSON(r1);
+  EXPECT_EQ(json, formatPlanJSON(r2));
+  Status st = parsePlanJSON(json, "plan.json", back);
+  ASSERT_TRUE(st.ok()) << st.message;
+  EXPECT_EQ(json, formatPlanJSON(back));
+  EXPECT_FALSE(back.alternatives.empty());
+  // A diff of a plan with itself changes no layout field.
+  EXPECT_NE(formatPlanDiff(back, "a", back, "b").find("the same layout"),
+            std::string::npos);
+}
+
+TEST(PlanFile, ErrorsNameTheField) {
+  ModelStats model = mixedModel(8, 16);
+  ClusterSpec spec = cluster(2, 4, 16, 2);
+  SearchResult r, back;
+  ASSERT_TRUE(searchPlan(model, spec, SearchOptions(), r).ok());
+  std::string json = formatPlanJSON(r);
+  auto errorAfter = [&](const std::string &from, const std::string &to) {
+    std::string edited = json;
+    // Keys are sorted, so the top-level plan's fields follow
+    // `alternatives`: the last occurrence is the top-level one.
+    size_t at = edited.rfind(from);
+    EXPECT_NE(at, std::string::npos) << from;
+    edited.replace(at, from.size(), to);
+    return parsePlanJSON(edited, "p.json", back).message;
+  };
+  EXPECT_EQ(errorAfter("\"zero_stage\": " +
+                           std::to_string(r.best.layout.zeroStage),
+                       "\"zero_stage\": 7"),
+            "p.json: zero_stage: expected 0, 1, 2 or 3");
+  EXPECT_EQ(errorAfter("\"format\": \"weft-plan\"", "\"format\": \"x\""),
+            "p.json: format: expected \"weft-plan\", got \"x\"");
+  EXPECT_NE(errorAfter("\"schedule\"", "\"sched\"").find("p.json: schedule: missing"),
+            std::string::npos);
+  EXPECT_NE(parsePlanJSON("{", "p.json", back).message.find("not valid JSON"),
+            std::string::npos);
+}
+
+} // namespace
