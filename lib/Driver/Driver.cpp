@@ -23,7 +23,10 @@
 #include "mlir/Support/FileUtilities.h"
 #include "mlir/Dialect/Func/Extensions/InlinerExtension.h"
 #include "mlir/Support/Timing.h"
+#include "llvm/ADT/StringSet.h"
 #include "llvm/IR/LLVMContext.h"
+#include "llvm/Linker/Linker.h"
+#include "llvm/Support/JSON.h"
 #include "llvm/IR/Module.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FormatVariadic.h"
@@ -169,9 +172,19 @@ private:
   void printTensorTable();
   void printSummary(ModuleOp module);
   std::string memorySummary(ModuleOp module, const ModelAbi &abi);
-  LogicalResult emitNative(ModuleOp module, const ModelAbi &abi,
+  /// One program of the executable: a module after code generation, its
+  /// step's ABI and name, and for a pipeline rank what its model JSON adds.
+  struct Program {
+    ModuleOp module;
+    ModelAbi abi;
+    std::string entry;
+    std::optional<llvm::json::Object> pipeline;
+  };
+  LogicalResult emitNative(ArrayRef<Program> programs,
                            std::optional<int64_t> numClasses,
                            TimingScope &timing);
+  LogicalResult compilePipeline(ModuleOp module, TimingScope &timing);
+  void report(StringRef memory);
   LogicalResult writeIR(ModuleOp module);
 
   MLIRContext &context;
@@ -321,13 +334,11 @@ LogicalResult Driver::checkPipelineOptions() {
                 options.mesh +
                 " has none (pipeline parallelism combined with tp is not "
                 "built yet): leave it out");
-  if (emit > Stage::Partitioned && !isScheduleStage(emit))
-    return fail(Twine("pipeline parallelism (--mesh pp=N) compiles to "
-                      "per-rank programs (--emit=partitioned) and schedules "
-                      "(--emit=schedule, --emit=schedule-svg); executables "
-                      "for pipelines are not built yet (asked for "
-                      "--emit=") +
-                getStageName(emit) + ")");
+  if (emit == Stage::Linalg || emit == Stage::Memref)
+    return fail(Twine("--emit=") + getStageName(emit) +
+                " shows one step's kernels, but a pipeline (--mesh pp=N) "
+                "compiles one program per rank: see them with "
+                "--emit=partitioned, or build with --emit=obj or exe");
   std::string name = options.schedule.value_or("1f1b");
   if (pipeline::Status s = pipeline::parseScheduleKind(name, scheduleKind);
       !s.ok())
@@ -750,25 +761,32 @@ std::string Driver::memorySummary(ModuleOp module, const ModelAbi &abi) {
 }
 
 /// llvm, obj, exe: LLVM IR, an object file with the weights embedded, an
-/// executable linked with the runtime.
-LogicalResult Driver::emitNative(ModuleOp module, const ModelAbi &abi,
+/// executable linked with the runtime. A pipeline's programs are built
+/// module by module and linked into one; program 0 embeds the weights of
+/// every program.
+LogicalResult Driver::emitNative(ArrayRef<Program> programs,
                                  std::optional<int64_t> numClasses,
                                  TimingScope &timing) {
   Stage emit = options.emit;
+  ModuleOp first = programs.front().module;
   TempDir temps(loc());
   temps.tool = options.tool;
   temps.keep = options.saveTemps;
   std::string weightsPath, weightsBeside;
   uint64_t weightsSize = 0, weightsChecksum = 0;
+  std::vector<std::string> names;
+  uint64_t tensorBytes = 0;
+  for (const Program &program : programs)
+    for (const AbiTensor &arg : program.abi.args)
+      if (llvm::is_contained(program.abi.weightNames(), arg.name) &&
+          !llvm::is_contained(names, arg.name)) {
+        names.push_back(arg.name);
+        tensorBytes += arg.bytes();
+      }
   if (emit != Stage::Llvm) {
     if (!temps.create())
       return failure();
     TimingScope t = timing.nest("Embed weights");
-    std::vector<std::string> names = abi.weightNames();
-    uint64_t tensorBytes = 0;
-    for (const AbiTensor &arg : abi.args)
-      if (llvm::is_contained(names, arg.name))
-        tensorBytes += arg.bytes();
     // Large weights stay beside the executable: a 500 MB binary is slow to
     // link, copy and start, and every rank would map all of it. They are
     // written there directly, with checksums per chunk.
@@ -781,7 +799,7 @@ LogicalResult Driver::emitNative(ModuleOp module, const ModelAbi &abi,
     }
     if (!names.empty()) {
       weightsPath = beside ? weightsBeside : temps.file("weights.safetensors");
-      if (failed(writeWeightsFile(module, names, weightsPath,
+      if (failed(writeWeightsFile(first, names, weightsPath,
                                   beside ? &weightsChecksum : nullptr,
                                   beside ? &weightsSize : nullptr)))
         return failure();
@@ -806,36 +824,64 @@ LogicalResult Driver::emitNative(ModuleOp module, const ModelAbi &abi,
       createCpuTargetMachine(options.target, loc());
   if (!machine)
     return failure();
-  ModelDescriptor descriptor;
-  descriptor.abi = abi;
-  descriptor.modelJson =
-      buildModelJson(module, abi, llvm::sys::path::filename(options.input),
-                     "train_step", numClasses);
-  if (auto ws = module->getAttrOfType<IntegerAttr>(
-          WeftDialect::kWorkspaceBytesAttrName))
-    descriptor.workspaceBytes = ws.getInt();
-  if (weightsBeside.empty()) {
-    descriptor.weightsPath = weightsPath;
-    descriptor.weightsSize = weightsSize;
-  } else {
-    descriptor.weightsFile = llvm::sys::path::filename(weightsBeside).str();
-    descriptor.weightsFileSize = weightsSize;
-    descriptor.weightsFileChecksum = weightsChecksum;
+  if (!weightsBeside.empty())
     llvm::errs() << options.tool << ": initial weights ("
                  << mib(weightsSize) << ") kept beside the executable in "
                  << weightsBeside << "\n";
-  }
 
   llvm::LLVMContext llvmContext;
   std::unique_ptr<llvm::Module> llvmModule;
-  {
-    TimingScope t = timing.nest("LLVM translation and O" +
-                                std::to_string(options.target.optLevel));
-    llvmModule = buildModelModule(module, llvmContext, *machine, "train_step",
-                                  descriptor, options.target.optLevel);
+  for (auto [index, program] : llvm::enumerate(programs)) {
+    ModelDescriptor descriptor;
+    descriptor.abi = program.abi;
+    descriptor.modelJson =
+        buildModelJson(program.module, program.abi,
+                       llvm::sys::path::filename(options.input), program.entry,
+                       numClasses);
+    if (program.pipeline) {
+      llvm::Expected<llvm::json::Value> json =
+          llvm::json::parse(descriptor.modelJson);
+      if (!json)
+        return fail("the model JSON does not parse: " +
+                    llvm::toString(json.takeError()));
+      json->getAsObject()->insert({"pipeline", llvm::json::Object(*program.pipeline)});
+      descriptor.modelJson = llvm::formatv("{0}", *json).str();
+    }
+    if (auto ws = program.module->getAttrOfType<IntegerAttr>(
+            WeftDialect::kWorkspaceBytesAttrName))
+      descriptor.workspaceBytes = ws.getInt();
+    descriptor.programIndex = int32_t(index);
+    descriptor.numPrograms = int32_t(programs.size());
+    if (weightsBeside.empty()) {
+      // Program 0 embeds the weights; the others point at them.
+      descriptor.weightsPath = index == 0 ? weightsPath : std::string();
+      descriptor.sharedWeights = !weightsPath.empty();
+      descriptor.weightsSize = weightsSize;
+    } else {
+      descriptor.weightsFile = llvm::sys::path::filename(weightsBeside).str();
+      descriptor.weightsFileSize = weightsSize;
+      descriptor.weightsFileChecksum = weightsChecksum;
+    }
+    std::unique_ptr<llvm::Module> built;
+    {
+      TimingScope t = timing.nest("LLVM translation and O" +
+                                  std::to_string(options.target.optLevel));
+      built = buildModelModule(program.module, llvmContext, *machine,
+                               program.entry, descriptor,
+                               options.target.optLevel);
+    }
+    if (!built)
+      return failure();
+    if (!llvmModule) {
+      llvmModule = std::move(built);
+      continue;
+    }
+    // Each program's kernels and tables are internal: linking renames
+    // what clashes; the programs' tables are the only shared symbols.
+    if (llvm::Linker::linkModules(*llvmModule, std::move(built)))
+      return fail("cannot link the programs of pipeline ranks 0 and " +
+                  std::to_string(index) + " into one module");
   }
-  if (!llvmModule)
-    return failure();
   if (emit == Stage::Llvm) {
     std::string openError;
     auto output = openOutputFile(options.output, &openError);
@@ -908,6 +954,8 @@ LogicalResult Driver::run() {
   if (emit < Stage::Linalg)
     return writeIR(*module);
 
+  if (pipelineRanks > 0)
+    return compilePipeline(*module, timing);
   auto step = module->lookupSymbol<func::FuncOp>("train_step");
   if (!step)
     return fail(options.input + " has no @train_step to compile");
@@ -928,28 +976,148 @@ LogicalResult Driver::run() {
     return failure();
   std::string memory =
       emit >= Stage::Memref ? memorySummary(*module, *abi) : std::string();
-  auto report = [&] {
-    double seconds = std::chrono::duration<double>(
-                         std::chrono::steady_clock::now() - start)
-                         .count();
-    llvm::errs() << options.tool << ": "
-                 << (emit == Stage::Exe ? "wrote " + options.output + ": "
-                                        : std::string())
-                 << (memory.empty() ? "" : memory + "; ") << "compiled in "
-                 << llvm::formatv("{0:F2}", seconds) << " s\n";
-  };
   if (emit >= Stage::Llvm) {
-    if (failed(emitNative(*module, *abi, numClasses, timing)))
+    Program program{*module, *abi, "train_step", std::nullopt};
+    if (failed(emitNative(program, numClasses, timing)))
       return failure();
     if (options.summary || emit == Stage::Exe)
-      report();
+      report(memory);
     return success();
   }
   if (options.summary)
-    report();
+    report(memory);
   return writeIR(*module);
 }
 
+/// "wrote train: planned peak memory ...; compiled in 1.23 s".
+void Driver::report(StringRef memory) {
+  double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+          .count();
+  llvm::errs() << options.tool << ": "
+               << (options.emit == Stage::Exe ? "wrote " + options.output + ": "
+                                              : std::string())
+               << (memory.empty() ? "" : memory + "; ") << "compiled in "
+               << llvm::formatv("{0:F2}", seconds) << " s\n";
+}
+
+/// A pipeline's executable: one program per rank (MPMD), each rank's step
+/// compiled on its own copy of the module, then linked into one binary
+/// whose runtime runs the program of its pipeline rank. Each program's
+/// model JSON says where it stands in the pipeline, the schedule's
+/// predicted bubble, and every tensor of the whole model with the rank
+/// that stores it in checkpoints, so any rank can describe the model and
+/// a checkpoint written at one pp resumes at another.
+LogicalResult Driver::compilePipeline(ModuleOp module, TimingScope &timing) {
+  std::optional<int64_t> numClasses = getNumClasses(module);
+  int64_t microBatches = stepMicroBatches(module);
+  // The schedule as the executable will run it, simulated with the stage
+  // costs of --emit=schedule.
+  llvm::json::Array rankBubble;
+  double bubble = 0;
+  {
+    FailureOr<std::vector<StageSummary>> stages = readStageSummary(module);
+    if (failed(stages))
+      return failure();
+    planner::ClusterSpec cluster;
+    if (!options.cluster.empty()) {
+      if (rt::Status s = planner::loadClusterSpec(options.cluster, cluster);
+          !s.ok())
+        return fail("--cluster: " + s.message);
+    }
+    ScheduleMachine machine = scheduleMachine(
+        options.cluster.empty() ? nullptr : &cluster, pipelineRanks);
+    pipeline::Schedule schedule;
+    pipeline::SimResult sim;
+    pipeline::Status s = pipeline::buildSchedule(
+        scheduleKind, pipelineRanks, int(microBatches), virtualStages,
+        schedule);
+    if (s.ok())
+      s = pipeline::simulate(schedule, estimateStageCosts(*stages, machine),
+                             sim);
+    if (!s.ok())
+      return fail(s.message);
+    bubble = sim.bubble;
+    for (double b : sim.rankBubble)
+      rankBubble.push_back(b);
+  }
+
+  SmallVector<func::FuncOp> steps;
+  SmallVector<ModelAbi> abis;
+  for (int r = 0; r < pipelineRanks; ++r) {
+    std::string name = "train_step.rank" + std::to_string(r);
+    auto fn = module.lookupSymbol<func::FuncOp>(name);
+    if (!fn)
+      return fail(options.input + " has no @" + name +
+                  " (the pipeline's rank steps) to compile");
+    FailureOr<ModelAbi> abi = collectModelAbi(fn);
+    if (failed(abi))
+      return failure();
+    steps.push_back(fn);
+    abis.push_back(std::move(*abi));
+  }
+  // Every param, state and buffer of the model, stored by the first rank
+  // holding it (a tied parameter is held, equal, by several).
+  llvm::json::Array tensors;
+  {
+    llvm::StringSet<> seen;
+    for (int r = 0; r < pipelineRanks; ++r)
+      for (const AbiTensor &t : abis[r].args) {
+        if ((t.kind != "param" && t.kind != "state" && t.kind != "buffer") ||
+            !seen.insert(t.name).second)
+          continue;
+        llvm::json::Array shape;
+        for (int64_t d : t.shape)
+          shape.push_back(d);
+        tensors.push_back(llvm::json::Object{
+            {"name", t.name},
+            {"kind", t.kind},
+            {"dtype", rt::dtypeName(rt::DType(t.dtype))},
+            {"shape", std::move(shape)},
+            {"rank", r}});
+      }
+  }
+
+  SmallVector<OwningOpRef<ModuleOp>> clones;
+  SmallVector<Program> programs;
+  std::string memory;
+  for (int r = 0; r < pipelineRanks; ++r) {
+    clones.push_back(module.clone());
+    ModuleOp clone = *clones.back();
+    PassManager pm(&context);
+    if (failed(applyPassManagerCLOptions(pm)))
+      return failure();
+    pm.enableTiming(timing);
+    CodegenPipelineOptions codegen;
+    codegen.entry = steps[r].getName().str();
+    buildCodegenPipeline(pm, codegen);
+    if (failed(pm.run(clone)))
+      return failure();
+    llvm::json::Array stages;
+    for (int64_t stage = r; stage < int64_t(pipelineRanks) * virtualStages;
+         stage += pipelineRanks)
+      stages.push_back(stage);
+    llvm::json::Object pipelineJson{
+        {"rank", r},
+        {"ranks", pipelineRanks},
+        {"schedule", pipeline::getScheduleKindName(scheduleKind)},
+        {"virtual_stages", virtualStages},
+        {"micro_batches", microBatches},
+        {"stages", std::move(stages)},
+        {"predicted_bubble", bubble},
+        {"predicted_rank_bubble", llvm::json::Array(rankBubble)},
+        {"tensors", llvm::json::Array(tensors)}};
+    memory += (memory.empty() ? "" : "; ") + ("rank " + Twine(r) + " ").str() +
+              memorySummary(clone, abis[r]);
+    programs.push_back(
+        {clone, abis[r], codegen.entry, std::move(pipelineJson)});
+  }
+  if (failed(emitNative(programs, numClasses, timing)))
+    return failure();
+  if (options.summary || options.emit == Stage::Exe)
+    report(memory);
+  return success();
+}
 } // namespace
 
 LogicalResult weft::runDriver(MLIRContext &context, DriverOptions &options,

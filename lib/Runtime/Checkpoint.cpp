@@ -717,7 +717,7 @@ Status assemble(const ManifestTensor &t, std::map<std::string, Part> &parts,
 Status checkFinite(const std::string &dir, int64_t step,
                    const std::vector<CheckpointTensor> &tensors) {
   for (const CheckpointTensor &t : tensors) {
-    if ((t.dtype != DType::F32 && t.dtype != DType::F64) ||
+    if ((t.dtype != DType::F32 && t.dtype != DType::F64) || !t.data ||
         t.kind == weft::contract::roleName(weft::contract::Role::Buffer))
       continue;
     size_t bytes = 0;
@@ -821,7 +821,8 @@ static json withoutLayout(json model) {
   if (model.is_object())
     for (const char *key : {"mesh", "shardings", "zero", "tp_plan",
                             "sequence_parallel", "workspace_bytes",
-                            "peak_bytes"})
+                            "peak_bytes", "pipeline", "entry",
+                            "num_args", "num_results"})
       model.erase(key);
   return model;
 }
@@ -857,6 +858,8 @@ Status restoreImpl(const std::string &dir,
     }
     for (size_t i = 0; i < tensors.size(); ++i) {
       const CheckpointTensor &t = tensors[i];
+      if (!t.data)
+        continue;
       auto mt = std::find_if(m.tensors.begin(), m.tensors.end(),
                              [&](const auto &c) { return c.name == t.name; });
       for (const ShardLayout::Box &box : blocks[i].boxes)
@@ -1132,10 +1135,16 @@ bool ShardLayout::storesBlock(const std::string &name, int64_t rank) const {
   if (auto it = shardings.find(name); it != shardings.end())
     for (const auto &axes : it->second.dims)
       used.insert(axes.begin(), axes.end());
+  auto stage = pipelineRank.find(name);
   int64_t rest = rank;
   for (auto a = mesh.rbegin(); a != mesh.rend(); ++a) {
-    if (!used.count(a->name) && rest % a->size != 0)
+    int64_t coord = rest % a->size;
+    if (stage != pipelineRank.end() && a->name == "pp") {
+      if (coord != stage->second)
+        return false;
+    } else if (!used.count(a->name) && coord != 0) {
       return false;
+    }
     rest /= a->size;
   }
   return true;

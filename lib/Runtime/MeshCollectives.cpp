@@ -19,6 +19,7 @@
 
 #include <csignal>
 #include <cstdint>
+#include <chrono>
 #include <cstring>
 #include <vector>
 
@@ -148,6 +149,27 @@ Status RuntimeContext::joinMesh(const std::vector<MeshAxisSpec> &mesh,
   context.numAxes = int32_t(axes.size());
   context.axes = axes.data();
   return Status::success();
+}
+
+double RuntimeContext::takeTransferSeconds() {
+  double total = 0;
+  for (std::unique_ptr<AxisGroup> &group : axisGroups)
+    if (group) {
+      total += group->transferSeconds;
+      group->transferSeconds = 0;
+    }
+  return total;
+}
+
+Status RuntimeContext::allReduceSum(std::vector<float> &values) {
+  if (axisGroups.empty() || values.empty())
+    return Status::success();
+  // The group of every axis: the whole mesh.
+  AxisGroup *all = axisGroups.back().get();
+  if (!all)
+    return Status::error("the mesh has no communicator over all its axes");
+  return all->thread->wait(
+      all->thread->allReduceSum(values.data(), values.size()));
 }
 
 //===----------------------------------------------------------------------===//
@@ -341,8 +363,12 @@ extern "C" void weft_rt_send_f32(const WeftRuntimeContext *ctx,
                                  int64_t count, int64_t peer, int64_t tag) {
   AxisGroup &group = groupOf(ctx, "send", axisMask);
   checkTransferArgs(ctx, "send", axisMask, count, peer, tag);
+  auto start = std::chrono::steady_clock::now();
   finish(ctx, "send", axisMask, group,
          group.thread->send(in, size_t(count), int(peer), uint64_t(tag)));
+  group.transferSeconds += std::chrono::duration<double>(
+                               std::chrono::steady_clock::now() - start)
+                               .count();
 }
 
 extern "C" void weft_rt_recv_f32(const WeftRuntimeContext *ctx,
@@ -350,8 +376,12 @@ extern "C" void weft_rt_recv_f32(const WeftRuntimeContext *ctx,
                                  int64_t peer, int64_t tag) {
   AxisGroup &group = groupOf(ctx, "recv", axisMask);
   checkTransferArgs(ctx, "recv", axisMask, count, peer, tag);
+  auto start = std::chrono::steady_clock::now();
   finish(ctx, "recv", axisMask, group,
          group.thread->recv(out, size_t(count), int(peer), uint64_t(tag)));
+  group.transferSeconds += std::chrono::duration<double>(
+                               std::chrono::steady_clock::now() - start)
+                               .count();
 }
 
 //===----------------------------------------------------------------------===//

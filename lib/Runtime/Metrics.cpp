@@ -39,6 +39,9 @@ std::string weft::rt::metricsJsonLine(const StepMetrics &m) {
     out += ",\"tokens_per_s\":" + number(m.tokensPerS, 6);
   if (m.gradNorm >= 0 || std::isnan(m.gradNorm))
     out += ",\"grad_norm\":" + number(m.gradNorm, 9);
+  if (m.bubble >= 0)
+    out += ",\"bubble\":" + number(m.bubble, 6) +
+           ",\"bubble_predicted\":" + number(m.bubblePredicted, 6);
   if (m.skipped)
     out += ",\"skipped\":true";
   return out + ",\"data_wait_s\":" + number(m.dataWaitS, 6) + "}";

@@ -223,6 +223,75 @@ Status readMesh(const json &root, ModelSpec &spec) {
 
 /// How batch input `t` comes out of the global batch, and how many samples
 /// of it this rank holds.
+/// Reads the model JSON's "pipeline" (a pipeline executable's program:
+/// docs/pipeline.md) into spec.pipeline.
+Status readPipeline(const json &root, ModelSpec &spec) {
+  auto it = root.find("pipeline");
+  if (it == root.end())
+    return Status::success();
+  const json &p = *it;
+  auto bad = [](const std::string &what) {
+    return Status::error("compiled model: the model JSON's \"pipeline\" " +
+                         what + "; rebuild the model with a matching weftc");
+  };
+  auto integer = [&](const char *key, int64_t &out, int64_t least) {
+    auto v = p.find(key);
+    if (v == p.end() || !v->is_number_integer() || v->get<int64_t>() < least)
+      return false;
+    out = v->get<int64_t>();
+    return true;
+  };
+  PipelineSpec &out = spec.pipeline;
+  if (!p.is_object() || !integer("ranks", out.ranks, 1) ||
+      !integer("rank", out.rank, 0) || out.rank >= out.ranks ||
+      !integer("micro_batches", out.microBatches, 1) ||
+      !integer("virtual_stages", out.virtualStages, 1))
+    return bad("needs 'rank' < 'ranks', 'micro_batches' and 'virtual_stages'");
+  if (auto v = p.find("schedule"); v != p.end() && v->is_string())
+    out.schedule = v->get<std::string>();
+  if (auto v = p.find("predicted_bubble"); v != p.end() && v->is_number())
+    out.predictedBubble = v->get<double>();
+  if (auto v = p.find("predicted_rank_bubble"); v != p.end() && v->is_array())
+    for (const json &b : *v)
+      if (b.is_number())
+        out.predictedRankBubble.push_back(b.get<double>());
+  if (auto v = p.find("stages"); v != p.end() && v->is_array())
+    for (const json &st : *v)
+      if (st.is_number_integer())
+        out.stages.push_back(st.get<int64_t>());
+  auto tensors = p.find("tensors");
+  if (tensors == p.end() || !tensors->is_array())
+    return bad("lists no 'tensors'");
+  for (const json &t : *tensors) {
+    PipelineTensorSpec ts;
+    bool ok = t.is_object() && t.contains("name") && t["name"].is_string() &&
+              t.contains("kind") && t["kind"].is_string() &&
+              t.contains("dtype") && t["dtype"].is_string() &&
+              t.contains("shape") && t["shape"].is_array() &&
+              t.contains("rank") && t["rank"].is_number_integer();
+    bool known = false;
+    if (ok) {
+      ts.name = t["name"].get<std::string>();
+      ts.kind = t["kind"].get<std::string>();
+      ts.rank = t["rank"].get<int64_t>();
+      for (int32_t d = 0; d <= kMaxDType; ++d)
+        if (t["dtype"].get<std::string>() == dtypeName(DType(d))) {
+          ts.dtype = DType(d);
+          known = true;
+        }
+      for (const json &d : t["shape"])
+        if (d.is_number_integer() && d.get<int64_t>() >= 0)
+          ts.shape.push_back(d.get<int64_t>());
+        else
+          ok = false;
+    }
+    if (!ok || !known || ts.rank < 0 || ts.rank >= out.ranks)
+      return bad("has a malformed tensor entry " + t.dump());
+    out.tensors.push_back(std::move(ts));
+  }
+  return Status::success();
+}
+
 Status readBatchLayout(const ModelSpec &spec, const TensorSpec &t,
                        BatchLayout &layout, int64_t &samples) {
   samples = t.shape[0];
@@ -268,6 +337,16 @@ const SlotSharding *ModelSpec::findSharding(const std::string &name) const {
 
 int64_t ModelSpec::numParameters() const {
   int64_t n = 0;
+  if (pipeline.ranks > 0) {
+    for (const PipelineTensorSpec &t : pipeline.tensors)
+      if (t.kind == "param") {
+        int64_t values = 1;
+        for (int64_t d : t.shape)
+          values *= d;
+        n += values;
+      }
+    return n;
+  }
   for (int i : paramArgs) {
     // The model's count, not this rank's share of it.
     if (const SlotSharding *split = findSharding(args[i].name)) {
@@ -339,6 +418,8 @@ Status weft::rt::loadModelSpec(const WeftModel &model, ModelSpec &out) {
     if (it != root.end() && it->is_object())
       hyper = &*it;
     if (Status s = readMesh(root, spec); !s.ok())
+      return s;
+    if (Status s = readPipeline(root, spec); !s.ok())
       return s;
   }
 
@@ -441,7 +522,9 @@ Status weft::rt::loadModelSpec(const WeftModel &model, ModelSpec &out) {
   if (spec.stepArg < 0 || spec.lrArg < 0)
     return Status::error("compiled model: the step must take the inputs "
                          "'step' (I64 scalar) and 'lr' (F32 scalar)");
-  if (spec.batchArgs.empty())
+  // A pipeline rank between the first and the last reads no data: its
+  // inputs come from the previous stage.
+  if (spec.batchArgs.empty() && spec.pipeline.ranks == 0)
     return Status::error("compiled model: the step takes no batch input");
 
   for (size_t r = 0; r < spec.results.size(); ++r) {

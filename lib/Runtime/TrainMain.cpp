@@ -206,11 +206,13 @@ const char *const kBuiltinFlags[] = {"--data",
                                      "--help"};
 
 /// Turns --data / --labels into loader options for `spec`'s batch inputs.
-Status resolveData(const ModelSpec &spec, const Options &opts,
+/// `batchInputs` are the model's: a pipeline rank's step takes some of
+/// them, but every rank reads the same batches (the same files, order and
+/// checkpointed position).
+Status resolveData(const std::vector<BatchInputSpec> &batchInputs,
+                   const ModelSpec &spec, const Options &opts,
                    DataLoaderOptions &out) {
-  for (int i : spec.batchArgs)
-    out.inputs.push_back(
-        {spec.args[i].name, spec.args[i].dtype, spec.args[i].shape});
+  out.inputs = batchInputs;
   out.numClasses = spec.numClasses;
   out.shuffle = !opts.noShuffle;
   auto isInput = [&](const std::string &name) {
@@ -313,10 +315,12 @@ void storeScalar(DType dtype, void *dst, double v) {
 /// The loop's state: the step's buffers and everything around them.
 class Trainer {
 public:
-  Trainer(const WeftModel &model, const ModelSpec &spec, const Options &opts,
-          const Fault &fault, const RuntimeContext &context, std::ostream &out,
+  Trainer(const WeftModel &model, const ModelSpec &spec,
+          std::vector<BatchInputSpec> batchInputs, const Options &opts,
+          const Fault &fault, RuntimeContext &context, std::ostream &out,
           std::ostream &err)
-      : model(model), spec(spec), opts(opts), fault(fault), context(context),
+      : model(model), spec(spec), batchInputs(std::move(batchInputs)),
+        opts(opts), fault(fault), context(context),
         out(out), err(err) {}
 
   int run(bool seedGiven);
@@ -324,11 +328,14 @@ public:
 private:
   const WeftModel &model;
   const ModelSpec &spec;
+  /// What the loader reads: the model's batch inputs (a pipeline's, of
+  /// every rank), of which the step takes spec.batchArgs.
+  std::vector<BatchInputSpec> batchInputs;
   const Options &opts;
   const Fault &fault;
   /// The process's place among the run's ranks, its device and threads;
   /// every step receives it.
-  const RuntimeContext &context;
+  RuntimeContext &context;
   std::ostream &out, &err;
 
   std::vector<AlignedBuffer> argBufs, resultBufs;
@@ -377,11 +384,20 @@ Status Trainer::allocate() {
 
 std::vector<CheckpointTensor> Trainer::checkpointTensors() {
   std::vector<CheckpointTensor> tensors;
+  std::set<std::string> held;
   for (const auto *group : {&spec.paramArgs, &spec.stateArgs, &spec.bufferArgs})
-    for (int i : *group)
+    for (int i : *group) {
       tensors.push_back({spec.args[i].name, spec.args[i].kind,
                          spec.args[i].dtype, spec.args[i].shape,
                          argBufs[i].data()});
+      held.insert(spec.args[i].name);
+    }
+  // A pipeline rank describes the other ranks' tensors too, without data:
+  // the manifest lists the whole model, and a checkpoint of another model
+  // is refused on every rank.
+  for (const PipelineTensorSpec &t : spec.pipeline.tensors)
+    if (!held.count(t.name))
+      tensors.push_back({t.name, t.kind, t.dtype, t.shape, nullptr});
   return tensors;
 }
 
@@ -427,6 +443,8 @@ int Trainer::run(bool seedGiven) {
     layout.mesh.push_back({a.name, a.size});
   for (const auto &[name, split] : spec.shardings)
     layout.shardings[name] = {split.globalShape, split.dims, split.storedShape};
+  for (const PipelineTensorSpec &t : spec.pipeline.tensors)
+    layout.pipelineRank[t.name] = t.rank;
   if (Status s = loadInitialWeights(model, spec, argPtrs, ctx.rank); !s.ok())
     return fail(s);
   for (size_t h = 0; h < spec.hyperParams.size(); ++h) {
@@ -435,8 +453,14 @@ int Trainer::run(bool seedGiven) {
   }
 
   DataLoaderOptions dataOpts;
-  if (Status s = resolveData(spec, opts, dataOpts); !s.ok())
+  if (Status s = resolveData(batchInputs, spec, opts, dataOpts); !s.ok())
     return fail(s);
+  // Where each of the step's batch inputs is in the loader's batches.
+  std::vector<size_t> batchSlot;
+  for (int i : spec.batchArgs)
+    for (size_t k = 0; k < batchInputs.size(); ++k)
+      if (batchInputs[k].name == spec.args[i].name)
+        batchSlot.push_back(k);
   // The ranks of the mesh axes splitting the batch each read their block
   // of every global batch, by their coordinate on those axes (row-major);
   // ranks that differ only on other axes read the same. Without a mesh, or
@@ -559,7 +583,7 @@ int Trainer::run(bool seedGiven) {
     if (Status s = loader->next(b); !s.ok())
       return fail(s);
     for (size_t k = 0; k < spec.batchArgs.size(); ++k)
-      argPtrs[spec.batchArgs[k]] = b.inputs[k].data();
+      argPtrs[spec.batchArgs[k]] = b.inputs[batchSlot[k]].data();
     *reinterpret_cast<int64_t *>(argPtrs[spec.stepArg]) = step;
     // Dropout's masks derive from the run's seed (the checkpoint's on a
     // resume) and the step, so a resumed run repeats them.
@@ -571,9 +595,25 @@ int Trainer::run(bool seedGiven) {
     // Started (its batch in hand), then done: a rank stuck before its step
     // shows as behind the ranks waiting for it in the step's collectives.
     context.beat(2 * step + 1);
+    auto computeStart = std::chrono::steady_clock::now();
     model.trainStep(context.get(), argPtrs.data(), resultPtrs.data(),
                     workspace.data());
+    double stepSeconds = std::chrono::duration<double>(
+                             std::chrono::steady_clock::now() - computeStart)
+                             .count();
     context.beat(2 * step + 2);
+    // A pipeline's bubble as run: the time its ranks spent in sends and
+    // receives (waiting for a peer, or moving data) over the time they
+    // spent in the step, summed over the ranks.
+    double bubble = -1;
+    if (spec.pipeline.ranks > 0) {
+      std::vector<float> sums = {float(context.takeTransferSeconds()),
+                                 float(stepSeconds)};
+      if (Status s = context.allReduceSum(sums); !s.ok())
+        return fail(Status::error("summing the pipeline's idle time over "
+                                  "the ranks: " + s.message));
+      bubble = sums[1] > 0 ? double(sums[0]) / double(sums[1]) : 0;
+    }
 
     // A step whose loss or gradient is not finite would poison every
     // parameter: its results are never swapped in. It stops the run, or,
@@ -625,6 +665,10 @@ int Trainer::run(bool seedGiven) {
     m.lr = lrOut ? double(*lrOut) : double(float(opts.lr));
     m.stepTimeS = secs;
     m.dataWaitS = b.waitSeconds;
+    if (bubble >= 0) {
+      m.bubble = bubble;
+      m.bubblePredicted = spec.pipeline.predictedBubble;
+    }
     m.samplesPerS = secs > 0 ? double(batch) / secs : 0;
     if (tokensPerStep)
       m.tokensPerS = secs > 0 ? double(tokensPerStep) / secs : 0;
@@ -759,13 +803,68 @@ Status validate(const Options &o, const ModelSpec &spec) {
   return Status::success();
 }
 
-int runTrainingImpl(const WeftModel &model, int argc, const char *const *argv,
-                    std::ostream &out, std::ostream &err) {
+/// The program this process runs: a pipeline executable holds one per
+/// pipeline rank (ModelABI.h), picked by the launcher's rank; and the
+/// batch inputs of the whole model, which every rank's loader reads.
+Status selectProgram(const WeftModel &model, const WeftModel *&program,
+                     std::vector<BatchInputSpec> &batchInputs) {
+  program = &model;
+  std::vector<const WeftModel *> all = {&model};
+  if (model.numPrograms > 1) {
+    if (!model.programs)
+      return Status::error("compiled model: a pipeline executable without "
+                           "its program table");
+    all.assign(model.programs, model.programs + model.numPrograms);
+    // The launch is checked again, with errors, once the flags are read.
+    LaunchInfo launch;
+    int64_t rank = 0;
+    if (readLaunchInfo([](const char *name) { return std::getenv(name); },
+                       launch)
+            .ok())
+      rank = launch.rank;
+    if (rank >= model.numPrograms)
+      return Status::error(
+          "this is rank " + std::to_string(rank) + " of " +
+          std::to_string(launch.worldSize) +
+          ", but the executable is a pipeline of " +
+          std::to_string(model.numPrograms) + " ranks (weftc --mesh pp=" +
+          std::to_string(model.numPrograms) + "): launch " +
+          std::to_string(model.numPrograms) +
+          " processes, e.g. weftrun --nproc-per-node " +
+          std::to_string(model.numPrograms));
+    program = all[size_t(rank)];
+  }
+  for (const WeftModel *m : all) {
+    ModelSpec spec;
+    if (!m)
+      return Status::error("compiled model: a pipeline program is missing");
+    if (Status s = loadModelSpec(*m, spec); !s.ok())
+      return s;
+    for (int i : spec.batchArgs)
+      if (std::none_of(batchInputs.begin(), batchInputs.end(),
+                       [&](const BatchInputSpec &b) {
+                         return b.name == spec.args[i].name;
+                       }))
+        batchInputs.push_back(
+            {spec.args[i].name, spec.args[i].dtype, spec.args[i].shape});
+  }
+  return Status::success();
+}
+
+int runTrainingImpl(const WeftModel &executable, int argc,
+                    const char *const *argv, std::ostream &out,
+                    std::ostream &err) {
+  const WeftModel *program = nullptr;
+  std::vector<BatchInputSpec> batchInputs;
   ModelSpec spec;
-  if (Status s = loadModelSpec(model, spec); !s.ok()) {
-    err << ("error: " + s.message + "\n");
+  Status loaded = selectProgram(executable, program, batchInputs);
+  if (loaded.ok())
+    loaded = loadModelSpec(*program, spec);
+  if (!loaded.ok()) {
+    err << ("error: " + loaded.message + "\n");
     return 1;
   }
+  const WeftModel &model = *program;
   std::set<std::string> builtin(std::begin(kBuiltinFlags),
                                 std::end(kBuiltinFlags));
   for (HyperParamSpec &hp : spec.hyperParams)
@@ -917,7 +1016,8 @@ int runTrainingImpl(const WeftModel &model, int argc, const char *const *argv,
   }
 
   SignalScope signals;
-  Trainer trainer(model, spec, opts, fault, context, *progress, err);
+  Trainer trainer(model, spec, std::move(batchInputs), opts, fault, context,
+                  *progress, err);
   int code = trainer.run(app.count("--seed") > 0);
   reportFailure(code);
   return code;

@@ -305,9 +305,12 @@ public:
     // struct WeftModel { abiVersion, modelJson, numArgs, args, numResults,
     //                    results, weights, weightsSize, weightsFile,
     //                    weightsFileSize, weightsFileChecksum,
-    //                    workspaceBytes, trainStep }
+    //                    workspaceBytes, trainStep, numPrograms,
+    //                    programs }
     model = llvm::StructType::create(
-        ctx, {i32, ptr, i32, ptr, i32, ptr, ptr, i64, ptr, i64, i64, i64, ptr},
+        ctx,
+        {i32, ptr, i32, ptr, i32, ptr, ptr, i64, ptr, i64, i64, i64, ptr, i32,
+         ptr},
         "struct.WeftModel");
   }
 
@@ -427,13 +430,26 @@ std::string weft::addModelDescriptor(llvm::Module &module,
   DescriptorBuilder b(module);
   llvm::Constant *weights = llvm::ConstantPointerNull::get(b.ptr);
   uint64_t weightsSize = 0;
-  if (!descriptor.weightsPath.empty()) {
+  std::string symbol = "weft_weights";
+  // Hidden and dso_local: every program refers to the weights directly.
+  auto declareWeights = [&] {
+    auto *global = new llvm::GlobalVariable(
+        module,
+        llvm::ArrayType::get(llvm::Type::getInt8Ty(module.getContext()), 0),
+        true, llvm::GlobalValue::ExternalLinkage, nullptr, symbol);
+    global->setVisibility(llvm::GlobalValue::HiddenVisibility);
+    global->setDSOLocal(true);
+    return global;
+  };
+  if (descriptor.weightsPath.empty() && descriptor.sharedWeights) {
+    weights = declareWeights();
+    weightsSize = descriptor.weightsSize;
+  } else if (!descriptor.weightsPath.empty()) {
     // Defined by the assembler from the file; hidden and dso_local so the
     // descriptor refers to it directly. x86-64 keeps large data in .lrodata
     // (SHF_X86_64_LARGE), away from the code, so that weights past 2 GB do
     // not push RIP-relative references out of range.
     bool x86 = module.getTargetTriple().getArch() == llvm::Triple::x86_64;
-    std::string symbol = "weft_weights";
     std::string text;
     llvm::raw_string_ostream os(text);
     os << ".pushsection " << (x86 ? ".lrodata" : ".rodata")
@@ -446,15 +462,31 @@ std::string weft::addModelDescriptor(llvm::Module &module,
        << ".size " << symbol << ", " << descriptor.weightsSize << "\n"
        << ".popsection\n";
     module.appendModuleInlineAsm(text);
-    auto *global = new llvm::GlobalVariable(
-        module,
-        llvm::ArrayType::get(llvm::Type::getInt8Ty(module.getContext()), 0),
-        true, llvm::GlobalValue::ExternalLinkage, nullptr, symbol);
-    global->setVisibility(llvm::GlobalValue::HiddenVisibility);
-    global->setDSOLocal(true);
-    weights = global;
+    weights = declareWeights();
     weightsSize = descriptor.weightsSize;
   }
+
+  // A pipeline's programs find each other by hidden symbols:
+  // weft_program_<i> for each table, weft_programs for the list of them.
+  int32_t numPrograms = descriptor.numPrograms;
+  bool multi = numPrograms > 1;
+  auto hidden = [](llvm::GlobalVariable *global) {
+    global->setVisibility(llvm::GlobalValue::HiddenVisibility);
+    global->setDSOLocal(true);
+    return global;
+  };
+  auto programSymbol = [](int32_t i) {
+    return "weft_program_" + std::to_string(i);
+  };
+  llvm::Constant *programs = llvm::ConstantPointerNull::get(b.ptr);
+  llvm::ArrayType *programsType = llvm::ArrayType::get(b.ptr, numPrograms);
+  llvm::GlobalVariable *programsTable = nullptr;
+  if (multi)
+    programsTable = hidden(new llvm::GlobalVariable(
+        module, programsType, true, llvm::GlobalValue::ExternalLinkage,
+        nullptr, "weft_programs"));
+  if (programsTable)
+    programs = programsTable;
 
   llvm::Constant *fields[] = {
       llvm::ConstantInt::get(b.i32, WEFT_MODEL_ABI_VERSION),
@@ -471,10 +503,32 @@ std::string weft::addModelDescriptor(llvm::Module &module,
       llvm::ConstantInt::get(b.i64, descriptor.weightsFileSize),
       llvm::ConstantInt::get(b.i64, descriptor.weightsFileChecksum),
       llvm::ConstantInt::get(b.i64, descriptor.workspaceBytes),
-      b.wrapper(step, takesContext, abi.args.size(), abi.results.size())};
+      b.wrapper(step, takesContext, abi.args.size(), abi.results.size()),
+      llvm::ConstantInt::get(b.i32, numPrograms),
+      programs};
   auto *model = new llvm::GlobalVariable(
-      module, b.model, true, llvm::GlobalValue::PrivateLinkage,
-      llvm::ConstantStruct::get(b.model, fields), "weft.model");
+      module, b.model, true,
+      multi ? llvm::GlobalValue::ExternalLinkage
+            : llvm::GlobalValue::PrivateLinkage,
+      llvm::ConstantStruct::get(b.model, fields),
+      multi ? programSymbol(descriptor.programIndex) : "weft.model");
+  if (multi)
+    hidden(model);
+  if (multi && descriptor.programIndex != 0)
+    return "";
+  if (multi) {
+    // Program 0's module lists every program and exports the entry point.
+    std::vector<llvm::Constant *> entries;
+    for (int32_t i = 0; i < numPrograms; ++i)
+      entries.push_back(
+          i == 0 ? model
+                 : hidden(new llvm::GlobalVariable(
+                       module, b.model, true,
+                       llvm::GlobalValue::ExternalLinkage, nullptr,
+                       programSymbol(i))));
+    programsTable->setInitializer(
+        llvm::ConstantArray::get(programsType, entries));
+  }
 
   auto *getter = llvm::Function::Create(
       llvm::FunctionType::get(b.ptr, {}, false),

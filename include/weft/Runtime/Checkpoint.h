@@ -102,6 +102,10 @@ struct ShardLayout {
   /// Major axis first; empty without a mesh.
   std::vector<Axis> mesh;
   std::map<std::string, Split> shardings;
+  /// A pipeline's tensors by the coordinate on the "pp" axis of the rank
+  /// that stores them (its stage's; another rank's holds none of them, or
+  /// a copy of a tied parameter). A tensor not listed is on every pp rank.
+  std::map<std::string, int64_t> pipelineRank;
 
   /// Ranks of the mesh: the product of its axis sizes (1 without a mesh).
   int64_t numRanks() const;
@@ -124,7 +128,8 @@ struct ShardLayout {
                        StoredBlock &out) const;
   /// Whether `rank` is the one that stores `name`'s block in a checkpoint:
   /// among the ranks holding the same block (those differing only on axes
-  /// that do not split it), the one at coordinate 0 on those axes.
+  /// that do not split it), the one at coordinate 0 on those axes; on the
+  /// "pp" axis, at the coordinate `pipelineRank` gives it.
   bool storesBlock(const std::string &name, int64_t rank) const;
 };
 
@@ -159,7 +164,9 @@ struct CheckpointTensor {
   /// The rank's (local) shape: its block of a sharded tensor.
   std::vector<int64_t> shape;
   /// Holds the tensor's dense bytes: read when saving, overwritten when
-  /// restoring.
+  /// restoring. Null for a tensor another pipeline rank holds: it is
+  /// described (to the manifest, and checked against a checkpoint) but
+  /// neither saved nor restored here.
   void *data = nullptr;
 };
 

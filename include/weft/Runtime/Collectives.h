@@ -233,6 +233,10 @@ struct AxisGroup {
   /// The mesh's groups by axis mask (bit i: axis i), this one among them:
   /// how a collective over several axes finds its group from the context.
   const std::vector<std::unique_ptr<AxisGroup>> *mesh = nullptr;
+  /// Seconds the step has spent in sends and receives (waiting for the
+  /// peer included) since RuntimeContext::takeTransferSeconds last
+  /// collected them: a pipeline rank's time not computing.
+  double transferSeconds = 0;
 };
 
 } // namespace rt

@@ -139,6 +139,13 @@ public:
   Status joinMesh(const std::vector<MeshAxisSpec> &mesh,
                   std::chrono::milliseconds timeout);
 
+  /// The seconds this rank spent in sends and receives since the last
+  /// call (AxisGroup::transferSeconds over every group); 0 off a mesh.
+  double takeTransferSeconds();
+  /// Sums `values` over every rank of the mesh, in place (a no-op off a
+  /// mesh). For the runtime's own bookkeeping between steps.
+  Status allReduceSum(std::vector<float> &values);
+
 private:
   LaunchInfo info;
   std::unique_ptr<ThreadPool> pool;

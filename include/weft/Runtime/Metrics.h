@@ -42,6 +42,10 @@ struct StepMetrics {
   bool skipped = false;
   /// The global gradient norm before clipping; negative when unknown.
   double gradNorm = -1;
+  /// A pipeline's step: the fraction of the ranks' step time spent in
+  /// sends and receives, measured, and the schedule's as weftc simulated
+  /// it; negative (and left out of the JSON) otherwise.
+  double bubble = -1, bubblePredicted = -1;
 };
 
 /// `{"step":1,"loss":2.30258512,"lr":0.001,"step_time_s":...,

@@ -16,8 +16,9 @@ extern "C" {
 #endif
 
 /* Bumped whenever the structs below change layout or meaning.
-   2: the step takes a WeftRuntimeContext. */
-#define WEFT_MODEL_ABI_VERSION 2
+   2: the step takes a WeftRuntimeContext.
+   3: a pipeline executable holds one program per pipeline rank. */
+#define WEFT_MODEL_ABI_VERSION 3
 
 /* The communicator of one mesh axis ("dp", "tp", ...): the ranks that share
    this rank's coordinates on every other axis. */
@@ -107,6 +108,14 @@ typedef struct WeftModel {
      args. workspace points to workspaceBytes bytes, 64-byte aligned. */
   void (*trainStep)(const WeftRuntimeContext *ctx, void *const *args,
                     void *const *results, void *workspace);
+  /* A pipeline-parallel executable is MPMD: each pipeline rank runs its
+     own program (its stages' parameters, its schedule). Such an
+     executable holds numPrograms of them, programs[i] being pipeline
+     rank i's, and weft_get_model() returns programs[0]; each program's
+     tables (arguments, results, workspace, step) are its own, and they
+     share the weights. 1 and NULL for an executable of one program. */
+  int32_t numPrograms;
+  const struct WeftModel *const *programs;
 } WeftModel;
 
 /* Defined by the generated code. */

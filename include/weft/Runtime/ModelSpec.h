@@ -92,6 +92,34 @@ struct BatchLayout {
   int64_t microBatches = 1;
 };
 
+/// A tensor of a pipeline's whole model (the model JSON's
+/// "pipeline"."tensors"), whichever rank holds it.
+struct PipelineTensorSpec {
+  std::string name;
+  /// "param", "state" or "buffer".
+  std::string kind;
+  DType dtype = DType::F32;
+  std::vector<int64_t> shape;
+  /// The pipeline rank that stores it in checkpoints: the first of those
+  /// holding it (a tied parameter is held, equal, by several).
+  int64_t rank = 0;
+};
+
+/// Where one program of a pipeline executable stands (the model JSON's
+/// "pipeline"); `ranks` is 0 for a step that is not a pipeline's.
+struct PipelineSpec {
+  int64_t rank = 0, ranks = 0;
+  std::string schedule;
+  int64_t microBatches = 1, virtualStages = 1;
+  /// The model stages this rank runs.
+  std::vector<int64_t> stages;
+  /// The schedule's idle fraction as weftc simulated it: the mean over
+  /// ranks, and per rank.
+  double predictedBubble = 0;
+  std::vector<double> predictedRankBubble;
+  std::vector<PipelineTensorSpec> tensors;
+};
+
 /// The compiled step, validated and indexed by role.
 struct ModelSpec {
   std::vector<TensorSpec> args, results;
@@ -129,6 +157,7 @@ struct ModelSpec {
   /// Labels must lie in [0, numClasses) when > 0: the model JSON's
   /// "num_classes" (or "vocab_size").
   int64_t numClasses = 0;
+  PipelineSpec pipeline;
 
   /// Ranks the step runs on: the product of the mesh's axis sizes (1
   /// without a mesh).
@@ -139,7 +168,7 @@ struct ModelSpec {
   const SlotSharding *findSharding(const std::string &name) const;
 
   /// Number of trainable scalars of the whole model (a sharded
-  /// parameter counts its global shape).
+  /// parameter counts its global shape; a pipeline's, every rank's).
   int64_t numParameters() const;
   /// Index of the argument named `name` of kind `kind`, or -1.
   int findArg(const std::string &name, const std::string &kind) const;

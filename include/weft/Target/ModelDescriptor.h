@@ -108,6 +108,14 @@ struct ModelDescriptor {
   /// folder), size and FNV-1a 64 checksum.
   std::string weightsFile;
   uint64_t weightsFileSize = 0, weightsFileChecksum = 0;
+  /// A pipeline executable's programs, one per pipeline rank, are built as
+  /// separate modules linked together: program `programIndex` of
+  /// `numPrograms`. Program 0's module defines the program table and
+  /// `weft_get_model()`; the others' tables are found by symbol. With
+  /// `weightsPath` empty and `sharedWeights`, the program points at the
+  /// weights program 0's module embeds.
+  int32_t programIndex = 0, numPrograms = 1;
+  bool sharedWeights = false;
 };
 
 /// Adds `weft_get_model()` and the `trainStep` wrapper to `module`, which

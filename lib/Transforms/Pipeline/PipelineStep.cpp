@@ -143,6 +143,11 @@ private:
     for (int64_t r = 0; r < ranks; ++r)
       if (failed(buildRank(b, sched, r)))
         return failure();
+    // The rank steps' sends and receives run over the pp axis.
+    if (!module->hasAttr(WeftDialect::kMeshAttrName))
+      module->setAttr(WeftDialect::kMeshAttrName,
+                      MeshAttr::get(module.getContext(),
+                                    {b.getStringAttr("pp")}, {ranks}));
     // The schedule was verified; this checks what was built from it.
     return verifyPipelineTransfers(module);
   }
@@ -239,8 +244,18 @@ private:
     }
     int64_t lastRank = rankOf(numStages - 1);
     auto ret = cast<func::ReturnOp>(body.getTerminator());
+    std::set<int64_t> everyRank;
+    for (int64_t r = 0; r < ranks; ++r)
+      everyRank.insert(r);
     for (unsigned i = 0; i < ret.getNumOperands(); ++i) {
-      std::set<int64_t> where{lastRank};
+      // The step's outputs (the loss, the gradient norm, the learning
+      // rate) come back on every rank, so each rank's runtime sees the
+      // same loss and stops on the same non-finite step.
+      std::set<int64_t> where = getResultSlot(work, i) &&
+                                        getResultSlot(work, i)->role ==
+                                            contract::Role::Output
+                                    ? everyRank
+                                    : std::set<int64_t>{lastRank};
       StringAttr name;
       for (contract::Role role : {contract::Role::Param, contract::Role::State})
         if (auto attr = work.getResultAttrOfType<StringAttr>(
@@ -558,11 +573,17 @@ private:
     for (auto [i, attrs] : llvm::enumerate(resultAttrs))
       if (attrs)
         fn.setResultAttrs(unsigned(i), attrs);
-    // Only what the rank reads stays an argument.
+    // Only what the rank reads stays an argument, and the inputs every
+    // step takes by contract (the runtime passes them to every rank).
     llvm::BitVector unused(fn.getNumArguments());
-    for (BlockArgument arg : fn.getArguments())
-      if (arg.use_empty())
+    for (BlockArgument arg : fn.getArguments()) {
+      StringAttr input =
+          getArgName(fn, arg.getArgNumber(), contract::Role::Input);
+      bool contractInput = input && (input.getValue() == contract::kStepInput ||
+                                     input.getValue() == contract::kLrInput);
+      if (arg.use_empty() && !contractInput)
         unused.set(arg.getArgNumber());
+    }
     if (failed(fn.eraseArguments(unused)))
       return failure();
     fn->setAttr("weft.pipeline_rank", b.getI64IntegerAttr(r));

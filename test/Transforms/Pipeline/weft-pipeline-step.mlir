@@ -9,9 +9,10 @@
 // takes l0 and the input, runs both forward pieces (sending each
 // activation on), then both backward pieces (receiving each gradient)
 // under GPipe; rank 1 takes l1 and the labels, runs its forward and
-// backward pieces as the activations arrive and returns the loss. Both
-// ranks update their own parameter; rank 1 also returns the gradient norm,
-// for which rank 0 sends its parameter's share once the schedule is done.
+// backward pieces as the activations arrive. Both ranks update their own
+// parameter and return the step's outputs (loss, learning rate, gradient
+// norm): once the schedule is done rank 1 sends the loss to rank 0, and
+// the two exchange their parameters' shares of the squared norm.
 
 // GPIPE-LABEL: func.func @train_step.rank0(
 // GPIPE-SAME: {weft.param = "l0.weight"
@@ -27,11 +28,15 @@
 // GPIPE-NEXT: %[[W0:.*]] = call @loss_grad.backward0(%[[A0]]#0, %[[G0]], {{.*}}) {weft.micro_batch = 0 : i64}
 // GPIPE-NEXT: weft.recv {axes = ["pp"], peer = 1 : i64, tag = 3 : i64, weft.message = {{"[^"]*"}}}
 // GPIPE-NEXT: %[[W1:.*]] = call @loss_grad.backward0({{.*}}) {weft.micro_batch = 1 : i64}
-// The micro-batches' gradients are summed as soon as both are there; only
-// l0's share of the squared gradient norm crosses, as one number.
+// The micro-batches' gradients are summed as soon as both are there; the
+// loss and the shares of the squared gradient norm cross as one number
+// each.
 // GPIPE-NEXT: weft.add %[[W0]], %[[W1]]
-// GPIPE: weft.send %{{.*}} {axes = ["pp"], peer = 1 : i64, tag = 4 : i64, weft.message = {{"[^"]*"}}} : tensor<f32>
+// GPIPE: weft.recv {axes = ["pp"], peer = 1 : i64, tag = 4 : i64, weft.message = {{"[^"]*"}}} : tensor<f32>
+// GPIPE: weft.send %{{.*}} {axes = ["pp"], peer = 1 : i64, tag = 5 : i64, weft.message = {{"[^"]*"}}} : tensor<f32>
+// GPIPE: weft.recv {axes = ["pp"], peer = 1 : i64, tag = 6 : i64, weft.message = {{"[^"]*"}}} : tensor<f32>
 // GPIPE-NOT: weft.send
+// GPIPE: return {{.*}} : tensor<64x64xf32>, tensor<f32>, tensor<f32>, tensor<f32>
 // GPIPE-LABEL: func.func @train_step.rank1(
 // GPIPE-SAME: {weft.param = "l1.weight"
 // GPIPE-SAME: {weft.input = "labels"
@@ -44,7 +49,9 @@
 // GPIPE: weft.send {{.*}} tag = 1 : i64
 // GPIPE: call @loss_grad.backward1({{.*}}) {weft.micro_batch = 1 : i64}
 // GPIPE: weft.send {{.*}} tag = 3 : i64
-// GPIPE: weft.recv {axes = ["pp"], peer = 0 : i64, tag = 4 : i64, weft.message = {{"[^"]*"}}} : tensor<f32>
+// GPIPE: weft.send {{.*}} tag = 4 : i64{{.*}} : tensor<f32>
+// GPIPE: weft.recv {axes = ["pp"], peer = 0 : i64, tag = 5 : i64, weft.message = {{"[^"]*"}}} : tensor<f32>
+// GPIPE: weft.send {{.*}} tag = 6 : i64{{.*}} : tensor<f32>
 
 // 1F1B: the last rank runs each micro-batch's backward right after its
 // forward.
