@@ -222,6 +222,88 @@ class Tcn(nn.Module):
 
 
 # --------------------------------------------------------------------------
+# einsum_moe: a soft mixture of experts written with torch.einsum (ONNX
+# Einsum): per-expert projections "btd,edh->bteh" and "bteh,ehc->btec",
+# then a gate-weighted sum over tokens and experts "btec,bte->bc" (labels
+# shared by both operands and dropped from the output are contracted).
+# --------------------------------------------------------------------------
+class EinsumMoe(nn.Module):
+    def __init__(self, d=12, experts=3, hidden=16, classes=5):
+        super().__init__()
+        self.gate = nn.Linear(d, experts)
+        self.w1 = nn.Parameter(torch.empty(experts, d, hidden))
+        self.w2 = nn.Parameter(torch.empty(experts, hidden, classes))
+        # nn.Linear's default initialization, per expert.
+        nn.init.uniform_(self.w1, -1 / math.sqrt(d), 1 / math.sqrt(d))
+        nn.init.uniform_(self.w2, -1 / math.sqrt(hidden), 1 / math.sqrt(hidden))
+
+    def forward(self, x):
+        g = F.softmax(self.gate(x), dim=-1)
+        h = F.relu(torch.einsum("btd,edh->bteh", x, self.w1))
+        y = torch.einsum("bteh,ehc->btec", h, self.w2)
+        return torch.einsum("btec,bte->bc", y, g)
+
+
+# --------------------------------------------------------------------------
+# cumsum: running sums over the sequence (torch.cumsum), forward and
+# exclusive-reversed through flip-free arithmetic (total - inclusive), with
+# rounded features (torch.round, torch.ceil: zero gradient) mixed in.
+# --------------------------------------------------------------------------
+class CumsumNet(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc1 = nn.Linear(6, 16)
+        self.fc2 = nn.Linear(32, 4)
+
+    def forward(self, x):
+        h = torch.tanh(self.fc1(x))
+        c = torch.cumsum(h, dim=1)
+        rest = c[:, -1:, :] - c
+        z = torch.cat([c, rest], dim=2)
+        z = z + 0.05 * torch.round(2 * z) - 0.05 * torch.ceil(z)
+        return self.fc2(z).mean(dim=1)
+
+
+# --------------------------------------------------------------------------
+# topk: the 4 largest hidden units (torch.topk values carry the gradient),
+# floored features, and embeddings looked up by the argmax and argmin of
+# the hidden layer.
+# --------------------------------------------------------------------------
+class TopkNet(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc1 = nn.Linear(12, 24)
+        self.fc2 = nn.Linear(4, 5)
+        self.hi = nn.Embedding(24, 5)
+        self.lo = nn.Embedding(24, 5)
+
+    def forward(self, x):
+        h = self.fc1(x)
+        v, _ = torch.topk(h, 4, dim=-1)
+        v = v + 0.1 * torch.floor(v)
+        return self.fc2(v) + self.hi(torch.argmax(h, dim=-1)) + \
+            self.lo(torch.argmin(h, dim=-1))
+
+
+# --------------------------------------------------------------------------
+# cnn3d: a 3-D CNN on NCDHW volumes: Conv3d, MaxPool3d, a strided padded
+# Conv3d, AvgPool3d with padding counted (PyTorch's default), Linear.
+# --------------------------------------------------------------------------
+class Cnn3d(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv1 = nn.Conv3d(2, 4, 3, padding=1)
+        self.conv2 = nn.Conv3d(4, 6, (3, 3, 3), stride=(1, 2, 1), padding=(1, 1, 0))
+        self.pool2 = nn.AvgPool3d((3, 2, 1), stride=1, padding=(1, 0, 0))
+        self.fc = nn.Linear(6 * 3 * 1 * 1, 5)
+
+    def forward(self, x):
+        x = F.max_pool3d(F.relu(self.conv1(x)), 2)
+        x = self.pool2(F.relu(self.conv2(x)))
+        return self.fc(x.flatten(1))
+
+
+# --------------------------------------------------------------------------
 def _tokens(batch, g):
     x = torch.randint(0, VOCAB, (batch, SEQ), generator=g)
     return x, torch.randint(0, VOCAB, (batch, SEQ), generator=g)
@@ -250,4 +332,8 @@ MODELS = {
     "cnn_bn": (CnnBn, _classes((3, 8, 8), 10), "cross-entropy"),
     "dropout": (DropoutMlp, _classes((16,), 4), "cross-entropy"),
     "tcn": (Tcn, _tcn_batch, "mse"),
+    "einsum_moe": (EinsumMoe, _classes((6, 12), 5), "cross-entropy"),
+    "cumsum": (CumsumNet, _classes((7, 6), 4), "cross-entropy"),
+    "topk": (TopkNet, _classes((12,), 5), "cross-entropy"),
+    "cnn3d": (Cnn3d, _classes((2, 6, 8, 6), 5), "cross-entropy"),
 }
