@@ -236,8 +236,9 @@ int runSearch(int argc, char **argv) {
   double seconds = std::chrono::duration<double>(
                        std::chrono::steady_clock::now() - start)
                        .count();
-  llvm::errs() << "weft-plan: " << result.evaluated << " candidates in "
-               << llvm::format("%.2f", seconds) << " s\n";
+  if (result.evaluated)
+    llvm::errs() << "weft-plan: " << result.evaluated << " candidates in "
+                 << llvm::format("%.2f", seconds) << " s\n";
   if (!st.ok())
     return fail(st.message);
   std::string text = emit == "plan" ? formatPlanTable(result)
