@@ -261,6 +261,52 @@ TEST(SearchPieces, RecomputationTradesTimeForMemory) {
   expectNear(8 * 4 * 5e6 * 2, sp.memory.activations);
 }
 
+TEST(SearchPieces, MemoryBoundOpsWithABandwidth) {
+  // One op per block: 1e9 FLOPs and 1e9 elements of traffic per sample.
+  ModelStats model = simpleModel(1, 8);
+  model.classes[0].ops[0] = {1e9, 1e9, false, false};
+  ClusterSpec spec = cluster(1, 1);
+  LayoutChoice l;
+  Plan atPeak, bound;
+  SearchOptions o;
+  ASSERT_TRUE(evaluatePlan(model, spec, o, l, 8, Recompute::None, atPeak).ok());
+  // Compute side only: 1e9 / 1e14 = 10 us forward, 30 us with the
+  // backward, 8 samples: 240 us.
+  expectNear(240e-6, atPeak.computeSeconds);
+  // 1000 GB/s: 2e9 bytes (bf16) take 2 ms forward, 6 ms with the
+  // backward, 8 samples: 48 ms.
+  o.memoryBandwidthGBps = 1000;
+  ASSERT_TRUE(evaluatePlan(model, spec, o, l, 8, Recompute::None, bound).ok());
+  expectNear(0.048, bound.computeSeconds);
+}
+
+TEST(SearchPieces, InterleavedChunksAndTheirMemory) {
+  // 8 blocks, p = 2, v = 2: chunks of 2 blocks, rank 0 holds chunks 0 and
+  // 2 (blocks 0, 1, 4, 5). m = 16 / 4 = 4; rank 0 keeps
+  // min(2 + 2 + 1, 8) = 5 chunks = 2.5 stages' worth of its 4 blocks'
+  // 1e6 elements (2 B) per sample, 4 samples a micro-batch: 80 MB.
+  ModelStats model = simpleModel(8, 16);
+  ClusterSpec spec = cluster(1, 2);
+  LayoutChoice l;
+  l.pp = 2;
+  l.schedule = Schedule::Interleaved;
+  l.virtualStages = 2;
+  Plan plan;
+  SearchOptions o;
+  Status st = evaluatePlan(model, spec, o, l, 4, Recompute::None, plan);
+  ASSERT_TRUE(st.ok()) << st.message;
+  EXPECT_EQ(plan.blocksPerRank, (std::vector<int>{4, 4}));
+  expectNear(4 * 4 * 1e6 * 2 * 2.5, plan.memory.activations);
+  // Bubble (p-1)/(vm+p-1) = 1/9 of the makespan: busy time is 4 micro-
+  // batches of 4 samples x 4 blocks x 30 ms plus 4 boundary sends each
+  // (4 x 1e5 x 2 B at 100 GB/s = 8 us): 4 x 0.480032 s.
+  double busy = 4 * (0.48 + 4 * 8e-6);
+  expectNear(busy / 8, plan.bubbleSeconds);
+  // 7 blocks cannot be cut into 2 x 2 equal chunks.
+  ModelStats odd = simpleModel(7, 16);
+  EXPECT_FALSE(evaluatePlan(odd, spec, o, l, 4, Recompute::None, plan).ok());
+}
+
 //===----------------------------------------------------------------------===//
 // Exactness: pruned search == brute force
 //===----------------------------------------------------------------------===//
