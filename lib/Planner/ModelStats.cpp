@@ -30,6 +30,7 @@
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <climits>
 #include <map>
 #include <numeric>
 #include <set>
@@ -71,6 +72,9 @@ struct ValueInfo {
   bool param = false;
   /// A parameter whose name has no layer number (embedding, final norm).
   bool unnumbered = false;
+  /// A parameter, or a view made of parameters alone (an importer's
+  /// transpose of a tied embedding): a weight to the ops that read it.
+  bool weight = false;
   /// Megatron's tp would leave this value split over the tp ranks.
   bool split = false;
   /// An attention-score tensor: q k^T, and what elementwise ops, masks and
@@ -164,6 +168,7 @@ Status computeModelStats(ModuleOp module, ModelStats &out) {
                                                      contract::kParamAttr);
     if (name) {
       vi.param = true;
+      vi.weight = true;
       if (auto n = layerNumber(name.getValue()))
         vi.tag = blockOf[*n];
       else
@@ -190,24 +195,91 @@ Status computeModelStats(ModuleOp module, ModelStats &out) {
   auto isScore = [&](Value v) { return info[v].score; };
   int64_t divisor = 0;
 
+  // The epilogue can start only after the last block's own (numbered)
+  // parameters are all read: an importer may leave a block's weights
+  // unnumbered (`onnx::MatMul_305`), and those reads belong to the block.
+  int lastBlockUse = -1, index = 0;
   for (Operation &op : body.getOperations()) {
+    for (Value v : op.getOperands())
+      if (info[v].param && !info[v].unnumbered && info[v].tag == numBlocks - 1)
+        lastBlockUse = index;
+    ++index;
+  }
+
+  // Pass 1, forward: the layer of each op is the latest block an operand
+  // comes from; an op past the last block's parameters that reads an
+  // unnumbered parameter (final norm, tied head) opens the epilogue, and
+  // what it feeds stays there.
+  llvm::DenseMap<Operation *, int> tagOf;
+  llvm::DenseSet<Operation *> readsBlockParam;
+  std::vector<Operation *> ops;
+  index = -1;
+  for (Operation &op : body.getOperations()) {
+    ++index;
     if (isa<func::ReturnOp>(op))
       continue;
-    // The layer: the latest block an operand comes from; an op past the
-    // blocks that reads an unnumbered parameter (final norm, tied head)
-    // opens the epilogue, and what it feeds stays there.
+    ops.push_back(&op);
     int tag = kNeutral;
-    bool readsUnnumbered = false;
+    bool readsUnnumbered = false, readsParam = false;
     for (Value v : op.getOperands()) {
       const ValueInfo &vi = info[v];
+      readsParam |= vi.weight;
       if (vi.unnumbered) {
         readsUnnumbered = true;
         continue;
       }
       tag = std::max(tag, vi.tag);
     }
-    if (readsUnnumbered && tag == numBlocks - 1)
+    if (readsUnnumbered && tag == numBlocks - 1 && index > lastBlockUse)
       tag = numBlocks;
+    tagOf[&op] = tag;
+    if (readsParam && tag >= 0)
+      readsBlockParam.insert(&op);
+    for (Value r : op.getResults()) {
+      info[r].tag = tag;
+      if (tag == kNeutral && readsParam) {
+        info[r].weight = true;
+        info[r].unnumbered = readsUnnumbered;
+      }
+    }
+  }
+  // Pass 2, backward: an op that reads no parameter and feeds only later
+  // layers joins the earliest of them, so the start of a decomposed norm
+  // (x*x, its mean, ...) that reads only the previous block's output is
+  // costed with the block it normalizes, and blocks keep one structure.
+  // An op reading what a block's weights made (the residual add closing
+  // the block) stays: it is that block's output.
+  for (auto it = ops.rbegin(); it != ops.rend(); ++it) {
+    Operation *op = *it;
+    int tag = tagOf[op];
+    if (tag == kNeutral || tag >= numBlocks || op->getNumResults() == 0)
+      continue;
+    bool movable = true;
+    for (Value v : op->getOperands()) {
+      Operation *def = v.getDefiningOp();
+      movable &= !info[v].weight && !(def && readsBlockParam.count(def));
+    }
+    int earliest = INT_MAX;
+    for (Value r : op->getResults())
+      for (Operation *user : r.getUsers()) {
+        auto found = tagOf.find(user);
+        if (found == tagOf.end() || found->second <= tag) {
+          movable = false;
+          break;
+        }
+        earliest = std::min(earliest, found->second);
+      }
+    if (!movable || earliest == INT_MAX)
+      continue;
+    tagOf[op] = earliest;
+    for (Value r : op->getResults())
+      info[r].tag = earliest;
+  }
+
+  // Pass 3: each op's cost to its layer.
+  for (Operation *opPtr : ops) {
+    Operation &op = *opPtr;
+    int tag = tagOf[&op];
     LayerAcc &layer = accFor(tag);
     bool inBlock = tag >= 0 && tag < numBlocks;
 
@@ -225,9 +297,9 @@ Status computeModelStats(ModuleOp module, ModelStats &out) {
     auto mm = dyn_cast<weft::MatMulOp>(op);
     Value weight, act;
     if (mm) {
-      if (info[mm.getRhs()].param)
+      if (info[mm.getRhs()].weight)
         weight = mm.getRhs(), act = mm.getLhs();
-      else if (info[mm.getLhs()].param)
+      else if (info[mm.getLhs()].weight)
         weight = mm.getLhs(), act = mm.getRhs();
     }
     if (weight) {
@@ -243,12 +315,12 @@ Status computeModelStats(ModuleOp module, ModelStats &out) {
         if (inBlock)
           divisor = std::gcd(divisor, outDim);
       }
-    } else if (isa<weft::GatherOp>(op) && info[op.getOperand(0)].param) {
+    } else if (isa<weft::GatherOp>(op) && info[op.getOperand(0)].weight) {
       opSplit = true;
       layer.stats.tpAllReduceElements.push_back(elementsOf(op.getResult(0)));
     } else {
       for (Value v : op.getOperands())
-        if (!info[v].param && info[v].split)
+        if (!info[v].weight && info[v].split)
           resultSplit = true;
       opSplit = resultSplit;
     }
@@ -258,10 +330,10 @@ Status computeModelStats(ModuleOp module, ModelStats &out) {
     // additions, views, masks and gathers nothing; anything else its inputs.
     auto isActivation = [&](Value v) {
       const ValueInfo &vi = info[v];
-      return !vi.param && vi.tag != kNeutral;
+      return !vi.weight && vi.tag != kNeutral;
     };
     auto needsGrad = [&](Value v) {
-      return info[v].param || info[v].tag != kNeutral;
+      return info[v].weight || info[v].tag != kNeutral;
     };
     // Scores: a product of two activations making [.., S, S] from
     // non-scores (q k^T, not probs v), then what keeps their shape.
@@ -344,7 +416,7 @@ Status computeModelStats(ModuleOp module, ModelStats &out) {
         auto it = def ? layer.local.find(def) : layer.local.end();
         if (it != layer.local.end())
           os << " %" << here - it->second;
-        else if (info[v].param)
+        else if (info[v].weight)
           os << " p:" << v.getType();
         else
           os << " x:" << v.getType();
@@ -355,11 +427,8 @@ Status computeModelStats(ModuleOp module, ModelStats &out) {
     }
 
     for (Value r : op.getResults()) {
-      ValueInfo vi;
-      vi.tag = tag;
-      vi.split = resultSplit;
-      vi.score = score;
-      info[r] = vi;
+      info[r].split = resultSplit;
+      info[r].score = score;
     }
   }
 
