@@ -101,9 +101,11 @@ struct ModelStats {
 /// Reads `module`'s @forward. Blocks are found from parameter names with a
 /// layer number (`h.3.`, `layers.12.`, as PyTorch's state_dict and
 /// weft-modelgen name them): every op is given the latest block its operands
-/// come from, and ops after the blocks that read an unnumbered parameter
-/// (the final norm, the head) start the epilogue. Errors name what is
-/// missing: no @forward, no parameters, no numbered blocks.
+/// come from, ops past the last block's parameters that read an unnumbered
+/// parameter (the final norm, the head) start the epilogue, and ops that
+/// read no weight and feed only later layers join the earliest of them
+/// (docs/planner.md, "Model statistics"). Errors name what is missing: no
+/// @forward, no batch, no numbered blocks.
 Status computeModelStats(mlir::ModuleOp module, ModelStats &out);
 
 /// Parses the file at `path` (weft dialect) and computes its stats.
