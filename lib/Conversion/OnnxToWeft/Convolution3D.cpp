@@ -299,11 +299,11 @@ LegalizeResult weft::onnxtoweft::legalizePool3D(LegalizeContext &ctx,
 
   Type elementType = elementTypeOf(x);
   if (countIncludePad != 0) {
-    FailureOr<Value> scale =
-        ctx.scalar(elementType, 1.0 / static_cast<double>(kernel[0]));
-    if (failed(scale))
+    FailureOr<Value> depth =
+        ctx.scalar(elementType, static_cast<double>(kernel[0]));
+    if (failed(depth))
       return failure();
-    return one(make<MulOp>(ctx, *acc, *scale));
+    return one(make<DivOp>(ctx, *acc, *depth));
   }
   // Without padding counted, each output depth divides by the real depth
   // cells under its window.

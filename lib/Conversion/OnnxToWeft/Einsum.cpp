@@ -6,7 +6,8 @@
 //
 // Einsum has no op of its own: after parsing the equation, operands are
 // contracted left to right, two at a time, each pair as one batched
-// weft.matmul between transposes and reshapes, and labels no later operand
+// weft.matmul between transposes and reshapes (a weft.mul when nothing is
+// summed), and labels no later operand
 // or the output needs are summed out with weft.reduce_sum first. Gradients,
 // sharding rules and lowering are then those of matmul, transpose, reshape
 // and reduce_sum; the batch dimension of a model stays a matmul batch
@@ -172,6 +173,37 @@ FailureOr<Operand> EinsumLegalizer::contract(Operand a, Operand b,
   for (Label l : sb->labels)
     if (!llvm::is_contained(sa->labels, l))
       onlyB.push_back(l);
+  Operand result{Value(), batch};
+  llvm::append_range(result.labels, onlyA);
+  llvm::append_range(result.labels, onlyB);
+  // Nothing to sum: an outer (or elementwise) product, a broadcasting mul
+  // of [batch, a-only, 1...] and [batch, 1..., b-only].
+  if (summed.empty()) {
+    SmallVector<Label> orderA(batch), orderB(batch);
+    llvm::append_range(orderA, onlyA);
+    llvm::append_range(orderB, onlyB);
+    FailureOr<Operand> pa = permute(*sa, orderA);
+    if (failed(pa))
+      return failure();
+    FailureOr<Operand> pb = permute(*sb, orderB);
+    if (failed(pb))
+      return failure();
+    SmallVector<int64_t> shapeA = sizesOf(orderA), shapeB = sizesOf(batch);
+    shapeA.append(onlyB.size(), 1);
+    shapeB.append(onlyA.size(), 1);
+    llvm::append_range(shapeB, sizesOf(onlyB));
+    FailureOr<Value> lhs = ctx.reshape(pa->value, shapeA);
+    if (failed(lhs))
+      return failure();
+    FailureOr<Value> rhs = ctx.reshape(pb->value, shapeB);
+    if (failed(rhs))
+      return failure();
+    FailureOr<Value> product = make<MulOp>(ctx, *lhs, *rhs);
+    if (failed(product))
+      return failure();
+    result.value = *product;
+    return result;
+  }
   int64_t bs = product(sizesOf(batch)), m = product(sizesOf(onlyA)),
           k = product(sizesOf(summed)), n = product(sizesOf(onlyB));
   auto matrix = [&](Operand x, ArrayRef<Label> rows, ArrayRef<Label> cols,
@@ -196,9 +228,6 @@ FailureOr<Operand> EinsumLegalizer::contract(Operand a, Operand b,
   FailureOr<Value> product = ctx.create<MatMulOp>({*lhs, *rhs});
   if (failed(product))
     return failure();
-  Operand result{*product, batch};
-  llvm::append_range(result.labels, onlyA);
-  llvm::append_range(result.labels, onlyB);
   FailureOr<Value> shaped = ctx.reshape(*product, sizesOf(result.labels));
   if (failed(shaped))
     return failure();

@@ -1,7 +1,7 @@
 // RUN: weft-opt --weft-legalize-onnx -split-input-file -verify-diagnostics %s
 
 func.func @unsupported_op(%x: tensor<4xf32>) -> tensor<*xf32> {
-  // expected-error @below {{unsupported ONNX op 'NonZero' (node '/x/NonZero', opset 17); supported ops: Abs, Add, And, AveragePool, BatchNormalization, Cast}}
+  // expected-error @below {{unsupported ONNX op 'NonZero' (node '/x/NonZero', opset 17); supported ops: Abs, Add, And, ArgMax, ArgMin, AveragePool, BatchNormalization, Cast}}
   %0 = weft.onnx.node "NonZero"(%x) {name = "/x/NonZero", opset = 17 : i64} : (tensor<4xf32>) -> tensor<*xf32>
   return %0 : tensor<*xf32>
 }
@@ -42,9 +42,10 @@ func.func @dynamic_input(%x: tensor<?x8xf32>) -> tensor<*xf32> {
 
 // -----
 
-func.func @conv3d(%x: tensor<1x3x4x4x4xf32>, %w: tensor<8x3x3x3x3xf32>) -> tensor<*xf32> {
-  // expected-error @below {{Conv node '/Conv': only 1-D and 2-D convolutions (input of rank 3 or 4) are supported, got input 0 (X) of shape 1x3x4x4x4 (rank 5)}}
-  %0 = weft.onnx.node "Conv"(%x, %w) {name = "/Conv", opset = 17 : i64} : (tensor<1x3x4x4x4xf32>, tensor<8x3x3x3x3xf32>) -> tensor<*xf32>
+// 3-D Conv is supported (convolution3d.mlir); 3-D ConvTranspose is not.
+func.func @conv_transpose3d(%x: tensor<1x3x4x4x4xf32>, %w: tensor<3x8x3x3x3xf32>) -> tensor<*xf32> {
+  // expected-error @below {{ConvTranspose node '/ConvTranspose': only 1-D and 2-D transposed convolutions (input of rank 3 or 4) are supported, got input 0 (X) of shape 1x3x4x4x4 (rank 5)}}
+  %0 = weft.onnx.node "ConvTranspose"(%x, %w) {name = "/ConvTranspose", opset = 17 : i64} : (tensor<1x3x4x4x4xf32>, tensor<3x8x3x3x3xf32>) -> tensor<*xf32>
   return %0 : tensor<*xf32>
 }
 
