@@ -140,8 +140,7 @@ std::optional<LogicalResult> weft::eval::detail::evaluateSelectionOp(
         return success();
       })
       .Case([&](ArgMaxOp arg) {
-        evalArgReduce(x, arg.getAxis(), true, arg.getSelectLastIndex(),
-                      result);
+        evalArgReduce(x, arg.getAxis(), true, arg.getSelectLastIndex(), result);
         return success();
       })
       .Case([&](ArgMinOp arg) {

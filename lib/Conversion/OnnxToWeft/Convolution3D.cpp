@@ -57,8 +57,7 @@ LogicalResult getInts3(LegalizeContext &ctx, StringRef name,
     return failure();
   if (given.size() != count)
     return ctx.emitError() << "attribute '" << name << "' must have " << count
-                           << " entries for a 3-D window, got "
-                           << given.size();
+                           << " entries for a 3-D window, got " << given.size();
   if (llvm::any_of(given, [&](int64_t v) { return positive ? v < 1 : v < 0; }))
     return ctx.emitError() << "attribute '" << name
                            << "' = " << formatList(given) << " must be "
@@ -205,8 +204,7 @@ LegalizeResult weft::onnxtoweft::legalizeConv3D(LegalizeContext &ctx) {
       return failure();
   }
   ArrayRef<int64_t> ys = shapeOf(*sum);
-  FailureOr<Value> split =
-      ctx.reshape(*sum, {n, w->outDepth, o, ys[2], ys[3]});
+  FailureOr<Value> split = ctx.reshape(*sum, {n, w->outDepth, o, ys[2], ys[3]});
   if (failed(split))
     return failure();
   return one(ctx.create<TransposeOp>(
@@ -239,13 +237,12 @@ LegalizeResult weft::onnxtoweft::legalizePool3D(LegalizeContext &ctx,
   if (failed(w))
     return failure();
   if (w->dilations != SmallVector<int64_t>{1, 1, 1})
-    return ctx.unsupportedAttr("dilations", formatList(w->dilations),
-                               "all 1");
+    return ctx.unsupportedAttr("dilations", formatList(w->dilations), "all 1");
   for (int d = 0; d < 3; ++d)
     if (w->pads[d] >= kernel[d] || w->pads[d + 3] >= kernel[d])
-      return ctx.emitError() << "pads " << formatList(w->pads)
-                             << " must be smaller than the kernel "
-                             << formatList(kernel);
+      return ctx.emitError()
+             << "pads " << formatList(w->pads)
+             << " must be smaller than the kernel " << formatList(kernel);
 
   // Every depth plane pooled in H and W: [N, C * D, H, W].
   int64_t n = xs[0], c = xs[1], d = xs[2];
@@ -258,9 +255,8 @@ LegalizeResult weft::onnxtoweft::legalizePool3D(LegalizeContext &ctx,
       ctx.arrayAttr("padding", w->planePadding())};
   if (!isMax)
     attrs.push_back(ctx.boolAttr("count_include_pad", countIncludePad != 0));
-  FailureOr<Value> pooled =
-      isMax ? ctx.create<MaxPool2DOp>({*planes}, attrs)
-            : ctx.create<AvgPool2DOp>({*planes}, attrs);
+  FailureOr<Value> pooled = isMax ? ctx.create<MaxPool2DOp>({*planes}, attrs)
+                                  : ctx.create<AvgPool2DOp>({*planes}, attrs);
   if (failed(pooled))
     return failure();
   ArrayRef<int64_t> ps = shapeOf(*pooled);
@@ -269,9 +265,8 @@ LegalizeResult weft::onnxtoweft::legalizePool3D(LegalizeContext &ctx,
     return failure();
 
   // Then the depth window over the pooled planes.
-  FailureOr<Value> padded =
-      padDepth(ctx, *volume, *w,
-               isMax ? -std::numeric_limits<double>::infinity() : 0.0);
+  FailureOr<Value> padded = padDepth(
+      ctx, *volume, *w, isMax ? -std::numeric_limits<double>::infinity() : 0.0);
   if (failed(padded))
     return failure();
   FailureOr<Value> acc;

@@ -94,14 +94,15 @@ FailureOr<Term> EinsumLegalizer::parseTerm(StringRef text, StringRef what) {
   return term;
 }
 
-FailureOr<SmallVector<Label>>
-EinsumLegalizer::labelsOf(const Term &term, int64_t rank, int64_t ellipsisRank,
-                          StringRef what) {
+FailureOr<SmallVector<Label>> EinsumLegalizer::labelsOf(const Term &term,
+                                                        int64_t rank,
+                                                        int64_t ellipsisRank,
+                                                        StringRef what) {
   int64_t letters = term.letters.size();
   int64_t covered = term.ellipsisAt >= 0 ? rank - letters : 0;
   if (covered < 0 || (term.ellipsisAt < 0 && rank != letters))
-    return error() << what << " names " << letters << " dimensions but has rank "
-                   << rank;
+    return error() << what << " names " << letters
+                   << " dimensions but has rank " << rank;
   SmallVector<Label> labels;
   for (int64_t i = 0; i < letters; ++i) {
     if (i == term.ellipsisAt)
@@ -127,9 +128,9 @@ FailureOr<Operand> EinsumLegalizer::sumOut(Operand x, ArrayRef<Label> needed) {
   }
   if (axes.empty())
     return x;
-  FailureOr<Value> sum = ctx.create<ReduceSumOp>(
-      {x.value},
-      {ctx.arrayAttr("axes", axes), ctx.boolAttr("keep_dims", false)});
+  FailureOr<Value> sum =
+      ctx.create<ReduceSumOp>({x.value}, {ctx.arrayAttr("axes", axes),
+                                          ctx.boolAttr("keep_dims", false)});
   if (failed(sum))
     return failure();
   kept.value = *sum;
@@ -297,10 +298,10 @@ LegalizeResult EinsumLegalizer::run(ArrayRef<Value> inputs) {
     if (term->ellipsisAt < 0 && ellipsisRank > 0)
       return error() << "the output drops the '...' dimensions; summing over "
                         "them is not supported";
-    FailureOr<SmallVector<Label>> labels =
-        labelsOf(*term, term->letters.size() +
-                            (term->ellipsisAt >= 0 ? ellipsisRank : 0),
-                 ellipsisRank, "the output");
+    FailureOr<SmallVector<Label>> labels = labelsOf(
+        *term,
+        term->letters.size() + (term->ellipsisAt >= 0 ? ellipsisRank : 0),
+        ellipsisRank, "the output");
     if (failed(labels))
       return failure();
     for (Label l : *labels) {

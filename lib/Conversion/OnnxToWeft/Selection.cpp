@@ -45,14 +45,13 @@ LegalizeResult legalizeCumSum(LegalizeContext &ctx, OnnxNodeOp, ValueRange) {
       ctx.normalizeAxis(axisValues->front(), shapeOf(*x).size());
   if (failed(axis))
     return failure();
-  return one(ctx.create<CumSumOp>(
-      {*x}, {ctx.i64Attr("axis", *axis), ctx.boolAttr("exclusive", exclusive),
-             ctx.boolAttr("reverse", reverse)}));
+  return one(ctx.create<CumSumOp>({*x}, {ctx.i64Attr("axis", *axis),
+                                         ctx.boolAttr("exclusive", exclusive),
+                                         ctx.boolAttr("reverse", reverse)}));
 }
 
 template <typename OpTy>
-LegalizeResult legalizeArgReduce(LegalizeContext &ctx, OnnxNodeOp,
-                                 ValueRange) {
+LegalizeResult legalizeArgReduce(LegalizeContext &ctx, OnnxNodeOp, ValueRange) {
   FailureOr<TypedValue<RankedTensorType>> x = ctx.getTensor(0, "data");
   if (failed(x))
     return failure();
@@ -88,8 +87,8 @@ LegalizeResult legalizeTopK(LegalizeContext &ctx, OnnxNodeOp, ValueRange) {
     if (failed(given))
       return failure();
     if (given->size() != 1)
-      return ctx.emitError() << "input 1 (K) must hold one value, got "
-                             << formatList(*given);
+      return ctx.emitError()
+             << "input 1 (K) must hold one value, got " << formatList(*given);
     k = given->front();
   }
   if (failed(ctx.getInt("axis", axis)) ||

@@ -87,37 +87,37 @@ struct CumSumLowering : OpConversionPattern<CumSumOp> {
     MLIRContext *ctx = rewriter.getContext();
     SmallVector<int64_t> loops(type.getShape());
     loops.push_back(type.getDimSize(axis));
-    Value sum =
-        buildReduction(
-            rewriter, loc, loops, {static_cast<int64_t>(rank)},
-            adaptor.getInput(), trailingAt(ctx, rank, axis), acc, 0.0,
-            [&](OpBuilder &b, Location l, ValueRange args)
-                -> SmallVector<Value> {
-              Value i = linalg::IndexOp::create(b, l, axis);
-              Value j = linalg::IndexOp::create(b, l, rank);
-              // Output i sums the inputs j before it (after it, reversed).
-              arith::CmpIPredicate pred =
-                  reverse ? (exclusive ? arith::CmpIPredicate::sgt
-                                       : arith::CmpIPredicate::sge)
-                          : (exclusive ? arith::CmpIPredicate::slt
-                                       : arith::CmpIPredicate::sle);
-              Value counted = arith::CmpIOp::create(b, l, pred, j, i);
-              Value x = args[0];
-              if (isFloat) {
-                x = toCompute(b, l, x);
-                if (x.getType() != acc)
-                  x = arith::ExtFOp::create(b, l, acc, x);
-                Value zero = scalarConstant(b, l, acc, 0);
-                return {arith::AddFOp::create(
-                    b, l, args[1],
-                    arith::SelectOp::create(b, l, counted, x, zero))};
-              }
-              Value zero = scalarConstant(b, l, acc, 0);
-              return {arith::AddIOp::create(
-                  b, l, args[1],
-                  arith::SelectOp::create(b, l, counted, x, zero))};
-            })
-            .front();
+    Value sum = buildReduction(
+                    rewriter, loc, loops, {static_cast<int64_t>(rank)},
+                    adaptor.getInput(), trailingAt(ctx, rank, axis), acc, 0.0,
+                    [&](OpBuilder &b, Location l,
+                        ValueRange args) -> SmallVector<Value> {
+                      Value i = linalg::IndexOp::create(b, l, axis);
+                      Value j = linalg::IndexOp::create(b, l, rank);
+                      // Output i sums the inputs j before it (after it,
+                      // reversed).
+                      arith::CmpIPredicate pred =
+                          reverse ? (exclusive ? arith::CmpIPredicate::sgt
+                                               : arith::CmpIPredicate::sge)
+                                  : (exclusive ? arith::CmpIPredicate::slt
+                                               : arith::CmpIPredicate::sle);
+                      Value counted = arith::CmpIOp::create(b, l, pred, j, i);
+                      Value x = args[0];
+                      if (isFloat) {
+                        x = toCompute(b, l, x);
+                        if (x.getType() != acc)
+                          x = arith::ExtFOp::create(b, l, acc, x);
+                        Value zero = scalarConstant(b, l, acc, 0);
+                        return {arith::AddFOp::create(
+                            b, l, args[1],
+                            arith::SelectOp::create(b, l, counted, x, zero))};
+                      }
+                      Value zero = scalarConstant(b, l, acc, 0);
+                      return {arith::AddIOp::create(
+                          b, l, args[1],
+                          arith::SelectOp::create(b, l, counted, x, zero))};
+                    })
+                    .front();
     rewriter.replaceOp(op, roundTensor(rewriter, loc, sum, elementType));
     return success();
   }
@@ -166,14 +166,13 @@ struct ArgReduceLowering : OpConversionPattern<OpTy> {
             // A NaN x wins over a number, and over an earlier NaN only
             // when the last index is wanted; nothing beats a NaN best
             // otherwise.
-            Value nanWins =
-                last ? xNan
-                     : arith::AndIOp::create(
-                           b, l, xNan,
-                           arith::XOrIOp::create(
-                               b, l, bestNan,
-                               arith::ConstantOp::create(
-                                   b, l, b.getBoolAttr(true))));
+            Value nanWins = last ? xNan
+                                 : arith::AndIOp::create(
+                                       b, l, xNan,
+                                       arith::XOrIOp::create(
+                                           b, l, bestNan,
+                                           arith::ConstantOp::create(
+                                               b, l, b.getBoolAttr(true))));
             better = arith::OrIOp::create(b, l, wins, nanWins);
           } else {
             using P = arith::CmpIPredicate;
@@ -184,9 +183,9 @@ struct ArgReduceLowering : OpConversionPattern<OpTy> {
           }
           // The first element always replaces the initial value, so an
           // axis of all -inf (or INT_MIN) still answers index 0.
-          Value first = arith::CmpIOp::create(
-              b, l, arith::CmpIPredicate::eq, k,
-              scalarConstant(b, l, b.getI64Type(), 0));
+          Value first =
+              arith::CmpIOp::create(b, l, arith::CmpIPredicate::eq, k,
+                                    scalarConstant(b, l, b.getI64Type(), 0));
           better = arith::OrIOp::create(b, l, better, first);
           return {arith::SelectOp::create(b, l, better, x, best),
                   arith::SelectOp::create(b, l, better, k, bestIndex)};
@@ -206,8 +205,8 @@ Value buildRanks(OpBuilder &b, Location loc, Value x, int64_t axis,
   MLIRContext *ctx = b.getContext();
   SmallVector<int64_t> loops(type.getShape());
   loops.push_back(type.getDimSize(axis));
-  AffineMap atP = AffineMap::getMultiDimIdentityMap(rank + 1, ctx)
-                      .getMajorSubMap(rank);
+  AffineMap atP =
+      AffineMap::getMultiDimIdentityMap(rank + 1, ctx).getMajorSubMap(rank);
   return buildReduction(
              b, loc, loops, {static_cast<int64_t>(rank)}, {x, x},
              {atP, trailingAt(ctx, rank, axis)}, b.getI64Type(), 0.0,
@@ -217,11 +216,11 @@ Value buildRanks(OpBuilder &b, Location loc, Value x, int64_t axis,
                Value q = toCompute(nb, l, args[1]);
                Value pi = linalg::IndexOp::create(nb, l, axis);
                Value qi = linalg::IndexOp::create(nb, l, rank);
-               Value ahead = arith::CmpFOp::create(
-                   nb, l,
-                   largest ? arith::CmpFPredicate::OGT
-                           : arith::CmpFPredicate::OLT,
-                   q, p);
+               Value ahead =
+                   arith::CmpFOp::create(nb, l,
+                                         largest ? arith::CmpFPredicate::OGT
+                                                 : arith::CmpFPredicate::OLT,
+                                         q, p);
                Value tie = arith::AndIOp::create(
                    nb, l,
                    arith::CmpFOp::create(nb, l, arith::CmpFPredicate::OEQ, q,
@@ -229,8 +228,8 @@ Value buildRanks(OpBuilder &b, Location loc, Value x, int64_t axis,
                    arith::CmpIOp::create(nb, l, arith::CmpIPredicate::slt, qi,
                                          pi));
                Value before = arith::OrIOp::create(nb, l, ahead, tie);
-               Value one = arith::ExtUIOp::create(nb, l, nb.getI64Type(),
-                                                  before);
+               Value one =
+                   arith::ExtUIOp::create(nb, l, nb.getI64Type(), before);
                return {arith::AddIOp::create(nb, l, args[2], one)};
              })
       .front();
@@ -263,8 +262,8 @@ struct TopKLowering : OpConversionPattern<OpTy> {
             [&](OpBuilder &b, Location l,
                 ValueRange args) -> SmallVector<Value> {
               Value j = indexAsI64(b, l, axis);
-              Value hit = arith::CmpIOp::create(
-                  b, l, arith::CmpIPredicate::eq, args[1], j);
+              Value hit = arith::CmpIOp::create(b, l, arith::CmpIPredicate::eq,
+                                                args[1], j);
               Value picked = values ? args[0] : indexAsI64(b, l, rank);
               return {arith::SelectOp::create(b, l, hit, picked, args[2])};
             })
@@ -281,7 +280,6 @@ void weft::lowering::populateSelectionPatterns(RewritePatternSet &patterns) {
                RoundingLowering<CeilOp, math::CeilOp>,
                RoundingLowering<RoundOp, math::RoundEvenOp>, CumSumLowering,
                ArgReduceLowering<ArgMaxOp, true>,
-               ArgReduceLowering<ArgMinOp, false>,
-               TopKLowering<TopKOp, true>, TopKLowering<TopKIndicesOp, false>>(
-      patterns.getContext());
+               ArgReduceLowering<ArgMinOp, false>, TopKLowering<TopKOp, true>,
+               TopKLowering<TopKIndicesOp, false>>(patterns.getContext());
 }

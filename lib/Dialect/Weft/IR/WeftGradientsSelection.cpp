@@ -22,9 +22,8 @@ LogicalResult CumSumOp::buildGradient(OpBuilder &b, ValueRange resultGrads,
   // Input j reaches every output i with j <= i (j < i when exclusive), so
   // its adjoint sums the result's adjoint over those i: the same scan run
   // from the other end.
-  operandGrads.push_back(CumSumOp::create(b, getLoc(), resultGrads[0],
-                                          getAxis(), getExclusive(),
-                                          !getReverse()));
+  operandGrads.push_back(CumSumOp::create(
+      b, getLoc(), resultGrads[0], getAxis(), getExclusive(), !getReverse()));
   return success();
 }
 
@@ -62,8 +61,7 @@ LogicalResult TopKOp::buildGradient(OpBuilder &b, ValueRange resultGrads,
   SmallVector<int64_t> column(typeOf(g).getShape());
   column.push_back(1);
   Value spread = MulOp::create(b, loc, oneHot, reshape(b, loc, g, column));
-  Value dx = ReduceSumOp::create(b, loc, spread,
-                                 ArrayRef<int64_t>{rank - 1},
+  Value dx = ReduceSumOp::create(b, loc, spread, ArrayRef<int64_t>{rank - 1},
                                  /*keep_dims=*/false);
   if (axis != rank - 1)
     dx = TransposeOp::create(b, loc, dx, fromLast);

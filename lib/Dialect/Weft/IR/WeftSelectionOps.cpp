@@ -64,8 +64,8 @@ LogicalResult inferArgReduce(std::optional<Location> loc, Value input,
                              int64_t axis, bool keepDims,
                              SmallVectorImpl<Type> &inferred) {
   Type i64 = IntegerType::get(input.getContext(), 64);
-  if (failed(inferAlongAxis(loc, input, axis, keepDims ? 1 : -1, i64,
-                            inferred)))
+  if (failed(
+          inferAlongAxis(loc, input, axis, keepDims ? 1 : -1, i64, inferred)))
     return failure();
   if (cast<RankedTensorType>(input.getType()).getDimSize(axis) == 0)
     return emitOptionalError(loc, "axis ", axis,
@@ -84,10 +84,9 @@ LogicalResult CumSumOp::verify() {
 double CumSumOp::getFlops() { return elementsOf(getInput()); }
 
 #define WEFT_ARG_REDUCE(OP)                                                    \
-  LogicalResult OP::inferReturnTypes(MLIRContext *,                            \
-                                     std::optional<Location> loc,              \
-                                     Adaptor adaptor,                          \
-                                     SmallVectorImpl<Type> &inferred) {        \
+  LogicalResult OP::inferReturnTypes(                                          \
+      MLIRContext *, std::optional<Location> loc, Adaptor adaptor,             \
+      SmallVectorImpl<Type> &inferred) {                                       \
     return inferArgReduce(loc, adaptor.getInput(), adaptor.getAxis(),          \
                           adaptor.getKeepDims(), inferred);                    \
   }                                                                            \
