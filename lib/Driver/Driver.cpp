@@ -314,9 +314,11 @@ LogicalResult Driver::checkPipelineOptions() {
                   "--mesh pp=N --emit=schedule");
     return success();
   }
-  if (!options.cluster.empty() && !isScheduleStage(emit))
+  if (!options.cluster.empty() && !isScheduleStage(emit) &&
+      emit < Stage::Llvm)
     return fail(Twine("--cluster costs the schedule of --emit=schedule and "
-                      "--emit=schedule-svg; --emit=") +
+                      "--emit=schedule-svg, and the bubble an executable "
+                      "predicts; --emit=") +
                 getStageName(emit) + " does not use it: leave it out");
   if (otherMeshAxes)
     return fail("--mesh " + options.mesh +

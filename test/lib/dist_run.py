@@ -9,8 +9,11 @@
 
 Compiles M.onnx for one process with --compile's flags and trains it with
 --train's flags (which must include --steps), then for every --layout
-("[dp=N] [tp=M] [zero=K] [sp]") compiles it with --mesh dp=N,tp=M
-[--zero K] [--sequence-parallel], trains it on N*M processes started by
+("[dp=N] [tp=M] [pp=P] [zero=K] [sp] [schedule=S] [v=V] [cuts=A,B]")
+compiles it with --mesh dp=N,tp=M,pp=P [--zero K] [--sequence-parallel]
+[--schedule S] [--virtual-stages V] [--stage-cuts A,B] (a pipeline's
+micro-batches are --compile's --accum-steps, so the 1-rank run
+accumulates the same global batch), trains it on N*M*P processes started by
 the launcher (with --mesh-compile's flags too), and compares every step's loss (from
 --metrics) and every final parameter and buffer (the last checkpoint,
 through `weft-ckpt export`) with the 1-rank run's: the largest
@@ -157,15 +160,20 @@ def main():
         words = layout.split()
         fields = dict(f.split("=", 1) for f in words if "=" in f)
         mesh = ",".join("%s=%s" % (axis, fields[axis])
-                        for axis in ("dp", "tp") if axis in fields)
+                        for axis in ("dp", "tp", "pp") if axis in fields)
         zero = int(fields.get("zero", 0))
         extra = []
         if "sp" in words:
             extra.append("--sequence-parallel")
+        for key, flag in (("schedule", "--schedule"), ("v", "--virtual-stages"),
+                          ("cuts", "--stage-cuts")):
+            if key in fields:
+                extra += [flag, fields[key]]
         ranks = 1
-        for axis in ("dp", "tp"):
+        for axis in ("dp", "tp", "pp"):
             ranks *= int(fields.get(axis, 1))
         name = "-".join(words).replace("=", "")
+        name = name.replace(",", "_").replace(".", "")
         metrics, state = train(name, mesh, zero, ranks, extra)
         try:
             loss_err = exe_check.cmd_close_metrics(argparse.Namespace(

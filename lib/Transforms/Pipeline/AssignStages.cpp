@@ -10,9 +10,13 @@
 
 #include "mlir/IR/Builders.h"
 #include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/SmallPtrSet.h"
+
+#include "mlir/Interfaces/SideEffectInterfaces.h"
 
 #include <algorithm>
 #include <limits>
+#include <map>
 
 namespace weft {
 #define GEN_PASS_DEF_ASSIGNSTAGESPASS
@@ -97,11 +101,36 @@ struct AssignStagesPass
   }
 
 private:
-  /// The ops that compute (constants excluded: each stage makes its own),
-  /// in program order, with their FLOPs.
-  void collect(func::FuncOp forward) {
+  /// Ops that read only parameters, buffers and constants (a tied
+  /// embedding's transpose for the head): like constants, they run in the
+  /// stage of each reader, so a parameter, not a value derived from it,
+  /// is what two distant stages share (and a tied parameter's gradient is
+  /// summed between them), instead of a copy sent per micro-batch.
+  void findWeightOps(func::FuncOp forward) {
     for (Operation &op : forward.front().without_terminator()) {
-      if (isa<ConstantOp>(op))
+      if (isa<ConstantOp>(op) || op.getNumRegions() != 0 ||
+          op.getNumResults() == 0 || !isMemoryEffectFree(&op))
+        continue;
+      bool weightOnly = llvm::all_of(op.getOperands(), [&](Value v) {
+        if (auto arg = dyn_cast<BlockArgument>(v))
+          return getArgName(forward, arg.getArgNumber(),
+                            contract::Role::Param) ||
+                 getArgName(forward, arg.getArgNumber(),
+                            contract::Role::Buffer);
+        Operation *def = v.getDefiningOp();
+        return def && (isa<ConstantOp>(def) || weightOps.contains(def));
+      });
+      if (weightOnly && op.getNumOperands() > 0)
+        weightOps.insert(&op);
+    }
+  }
+
+  /// The ops that compute (constants and weight-only ops excluded: each
+  /// stage makes its own), in program order, with their FLOPs.
+  void collect(func::FuncOp forward) {
+    findWeightOps(forward);
+    for (Operation &op : forward.front().without_terminator()) {
+      if (isa<ConstantOp>(op) || weightOps.contains(&op))
         continue;
       ops.push_back(&op);
       flops.push_back(flopsOf(&op));
@@ -214,9 +243,16 @@ private:
             getArgName(forward, arg.getArgNumber(), contract::Role::Param);
         if (!name || !underPrefix(name.getValue(), cut))
           continue;
-        for (Operation *user : arg.getUsers())
-          if (auto it = index.find(user); it != index.end())
+        // Through weight-only ops (a transpose) to the ops computing.
+        SmallVector<Operation *> users(arg.getUsers().begin(),
+                                       arg.getUsers().end());
+        while (!users.empty()) {
+          Operation *user = users.pop_back_val();
+          if (weightOps.contains(user))
+            users.append(user->getUsers().begin(), user->getUsers().end());
+          else if (auto it = index.find(user); it != index.end())
             first = first ? std::min(*first, it->second) : it->second;
+        }
       }
       if (!first)
         return forward.emitError()
@@ -252,23 +288,63 @@ private:
       stageFlops[size_t(s)] += flops[i];
       ++stageOps[size_t(s)];
     }
-    // A constant runs where its first reader does.
+    // A constant runs where its first reader does. A weight-only op runs
+    // in every stage that reads it, one copy each: readers come after
+    // their operands, so walking backwards stages every reader first.
+    SmallVector<Operation *> body;
     for (Operation &op : forward.front().without_terminator())
+      body.push_back(&op);
+    auto readerStage = [&](Operation *user) -> std::optional<int64_t> {
+      if (auto it = index.find(user); it != index.end())
+        return stageOf(it->second);
+      if (auto s = user->getAttrOfType<IntegerAttr>(kStageAttrName))
+        return s.getInt();
+      return std::nullopt;
+    };
+    for (Operation *op : llvm::reverse(body)) {
       if (isa<ConstantOp>(op)) {
         int64_t s = 0;
-        for (Operation *user : op.getUsers())
+        for (Operation *user : op->getUsers())
           if (auto it = index.find(user); it != index.end()) {
             s = stageOf(it->second);
             break;
           }
-        op.setAttr(kStageAttrName, b.getI64IntegerAttr(s));
+        op->setAttr(kStageAttrName, b.getI64IntegerAttr(s));
+        continue;
       }
+      if (!weightOps.contains(op))
+        continue;
+      std::map<int64_t, SmallVector<OpOperand *>> byStage;
+      for (Value result : op->getResults())
+        for (OpOperand &use : result.getUses())
+          if (std::optional<int64_t> s = readerStage(use.getOwner()))
+            byStage[*s].push_back(&use);
+      if (byStage.empty()) {
+        op->setAttr(kStageAttrName, b.getI64IntegerAttr(0));
+        continue;
+      }
+      op->setAttr(kStageAttrName, b.getI64IntegerAttr(byStage.begin()->first));
+      for (auto &[s, uses] : llvm::drop_begin(byStage)) {
+        // Just before its first reader, so that the stage's ops stay in
+        // one run of the program.
+        Operation *first = uses.front()->getOwner();
+        for (OpOperand *use : uses)
+          if (use->getOwner()->isBeforeInBlock(first))
+            first = use->getOwner();
+        OpBuilder builder(first);
+        Operation *copy = builder.clone(*op);
+        copy->setAttr(kStageAttrName, b.getI64IntegerAttr(s));
+        for (OpOperand *use : uses)
+          use->set(copy->getResult(
+              cast<OpResult>(use->get()).getResultNumber()));
+      }
+    }
     SmallVector<int64_t> stageParams(size_t(numStages), 0);
     for (BlockArgument arg : forward.getArguments()) {
       SmallVector<int64_t> readers;
       for (Operation *user : arg.getUsers())
-        if (auto it = index.find(user); it != index.end())
-          readers.push_back(stageOf(it->second));
+        if (std::optional<int64_t> s = readerStage(user))
+          readers.push_back(*s);
       llvm::sort(readers);
       readers.erase(std::unique(readers.begin(), readers.end()),
                     readers.end());
@@ -298,5 +374,6 @@ private:
   SmallVector<Operation *> ops;
   SmallVector<double> flops, crossing;
   llvm::DenseMap<Operation *, size_t> index;
+  llvm::SmallPtrSet<Operation *, 8> weightOps;
 };
 } // namespace
