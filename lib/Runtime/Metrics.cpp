@@ -13,6 +13,9 @@
 #include <cmath>
 #include <cstring>
 
+#include <sys/resource.h>
+#include <unistd.h>
+
 using namespace weft::rt;
 
 namespace {
@@ -44,7 +47,32 @@ std::string weft::rt::metricsJsonLine(const StepMetrics &m) {
            ",\"bubble_predicted\":" + number(m.bubblePredicted, 6);
   if (m.skipped)
     out += ",\"skipped\":true";
-  return out + ",\"data_wait_s\":" + number(m.dataWaitS, 6) + "}";
+  out += ",\"data_wait_s\":" + number(m.dataWaitS, 6);
+  if (m.peakRssBytes >= 0)
+    out += ",\"peak_rss_bytes\":" + std::to_string(m.peakRssBytes);
+  if (m.baselineRssBytes >= 0)
+    out += ",\"baseline_rss_bytes\":" + std::to_string(m.baselineRssBytes);
+  return out + "}";
+}
+
+int64_t weft::rt::peakRssBytes() {
+  struct rusage usage;
+  if (::getrusage(RUSAGE_SELF, &usage) != 0)
+    return -1;
+  // Linux reports kilobytes (macOS bytes; Weft's runtime targets Linux).
+  return int64_t(usage.ru_maxrss) * 1024;
+}
+
+int64_t weft::rt::currentRssBytes() {
+  std::FILE *f = std::fopen("/proc/self/statm", "r");
+  if (!f)
+    return -1;
+  long long size = 0, resident = 0;
+  int n = std::fscanf(f, "%lld %lld", &size, &resident);
+  std::fclose(f);
+  if (n != 2)
+    return -1;
+  return int64_t(resident) * int64_t(::sysconf(_SC_PAGESIZE));
 }
 
 MetricsWriter::~MetricsWriter() {

@@ -437,6 +437,10 @@ int Trainer::run(bool seedGiven) {
         ", but this executable was compiled for one process; compile it "
         "for a mesh (weftc --mesh dp=" + std::to_string(ctx.worldSize) +
         ") to train on several, or run one process"));
+  // What the process holds before the step's tensors exist: the metrics
+  // report it next to the peak, so the model's own memory is the
+  // difference (docs/planner.md, "Memory model against measured peaks").
+  int64_t baselineRss = currentRssBytes();
   if (Status s = allocate(); !s.ok())
     return fail(s);
   for (const MeshAxisSpec &a : spec.mesh)
@@ -665,6 +669,8 @@ int Trainer::run(bool seedGiven) {
     m.lr = lrOut ? double(*lrOut) : double(float(opts.lr));
     m.stepTimeS = secs;
     m.dataWaitS = b.waitSeconds;
+    m.peakRssBytes = peakRssBytes();
+    m.baselineRssBytes = baselineRss;
     if (bubble >= 0) {
       m.bubble = bubble;
       m.bubblePredicted = spec.pipeline.predictedBubble;

@@ -11,6 +11,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <limits>
+#include <vector>
 
 using namespace weft::rt;
 
@@ -33,6 +34,31 @@ TEST(MetricsTest, JsonLineHoldsEveryField) {
             "{\"step\":3,\"loss\":null,\"lr\":0.001,\"step_time_s\":0.25,"
             "\"samples_per_s\":128,\"tokens_per_s\":4096,\"data_wait_s\":0."
             "001}");
+}
+
+TEST(MetricsTest, JsonLineHoldsMemoryWhenKnown) {
+  StepMetrics m;
+  m.peakRssBytes = 123456789;
+  m.baselineRssBytes = 2048;
+  EXPECT_EQ(metricsJsonLine(m),
+            "{\"step\":0,\"loss\":0,\"lr\":0,\"step_time_s\":0,"
+            "\"samples_per_s\":0,\"data_wait_s\":0,"
+            "\"peak_rss_bytes\":123456789,\"baseline_rss_bytes\":2048}");
+}
+
+TEST(MetricsTest, RssGrowsWithTouchedMemory) {
+  int64_t before = currentRssBytes();
+  ASSERT_GT(before, 0);
+  ASSERT_GT(peakRssBytes(), 0);
+  // 64 MB written page by page must show in the current resident size, and
+  // the peak is never below it (earlier tests may have set a higher peak,
+  // so the peak need not grow).
+  size_t bytes = size_t(64) << 20;
+  std::vector<char> block(bytes, 1);
+  int64_t now = currentRssBytes();
+  EXPECT_GE(now, before + int64_t(bytes) - (int64_t(1) << 20));
+  EXPECT_GE(peakRssBytes(), now - (int64_t(1) << 20));
+  EXPECT_EQ(block[bytes - 1], 1);
 }
 
 TEST(MetricsTest, LossRoundTripsAsFloat) {

@@ -46,10 +46,24 @@ struct StepMetrics {
   /// sends and receives, measured, and the schedule's as weftc simulated
   /// it; negative (and left out of the JSON) otherwise.
   double bubble = -1, bubblePredicted = -1;
+  /// The process's peak resident memory so far (peakRssBytes()), and its
+  /// resident memory before the model's buffers were allocated
+  /// (currentRssBytes() then): code, libraries, runtime threads. The
+  /// difference is what the step's tensors cost, which the planner's memory
+  /// model predicts. Negative (and left out of the JSON) when unknown.
+  int64_t peakRssBytes = -1, baselineRssBytes = -1;
 };
 
+/// The peak resident set size of this process so far, in bytes
+/// (getrusage's ru_maxrss); -1 if the system does not say.
+int64_t peakRssBytes();
+/// The resident set size of this process now, in bytes (/proc/self/statm);
+/// -1 where there is no /proc.
+int64_t currentRssBytes();
+
 /// `{"step":1,"loss":2.30258512,"lr":0.001,"step_time_s":...,
-/// "samples_per_s":...,"tokens_per_s":...,"data_wait_s":...}`, without a
+/// "samples_per_s":...,"tokens_per_s":...,"data_wait_s":...,
+/// "peak_rss_bytes":...,"baseline_rss_bytes":...}`, without a
 /// newline. Non-finite numbers are written as null (JSON has no NaN).
 std::string metricsJsonLine(const StepMetrics &m);
 
