@@ -31,7 +31,7 @@ config.environment["MKL_NUM_THREADS"] = "1"
 llvm_config.use_default_substitutions()
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 tool_dirs = [config.weft_tools_dir, config.llvm_tools_dir]
-llvm_config.add_tool_substitutions(["weft-opt", "weftc", "weft-eval", "weftrun", "weft-ckpt", "weft-cluster", "weft-modelgen", "weft-plan"], tool_dirs)
+llvm_config.add_tool_substitutions(["weft-opt", "weftc", "weft-eval", "weftrun", "weft-ckpt", "weft-cluster", "weft-modelgen", "weft-plan", "weft-profile-cluster"], tool_dirs)
 
 # Executing lowered code (test/Conversion/WeftToLinalg): mlir-runner with the
 # runner utilities, and the driver comparing it against weft-eval.

@@ -35,6 +35,7 @@ namespace planner {
 const char *const kClusterDTypes[3] = {"fp32", "bf16", "fp16"};
 const char *const kClusterCollectives[5] = {
     "all_reduce", "all_gather", "reduce_scatter", "all_to_all", "send_recv"};
+const char *const kGemmShapeClasses[3] = {"small", "medium", "large"};
 
 namespace {
 
@@ -240,7 +241,9 @@ ClusterSpec::Device readDevice(Reader &r, const YAML::Node &node) {
                     {{"memory_GB", true, "memory of one device in GB, e.g. 80"},
                      {"peak_TFLOPs", true,
                       "peak dense TFLOP/s per device for fp32, bf16 and fp16"},
-                     {"efficiency", false, ""}});
+                     {"efficiency", false, ""},
+                     {"gemm_efficiency", false, ""},
+                     {"memory_bandwidth_GBps", false, ""}});
   ClusterSpec::Device device;
   device.memoryGB = r.positive(f["memory_GB"], "device.memory_GB",
                                "memory of one device in GB, e.g. 80");
@@ -270,6 +273,33 @@ ClusterSpec::Device readDevice(Reader &r, const YAML::Node &node) {
       device.efficiency[dt] = e;
     }
   }
+  if (f.count("gemm_efficiency")) {
+    for (Key &k : dtypeKeys)
+      k.required = false;
+    std::vector<Key> classKeys;
+    for (const char *c : kGemmShapeClasses)
+      classKeys.push_back({c, false, ""});
+    const char *effHint = "measured fraction of the peak for GEMMs of this "
+                          "shape class, more than 0 and at most 1";
+    auto byDType =
+        r.fields(f["gemm_efficiency"], "device.gemm_efficiency", dtypeKeys);
+    for (auto &[dt, classes] : byDType) {
+      std::string dtPath = join("device.gemm_efficiency", dt);
+      for (auto &[cls, node] : r.fields(classes, dtPath, classKeys)) {
+        std::string path = join(dtPath, cls);
+        double e = r.number(node, path, effHint);
+        if (!(e > 0 && e <= 1))
+          r.fail(node, path + " must be more than 0 and at most 1 (" +
+                           effHint + "), got " + node.Scalar());
+        device.gemmEfficiency[dt][cls] = e;
+      }
+    }
+  }
+  if (f.count("memory_bandwidth_GBps"))
+    device.memoryBandwidthGBps =
+        r.positive(f["memory_bandwidth_GBps"], "device.memory_bandwidth_GBps",
+                   "measured memory bandwidth of one device in GB/s, e.g. "
+                   "2039 for an A100 80GB");
   return device;
 }
 

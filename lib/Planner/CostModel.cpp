@@ -38,6 +38,26 @@ double efficiencyFor(const ClusterSpec &spec, const std::string &dtype) {
   return it == spec.device.efficiency.end() ? 1.0 : it->second;
 }
 
+const char *gemmShapeClass(double m, double n, double k) {
+  double flops = 2 * m * n * k;
+  if (flops <= 2 * 256.0 * 256.0 * 256.0)
+    return kGemmShapeClasses[0];
+  if (flops <= 2 * 1024.0 * 1024.0 * 1024.0)
+    return kGemmShapeClasses[1];
+  return kGemmShapeClasses[2];
+}
+
+double gemmEfficiencyFor(const ClusterSpec &spec, const std::string &dtype,
+                         double m, double n, double k) {
+  auto byDType = spec.device.gemmEfficiency.find(dtype);
+  if (byDType != spec.device.gemmEfficiency.end()) {
+    auto it = byDType->second.find(gemmShapeClass(m, n, k));
+    if (it != byDType->second.end())
+      return it->second;
+  }
+  return efficiencyFor(spec, dtype);
+}
+
 double computeSeconds(const ClusterSpec &spec, double flops, double bytes,
                       double memoryBandwidthGBps, const std::string &dtype) {
   double flopsPerSecond =

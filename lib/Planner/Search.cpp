@@ -283,14 +283,17 @@ private:
                    bool isBlock) {
     LayerPrice p;
     double attention = 0;
+    // The option wins; else the spec's measured bandwidth, if it has one.
+    double bandwidth = options.memoryBandwidthGBps > 0
+                           ? options.memoryBandwidthGBps
+                           : spec.device.memoryBandwidthGBps;
     for (const OpCost &op : s.ops) {
       double d = (op.tpSplit || sp) ? tp : 1;
-      double t =
-          options.memoryBandwidthGBps > 0
-              ? computeSeconds(spec, op.flops / d,
-                               op.elements * bytes.activation / d,
-                               options.memoryBandwidthGBps, options.dtype)
-              : computeSeconds(spec, op.flops / d, 0, 1, options.dtype);
+      double t = bandwidth > 0
+                     ? computeSeconds(spec, op.flops / d,
+                                      op.elements * bytes.activation / d,
+                                      bandwidth, options.dtype)
+                     : computeSeconds(spec, op.flops / d, 0, 1, options.dtype);
       p.forward += t;
       if (op.attentionCore)
         attention += t;

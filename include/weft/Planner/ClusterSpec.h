@@ -43,6 +43,10 @@ extern const char *const kClusterDTypes[3];
 /// spells them.
 extern const char *const kClusterCollectives[5];
 
+/// The GEMM shape classes a spec may state efficiencies for, as the YAML
+/// spells them: small, medium, large.
+extern const char *const kGemmShapeClasses[3];
+
 /// A cluster of identical nodes, each with identical devices.
 struct ClusterSpec {
   /// What describe() and the planner's reports call it: the `name` field,
@@ -61,6 +65,14 @@ struct ClusterSpec {
     /// reach, per dtype; 0 < e <= 1. A dtype absent here has no measurement
     /// and the cost model picks its own default.
     std::map<std::string, double> efficiency;
+    /// Optional measured fraction of the peak per dtype and GEMM shape class
+    /// (key: kGemmShapeClasses; CostModel.h's gemmShapeClass says which
+    /// products belong to which), as weft-profile-cluster writes them.
+    std::map<std::string, std::map<std::string, double>> gemmEfficiency;
+    /// Optional measured memory bandwidth of one device in GB/s (a STREAM
+    /// triad); 0 where the spec has none. The roofline's memory side uses
+    /// it when the caller gives no bandwidth of its own.
+    double memoryBandwidthGBps = 0;
   } device;
 
   /// One direction of one device's link: bandwidth in GB/s (10^9 bytes per

@@ -42,6 +42,17 @@ Status checkDType(const std::string &dtype);
 /// device.efficiency[dtype], or 1.0 where the spec has no measurement.
 double efficiencyFor(const ClusterSpec &spec, const std::string &dtype);
 
+/// The shape class of an M x N x K matrix product by its FLOPs 2MNK, as
+/// weft-profile-cluster measures them: "small" up to 2·256³ (a 256³
+/// product), "medium" up to 2·1024³, "large" above.
+const char *gemmShapeClass(double m, double n, double k);
+
+/// The fraction of the peak the spec says a `dtype` product of this shape
+/// reaches: device.gemm_efficiency[dtype][class] where measured, else
+/// efficiencyFor(spec, dtype).
+double gemmEfficiencyFor(const ClusterSpec &spec, const std::string &dtype,
+                         double m, double n, double k);
+
 /// Roofline time of one kernel on one device, in seconds:
 ///   max(flops / (peak[dtype] * efficiency[dtype]), bytes / memory bandwidth).
 /// `bytes` is the memory traffic; `memoryBandwidthGBps` is the device's

@@ -47,8 +47,8 @@ struct SearchOptions {
   /// weights and AdamW moments; fp32: 4, 4 and 8).
   std::string dtype = "bf16";
   /// Device memory bandwidth (GB/s) for the roofline's memory side; 0
-  /// leaves it out (the spec has no such field), so every op is costed at
-  /// the compute peak.
+  /// takes the spec's device.memory_bandwidth_GBps, and where the spec has
+  /// none either, leaves it out, so every op is costed at the compute peak.
   double memoryBandwidthGBps = 0;
 
   /// Pins; unset parts are searched.

@@ -1,0 +1,147 @@
+//===- Profile.h - Measure a machine into a cluster spec --------*- C++ -*-===//
+//
+// Part of the Weft project.
+//
+//===----------------------------------------------------------------------===//
+//
+// What weft-profile-cluster measures and how it turns the measurements
+// into a ClusterSpec: GEMM throughput per dtype and shape class (OpenBLAS,
+// one thread per device, as a training rank runs), memory bandwidth (a
+// STREAM triad), and collectives per group size over the runtime's gloo
+// communicators on loopback. And the other direction: recalibrating a
+// spec's compute efficiency from the per-step metrics an executable wrote.
+// docs/planner.md ("Calibration") states the methods.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef WEFT_PLANNER_PROFILE_H
+#define WEFT_PLANNER_PROFILE_H
+
+#include "weft/Planner/ClusterSpec.h"
+#include "weft/Planner/Search.h"
+
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace weft {
+namespace planner {
+
+struct ProfileOptions {
+  /// Ranks the machine runs (one core each); the spec's devices_per_node.
+  int devices = 1;
+  /// Tiny sizes and few repetitions: a smoke test in seconds, not numbers
+  /// to plan with.
+  bool quick = false;
+  /// Where progress lines go (one per measurement); may be empty.
+  std::function<void(const std::string &)> progress;
+};
+
+/// One timed matrix product.
+struct GemmMeasurement {
+  std::string dtype, shapeClass;
+  int64_t m = 0, n = 0, k = 0;
+  double gflops = 0;
+};
+
+/// One timed collective: `bytes` counted as the cost model counts them (the
+/// all-reduce buffer, the all-gather output, the reduce-scatter input, the
+/// message of a send/recv).
+struct CollectiveMeasurement {
+  std::string collective;
+  int group = 0;
+  double bytes = 0, us = 0;
+};
+
+struct ProfileResult {
+  std::vector<GemmMeasurement> gemms;
+  /// dtypes whose products were not measured (no kernel for them in the
+  /// linked BLAS), with the reason.
+  std::map<std::string, std::string> unmeasured;
+  double triadGBps = 0;
+  std::vector<CollectiveMeasurement> collectives;
+  /// Host memory in bytes (/proc/meminfo's MemTotal).
+  double hostMemoryBytes = 0;
+};
+
+/// Times OpenBLAS products of each shape class (cblas_sgemm for fp32,
+/// cblas_sbgemm for bf16 where the library has it) on one thread.
+Status measureGemms(const ProfileOptions &options, ProfileResult &result);
+
+/// Times a STREAM triad a[i] = b[i] + s c[i] on one thread over arrays
+/// well beyond the last-level cache; bytes counted as STREAM does (three
+/// arrays, no write-allocate).
+Status measureTriad(const ProfileOptions &options, ProfileResult &result);
+
+/// Times all-reduce, all-gather and reduce-scatter for every group size
+/// 2..devices, and send/recv between 2 ranks, over gloo on 127.0.0.1: one
+/// thread per rank, meeting in a store on a port the system picks.
+Status measureCollectives(const ProfileOptions &options,
+                          ProfileResult &result);
+
+/// A least-squares fit t = alpha + bytes / beta over the send/recv
+/// measurements: latency in microseconds, bandwidth in GB/s. False where
+/// there are fewer than two sizes or the fit is not positive.
+bool fitLink(const std::vector<CollectiveMeasurement> &samples,
+             double &latencyUs, double &bandwidthGBps);
+
+/// The spec the measurements describe: one node of `devices` devices,
+/// each the best measured throughput per dtype as its peak (an unmeasured
+/// dtype takes fp32's), per-class efficiencies against that peak, the
+/// triad bandwidth, an even share of host memory, and the links fitted from
+/// send/recv (the same for inter_node: one host has no other link).
+ClusterSpec specFromProfile(const ProfileResult &result,
+                            const ProfileOptions &options,
+                            const std::string &name);
+
+/// The spec as YAML that parseClusterSpec reads back to the same numbers:
+/// keys in a fixed order, collectives sorted by group and bytes, and
+/// `comments` (by field path, e.g. "device.peak_TFLOPs.bf16") written as a
+/// comment line above their field.
+std::string formatClusterSpec(const ClusterSpec &spec,
+                              const std::map<std::string, std::string> &comments);
+
+//===----------------------------------------------------------------------===//
+// Recalibration from an executable's metrics
+//===----------------------------------------------------------------------===//
+
+/// What one run measured, reduced to what calibration needs.
+struct RunMetrics {
+  /// Steps read, and the ones used (after the warm-up).
+  int steps = 0, used = 0;
+  double medianStepSeconds = 0;
+  /// The largest peak_rss_bytes and the baseline_rss_bytes, where logged
+  /// (-1 otherwise).
+  double peakRssBytes = -1, baselineRssBytes = -1;
+};
+
+/// Reads a metrics JSONL file's text (lib/Runtime/Metrics.cpp's lines).
+/// The first step pays one-off costs (page faults on fresh buffers, the
+/// BLAS's own buffers), so it is left out when there are three or more;
+/// skipped steps are left out too. `source` names the file in errors.
+Status readRunMetrics(const std::string &text, const std::string &source,
+                      RunMetrics &out);
+
+struct Calibration {
+  std::string dtype;
+  double efficiency = 0, previous = 0;
+  /// The plan's step time before and after, and what was measured.
+  double predictedBefore = 0, predictedAfter = 0, measured = 0;
+};
+
+/// Sets spec.device.efficiency[options.dtype] so that evaluatePlan of the
+/// run's layout (`layout`, `microBatchSize`, no recomputation) predicts the
+/// measured median step time: the step time is decreasing in the
+/// efficiency, so a bisection finds it. Fails, saying which number to
+/// revise, when even the full peak predicts a slower step than measured
+/// (the peak is understated) or when communication alone exceeds the
+/// measurement.
+Status calibrateEfficiency(const ModelStats &model, ClusterSpec &spec,
+                           const SearchOptions &options,
+                           const LayoutChoice &layout, int microBatchSize,
+                           const RunMetrics &run, Calibration &out);
+
+} // namespace planner
+} // namespace weft
+
+#endif // WEFT_PLANNER_PROFILE_H

@@ -1,0 +1,559 @@
+//===- Profile.cpp - Measure a machine into a cluster spec ----------------===//
+//
+// Part of the Weft project.
+//
+//===----------------------------------------------------------------------===//
+
+#include "weft/Planner/Profile.h"
+
+#include "weft/Planner/CostModel.h"
+#include "weft/Runtime/Collectives.h"
+#include "weft/Runtime/Rendezvous.h"
+
+#include <cblas.h>
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+namespace weft {
+namespace planner {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using namespace std::chrono_literals;
+
+double since(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+std::string fmt(const char *format, double a, double b = 0, double c = 0) {
+  char buf[160];
+  std::snprintf(buf, sizeof(buf), format, a, b, c);
+  return buf;
+}
+
+void say(const ProfileOptions &o, const std::string &line) {
+  if (o.progress)
+    o.progress(line);
+}
+
+/// Seconds per call of `fn`, the best of `reps` batches each at least
+/// `minSeconds` long: the best, because interference from other processes
+/// on a shared host only ever makes a run slower.
+template <typename Fn>
+double bestSeconds(Fn fn, int reps, double minSeconds) {
+  fn(); // Warm-up: page faults, the BLAS's buffers, caches.
+  double best = INFINITY;
+  for (int r = 0; r < reps; ++r) {
+    int calls = 0;
+    Clock::time_point t0 = Clock::now();
+    do {
+      fn();
+      ++calls;
+    } while (since(t0) < minSeconds);
+    best = std::min(best, since(t0) / calls);
+  }
+  return best;
+}
+
+/// Square sizes per shape class: each inside its class's FLOP range
+/// (CostModel's gemmShapeClass), and the large one big enough that OpenBLAS
+/// reaches its plateau. Quick sizes stay in their classes too (a large
+/// product is at least 1025 wide), so a quick spec is smaller but not
+/// mislabelled.
+struct ShapeSize {
+  const char *cls;
+  int64_t full, quick;
+};
+constexpr ShapeSize kShapes[] = {
+    {"small", 128, 32}, {"medium", 512, 288}, {"large", 2048, 1056}};
+
+/// Four significant digits: more would only write down the noise.
+double round4(double v) {
+  if (!(v > 0))
+    return v;
+  double scale = std::pow(10.0, 3 - std::floor(std::log10(v)));
+  return std::round(v * scale) / scale;
+}
+
+#ifdef WEFT_HAVE_SBGEMM
+uint16_t toBF16(float f) {
+  uint32_t bits;
+  std::memcpy(&bits, &f, 4);
+  return uint16_t(bits >> 16);
+}
+#endif
+
+} // namespace
+
+Status measureGemms(const ProfileOptions &o, ProfileResult &result) {
+  // A training rank runs its products on its own core.
+  openblas_set_num_threads(1);
+  double minSeconds = o.quick ? 0.01 : 0.3;
+  int reps = o.quick ? 1 : 3;
+  for (const ShapeSize &shape : kShapes) {
+    int64_t n = o.quick ? shape.quick : shape.full;
+    // Distinct non-trivial values: denormals or zeros would take other
+    // paths in some kernels.
+    std::vector<float> a(n * n), b(n * n), c(n * n);
+    for (int64_t i = 0; i < n * n; ++i) {
+      a[i] = float((i * 7) % 13) / 13.0f - 0.5f;
+      b[i] = float((i * 11) % 17) / 17.0f - 0.5f;
+    }
+    double flops = 2.0 * double(n) * double(n) * double(n);
+    double s = bestSeconds(
+        [&] {
+          cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, int(n),
+                      int(n), int(n), 1.0f, a.data(), int(n), b.data(), int(n),
+                      0.0f, c.data(), int(n));
+        },
+        reps, minSeconds);
+    result.gemms.push_back({"fp32", shape.cls, n, n, n, flops / s * 1e-9});
+    say(o, fmt("gemm fp32 %.0f^3: %.1f GFLOP/s", double(n),
+               flops / s * 1e-9));
+#ifdef WEFT_HAVE_SBGEMM
+    std::vector<uint16_t> ah(n * n), bh(n * n);
+    for (int64_t i = 0; i < n * n; ++i) {
+      ah[i] = toBF16(a[i]);
+      bh[i] = toBF16(b[i]);
+    }
+    double sb = bestSeconds(
+        [&] {
+          cblas_sbgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, int(n),
+                       int(n), int(n), 1.0f, ah.data(), int(n), bh.data(),
+                       int(n), 0.0f, c.data(), int(n));
+        },
+        reps, minSeconds);
+    result.gemms.push_back({"bf16", shape.cls, n, n, n, flops / sb * 1e-9});
+    say(o, fmt("gemm bf16 %.0f^3: %.1f GFLOP/s", double(n),
+               flops / sb * 1e-9));
+#endif
+  }
+#ifndef WEFT_HAVE_SBGEMM
+  result.unmeasured["bf16"] =
+      "the linked OpenBLAS has no cblas_sbgemm; fp32's rate stands in";
+#endif
+  result.unmeasured["fp16"] =
+      "OpenBLAS has no fp16 matrix product (no cblas_shgemm), and Weft's CPU "
+      "path has none of its own; fp32's rate stands in";
+  return Status::success();
+}
+
+Status measureTriad(const ProfileOptions &o, ProfileResult &result) {
+  // 3 x 64 MB, twice a large server's last-level cache; quick: 3 x 8 MB.
+  size_t n = o.quick ? (size_t(1) << 20) : (size_t(8) << 20);
+  std::vector<double> a(n, 0.0), b(n, 1.0), c(n, 2.0);
+  const double scalar = 3.0;
+  double s = bestSeconds(
+      [&] {
+        double *pa = a.data();
+        const double *pb = b.data(), *pc = c.data();
+        for (size_t i = 0; i < n; ++i)
+          pa[i] = pb[i] + scalar * pc[i];
+      },
+      o.quick ? 1 : 5, o.quick ? 0.01 : 0.2);
+  if (a[n / 2] != 7.0)
+    return Status::error("the triad computed " + std::to_string(a[n / 2]) +
+                         " instead of 7: the measurement is broken");
+  result.triadGBps = 3.0 * 8.0 * double(n) / s * 1e-9;
+  say(o, fmt("memory triad %.0f MB: %.2f GB/s", 3.0 * 8.0 * double(n) / 1e6,
+             result.triadGBps));
+  return Status::success();
+}
+
+namespace {
+
+/// Buffer sizes per collective in bytes (the cost model's count).
+std::vector<double> collectiveSizes(bool quick) {
+  if (quick)
+    return {4096, 65536};
+  return {4096, 65536, 1 << 20, 16 << 20};
+}
+
+/// Runs one rank of a group: every collective at every size, each timed
+/// as the median of three batches of back-to-back calls closed by a
+/// barrier (so the slowest rank's finish is inside the time). Rank 0
+/// records the times.
+Status profileRank(int port, int rank, int group, bool quick,
+                   std::vector<CollectiveMeasurement> &out) {
+  std::unique_ptr<rt::StoreClient> client;
+  if (Status s = rt::StoreClient::connect("127.0.0.1", port, 10s, client);
+      !s.ok())
+    return s;
+  std::unique_ptr<rt::Communicator> comm;
+  if (Status s = rt::createGlooCommunicator(
+          *client, "profile" + std::to_string(group), rank, group,
+          "127.0.0.1", 60s, comm);
+      !s.ok())
+    return s;
+  uint64_t tag = 0;
+  for (const char *name : {"all_reduce", "all_gather", "reduce_scatter",
+                           "send_recv"}) {
+    bool p2p = std::strcmp(name, "send_recv") == 0;
+    if (p2p && group != 2)
+      continue;
+    for (double bytes : collectiveSizes(quick)) {
+      size_t total = size_t(bytes) / sizeof(float);
+      size_t perRank = total / size_t(group);
+      std::vector<float> in(total, 1.0f), outBuf(total, 0.0f);
+      auto once = [&]() -> Status {
+        std::string c = name;
+        if (c == "all_reduce")
+          return comm->allReduceSum(in.data(), total);
+        if (c == "all_gather")
+          return comm->allGather(in.data(), perRank, outBuf.data());
+        if (c == "reduce_scatter")
+          return comm->reduceScatterSum(in.data(), perRank, outBuf.data());
+        // A ping-pong: two messages per call.
+        ++tag;
+        if (rank == 0) {
+          if (Status s = comm->send(in.data(), total, 1, tag); !s.ok())
+            return s;
+          return comm->recv(outBuf.data(), total, 1, tag);
+        }
+        if (Status s = comm->recv(outBuf.data(), total, 0, tag); !s.ok())
+          return s;
+        return comm->send(in.data(), total, 0, tag);
+      };
+      int calls = quick ? 2 : bytes <= 65536 ? 50 : bytes <= (1 << 20) ? 10 : 3;
+      if (Status s = once(); !s.ok())
+        return s;
+      std::vector<double> batches;
+      for (int b = 0; b < 3; ++b) {
+        if (Status s = comm->barrier(); !s.ok())
+          return s;
+        Clock::time_point t0 = Clock::now();
+        for (int i = 0; i < calls; ++i)
+          if (Status s = once(); !s.ok())
+            return s;
+        if (Status s = comm->barrier(); !s.ok())
+          return s;
+        batches.push_back(since(t0) / calls / (p2p ? 2 : 1));
+      }
+      std::sort(batches.begin(), batches.end());
+      if (rank == 0)
+        out.push_back({name, group, bytes, batches[1] * 1e6});
+    }
+  }
+  return Status::success();
+}
+
+} // namespace
+
+Status measureCollectives(const ProfileOptions &o, ProfileResult &result) {
+  if (o.devices < 2)
+    return Status::success();
+  for (int group = 2; group <= o.devices; ++group) {
+    std::unique_ptr<rt::StoreServer> server;
+    if (Status s = rt::StoreServer::start("127.0.0.1", 0, server); !s.ok())
+      return s;
+    std::vector<CollectiveMeasurement> found;
+    std::vector<Status> status(group, Status::success());
+    std::vector<std::thread> ranks;
+    for (int r = 0; r < group; ++r)
+      ranks.emplace_back([&, r] {
+        status[r] = profileRank(server->port(), r, group, o.quick, found);
+      });
+    for (std::thread &t : ranks)
+      t.join();
+    for (int r = 0; r < group; ++r)
+      if (!status[r].ok())
+        return Status::error("profiling collectives of " +
+                             std::to_string(group) + " ranks on 127.0.0.1, "
+                             "rank " + std::to_string(r) + ": " +
+                             status[r].message);
+    for (const CollectiveMeasurement &m : found) {
+      say(o, m.collective + " " + std::to_string(group) + " ranks " +
+                 fmt("%.0f bytes: %.1f us", m.bytes, m.us));
+      result.collectives.push_back(m);
+    }
+  }
+  return Status::success();
+}
+
+bool fitLink(const std::vector<CollectiveMeasurement> &samples,
+             double &latencyUs, double &bandwidthGBps) {
+  std::vector<const CollectiveMeasurement *> p2p;
+  for (const CollectiveMeasurement &m : samples)
+    if (m.collective == "send_recv")
+      p2p.push_back(&m);
+  if (p2p.size() < 2)
+    return false;
+  double n = double(p2p.size()), sx = 0, sy = 0, sxx = 0, sxy = 0;
+  for (const CollectiveMeasurement *m : p2p) {
+    sx += m->bytes;
+    sy += m->us;
+    sxx += m->bytes * m->bytes;
+    sxy += m->bytes * m->us;
+  }
+  double den = n * sxx - sx * sx;
+  if (den <= 0)
+    return false;
+  double slope = (n * sxy - sx * sy) / den; // us per byte
+  double intercept = (sy - slope * sx) / n;
+  if (!(slope > 0))
+    return false;
+  bandwidthGBps = 1.0 / slope * 1e-3; // bytes/us -> GB/s
+  latencyUs = std::max(0.0, intercept);
+  return true;
+}
+
+
+ClusterSpec specFromProfile(const ProfileResult &r, const ProfileOptions &o,
+                            const std::string &name) {
+  ClusterSpec spec;
+  spec.name = name;
+  spec.nodes = 1;
+  spec.devicesPerNode = o.devices;
+  // An even share of the host, rounded down to 0.1 GB.
+  spec.device.memoryGB =
+      std::max(0.1, std::floor(r.hostMemoryBytes / o.devices / 1e8) / 10);
+  std::map<std::string, double> best;
+  for (const GemmMeasurement &g : r.gemms)
+    best[g.dtype] = std::max(best[g.dtype], g.gflops);
+  for (const char *dt : kClusterDTypes) {
+    double peak = best.count(dt) ? best[dt] : best["fp32"];
+    spec.device.peakTFLOPs[dt] = round4(peak * 1e-3);
+  }
+  for (const GemmMeasurement &g : r.gemms) {
+    double e = g.gflops / best[g.dtype];
+    spec.device.gemmEfficiency[g.dtype][g.shapeClass] =
+        round4(std::min(1.0, std::max(e, 1e-6)));
+  }
+  if (r.triadGBps > 0)
+    spec.device.memoryBandwidthGBps = round4(r.triadGBps);
+  double latency = 0, bandwidth = 0;
+  if (!fitLink(r.collectives, latency, bandwidth)) {
+    // One device, or a quick run without enough sizes: the link is never
+    // used, but the spec requires one.
+    latency = 100;
+    bandwidth = 1;
+  }
+  spec.intraNode = {round4(bandwidth), round4(latency)};
+  spec.interNode = spec.intraNode;
+  for (const CollectiveMeasurement &m : r.collectives)
+    spec.collectives[m.collective].push_back({m.group, m.bytes, round4(m.us)});
+  for (auto &[name, samples] : spec.collectives)
+    std::stable_sort(samples.begin(), samples.end(),
+                     [](const auto &a, const auto &b) {
+                       return std::make_pair(a.group, a.bytes) <
+                              std::make_pair(b.group, b.bytes);
+                     });
+  return spec;
+}
+
+namespace {
+/// Shortest text that reads back as the same double.
+std::string number(double v) {
+  char buf[40];
+  for (int digits = 6; digits <= 17; ++digits) {
+    std::snprintf(buf, sizeof(buf), "%.*g", digits, v);
+    if (std::strtod(buf, nullptr) == v)
+      break;
+  }
+  return buf;
+}
+} // namespace
+
+std::string
+formatClusterSpec(const ClusterSpec &spec,
+                  const std::map<std::string, std::string> &comments) {
+  std::ostringstream os;
+  auto comment = [&](const std::string &path, const std::string &indent) {
+    auto it = comments.find(path);
+    if (it == comments.end())
+      return;
+    std::istringstream lines(it->second);
+    std::string line;
+    while (std::getline(lines, line))
+      os << indent << "# " << line << "\n";
+  };
+  comment("", "");
+  os << "name: " << spec.name << "\n";
+  os << "nodes: " << spec.nodes << "\n";
+  os << "devices_per_node: " << spec.devicesPerNode << "\n";
+  os << "device:\n";
+  comment("device.memory_GB", "  ");
+  os << "  memory_GB: " << number(spec.device.memoryGB) << "\n";
+  if (spec.device.memoryBandwidthGBps > 0) {
+    comment("device.memory_bandwidth_GBps", "  ");
+    os << "  memory_bandwidth_GBps: "
+       << number(spec.device.memoryBandwidthGBps) << "\n";
+  }
+  os << "  peak_TFLOPs:\n";
+  for (const char *dt : kClusterDTypes) {
+    comment(std::string("device.peak_TFLOPs.") + dt, "    ");
+    os << "    " << dt << ": " << number(spec.device.peakTFLOPs.at(dt))
+       << "\n";
+  }
+  if (!spec.device.efficiency.empty()) {
+    os << "  efficiency:\n";
+    for (const char *dt : kClusterDTypes)
+      if (spec.device.efficiency.count(dt)) {
+        comment(std::string("device.efficiency.") + dt, "    ");
+        os << "    " << dt << ": " << number(spec.device.efficiency.at(dt))
+           << "\n";
+      }
+  }
+  if (!spec.device.gemmEfficiency.empty()) {
+    comment("device.gemm_efficiency", "  ");
+    os << "  gemm_efficiency:\n";
+    for (const char *dt : kClusterDTypes) {
+      auto it = spec.device.gemmEfficiency.find(dt);
+      if (it == spec.device.gemmEfficiency.end())
+        continue;
+      os << "    " << dt << ":";
+      const char *sep = " {";
+      for (const char *cls : kGemmShapeClasses)
+        if (it->second.count(cls)) {
+          os << sep << cls << ": " << number(it->second.at(cls));
+          sep = ", ";
+        }
+      os << "}\n";
+    }
+  }
+  for (auto [key, link] : {std::make_pair("intra_node", &spec.intraNode),
+                           std::make_pair("inter_node", &spec.interNode)}) {
+    comment(key, "");
+    os << key << ":\n";
+    os << "  bandwidth_GBps: " << number(link->bandwidthGBps) << "\n";
+    os << "  latency_us: " << number(link->latencyUs) << "\n";
+  }
+  if (!spec.collectives.empty()) {
+    comment("collectives", "");
+    os << "collectives:\n";
+    for (const char *name : kClusterCollectives) {
+      auto it = spec.collectives.find(name);
+      if (it == spec.collectives.end() || it->second.empty())
+        continue;
+      os << "  " << name << ":\n";
+      for (const ClusterSpec::CollectiveSample &s : it->second)
+        os << "    - {group: " << s.group << ", bytes: " << number(s.bytes)
+           << ", us: " << number(s.us) << "}\n";
+    }
+  }
+  return os.str();
+}
+
+//===----------------------------------------------------------------------===//
+// Recalibration
+//===----------------------------------------------------------------------===//
+
+Status readRunMetrics(const std::string &text, const std::string &source,
+                      RunMetrics &out) {
+  out = RunMetrics();
+  std::vector<double> times;
+  std::istringstream lines(text);
+  std::string line;
+  int lineNo = 0;
+  while (std::getline(lines, line)) {
+    ++lineNo;
+    if (line.find_first_not_of(" \t\r") == std::string::npos)
+      continue;
+    auto j = nlohmann::json::parse(line, nullptr, false);
+    std::string where = source + ":" + std::to_string(lineNo);
+    if (!j.is_object() || !j.contains("step_time_s") ||
+        !j["step_time_s"].is_number())
+      return Status::error(where + ": not a metrics line with a numeric "
+                                   "step_time_s (write one with the "
+                                   "executable's --metrics FILE)");
+    ++out.steps;
+    if (j.contains("skipped") && j["skipped"].is_boolean() &&
+        j["skipped"].get<bool>())
+      continue;
+    times.push_back(j["step_time_s"].get<double>());
+    if (j.contains("peak_rss_bytes") && j["peak_rss_bytes"].is_number())
+      out.peakRssBytes =
+          std::max(out.peakRssBytes, j["peak_rss_bytes"].get<double>());
+    if (j.contains("baseline_rss_bytes") &&
+        j["baseline_rss_bytes"].is_number())
+      out.baselineRssBytes = j["baseline_rss_bytes"].get<double>();
+  }
+  if (times.empty())
+    return Status::error(source + ": no completed steps; train at least one "
+                                  "step with --metrics " + source);
+  if (times.size() >= 3)
+    times.erase(times.begin());
+  out.used = int(times.size());
+  std::sort(times.begin(), times.end());
+  size_t n = times.size();
+  out.medianStepSeconds =
+      n % 2 ? times[n / 2] : 0.5 * (times[n / 2 - 1] + times[n / 2]);
+  if (!(out.medianStepSeconds > 0))
+    return Status::error(source + ": the median step time is " +
+                         std::to_string(out.medianStepSeconds) +
+                         " s; a calibration needs positive step times");
+  return Status::success();
+}
+
+Status calibrateEfficiency(const ModelStats &model, ClusterSpec &spec,
+                           const SearchOptions &options,
+                           const LayoutChoice &layout, int microBatchSize,
+                           const RunMetrics &run, Calibration &out) {
+  if (Status s = checkDType(options.dtype); !s.ok())
+    return s;
+  out = Calibration();
+  out.dtype = options.dtype;
+  out.previous = efficiencyFor(spec, options.dtype);
+  out.measured = run.medianStepSeconds;
+  auto predict = [&](double e, double &seconds) -> Status {
+    ClusterSpec trial = spec;
+    trial.device.efficiency[options.dtype] = e;
+    Plan plan;
+    if (Status s = evaluatePlan(model, trial, options, layout, microBatchSize,
+                                Recompute::None, plan);
+        !s.ok())
+      return s;
+    seconds = plan.stepSeconds;
+    return Status::success();
+  };
+  if (Status s = predict(out.previous, out.predictedBefore); !s.ok())
+    return s;
+  double atPeak = 0;
+  if (Status s = predict(1.0, atPeak); !s.ok())
+    return s;
+  std::string dt = options.dtype;
+  if (atPeak > out.measured)
+    return Status::error(
+        "the run took " + fmt("%.4g s per step", out.measured) +
+        ", faster than the plan predicts at the full peak (" +
+        fmt("%.4g s", atPeak) + "): device.peak_TFLOPs." + dt + " (" +
+        fmt("%g", spec.device.peakTFLOPs.at(dt)) +
+        ") is understated, or the links are slower in the spec than in the "
+        "run; measure the machine with weft-profile-cluster first");
+  // The step time falls as e grows; at e -> 0 it grows without bound, so a
+  // root lies in (0, 1]. Bisect in log space: efficiencies span decades.
+  double lo = 1e-6, hi = 1.0, tLo = 0;
+  if (Status s = predict(lo, tLo); !s.ok())
+    return s;
+  if (tLo < out.measured)
+    return Status::error(
+        "even at an efficiency of 1e-6 the plan predicts " +
+        fmt("%.4g s", tLo) + " per step, less than the " +
+        fmt("%.4g s", out.measured) +
+        " measured: the time is not in compute. Check that --model, "
+        "--mesh and --micro-batch-size describe the run");
+  for (int i = 0; i < 60; ++i) {
+    double mid = std::sqrt(lo * hi), t = 0;
+    if (Status s = predict(mid, t); !s.ok())
+      return s;
+    (t > out.measured ? lo : hi) = mid;
+  }
+  // Rounded as measurements are (step times vary by more than 0.1 %).
+  out.efficiency = std::min(1.0, round4(hi));
+  if (Status s = predict(out.efficiency, out.predictedAfter); !s.ok())
+    return s;
+  spec.device.efficiency[dt] = out.efficiency;
+  return Status::success();
+}
+
+} // namespace planner
+} // namespace weft

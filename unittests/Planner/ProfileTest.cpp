@@ -1,0 +1,277 @@
+//===- ProfileTest.cpp - Tests for measuring and recalibrating specs ------===//
+//
+// Part of the Weft project.
+//
+//===----------------------------------------------------------------------===//
+
+#include "weft/Planner/CostModel.h"
+#include "weft/Planner/Profile.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+using namespace weft::planner;
+
+namespace {
+
+ClusterSpec oneDevice(double peakTFLOPs) {
+  ClusterSpec s;
+  s.name = "t";
+  s.nodes = 1;
+  s.devicesPerNode = 2;
+  s.device.memoryGB = 10;
+  for (const char *dt : kClusterDTypes)
+    s.device.peakTFLOPs[dt] = peakTFLOPs;
+  s.intraNode = {1, 100};
+  s.interNode = {1, 100};
+  return s;
+}
+
+TEST(ProfileSpec, ShapeClassesByFlops) {
+  EXPECT_STREQ("small", gemmShapeClass(256, 256, 256));
+  EXPECT_STREQ("medium", gemmShapeClass(257, 256, 256));
+  EXPECT_STREQ("medium", gemmShapeClass(1024, 1024, 1024));
+  EXPECT_STREQ("large", gemmShapeClass(1024, 1024, 1025));
+  // A skinny product is classed by its work, not its longest side.
+  EXPECT_STREQ("small", gemmShapeClass(65536, 16, 16));
+
+  ClusterSpec s = oneDevice(1);
+  s.device.efficiency["fp32"] = 0.9;
+  s.device.gemmEfficiency["fp32"]["small"] = 0.25;
+  EXPECT_DOUBLE_EQ(0.25, gemmEfficiencyFor(s, "fp32", 64, 64, 64));
+  // No measurement for the class, or for the dtype: the dtype's.
+  EXPECT_DOUBLE_EQ(0.9, gemmEfficiencyFor(s, "fp32", 4096, 4096, 4096));
+  EXPECT_DOUBLE_EQ(1.0, gemmEfficiencyFor(s, "bf16", 64, 64, 64));
+}
+
+TEST(ProfileSpec, FitsLatencyAndBandwidth) {
+  // t = 50 us + bytes / (2 GB/s): 2000 bytes per us.
+  std::vector<CollectiveMeasurement> m;
+  for (double bytes : {4096.0, 65536.0, 1048576.0, 16777216.0})
+    m.push_back({"send_recv", 2, bytes, 50 + bytes / 2000});
+  m.push_back({"all_reduce", 2, 4096, 1e6}); // Not a send/recv: ignored.
+  double lat = 0, bw = 0;
+  ASSERT_TRUE(fitLink(m, lat, bw));
+  EXPECT_NEAR(50, lat, 1e-6);
+  EXPECT_NEAR(2, bw, 1e-9);
+  m.resize(1);
+  EXPECT_FALSE(fitLink(m, lat, bw));
+}
+
+ProfileResult handResult() {
+  ProfileResult r;
+  r.gemms = {{"fp32", "small", 128, 128, 128, 50},
+             {"fp32", "medium", 512, 512, 512, 180},
+             {"fp32", "large", 2048, 2048, 2048, 200}};
+  r.unmeasured["bf16"] = "no kernel";
+  r.unmeasured["fp16"] = "no kernel";
+  r.triadGBps = 20;
+  r.hostMemoryBytes = 25.3e9;
+  for (double bytes : {4096.0, 1048576.0}) {
+    r.collectives.push_back({"send_recv", 2, bytes, 40 + bytes / 1000});
+    r.collectives.push_back({"all_reduce", 2, bytes, 80 + bytes / 500});
+  }
+  return r;
+}
+
+TEST(ProfileSpec, SpecFromMeasurements) {
+  ProfileOptions o;
+  o.devices = 2;
+  ClusterSpec s = specFromProfile(handResult(), o, "here");
+  EXPECT_EQ("here", s.name);
+  EXPECT_EQ(1, s.nodes);
+  EXPECT_EQ(2, s.devicesPerNode);
+  // 25.3 GB over 2 devices, rounded down to 0.1 GB.
+  EXPECT_DOUBLE_EQ(12.6, s.device.memoryGB);
+  // The fastest product is the peak; unmeasured dtypes take fp32's.
+  EXPECT_DOUBLE_EQ(0.2, s.device.peakTFLOPs.at("fp32"));
+  EXPECT_DOUBLE_EQ(0.2, s.device.peakTFLOPs.at("bf16"));
+  EXPECT_DOUBLE_EQ(0.2, s.device.peakTFLOPs.at("fp16"));
+  EXPECT_DOUBLE_EQ(0.25, s.device.gemmEfficiency.at("fp32").at("small"));
+  EXPECT_DOUBLE_EQ(0.9, s.device.gemmEfficiency.at("fp32").at("medium"));
+  EXPECT_DOUBLE_EQ(1.0, s.device.gemmEfficiency.at("fp32").at("large"));
+  EXPECT_EQ(0u, s.device.gemmEfficiency.count("bf16"));
+  EXPECT_DOUBLE_EQ(20, s.device.memoryBandwidthGBps);
+  // 1000 bytes per us is 1 GB/s.
+  EXPECT_NEAR(1.0, s.intraNode.bandwidthGBps, 1e-9);
+  EXPECT_NEAR(40, s.intraNode.latencyUs, 1e-6);
+  ASSERT_EQ(2u, s.collectives.at("all_reduce").size());
+  EXPECT_EQ(2u, s.collectives.at("send_recv").size());
+}
+
+TEST(ProfileSpec, WrittenYamlReadsBackAndIsStable) {
+  ProfileOptions o;
+  o.devices = 2;
+  ClusterSpec s = specFromProfile(handResult(), o, "here");
+  s.device.efficiency["fp32"] = 0.5;
+  std::string text =
+      formatClusterSpec(s, {{"", "top\nsecond line"},
+                            {"device.peak_TFLOPs.bf16", "not measured"}});
+  EXPECT_EQ(0u, text.find("# top\n# second line\nname: here\n"));
+  EXPECT_NE(std::string::npos,
+            text.find("    # not measured\n    bf16: 0.2\n"));
+  EXPECT_NE(std::string::npos,
+            text.find("gemm_efficiency:\n    fp32: {small: 0.25, medium: "
+                      "0.9, large: 1}\n"));
+  ClusterSpec back;
+  Status st = parseClusterSpec(text, "written.yaml", back);
+  ASSERT_TRUE(st.ok()) << st.message << "\n" << text;
+  EXPECT_EQ(s.device.peakTFLOPs, back.device.peakTFLOPs);
+  EXPECT_EQ(s.device.efficiency, back.device.efficiency);
+  EXPECT_EQ(s.device.gemmEfficiency, back.device.gemmEfficiency);
+  EXPECT_EQ(s.device.memoryBandwidthGBps, back.device.memoryBandwidthGBps);
+  EXPECT_EQ(s.intraNode.bandwidthGBps, back.intraNode.bandwidthGBps);
+  EXPECT_EQ(s.intraNode.latencyUs, back.intraNode.latencyUs);
+  ASSERT_EQ(s.collectives.size(), back.collectives.size());
+  for (const auto &[name, samples] : s.collectives)
+    for (size_t i = 0; i < samples.size(); ++i) {
+      EXPECT_EQ(samples[i].group, back.collectives[name][i].group);
+      EXPECT_EQ(samples[i].bytes, back.collectives[name][i].bytes);
+      EXPECT_EQ(samples[i].us, back.collectives[name][i].us);
+    }
+  // Written again, the same bytes: keys and samples in a fixed order.
+  EXPECT_EQ(formatClusterSpec(back, {}), formatClusterSpec(s, {}));
+}
+
+TEST(ProfileSpec, NewFieldsAreChecked) {
+  std::string head = "nodes: 1\ndevices_per_node: 1\ndevice:\n"
+                     "  memory_GB: 1\n"
+                     "  peak_TFLOPs: {fp32: 1, bf16: 1, fp16: 1}\n";
+  std::string links = "intra_node: {bandwidth_GBps: 1, latency_us: 1}\n"
+                      "inter_node: {bandwidth_GBps: 1, latency_us: 1}\n";
+  ClusterSpec s;
+  Status st = parseClusterSpec(
+      head + "  gemm_efficiency: {fp32: {huge: 0.5}}\n" + links, "a.yaml", s);
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(std::string::npos,
+            st.message.find("unknown key 'device.gemm_efficiency.fp32.huge'"))
+      << st.message;
+  st = parseClusterSpec(
+      head + "  gemm_efficiency: {fp32: {small: 1.5}}\n" + links, "a.yaml", s);
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(std::string::npos,
+            st.message.find("device.gemm_efficiency.fp32.small must be more "
+                            "than 0 and at most 1"))
+      << st.message;
+  st = parseClusterSpec(head + "  memory_bandwidth_GBps: 0\n" + links,
+                        "a.yaml", s);
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(std::string::npos,
+            st.message.find("device.memory_bandwidth_GBps must be a positive "
+                            "number"))
+      << st.message;
+}
+
+TEST(ProfileMeasure, QuickMeasurementsAreSane) {
+  ProfileOptions o;
+  o.devices = 2;
+  o.quick = true;
+  int lines = 0;
+  o.progress = [&](const std::string &) { ++lines; };
+  ProfileResult r;
+  ASSERT_TRUE(measureGemms(o, r).ok());
+  ASSERT_TRUE(measureTriad(o, r).ok());
+  Status st = measureCollectives(o, r);
+  ASSERT_TRUE(st.ok()) << st.message;
+  int fp32 = 0;
+  for (const GemmMeasurement &g : r.gemms) {
+    fp32 += g.dtype == "fp32";
+    // Anything from a slow emulator to a large server core.
+    EXPECT_GT(g.gflops, 0.01) << g.shapeClass;
+    EXPECT_LT(g.gflops, 1e4) << g.shapeClass;
+    EXPECT_STREQ(g.shapeClass.c_str(), gemmShapeClass(g.m, g.n, g.k));
+  }
+  EXPECT_EQ(3, fp32);
+  EXPECT_EQ(1u, r.unmeasured.count("fp16"));
+  EXPECT_GT(r.triadGBps, 0.1);
+  // 3 collectives and send/recv, 2 sizes each, for the one group of 2.
+  ASSERT_EQ(8u, r.collectives.size());
+  for (const CollectiveMeasurement &m : r.collectives) {
+    EXPECT_EQ(2, m.group);
+    EXPECT_GT(m.us, 0) << m.collective;
+  }
+  EXPECT_EQ(int(r.gemms.size() + 1 + r.collectives.size()), lines);
+}
+
+TEST(ProfileMetrics, MedianLeavesOutWarmUpAndSkippedSteps) {
+  RunMetrics run;
+  std::string text =
+      "{\"step\":1,\"step_time_s\":9.0,\"peak_rss_bytes\":100}\n"
+      "{\"step\":2,\"step_time_s\":0.30,\"peak_rss_bytes\":300,"
+      "\"baseline_rss_bytes\":20}\n"
+      "{\"step\":3,\"step_time_s\":0.10,\"skipped\":true}\n"
+      "\n"
+      "{\"step\":4,\"step_time_s\":0.20,\"peak_rss_bytes\":200}\n"
+      "{\"step\":5,\"step_time_s\":0.40}\n";
+  Status st = readRunMetrics(text, "run.jsonl", run);
+  ASSERT_TRUE(st.ok()) << st.message;
+  EXPECT_EQ(5, run.steps);
+  // Steps 2, 4, 5 (1 is the warm-up, 3 was skipped): median 0.30.
+  EXPECT_EQ(3, run.used);
+  EXPECT_DOUBLE_EQ(0.30, run.medianStepSeconds);
+  EXPECT_DOUBLE_EQ(300, run.peakRssBytes);
+  EXPECT_DOUBLE_EQ(20, run.baselineRssBytes);
+
+  // Two steps: both kept (no warm-up to spare), the mean of the middle two.
+  ASSERT_TRUE(readRunMetrics("{\"step_time_s\":1}\n{\"step_time_s\":3}\n",
+                             "r", run)
+                  .ok());
+  EXPECT_DOUBLE_EQ(2.0, run.medianStepSeconds);
+
+  st = readRunMetrics("{\"step\":1}\n", "run.jsonl", run);
+  ASSERT_FALSE(st.ok());
+  EXPECT_EQ(0u, st.message.find("run.jsonl:1: not a metrics line")) << st.message;
+  st = readRunMetrics("", "run.jsonl", run);
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(std::string::npos, st.message.find("no completed steps"));
+}
+
+/// One block: 1e11 forward FLOPs per sample, nothing else; batch 2.
+ModelStats computeOnlyModel() {
+  ModelStats m;
+  m.batch = 2;
+  m.seq = 4;
+  LayerStats block;
+  OpCost op;
+  op.flops = 1e11;
+  op.tpSplit = true;
+  block.ops.push_back(op);
+  block.params = 1000;
+  block.saved.split = 10;
+  block.inputElements = 10;
+  m.classes.push_back(block);
+  m.blocks.assign(1, 0);
+  return m;
+}
+
+TEST(ProfileMetrics, CalibratedEfficiencyReproducesTheRun) {
+  ModelStats model = computeOnlyModel();
+  ClusterSpec spec = oneDevice(1); // 1 TFLOP/s
+  SearchOptions o;
+  o.dtype = "fp32";
+  o.devices = 1;
+  LayoutChoice l;
+  // One device: forward + backward = 3 * 1e11 * 2 samples = 6e11 FLOPs,
+  // 0.6 s at the peak. Measured 2.4 s: efficiency 0.25 by hand.
+  RunMetrics run;
+  run.medianStepSeconds = 2.4;
+  Calibration c;
+  Status st = calibrateEfficiency(model, spec, o, l, 2, run, c);
+  ASSERT_TRUE(st.ok()) << st.message;
+  EXPECT_NEAR(0.25, c.efficiency, 1e-9);
+  EXPECT_NEAR(0.25, spec.device.efficiency.at("fp32"), 1e-9);
+  EXPECT_DOUBLE_EQ(1.0, c.previous);
+  EXPECT_NEAR(0.6, c.predictedBefore, 1e-9);
+  EXPECT_NEAR(2.4, c.predictedAfter, 1e-6);
+
+  // Faster than the peak allows: the peak is wrong, and the error says so.
+  run.medianStepSeconds = 0.5;
+  st = calibrateEfficiency(model, spec, o, l, 2, run, c);
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(std::string::npos,
+            st.message.find("device.peak_TFLOPs.fp32 (1) is understated"))
+      << st.message;
+}
+
+} // namespace
