@@ -452,6 +452,10 @@ Status computeModelStats(ModuleOp module, ModelStats &out) {
   stats.batch = batch;
   stats.seq = seq;
   stats.tpDivisor = divisor;
+  for (Type t : forward.getFunctionType().getResults())
+    if (auto ranked = dyn_cast<RankedTensorType>(t);
+        ranked && ranked.hasStaticShape())
+      stats.outputElements += double(ranked.getNumElements()) / double(batch);
   finish(acc[0].stats);
   finish(acc.back().stats);
   stats.prologue = std::move(acc[0].stats);

@@ -10,6 +10,7 @@
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 
@@ -67,8 +68,42 @@ std::string paramsText(double params) {
   return fmt("%.0f", params);
 }
 
+/// The executable's parts of the memory (MemoryEstimate::stepOutputs and
+/// on), by their JSON names; written only when the search counted them.
+std::vector<std::pair<const char *, double *>> executableParts(Plan &p) {
+  return {{"step_outputs", &p.memory.stepOutputs},
+          {"weight_image", &p.memory.weightImage},
+          {"loss_buffers", &p.memory.lossBuffers},
+          {"comm_buffers", &p.memory.commBuffers}};
+}
+
+/// ", step outputs 0.1, weight image 0.0, ... GB" where counted.
+std::string executableText(const Plan &p) {
+  Plan copy = p;
+  std::string text;
+  for (auto &[name, value] : executableParts(copy))
+    if (*value > 0) {
+      std::string label = name;
+      std::replace(label.begin(), label.end(), '_', ' ');
+      text += ", " + label + " " + fmt("%.2f", *value / 1e9);
+    }
+  return text.empty() ? "" : text + " GB";
+}
+
 json::Object planObject(const Plan &p) {
   const LayoutChoice &l = p.layout;
+  json::Object memory{{"params", p.memory.params},
+                      {"grads", p.memory.grads},
+                      {"optimizer", p.memory.optimizerState},
+                      {"activations", p.memory.activations}};
+  Plan copy = p;
+  auto extra = executableParts(copy);
+  bool counted = false;
+  for (auto &[name, value] : extra)
+    counted |= *value > 0;
+  if (counted)
+    for (auto &[name, value] : extra)
+      memory[name] = *value;
   json::Array stages;
   for (int b : p.blocksPerRank)
     stages.push_back(b);
@@ -94,11 +129,7 @@ json::Object planObject(const Plan &p) {
            {"mfu", p.mfu},
            {"memory_bytes_per_device", p.memory.total},
            {"memory_rank", p.memoryRank},
-           {"memory_bytes",
-            json::Object{{"params", p.memory.params},
-                         {"grads", p.memory.grads},
-                         {"optimizer", p.memory.optimizerState},
-                         {"activations", p.memory.activations}}}}}};
+           {"memory_bytes", std::move(memory)}}}};
 }
 
 /// Reads fields of one JSON object, remembering the first error with its
@@ -234,10 +265,16 @@ bool readPlan(Reader &r, Plan &p) {
       !pr.object("memory_bytes", mem))
     return false;
   Reader mr(r.error, r.path + "predicted.memory_bytes.", mem);
-  return mr.number("params", p.memory.params) &&
-         mr.number("grads", p.memory.grads) &&
-         mr.number("optimizer", p.memory.optimizerState) &&
-         mr.number("activations", p.memory.activations);
+  if (!mr.number("params", p.memory.params) ||
+      !mr.number("grads", p.memory.grads) ||
+      !mr.number("optimizer", p.memory.optimizerState) ||
+      !mr.number("activations", p.memory.activations))
+    return false;
+  // Optional: only plans searched with the executable's memory have them.
+  for (auto &[name, value] : executableParts(p))
+    if (mem->get(name) && !mr.number(name, *value))
+      return false;
+  return true;
 }
 
 } // namespace
@@ -272,7 +309,7 @@ std::string formatPlanTable(const SearchResult &result) {
           "): params " + gbs(p.memory.params) + ", grads " +
           gbs(p.memory.grads) + ", optimizer " +
           gbs(p.memory.optimizerState) + ", activations " +
-          gbs(p.memory.activations) + " GB");
+          gbs(p.memory.activations) + " GB" + executableText(p));
   row("step time", fmt("%.4g s", p.stepSeconds) + " = compute " +
                        fmt("%.4g s", p.computeSeconds) + " + exposed comm " +
                        fmt("%.4g s", p.exposedCommSeconds) + " + bubble " +

@@ -451,7 +451,22 @@ void price(Pricer &pr, const RankLayout &rl, const LayoutChoice &l, int mbs,
         mbs * (g.saved * inFlightMicroBatchesOnRank(l.schedule, p, m, v,
                                                     g.firstRank) +
                g.working);
-    e.total = e.params + e.grads + e.optimizerState + e.activations;
+    if (pr.options.executableMemory) {
+      double gradBytes = here * pr.bytes.grad;
+      e.stepOutputs = e.params + e.optimizerState;
+      e.weightImage = here * pr.bytes.param;
+      if (g.epilogue)
+        e.lossBuffers =
+            3 * mbs * pr.model.outputElements * pr.bytes.activation / l.tp;
+      if (l.dp > 1)
+        e.commBuffers =
+            l.zeroStage == 0
+                ? gradBytes
+                : gradBytes * (2 + 1.0 / l.dp) +
+                      here * pr.bytes.param * (1 + 1.0 / l.dp);
+    }
+    e.total = e.params + e.grads + e.optimizerState + e.activations +
+              e.stepOutputs + e.weightImage + e.lossBuffers + e.commBuffers;
     if (e.total > worst.total) {
       worst = e;
       worstRank = g.firstRank;

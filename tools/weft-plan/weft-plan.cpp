@@ -51,6 +51,9 @@ const char *const kUsage =
     "  --dtype D                 training dtype: bf16 (default), fp16, fp32\n"
     "  --memory-bandwidth GBps   device memory bandwidth for the roofline\n"
     "                            (default: compute peak only)\n"
+    "  --executable-memory       count what a Weft executable also holds\n"
+    "                            (updated copies, weight image, loss and\n"
+    "                            bucket buffers): its measured peak RSS\n"
     "  --alternatives K          runner-up meshes to report (default 5)\n"
     "  --emit plan|plan-json     the table (default) or the plan file\n"
     "  --brute-force             evaluate every candidate (no pruning)\n"
@@ -139,6 +142,10 @@ int runSearch(int argc, char **argv) {
     }
     if (arg == "--brute-force") {
       o.prune = false;
+      continue;
+    }
+    if (arg == "--executable-memory") {
+      o.executableMemory = true;
       continue;
     }
     if (arg.empty() || arg[0] != '-' || arg == "-") {

@@ -117,6 +117,20 @@ struct ModelSize {
 /// parameters, framework and allocator overhead.
 struct MemoryEstimate {
   double params = 0, grads = 0, optimizerState = 0, activations = 0;
+  /// What a Weft executable holds besides, counted only when the search is
+  /// asked for it (SearchOptions::executableMemory; docs/planner.md,
+  /// "Memory model against measured peaks"), else 0:
+  ///  - stepOutputs: the step is a function, so the updated parameters and
+  ///    optimizer state are results next to their inputs;
+  ///  - weightImage: the initial weights the executable embeds, paged in
+  ///    when they are copied into the parameters, the rank's layers whole;
+  ///  - lossBuffers: the loss over the model's output (logits, their
+  ///    softmax and its gradient, one output-sized tensor each);
+  ///  - commBuffers: the runtime's data-parallel buckets, kept for the run:
+  ///    the gradient all-reduce's (ZeRO 0), or the reduce-scatter's input,
+  ///    its result and gloo's copy of the input, and the parameter
+  ///    all-gather's input and result (ZeRO >= 1).
+  double stepOutputs = 0, weightImage = 0, lossBuffers = 0, commBuffers = 0;
   double total = 0;
 };
 

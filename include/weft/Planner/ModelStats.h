@@ -92,6 +92,10 @@ struct ModelStats {
   std::vector<int> blocks;
   /// tp must divide this (heads, split weight dims); 0: no constraint.
   int64_t tpDivisor = 0;
+  /// Elements of @forward's results per sample (a language model's logits,
+  /// S x V): what the training step's loss turns into probabilities and
+  /// their gradient, outside the layers' saved activations.
+  double outputElements = 0;
 
   double totalParams() const;
   /// Forward FLOPs of one sample, all layers.

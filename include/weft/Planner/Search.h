@@ -51,6 +51,12 @@ struct SearchOptions {
   /// none either, leaves it out, so every op is costed at the compute peak.
   double memoryBandwidthGBps = 0;
 
+  /// Count what a Weft executable holds beyond the textbook parts
+  /// (MemoryEstimate::stepOutputs and the rest): the peak resident memory
+  /// the executable will measure, rather than what a framework updating in
+  /// place would need.
+  bool executableMemory = false;
+
   /// Pins; unset parts are searched.
   int dp = 0, tp = 0, pp = 0;
   int microBatchSize = 0;
