@@ -48,8 +48,7 @@ void say(const ProfileOptions &o, const std::string &line) {
 /// Seconds per call of `fn`, the best of `reps` batches each at least
 /// `minSeconds` long: the best, because interference from other processes
 /// on a shared host only ever makes a run slower.
-template <typename Fn>
-double bestSeconds(Fn fn, int reps, double minSeconds) {
+template <typename Fn> double bestSeconds(Fn fn, int reps, double minSeconds) {
   fn(); // Warm-up: page faults, the BLAS's buffers, caches.
   double best = INFINITY;
   for (int r = 0; r < reps; ++r) {
@@ -111,14 +110,13 @@ Status measureGemms(const ProfileOptions &o, ProfileResult &result) {
     double flops = 2.0 * double(n) * double(n) * double(n);
     double s = bestSeconds(
         [&] {
-          cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, int(n),
-                      int(n), int(n), 1.0f, a.data(), int(n), b.data(), int(n),
-                      0.0f, c.data(), int(n));
+          cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, int(n), int(n),
+                      int(n), 1.0f, a.data(), int(n), b.data(), int(n), 0.0f,
+                      c.data(), int(n));
         },
         reps, minSeconds);
     result.gemms.push_back({"fp32", shape.cls, n, n, n, flops / s * 1e-9});
-    say(o, fmt("gemm fp32 %.0f^3: %.1f GFLOP/s", double(n),
-               flops / s * 1e-9));
+    say(o, fmt("gemm fp32 %.0f^3: %.1f GFLOP/s", double(n), flops / s * 1e-9));
 #ifdef WEFT_HAVE_SBGEMM
     std::vector<uint16_t> ah(n * n), bh(n * n);
     for (int64_t i = 0; i < n * n; ++i) {
@@ -133,8 +131,7 @@ Status measureGemms(const ProfileOptions &o, ProfileResult &result) {
         },
         reps, minSeconds);
     result.gemms.push_back({"bf16", shape.cls, n, n, n, flops / sb * 1e-9});
-    say(o, fmt("gemm bf16 %.0f^3: %.1f GFLOP/s", double(n),
-               flops / sb * 1e-9));
+    say(o, fmt("gemm bf16 %.0f^3: %.1f GFLOP/s", double(n), flops / sb * 1e-9));
 #endif
   }
 #ifndef WEFT_HAVE_SBGEMM
@@ -189,14 +186,14 @@ Status profileRank(int port, int rank, int group, bool quick,
       !s.ok())
     return s;
   std::unique_ptr<rt::Communicator> comm;
-  if (Status s = rt::createGlooCommunicator(
-          *client, "profile" + std::to_string(group), rank, group,
-          "127.0.0.1", 60s, comm);
+  if (Status s =
+          rt::createGlooCommunicator(*client, "profile" + std::to_string(group),
+                                     rank, group, "127.0.0.1", 60s, comm);
       !s.ok())
     return s;
   uint64_t tag = 0;
-  for (const char *name : {"all_reduce", "all_gather", "reduce_scatter",
-                           "send_recv"}) {
+  for (const char *name :
+       {"all_reduce", "all_gather", "reduce_scatter", "send_recv"}) {
     bool p2p = std::strcmp(name, "send_recv") == 0;
     if (p2p && group != 2)
       continue;
@@ -267,9 +264,10 @@ Status measureCollectives(const ProfileOptions &o, ProfileResult &result) {
     for (int r = 0; r < group; ++r)
       if (!status[r].ok())
         return Status::error("profiling collectives of " +
-                             std::to_string(group) + " ranks on 127.0.0.1, "
-                             "rank " + std::to_string(r) + ": " +
-                             status[r].message);
+                             std::to_string(group) +
+                             " ranks on 127.0.0.1, "
+                             "rank " +
+                             std::to_string(r) + ": " + status[r].message);
     for (const CollectiveMeasurement &m : found) {
       say(o, m.collective + " " + std::to_string(group) + " ranks " +
                  fmt("%.0f bytes: %.1f us", m.bytes, m.us));
@@ -305,7 +303,6 @@ bool fitLink(const std::vector<CollectiveMeasurement> &samples,
   latencyUs = std::max(0.0, intercept);
   return true;
 }
-
 
 ClusterSpec specFromProfile(const ProfileResult &r, const ProfileOptions &o,
                             const std::string &name) {
@@ -385,14 +382,13 @@ formatClusterSpec(const ClusterSpec &spec,
   os << "  memory_GB: " << number(spec.device.memoryGB) << "\n";
   if (spec.device.memoryBandwidthGBps > 0) {
     comment("device.memory_bandwidth_GBps", "  ");
-    os << "  memory_bandwidth_GBps: "
-       << number(spec.device.memoryBandwidthGBps) << "\n";
+    os << "  memory_bandwidth_GBps: " << number(spec.device.memoryBandwidthGBps)
+       << "\n";
   }
   os << "  peak_TFLOPs:\n";
   for (const char *dt : kClusterDTypes) {
     comment(std::string("device.peak_TFLOPs.") + dt, "    ");
-    os << "    " << dt << ": " << number(spec.device.peakTFLOPs.at(dt))
-       << "\n";
+    os << "    " << dt << ": " << number(spec.device.peakTFLOPs.at(dt)) << "\n";
   }
   if (!spec.device.efficiency.empty()) {
     os << "  efficiency:\n";
@@ -473,13 +469,14 @@ Status readRunMetrics(const std::string &text, const std::string &source,
     if (j.contains("peak_rss_bytes") && j["peak_rss_bytes"].is_number())
       out.peakRssBytes =
           std::max(out.peakRssBytes, j["peak_rss_bytes"].get<double>());
-    if (j.contains("baseline_rss_bytes") &&
-        j["baseline_rss_bytes"].is_number())
+    if (j.contains("baseline_rss_bytes") && j["baseline_rss_bytes"].is_number())
       out.baselineRssBytes = j["baseline_rss_bytes"].get<double>();
   }
   if (times.empty())
-    return Status::error(source + ": no completed steps; train at least one "
-                                  "step with --metrics " + source);
+    return Status::error(source +
+                         ": no completed steps; train at least one "
+                         "step with --metrics " +
+                         source);
   if (times.size() >= 3)
     times.erase(times.begin());
   out.used = int(times.size());

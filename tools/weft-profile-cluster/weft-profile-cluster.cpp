@@ -138,9 +138,8 @@ int profile(int devices, bool quick, const std::string &name,
               ".\n" + commandLine +
               "\nA device is one core running one rank; numbers per device.";
   notes["device.memory_GB"] =
-      "An even share of the host's " +
-      fixed("%.1f", r.hostMemoryBytes / 1e9) + " GB over " +
-      std::to_string(devices) + " devices.";
+      "An even share of the host's " + fixed("%.1f", r.hostMemoryBytes / 1e9) +
+      " GB over " + std::to_string(devices) + " devices.";
   notes["device.memory_bandwidth_GBps"] =
       "STREAM triad on one thread, three arrays, no write-allocate counted.";
   for (const char *dt : kClusterDTypes) {
@@ -184,9 +183,9 @@ int fromMetrics(const std::string &metricsPath, const std::string &modelPath,
   RunMetrics run;
   ClusterSpec spec;
   ModelStats model;
-  for (Status s : {readRunMetrics(text, metricsPath, run),
-                   loadClusterSpec(specPath, spec),
-                   loadModelStats(modelPath, model)})
+  for (Status s :
+       {readRunMetrics(text, metricsPath, run), loadClusterSpec(specPath, spec),
+        loadModelStats(modelPath, model)})
     if (!s.ok()) {
       std::cerr << "weft-profile-cluster: " << s.message << "\n";
       return 1;
@@ -299,7 +298,7 @@ int main(int argc, char **argv) {
         size_t eq = part.find('=');
         std::string key = part.substr(0, eq);
         int v = 0;
-        int *slot = key == "dp" ? &search.dp
+        int *slot = key == "dp"   ? &search.dp
                     : key == "tp" ? &search.tp
                     : key == "pp" ? &search.pp
                                   : nullptr;

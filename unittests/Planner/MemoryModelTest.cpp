@@ -62,8 +62,8 @@ Plan evaluate(int zero, bool executable) {
   l.zeroStage = zero;
   l.microBatches = 1;
   Plan plan;
-  Status st = evaluatePlan(tiny(), host(), o, l, /*mbs=*/2, Recompute::None,
-                           plan);
+  Status st =
+      evaluatePlan(tiny(), host(), o, l, /*mbs=*/2, Recompute::None, plan);
   EXPECT_TRUE(st.ok()) << st.message;
   return plan;
 }

@@ -4,8 +4,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "weft/Planner/CostModel.h"
 #include "weft/Planner/Profile.h"
+#include "weft/Planner/CostModel.h"
 
 #include <gtest/gtest.h>
 
@@ -154,8 +154,8 @@ TEST(ProfileSpec, NewFieldsAreChecked) {
             st.message.find("device.gemm_efficiency.fp32.small must be more "
                             "than 0 and at most 1"))
       << st.message;
-  st = parseClusterSpec(head + "  memory_bandwidth_GBps: 0\n" + links,
-                        "a.yaml", s);
+  st = parseClusterSpec(head + "  memory_bandwidth_GBps: 0\n" + links, "a.yaml",
+                        s);
   ASSERT_FALSE(st.ok());
   EXPECT_NE(std::string::npos,
             st.message.find("device.memory_bandwidth_GBps must be a positive "
@@ -214,14 +214,15 @@ TEST(ProfileMetrics, MedianLeavesOutWarmUpAndSkippedSteps) {
   EXPECT_DOUBLE_EQ(20, run.baselineRssBytes);
 
   // Two steps: both kept (no warm-up to spare), the mean of the middle two.
-  ASSERT_TRUE(readRunMetrics("{\"step_time_s\":1}\n{\"step_time_s\":3}\n",
-                             "r", run)
-                  .ok());
+  ASSERT_TRUE(
+      readRunMetrics("{\"step_time_s\":1}\n{\"step_time_s\":3}\n", "r", run)
+          .ok());
   EXPECT_DOUBLE_EQ(2.0, run.medianStepSeconds);
 
   st = readRunMetrics("{\"step\":1}\n", "run.jsonl", run);
   ASSERT_FALSE(st.ok());
-  EXPECT_EQ(0u, st.message.find("run.jsonl:1: not a metrics line")) << st.message;
+  EXPECT_EQ(0u, st.message.find("run.jsonl:1: not a metrics line"))
+      << st.message;
   st = readRunMetrics("", "run.jsonl", run);
   ASSERT_FALSE(st.ok());
   EXPECT_NE(std::string::npos, st.message.find("no completed steps"));

@@ -76,8 +76,7 @@ Status measureTriad(const ProfileOptions &options, ProfileResult &result);
 /// Times all-reduce, all-gather and reduce-scatter for every group size
 /// 2..devices, and send/recv between 2 ranks, over gloo on 127.0.0.1: one
 /// thread per rank, meeting in a store on a port the system picks.
-Status measureCollectives(const ProfileOptions &options,
-                          ProfileResult &result);
+Status measureCollectives(const ProfileOptions &options, ProfileResult &result);
 
 /// A least-squares fit t = alpha + bytes / beta over the send/recv
 /// measurements: latency in microseconds, bandwidth in GB/s. False where
@@ -98,8 +97,9 @@ ClusterSpec specFromProfile(const ProfileResult &result,
 /// keys in a fixed order, collectives sorted by group and bytes, and
 /// `comments` (by field path, e.g. "device.peak_TFLOPs.bf16") written as a
 /// comment line above their field.
-std::string formatClusterSpec(const ClusterSpec &spec,
-                              const std::map<std::string, std::string> &comments);
+std::string
+formatClusterSpec(const ClusterSpec &spec,
+                  const std::map<std::string, std::string> &comments);
 
 //===----------------------------------------------------------------------===//
 // Recalibration from an executable's metrics
