@@ -317,6 +317,9 @@ FailureOr<SmallVector<Tensor>> eval::evaluateOp(Operation *op,
              << call.getCallee() << "'";
     return evaluateFunction(callee, operands);
   }
+  if (std::optional<SmallVector<Tensor>> results =
+          evaluateRecurrentOp(op, operands))
+    return std::move(*results);
   bool known =
       op->getDialect() && isa<WeftDialect>(op->getDialect()) &&
       op->getNumResults() == 1 && op->getNumRegions() == 0 &&

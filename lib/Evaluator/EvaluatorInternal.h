@@ -248,6 +248,12 @@ std::optional<mlir::LogicalResult>
 evaluateSelectionOp(mlir::Operation *op, llvm::ArrayRef<Tensor> operands,
                     Tensor &result);
 
+/// The multi-result recurrences (lstm, gru and their adjoints): all their
+/// results, or std::nullopt for any other op. Operands are checked by type
+/// before, and the ops have nothing else to fail on.
+std::optional<llvm::SmallVector<Tensor>>
+evaluateRecurrentOp(mlir::Operation *op, llvm::ArrayRef<Tensor> operands);
+
 } // namespace detail
 } // namespace eval
 } // namespace weft

@@ -304,6 +304,59 @@ class Cnn3d(nn.Module):
 
 
 # --------------------------------------------------------------------------
+# Recurrent taggers and classifiers (ONNX LSTM and GRU nodes, one per layer).
+# - lstm_tagger / gru_tagger: embeddings, a 2-layer bidirectional
+#   batch_first RNN (a Transpose around each node, the layer-0 Y reshaped
+#   into layer 1's input), a per-token head;
+# - lstm_classifier: sequence-first 1-layer LSTM whose initial h and c are
+#   trained parameters (initial_h/initial_c inputs), classifying from the
+#   final h and c (Y_h, Y_c);
+# - gru_classifier: batch_first 1-layer bidirectional GRU classifying from
+#   both directions' final states (Y_h).
+# --------------------------------------------------------------------------
+RNN_SEQ, RNN_FEATURES = 7, 6
+
+
+class RnnTagger(nn.Module):
+    def __init__(self, cell):
+        super().__init__()
+        self.emb = nn.Embedding(VOCAB, 16)
+        self.rnn = cell(16, 12, num_layers=2, bidirectional=True, batch_first=True)
+        self.head = nn.Linear(24, VOCAB)
+
+    def forward(self, idx):
+        y, _ = self.rnn(self.emb(idx))
+        return self.head(y)
+
+
+class LstmClassifier(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.rnn = nn.LSTM(RNN_FEATURES, 10)
+        self.h0 = nn.Parameter(torch.zeros(1, 1, 10))
+        self.c0 = nn.Parameter(torch.zeros(1, 1, 10))
+        self.head = nn.Linear(20, 4)
+
+    def forward(self, x):
+        b = x.shape[0]
+        state = (self.h0.expand(1, b, 10).contiguous(),
+                 self.c0.expand(1, b, 10).contiguous())
+        _, (h, c) = self.rnn(x.transpose(0, 1), state)
+        return self.head(torch.cat([h[-1], c[-1]], dim=-1))
+
+
+class GruClassifier(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.rnn = nn.GRU(RNN_FEATURES, 10, bidirectional=True, batch_first=True)
+        self.head = nn.Linear(20, 4)
+
+    def forward(self, x):
+        _, h = self.rnn(x)
+        return self.head(h.transpose(0, 1).reshape(x.shape[0], 20))
+
+
+# --------------------------------------------------------------------------
 def _tokens(batch, g):
     x = torch.randint(0, VOCAB, (batch, SEQ), generator=g)
     return x, torch.randint(0, VOCAB, (batch, SEQ), generator=g)
@@ -336,4 +389,10 @@ MODELS = {
     "cumsum": (CumsumNet, _classes((7, 6), 4), "cross-entropy"),
     "topk": (TopkNet, _classes((12,), 5), "cross-entropy"),
     "cnn3d": (Cnn3d, _classes((2, 6, 8, 6), 5), "cross-entropy"),
+    "lstm_tagger": (lambda: RnnTagger(nn.LSTM), _tokens, "cross-entropy"),
+    "gru_tagger": (lambda: RnnTagger(nn.GRU), _tokens, "cross-entropy"),
+    "lstm_classifier": (LstmClassifier, _classes((RNN_SEQ, RNN_FEATURES), 4),
+                        "cross-entropy"),
+    "gru_classifier": (GruClassifier, _classes((RNN_SEQ, RNN_FEATURES), 4),
+                       "cross-entropy"),
 }

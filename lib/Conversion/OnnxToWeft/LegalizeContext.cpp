@@ -261,6 +261,17 @@ FailureOr<int64_t> LegalizeContext::normalizeAxis(int64_t axis, int64_t rank,
 FailureOr<Value> LegalizeContext::build(StringRef opName, ValueRange operands,
                                         ArrayRef<NamedAttribute> attrs,
                                         Type resultType) {
+  FailureOr<SmallVector<Value>> results =
+      buildResults(opName, operands, attrs, 1, resultType);
+  if (failed(results))
+    return failure();
+  return results->front();
+}
+
+FailureOr<SmallVector<Value>>
+LegalizeContext::buildResults(StringRef opName, ValueRange operands,
+                              ArrayRef<NamedAttribute> attrs,
+                              unsigned numResults, Type resultType) {
   MLIRContext *ctx = getContext();
   OperationState state(getLoc(), opName);
   state.addOperands(operands);
@@ -268,7 +279,8 @@ FailureOr<Value> LegalizeContext::build(StringRef opName, ValueRange operands,
   // Generated builders abort when inference fails, so build with a
   // provisional none type and infer from the created op, whose properties
   // already hold the attributes' default values.
-  state.addTypes(resultType ? resultType : NoneType::get(ctx));
+  state.addTypes(SmallVector<Type>(
+      numResults, resultType ? resultType : NoneType::get(ctx)));
   Operation *op = builder.create(state);
 
   std::string message;
@@ -286,10 +298,11 @@ FailureOr<Value> LegalizeContext::build(StringRef opName, ValueRange operands,
           failed(infer.inferReturnTypes(
               ctx, getLoc(), op->getOperands(), op->getRawDictionaryAttrs(),
               op->getPropertiesStorage(), op->getRegions(), types)) ||
-          types.size() != 1)
+          types.size() != numResults)
         result = failure();
       else
-        op->getResult(0).setType(types.front());
+        for (auto [v, type] : llvm::zip_equal(op->getResults(), types))
+          v.setType(type);
     }
     if (succeeded(result))
       result = mlir::verify(op, /*verifyRecursively=*/false);
@@ -300,7 +313,7 @@ FailureOr<Value> LegalizeContext::build(StringRef opName, ValueRange operands,
                        << (message.empty() ? "invalid operands" : message);
   }
   created.push_back(op);
-  return op->getResult(0);
+  return SmallVector<Value>(op->getResults());
 }
 
 FailureOr<Value> LegalizeContext::constant(ElementsAttr value) {

@@ -164,6 +164,7 @@ struct LegalizeOnnxPass
     populateWhereLegalizers(registry);
     populateSelectionLegalizers(registry);
     populateEinsumLegalizers(registry);
+    populateRecurrentLegalizers(registry);
     return success();
   }
 

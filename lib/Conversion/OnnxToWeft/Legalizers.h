@@ -113,6 +113,12 @@ public:
   build(llvm::StringRef opName, mlir::ValueRange operands,
         llvm::ArrayRef<mlir::NamedAttribute> attrs = {},
         mlir::Type resultType = {});
+  /// build() for an op with `numResults` results, all inferred unless
+  /// `resultType` gives their common type.
+  mlir::FailureOr<llvm::SmallVector<mlir::Value>>
+  buildResults(llvm::StringRef opName, mlir::ValueRange operands,
+               llvm::ArrayRef<mlir::NamedAttribute> attrs,
+               unsigned numResults, mlir::Type resultType = {});
   template <typename OpTy>
   mlir::FailureOr<mlir::Value>
   create(mlir::ValueRange operands,
@@ -252,6 +258,7 @@ void populateSelectionLegalizers(LegalizerRegistry &registry);
 LegalizeResult legalizeConv3D(LegalizeContext &ctx);
 LegalizeResult legalizePool3D(LegalizeContext &ctx, bool isMax);
 void populateEinsumLegalizers(LegalizerRegistry &registry);
+void populateRecurrentLegalizers(LegalizerRegistry &registry);
 
 } // namespace onnxtoweft
 } // namespace weft

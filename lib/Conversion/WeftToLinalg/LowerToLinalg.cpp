@@ -55,6 +55,7 @@ struct LowerToLinalgPass
     lowering::populatePoolingPatterns(patterns);
     lowering::populateDataMovementPatterns(patterns);
     lowering::populateSelectionPatterns(patterns);
+    lowering::populateRecurrentPatterns(patterns);
 
     if (failed(applyPartialConversion(getOperation(), target,
                                       std::move(patterns))))

@@ -161,6 +161,7 @@ void populateConvolutionPatterns(mlir::RewritePatternSet &patterns);
 void populatePoolingPatterns(mlir::RewritePatternSet &patterns);
 void populateDataMovementPatterns(mlir::RewritePatternSet &patterns);
 void populateSelectionPatterns(mlir::RewritePatternSet &patterns);
+void populateRecurrentPatterns(mlir::RewritePatternSet &patterns);
 
 } // namespace lowering
 } // namespace weft

@@ -406,6 +406,29 @@ ShardingRule selectAlong(Operation *op, int64_t axis) {
   return rule;
 }
 
+/// lstm, gru and their adjoints: independent sequences, so the batch (dim
+/// 1 of `[T, B, ...]`, dim 0 of `[B, H]` states) splits; time is a
+/// dependence chain and the hidden units all meet in every step's
+/// `h @ recurrence^T`, so both stay whole, and the recurrent weights
+/// (`weights`, by operand index) are replicated.
+ShardingRule recurrence(Operation *op, ArrayRef<unsigned> weights) {
+  ShardingRule rule;
+  int64_t b = rule.addFactor(shapeOf(op->getResult(0))[1]);
+  auto layout = [&](Value v) {
+    ValueFactors dims = noFactors(v);
+    dims[shapeOf(v).size() == 3 ? 1 : 0] = {b};
+    return dims;
+  };
+  for (OpOperand &operand : op->getOpOperands())
+    rule.operands.push_back(
+        llvm::is_contained(weights, operand.getOperandNumber())
+            ? noFactors(operand.get())
+            : layout(operand.get()));
+  for (Value result : op->getResults())
+    rule.results.push_back(layout(result));
+  return rule;
+}
+
 ShardingRule ruleOf(Operation *op) {
   return llvm::TypeSwitch<Operation *, ShardingRule>(op)
       .Case<AddOp, SubOp, NegOp>(
@@ -532,6 +555,10 @@ ShardingRule ruleOf(Operation *op) {
       // computes those indices from the whole tensor's shape and its first
       // element's index, which the partitioner hands the op.
       .Case([](DropoutOp op) { return elementwise(op); })
+      .Case([](LstmOp op) { return recurrence(op, {1}); })
+      .Case([](GruOp op) { return recurrence(op, {1, 2}); })
+      .Case([](LstmGradOp op) { return recurrence(op, {2}); })
+      .Case([](GruGradOp op) { return recurrence(op, {1}); })
       .Default([](Operation *op) { return ShardingRule::whole(op); });
 }
 
@@ -558,6 +585,7 @@ void weft::registerShardingRules(MLIRContext *context) {
            GlobalAvgPoolOp, CrossEntropyOp, MseOp, ScatterAddOp, PadOp,
            OneHotOp, Conv2DBackwardInputOp, Conv2DBackwardFilterOp,
            MaxPool2DGradOp, AvgPool2DGradOp, ConstantOp, FloorOp, CeilOp,
-           RoundOp, CumSumOp, ArgMaxOp, ArgMinOp, TopKOp, TopKIndicesOp>(
+           RoundOp, CumSumOp, ArgMaxOp, ArgMinOp, TopKOp, TopKIndicesOp,
+           LstmOp, GruOp, LstmGradOp, GruGradOp>(
       context);
 }

@@ -913,6 +913,149 @@ def Weft_AvgPool2DGradOp : Weft_Op<"avg_pool2d_grad", [Pure,
 }
 
 //===----------------------------------------------------------------------===//
+// Recurrences
+//===----------------------------------------------------------------------===//
+
+def Weft_LstmOp : Weft_Op<"lstm", [Pure, InferTypeOpAdaptor,
+    AllElementTypesMatch<["input_gates", "recurrence", "h0", "c0"]>,
+    Weft_Differentiable, DeclareOpInterfaceMethods<Weft_CostOpInterface>]> {
+  let summary = "The time loop of an LSTM over precomputed input gates";
+  let description = [{
+    ONNX `LSTM`'s recurrence for one direction, with default activations:
+    the input projection `x W^T + Wb + Rb` is an ordinary matmul before it
+    (`input_gates`, `[T, B, 4H]`, ONNX gate order i, o, f, c), so only what
+    depends on the previous step stays in the loop. At step `t` (from the
+    last step down when `reverse`):
+
+    ```
+    a = input_gates[t] + h @ recurrence^T        (recurrence: [4H, H])
+    i, o, f = sigmoid(a_i, a_o, a_f);  g = tanh(a_c)
+    c = f * c + i * g;  h = o * tanh(c)
+    ```
+
+    `hidden[t]` and `cell[t]` are `h` and `c` after step `t`; `gates[t]`
+    holds `i, o, f, g` (activated), which `weft.lstm_grad` reads instead of
+    recomputing them. It lowers to one `scf.for` over time whatever `T`.
+
+    ```mlir
+    %y, %c, %g = weft.lstm %xg, %r, %h0, %c0
+        : (tensor<7x3x24xf32>, tensor<24x6xf32>, tensor<3x6xf32>,
+           tensor<3x6xf32>) -> (tensor<7x3x6xf32>, tensor<7x3x6xf32>,
+                                tensor<7x3x24xf32>)
+    ```
+    Constraints: `input_gates` is `[T, B, 4H]` with `T >= 1`, `recurrence`
+    `[4H, H]`, `h0` and `c0` `[B, H]`.
+  }];
+  let arguments = (ins Weft_FloatTensor:$input_gates,
+      Weft_FloatTensor:$recurrence, Weft_FloatTensor:$h0, Weft_FloatTensor:$c0,
+      DefaultValuedAttr<BoolAttr, "false">:$reverse);
+  let results = (outs Weft_FloatTensor:$hidden, Weft_FloatTensor:$cell,
+      Weft_FloatTensor:$gates);
+  let assemblyFormat = "$input_gates `,` $recurrence `,` $h0 `,` $c0 attr-dict "
+                       "`:` functional-type(operands, results)";
+}
+
+def Weft_GruOp : Weft_Op<"gru", [Pure, InferTypeOpAdaptor,
+    AllElementTypesMatch<["input_gates", "recurrence", "recurrence_bias",
+                          "h0"]>,
+    Weft_Differentiable, DeclareOpInterfaceMethods<Weft_CostOpInterface>]> {
+  let summary = "The time loop of a GRU over precomputed input gates";
+  let description = [{
+    ONNX `GRU`'s recurrence for one direction with `linear_before_reset = 1`
+    (PyTorch's GRU) and default activations. `input_gates` is
+    `x W^T + Wb` (`[T, B, 3H]`, ONNX gate order z, r, n); the recurrent bias
+    stays an operand because the reset gate multiplies it. At step `t`
+    (from the last step down when `reverse`):
+
+    ```
+    p = h @ recurrence^T + recurrence_bias       (recurrence: [3H, H])
+    z = sigmoid(x_z + p_z);  r = sigmoid(x_r + p_r)
+    n = tanh(x_n + r * p_n);  h = (1 - z) * n + z * h
+    ```
+
+    `hidden[t]` is `h` after step `t`; `gates[t]` holds `z, r, n, p_n`
+    (`[T, B, 4H]`), what `weft.gru_grad` needs.
+
+    ```mlir
+    %y, %g = weft.gru %xg, %r, %rb, %h0
+        : (tensor<7x3x18xf32>, tensor<18x6xf32>, tensor<18xf32>,
+           tensor<3x6xf32>) -> (tensor<7x3x6xf32>, tensor<7x3x24xf32>)
+    ```
+    Constraints: `input_gates` is `[T, B, 3H]` with `T >= 1`, `recurrence`
+    `[3H, H]`, `recurrence_bias` `[3H]`, `h0` `[B, H]`.
+  }];
+  let arguments = (ins Weft_FloatTensor:$input_gates,
+      Weft_FloatTensor:$recurrence, Weft_FloatTensor:$recurrence_bias,
+      Weft_FloatTensor:$h0, DefaultValuedAttr<BoolAttr, "false">:$reverse);
+  let results = (outs Weft_FloatTensor:$hidden, Weft_FloatTensor:$gates);
+  let assemblyFormat = "$input_gates `,` $recurrence `,` $recurrence_bias `,` "
+                       "$h0 attr-dict `:` functional-type(operands, results)";
+}
+
+def Weft_LstmGradOp : Weft_Op<"lstm_grad", [Pure, InferTypeOpAdaptor,
+    DeclareOpInterfaceMethods<Weft_CostOpInterface>]> {
+  let summary = "Backpropagation through time of weft.lstm";
+  let description = [{
+    Runs the forward op's loop backwards, carrying the adjoints of `h` and
+    `c`: from the adjoints of `hidden` and `cell` it gives those of
+    `input_gates` (pre-activation, `[T, B, 4H]`), `h0` and `c0`. The operands
+    after the two adjoints are the forward op's operands and results. The
+    recurrence's adjoint is one matmul of `input_gates_grad` with the
+    previous hidden states, built by the forward op's rule outside the loop.
+
+    ```mlir
+    %dxg, %dh0, %dc0 = weft.lstm_grad %dy, %dc, %r, %h0, %c0, %y, %c, %g
+        : (tensor<7x3x6xf32>, tensor<7x3x6xf32>, tensor<24x6xf32>,
+           tensor<3x6xf32>, tensor<3x6xf32>, tensor<7x3x6xf32>,
+           tensor<7x3x6xf32>, tensor<7x3x24xf32>)
+        -> (tensor<7x3x24xf32>, tensor<3x6xf32>, tensor<3x6xf32>)
+    ```
+    Constraints: shapes as the forward `weft.lstm`'s; the two adjoints have
+    the shape of `hidden`.
+  }];
+  let arguments = (ins Weft_FloatTensor:$hidden_grad,
+      Weft_FloatTensor:$cell_grad, Weft_FloatTensor:$recurrence,
+      Weft_FloatTensor:$h0, Weft_FloatTensor:$c0, Weft_FloatTensor:$hidden,
+      Weft_FloatTensor:$cell, Weft_FloatTensor:$gates,
+      DefaultValuedAttr<BoolAttr, "false">:$reverse);
+  let results = (outs Weft_FloatTensor:$input_gates_grad,
+      Weft_FloatTensor:$h0_grad, Weft_FloatTensor:$c0_grad);
+  let assemblyFormat = "operands attr-dict `:` "
+                       "functional-type(operands, results)";
+}
+
+def Weft_GruGradOp : Weft_Op<"gru_grad", [Pure, InferTypeOpAdaptor,
+    DeclareOpInterfaceMethods<Weft_CostOpInterface>]> {
+  let summary = "Backpropagation through time of weft.gru";
+  let description = [{
+    Runs the forward op's loop backwards, carrying the adjoint of `h`: gives
+    the adjoints of `input_gates` (`[T, B, 3H]`), of the recurrent
+    pre-activations `p = h @ recurrence^T + recurrence_bias` per step
+    (`recurrent_grad`, `[T, B, 3H]`; they differ from the input ones in the
+    n block, which the reset gate scales) and of `h0`. The forward op's rule
+    turns `recurrent_grad` into the recurrence's and the bias's adjoints
+    with one matmul and one sum outside the loop.
+
+    ```mlir
+    %dxg, %dp, %dh0 = weft.gru_grad %dy, %r, %h0, %y, %g
+        : (tensor<7x3x6xf32>, tensor<18x6xf32>, tensor<3x6xf32>,
+           tensor<7x3x6xf32>, tensor<7x3x24xf32>)
+        -> (tensor<7x3x18xf32>, tensor<7x3x18xf32>, tensor<3x6xf32>)
+    ```
+    Constraints: shapes as the forward `weft.gru`'s; `hidden_grad` has the
+    shape of `hidden`.
+  }];
+  let arguments = (ins Weft_FloatTensor:$hidden_grad,
+      Weft_FloatTensor:$recurrence, Weft_FloatTensor:$h0,
+      Weft_FloatTensor:$hidden, Weft_FloatTensor:$gates,
+      DefaultValuedAttr<BoolAttr, "false">:$reverse);
+  let results = (outs Weft_FloatTensor:$input_gates_grad,
+      Weft_FloatTensor:$recurrent_grad, Weft_FloatTensor:$h0_grad);
+  let assemblyFormat = "operands attr-dict `:` "
+                       "functional-type(operands, results)";
+}
+
+//===----------------------------------------------------------------------===//
 // ONNX import
 //===----------------------------------------------------------------------===//
 
