@@ -356,6 +356,29 @@ class GruClassifier(nn.Module):
         return self.head(h.transpose(0, 1).reshape(x.shape[0], 20))
 
 
+class LstmLm(nn.Module):
+    """lstm_long: a one-layer LSTM language model over 512 tokens, for the
+    test that a long recurrence stays one loop (test/e2e/fidelity)."""
+
+    def __init__(self):
+        super().__init__()
+        self.emb = nn.Embedding(VOCAB, 16)
+        self.rnn = nn.LSTM(16, 32, batch_first=True)
+        self.head = nn.Linear(32, VOCAB)
+
+    def forward(self, idx):
+        y, _ = self.rnn(self.emb(idx))
+        return self.head(y)
+
+
+LONG_SEQ = 512
+
+
+def _long_tokens(batch, g):
+    return (torch.randint(0, VOCAB, (batch, LONG_SEQ), generator=g),
+            torch.randint(0, VOCAB, (batch, LONG_SEQ), generator=g))
+
+
 # --------------------------------------------------------------------------
 def _tokens(batch, g):
     x = torch.randint(0, VOCAB, (batch, SEQ), generator=g)
@@ -395,4 +418,5 @@ MODELS = {
                         "cross-entropy"),
     "gru_classifier": (GruClassifier, _classes((RNN_SEQ, RNN_FEATURES), 4),
                        "cross-entropy"),
+    "lstm_long": (LstmLm, _long_tokens, "cross-entropy"),
 }
