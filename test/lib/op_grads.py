@@ -103,12 +103,44 @@ class Pool3dForms(nn.Module):
         return torch.cat([m.flatten(1), a.flatten(1), c.flatten(1)], dim=1)
 
 
+class LstmStates(nn.Module):
+    """2-layer bidirectional sequence-first LSTM whose initial h and c are
+    parameters; the output reads Y, Y_h and Y_c."""
+
+    def __init__(self):
+        super().__init__()
+        self.rnn = nn.LSTM(5, 4, num_layers=2, bidirectional=True)
+        self.h0 = nn.Parameter(torch.randn(4, 3, 4))
+        self.c0 = nn.Parameter(torch.randn(4, 3, 4))
+
+    def forward(self, x):  # x: [6, 3, 5]
+        y, (h, c) = self.rnn(x, (self.h0, self.c0))
+        return torch.cat([y.transpose(0, 1).flatten(1),
+                          h.transpose(0, 1).flatten(1), (c * c).transpose(0, 1).flatten(1)], dim=1)
+
+
+class GruStates(nn.Module):
+    """Bidirectional batch_first GRU with a parameter initial state; the
+    output reads Y and Y_h."""
+
+    def __init__(self):
+        super().__init__()
+        self.rnn = nn.GRU(5, 4, bidirectional=True, batch_first=True)
+        self.h0 = nn.Parameter(torch.randn(2, 3, 4))
+
+    def forward(self, x):  # x: [3, 6, 5]
+        y, h = self.rnn(x, self.h0)
+        return torch.cat([y.flatten(1), h.transpose(0, 1).flatten(1)], dim=1)
+
+
 CASES = {
     "einsum": (EinsumForms, (4, 2, 5)),
     "topk": (TopKSmallest, (4, 5, 6)),
     "cumsum": (CumSumAxes, (4, 5, 6)),
     "conv3d": (Conv3dForms, (2, 4, 5, 7, 6)),
     "pool3d": (Pool3dForms, (2, 2, 5, 6, 7)),
+    "lstm": (LstmStates, (6, 3, 5)),
+    "gru": (GruStates, (3, 6, 5)),
 }
 
 
