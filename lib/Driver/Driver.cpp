@@ -272,8 +272,8 @@ LogicalResult Driver::checkMesh() {
     if (name != "pp")
       return fail("--mesh " + mesh + ": axis '" + name +
                   "' is not one Weft partitions: use dp (data parallel), "
-                  "tp (tensor parallel) or pp (pipeline parallel, alone for "
-                  "now), e.g. --mesh dp=2,tp=2 or --mesh pp=4");
+                  "tp (tensor parallel) or pp (pipeline parallel), e.g. "
+                  "--mesh dp=2,tp=2 or --mesh pp=4,dp=2");
     if (pipelineRanks)
       return fail("--mesh " + mesh + " names pp twice");
     int ranks = 0;
@@ -320,22 +320,15 @@ LogicalResult Driver::checkPipelineOptions() {
                       "--emit=schedule-svg, and the bubble an executable "
                       "predicts; --emit=") +
                 getStageName(emit) + " does not use it: leave it out");
-  if (otherMeshAxes)
-    return fail("--mesh " + options.mesh +
-                ": pipeline parallelism combined with dp or tp is not built "
-                "yet; use --mesh pp=N alone");
-  if (options.zero != 0)
+  if (options.zero != 0 && options.mesh.find("dp=") == std::string::npos)
     return fail("--zero shards over data-parallel ranks, and --mesh " +
-                options.mesh +
-                " has none (pipeline parallelism combined with dp is not "
-                "built yet): leave out --zero");
-  if (!options.shard.empty() || options.sequenceParallel)
+                options.mesh + " has none: add dp=N, or leave out --zero");
+  if ((!options.shard.empty() || options.sequenceParallel) &&
+      options.mesh.find("tp=") == std::string::npos)
     return fail(std::string(options.sequenceParallel ? "--sequence-parallel"
                                                      : "--shard") +
                 " splits over tensor-parallel ranks, and --mesh " +
-                options.mesh +
-                " has none (pipeline parallelism combined with tp is not "
-                "built yet): leave it out");
+                options.mesh + " has none: add tp=N, or leave it out");
   if (emit == Stage::Linalg || emit == Stage::Memref)
     return fail(Twine("--emit=") + getStageName(emit) +
                 " shows one step's kernels, but a pipeline (--mesh pp=N) "
@@ -442,6 +435,26 @@ LogicalResult Driver::runPipelineSteps(ModuleOp module, TimingScope &timing) {
   pipelineOptions.schedule = pipeline::getScheduleKindName(scheduleKind);
   pipelineOptions.virtualStages = virtualStages;
   buildPipelineParallelPipeline(pm, pipelineOptions);
+  // pp with dp or tp: each rank's step is then partitioned over the other
+  // axes, pp staying the major one.
+  if (otherMeshAxes) {
+    std::string rest;
+    for (StringRef part : llvm::split(options.mesh, ',')) {
+      if (part.trim().starts_with("pp"))
+        continue;
+      rest += (rest.empty() ? "" : ",") + part.trim().str();
+    }
+    ParallelPipelineOptions parallel;
+    parallel.mesh = rest;
+    parallel.zero = options.zero;
+    parallel.bucketMB = options.bucketMB;
+    for (const std::string &entry : options.shard)
+      parallel.shard.push_back(entry);
+    parallel.tpPlan = options.tpPlan;
+    parallel.sequenceParallel = options.sequenceParallel;
+    parallel.pipelineRanks = pipelineRanks;
+    buildParallelPipeline(pm, parallel);
+  }
   return pm.run(module);
 }
 
@@ -541,6 +554,16 @@ LogicalResult Driver::runImportAndTrain(ModuleOp module, TimingScope &timing) {
   import.training =
       (buildStep || isScheduleStage(emit)) && options.batchNormTrain;
   buildImportPipeline(pm, import);
+  // Under tensor parallelism a fused projection (q, k and v in one
+  // matmul) is split first, so its parts can be split by heads; before a
+  // pipeline's cut, so the parts are staged like any op.
+  if (buildStep && options.mesh.find("tp=") != std::string::npos) {
+    SplitFusedProjectionsPassOptions split;
+    for (const std::string &entry : options.shard)
+      split.given.push_back(
+          llvm::StringRef(entry).split('=').first.trim().str());
+    pm.addNestedPass<func::FuncOp>(createSplitFusedProjectionsPass(split));
+  }
   if (pipelined && !hasStep) {
     AssignStagesPassOptions assign;
     assign.stages = int64_t(pipelineRanks) * virtualStages;
@@ -551,15 +574,6 @@ LogicalResult Driver::runImportAndTrain(ModuleOp module, TimingScope &timing) {
     bool native = emit >= Stage::Llvm;
     train.runtimeHyperparameters =
         options.runtimeHyperparameters.value_or(native);
-    // Under tensor parallelism a fused projection (q, k and v in one
-    // matmul) is split first, so its parts can be split by heads.
-    if (options.mesh.find("tp=") != std::string::npos) {
-      SplitFusedProjectionsPassOptions split;
-      for (const std::string &entry : options.shard)
-        split.given.push_back(
-            llvm::StringRef(entry).split('=').first.trim().str());
-      pm.addNestedPass<func::FuncOp>(createSplitFusedProjectionsPass(split));
-    }
     buildTrainPipeline(pm, train);
   }
   if (!pipelined && !options.mesh.empty() && ladder >= Stage::Partitioned &&
@@ -1068,15 +1082,33 @@ LogicalResult Driver::compilePipeline(ModuleOp module, TimingScope &timing) {
         if ((t.kind != "param" && t.kind != "state" && t.kind != "buffer") ||
             !seen.insert(t.name).second)
           continue;
-        llvm::json::Array shape;
-        for (int64_t d : t.shape)
-          shape.push_back(d);
-        tensors.push_back(llvm::json::Object{
+        auto array = [](ArrayRef<int64_t> dims) {
+          llvm::json::Array out;
+          for (int64_t d : dims)
+            out.push_back(d);
+          return out;
+        };
+        // The stage's ranks split it over dp and tp as its sharding says
+        // (the model JSON's "shardings" of the programs holding it).
+        llvm::json::Object entry{
             {"name", t.name},
             {"kind", t.kind},
             {"dtype", rt::dtypeName(rt::DType(t.dtype))},
-            {"shape", std::move(shape)},
-            {"rank", r}});
+            {"shape", array(t.globalShape.empty() ? t.shape : t.globalShape)},
+            {"rank", r}};
+        if (!t.globalShape.empty()) {
+          llvm::json::Array dims;
+          for (const std::vector<std::string> &axes : t.shardDims) {
+            llvm::json::Array names;
+            for (const std::string &axis : axes)
+              names.push_back(axis);
+            dims.push_back(std::move(names));
+          }
+          entry["dims"] = std::move(dims);
+          if (!t.storedShape.empty())
+            entry["stored_shape"] = array(t.storedShape);
+        }
+        tensors.push_back(std::move(entry));
       }
   }
 

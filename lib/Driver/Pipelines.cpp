@@ -129,8 +129,20 @@ void weft::buildParallelPipeline(OpPassManager &pm,
   pm.addPass(createSymbolDCEPass());
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
-  pm.addPass(createPropagateShardingsPass());
-  pm.addPass(createPartitionPass());
+  // One step, or each pipeline rank's.
+  SmallVector<std::string> entries;
+  for (int64_t r = 0; r < options.pipelineRanks; ++r)
+    entries.push_back("train_step.rank" + std::to_string(r));
+  if (entries.empty())
+    entries.push_back("train_step");
+  for (const std::string &entry : entries) {
+    PropagateShardingsPassOptions propagate;
+    propagate.entry = entry;
+    pm.addPass(createPropagateShardingsPass(propagate));
+    PartitionPassOptions partition;
+    partition.entry = entry;
+    pm.addPass(createPartitionPass(partition));
+  }
   pm.addPass(createCanonicalizerPass());
   // Two users wanting different layouts of one value may each gather it.
   pm.addPass(createCSEPass());

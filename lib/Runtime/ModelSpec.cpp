@@ -284,6 +284,26 @@ Status readPipeline(const json &root, ModelSpec &spec) {
           ts.shape.push_back(d.get<int64_t>());
         else
           ok = false;
+      if (auto dims = t.find("dims"); ok && dims != t.end()) {
+        ok = dims->is_array() && dims->size() == ts.shape.size();
+        for (const json &axes : ok ? *dims : json::array()) {
+          auto &names = ts.dims.emplace_back();
+          ok = ok && axes.is_array();
+          for (const json &a : ok ? axes : json::array()) {
+            ok = ok && a.is_string();
+            if (ok)
+              names.push_back(a.get<std::string>());
+          }
+        }
+      }
+      if (auto stored = t.find("stored_shape"); ok && stored != t.end()) {
+        ok = stored->is_array();
+        for (const json &d : ok ? *stored : json::array())
+          if (d.is_number_integer() && d.get<int64_t>() >= 0)
+            ts.storedShape.push_back(d.get<int64_t>());
+          else
+            ok = false;
+      }
     }
     if (!ok || !known || ts.rank < 0 || ts.rank >= out.ranks)
       return bad("has a malformed tensor entry " + t.dump());

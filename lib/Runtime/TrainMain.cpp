@@ -316,11 +316,12 @@ void storeScalar(DType dtype, void *dst, double v) {
 class Trainer {
 public:
   Trainer(const WeftModel &model, const ModelSpec &spec,
-          std::vector<BatchInputSpec> batchInputs, const Options &opts,
-          const Fault &fault, RuntimeContext &context, std::ostream &out,
-          std::ostream &err)
+          std::vector<BatchInputSpec> batchInputs, BatchLayout dataLayout,
+          const Options &opts, const Fault &fault, RuntimeContext &context,
+          std::ostream &out, std::ostream &err)
       : model(model), spec(spec), batchInputs(std::move(batchInputs)),
-        opts(opts), fault(fault), context(context),
+        dataLayout(std::move(dataLayout)), opts(opts), fault(fault),
+        context(context),
         out(out), err(err) {}
 
   int run(bool seedGiven);
@@ -331,6 +332,9 @@ private:
   /// What the loader reads: the model's batch inputs (a pipeline's, of
   /// every rank), of which the step takes spec.batchArgs.
   std::vector<BatchInputSpec> batchInputs;
+  /// How the loader's batches split over the mesh: the step's own layout,
+  /// or for a pipeline rank that takes no batch input, the first stage's.
+  BatchLayout dataLayout;
   const Options &opts;
   const Fault &fault;
   /// The process's place among the run's ranks, its device and threads;
@@ -395,9 +399,18 @@ std::vector<CheckpointTensor> Trainer::checkpointTensors() {
   // A pipeline rank describes the other ranks' tensors too, without data:
   // the manifest lists the whole model, and a checkpoint of another model
   // is refused on every rank.
-  for (const PipelineTensorSpec &t : spec.pipeline.tensors)
-    if (!held.count(t.name))
-      tensors.push_back({t.name, t.kind, t.dtype, t.shape, nullptr});
+  for (const PipelineTensorSpec &t : spec.pipeline.tensors) {
+    if (held.count(t.name))
+      continue;
+    // The block a rank of its stage holds.
+    std::vector<int64_t> local = t.shape;
+    for (size_t d = 0; d < t.dims.size() && d < local.size(); ++d)
+      for (const std::string &axis : t.dims[d])
+        for (const MeshAxisSpec &a : spec.mesh)
+          if (a.name == axis)
+            local[d] /= a.size;
+    tensors.push_back({t.name, t.kind, t.dtype, local, nullptr});
+  }
   return tensors;
 }
 
@@ -447,8 +460,14 @@ int Trainer::run(bool seedGiven) {
     layout.mesh.push_back({a.name, a.size});
   for (const auto &[name, split] : spec.shardings)
     layout.shardings[name] = {split.globalShape, split.dims, split.storedShape};
-  for (const PipelineTensorSpec &t : spec.pipeline.tensors)
+  for (const PipelineTensorSpec &t : spec.pipeline.tensors) {
     layout.pipelineRank[t.name] = t.rank;
+    bool split = !t.storedShape.empty();
+    for (const auto &axes : t.dims)
+      split |= !axes.empty();
+    if (split && !layout.shardings.count(t.name))
+      layout.shardings[t.name] = {t.shape, t.dims, t.storedShape};
+  }
   if (Status s = loadInitialWeights(model, spec, argPtrs, ctx.rank); !s.ok())
     return fail(s);
   for (size_t h = 0; h < spec.hyperParams.size(); ++h) {
@@ -471,14 +490,14 @@ int Trainer::run(bool seedGiven) {
   // with the batch whole on every rank, one rank reads it all.
   dataOpts.rank = 0;
   dataOpts.numRanks = 1;
-  for (const std::string &axis : spec.batchLayout.axes)
+  for (const std::string &axis : dataLayout.axes)
     for (int a = 0; a < ctx.numAxes; ++a)
       if (axis == ctx.axes[a].name) {
         dataOpts.rank = dataOpts.rank * ctx.axes[a].size + ctx.axes[a].index;
         dataOpts.numRanks *= ctx.axes[a].size;
       }
   // [K, m/R, ...] inputs hold K micro-batches: to the loader, K m/R samples.
-  dataOpts.microBatches = spec.batchLayout.microBatches;
+  dataOpts.microBatches = dataLayout.microBatches;
   if (dataOpts.microBatches > 1)
     for (BatchInputSpec &in : dataOpts.inputs) {
       in.shape[1] *= in.shape[0];
@@ -813,14 +832,22 @@ Status validate(const Options &o, const ModelSpec &spec) {
 /// pipeline rank (ModelABI.h), picked by the launcher's rank; and the
 /// batch inputs of the whole model, which every rank's loader reads.
 Status selectProgram(const WeftModel &model, const WeftModel *&program,
-                     std::vector<BatchInputSpec> &batchInputs) {
+                     std::vector<BatchInputSpec> &batchInputs,
+                     BatchLayout &dataLayout) {
   program = &model;
   std::vector<const WeftModel *> all = {&model};
-  if (model.numPrograms > 1) {
-    if (!model.programs)
+  std::vector<ModelSpec> specs;
+  for (int32_t i = 0; i < std::max(model.numPrograms, 1); ++i) {
+    if (model.numPrograms > 1 && (!model.programs || !model.programs[i]))
       return Status::error("compiled model: a pipeline executable without "
                            "its program table");
-    all.assign(model.programs, model.programs + model.numPrograms);
+    const WeftModel *m = model.numPrograms > 1 ? model.programs[i] : &model;
+    if (Status s = loadModelSpec(*m, specs.emplace_back()); !s.ok())
+      return s;
+    all.resize(size_t(i) + 1);
+    all[size_t(i)] = m;
+  }
+  if (model.numPrograms > 1) {
     // The launch is checked again, with errors, once the flags are read.
     LaunchInfo launch;
     int64_t rank = 0;
@@ -828,24 +855,34 @@ Status selectProgram(const WeftModel &model, const WeftModel *&program,
                        launch)
             .ok())
       rank = launch.rank;
-    if (rank >= model.numPrograms)
+    // Pipeline rank = the coordinate on the mesh's pp axis (ranks are
+    // numbered row-major over the mesh, its major axis first).
+    const std::vector<MeshAxisSpec> &mesh = specs.front().mesh;
+    int64_t ranks = specs.front().meshDevices(), stride = ranks, stage = -1;
+    for (const MeshAxisSpec &a : mesh) {
+      stride /= a.size;
+      if (a.name == "pp")
+        stage = (rank / stride) % a.size;
+    }
+    if (stage < 0 || stage >= model.numPrograms)
+      return Status::error("compiled model: a pipeline executable whose "
+                           "mesh has no pp axis of " +
+                           std::to_string(model.numPrograms) + " ranks");
+    if (rank >= ranks)
       return Status::error(
           "this is rank " + std::to_string(rank) + " of " +
-          std::to_string(launch.worldSize) +
-          ", but the executable is a pipeline of " +
-          std::to_string(model.numPrograms) + " ranks (weftc --mesh pp=" +
-          std::to_string(model.numPrograms) + "): launch " +
-          std::to_string(model.numPrograms) +
-          " processes, e.g. weftrun --nproc-per-node " +
-          std::to_string(model.numPrograms));
-    program = all[size_t(rank)];
+          std::to_string(launch.worldSize) + ", but the executable runs on " +
+          std::to_string(ranks) + " (weftc --mesh " +
+          specs.front().describeMesh() + "): launch " + std::to_string(ranks) +
+          " processes, e.g. weftrun --nproc-per-node " + std::to_string(ranks));
+    program = all[size_t(stage)];
   }
-  for (const WeftModel *m : all) {
-    ModelSpec spec;
-    if (!m)
-      return Status::error("compiled model: a pipeline program is missing");
-    if (Status s = loadModelSpec(*m, spec); !s.ok())
-      return s;
+  bool haveLayout = false;
+  for (const ModelSpec &spec : specs) {
+    if (!spec.batchArgs.empty() && !haveLayout) {
+      dataLayout = spec.batchLayout;
+      haveLayout = true;
+    }
     for (int i : spec.batchArgs)
       if (std::none_of(batchInputs.begin(), batchInputs.end(),
                        [&](const BatchInputSpec &b) {
@@ -862,8 +899,9 @@ int runTrainingImpl(const WeftModel &executable, int argc,
                     std::ostream &err) {
   const WeftModel *program = nullptr;
   std::vector<BatchInputSpec> batchInputs;
+  BatchLayout dataLayout;
   ModelSpec spec;
-  Status loaded = selectProgram(executable, program, batchInputs);
+  Status loaded = selectProgram(executable, program, batchInputs, dataLayout);
   if (loaded.ok())
     loaded = loadModelSpec(*program, spec);
   if (!loaded.ok()) {
@@ -1022,8 +1060,8 @@ int runTrainingImpl(const WeftModel &executable, int argc,
   }
 
   SignalScope signals;
-  Trainer trainer(model, spec, std::move(batchInputs), opts, fault, context,
-                  *progress, err);
+  Trainer trainer(model, spec, std::move(batchInputs), dataLayout, opts,
+                  fault, context, *progress, err);
   int code = trainer.run(app.count("--seed") > 0);
   reportFailure(code);
   return code;

@@ -189,7 +189,7 @@ TEST_F(TrainTest, RefusesAModelOfAnotherAbi) {
   std::ostringstream out, err;
   EXPECT_EQ(runTraining(old, int(argv.size()), argv.data(), out, err), 1);
   EXPECT_TRUE(contains(err.str(), "compiled model uses ABI version 1 but "
-                                  "this runtime implements version 2"))
+                                  "this runtime implements version 3"))
       << err.str();
   EXPECT_TRUE(m->records.empty());
 }

@@ -144,6 +144,13 @@ struct ParallelPipelineOptions
       *this, "sequence-parallel",
       llvm::cl::desc("Megatron sequence parallelism over tp"),
       llvm::cl::init(false)};
+  Option<int64_t> pipelineRanks{
+      *this, "pipeline-ranks",
+      llvm::cl::desc("The module holds a pipeline's rank steps "
+                     "(@train_step.rank<r>, --weft-pipeline-step) over this "
+                     "many pp ranks: each is partitioned (0: one "
+                     "@train_step)"),
+      llvm::cl::init(0)};
 };
 
 /// Global training step -> the per-rank step of a mesh (weftc --mesh).

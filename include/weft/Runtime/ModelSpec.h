@@ -99,7 +99,12 @@ struct PipelineTensorSpec {
   /// "param", "state" or "buffer".
   std::string kind;
   DType dtype = DType::F32;
+  /// The whole tensor's shape (a view's, when `storedShape` is set).
   std::vector<int64_t> shape;
+  /// How the stage's ranks split it over the mesh's other axes, as
+  /// SlotSharding::dims (empty: whole on each).
+  std::vector<std::vector<std::string>> dims;
+  std::vector<int64_t> storedShape;
   /// The pipeline rank that stores it in checkpoints: the first of those
   /// holding it (a tied parameter is held, equal, by several).
   int64_t rank = 0;

@@ -93,10 +93,18 @@ struct ApplyMeshPass : public weft::impl::ApplyMeshPassBase<ApplyMeshPass> {
   void runOnOperation() override {
     ModuleOp module = getOperation();
     MLIRContext *context = &getContext();
-    if (module->hasAttr(kMeshAttrName)) {
-      module.emitError() << "the step is already partitioned for "
-                         << module->getAttr(kMeshAttrName);
-      return signalPassFailure();
+    // A pipeline's rank steps (--weft-pipeline-step) already run over pp:
+    // each is laid out over the mesh's other axes, pp staying the major
+    // axis, so a pipeline stage's dp x tp ranks are consecutive.
+    MeshAttr pipelineMesh;
+    if (auto existing = module->getAttrOfType<MeshAttr>(kMeshAttrName)) {
+      if (existing.getNames().size() != 1 ||
+          existing.getNames()[0].getValue() != "pp") {
+        module.emitError() << "the step is already partitioned for "
+                           << existing;
+        return signalPassFailure();
+      }
+      pipelineMesh = existing;
     }
     std::string error;
     FailureOr<MeshAttr> parsed = parseMesh(context, mesh, error);
@@ -108,6 +116,13 @@ struct ApplyMeshPass : public weft::impl::ApplyMeshPassBase<ApplyMeshPass> {
       return signalPassFailure();
     }
     meshAttr = *parsed;
+    if (pipelineMesh) {
+      SmallVector<StringAttr> names(pipelineMesh.getNames());
+      SmallVector<int64_t> sizes(pipelineMesh.getSizes());
+      llvm::append_range(names, meshAttr.getNames());
+      llvm::append_range(sizes, meshAttr.getSizes());
+      meshAttr = MeshAttr::get(context, names, sizes);
+    }
     dpAxis = StringAttr::get(context, "dp");
     tpAxis = StringAttr::get(context, "tp");
     dp = meshAttr.getAxisSize("dp");
@@ -137,14 +152,18 @@ struct ApplyMeshPass : public weft::impl::ApplyMeshPassBase<ApplyMeshPass> {
                          << mesh << "' has no tp axis: add tp=N";
       return signalPassFailure();
     }
-    fn = module.lookupSymbol<func::FuncOp>(entry);
-    if (!fn || fn.isExternal()) {
-      module.emitError() << "no function @" << entry << " to partition";
-      return signalPassFailure();
+    SmallVector<func::FuncOp> entries;
+    int64_t pipelineRanks = pipelineMesh ? pipelineMesh.getSizes()[0] : 0;
+    for (int64_t r = 0; r < std::max<int64_t>(pipelineRanks, 1); ++r) {
+      std::string name =
+          pipelineMesh ? entry + ".rank" + std::to_string(r) : entry;
+      auto found = module.lookupSymbol<func::FuncOp>(name);
+      if (!found || found.isExternal()) {
+        module.emitError() << "no function @" << name << " to partition";
+        return signalPassFailure();
+      }
+      entries.push_back(found);
     }
-    FailureOr<contract::StepSignature> signature = readStepSignature(fn);
-    if (failed(signature))
-      return signalPassFailure();
     accumSteps = 1;
     if (auto config = module->getAttrOfType<DictionaryAttr>(
             WeftDialect::kTrainConfigAttrName))
@@ -152,12 +171,43 @@ struct ApplyMeshPass : public weft::impl::ApplyMeshPassBase<ApplyMeshPass> {
         accumSteps = k.getInt();
     if (tp && failed(planTensorParallel(module)))
       return signalPassFailure();
+    for (func::FuncOp e : entries) {
+      fn = e;
+      if (failed(layOutEntry()))
+        return signalPassFailure();
+    }
+    if (sequenceParallel)
+      splitSequence(module);
 
+    // The step's callees are inlined into it; @forward stays for the model
+    // description.
+    for (auto other : module.getOps<func::FuncOp>())
+      if (!llvm::is_contained(entries, other) && other.getName() != "forward")
+        other.setPrivate();
+    module->setAttr(kMeshAttrName, meshAttr);
     OpBuilder b(context);
+    SmallVector<NamedAttribute> config{
+        b.getNamedAttr("mesh", b.getStringAttr(describe(meshAttr))),
+        b.getNamedAttr("zero", b.getI64IntegerAttr(zero))};
+    if (tp) {
+      config.push_back(b.getNamedAttr("tp_plan", b.getStringAttr(tpPlan)));
+      config.push_back(b.getNamedAttr("sequence_parallel",
+                                      b.getBoolAttr(sequenceParallel)));
+    }
+    recordTrainConfig(module, config);
+  }
+
+  /// The layouts of `fn`'s arguments and results, and of what it sends to
+  /// and receives from other pipeline ranks.
+  LogicalResult layOutEntry() {
+    MLIRContext *context = &getContext();
+    FailureOr<contract::StepSignature> signature = readStepSignature(fn);
+    if (failed(signature))
+      return failure();
     if (dp)
       for (int i : signature->batchArgs())
         if (failed(splitBatch(i, signature->args[i].name)))
-          return signalPassFailure();
+          return failure();
     llvm::StringMap<TensorSharding> byName;
     for (auto [i, slot] : llvm::enumerate(signature->args)) {
       auto type = cast<RankedTensorType>(fn.getArgument(i).getType());
@@ -183,25 +233,39 @@ struct ApplyMeshPass : public weft::impl::ApplyMeshPassBase<ApplyMeshPass> {
       fn.setResultAttr(i, kShardingAttrName, s.toAttr(context));
     }
     if (failed(constrainCalls()))
-      return signalPassFailure();
-    if (sequenceParallel)
-      splitSequence(module);
+      return failure();
+    pinTransfers();
+    return success();
+  }
 
-    // The step's callees are inlined into it; @forward stays for the model
-    // description.
-    for (auto other : module.getOps<func::FuncOp>())
-      if (other != fn && other.getName() != "forward")
-        other.setPrivate();
-    module->setAttr(kMeshAttrName, meshAttr);
-    SmallVector<NamedAttribute> config{
-        b.getNamedAttr("mesh", b.getStringAttr(describe(meshAttr))),
-        b.getNamedAttr("zero", b.getI64IntegerAttr(zero))};
-    if (tp) {
-      config.push_back(b.getNamedAttr("tp_plan", b.getStringAttr(tpPlan)));
-      config.push_back(b.getNamedAttr("sequence_parallel",
-                                      b.getBoolAttr(sequenceParallel)));
-    }
-    recordTrainConfig(module, config);
+  /// What one pipeline rank sends, the peer receives: both sides hold the
+  /// value in one layout, fixed here, so their blocks match (each rank of
+  /// a stage exchanges with the rank of the next stage at its dp and tp
+  /// coordinates). Split over dp along the first dimension when it
+  /// divides (an activation's batch: each data-parallel pipeline moves
+  /// its own rows), whole over tp.
+  void pinTransfers() {
+    MLIRContext *context = &getContext();
+    auto layoutFor = [&](Type type) {
+      auto tensor = cast<RankedTensorType>(type);
+      TensorSharding s = TensorSharding::replicated(tensor.getRank());
+      if (dp && tensor.getRank() > 0 && tensor.getDimSize(0) % dp == 0)
+        s.dims[0] = {dpAxis};
+      return s.toAttr(context);
+    };
+    fn.walk([&](SendOp send) {
+      OpBuilder b(send);
+      auto pinned = ShardAsOp::create(b, send.getLoc(), send.getInput(),
+                                      layoutFor(send.getInput().getType()));
+      send.getInputMutable().assign(pinned);
+    });
+    fn.walk([&](RecvOp recv) {
+      OpBuilder b(context);
+      b.setInsertionPointAfter(recv);
+      auto pinned = ShardAsOp::create(b, recv.getLoc(), recv.getResult(),
+                                      layoutFor(recv.getResult().getType()));
+      recv.getResult().replaceAllUsesExcept(pinned, pinned);
+    });
   }
 
   static std::string describe(MeshAttr mesh) {

@@ -346,6 +346,32 @@ private:
   }
 
   LogicalResult partitionOp(Operation *op) {
+    // A pipeline transfer moves this rank's block of a value whose layout
+    // both sides pinned (--weft-apply-mesh puts a weft.shard_as on a
+    // send's input and on a receive's result).
+    if (auto send = dyn_cast<SendOp>(op)) {
+      FailureOr<Value> local =
+          reshardForUse(op, send.getInput(), layoutOf(send.getInput()));
+      if (failed(local))
+        return failure();
+      send.getInputMutable().assign(*local);
+      return success();
+    }
+    if (auto recv = dyn_cast<RecvOp>(op)) {
+      auto type = cast<RankedTensorType>(recv.getType());
+      TensorSharding layout = TensorSharding::replicated(type.getRank());
+      for (Operation *user : recv->getUsers())
+        if (auto pin = dyn_cast<ShardAsOp>(user))
+          layout = TensorSharding::fromAttr(pin.getSharding());
+      FailureOr<RankedTensorType> local = localType(type, layout, [&] {
+        return recv.emitError() << "the received value";
+      });
+      if (failed(local))
+        return failure();
+      recv.getResult().setType(*local);
+      layouts[recv.getResult()] = layout;
+      return success();
+    }
     auto planned = plans.find(op);
     if (planned == plans.end()) {
       // No rule: the op runs whole on every rank.
