@@ -527,6 +527,11 @@ Status CommThread::wait(Ticket ticket) {
   return failed;
 }
 
+bool CommThread::finished(Ticket ticket) {
+  std::lock_guard<std::mutex> lock(mutex);
+  return completed >= ticket;
+}
+
 Status CommThread::waitAll() {
   Ticket last;
   {

@@ -161,6 +161,22 @@ double RuntimeContext::takeTransferSeconds() {
   return total;
 }
 
+Status RuntimeContext::drainTransfers() {
+  for (std::unique_ptr<AxisGroup> &group : axisGroups) {
+    if (!group || group->sends.empty())
+      continue;
+    auto start = std::chrono::steady_clock::now();
+    Status s = group->thread->waitAll();
+    group->sends.clear();
+    group->transferSeconds += std::chrono::duration<double>(
+                                  std::chrono::steady_clock::now() - start)
+                                  .count();
+    if (!s.ok())
+      return s;
+  }
+  return Status::success();
+}
+
 Status RuntimeContext::allReduceSum(std::vector<float> &values) {
   if (axisGroups.empty() || values.empty())
     return Status::success();
@@ -364,8 +380,17 @@ extern "C" void weft_rt_send_f32(const WeftRuntimeContext *ctx,
   AxisGroup &group = groupOf(ctx, "send", axisMask);
   checkTransferArgs(ctx, "send", axisMask, count, peer, tag);
   auto start = std::chrono::steady_clock::now();
-  finish(ctx, "send", axisMask, group,
-         group.thread->send(in, size_t(count), int(peer), uint64_t(tag)));
+  // The step goes on while the data travels: the runtime sends its own
+  // copy (the step may reuse `in` at once) and the thread keeps the
+  // order of transfers; RuntimeContext::drainTransfers waits for the
+  // rest once the step is done.
+  while (!group.sends.empty() &&
+         group.thread->finished(group.sends.front().first))
+    group.sends.pop_front();
+  std::vector<float> copy(in, in + count);
+  CommThread::Ticket ticket =
+      group.thread->send(copy.data(), size_t(count), int(peer), uint64_t(tag));
+  group.sends.emplace_back(ticket, std::move(copy));
   group.transferSeconds += std::chrono::duration<double>(
                                std::chrono::steady_clock::now() - start)
                                .count();

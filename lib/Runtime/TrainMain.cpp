@@ -621,6 +621,9 @@ int Trainer::run(bool seedGiven) {
     auto computeStart = std::chrono::steady_clock::now();
     model.trainStep(context.get(), argPtrs.data(), resultPtrs.data(),
                     workspace.data());
+    if (Status s = context.drainTransfers(); !s.ok())
+      return fail(Status::error("rank " + std::to_string(ctx.rank) +
+                                ": a pipeline send failed: " + s.message));
     double stepSeconds = std::chrono::duration<double>(
                              std::chrono::steady_clock::now() - computeStart)
                              .count();

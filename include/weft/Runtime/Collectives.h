@@ -189,6 +189,8 @@ public:
   Status wait(Ticket ticket);
   /// wait() for everything issued so far.
   Status waitAll();
+  /// Whether `ticket` has run (without waiting).
+  bool finished(Ticket ticket);
 
 private:
   Ticket issue(std::function<Status()> work);
@@ -227,6 +229,10 @@ struct AxisGroup {
       : comm(std::move(c)), thread(std::make_unique<CommThread>(*comm)) {}
 
   std::unique_ptr<Communicator> comm;
+  /// Sends still running on `thread`, each with its own copy of the data:
+  /// a pipeline stage goes on computing while its activation travels.
+  /// Declared before `thread`, which finishes them when it stops.
+  std::deque<std::pair<CommThread::Ticket, std::vector<float>>> sends;
   /// Declared after `comm`: it stops (finishing what was issued) first.
   std::unique_ptr<CommThread> thread;
   std::vector<Bucket> buckets;

@@ -139,6 +139,9 @@ public:
   Status joinMesh(const std::vector<MeshAxisSpec> &mesh,
                   std::chrono::milliseconds timeout);
 
+  /// Waits for the sends a step left running (weft_rt_send_f32 returns
+  /// once its data is copied); a failed one is the error.
+  Status drainTransfers();
   /// The seconds this rank spent in sends and receives since the last
   /// call (AxisGroup::transferSeconds over every group); 0 off a mesh.
   double takeTransferSeconds();
