@@ -5,6 +5,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "weft/Driver/Driver.h"
+#include "PlanReport.h"
 #include "ScheduleReport.h"
 #include "weft/Planner/ClusterSpec.h"
 #include "weft/Dialect/Weft/IR/TrainStep.h"
@@ -46,7 +47,8 @@ using namespace weft;
 const char *weft::getStageName(Stage stage) {
   static const char *names[] = {
       "onnx", "weft", "train", "partitioned", "linalg",      "memref",
-      "llvm", "obj",  "exe",   "schedule",    "schedule-svg"};
+      "llvm", "obj",  "exe",   "schedule",    "schedule-svg",
+      "plan", "plan-json", "plan-svg"};
   return names[static_cast<int>(stage)];
 }
 
@@ -184,6 +186,9 @@ private:
                            std::optional<int64_t> numClasses,
                            TimingScope &timing);
   LogicalResult compilePipeline(ModuleOp module, TimingScope &timing);
+  LogicalResult applyPlan();
+  LogicalResult writePlan(ModuleOp module);
+  LogicalResult checkPlanBatch(ModuleOp module);
   void report(StringRef memory);
   LogicalResult writeIR(ModuleOp module);
 
@@ -201,6 +206,9 @@ private:
   bool otherMeshAxes = false;
   pipeline::ScheduleKind scheduleKind = pipeline::ScheduleKind::OneFOneB;
   int virtualStages = 1;
+  /// With --plan: samples in one micro-batch of the plan (dp x its
+  /// micro_batch_size), which the model's batch must be; 0 without.
+  int64_t planMicroBatch = 0;
 };
 
 /// Takes the stage from the output's extension when no stage was asked
@@ -291,6 +299,25 @@ LogicalResult Driver::checkMesh() {
 /// cuts give, the schedule's shape) is checked once the stages are cut.
 LogicalResult Driver::checkPipelineOptions() {
   Stage emit = options.emit;
+  // A plan searches every layout; pipeline flags only pin parts of it.
+  if (isPlanStage(emit)) {
+    if (options.cluster.empty())
+      return fail(Twine("--emit=") + getStageName(emit) +
+                  " plans for a cluster: add --cluster FILE.yaml "
+                  "(examples/clusters/) or --cluster local (this machine)");
+    if (!options.stageCuts.empty())
+      return fail("--stage-cuts: the planner cuts stages itself; leave it "
+                  "out with --emit=plan");
+    return success();
+  }
+  if (!options.plan.empty() && (options.devices || options.microBatchSize))
+    return fail(std::string(options.devices ? "--devices" : "--micro-batch-size") +
+                " pins what --emit=plan searches; with --plan FILE the plan "
+                "fixes it: leave it out");
+  if (options.devices || options.microBatchSize)
+    return fail(std::string(options.devices ? "--devices" : "--micro-batch-size") +
+                " pins what --emit=plan searches: add --emit=plan "
+                "--cluster FILE");
   if (pipelineRanks == 0) {
     if (!options.stageCuts.empty())
       return fail("--stage-cuts places the cuts between pipeline stages: "
@@ -309,9 +336,9 @@ LogicalResult Driver::checkPipelineOptions() {
       return fail(Twine("--emit=") + getStageName(emit) +
                   " shows a pipeline's schedule: add --mesh pp=N");
     if (!options.cluster.empty())
-      return fail("--cluster costs a pipeline's schedule (the planner that "
-                  "would use it for every layout is not built yet): add "
-                  "--mesh pp=N --emit=schedule");
+      return fail("--cluster plans a layout (--emit=plan) or costs a "
+                  "pipeline's schedule (--mesh pp=N --emit=schedule): add "
+                  "one of them");
     return success();
   }
   if (!options.cluster.empty() && !isScheduleStage(emit) &&
@@ -937,7 +964,139 @@ LogicalResult Driver::writeIR(ModuleOp module) {
   return success();
 }
 
+/// --plan FILE: the plan's layout becomes the flags that compile it.
+LogicalResult Driver::applyPlan() {
+  if (!options.mesh.empty() || options.zeroGiven || options.schedule ||
+      options.virtualStages || options.sequenceParallel ||
+      options.microBatchesGiven || !options.stageCuts.empty())
+    return fail("--plan " + options.plan +
+                " fixes the layout (mesh, ZeRO, schedule, micro-batches, "
+                "sequence parallelism): leave out the flags that set them");
+  if (isPlanStage(options.emit))
+    return fail("--plan compiles a plan; --emit=" +
+                std::string(getStageName(options.emit)) +
+                " makes one: give one of them");
+  planner::Plan plan;
+  if (rt::Status s = readPlanFile(options.plan, options.planAlternative, plan);
+      !s.ok())
+    return fail(s.message);
+  const planner::LayoutChoice &l = plan.layout;
+  if (plan.recompute != planner::Recompute::None)
+    return fail("--plan " + options.plan + ": the plan recomputes " +
+                planner::recomputeName(plan.recompute) +
+                " activations, which weftc does not compile yet; plan with "
+                "weftc --emit=plan (which plans without recomputation)");
+  std::string mesh;
+  for (auto [name, size] : {std::pair<const char *, int>{"pp", l.pp},
+                            {"dp", l.dp},
+                            {"tp", l.tp}})
+    if (size > 1)
+      mesh += (mesh.empty() ? "" : ",") + std::string(name) + "=" +
+              std::to_string(size);
+  options.mesh = mesh;
+  options.zero = l.dp > 1 ? l.zeroStage : 0;
+  options.sequenceParallel = l.tp > 1 && l.sequenceParallel;
+  if (l.pp > 1) {
+    options.schedule = pipeline::getScheduleKindName(l.schedule);
+    if (l.virtualStages > 1)
+      options.virtualStages = l.virtualStages;
+    options.microBatchesGiven = true;
+  }
+  train.accumSteps = l.microBatches;
+  planMicroBatch = int64_t(plan.microBatchSize) * l.dp;
+  llvm::errs() << options.tool << ": --plan " << options.plan << ": "
+               << (mesh.empty() ? "one device" : "--mesh " + mesh)
+               << (options.zero ? ", --zero " + std::to_string(options.zero)
+                                : "")
+               << (options.sequenceParallel ? ", --sequence-parallel" : "")
+               << (l.pp > 1 ? ", --schedule " + *options.schedule : "")
+               << ", " << l.microBatches << " micro-batch(es) of "
+               << planMicroBatch << " samples\n";
+  return success();
+}
+
+/// --emit=plan|plan-json|plan-svg: the planner's search on the model.
+LogicalResult Driver::writePlan(ModuleOp module) {
+  planner::SearchOptions search;
+  search.devices = options.devices;
+  search.dtype = train.precision == Precision::BF16 ? "bf16" : "fp32";
+  // weftc does not compile recomputation yet: plan what it can build.
+  search.recompute = planner::Recompute::None;
+  for (StringRef part : llvm::split(options.mesh, ',')) {
+    auto [name, size] = part.trim().split('=');
+    int n = 0;
+    if (name.empty())
+      continue;
+    if (size.trim().getAsInteger(10, n) || n < 1)
+      return fail("--mesh " + options.mesh + " does not parse");
+    (name == "dp" ? search.dp : name == "tp" ? search.tp : search.pp) = n;
+  }
+  if (options.zeroGiven)
+    search.zeroStage = int(options.zero);
+  if (options.schedule) {
+    pipeline::ScheduleKind kind;
+    if (pipeline::Status s = pipeline::parseScheduleKind(*options.schedule, kind);
+        !s.ok())
+      return fail("--schedule: " + s.message);
+    search.schedule = kind;
+  }
+  if (options.virtualStages)
+    search.virtualStages = int(*options.virtualStages);
+  if (options.sequenceParallel)
+    search.sequenceParallel = true;
+  search.microBatchSize = int(options.microBatchSize);
+  planner::ClusterSpec cluster;
+  auto progress = [&](const std::string &line) {
+    llvm::errs() << options.tool << ": " << line << "\n";
+  };
+  if (rt::Status s = loadPlanCluster(options.cluster, options.devices,
+                                     progress, cluster);
+      !s.ok())
+    return fail("--cluster " + options.cluster + ": " + s.message);
+  std::string text;
+  PlanFormat format = options.emit == Stage::Plan       ? PlanFormat::Table
+                      : options.emit == Stage::PlanJson ? PlanFormat::Json
+                                                        : PlanFormat::Svg;
+  if (rt::Status s = renderPlan(module, cluster, search, format, text);
+      !s.ok())
+    return fail(s.message);
+  std::string error;
+  auto output = openOutputFile(options.output, &error);
+  if (!output)
+    return fail(error);
+  output->os() << text;
+  output->keep();
+  return success();
+}
+
+/// With --plan: the model's batch is one micro-batch of the plan (its dp
+/// ranks' samples together), as weftc's micro-batches are.
+LogicalResult Driver::checkPlanBatch(ModuleOp module) {
+  auto forward = module.lookupSymbol<func::FuncOp>("forward");
+  if (!planMicroBatch || !forward)
+    return success();
+  for (unsigned i = 0; i < forward.getNumArguments(); ++i) {
+    if (!getArgName(forward, i, contract::Role::Input))
+      continue;
+    auto type = dyn_cast<RankedTensorType>(forward.getArgument(i).getType());
+    if (!type || type.getRank() == 0)
+      continue;
+    if (type.getDimSize(0) != planMicroBatch)
+      return fail("--plan " + options.plan + ": a micro-batch of the plan is " +
+                  std::to_string(planMicroBatch) +
+                  " samples (dp x micro_batch_size), but the model's batch is " +
+                  std::to_string(type.getDimSize(0)) +
+                  "; weftc takes the model's batch as one micro-batch: "
+                  "export the model with batch " +
+                  std::to_string(planMicroBatch));
+    return success();
+  }
+  return success();
+}
+
 LogicalResult Driver::run() {
+  if (!options.plan.empty() && failed(applyPlan()))
+    return failure();
   if (failed(checkOutput()) || failed(checkMesh()) ||
       failed(checkPipelineOptions()))
     return failure();
@@ -965,8 +1124,12 @@ LogicalResult Driver::run() {
     return failure();
   if (options.summary)
     printSummary(*module);
+  if (isPlanStage(emit))
+    return writePlan(*module);
   if (isScheduleStage(emit))
     return writeSchedule(*module);
+  if (failed(checkPlanBatch(*module)))
+    return failure();
   if (emit < Stage::Linalg)
     return writeIR(*module);
 

@@ -81,7 +81,19 @@ cl::opt<Stage> emit(
                           "micro-batches in flight, as text"),
                clEnumValN(Stage::ScheduleSvg, "schedule-svg",
                           "with --mesh pp=N: the simulated schedule as an "
-                          "SVG chart")),
+                          "SVG chart"),
+               clEnumValN(Stage::Plan, "plan",
+                          "with --cluster: the planner's layout (mesh, "
+                          "stages, micro-batches, schedule, ZeRO, memory, "
+                          "predicted step time, MFU) and the next best, as "
+                          "a table"),
+               clEnumValN(Stage::PlanJson, "plan-json",
+                          "with --cluster: the same as a plan file, which "
+                          "--plan compiles"),
+               clEnumValN(Stage::PlanSvg, "plan-svg",
+                          "with --cluster: the plan's mesh over the "
+                          "cluster's devices and its pipeline timeline, "
+                          "as SVG")),
     cl::cat(weftcCategory));
 cl::list<std::string> inputShapes(
     "input-shape",
@@ -239,11 +251,37 @@ cl::opt<int64_t> microBatches(
 
 cl::opt<std::string> cluster(
     "cluster",
-    cl::desc("Cluster spec (YAML, docs/planner.md; examples/clusters/) "
-             "whose peak FLOP/s and links cost the schedule of "
-             "--emit=schedule and schedule-svg (default: an assumed 100 "
-             "GFLOP/s per rank and 1 GB/s per link)"),
-    cl::value_desc("file.yaml"), cl::cat(pipelineCategory));
+    cl::desc("Cluster spec (YAML, docs/planner.md; examples/clusters/), or "
+             "'local' (this machine, measured once by weft-profile-cluster "
+             "and cached), that --emit=plan plans for; its peak FLOP/s and "
+             "links also cost the schedule of --emit=schedule and "
+             "schedule-svg (default there: an assumed 100 GFLOP/s per rank "
+             "and 1 GB/s per link)"),
+    cl::value_desc("file.yaml|local"), cl::cat(pipelineCategory));
+
+cl::OptionCategory planCategory(
+    "Planning options (--emit=plan|plan-json|plan-svg, --plan); --mesh, "
+    "--zero, --schedule, --virtual-stages and --sequence-parallel pin "
+    "those parts of a plan");
+cl::opt<int> devices("devices",
+                     cl::desc("Devices to plan for (default: all of "
+                              "--cluster's)"),
+                     cl::value_desc("N"), cl::init(0), cl::cat(planCategory));
+cl::opt<int64_t> microBatchSize(
+    "micro-batch-size",
+    cl::desc("Pin the plan's samples per micro-batch on one rank"),
+    cl::value_desc("B"), cl::init(0), cl::cat(planCategory));
+cl::opt<std::string> planFile(
+    "plan",
+    cl::desc("Compile the layout of this plan file (weftc --emit=plan-json "
+             "or weft-plan search --emit plan-json): its mesh, ZeRO stage, "
+             "schedule, micro-batches and sequence parallelism"),
+    cl::value_desc("plan.json"), cl::cat(planCategory));
+cl::opt<int> planAlternative(
+    "plan-alternative",
+    cl::desc("With --plan: compile the plan's K-th alternative instead of "
+             "its choice"),
+    cl::value_desc("K"), cl::init(0), cl::cat(planCategory));
 
 cl::OptionCategory codegenCategory(
     "Code generation options (--emit=linalg|memref|llvm|obj|exe)");
@@ -322,6 +360,19 @@ bool mapOptions(DriverOptions &driver, TrainPipelineOptions &train,
   if (virtualStages.getNumOccurrences())
     driver.virtualStages = virtualStages;
   driver.cluster = cluster;
+  if (devices < 0 || microBatchSize < 0 || planAlternative < 0)
+    return fail(std::string(devices < 0 ? "--devices" :
+                            microBatchSize < 0 ? "--micro-batch-size"
+                                               : "--plan-alternative") +
+                " must be positive");
+  driver.devices = devices;
+  driver.microBatchSize = microBatchSize;
+  driver.zeroGiven = zero.getNumOccurrences() > 0;
+  driver.plan = planFile;
+  driver.planAlternative = planAlternative;
+  if (planAlternative && planFile.empty())
+    return fail("--plan-alternative picks one of a plan file's plans: add "
+                "--plan FILE");
   if (!(bucketMB >= 0) || bucketMB > 1e6)
     return fail("--bucket-mb must be a size in MiB >= 0, got " +
                 std::to_string(double(bucketMB)));

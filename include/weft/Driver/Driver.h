@@ -44,15 +44,26 @@ enum class Stage {
   /// Not rungs of the ladder: with --mesh pp=N, the model cut into stages
   /// and the chosen schedule simulated, as a text report or an SVG chart.
   Schedule,
-  ScheduleSvg
+  ScheduleSvg,
+  /// The planner's layout for the model on --cluster: a table, the plan
+  /// file (JSON), or a picture of the mesh and the pipeline.
+  Plan,
+  PlanJson,
+  PlanSvg
 };
 
 /// "onnx", "weft", ... as --emit spells them.
 const char *getStageName(Stage stage);
 
 /// Whether `stage` is a pipeline schedule report rather than a rung.
+inline bool isPlanStage(Stage stage) {
+  return stage == Stage::Plan || stage == Stage::PlanJson ||
+         stage == Stage::PlanSvg;
+}
+/// Reports rather than rungs of the ladder: any output name.
 inline bool isScheduleStage(Stage stage) {
-  return stage == Stage::Schedule || stage == Stage::ScheduleSvg;
+  return stage == Stage::Schedule || stage == Stage::ScheduleSvg ||
+         isPlanStage(stage);
 }
 
 /// The stage an output file's extension names: .ll LLVM IR, .o an object,
@@ -129,6 +140,18 @@ struct DriverOptions {
   /// the schedule of --emit=schedule|schedule-svg; empty: an assumed
   /// machine.
   std::string cluster;
+
+  // Planning (--emit=plan|plan-json|plan-svg, --plan).
+  /// Devices to plan for; 0: all of the cluster's.
+  int devices = 0;
+  /// --micro-batch-size: pins the plan's samples per micro-batch per rank.
+  int64_t microBatchSize = 0;
+  /// Whether --zero was given (a pin for the plan).
+  bool zeroGiven = false;
+  /// A plan file whose layout to compile, and which of its plans (0: the
+  /// chosen one, k: its k-th alternative).
+  std::string plan;
+  int planAlternative = 0;
 
   /// Tensor table, counts, planned memory and compile time on stderr.
   bool summary = false;
