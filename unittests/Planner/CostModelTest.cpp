@@ -47,14 +47,33 @@ void expectNear(double expected, double actual) {
 
 TEST(CostModelCompute, ComputeBoundMatMulRunsAtPeak) {
   ClusterSpec a100 = dgxA100(1);
+  // Without a measured efficiency, the peak itself (the shipped spec has
+  // one since the Megatron calibration; the formula is what is tested here).
+  a100.device.efficiency.clear();
   // 4096^3 bf16 matmul: 2 * 4096^3 FLOPs, three 4096^2 bf16 matrices.
   double flops = 2.0 * 4096 * 4096 * 4096;
   double bytes = 3.0 * 4096 * 4096 * 2;
   // Compute: 1.374e11 / 312e12 = 440 us; memory: 1.0e8 / 2039e9 = 49 us.
-  // The spec has no bf16 efficiency, so the peak itself.
   expectNear(flops / 312e12, computeSeconds(a100, flops, bytes, 2039, "bf16"));
   // fp32 has its own, much lower peak: 1.374e11 / 19.5e12.
   expectNear(flops / 19.5e12, computeSeconds(a100, flops, bytes, 2039, "fp32"));
+}
+
+TEST(CostModelCompute, ShippedA100RunsMatMulsAtTheMeasuredCeiling) {
+  // examples/clusters/dgx-a100-80gb.yaml carries one calibration for the
+  // device: bf16/fp16 matmuls at 267.9 of 312 TFLOP/s (the best measured
+  // A100 SXM bf16 matmul, ml-engineering's MAMF table) and the datasheet's
+  // 2039 GB/s. fp32 (no tensor cores) is not calibrated.
+  ClusterSpec a100 = dgxA100(1);
+  EXPECT_EQ(0.859, efficiencyFor(a100, "bf16"));
+  EXPECT_EQ(0.859, efficiencyFor(a100, "fp16"));
+  EXPECT_EQ(1.0, efficiencyFor(a100, "fp32"));
+  EXPECT_EQ(2039, a100.device.memoryBandwidthGBps);
+  double flops = 2.0 * 4096 * 4096 * 4096;
+  // 1.374e11 / 268.0e12 = 513 us: compute-bound.
+  expectNear(flops / (312e12 * 0.859),
+             computeSeconds(a100, flops, 3.0 * 4096 * 4096 * 2,
+                            a100.device.memoryBandwidthGBps, "bf16"));
 }
 
 TEST(CostModelCompute, ElementwiseIsMemoryBound) {
@@ -68,6 +87,8 @@ TEST(CostModelCompute, MeasuredEfficiencyScalesThePeak) {
   ClusterSpec spec = dgxA100(1);
   spec.device.efficiency["bf16"] = 0.7;
   EXPECT_EQ(0.7, efficiencyFor(spec, "bf16"));
+  // A dtype without a measurement runs at its peak.
+  spec.device.efficiency.erase("fp16");
   EXPECT_EQ(1.0, efficiencyFor(spec, "fp16"));
   // 1e12 FLOPs / (312e12 * 0.7) = 4.579 ms.
   expectNear(1e12 / (312e12 * 0.7),
