@@ -27,6 +27,10 @@ CONFIGS = {
     "mlp": {"layers": [1024, 4096, 4096, 1024], "batch": 256},
     "gpt": {"vocab": 8192, "block": 128, "embd": 256, "heads": 4,
             "layers": 4, "batch": 8},
+    # An LSTM language model: embeddings, a 2-layer LSTM over 64 tokens
+    # (ONNX LSTM nodes, weft.lstm's time loop), a vocabulary head.
+    "lstm": {"vocab": 4096, "block": 64, "embd": 256, "hidden": 512,
+             "layers": 2, "batch": 16},
 }
 
 LR = 1e-3
@@ -50,6 +54,10 @@ def describe(name):
     if name == "mlp":
         return "MLP %s (ReLU), batch %d, cross-entropy over %d classes" % (
             "-".join(map(str, c["layers"])), c["batch"], c["layers"][-1])
+    if name == "lstm":
+        return ("LSTM language model: embedding %d, %d LSTM layers of %d, T %d, "
+                "vocab %d, batch %d" % (c["embd"], c["layers"], c["hidden"],
+                                        c["block"], c["vocab"], c["batch"]))
     return ("GPT decoder: %d layers, d_model %d, %d heads, T %d, vocab %d, "
             "batch %d (tied embeddings)" % (c["layers"], c["embd"], c["heads"],
                                            c["block"], c["vocab"], c["batch"]))
@@ -70,6 +78,19 @@ def build_model(name):
             if i + 2 < len(dims):
                 layers.append(nn.ReLU())
         return nn.Sequential(*layers)
+    if name == "lstm":
+        class LstmLm(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.emb = nn.Embedding(c["vocab"], c["embd"])
+                self.rnn = nn.LSTM(c["embd"], c["hidden"],
+                                   num_layers=c["layers"], batch_first=True)
+                self.head = nn.Linear(c["hidden"], c["vocab"])
+
+            def forward(self, idx):
+                y, _ = self.rnn(self.emb(idx))
+                return self.head(y)
+        return LstmLm()
     sys.path.insert(0, os.path.join(ROOT, "examples", "models"))
     from export import GPT, make_params_distinct
     model = GPT(vocab=c["vocab"], block_size=c["block"], n_embd=c["embd"],
@@ -285,6 +306,13 @@ def matmul_flops(name):
         fwd = sum(2 * b * dims[i] * dims[i + 1] for i in range(len(dims) - 1))
         first = 2 * b * dims[0] * dims[1]
         return 3 * fwd - first
+    if name == "lstm":
+        # Per layer the input projection and the recurrent product (4 gates),
+        # then the head; backward doubles each.
+        bt, e, h, v = c["batch"] * c["block"], c["embd"], c["hidden"], c["vocab"]
+        fwd = 2 * bt * 4 * h * (e + h) + (c["layers"] - 1) * 2 * bt * 4 * h * 2 * h
+        fwd += 2 * bt * h * v
+        return 3 * fwd
     bt, d, t, v = c["batch"] * c["block"], c["embd"], c["block"], c["vocab"]
     per_layer = 2 * bt * (3 * d * d + d * d + 4 * d * d + 4 * d * d)
     attention = 2 * 2 * c["batch"] * t * t * d  # q k^T and att v, all heads

@@ -420,6 +420,10 @@ struct FuseKernelsPass
 
   /// Every contraction writes its own freshly filled init right after the
   /// fill, which is what `--weft-linalg-to-blas` needs after bufferization.
+  /// A fill outside the contraction's block (hoisted out of a loop, as the
+  /// recurrences' per-step products' fills are, being loop-invariant) is
+  /// cloned in: otherwise bufferization copies the filled buffer in every
+  /// iteration and the product accumulates into it, which is no GEMM call.
   void giveContractionsOwnFills(func::FuncOp fn) {
     IRRewriter rewriter(&getContext());
     fn.walk([&](linalg::LinalgOp op) {
@@ -427,9 +431,9 @@ struct FuseKernelsPass
         return;
       for (OpOperand &init : op.getDpsInitsMutable()) {
         auto fill = init.get().getDefiningOp<linalg::FillOp>();
-        if (!fill || fill->getBlock() != op->getBlock())
+        if (!fill)
           continue;
-        if (fill->hasOneUse()) {
+        if (fill->getBlock() == op->getBlock() && fill->hasOneUse()) {
           fill->moveBefore(op);
           continue;
         }
