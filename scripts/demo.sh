@@ -37,3 +37,19 @@ build/bin/weftrun --nproc-per-node 1 --max-restarts 1 \
   --metrics "$demo/metrics.jsonl" --checkpoint-dir "$demo/ckpt"
 echo "== weft-ckpt info $demo/ckpt"
 build/bin/weft-ckpt info "$demo/ckpt" | head -4
+# The planner: the same GPT laid out by weftc for this machine's spec
+# (examples/clusters/cpu-host.yaml; --cluster local measures the machine
+# instead), its plan printed, drawn and kept beside the executable, then
+# trained on as many ranks as the plan chose.
+echo "== weftc $demo/gpt.onnx --cluster examples/clusters/cpu-host.yaml -o $demo/train-planned"
+build/bin/weftc "$demo/gpt.onnx" --cluster examples/clusters/cpu-host.yaml \
+  --optimizer adamw -o "$demo/train-planned"
+ranks=$(/usr/bin/python3 -c "
+import json, sys
+m = json.load(open(sys.argv[1]))['mesh']
+print(m['dp'] * m['tp'] * m['pp'])" "$demo/train-planned.plan.json")
+rm -rf "$demo/ckpt-planned"
+echo "== weftrun --nproc-per-node $ranks $demo/train-planned (picture: $demo/train-planned.plan.svg)"
+build/bin/weftrun --nproc-per-node "$ranks" --master-port 29599 \
+  "$demo/train-planned" --data "$demo/tokens.bin" --steps 40 --lr 3e-3 --log-every 20 \
+  --checkpoint-dir "$demo/ckpt-planned"

@@ -187,7 +187,9 @@ private:
                            TimingScope &timing);
   LogicalResult compilePipeline(ModuleOp module, TimingScope &timing);
   LogicalResult applyPlan();
+  LogicalResult searchLayout(ModuleOp module, planner::SearchResult &result);
   LogicalResult writePlan(ModuleOp module);
+  LogicalResult autoPlan();
   LogicalResult checkPlanBatch(ModuleOp module);
   void report(StringRef memory);
   LogicalResult writeIR(ModuleOp module);
@@ -209,6 +211,8 @@ private:
   /// With --plan: samples in one micro-batch of the plan (dp x its
   /// micro_batch_size), which the model's batch must be; 0 without.
   int64_t planMicroBatch = 0;
+  /// With --plan: what the plan predicts, for the model JSON.
+  std::optional<llvm::json::Object> prediction;
 };
 
 /// Takes the stage from the output's extension when no stage was asked
@@ -335,14 +339,14 @@ LogicalResult Driver::checkPipelineOptions() {
     if (isScheduleStage(emit))
       return fail(Twine("--emit=") + getStageName(emit) +
                   " shows a pipeline's schedule: add --mesh pp=N");
-    if (!options.cluster.empty())
-      return fail("--cluster plans a layout (--emit=plan) or costs a "
-                  "pipeline's schedule (--mesh pp=N --emit=schedule): add "
-                  "one of them");
+    if (!options.cluster.empty() && options.plan.empty())
+      return fail("--cluster plans a layout (--emit=plan, or a build "
+                  "without --mesh) or costs a pipeline's schedule (--mesh "
+                  "pp=N --emit=schedule): add one of them");
     return success();
   }
   if (!options.cluster.empty() && !isScheduleStage(emit) &&
-      emit < Stage::Llvm)
+      emit < Stage::Llvm && options.plan.empty())
     return fail(Twine("--cluster costs the schedule of --emit=schedule and "
                       "--emit=schedule-svg, and the bubble an executable "
                       "predicts; --emit=") +
@@ -881,13 +885,18 @@ LogicalResult Driver::emitNative(ArrayRef<Program> programs,
         buildModelJson(program.module, program.abi,
                        llvm::sys::path::filename(options.input), program.entry,
                        numClasses);
-    if (program.pipeline) {
+    if (program.pipeline || prediction) {
       llvm::Expected<llvm::json::Value> json =
           llvm::json::parse(descriptor.modelJson);
       if (!json)
         return fail("the model JSON does not parse: " +
                     llvm::toString(json.takeError()));
-      json->getAsObject()->insert({"pipeline", llvm::json::Object(*program.pipeline)});
+      if (program.pipeline)
+        json->getAsObject()->insert(
+            {"pipeline", llvm::json::Object(*program.pipeline)});
+      if (prediction)
+        json->getAsObject()->insert(
+            {"prediction", llvm::json::Object(*prediction)});
       descriptor.modelJson = llvm::formatv("{0}", *json).str();
     }
     if (auto ws = program.module->getAttrOfType<IntegerAttr>(
@@ -1004,6 +1013,22 @@ LogicalResult Driver::applyPlan() {
   }
   train.accumSteps = l.microBatches;
   planMicroBatch = int64_t(plan.microBatchSize) * l.dp;
+  // The executable reports what it measures next to this.
+  std::string layout = "dp=" + std::to_string(l.dp) +
+                       ",tp=" + std::to_string(l.tp) +
+                       ",pp=" + std::to_string(l.pp) +
+                       " zero=" + std::to_string(l.zeroStage) +
+                       " micro-batches=" + std::to_string(l.microBatches);
+  prediction = llvm::json::Object{
+      {"layout", layout},
+      {"plan_file", llvm::sys::path::filename(options.plan).str()},
+      {"step_time_s", plan.stepSeconds},
+      {"compute_s", plan.computeSeconds},
+      {"exposed_comm_s", plan.exposedCommSeconds},
+      {"bubble_s", plan.bubbleSeconds},
+      {"memory_bytes_per_device", plan.memory.total},
+      {"tokens_per_s", plan.tokensPerSecond},
+      {"mfu", plan.mfu}};
   llvm::errs() << options.tool << ": --plan " << options.plan << ": "
                << (mesh.empty() ? "one device" : "--mesh " + mesh)
                << (options.zero ? ", --zero " + std::to_string(options.zero)
@@ -1015,10 +1040,13 @@ LogicalResult Driver::applyPlan() {
   return success();
 }
 
-/// --emit=plan|plan-json|plan-svg: the planner's search on the model.
-LogicalResult Driver::writePlan(ModuleOp module) {
+/// The planner's search on `module` with weftc's flags as pins.
+LogicalResult Driver::searchLayout(ModuleOp module,
+                                   planner::SearchResult &result) {
   planner::SearchOptions search;
   search.devices = options.devices;
+  // Plans weftc compiles are Weft executables: count what they hold.
+  search.executableMemory = true;
   search.dtype = train.precision == Precision::BF16 ? "bf16" : "fp32";
   // weftc does not compile recomputation yet: plan what it can build.
   search.recompute = planner::Recompute::None;
@@ -1053,19 +1081,70 @@ LogicalResult Driver::writePlan(ModuleOp module) {
                                      progress, cluster);
       !s.ok())
     return fail("--cluster " + options.cluster + ": " + s.message);
-  std::string text;
+  if (rt::Status s = searchModelPlan(module, cluster, search, result);
+      !s.ok())
+    return fail(s.message);
+  return success();
+}
+
+/// --emit=plan|plan-json|plan-svg: the planner's search on the model.
+LogicalResult Driver::writePlan(ModuleOp module) {
+  planner::SearchResult result;
+  if (failed(searchLayout(module, result)))
+    return failure();
   PlanFormat format = options.emit == Stage::Plan       ? PlanFormat::Table
                       : options.emit == Stage::PlanJson ? PlanFormat::Json
                                                         : PlanFormat::Svg;
-  if (rt::Status s = renderPlan(module, cluster, search, format, text);
-      !s.ok())
-    return fail(s.message);
   std::string error;
   auto output = openOutputFile(options.output, &error);
   if (!output)
     return fail(error);
-  output->os() << text;
+  output->os() << formatPlan(result, format);
   output->keep();
+  return success();
+}
+
+/// weftc model --cluster FILE -o train, without --mesh or --plan: the
+/// planner chooses the layout. Its table goes to stderr, its plan file and
+/// picture beside the output (OUTPUT.plan.json, OUTPUT.plan.svg), and the
+/// build goes on as with --plan OUTPUT.plan.json.
+LogicalResult Driver::autoPlan() {
+  OwningOpRef<ModuleOp> model = loadInput();
+  if (!model)
+    return failure();
+  PassManager pm(&context);
+  ImportPipelineOptions import;
+  import.training = options.batchNormTrain;
+  buildImportPipeline(pm, import);
+  if (failed(pm.run(*model)))
+    return failure();
+  planner::SearchResult result;
+  if (failed(searchLayout(*model, result)))
+    return failure();
+  std::string base = options.output == "-" ? "train" : options.output;
+  std::string json = base + ".plan.json", svg = base + ".plan.svg";
+  for (auto [path, format] : {std::pair<std::string, PlanFormat>{json, PlanFormat::Json},
+                              {svg, PlanFormat::Svg}}) {
+    std::string error;
+    auto file = openOutputFile(path, &error);
+    if (!file)
+      return fail(error);
+    file->os() << formatPlan(result, format);
+    file->keep();
+  }
+  llvm::errs() << formatPlan(result, PlanFormat::Table) << options.tool
+               << ": plan written to " << json << ", its picture to " << svg
+               << "\n";
+  // The pins became the plan; the plan is now what the flags say.
+  options.plan = json;
+  options.planAlternative = 0;
+  options.mesh.clear();
+  options.zeroGiven = false;
+  options.schedule.reset();
+  options.virtualStages.reset();
+  options.sequenceParallel = false;
+  options.devices = 0;
+  options.microBatchSize = 0;
   return success();
 }
 
@@ -1095,10 +1174,16 @@ LogicalResult Driver::checkPlanBatch(ModuleOp module) {
 }
 
 LogicalResult Driver::run() {
+  if (failed(checkOutput()))
+    return failure();
+  // --cluster with a native build and no layout: plan it first.
+  if (!options.cluster.empty() && options.plan.empty() &&
+      options.mesh.empty() && options.emit >= Stage::Llvm &&
+      !isScheduleStage(options.emit) && failed(autoPlan()))
+    return failure();
   if (!options.plan.empty() && failed(applyPlan()))
     return failure();
-  if (failed(checkOutput()) || failed(checkMesh()) ||
-      failed(checkPipelineOptions()))
+  if (failed(checkMesh()) || failed(checkPipelineOptions()))
     return failure();
   if (options.mesh.empty() && options.emit == Stage::Partitioned)
     return fail("--emit=partitioned needs a mesh: add --mesh dp=N (or "

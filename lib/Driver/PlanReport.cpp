@@ -170,19 +170,21 @@ Status weft::loadPlanCluster(
   return Status::success();
 }
 
-Status weft::renderPlan(mlir::ModuleOp module, const planner::ClusterSpec &spec,
-                        const planner::SearchOptions &options,
-                        PlanFormat format, std::string &out) {
+Status weft::searchModelPlan(mlir::ModuleOp module,
+                             const planner::ClusterSpec &spec,
+                             const planner::SearchOptions &options,
+                             planner::SearchResult &result) {
   planner::ModelStats stats;
   if (Status s = planner::computeModelStats(module, stats); !s.ok())
     return s;
-  planner::SearchResult result;
-  if (Status s = planner::searchPlan(stats, spec, options, result); !s.ok())
-    return s;
-  out = format == PlanFormat::Table  ? planner::formatPlanTable(result)
-        : format == PlanFormat::Json ? planner::formatPlanJSON(result)
-                                     : planSvg(result);
-  return Status::success();
+  return planner::searchPlan(stats, spec, options, result);
+}
+
+std::string weft::formatPlan(const planner::SearchResult &result,
+                             PlanFormat format) {
+  return format == PlanFormat::Table  ? planner::formatPlanTable(result)
+         : format == PlanFormat::Json ? planner::formatPlanJSON(result)
+                                      : planSvg(result);
 }
 
 Status weft::readPlanFile(const std::string &path, int alternative,

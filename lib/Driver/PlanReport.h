@@ -34,10 +34,14 @@ rt::Status loadPlanCluster(const std::string &what, int devices,
 enum class PlanFormat { Table, Json, Svg };
 
 /// Searches the layout of `module`'s training step (its @forward) on
-/// `spec` with `options` (pins and devices set) and renders it.
-rt::Status renderPlan(mlir::ModuleOp module, const planner::ClusterSpec &spec,
-                      const planner::SearchOptions &options, PlanFormat format,
-                      std::string &out);
+/// `spec` with `options` (pins and devices set).
+rt::Status searchModelPlan(mlir::ModuleOp module,
+                           const planner::ClusterSpec &spec,
+                           const planner::SearchOptions &options,
+                           planner::SearchResult &result);
+
+/// The plan as a table, a plan file or a picture.
+std::string formatPlan(const planner::SearchResult &result, PlanFormat format);
 
 /// The layout of a plan file: its chosen plan, or with `alternative` k >= 1
 /// its k-th alternative (which must be feasible).

@@ -821,7 +821,7 @@ static json withoutLayout(json model) {
   if (model.is_object())
     for (const char *key : {"mesh", "shardings", "zero", "tp_plan",
                             "sequence_parallel", "workspace_bytes",
-                            "peak_bytes", "pipeline", "entry",
+                            "peak_bytes", "pipeline", "entry", "prediction",
                             "num_args", "num_results"})
       model.erase(key);
   return model;

@@ -161,6 +161,16 @@ double RuntimeContext::takeTransferSeconds() {
   return total;
 }
 
+double RuntimeContext::takeCollectiveSeconds() {
+  double total = 0;
+  for (std::unique_ptr<AxisGroup> &group : axisGroups)
+    if (group) {
+      total += group->collectiveSeconds;
+      group->collectiveSeconds = 0;
+    }
+  return total;
+}
+
 Status RuntimeContext::drainTransfers() {
   for (std::unique_ptr<AxisGroup> &group : axisGroups) {
     if (!group || group->sends.empty())
@@ -244,7 +254,14 @@ void check(const WeftRuntimeContext *ctx, const char *what, int64_t axisMask,
 /// behind any bucket still in flight.
 void finish(const WeftRuntimeContext *ctx, const char *what, int64_t axisMask,
             AxisGroup &group, CommThread::Ticket ticket) {
+  auto start = std::chrono::steady_clock::now();
   check(ctx, what, axisMask, group.thread->wait(ticket));
+  // A receive's wait is pipeline time (transferSeconds), not a
+  // collective's.
+  if (std::strcmp(what, "recv") != 0)
+    group.collectiveSeconds += std::chrono::duration<double>(
+                                   std::chrono::steady_clock::now() - start)
+                                   .count();
 }
 
 } // namespace

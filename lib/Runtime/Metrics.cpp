@@ -42,6 +42,10 @@ std::string weft::rt::metricsJsonLine(const StepMetrics &m) {
     out += ",\"tokens_per_s\":" + number(m.tokensPerS, 6);
   if (m.gradNorm >= 0 || std::isnan(m.gradNorm))
     out += ",\"grad_norm\":" + number(m.gradNorm, 9);
+  if (m.commWaitS >= 0)
+    out += ",\"comm_wait_s\":" + number(m.commWaitS, 6);
+  if (m.predictedStepTimeS >= 0)
+    out += ",\"predicted_step_time_s\":" + number(m.predictedStepTimeS, 6);
   if (m.bubble >= 0)
     out += ",\"bubble\":" + number(m.bubble, 6) +
            ",\"bubble_predicted\":" + number(m.bubblePredicted, 6);

@@ -441,6 +441,19 @@ Status weft::rt::loadModelSpec(const WeftModel &model, ModelSpec &out) {
       return s;
     if (Status s = readPipeline(root, spec); !s.ok())
       return s;
+    if (auto p = root.find("prediction"); p != root.end() && p->is_object()) {
+      auto num = [&](const char *key, double &out) {
+        auto v = p->find(key);
+        if (v != p->end() && v->is_number())
+          out = v->get<double>();
+      };
+      num("step_time_s", spec.prediction.stepTimeS);
+      num("exposed_comm_s", spec.prediction.exposedCommS);
+      num("bubble_s", spec.prediction.bubbleS);
+      num("memory_bytes_per_device", spec.prediction.memoryBytesPerDevice);
+      if (auto v = p->find("layout"); v != p->end() && v->is_string())
+        spec.prediction.layout = v->get<std::string>();
+    }
   }
 
   // Roles by the step contract (weft/Formats/StepContract.h), then every

@@ -352,6 +352,11 @@ private:
 
   Status allocate();
   std::vector<CheckpointTensor> checkpointTensors();
+  /// "measured vs predicted (...): step ... ms vs ... ms (+x %), ...".
+  std::string predictionSummary(int64_t baselineRss) const;
+  /// Per step (the first left out): the step's own time, its wait for
+  /// collectives, and a pipeline's bubble.
+  std::vector<double> measuredStep, measuredComm, measuredBubble;
   Status checkpoint(int64_t completed);
   int fail(const Status &s) {
     err << ("error: " + s.message + "\n");
@@ -412,6 +417,47 @@ std::vector<CheckpointTensor> Trainer::checkpointTensors() {
     tensors.push_back({t.name, t.kind, t.dtype, local, nullptr});
   }
   return tensors;
+}
+
+std::string Trainer::predictionSummary(int64_t baselineRss) const {
+  auto median = [](std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    return v.empty() ? 0.0 : v[v.size() / 2];
+  };
+  auto ms = [](double s) {
+    char buf[32];
+    std::snprintf(buf, sizeof(buf), "%.3g ms", s * 1e3);
+    return std::string(buf);
+  };
+  const PredictionSpec &p = spec.prediction;
+  double step = median(measuredStep);
+  char rel[32];
+  std::snprintf(rel, sizeof(rel), "%+.0f %%",
+                p.stepTimeS > 0 ? 100 * (step / p.stepTimeS - 1) : 0.0);
+  std::string text = "measured vs predicted" +
+                     (p.layout.empty() ? "" : " (plan " + p.layout + ")") +
+                     ": step " + ms(step) + " vs " + ms(p.stepTimeS) + " (" +
+                     rel + ")";
+  if (!spec.mesh.empty())
+    text += ", exposed communication " + ms(median(measuredComm)) + " vs " +
+            ms(p.exposedCommS);
+  if (!measuredBubble.empty()) {
+    char b[64];
+    std::snprintf(b, sizeof(b), ", pipeline bubble %.0f %% of the step",
+                  100 * median(measuredBubble));
+    text += std::string(b) + " vs " + ms(p.bubbleS);
+  }
+  if (p.memoryBytesPerDevice > 0) {
+    char m[96];
+    std::snprintf(m, sizeof(m),
+                  ", peak memory %.1f MiB above the process's %.1f MiB vs "
+                  "%.1f MiB",
+                  double(peakRssBytes() - baselineRss) / 1048576.0,
+                  double(baselineRss) / 1048576.0,
+                  p.memoryBytesPerDevice / 1048576.0);
+    text += m;
+  }
+  return text;
 }
 
 Status Trainer::checkpoint(int64_t completed) {
@@ -631,6 +677,7 @@ int Trainer::run(bool seedGiven) {
     // A pipeline's bubble as run: the time its ranks spent in sends and
     // receives (waiting for a peer, or moving data) over the time they
     // spent in the step, summed over the ranks.
+    double commWait = spec.mesh.empty() ? -1 : context.takeCollectiveSeconds();
     double bubble = -1;
     if (spec.pipeline.ranks > 0) {
       std::vector<float> sums = {float(context.takeTransferSeconds()),
@@ -693,6 +740,16 @@ int Trainer::run(bool seedGiven) {
     m.dataWaitS = b.waitSeconds;
     m.peakRssBytes = peakRssBytes();
     m.baselineRssBytes = baselineRss;
+    m.commWaitS = commWait;
+    if (spec.prediction.stepTimeS >= 0)
+      m.predictedStepTimeS = spec.prediction.stepTimeS;
+    // The first step pays for first touches; the summary leaves it out.
+    if (step > start || opts.steps - start == 1) {
+      measuredStep.push_back(stepSeconds);
+      measuredComm.push_back(std::max(commWait, 0.0));
+      if (bubble >= 0)
+        measuredBubble.push_back(bubble);
+    }
     if (bubble >= 0) {
       m.bubble = bubble;
       m.bubblePredicted = spec.pipeline.predictedBubble;
@@ -741,6 +798,8 @@ int Trainer::run(bool seedGiven) {
                 (long long)(opts.steps - start), formatDuration(total).c_str(),
                 lastLoss);
   out << buf;
+  if (spec.prediction.stepTimeS >= 0 && !measuredStep.empty())
+    out << predictionSummary(baselineRss) << "\n";
   if (skippedSteps)
     out << "skipped " << skippedSteps
         << " step(s) with a non-finite loss or gradient\n";

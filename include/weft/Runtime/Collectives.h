@@ -243,6 +243,10 @@ struct AxisGroup {
   /// peer included) since RuntimeContext::takeTransferSeconds last
   /// collected them: a pipeline rank's time not computing.
   double transferSeconds = 0;
+  /// Seconds the step has waited for this group's collectives (all-reduce,
+  /// gather, scatter, buckets) to finish: communication the computation
+  /// did not hide. Collected by RuntimeContext::takeCollectiveSeconds.
+  double collectiveSeconds = 0;
 };
 
 } // namespace rt

@@ -145,6 +145,9 @@ public:
   /// The seconds this rank spent in sends and receives since the last
   /// call (AxisGroup::transferSeconds over every group); 0 off a mesh.
   double takeTransferSeconds();
+  /// The seconds this rank waited for collectives to finish since the
+  /// last call (AxisGroup::collectiveSeconds); 0 off a mesh.
+  double takeCollectiveSeconds();
   /// Sums `values` over every rank of the mesh, in place (a no-op off a
   /// mesh). For the runtime's own bookkeeping between steps.
   Status allReduceSum(std::vector<float> &values);

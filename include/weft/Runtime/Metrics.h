@@ -46,6 +46,12 @@ struct StepMetrics {
   /// sends and receives, measured, and the schedule's as weftc simulated
   /// it; negative (and left out of the JSON) otherwise.
   double bubble = -1, bubblePredicted = -1;
+  /// On a mesh: seconds the step waited for its collectives to finish
+  /// (communication not hidden behind computation); negative otherwise.
+  double commWaitS = -1;
+  /// The plan's predicted step time (weftc --plan or --cluster); negative
+  /// when the executable was compiled without one.
+  double predictedStepTimeS = -1;
   /// The process's peak resident memory so far (peakRssBytes()), and its
   /// resident memory before the model's buffers were allocated
   /// (currentRssBytes() then): code, libraries, runtime threads. The

@@ -125,6 +125,16 @@ struct PipelineSpec {
   std::vector<PipelineTensorSpec> tensors;
 };
 
+/// What the plan the step was compiled from predicted (the model JSON's
+/// "prediction", from weftc --plan or --cluster); `stepTimeS` < 0 when
+/// there is none.
+struct PredictionSpec {
+  double stepTimeS = -1, exposedCommS = 0, bubbleS = 0;
+  double memoryBytesPerDevice = 0;
+  /// "dp=2,tp=1,pp=1 zero=1 ..." as the planner wrote it, for messages.
+  std::string layout;
+};
+
 /// The compiled step, validated and indexed by role.
 struct ModelSpec {
   std::vector<TensorSpec> args, results;
@@ -163,6 +173,7 @@ struct ModelSpec {
   /// "num_classes" (or "vocab_size").
   int64_t numClasses = 0;
   PipelineSpec pipeline;
+  PredictionSpec prediction;
 
   /// Ranks the step runs on: the product of the mesh's axis sizes (1
   /// without a mesh).
