@@ -371,7 +371,10 @@ private:
                      << " piece of stage " << stage
                      << ", which no pipeline message carries (only a "
                         "stage's outputs to the next stage and its input "
-                        "gradients to the previous one do)";
+                        "gradients to the previous one do; values are not "
+                        "relayed through the stages between): cut the model "
+                        "into fewer stages (pp x virtual stages), or give "
+                        "--stage-cuts where no value skips a stage";
             scheduled.insert(to);
           } else if (isa<func::ReturnOp>(user)) {
             for (int64_t to : slotRanks[use.getOperandNumber()])
