@@ -38,3 +38,21 @@ func.func @gru_reverse(%xg: tensor<1x2x6xf32>, %r: tensor<6x2xf32>, %rb: tensor<
   %dx, %dp, %dh0 = weft.gru_grad %dy, %r, %h0, %y, %g {reverse = true} : (tensor<1x2x2xf32>, tensor<6x2xf32>, tensor<2x2xf32>, tensor<1x2x2xf32>, tensor<1x2x8xf32>) -> (tensor<1x2x6xf32>, tensor<1x2x6xf32>, tensor<2x2xf32>)
   return %y, %dx, %dp, %dh0 : tensor<1x2x2xf32>, tensor<1x2x6xf32>, tensor<1x2x6xf32>, tensor<2x2xf32>
 }
+
+// bf16 (--precision bf16): gates computed in f32, the step's product
+// accumulated in f32, the states carried between steps rounded to bf16 as
+// the evaluator rounds its stored results; three steps keep the two within
+// a rounding step of each other.
+// CHECK: OK @lstm_bf16
+func.func @lstm_bf16(%xg: tensor<3x2x8xbf16>, %r: tensor<8x2xbf16>, %h0: tensor<2x2xbf16>, %c0: tensor<2x2xbf16>)
+    -> (tensor<3x2x2xbf16>, tensor<3x2x2xbf16>) {
+  %y, %c, %g = weft.lstm %xg, %r, %h0, %c0 : (tensor<3x2x8xbf16>, tensor<8x2xbf16>, tensor<2x2xbf16>, tensor<2x2xbf16>) -> (tensor<3x2x2xbf16>, tensor<3x2x2xbf16>, tensor<3x2x8xbf16>)
+  return %y, %c : tensor<3x2x2xbf16>, tensor<3x2x2xbf16>
+}
+
+// CHECK: OK @gru_bf16
+func.func @gru_bf16(%xg: tensor<3x2x6xbf16>, %r: tensor<6x2xbf16>, %rb: tensor<6xbf16>, %h0: tensor<2x2xbf16>)
+    -> tensor<3x2x2xbf16> {
+  %y, %g = weft.gru %xg, %r, %rb, %h0 {reverse = true} : (tensor<3x2x6xbf16>, tensor<6x2xbf16>, tensor<6xbf16>, tensor<2x2xbf16>) -> (tensor<3x2x2xbf16>, tensor<3x2x8xbf16>)
+  return %y : tensor<3x2x2xbf16>
+}
