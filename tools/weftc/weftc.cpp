@@ -43,8 +43,8 @@ cl::opt<std::string> outputFilename(
     cl::desc("Output file (default: stdout); its extension names the "
              "stage: .mlir IR, .ll LLVM IR, .o "
              "an object, none/.exe/.bin an "
-             "executable (--emit=schedule and "
-             "schedule-svg take any name)"),
+             "executable (--emit=schedule, schedule-svg and the plan "
+             "emits take any name)"),
     cl::value_desc("file"), cl::init("-"), cl::cat(weftcCategory));
 cl::opt<Stage> emit(
     "emit", cl::desc("Stage to stop at and print"), cl::init(Stage::Weft),
@@ -315,7 +315,7 @@ cl::opt<bool> saveTemps("save-temps",
 void hideUnrelatedOptions() {
   const cl::OptionCategory *ours[] = {&weftcCategory, &trainCategory,
                                       &parallelCategory, &pipelineCategory,
-                                      &codegenCategory};
+                                      &planCategory, &codegenCategory};
   for (auto &entry : cl::getRegisteredOptions()) {
     cl::Option *option = entry.second;
     StringRef name = entry.first;
