@@ -1,0 +1,216 @@
+#!/usr/bin/env python3
+"""The planner's predicted step times against measured ones, on this host.
+
+For a GPT (the example model of examples/models, or the bench GPT of
+bench/common.py), plans it with `weftc --emit=plan-json --cluster SPEC`,
+compiles the plan and each feasible alternative with `weftc --plan
+plan.json --plan-alternative K --optimizer adamw`, runs each through
+`weftrun --nproc-per-node 2` for --steps steps (AdamW, random tokens from
+test/lib/exe_check.py), and compares the median measured step time (the
+executable's --metrics `step_time_s`, the first step dropped as
+weft-profile-cluster --from-metrics does: it pays page faults and
+OpenBLAS's buffers) with the plan's `predicted.step_time_s`.
+
+--profile first measures this host with weft-profile-cluster (its output,
+written next to the runs, is then the spec planned with), so that the
+spec and the runs see the same load on a shared machine.
+
+Usage: bench/plan_vs_measured.py [--model example|bench] [--cluster SPEC |
+       --profile | --calibrate] [--steps 30] [--repeat R] [--work DIR]
+       [--build build] [--port 29471]
+"""
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+PYTHON = "/usr/bin/python3"  # Debian's PyTorch, which the exporters need
+
+
+def run(cmd, **kw):
+    p = subprocess.run(cmd, capture_output=True, text=True, **kw)
+    if p.returncode != 0:
+        sys.exit("plan_vs_measured: %s failed (%d):\n%s" %
+                 (" ".join(cmd), p.returncode, p.stderr[-3000:]))
+    return p
+
+
+def export(model, work, batch=None):
+    """The model with `batch` samples (default its own: 8 for both) in
+    work/bBATCH/; returns the ONNX file, its sequence and vocabulary."""
+    work = os.path.join(work, "b%s" % (batch or "default"))
+    os.makedirs(work, exist_ok=True)
+    if model == "example":
+        run([PYTHON, os.path.join(ROOT, "examples/models/export.py"), "gpt",
+             "--out", work, "--batch", str(batch or 8)])
+        return os.path.join(work, "gpt.onnx"), 16, 64
+    code = ("import sys; sys.path.insert(0, %r); import common; "
+            "c = common.CONFIGS['gpt']; c['batch'] = %s or c['batch']; "
+            "print(common.export('gpt', %r)); "
+            "print(c['block'], c['vocab'])" % (HERE, batch, work))
+    out = run([PYTHON, "-c", code]).stdout.split()
+    return out[0], int(out[1]), int(out[2])
+
+
+def describe(pl):
+    m = pl["mesh"]
+    s = "dp=%d tp=%d pp=%d" % (m["dp"], m["tp"], m["pp"])
+    if pl["zero_stage"]:
+        s += " zero=%d" % pl["zero_stage"]
+    if pl["sequence_parallel"]:
+        s += " sp"
+    if m["pp"] > 1:
+        s += " " + pl["schedule"]
+        if pl["schedule"] == "interleaved":
+            s += " v=%d" % pl["virtual_stages"]
+    s += " mbs=%d m=%d" % (pl["micro_batch_size"], pl["micro_batches"])
+    return s
+
+
+def loadavg():
+    with open("/proc/loadavg") as f:
+        return f.read().split()[0]
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--model", default="example", choices=["example", "bench"])
+    ap.add_argument("--cluster",
+                    default=os.path.join(ROOT, "examples/clusters/cpu-host.yaml"))
+    ap.add_argument("--profile", action="store_true",
+                    help="measure this host first and plan on that spec")
+    ap.add_argument("--calibrate", action="store_true",
+                    help="--profile, then set the spec's fp32 efficiency "
+                    "from a 1-rank run of the model (weft-profile-cluster "
+                    "--from-metrics): the whole step's efficiency, measured "
+                    "on a layout that is not one of those compared")
+    ap.add_argument("--repeat", type=int, default=1,
+                    help="run the layouts round-robin this many times and "
+                    "take the median of their medians (a shared host's load "
+                    "then falls on every layout alike)")
+    ap.add_argument("--plan-flags", default="",
+                    help="pins for weftc --emit=plan-json, e.g. "
+                    "'--micro-batch-size 4'")
+    ap.add_argument("--steps", type=int, default=30)
+    ap.add_argument("--work", default="/tmp/weft-plan-vs-measured")
+    ap.add_argument("--build", default=os.path.join(ROOT, "build"))
+    ap.add_argument("--port", type=int, default=29471)
+    args = ap.parse_args()
+    b = os.path.join(args.build, "bin")
+    os.makedirs(args.work, exist_ok=True)
+    work = os.path.abspath(args.work)
+    onnx, seq, vocab = export(args.model, work)
+    spec = os.path.abspath(args.cluster)
+    if args.profile or args.calibrate:
+        spec = os.path.join(work, "local.yaml")
+        run([os.path.join(b, "weft-profile-cluster"), "--devices", "2",
+             "-o", spec])
+    batch0 = None
+    if args.calibrate:
+        # One rank, the whole batch: its median step fixes the efficiency.
+        one = os.path.join(work, "one")
+        run([os.path.join(b, "weftc"), onnx, "--optimizer", "adamw", "-o", one])
+        ir = os.path.join(work, "model.weft.mlir")
+        run([os.path.join(b, "weftc"), onnx, "--emit=weft", "-o", ir])
+        batch0 = True
+    plan_file = os.path.join(work, "plan.json")
+    batch = 8  # both models' own batch
+    n = batch * max(args.steps, 8)
+    run([PYTHON, os.path.join(ROOT, "test/lib/exe_check.py"), "npy",
+         os.path.join(work, "ids.npy"), "--shape", "%d,%d" % (n, seq),
+         "--dtype", "int64", "--high", str(vocab), "+", "npy",
+         os.path.join(work, "labels.npy"), "--shape", "%d,%d" % (n, seq),
+         "--dtype", "int64", "--high", str(vocab)])
+    data = ["--data", "input=" + os.path.join(work, "ids.npy"), "--labels",
+            os.path.join(work, "labels.npy"), "--lr", "0.001"]
+    if batch0:
+        m1 = os.path.join(work, "one.jsonl")
+        if os.path.exists(m1):
+            os.remove(m1)
+        run([one] + data + ["--steps", str(args.steps), "--metrics", m1],
+            cwd=work)
+        cal = os.path.join(work, "calibrated.yaml")
+        p = run([os.path.join(b, "weft-profile-cluster"), "--from-metrics", m1,
+                 "--model", ir, "--spec", spec, "--dtype", "fp32", "-o", cal])
+        print("calibration: " + p.stderr.strip().splitlines()[-1])
+        spec = cal
+    run([os.path.join(b, "weftc"), onnx, "--emit=plan-json", "--cluster",
+         spec, "-o", plan_file] + args.plan_flags.split())
+    with open(plan_file) as f:
+        plan = json.load(f)
+    plans = [plan] + plan["alternatives"][:3]
+    rows = []
+    exes = {}
+    for k, pl in enumerate(plans):
+        if not pl["feasible"]:
+            continue
+        exe = os.path.join(work, "train%d" % k)
+        # weftc compiles the model's batch as one micro-batch of the whole
+        # data-parallel group, and the step runs micro_batches of them: so
+        # each layout gets the model exported with dp x micro_batch_size
+        # samples (the same global batch, the same parameters).
+        mb = pl["mesh"]["dp"] * pl["micro_batch_size"]
+        onnx_k = export(args.model, work, mb)[0] if mb != batch else onnx
+        run([os.path.join(b, "weftc"), onnx_k, "--plan", plan_file,
+             "--plan-alternative", str(k), "--optimizer", "adamw", "-o", exe])
+        exes[k] = exe
+    results = {k: [] for k in exes}
+    for r in range(args.repeat):
+        for k, exe in exes.items():
+            metrics = os.path.join(work, "m%d.jsonl" % k)
+            if os.path.exists(metrics):
+                os.remove(metrics)
+            load = loadavg()
+            run([os.path.join(b, "weftrun"), "--nproc-per-node", "2",
+                 "--master-port", str(args.port + k), exe] + data +
+                ["--steps", str(args.steps), "--metrics", metrics], cwd=work)
+            with open(metrics) as f:
+                lines = [json.loads(l) for l in f if l.strip()]
+            steps = [l for l in lines if "step_time_s" in l][1:]
+            results[k].append((
+                statistics.median(l["step_time_s"] for l in steps),
+                statistics.median(l.get("comm_wait_s", 0) for l in steps),
+                float(load)))
+    for k, pl in enumerate(plans):
+        if k not in results:
+            rows.append((k, pl, None, None, None))
+            continue
+        res = results[k]
+        rows.append((k, pl, statistics.median(x[0] for x in res),
+                     statistics.median(x[1] for x in res),
+                     "%.1f-%.1f" % (min(x[2] for x in res),
+                                    max(x[2] for x in res))))
+    print("model: %s (%s), spec: %s, %d steps x %d runs, 2 ranks%s" %
+          (args.model, os.path.basename(onnx), os.path.relpath(spec, ROOT)
+           if spec.startswith(ROOT) else spec, args.steps, args.repeat,
+           ", pins: " + args.plan_flags if args.plan_flags else ""))
+    print("| plan | layout | predicted step (ms) | measured median (ms) | "
+          "error | predicted exposed comm (ms) | measured comm wait (ms) | "
+          "load avg (1 min) |")
+    print("|---|---|---|---|---|---|---|---|")
+    measured = [r[2] for r in rows if r[2] is not None]
+    for k, pl, step, comm, load in rows:
+        pred = pl["predicted"]["step_time_s"]
+        if step is None:
+            print("| %s | %s | %.3f | - (infeasible) | - | - | - | - |" %
+                  ("pick" if k == 0 else "alt %d" % k, describe(pl), pred * 1e3))
+            continue
+        print("| %s | %s | %.3f | %.3f | %+.1f %% | %.3f | %.3f | %s |" %
+              ("pick" if k == 0 else "alt %d" % k, describe(pl), pred * 1e3,
+               step * 1e3, 100.0 * (pred - step) / step,
+               pl["predicted"]["exposed_comm_s"] * 1e3, comm * 1e3, load))
+    if rows[0][2] is not None:
+        fastest = min(measured)
+        print("pick is the fastest measured: %s (pick %.3f ms, fastest %.3f ms)"
+              % ("yes" if rows[0][2] <= fastest else "no", rows[0][2] * 1e3,
+                 fastest * 1e3))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
