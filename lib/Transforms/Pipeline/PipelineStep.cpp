@@ -343,6 +343,10 @@ private:
       int64_t from = rankOf(stage);
       for (Value v : op.getResults()) {
         std::set<int64_t> scheduled, after;
+        // Stages a value is relayed into on its way to a stage further
+        // on (or back): each hop rides the schedule's message between
+        // neighbouring stages, so it cannot deadlock either.
+        std::set<int64_t> relayed;
         for (OpOperand &use : v.getUses()) {
           Operation *user = use.getOwner();
           if (auto p = pieceOf.find(user); p != pieceOf.end()) {
@@ -350,13 +354,33 @@ private:
             int64_t to = rankOf(userStage);
             if (to == from)
               continue;
+            bool backwardUser = std::get<1>(p->second) != Forward;
+            bool sendsBack = (phase == Backward || phase == InputGrad) &&
+                             backwardUser;
+            // A residual that skips stages (more stages than the model
+            // has room for): through every stage between.
+            if ((forward && userStage > stage + 1) ||
+                (sendsBack && userStage < stage - 1)) {
+              int64_t step = forward ? 1 : -1;
+              for (int64_t u = stage; u != userStage; u += step) {
+                if (!relayed.insert(u + step).second)
+                  continue;
+                PieceKey key{u, phase, mb};
+                messages[{key, rankOf(u + step)}].push_back(
+                    {v, rankOf(u), rankOf(u + step), tag++,
+                     (forward ? "an activation of micro-batch "
+                              : "a gradient of micro-batch ") +
+                         std::to_string(mb) + " from stage " +
+                         std::to_string(stage) + ", relayed by stage " +
+                         std::to_string(u)});
+              }
+              continue;
+            }
             // The schedule's messages: a forward piece's outputs to the
             // next stage (for its forward and backward pieces), a backward
             // piece's to the previous stage.
             bool next = forward && userStage == stage + 1;
-            bool previous = (phase == Backward || phase == InputGrad) &&
-                            std::get<1>(p->second) != Forward &&
-                            userStage == stage - 1;
+            bool previous = sendsBack && userStage == stage - 1;
             auto name = [](int ph) {
               return ph == Forward      ? "forward"
                      : ph == Backward   ? "backward"
@@ -386,7 +410,11 @@ private:
                 after.insert(to);
           }
         }
-        if (!scheduled.empty() || !after.empty())
+        // A relay's first hop is the neighbour's message already.
+        for (int64_t next : {stage + 1, stage - 1})
+          if (relayed.count(next))
+            scheduled.erase(rankOf(next));
+        if (!scheduled.empty() || !after.empty() || !relayed.empty())
           if (!isa<FloatType>(
                   cast<RankedTensorType>(v.getType()).getElementType()))
             return op.emitError()
