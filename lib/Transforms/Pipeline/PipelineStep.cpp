@@ -232,10 +232,13 @@ private:
                << ": cut it into as many (--stage-cuts, or let weftc choose)";
     }
 
-    // The ranks that hold each parameter: those of the stages reading it.
+    // The ranks that hold each parameter (and buffer: BatchNorm's running
+    // statistics): those of the stages reading it.
     llvm::StringMap<std::set<int64_t>> paramRanks;
     for (unsigned i = 0; i < work.getNumArguments(); ++i) {
       StringAttr name = getArgName(work, i, contract::Role::Param);
+      if (!name)
+        name = getArgName(work, i, contract::Role::Buffer);
       auto stages = work.getArgAttrOfType<DenseI64ArrayAttr>(i, kStagesAttrName);
       if (!name || !stages)
         continue;
@@ -257,7 +260,8 @@ private:
                                     ? everyRank
                                     : std::set<int64_t>{lastRank};
       StringAttr name;
-      for (contract::Role role : {contract::Role::Param, contract::Role::State})
+      for (contract::Role role : {contract::Role::Param, contract::Role::State,
+                                  contract::Role::Buffer})
         if (auto attr = work.getResultAttrOfType<StringAttr>(
                 i, contract::roleAttrName(role)))
           name = attr;
