@@ -133,6 +133,21 @@ class GruStates(nn.Module):
         return torch.cat([y.flatten(1), h.transpose(0, 1).flatten(1)], dim=1)
 
 
+class RnnNoBias(nn.Module):
+    """bias=False (no B input) and no initial state (zero states): an LSTM
+    feeding a GRU, sequence-first."""
+
+    def __init__(self):
+        super().__init__()
+        self.lstm = nn.LSTM(5, 4, bias=False)
+        self.gru = nn.GRU(4, 3, bias=False)
+
+    def forward(self, x):  # x: [6, 3, 5]
+        y, _ = self.lstm(x)
+        z, _ = self.gru(y)
+        return z
+
+
 CASES = {
     "einsum": (EinsumForms, (4, 2, 5)),
     "topk": (TopKSmallest, (4, 5, 6)),
@@ -141,6 +156,7 @@ CASES = {
     "pool3d": (Pool3dForms, (2, 2, 5, 6, 7)),
     "lstm": (LstmStates, (6, 3, 5)),
     "gru": (GruStates, (3, 6, 5)),
+    "rnn_nobias": (RnnNoBias, (6, 3, 5)),
 }
 
 
