@@ -120,8 +120,8 @@ SmallVector<Tensor> evalLstm(LstmOp op, ArrayRef<Tensor> in) {
 SmallVector<Tensor> evalLstmGrad(LstmGradOp op, ArrayRef<Tensor> in) {
   // h0 and hidden (in[3], in[5]) are not needed: the gates hold o and the
   // cell states give tanh(c).
-  const Tensor &dy = in[0], &dcell = in[1], &r = in[2], &c0 = in[4],
-               &c = in[6], &gates = in[7];
+  const Tensor &dy = in[0], &dcell = in[1], &r = in[2], &c0 = in[4], &c = in[6],
+               &gates = in[7];
   SmallVector<Tensor> out = {resultFor(op, 0), resultFor(op, 1),
                              resultFor(op, 2)};
   Tensor &dx = out[0];
@@ -140,8 +140,7 @@ SmallVector<Tensor> evalLstmGrad(LstmGradOp op, ArrayRef<Tensor> in) {
         double i = g[0], o = g[d.h], f = g[2 * d.h], cand = g[3 * d.h];
         double tc = std::tanh(c.fp[at]);
         double dhh = dy.fp[at] + dh[b * d.h + j];
-        double dcc =
-            dc[b * d.h + j] + dcell.fp[at] + dhh * o * (1 - tc * tc);
+        double dcc = dc[b * d.h + j] + dcell.fp[at] + dhh * o * (1 - tc * tc);
         double *row = da.data() + b * 4 * d.h + j;
         row[0] = dcc * cand * i * (1 - i);
         row[d.h] = dhh * tc * o * (1 - o);
@@ -184,8 +183,7 @@ SmallVector<Tensor> evalGru(GruOp op, ArrayRef<Tensor> in) {
         double z = sigmoid(xAt(0) + pAt(0)), rg = sigmoid(xAt(1) + pAt(1));
         double pn = pAt(2);
         double n = std::tanh(xAt(2) + rg * pn);
-        y.fp[(t * d.b + b) * d.h + j] =
-            round((1 - z) * n + z * h[b * d.h + j]);
+        y.fp[(t * d.b + b) * d.h + j] = round((1 - z) * n + z * h[b * d.h + j]);
         double *saved = gates.fp.data() + (t * d.b + b) * 4 * d.h + j;
         saved[0] = round(z);
         saved[d.h] = round(rg);
@@ -197,8 +195,7 @@ SmallVector<Tensor> evalGru(GruOp op, ArrayRef<Tensor> in) {
 }
 
 SmallVector<Tensor> evalGruGrad(GruGradOp op, ArrayRef<Tensor> in) {
-  const Tensor &dy = in[0], &r = in[1], &h0 = in[2], &y = in[3],
-               &gates = in[4];
+  const Tensor &dy = in[0], &r = in[1], &h0 = in[2], &y = in[3], &gates = in[4];
   SmallVector<Tensor> out = {resultFor(op, 0), resultFor(op, 1),
                              resultFor(op, 2)};
   Dims d = dimsOf(dy, r);

@@ -44,29 +44,29 @@ LogicalResult checkSupported(LegalizeContext &ctx, Recurrence rnn,
                              int64_t directions, int64_t steps) {
   if (Attribute attr = ctx.getAttr("activations")) {
     SmallVector<StringRef> defaults =
-        rnn.cell == Cell::Lstm ? SmallVector<StringRef>{"Sigmoid", "Tanh", "Tanh"}
-                               : SmallVector<StringRef>{"Sigmoid", "Tanh"};
+        rnn.cell == Cell::Lstm
+            ? SmallVector<StringRef>{"Sigmoid", "Tanh", "Tanh"}
+            : SmallVector<StringRef>{"Sigmoid", "Tanh"};
     auto list = dyn_cast<ArrayAttr>(attr);
     bool isDefault = list && list.size() == defaults.size() * directions;
     for (unsigned i = 0; isDefault && i < list.size(); ++i) {
       auto s = dyn_cast<StringAttr>(list[i]);
-      isDefault = s && s.getValue().equals_insensitive(
-                           defaults[i % defaults.size()]);
+      isDefault =
+          s && s.getValue().equals_insensitive(defaults[i % defaults.size()]);
     }
     if (!isDefault) {
       std::string text;
       llvm::raw_string_ostream os(text);
       os << attr;
       return ctx.unsupportedAttr("activations", text,
-                                 llvm::join(defaults, ", ") +
-                                     " per direction");
+                                 llvm::join(defaults, ", ") + " per direction");
     }
   }
   for (StringRef name : {"activation_alpha", "activation_beta", "clip"})
     if (ctx.hasAttr(name))
-      return ctx.emitError() << "attribute '" << name
-                             << "' is not supported (weft's " << rnn.name()
-                             << " has default activations and no clipping)";
+      return ctx.emitError()
+             << "attribute '" << name << "' is not supported (weft's "
+             << rnn.name() << " has default activations and no clipping)";
   int64_t layout = 0, inputForget = 0, linearBeforeReset = 0;
   if (failed(ctx.getInt("layout", layout)) ||
       failed(ctx.getInt("input_forget", inputForget)) ||
@@ -86,8 +86,7 @@ LogicalResult checkSupported(LegalizeContext &ctx, Recurrence rnn,
   if (rnn.cell == Cell::Lstm && ctx.hasInput(7))
     return ctx.emitError() << "input 7 (P, peepholes) is not supported";
   if (ctx.hasInput(4)) {
-    FailureOr<SmallVector<int64_t>> lens =
-        ctx.getConstInts(4, "sequence_lens");
+    FailureOr<SmallVector<int64_t>> lens = ctx.getConstInts(4, "sequence_lens");
     if (failed(lens))
       return failure();
     for (int64_t len : *lens)
@@ -118,16 +117,16 @@ FailureOr<Value> direction(LegalizeContext &ctx, Value v, int64_t d) {
 /// Elements `[begin, end)` of a 1-D tensor.
 FailureOr<Value> range(LegalizeContext &ctx, Value v, int64_t begin,
                        int64_t end) {
-  return ctx.create<SliceOp>(
-      {v}, {ctx.arrayAttr("starts", {begin}), ctx.arrayAttr("limits", {end}),
-            ctx.arrayAttr("strides", {1})});
+  return ctx.create<SliceOp>({v}, {ctx.arrayAttr("starts", {begin}),
+                                   ctx.arrayAttr("limits", {end}),
+                                   ctx.arrayAttr("strides", {1})});
 }
 
 FailureOr<Value> zeros(LegalizeContext &ctx, ArrayRef<int64_t> shape,
                        Type elementType) {
   auto type = RankedTensorType::get(shape, elementType);
-  return ctx.constant(DenseElementsAttr::get(
-      type, ctx.builder.getFloatAttr(elementType, 0.0)));
+  return ctx.constant(
+      DenseElementsAttr::get(type, ctx.builder.getFloatAttr(elementType, 0.0)));
 }
 
 /// Initial state `d` ([B, H]) from input `index`, zeros when absent.
@@ -167,8 +166,8 @@ LegalizeResult legalizeRecurrence(LegalizeContext &ctx, Recurrence rnn) {
   int64_t steps = xs[0], batch = xs[1], inputs = xs[2];
   int64_t h = rs.size() == 3 ? rs[2] : -1, g = rnn.gates();
   if (rs.size() != 3 || rs[0] != directions || rs[1] != g * h)
-    return ctx.emitError() << "input 2 (R) must be [" << directions << ", "
-                           << g << "H, H], got " << formatList(rs);
+    return ctx.emitError() << "input 2 (R) must be [" << directions << ", " << g
+                           << "H, H], got " << formatList(rs);
   if (hiddenSize >= 0 && hiddenSize != h)
     return ctx.emitError() << "hidden_size = " << hiddenSize
                            << " disagrees with R " << formatList(rs);
@@ -177,8 +176,7 @@ LegalizeResult legalizeRecurrence(LegalizeContext &ctx, Recurrence rnn) {
                            << formatList({directions, g * h, inputs})
                            << ", got " << formatList(ws);
   if (steps < 1)
-    return ctx.emitError() << "the sequence is empty: X is "
-                           << formatList(xs);
+    return ctx.emitError() << "the sequence is empty: X is " << formatList(xs);
   if (failed(checkSupported(ctx, rnn, directions, steps)))
     return failure();
   Type elementType = elementTypeOf(x);
@@ -188,9 +186,9 @@ LegalizeResult legalizeRecurrence(LegalizeContext &ctx, Recurrence rnn) {
     if (failed(b))
       return failure();
     if (shapeOf(*b) != ArrayRef<int64_t>{directions, 2 * g * h})
-      return ctx.emitError() << "input 3 (B) must be "
-                             << formatList({directions, 2 * g * h}) << ", got "
-                             << formatList(shapeOf(*b));
+      return ctx.emitError()
+             << "input 3 (B) must be " << formatList({directions, 2 * g * h})
+             << ", got " << formatList(shapeOf(*b));
     bias = *b;
   }
   SmallVector<int64_t> stateShape = {directions, batch, h};
@@ -202,8 +200,8 @@ LegalizeResult legalizeRecurrence(LegalizeContext &ctx, Recurrence rnn) {
     FailureOr<Value> rd = direction(ctx, r, d);
     if (failed(wd) || failed(rd))
       return failure();
-    FailureOr<Value> gatesIn = ctx.create<MatMulOp>(
-        {x, *wd}, {ctx.boolAttr("transpose_rhs", true)});
+    FailureOr<Value> gatesIn =
+        ctx.create<MatMulOp>({x, *wd}, {ctx.boolAttr("transpose_rhs", true)});
     if (failed(gatesIn))
       return failure();
     FailureOr<Value> recurrentBias;
@@ -217,9 +215,9 @@ LegalizeResult legalizeRecurrence(LegalizeContext &ctx, Recurrence rnn) {
         return failure();
       // The LSTM's two biases add to the same pre-activation; the GRU's
       // recurrent one is scaled by the reset gate inside the loop.
-      FailureOr<Value> added =
-          rnn.cell == Cell::Lstm ? make<AddOp>(ctx, *wb, *recurrentBias)
-                                 : FailureOr<Value>(*wb);
+      FailureOr<Value> added = rnn.cell == Cell::Lstm
+                                   ? make<AddOp>(ctx, *wb, *recurrentBias)
+                                   : FailureOr<Value>(*wb);
       gatesIn = make<AddOp>(ctx, *gatesIn, added);
     } else {
       recurrentBias = zeros(ctx, {g * h}, elementType);
@@ -238,19 +236,19 @@ LegalizeResult legalizeRecurrence(LegalizeContext &ctx, Recurrence rnn) {
       results = ctx.buildResults(LstmOp::getOperationName(),
                                  {*gatesIn, *rd, *h0, *c0}, attrs, 3);
     } else {
-      results = ctx.buildResults(GruOp::getOperationName(),
-                                 {*gatesIn, *rd, *recurrentBias, *h0}, attrs,
-                                 2);
+      results =
+          ctx.buildResults(GruOp::getOperationName(),
+                           {*gatesIn, *rd, *recurrentBias, *h0}, attrs, 2);
     }
     if (failed(results))
       return failure();
     // The state after the direction's last step.
     int64_t last = reverse ? 0 : steps - 1;
     auto final = [&](Value states) {
-      return ctx.create<SliceOp>(
-          {states}, {ctx.arrayAttr("starts", {last, 0, 0}),
-                     ctx.arrayAttr("limits", {last + 1, batch, h}),
-                     ctx.arrayAttr("strides", {1, 1, 1})});
+      return ctx.create<SliceOp>({states},
+                                 {ctx.arrayAttr("starts", {last, 0, 0}),
+                                  ctx.arrayAttr("limits", {last + 1, batch, h}),
+                                  ctx.arrayAttr("strides", {1, 1, 1})});
     };
     FailureOr<Value> y = ctx.reshape((*results)[0], {steps, 1, batch, h});
     FailureOr<Value> yh = final((*results)[0]);
@@ -272,9 +270,10 @@ LegalizeResult legalizeRecurrence(LegalizeContext &ctx, Recurrence rnn) {
     return ctx.create<ConcatOp>(parts, {ctx.i64Attr("axis", axis)});
   };
   SmallVector<Value> outputs;
-  for (auto [parts, axis] : {std::pair(ArrayRef<Value>(ys), int64_t{1}),
-                             std::pair(ArrayRef<Value>(lastHidden), int64_t{0}),
-                             std::pair(ArrayRef<Value>(lastCell), int64_t{0})}) {
+  for (auto [parts, axis] :
+       {std::pair(ArrayRef<Value>(ys), int64_t{1}),
+        std::pair(ArrayRef<Value>(lastHidden), int64_t{0}),
+        std::pair(ArrayRef<Value>(lastCell), int64_t{0})}) {
     if (parts.empty())
       continue;
     FailureOr<Value> joined = join(parts, axis);

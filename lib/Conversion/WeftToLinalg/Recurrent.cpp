@@ -4,18 +4,21 @@
 //
 //===----------------------------------------------------------------------===//
 //
-// Each recurrence becomes one scf.for over time on tensors, whatever T: the
-// loop carries the [B, H] states and the [T, ...] results, which each step
-// fills with tensor.insert_slice (in place after bufferization). A step is
-// a zero-filled linalg.matmul of the state by the recurrence, which
-// --weft-linalg-to-blas turns into a GEMM call inside the loop, and one
-// multi-output linalg.generic for the gates. The input projection is not
-// here: the legalizer makes it one matmul over all steps before the loop.
+// Each recurrence becomes one scf.for over time on tensors, whatever T. The
+// loop carries only tensors it updates in place: `[T + 1, B, H]` state
+// histories (the initial state in one row, a step reads its state from one
+// row and writes the next) and the `[T, ...]` results, which each step
+// fills with tensor.insert_slice; the gates' generic writes straight into
+// slices of them. A step is a zero-filled linalg.matmul of the state by
+// the recurrence, which --weft-linalg-to-blas turns into a GEMM call inside
+// the loop, and one multi-output linalg.generic for the gates. The input
+// projection is not here: the legalizer makes it one matmul over all steps
+// before the loop.
 //
-// The adjoints run the same loop from the other end. States before each
-// step (h_{t-1}, c_{t-1}) are built once before the loop as the stored
-// states shifted by one step with the initial state at the start, so the
-// body only slices.
+// The adjoints run the same loop from the other end, carrying adjoint
+// histories the same way. The states before each step (h_{t-1}, c_{t-1})
+// are built once before the loop as the stored states shifted by one step
+// with the initial state at the start, so the body only slices.
 //
 // bf16/f16 compute in f32 inside the generics and the matmul accumulates
 // in f32, as everywhere in this lowering; the states carried between steps
@@ -50,8 +53,7 @@ struct StepBuilder {
   Value step(Value v, Value t, int64_t col, int64_t cols) {
     SmallVector<OpFoldResult> offsets = {t, b.getIndexAttr(0),
                                          b.getIndexAttr(col)};
-    SmallVector<OpFoldResult> sizes = {b.getIndexAttr(1),
-                                       b.getIndexAttr(batch),
+    SmallVector<OpFoldResult> sizes = {b.getIndexAttr(1), b.getIndexAttr(batch),
                                        b.getIndexAttr(cols)};
     SmallVector<OpFoldResult> strides(3, b.getIndexAttr(1));
     auto type = RankedTensorType::get(
@@ -80,8 +82,7 @@ struct StepBuilder {
     int64_t cols = cast<RankedTensorType>(v.getType()).getDimSize(1);
     SmallVector<OpFoldResult> offsets = {t, b.getIndexAttr(0),
                                          b.getIndexAttr(col)};
-    SmallVector<OpFoldResult> sizes = {b.getIndexAttr(1),
-                                       b.getIndexAttr(batch),
+    SmallVector<OpFoldResult> sizes = {b.getIndexAttr(1), b.getIndexAttr(batch),
                                        b.getIndexAttr(cols)};
     SmallVector<OpFoldResult> strides(3, b.getIndexAttr(1));
     return tensor::InsertSliceOp::create(b, loc, v, dest, offsets, sizes,
@@ -101,11 +102,10 @@ struct StepBuilder {
   /// the tensors the loop carries, so the results land in place); `body`
   /// gets compute-type inputs and returns compute-type outputs, rounded
   /// here.
-  SmallVector<Value>
-  pointwise(ValueRange inputs, ValueRange outputs,
-            function_ref<SmallVector<Value>(OpBuilder &, Location,
-                                            ArrayRef<Value>)>
-                body) {
+  SmallVector<Value> pointwise(
+      ValueRange inputs, ValueRange outputs,
+      function_ref<SmallVector<Value>(OpBuilder &, Location, ArrayRef<Value>)>
+          body) {
     MLIRContext *ctx = b.getContext();
     AffineMap id = AffineMap::getMultiDimIdentityMap(2, ctx);
     AffineMap row = AffineMap::get(2, 0, {getAffineDimExpr(1, ctx)}, ctx);
@@ -118,8 +118,7 @@ struct StepBuilder {
       types.push_back(v.getType());
       maps.push_back(id);
     }
-    SmallVector<utils::IteratorType> parallel(2,
-                                              utils::IteratorType::parallel);
+    SmallVector<utils::IteratorType> parallel(2, utils::IteratorType::parallel);
     auto generic = linalg::GenericOp::create(
         b, loc, types, inputs, outputs, maps, parallel,
         [&](OpBuilder &nb, Location nl, ValueRange args) {
@@ -168,11 +167,10 @@ Value plusOne(OpBuilder &b, Location loc, Value i) {
 }
 
 /// `count` steps of a `[steps, B, N]` tensor from step `first`.
-Value steps(OpBuilder &b, Location loc, Value v, int64_t first,
-            int64_t count) {
+Value steps(OpBuilder &b, Location loc, Value v, int64_t first, int64_t count) {
   auto type = cast<RankedTensorType>(v.getType());
-  SmallVector<OpFoldResult> offsets = {b.getIndexAttr(first),
-                                       b.getIndexAttr(0), b.getIndexAttr(0)};
+  SmallVector<OpFoldResult> offsets = {b.getIndexAttr(first), b.getIndexAttr(0),
+                                       b.getIndexAttr(0)};
   SmallVector<OpFoldResult> sizes = {b.getIndexAttr(count),
                                      b.getIndexAttr(type.getDimSize(1)),
                                      b.getIndexAttr(type.getDimSize(2))};
@@ -194,15 +192,14 @@ Value stateHistory(OpBuilder &b, Location loc, Value initial, int64_t t,
                    int64_t row) {
   auto type = cast<RankedTensorType>(initial.getType());
   int64_t batch = type.getDimSize(0), h = type.getDimSize(1);
-  Value history =
-      emptyTensor(b, loc, {t + 1, batch, h}, type.getElementType());
+  Value history = emptyTensor(b, loc, {t + 1, batch, h}, type.getElementType());
   SmallVector<OpFoldResult> offsets = {b.getIndexAttr(row), b.getIndexAttr(0),
                                        b.getIndexAttr(0)};
   SmallVector<OpFoldResult> sizes = {b.getIndexAttr(1), b.getIndexAttr(batch),
                                      b.getIndexAttr(h)};
   SmallVector<OpFoldResult> unit(3, b.getIndexAttr(1));
-  return tensor::InsertSliceOp::create(b, loc, initial, history, offsets,
-                                       sizes, unit);
+  return tensor::InsertSliceOp::create(b, loc, initial, history, offsets, sizes,
+                                       unit);
 }
 
 /// `[T, B, H]` states before each step: `initial` ([B, H]) at the first
@@ -222,9 +219,8 @@ Value previousStates(OpBuilder &b, Location loc, Value states, Value initial,
     return SmallVector<OpFoldResult>{b.getIndexAttr(count),
                                      b.getIndexAttr(batch), b.getIndexAttr(h)};
   };
-  result = tensor::InsertSliceOp::create(b, loc, initial, result,
-                                         at(reverse ? t - 1 : 0), sizes(1),
-                                         unit);
+  result = tensor::InsertSliceOp::create(
+      b, loc, initial, result, at(reverse ? t - 1 : 0), sizes(1), unit);
   if (t == 1)
     return result;
   Value shifted = steps(b, loc, states, reverse ? 1 : 0, t - 1);
@@ -296,43 +292,43 @@ struct LstmLowering : OpConversionPattern<LstmOp> {
         stateHistory(rewriter, loc, adaptor.getH0(), s.t, initialRow),
         stateHistory(rewriter, loc, adaptor.getC0(), s.t, initialRow),
         emptyTensor(rewriter, loc, {s.t, s.batch, 4 * h}, s.elementType)};
-    scf::ForOp loop = timeLoop(
-        rewriter, loc, s.t, inits,
-        [&](OpBuilder &b, Location l, Value iv,
-            ValueRange args) -> SmallVector<Value> {
-          StepBuilder st = s.steps(b, l);
-          Value t = timeIndex(b, l, iv, s.t, reverse);
-          Rows rows = Rows::at(b, l, t, reverse);
-          Value a = st.matmul(st.gate(args[0], rows.read, 0), rt);
-          SmallVector<Value> in;
-          for (int64_t g = 0; g < 4; ++g)
-            in.push_back(st.gate(x, t, g));
-          for (int64_t g = 0; g < 4; ++g)
-            in.push_back(st.columns(a, g * h, h));
-          in.push_back(st.gate(args[1], rows.read, 0));
-          SmallVector<Value> outs = {st.gate(args[0], rows.write, 0),
-                                     st.gate(args[1], rows.write, 0)};
-          for (int64_t g = 0; g < 4; ++g)
-            outs.push_back(st.gate(args[2], t, g));
-          // ONNX gate order: i, o, f, c.
-          SmallVector<Value> out = st.pointwise(
-              in, outs,
-              [&](OpBuilder &nb, Location nl,
-                  ArrayRef<Value> v) -> SmallVector<Value> {
-                Scalars m{nb, nl, v[0].getType()};
-                Value i = m.sigmoid(m.add(v[0], v[4]));
-                Value o = m.sigmoid(m.add(v[1], v[5]));
-                Value f = m.sigmoid(m.add(v[2], v[6]));
-                Value g = m.tanh(m.add(v[3], v[7]));
-                Value c = m.add(m.mul(f, v[8]), m.mul(i, g));
-                return {m.mul(o, m.tanh(c)), c, i, o, f, g};
-              });
-          Value gates = args[2];
-          for (int64_t g = 0; g < 4; ++g)
-            gates = st.insert(out[2 + g], gates, t, g * h);
-          return {st.insert(out[0], args[0], rows.write, 0),
-                  st.insert(out[1], args[1], rows.write, 0), gates};
-        });
+    scf::ForOp loop =
+        timeLoop(rewriter, loc, s.t, inits,
+                 [&](OpBuilder &b, Location l, Value iv,
+                     ValueRange args) -> SmallVector<Value> {
+                   StepBuilder st = s.steps(b, l);
+                   Value t = timeIndex(b, l, iv, s.t, reverse);
+                   Rows rows = Rows::at(b, l, t, reverse);
+                   Value a = st.matmul(st.gate(args[0], rows.read, 0), rt);
+                   SmallVector<Value> in;
+                   for (int64_t g = 0; g < 4; ++g)
+                     in.push_back(st.gate(x, t, g));
+                   for (int64_t g = 0; g < 4; ++g)
+                     in.push_back(st.columns(a, g * h, h));
+                   in.push_back(st.gate(args[1], rows.read, 0));
+                   SmallVector<Value> outs = {st.gate(args[0], rows.write, 0),
+                                              st.gate(args[1], rows.write, 0)};
+                   for (int64_t g = 0; g < 4; ++g)
+                     outs.push_back(st.gate(args[2], t, g));
+                   // ONNX gate order: i, o, f, c.
+                   SmallVector<Value> out = st.pointwise(
+                       in, outs,
+                       [&](OpBuilder &nb, Location nl,
+                           ArrayRef<Value> v) -> SmallVector<Value> {
+                         Scalars m{nb, nl, v[0].getType()};
+                         Value i = m.sigmoid(m.add(v[0], v[4]));
+                         Value o = m.sigmoid(m.add(v[1], v[5]));
+                         Value f = m.sigmoid(m.add(v[2], v[6]));
+                         Value g = m.tanh(m.add(v[3], v[7]));
+                         Value c = m.add(m.mul(f, v[8]), m.mul(i, g));
+                         return {m.mul(o, m.tanh(c)), c, i, o, f, g};
+                       });
+                   Value gates = args[2];
+                   for (int64_t g = 0; g < 4; ++g)
+                     gates = st.insert(out[2 + g], gates, t, g * h);
+                   return {st.insert(out[0], args[0], rows.write, 0),
+                           st.insert(out[1], args[1], rows.write, 0), gates};
+                 });
     int64_t first = reverse ? 0 : 1;
     rewriter.replaceOp(op, {steps(rewriter, loc, loop.getResult(0), first, s.t),
                             steps(rewriter, loc, loop.getResult(1), first, s.t),
@@ -362,8 +358,7 @@ struct LstmGradLowering : OpConversionPattern<LstmGradOp> {
     Value r = adaptor.getRecurrence();
     Value cell = adaptor.getCell(), gates = adaptor.getGates();
     Value dy = adaptor.getHiddenGrad(), dcell = adaptor.getCellGrad();
-    Value cPrev =
-        previousStates(rewriter, loc, cell, adaptor.getC0(), reverse);
+    Value cPrev = previousStates(rewriter, loc, cell, adaptor.getC0(), reverse);
     // Adjoint histories run the other way: the adjoint reaching step t is
     // in the row the forward step wrote, the one it passes back in the row
     // the forward step read.
@@ -400,8 +395,8 @@ struct LstmGradLowering : OpConversionPattern<LstmGradOp> {
                 Value i = v[4], o = v[5], f = v[6], g = v[7];
                 Value tc = m.tanh(v[8]);
                 Value dh = m.add(v[0], v[2]);
-                Value dc = m.add(m.add(v[3], v[1]),
-                                 m.mul(m.mul(dh, o), m.dtanh(tc)));
+                Value dc =
+                    m.add(m.add(v[3], v[1]), m.mul(m.mul(dh, o), m.dtanh(tc)));
                 return {m.mul(m.mul(dc, g), m.dsigmoid(i)),
                         m.mul(m.mul(dh, tc), m.dsigmoid(o)),
                         m.mul(m.mul(dc, v[9]), m.dsigmoid(f)),
@@ -415,10 +410,10 @@ struct LstmGradLowering : OpConversionPattern<LstmGradOp> {
           return {st.insert(dh, args[0], rows.read, 0),
                   st.insert(out[4], args[1], rows.read, 0), dGates};
         });
-    rewriter.replaceOp(
-        op, {loop.getResult(2),
-             firstState(rewriter, loc, loop.getResult(0), reverse),
-             firstState(rewriter, loc, loop.getResult(1), reverse)});
+    rewriter.replaceOp(op,
+                       {loop.getResult(2),
+                        firstState(rewriter, loc, loop.getResult(0), reverse),
+                        firstState(rewriter, loc, loop.getResult(1), reverse)});
     return success();
   }
 };
@@ -444,46 +439,47 @@ struct GruLowering : OpConversionPattern<GruOp> {
     SmallVector<Value> inits = {
         stateHistory(rewriter, loc, adaptor.getH0(), s.t, reverse ? s.t : 0),
         emptyTensor(rewriter, loc, {s.t, s.batch, 4 * h}, s.elementType)};
-    scf::ForOp loop = timeLoop(
-        rewriter, loc, s.t, inits,
-        [&](OpBuilder &b, Location l, Value iv,
-            ValueRange args) -> SmallVector<Value> {
-          StepBuilder st = s.steps(b, l);
-          Value t = timeIndex(b, l, iv, s.t, reverse);
-          Rows rows = Rows::at(b, l, t, reverse);
-          Value hPrev = st.gate(args[0], rows.read, 0);
-          Value p = st.matmul(hPrev, rt);
-          SmallVector<Value> in;
-          for (int64_t g = 0; g < 3; ++g)
-            in.push_back(st.gate(x, t, g));
-          for (int64_t g = 0; g < 3; ++g)
-            in.push_back(st.columns(p, g * h, h));
-          in.append(biases.begin(), biases.end());
-          in.push_back(hPrev);
-          SmallVector<Value> outs = {st.gate(args[0], rows.write, 0)};
-          for (int64_t g = 0; g < 4; ++g)
-            outs.push_back(st.gate(args[1], t, g));
-          // ONNX gate order: z, r, n (h in ONNX's names).
-          SmallVector<Value> out = st.pointwise(
-              in, outs,
-              [&](OpBuilder &nb, Location nl,
-                  ArrayRef<Value> v) -> SmallVector<Value> {
-                Scalars m{nb, nl, v[0].getType()};
-                Value z = m.sigmoid(m.add(v[0], m.add(v[3], v[6])));
-                Value r = m.sigmoid(m.add(v[1], m.add(v[4], v[7])));
-                Value pn = m.add(v[5], v[8]);
-                Value n = m.tanh(m.add(v[2], m.mul(r, pn)));
-                Value hNew = m.add(m.mul(m.sub(m.one(), z), n), m.mul(z, v[9]));
-                return {hNew, z, r, n, pn};
-              });
-          Value gates = args[1];
-          for (int64_t g = 0; g < 4; ++g)
-            gates = st.insert(out[1 + g], gates, t, g * h);
-          return {st.insert(out[0], args[0], rows.write, 0), gates};
-        });
-    rewriter.replaceOp(op, {steps(rewriter, loc, loop.getResult(0),
-                                  reverse ? 0 : 1, s.t),
-                            loop.getResult(1)});
+    scf::ForOp loop =
+        timeLoop(rewriter, loc, s.t, inits,
+                 [&](OpBuilder &b, Location l, Value iv,
+                     ValueRange args) -> SmallVector<Value> {
+                   StepBuilder st = s.steps(b, l);
+                   Value t = timeIndex(b, l, iv, s.t, reverse);
+                   Rows rows = Rows::at(b, l, t, reverse);
+                   Value hPrev = st.gate(args[0], rows.read, 0);
+                   Value p = st.matmul(hPrev, rt);
+                   SmallVector<Value> in;
+                   for (int64_t g = 0; g < 3; ++g)
+                     in.push_back(st.gate(x, t, g));
+                   for (int64_t g = 0; g < 3; ++g)
+                     in.push_back(st.columns(p, g * h, h));
+                   in.append(biases.begin(), biases.end());
+                   in.push_back(hPrev);
+                   SmallVector<Value> outs = {st.gate(args[0], rows.write, 0)};
+                   for (int64_t g = 0; g < 4; ++g)
+                     outs.push_back(st.gate(args[1], t, g));
+                   // ONNX gate order: z, r, n (h in ONNX's names).
+                   SmallVector<Value> out = st.pointwise(
+                       in, outs,
+                       [&](OpBuilder &nb, Location nl,
+                           ArrayRef<Value> v) -> SmallVector<Value> {
+                         Scalars m{nb, nl, v[0].getType()};
+                         Value z = m.sigmoid(m.add(v[0], m.add(v[3], v[6])));
+                         Value r = m.sigmoid(m.add(v[1], m.add(v[4], v[7])));
+                         Value pn = m.add(v[5], v[8]);
+                         Value n = m.tanh(m.add(v[2], m.mul(r, pn)));
+                         Value hNew =
+                             m.add(m.mul(m.sub(m.one(), z), n), m.mul(z, v[9]));
+                         return {hNew, z, r, n, pn};
+                       });
+                   Value gates = args[1];
+                   for (int64_t g = 0; g < 4; ++g)
+                     gates = st.insert(out[1 + g], gates, t, g * h);
+                   return {st.insert(out[0], args[0], rows.write, 0), gates};
+                 });
+    rewriter.replaceOp(
+        op, {steps(rewriter, loc, loop.getResult(0), reverse ? 0 : 1, s.t),
+             loop.getResult(1)});
     return success();
   }
 };
@@ -542,17 +538,17 @@ struct GruGradLowering : OpConversionPattern<GruGradOp> {
           }
           Value back = st.matmul(st.step(dp, t, 0, 3 * h), r);
           // h_{t-1} reaches the loss through z's blend and through p.
-          Value dh = st.pointwise(
-              {out[4], back}, {st.gate(args[0], rows.read, 0)},
-              [&](OpBuilder &nb, Location nl,
-                  ArrayRef<Value> v) -> SmallVector<Value> {
-                return {arith::AddFOp::create(nb, nl, v[0], v[1])};
-              })[0];
+          Value dh =
+              st.pointwise({out[4], back}, {st.gate(args[0], rows.read, 0)},
+                           [&](OpBuilder &nb, Location nl,
+                               ArrayRef<Value> v) -> SmallVector<Value> {
+                             return {arith::AddFOp::create(nb, nl, v[0], v[1])};
+                           })[0];
           return {st.insert(dh, args[0], rows.read, 0), dx, dp};
         });
-    rewriter.replaceOp(
-        op, {loop.getResult(1), loop.getResult(2),
-             firstState(rewriter, loc, loop.getResult(0), reverse)});
+    rewriter.replaceOp(op,
+                       {loop.getResult(1), loop.getResult(2),
+                        firstState(rewriter, loc, loop.getResult(0), reverse)});
     return success();
   }
 };

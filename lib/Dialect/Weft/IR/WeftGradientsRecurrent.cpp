@@ -47,7 +47,8 @@ Value previousHidden(OpBuilder &b, Location loc, Value hidden, Value h0,
 Value recurrenceGrad(OpBuilder &b, Location loc, Value preGrad, Value prev) {
   RankedTensorType g = typeOf(preGrad), p = typeOf(prev);
   int64_t rows = g.getDimSize(0) * g.getDimSize(1);
-  return MatMulOp::create(b, loc, reshape(b, loc, preGrad, {rows, g.getDimSize(2)}),
+  return MatMulOp::create(b, loc,
+                          reshape(b, loc, preGrad, {rows, g.getDimSize(2)}),
                           reshape(b, loc, prev, {rows, p.getDimSize(2)}),
                           /*transpose_lhs=*/true, /*transpose_rhs=*/false);
 }
@@ -89,9 +90,9 @@ LogicalResult GruOp::buildGradient(OpBuilder &b, ValueRange resultGrads,
   if (noGradientFlows(*this, resultGrads, operandGrads))
     return success();
   Location loc = getLoc();
-  auto grads = GruGradOp::create(b, loc, resultGrads[0], getRecurrence(),
-                                 getH0(), getHidden(), getGates(),
-                                 getReverse());
+  auto grads =
+      GruGradOp::create(b, loc, resultGrads[0], getRecurrence(), getH0(),
+                        getHidden(), getGates(), getReverse());
   Value prev = previousHidden(b, loc, getHidden(), getH0(), getReverse());
   Value dp = grads.getRecurrentGrad();
   operandGrads.push_back(grads.getInputGatesGrad());

@@ -49,8 +49,8 @@ FailureOr<RecurrenceSizes> readSizes(std::optional<Location> loc,
   return s;
 }
 
-LogicalResult expectShape(std::optional<Location> loc, Value v,
-                          StringRef what, ArrayRef<int64_t> expected) {
+LogicalResult expectShape(std::optional<Location> loc, Value v, StringRef what,
+                          ArrayRef<int64_t> expected) {
   RankedTensorType t = getRanked(loc, v, what);
   if (!t)
     return failure();
@@ -76,11 +76,10 @@ LogicalResult LstmOp::inferReturnTypes(MLIRContext *,
                                        std::optional<Location> loc,
                                        Adaptor adaptor,
                                        SmallVectorImpl<Type> &inferred) {
-  FailureOr<RecurrenceSizes> s = readSizes(loc, adaptor.getInputGates(),
-                                           adaptor.getRecurrence(), 4,
-                                           "input_gates");
-  if (failed(s) || failed(expectShape(loc, adaptor.getH0(), "h0",
-                                      {s->b, s->h})) ||
+  FailureOr<RecurrenceSizes> s = readSizes(
+      loc, adaptor.getInputGates(), adaptor.getRecurrence(), 4, "input_gates");
+  if (failed(s) ||
+      failed(expectShape(loc, adaptor.getH0(), "h0", {s->b, s->h})) ||
       failed(expectShape(loc, adaptor.getC0(), "c0", {s->b, s->h})))
     return failure();
   auto state = RankedTensorType::get({s->t, s->b, s->h}, s->elementType);
@@ -95,16 +94,14 @@ LogicalResult GruOp::inferReturnTypes(MLIRContext *,
                                       std::optional<Location> loc,
                                       Adaptor adaptor,
                                       SmallVectorImpl<Type> &inferred) {
-  FailureOr<RecurrenceSizes> s = readSizes(loc, adaptor.getInputGates(),
-                                           adaptor.getRecurrence(), 3,
-                                           "input_gates");
+  FailureOr<RecurrenceSizes> s = readSizes(
+      loc, adaptor.getInputGates(), adaptor.getRecurrence(), 3, "input_gates");
   if (failed(s) ||
       failed(expectShape(loc, adaptor.getRecurrenceBias(), "recurrence_bias",
                          {3 * s->h})) ||
       failed(expectShape(loc, adaptor.getH0(), "h0", {s->b, s->h})))
     return failure();
-  inferred.push_back(
-      RankedTensorType::get({s->t, s->b, s->h}, s->elementType));
+  inferred.push_back(RankedTensorType::get({s->t, s->b, s->h}, s->elementType));
   inferred.push_back(
       RankedTensorType::get({s->t, s->b, 4 * s->h}, s->elementType));
   return success();
@@ -114,13 +111,12 @@ LogicalResult LstmGradOp::inferReturnTypes(MLIRContext *,
                                            std::optional<Location> loc,
                                            Adaptor adaptor,
                                            SmallVectorImpl<Type> &inferred) {
-  FailureOr<RecurrenceSizes> s = readSizes(
-      loc, adaptor.getGates(), adaptor.getRecurrence(), 4, "gates");
+  FailureOr<RecurrenceSizes> s =
+      readSizes(loc, adaptor.getGates(), adaptor.getRecurrence(), 4, "gates");
   if (failed(s))
     return failure();
   SmallVector<int64_t> state = {s->t, s->b, s->h}, h0 = {s->b, s->h};
-  if (failed(expectShape(loc, adaptor.getHiddenGrad(), "hidden_grad",
-                         state)) ||
+  if (failed(expectShape(loc, adaptor.getHiddenGrad(), "hidden_grad", state)) ||
       failed(expectShape(loc, adaptor.getCellGrad(), "cell_grad", state)) ||
       failed(expectShape(loc, adaptor.getHidden(), "hidden", state)) ||
       failed(expectShape(loc, adaptor.getCell(), "cell", state)) ||
@@ -152,8 +148,7 @@ LogicalResult GruGradOp::inferReturnTypes(MLIRContext *,
                              formatShape(g.getShape()));
   int64_t t = g.getDimSize(0), b = g.getDimSize(1);
   SmallVector<int64_t> state = {t, b, h};
-  if (failed(expectShape(loc, adaptor.getHiddenGrad(), "hidden_grad",
-                         state)) ||
+  if (failed(expectShape(loc, adaptor.getHiddenGrad(), "hidden_grad", state)) ||
       failed(expectShape(loc, adaptor.getHidden(), "hidden", state)) ||
       failed(expectShape(loc, adaptor.getH0(), "h0", {b, h})))
     return failure();
