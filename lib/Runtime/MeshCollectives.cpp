@@ -404,6 +404,12 @@ extern "C" void weft_rt_send_f32(const WeftRuntimeContext *ctx,
   while (!group.sends.empty() &&
          group.thread->finished(group.sends.front().first))
     group.sends.pop_front();
+  // A bad peer or tag fails here, at the op, not at the drain.
+  check(ctx, "send", axisMask,
+        group.comm->checkTransfer(
+            group.comm->transferText(true, size_t(count) * sizeof(float),
+                                     int(peer), uint64_t(tag)),
+            int(peer), uint64_t(tag)));
   std::vector<float> copy(in, in + count);
   CommThread::Ticket ticket =
       group.thread->send(copy.data(), size_t(count), int(peer), uint64_t(tag));

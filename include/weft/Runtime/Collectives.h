@@ -82,16 +82,17 @@ public:
   /// of message. The ABI's limit, which weft.send and weft.recv verify.
   static constexpr uint64_t kMaxTag = uint64_t(WEFT_RT_MAX_TAG);
 
-protected:
-  Communicator(int rank, int size) : myRank(rank), numRanks(size) {}
-
   /// "send of 64 bytes with tag 7 from rank 0 to rank 1 of 2", or "recv of
   /// ... on rank 1 from rank 0 of 2": how point-to-point errors begin.
   std::string transferText(bool sending, size_t bytes, int peer,
                            uint64_t tag) const;
   /// An error when `peer` is not another rank of the group or `tag` is
-  /// above kMaxTag; `what` is transferText's.
+  /// above kMaxTag; `what` is transferText's. Public so that a send
+  /// issued to run later (weft_rt_send_f32) is checked when it is issued.
   Status checkTransfer(const std::string &what, int peer, uint64_t tag) const;
+
+protected:
+  Communicator(int rank, int size) : myRank(rank), numRanks(size) {}
 
 private:
   int myRank, numRanks;
