@@ -644,11 +644,10 @@ class TensorOps(nn.Module):
 
 
 class LSTMTagger(nn.Module):
-    """nn.LSTM: an ONNX LSTM node, which weft does not support (the import
-    must fail with a clear error)."""
+    """nn.LSTM, batch first: an ONNX LSTM node between the Transposes
+    PyTorch puts around it."""
 
     input_spec = ("float", (6, 8))
-    expect_error = "unsupported ONNX op 'LSTM'"
 
     def __init__(self):
         super().__init__()
@@ -657,6 +656,23 @@ class LSTMTagger(nn.Module):
 
     def forward(self, x):
         y, _ = self.lstm(x)
+        return self.fc(y[:, -1])
+
+
+class RNNTagger(nn.Module):
+    """nn.RNN: an ONNX RNN node, which weft does not support (the import
+    must fail with a clear error)."""
+
+    input_spec = ("float", (6, 8))
+    expect_error = "unsupported ONNX op 'RNN'"
+
+    def __init__(self):
+        super().__init__()
+        self.rnn = nn.RNN(8, 8, batch_first=True)
+        self.fc = nn.Linear(8, 3)
+
+    def forward(self, x):
+        y, _ = self.rnn(x)
         return self.fc(y[:, -1])
 
 
@@ -686,6 +702,7 @@ MODELS = {
     "tensor_ops": TensorOps,
     "tensor_ops2": TensorOps2,
     "lstm": LSTMTagger,
+    "rnn": RNNTagger,
 }
 
 
