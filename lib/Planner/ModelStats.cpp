@@ -390,6 +390,10 @@ Status computeModelStats(ModuleOp module, ModelStats &out) {
       auto lhs = cast<RankedTensorType>(mm.getLhs().getType());
       int64_t k = lhs.getDimSize(lhs.getRank() - (mm.getTransposeLhs() ? 2 : 1));
       cost.flops = 2.0 * resultElements * double(k);
+    } else if (auto own = dyn_cast<weft::CostOpInterface>(&op)) {
+      // An op that knows its cost (a recurrence's time loop: its per-step
+      // products, far more than its results).
+      cost.flops = own.getFlops();
     } else if (!isa<weft::ReshapeOp>(op)) {
       cost.flops = resultElements;
     }
