@@ -390,6 +390,12 @@ Status computeModelStats(ModuleOp module, ModelStats &out) {
       auto lhs = cast<RankedTensorType>(mm.getLhs().getType());
       int64_t k = lhs.getDimSize(lhs.getRank() - (mm.getTransposeLhs() ? 2 : 1));
       cost.flops = 2.0 * resultElements * double(k);
+    } else if (auto conv = dyn_cast<weft::Conv2DOp>(&op)) {
+      // A multiply-add per output element and filter tap of its group (a
+      // 3-D convolution is conv2ds over the depth taps).
+      auto filter = cast<RankedTensorType>(conv.getFilter().getType());
+      cost.flops = 2.0 * resultElements *
+                   double(filter.getNumElements() / filter.getDimSize(0));
     } else if (auto own = dyn_cast<weft::CostOpInterface>(&op)) {
       // An op that knows its cost (a recurrence's time loop: its per-step
       // products, far more than its results).
