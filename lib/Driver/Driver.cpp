@@ -193,6 +193,8 @@ private:
   LogicalResult checkPlanBatch(ModuleOp module);
   void report(StringRef memory);
   LogicalResult writeIR(ModuleOp module);
+  /// `text` to `path` ("-": stdout).
+  LogicalResult writeText(StringRef path, StringRef text);
 
   MLIRContext &context;
   DriverOptions &options;
@@ -202,10 +204,22 @@ private:
   /// How the importer classified the ONNX model's tensors (for --summary).
   std::vector<onnximport::GraphTensor> importedTensors;
 
-  /// The pp axis of --mesh; 0: no pipeline.
+  /// The pp, dp and tp axes of --mesh; 0 where it has none.
   int pipelineRanks = 0;
-  /// Whether --mesh also names dp or tp.
-  bool otherMeshAxes = false;
+  int meshDp = 0, meshTp = 0;
+  /// Whether --mesh names dp or tp (besides pp).
+  bool otherMeshAxes() const { return meshDp || meshTp; }
+  /// --mesh without its pp axis: what each pipeline rank's step is
+  /// partitioned over.
+  std::string meshWithoutPp() const {
+    std::string out;
+    for (auto [name, size] : {std::pair<const char *, int>{"dp", meshDp},
+                              {"tp", meshTp}})
+      if (size)
+        out += (out.empty() ? "" : ",") + std::string(name) + "=" +
+               std::to_string(size);
+    return out;
+  }
   pipeline::ScheduleKind scheduleKind = pipeline::ScheduleKind::OneFOneB;
   int virtualStages = 1;
   /// With --plan: samples in one micro-batch of the plan (dp x its
@@ -278,7 +292,13 @@ LogicalResult Driver::checkMesh() {
                   " does not parse: write axes as name=size, e.g. pp=4 or "
                   "dp=2,tp=2");
     if (name == "dp" || name == "tp") {
-      otherMeshAxes = true;
+      int &axis = name == "dp" ? meshDp : meshTp;
+      if (axis)
+        return fail("--mesh " + mesh + " names " + name + " twice");
+      if (size.trim().getAsInteger(10, axis) || axis < 1)
+        return fail("--mesh " + mesh + ": " + name +
+                    " is a number of ranks, 1 or more, e.g. --mesh " + name +
+                    "=2");
       continue;
     }
     if (name != "pp")
@@ -351,11 +371,11 @@ LogicalResult Driver::checkPipelineOptions() {
                       "--emit=schedule-svg, and the bubble an executable "
                       "predicts; --emit=") +
                 getStageName(emit) + " does not use it: leave it out");
-  if (options.zero != 0 && options.mesh.find("dp=") == std::string::npos)
+  if (options.zero != 0 && !meshDp)
     return fail("--zero shards over data-parallel ranks, and --mesh " +
                 options.mesh + " has none: add dp=N, or leave out --zero");
   if ((!options.shard.empty() || options.sequenceParallel) &&
-      options.mesh.find("tp=") == std::string::npos)
+      !meshTp)
     return fail(std::string(options.sequenceParallel ? "--sequence-parallel"
                                                      : "--shard") +
                 " splits over tensor-parallel ranks, and --mesh " +
@@ -468,15 +488,9 @@ LogicalResult Driver::runPipelineSteps(ModuleOp module, TimingScope &timing) {
   buildPipelineParallelPipeline(pm, pipelineOptions);
   // pp with dp or tp: each rank's step is then partitioned over the other
   // axes, pp staying the major one.
-  if (otherMeshAxes) {
-    std::string rest;
-    for (StringRef part : llvm::split(options.mesh, ',')) {
-      if (part.trim().starts_with("pp"))
-        continue;
-      rest += (rest.empty() ? "" : ",") + part.trim().str();
-    }
+  if (otherMeshAxes()) {
     ParallelPipelineOptions parallel;
-    parallel.mesh = rest;
+    parallel.mesh = meshWithoutPp();
     parallel.zero = options.zero;
     parallel.bucketMB = options.bucketMB;
     for (const std::string &entry : options.shard)
@@ -515,13 +529,7 @@ LogicalResult Driver::writeSchedule(ModuleOp module) {
   if (pipeline::Status s = renderScheduleReport(*stages, request, text);
       !s.ok())
     return fail(s.message);
-  std::string error;
-  auto output = openOutputFile(options.output, &error);
-  if (!output)
-    return fail(error);
-  output->os() << text;
-  output->keep();
-  return success();
+  return writeText(options.output, text);
 }
 
 OwningOpRef<ModuleOp> Driver::loadInput() {
@@ -588,7 +596,7 @@ LogicalResult Driver::runImportAndTrain(ModuleOp module, TimingScope &timing) {
   // Under tensor parallelism a fused projection (q, k and v in one
   // matmul) is split first, so its parts can be split by heads; before a
   // pipeline's cut, so the parts are staged like any op.
-  if (buildStep && options.mesh.find("tp=") != std::string::npos) {
+  if (buildStep && meshTp) {
     SplitFusedProjectionsPassOptions split;
     for (const std::string &entry : options.shard)
       split.given.push_back(
@@ -962,6 +970,16 @@ LogicalResult Driver::emitNative(ArrayRef<Program> programs,
   return linkExecutable(link, loc());
 }
 
+LogicalResult Driver::writeText(StringRef path, StringRef text) {
+  std::string error;
+  auto output = openOutputFile(path, &error);
+  if (!output)
+    return fail(error);
+  output->os() << text;
+  output->keep();
+  return success();
+}
+
 LogicalResult Driver::writeIR(ModuleOp module) {
   std::string error;
   auto output = openOutputFile(options.output, &error);
@@ -1050,15 +1068,9 @@ LogicalResult Driver::searchLayout(ModuleOp module,
   search.dtype = train.precision == Precision::BF16 ? "bf16" : "fp32";
   // weftc does not compile recomputation yet: plan what it can build.
   search.recompute = planner::Recompute::None;
-  for (StringRef part : llvm::split(options.mesh, ',')) {
-    auto [name, size] = part.trim().split('=');
-    int n = 0;
-    if (name.empty())
-      continue;
-    if (size.trim().getAsInteger(10, n) || n < 1)
-      return fail("--mesh " + options.mesh + " does not parse");
-    (name == "dp" ? search.dp : name == "tp" ? search.tp : search.pp) = n;
-  }
+  search.dp = meshDp;
+  search.tp = meshTp;
+  search.pp = pipelineRanks;
   if (options.zeroGiven)
     search.zeroStage = int(options.zero);
   if (options.schedule) {
@@ -1095,13 +1107,7 @@ LogicalResult Driver::writePlan(ModuleOp module) {
   PlanFormat format = options.emit == Stage::Plan       ? PlanFormat::Table
                       : options.emit == Stage::PlanJson ? PlanFormat::Json
                                                         : PlanFormat::Svg;
-  std::string error;
-  auto output = openOutputFile(options.output, &error);
-  if (!output)
-    return fail(error);
-  output->os() << formatPlan(result, format);
-  output->keep();
-  return success();
+  return writeText(options.output, formatPlan(result, format));
 }
 
 /// weftc model --cluster FILE -o train, without --mesh or --plan: the
@@ -1123,15 +1129,9 @@ LogicalResult Driver::autoPlan() {
     return failure();
   std::string base = options.output == "-" ? "train" : options.output;
   std::string json = base + ".plan.json", svg = base + ".plan.svg";
-  for (auto [path, format] : {std::pair<std::string, PlanFormat>{json, PlanFormat::Json},
-                              {svg, PlanFormat::Svg}}) {
-    std::string error;
-    auto file = openOutputFile(path, &error);
-    if (!file)
-      return fail(error);
-    file->os() << formatPlan(result, format);
-    file->keep();
-  }
+  if (failed(writeText(json, formatPlan(result, PlanFormat::Json))) ||
+      failed(writeText(svg, formatPlan(result, PlanFormat::Svg))))
+    return failure();
   llvm::errs() << formatPlan(result, PlanFormat::Table) << options.tool
                << ": plan written to " << json << ", its picture to " << svg
                << "\n";

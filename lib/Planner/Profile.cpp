@@ -329,8 +329,9 @@ ClusterSpec specFromProfile(const ProfileResult &r, const ProfileOptions &o,
     spec.device.memoryBandwidthGBps = round4(r.triadGBps);
   double latency = 0, bandwidth = 0;
   if (!fitLink(r.collectives, latency, bandwidth)) {
-    // One device, or a quick run without enough sizes: the link is never
-    // used, but the spec requires one.
+    // One device (which never uses the link), or a --quick run without
+    // enough sizes: the spec requires a link, so an assumed one, which
+    // the spec's comment says is not measured.
     latency = 100;
     bandwidth = 1;
   }

@@ -29,6 +29,14 @@ using namespace weft::rt;
 
 namespace {
 
+/// Seconds since `start`: what a rank spent waiting in a transfer or a
+/// collective.
+double secondsSince(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() -
+                                       start)
+      .count();
+}
+
 /// "dp=2,tp=4".
 std::string describe(const std::vector<MeshAxisSpec> &mesh) {
   std::string out;
@@ -178,9 +186,7 @@ Status RuntimeContext::drainTransfers() {
     auto start = std::chrono::steady_clock::now();
     Status s = group->thread->waitAll();
     group->sends.clear();
-    group->transferSeconds += std::chrono::duration<double>(
-                                  std::chrono::steady_clock::now() - start)
-                                  .count();
+    group->transferSeconds += secondsSince(start);
     if (!s.ok())
       return s;
   }
@@ -259,9 +265,7 @@ void finish(const WeftRuntimeContext *ctx, const char *what, int64_t axisMask,
   // A receive's wait is pipeline time (transferSeconds), not a
   // collective's.
   if (std::strcmp(what, "recv") != 0)
-    group.collectiveSeconds += std::chrono::duration<double>(
-                                   std::chrono::steady_clock::now() - start)
-                                   .count();
+    group.collectiveSeconds += secondsSince(start);
 }
 
 } // namespace
@@ -414,9 +418,7 @@ extern "C" void weft_rt_send_f32(const WeftRuntimeContext *ctx,
   CommThread::Ticket ticket =
       group.thread->send(copy.data(), size_t(count), int(peer), uint64_t(tag));
   group.sends.emplace_back(ticket, std::move(copy));
-  group.transferSeconds += std::chrono::duration<double>(
-                               std::chrono::steady_clock::now() - start)
-                               .count();
+  group.transferSeconds += secondsSince(start);
 }
 
 extern "C" void weft_rt_recv_f32(const WeftRuntimeContext *ctx,
@@ -427,9 +429,7 @@ extern "C" void weft_rt_recv_f32(const WeftRuntimeContext *ctx,
   auto start = std::chrono::steady_clock::now();
   finish(ctx, "recv", axisMask, group,
          group.thread->recv(out, size_t(count), int(peer), uint64_t(tag)));
-  group.transferSeconds += std::chrono::duration<double>(
-                               std::chrono::steady_clock::now() - start)
-                               .count();
+  group.transferSeconds += secondsSince(start);
 }
 
 //===----------------------------------------------------------------------===//

@@ -890,26 +890,29 @@ Status validate(const Options &o, const ModelSpec &spec) {
   return Status::success();
 }
 
-/// The program this process runs: a pipeline executable holds one per
-/// pipeline rank (ModelABI.h), picked by the launcher's rank; and the
-/// batch inputs of the whole model, which every rank's loader reads.
+/// The program this process runs and its validated spec: a pipeline
+/// executable holds one per pipeline rank (ModelABI.h), picked by the
+/// launcher's rank; and the batch inputs of the whole model, which every
+/// rank's loader reads.
 Status selectProgram(const WeftModel &model, const WeftModel *&program,
+                     ModelSpec &chosen,
                      std::vector<BatchInputSpec> &batchInputs,
                      BatchLayout &dataLayout) {
-  program = &model;
-  std::vector<const WeftModel *> all = {&model};
-  std::vector<ModelSpec> specs;
-  for (int32_t i = 0; i < std::max(model.numPrograms, 1); ++i) {
-    if (model.numPrograms > 1 && (!model.programs || !model.programs[i]))
-      return Status::error("compiled model: a pipeline executable without "
-                           "its program table");
-    const WeftModel *m = model.numPrograms > 1 ? model.programs[i] : &model;
-    if (Status s = loadModelSpec(*m, specs.emplace_back()); !s.ok())
+  int32_t count = std::max(model.numPrograms, 1);
+  if (count > 1 && !model.programs)
+    return Status::error("compiled model: a pipeline executable without "
+                         "its program table");
+  std::vector<const WeftModel *> all;
+  std::vector<ModelSpec> specs(static_cast<size_t>(count));
+  for (int32_t i = 0; i < count; ++i) {
+    all.push_back(count > 1 ? model.programs[i] : &model);
+    if (!all.back())
+      return Status::error("compiled model: a pipeline program is missing");
+    if (Status s = loadModelSpec(*all.back(), specs[size_t(i)]); !s.ok())
       return s;
-    all.resize(size_t(i) + 1);
-    all[size_t(i)] = m;
   }
-  if (model.numPrograms > 1) {
+  int64_t stage = 0;
+  if (count > 1) {
     // The launch is checked again, with errors, once the flags are read.
     LaunchInfo launch;
     int64_t rank = 0;
@@ -919,17 +922,17 @@ Status selectProgram(const WeftModel &model, const WeftModel *&program,
       rank = launch.rank;
     // Pipeline rank = the coordinate on the mesh's pp axis (ranks are
     // numbered row-major over the mesh, its major axis first).
-    const std::vector<MeshAxisSpec> &mesh = specs.front().mesh;
-    int64_t ranks = specs.front().meshDevices(), stride = ranks, stage = -1;
-    for (const MeshAxisSpec &a : mesh) {
+    int64_t ranks = specs.front().meshDevices(), stride = ranks;
+    stage = -1;
+    for (const MeshAxisSpec &a : specs.front().mesh) {
       stride /= a.size;
       if (a.name == "pp")
         stage = (rank / stride) % a.size;
     }
-    if (stage < 0 || stage >= model.numPrograms)
+    if (stage < 0 || stage >= count)
       return Status::error("compiled model: a pipeline executable whose "
                            "mesh has no pp axis of " +
-                           std::to_string(model.numPrograms) + " ranks");
+                           std::to_string(count) + " ranks");
     if (rank >= ranks)
       return Status::error(
           "this is rank " + std::to_string(rank) + " of " +
@@ -937,7 +940,6 @@ Status selectProgram(const WeftModel &model, const WeftModel *&program,
           std::to_string(ranks) + " (weftc --mesh " +
           specs.front().describeMesh() + "): launch " + std::to_string(ranks) +
           " processes, e.g. weftrun --nproc-per-node " + std::to_string(ranks));
-    program = all[size_t(stage)];
   }
   bool haveLayout = false;
   for (const ModelSpec &spec : specs) {
@@ -953,6 +955,8 @@ Status selectProgram(const WeftModel &model, const WeftModel *&program,
         batchInputs.push_back(
             {spec.args[i].name, spec.args[i].dtype, spec.args[i].shape});
   }
+  program = all[size_t(stage)];
+  chosen = std::move(specs[size_t(stage)]);
   return Status::success();
 }
 
@@ -963,9 +967,8 @@ int runTrainingImpl(const WeftModel &executable, int argc,
   std::vector<BatchInputSpec> batchInputs;
   BatchLayout dataLayout;
   ModelSpec spec;
-  Status loaded = selectProgram(executable, program, batchInputs, dataLayout);
-  if (loaded.ok())
-    loaded = loadModelSpec(*program, spec);
+  Status loaded =
+      selectProgram(executable, program, spec, batchInputs, dataLayout);
   if (!loaded.ok()) {
     err << ("error: " + loaded.message + "\n");
     return 1;

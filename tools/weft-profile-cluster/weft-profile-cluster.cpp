@@ -162,7 +162,9 @@ int profile(int devices, bool quick, const std::string &name,
       fitted ? "Fitted t = latency + bytes / bandwidth to gloo send/recv "
                "between 2 ranks over 127.0.0.1 (ping-pong)."
              : "Not measured (one device, or too few send/recv sizes): "
-               "placeholders the planner never uses on one device.";
+               "1 GB/s and 100 us are assumed, because the spec needs a "
+               "link. One device never uses it; measure without --quick "
+               "before planning for several.";
   notes["inter_node"] =
       "Not measured: one host has no link to another node; the loopback "
       "numbers stand in.";
