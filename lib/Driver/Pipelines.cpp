@@ -94,6 +94,10 @@ void weft::buildTrainPipeline(OpPassManager &pm,
   AttachLossPassOptions loss;
   loss.kind = options.loss;
   pm.addPass(createAttachLossPass(loss));
+  RecurrentActivationsPassOptions recurrent;
+  recurrent.mode = options.recurrentActivations;
+  recurrent.thresholdMB = options.recurrentRecomputeMB;
+  pm.addPass(createRecurrentActivationsPass(recurrent));
   pm.addPass(createAutodiffPass());
   OptimizerPassOptions optimizer;
   optimizer.optimizer = options.optimizer;

@@ -7,7 +7,9 @@
 // Direct loops over time, written from the equations in WeftOps.td rather
 // than from the lowering, so the two check each other. Each step computes
 // in double; the states carried to the next step are the stored results,
-// rounded to the element type, as the compiled loop carries them.
+// rounded to the element type, as the compiled loop carries them. With
+// `recompute` the forward ops store no gates and the adjoints recompute
+// them from the input gates and the stored states, unrounded.
 //
 //===----------------------------------------------------------------------===//
 
@@ -83,9 +85,11 @@ const double *before(const Dims &d, const Tensor &states, const Tensor &initial,
 
 SmallVector<Tensor> evalLstm(LstmOp op, ArrayRef<Tensor> in) {
   const Tensor &x = in[0], &r = in[1], &h0 = in[2], &c0 = in[3];
-  SmallVector<Tensor> out = {resultFor(op, 0), resultFor(op, 1),
-                             resultFor(op, 2)};
-  Tensor &y = out[0], &c = out[1], &gates = out[2];
+  bool recompute = op.getRecompute();
+  SmallVector<Tensor> out = {resultFor(op, 0), resultFor(op, 1)};
+  if (!recompute)
+    out.push_back(resultFor(op, 2));
+  Tensor &y = out[0], &c = out[1];
   Dims d = dimsOf(y, r);
   Rounder round(y.elementType);
   bool reverse = op.getReverse();
@@ -107,7 +111,9 @@ SmallVector<Tensor> evalLstm(LstmOp op, ArrayRef<Tensor> in) {
         int64_t at = (t * d.b + b) * d.h + j;
         c.fp[at] = cell;
         y.fp[at] = round(o * std::tanh(cell));
-        double *saved = gates.fp.data() + (t * d.b + b) * 4 * d.h + j;
+        if (recompute)
+          continue;
+        double *saved = out[2].fp.data() + (t * d.b + b) * 4 * d.h + j;
         saved[0] = round(i);
         saved[d.h] = round(o);
         saved[2 * d.h] = round(f);
@@ -118,26 +124,43 @@ SmallVector<Tensor> evalLstm(LstmOp op, ArrayRef<Tensor> in) {
 }
 
 SmallVector<Tensor> evalLstmGrad(LstmGradOp op, ArrayRef<Tensor> in) {
-  // h0 and hidden (in[3], in[5]) are not needed: the gates hold o and the
-  // cell states give tanh(c).
-  const Tensor &dy = in[0], &dcell = in[1], &r = in[2], &c0 = in[4], &c = in[6],
-               &gates = in[7];
+  // h0 and hidden (in[3], in[5]) serve only to recompute the gates: the
+  // stored gates hold o, and the cell states give tanh(c).
+  const Tensor &dy = in[0], &dcell = in[1], &r = in[2], &h0 = in[3],
+               &c0 = in[4], &y = in[5], &c = in[6], &gates = in[7];
+  bool recompute = op.getRecompute();
   SmallVector<Tensor> out = {resultFor(op, 0), resultFor(op, 1),
                              resultFor(op, 2)};
   Tensor &dx = out[0];
   Dims d = dimsOf(dy, r);
   Rounder round(dx.elementType);
   bool reverse = op.getReverse();
-  std::vector<double> dh(d.b * d.h, 0.0), dc(d.b * d.h, 0.0), da;
+  std::vector<double> dh(d.b * d.h, 0.0), dc(d.b * d.h, 0.0), da, a;
   for (int64_t s = 0; s < d.t; ++s) {
     int64_t t = d.step(d.t - 1 - s, reverse);
     const double *cPrev = before(d, c, c0, t, reverse);
+    if (recompute)
+      recurrent(d, before(d, y, h0, t, reverse), r, a);
     da.assign(d.b * 4 * d.h, 0.0);
     for (int64_t b = 0; b < d.b; ++b)
       for (int64_t j = 0; j < d.h; ++j) {
         int64_t at = (t * d.b + b) * d.h + j;
         const double *g = gates.fp.data() + (t * d.b + b) * 4 * d.h + j;
-        double i = g[0], o = g[d.h], f = g[2 * d.h], cand = g[3 * d.h];
+        double i, o, f, cand;
+        if (recompute) {
+          auto pre = [&](int64_t k) {
+            return g[k * d.h] + a[b * 4 * d.h + k * d.h + j];
+          };
+          i = sigmoid(pre(0));
+          o = sigmoid(pre(1));
+          f = sigmoid(pre(2));
+          cand = std::tanh(pre(3));
+        } else {
+          i = g[0];
+          o = g[d.h];
+          f = g[2 * d.h];
+          cand = g[3 * d.h];
+        }
         double tc = std::tanh(c.fp[at]);
         double dhh = dy.fp[at] + dh[b * d.h + j];
         double dcc = dc[b * d.h + j] + dcell.fp[at] + dhh * o * (1 - tc * tc);
@@ -162,8 +185,11 @@ SmallVector<Tensor> evalLstmGrad(LstmGradOp op, ArrayRef<Tensor> in) {
 
 SmallVector<Tensor> evalGru(GruOp op, ArrayRef<Tensor> in) {
   const Tensor &x = in[0], &r = in[1], &rb = in[2], &h0 = in[3];
-  SmallVector<Tensor> out = {resultFor(op, 0), resultFor(op, 1)};
-  Tensor &y = out[0], &gates = out[1];
+  bool recompute = op.getRecompute();
+  SmallVector<Tensor> out = {resultFor(op, 0)};
+  if (!recompute)
+    out.push_back(resultFor(op, 1));
+  Tensor &y = out[0];
   Dims d = dimsOf(y, r);
   Rounder round(y.elementType);
   bool reverse = op.getReverse();
@@ -184,7 +210,9 @@ SmallVector<Tensor> evalGru(GruOp op, ArrayRef<Tensor> in) {
         double pn = pAt(2);
         double n = std::tanh(xAt(2) + rg * pn);
         y.fp[(t * d.b + b) * d.h + j] = round((1 - z) * n + z * h[b * d.h + j]);
-        double *saved = gates.fp.data() + (t * d.b + b) * 4 * d.h + j;
+        if (recompute)
+          continue;
+        double *saved = out[1].fp.data() + (t * d.b + b) * 4 * d.h + j;
         saved[0] = round(z);
         saved[d.h] = round(rg);
         saved[2 * d.h] = round(n);
@@ -201,15 +229,35 @@ SmallVector<Tensor> evalGruGrad(GruGradOp op, ArrayRef<Tensor> in) {
   Dims d = dimsOf(dy, r);
   Rounder round(out[0].elementType);
   bool reverse = op.getReverse();
-  std::vector<double> dh(d.b * d.h, 0.0), dp;
+  // With recompute, `gates` is the input gates and in[5] the recurrent
+  // bias.
+  bool recompute = op.getRecompute();
+  std::vector<double> dh(d.b * d.h, 0.0), dp, p;
   for (int64_t s = 0; s < d.t; ++s) {
     int64_t t = d.step(d.t - 1 - s, reverse);
     const double *hPrev = before(d, y, h0, t, reverse);
+    if (recompute)
+      recurrent(d, hPrev, r, p);
     dp.assign(d.b * 3 * d.h, 0.0);
     for (int64_t b = 0; b < d.b; ++b)
       for (int64_t j = 0; j < d.h; ++j) {
-        const double *g = gates.fp.data() + (t * d.b + b) * 4 * d.h + j;
-        double z = g[0], rg = g[d.h], n = g[2 * d.h], pn = g[3 * d.h];
+        double z, rg, n, pn;
+        if (recompute) {
+          const double *x = gates.fp.data() + (t * d.b + b) * 3 * d.h + j;
+          auto pAt = [&](int64_t g) {
+            return p[b * 3 * d.h + g * d.h + j] + in[5].fp[g * d.h + j];
+          };
+          z = sigmoid(x[0] + pAt(0));
+          rg = sigmoid(x[d.h] + pAt(1));
+          pn = pAt(2);
+          n = std::tanh(x[2 * d.h] + rg * pn);
+        } else {
+          const double *g = gates.fp.data() + (t * d.b + b) * 4 * d.h + j;
+          z = g[0];
+          rg = g[d.h];
+          n = g[2 * d.h];
+          pn = g[3 * d.h];
+        }
         double dhh = dy.fp[(t * d.b + b) * d.h + j] + dh[b * d.h + j];
         double dan = dhh * (1 - z) * (1 - n * n);
         double daz = dhh * (hPrev[b * d.h + j] - n) * z * (1 - z);

@@ -194,6 +194,7 @@ def weft_run(args, onnx_path, tag, optimizer, loss_kind, xs, ys, steps):
            "-o", exe]
     if optimizer == "sgd":
         cmd += ["--momentum", "0.9"]
+    cmd += args.weftc_arg
     run(cmd, os.path.join(args.out, tag + ".weftc.log"))
     ckpt = os.path.join(args.out, tag + ".ckpt")
     metrics = os.path.join(args.out, tag + ".jsonl")
@@ -324,6 +325,9 @@ def main(argv=None):
     p.add_argument("--rtol", type=float, default=1e-5)
     p.add_argument("--sgd-lr", type=float, default=LR["sgd"])
     p.add_argument("--adamw-lr", type=float, default=LR["adamw"])
+    p.add_argument("--weftc-arg", action="append", default=[],
+                   help="one more weftc flag for every compile, e.g. "
+                   "--weftc-arg=--recurrent-activations=recompute")
     p.add_argument("--plain", action="store_true",
                    help="export with torch.onnx.export alone, no metadata")
     p.add_argument("--fold", action="store_true",

@@ -164,6 +164,20 @@ cl::opt<std::string> batchNorm(
              "mode; 'inference' uses the running statistics, frozen"),
     cl::value_desc("train|inference"), cl::init("train"),
     cl::cat(trainCategory));
+cl::opt<std::string> recurrentActivations(
+    "recurrent-activations",
+    cl::desc("What an LSTM/GRU backward reads: 'store' keeps each step's "
+             "gates from the forward; 'recompute' keeps none and recomputes "
+             "them in the backward's time loop (one more [B,H]x[H,4H] GEMM "
+             "per step); 'auto' recomputes a layer whose gates exceed "
+             "--recurrent-recompute-mb"),
+    cl::value_desc("store|recompute|auto"), cl::init("auto"),
+    cl::cat(trainCategory));
+cl::opt<double> recurrentRecomputeMB(
+    "recurrent-recompute-mb",
+    cl::desc("--recurrent-activations=auto recomputes an LSTM/GRU whose "
+             "stored gates exceed this many MiB (default 64)"),
+    cl::init(64.0), cl::cat(trainCategory));
 cl::opt<std::string> precision("precision",
                                cl::desc("fp32, or bf16 (bf16 compute, f32 "
                                         "master weights and optimizer "
@@ -427,6 +441,15 @@ bool mapOptions(DriverOptions &driver, TrainPipelineOptions &train,
   train.warmupSteps = warmupSteps;
   train.totalSteps = totalSteps;
   train.minLrRatio = minLrRatio;
+  if (recurrentActivations != "store" && recurrentActivations != "recompute" &&
+      recurrentActivations != "auto")
+    return fail("--recurrent-activations must be store, recompute or auto, "
+                "got '" +
+                recurrentActivations + "'");
+  if (!(recurrentRecomputeMB >= 0))
+    return fail("--recurrent-recompute-mb must be a size in MiB >= 0");
+  train.recurrentActivations = recurrentActivations;
+  train.recurrentRecomputeMB = recurrentRecomputeMB;
   return true;
 }
 } // namespace

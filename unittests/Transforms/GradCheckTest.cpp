@@ -806,6 +806,25 @@ TEST_F(GradCheckTest, GruReverse) {
         "tensor<5x3x2xf64>");
 }
 
+// Recompute mode (--weft-recurrent-activations): no stored gates; the
+// adjoints recompute them from the input gates.
+TEST_F(GradCheckTest, LstmRecomputeHiddenAndCell) {
+  check({param("xg", "tensor<4x2x12xf64>"), param("r", "tensor<12x3xf64>", -1, 1),
+         param("h0", "tensor<2x3xf64>"), param("c0", "tensor<2x3xf64>")},
+        R"mlir(
+  %h, %c = weft.lstm %xg, %r, %h0, %c0 {recompute} : (tensor<4x2x12xf64>, tensor<12x3xf64>, tensor<2x3xf64>, tensor<2x3xf64>) -> (tensor<4x2x3xf64>, tensor<4x2x3xf64>)
+  %y = weft.mul %h, %c : (tensor<4x2x3xf64>, tensor<4x2x3xf64>) -> tensor<4x2x3xf64>)mlir",
+        "tensor<4x2x3xf64>");
+}
+
+TEST_F(GradCheckTest, GruReverseRecompute) {
+  check({param("xg", "tensor<5x3x6xf64>"), param("r", "tensor<6x2xf64>", -1, 1),
+         param("rb", "tensor<6xf64>"), param("h0", "tensor<3x2xf64>")},
+        R"mlir(
+  %y = weft.gru %xg, %r, %rb, %h0 {recompute, reverse = true} : (tensor<5x3x6xf64>, tensor<6x2xf64>, tensor<6xf64>, tensor<3x2xf64>) -> tensor<5x3x2xf64>)mlir",
+        "tensor<5x3x2xf64>");
+}
+
 /// Every weft op either has a gradient rule or is marked NotDifferentiable,
 /// so whether gradients pass an op is typed, never guessed from a missing
 /// rule. The exceptions are listed here, each with its reason; reaching one

@@ -103,6 +103,18 @@ struct TrainPipelineOptions
       *this, "runtime-hyperparameters",
       llvm::cl::desc("Hyperparameters as hp.<name> inputs of the step"),
       llvm::cl::init(false)};
+  Option<std::string> recurrentActivations{
+      *this, "recurrent-activations",
+      llvm::cl::desc("What LSTM/GRU backward passes read: store (the "
+                     "forward stores the gates), recompute (the backward "
+                     "recomputes them), or auto (recompute where an op's "
+                     "gates exceed recurrent-recompute-mb)"),
+      llvm::cl::init("auto")};
+  Option<double> recurrentRecomputeMB{
+      *this, "recurrent-recompute-mb",
+      llvm::cl::desc("auto: recompute an LSTM/GRU whose stored gates exceed "
+                     "this many MiB"),
+      llvm::cl::init(64.0)};
 };
 
 /// Clean weft forward model -> @loss, @loss_grad and @train_step.

@@ -20,6 +20,15 @@
 // are built once before the loop as the stored states shifted by one step
 // with the initial state at the start, so the body only slices.
 //
+// With `recompute` the forward loop stores no gates, and the adjoint's loop
+// recomputes a step's gates before using them: the same zero-filled GEMM of
+// the stored previous hidden state by recurrence^T as the forward step, and
+// the same scalar arithmetic inside the adjoint's generic, so the gates
+// match the stored ones bit for bit in f32. The adjoint's loop carries the
+// input gates as the tensor it writes the input-gate adjoints into (each
+// step reads its row before overwriting it), so where the input gates die
+// there, bufferization reuses their buffer.
+//
 // bf16/f16 compute in f32 inside the generics and the matmul accumulates
 // in f32, as everywhere in this lowering; the states carried between steps
 // are rounded to the element type, as the stored results are.
@@ -238,6 +247,18 @@ Value transposed(OpBuilder &b, Location loc, Value r) {
       .getResult()[0];
 }
 
+/// The three [H] blocks of a GRU's `[3H]` recurrent bias.
+SmallVector<Value> biasBlocks(OpBuilder &b, Location loc, Value bias,
+                              int64_t h) {
+  SmallVector<Value> blocks;
+  for (int64_t g = 0; g < 3; ++g)
+    blocks.push_back(tensor::ExtractSliceOp::create(
+        b, loc, bias, ArrayRef<OpFoldResult>{b.getIndexAttr(g * h)},
+        ArrayRef<OpFoldResult>{b.getIndexAttr(h)},
+        ArrayRef<OpFoldResult>{b.getIndexAttr(1)}));
+  return blocks;
+}
+
 /// An scf.for over `t` steps carrying `inits`; `body(s, iterArgs)` returns
 /// the values to yield.
 scf::ForOp timeLoop(
@@ -287,11 +308,14 @@ struct LstmLowering : OpConversionPattern<LstmOp> {
     bool reverse = op.getReverse();
     Value rt = transposed(rewriter, loc, adaptor.getRecurrence());
     Value x = adaptor.getInputGates();
+    bool recompute = op.getRecompute();
     int64_t initialRow = reverse ? s.t : 0;
     SmallVector<Value> inits = {
         stateHistory(rewriter, loc, adaptor.getH0(), s.t, initialRow),
-        stateHistory(rewriter, loc, adaptor.getC0(), s.t, initialRow),
-        emptyTensor(rewriter, loc, {s.t, s.batch, 4 * h}, s.elementType)};
+        stateHistory(rewriter, loc, adaptor.getC0(), s.t, initialRow)};
+    if (!recompute)
+      inits.push_back(
+          emptyTensor(rewriter, loc, {s.t, s.batch, 4 * h}, s.elementType));
     scf::ForOp loop =
         timeLoop(rewriter, loc, s.t, inits,
                  [&](OpBuilder &b, Location l, Value iv,
@@ -308,7 +332,7 @@ struct LstmLowering : OpConversionPattern<LstmOp> {
                    in.push_back(st.gate(args[1], rows.read, 0));
                    SmallVector<Value> outs = {st.gate(args[0], rows.write, 0),
                                               st.gate(args[1], rows.write, 0)};
-                   for (int64_t g = 0; g < 4; ++g)
+                   for (int64_t g = 0; !recompute && g < 4; ++g)
                      outs.push_back(st.gate(args[2], t, g));
                    // ONNX gate order: i, o, f, c.
                    SmallVector<Value> out = st.pointwise(
@@ -321,18 +345,29 @@ struct LstmLowering : OpConversionPattern<LstmOp> {
                          Value f = m.sigmoid(m.add(v[2], v[6]));
                          Value g = m.tanh(m.add(v[3], v[7]));
                          Value c = m.add(m.mul(f, v[8]), m.mul(i, g));
-                         return {m.mul(o, m.tanh(c)), c, i, o, f, g};
+                         Value hNew = m.mul(o, m.tanh(c));
+                         if (recompute)
+                           return {hNew, c};
+                         return {hNew, c, i, o, f, g};
                        });
+                   SmallVector<Value> yield = {
+                       st.insert(out[0], args[0], rows.write, 0),
+                       st.insert(out[1], args[1], rows.write, 0)};
+                   if (recompute)
+                     return yield;
                    Value gates = args[2];
                    for (int64_t g = 0; g < 4; ++g)
                      gates = st.insert(out[2 + g], gates, t, g * h);
-                   return {st.insert(out[0], args[0], rows.write, 0),
-                           st.insert(out[1], args[1], rows.write, 0), gates};
+                   yield.push_back(gates);
+                   return yield;
                  });
     int64_t first = reverse ? 0 : 1;
-    rewriter.replaceOp(op, {steps(rewriter, loc, loop.getResult(0), first, s.t),
-                            steps(rewriter, loc, loop.getResult(1), first, s.t),
-                            loop.getResult(2)});
+    SmallVector<Value> results = {
+        steps(rewriter, loc, loop.getResult(0), first, s.t),
+        steps(rewriter, loc, loop.getResult(1), first, s.t)};
+    if (!recompute)
+      results.push_back(loop.getResult(2));
+    rewriter.replaceOp(op, results);
     return success();
   }
 };
@@ -355,10 +390,18 @@ struct LstmGradLowering : OpConversionPattern<LstmGradOp> {
     Shape s = Shape::of(op.getHidden());
     int64_t h = s.hidden;
     bool reverse = op.getReverse();
+    bool recompute = op.getRecompute();
     Value r = adaptor.getRecurrence();
     Value cell = adaptor.getCell(), gates = adaptor.getGates();
     Value dy = adaptor.getHiddenGrad(), dcell = adaptor.getCellGrad();
     Value cPrev = previousStates(rewriter, loc, cell, adaptor.getC0(), reverse);
+    // Recomputing: recurrence^T and h_{t-1} as the forward loop used them.
+    Value rt, hPrev;
+    if (recompute) {
+      rt = transposed(rewriter, loc, r);
+      hPrev = previousStates(rewriter, loc, adaptor.getHidden(),
+                             adaptor.getH0(), reverse);
+    }
     // Adjoint histories run the other way: the adjoint reaching step t is
     // in the row the forward step wrote, the one it passes back in the row
     // the forward step read.
@@ -367,7 +410,9 @@ struct LstmGradLowering : OpConversionPattern<LstmGradOp> {
     SmallVector<Value> inits = {
         stateHistory(rewriter, loc, zeros, s.t, lastRow),
         stateHistory(rewriter, loc, zeros, s.t, lastRow),
-        emptyTensor(rewriter, loc, {s.t, s.batch, 4 * h}, s.elementType)};
+        recompute
+            ? gates
+            : emptyTensor(rewriter, loc, {s.t, s.batch, 4 * h}, s.elementType)};
     scf::ForOp loop = timeLoop(
         rewriter, loc, s.t, inits,
         [&](OpBuilder &b, Location l, Value iv,
@@ -379,10 +424,17 @@ struct LstmGradLowering : OpConversionPattern<LstmGradOp> {
           SmallVector<Value> in = {st.gate(dy, t, 0), st.gate(dcell, t, 0),
                                    st.gate(args[0], rows.write, 0),
                                    st.gate(args[1], rows.write, 0)};
+          // Recomputing, the input gates are read from the tensor the loop
+          // overwrites with their adjoints, before this step writes its row.
           for (int64_t g = 0; g < 4; ++g)
-            in.push_back(st.gate(gates, t, g));
+            in.push_back(st.gate(recompute ? args[2] : gates, t, g));
           in.push_back(st.gate(cell, t, 0));
           in.push_back(st.gate(cPrev, t, 0));
+          if (recompute) {
+            Value a = st.matmul(st.gate(hPrev, t, 0), rt);
+            for (int64_t g = 0; g < 4; ++g)
+              in.push_back(st.columns(a, g * h, h));
+          }
           SmallVector<Value> outs;
           for (int64_t g = 0; g < 4; ++g)
             outs.push_back(st.gate(args[2], t, g));
@@ -393,6 +445,13 @@ struct LstmGradLowering : OpConversionPattern<LstmGradOp> {
                   ArrayRef<Value> v) -> SmallVector<Value> {
                 Scalars m{nb, nl, v[0].getType()};
                 Value i = v[4], o = v[5], f = v[6], g = v[7];
+                if (recompute) {
+                  // As the forward step: v[4..7] are the input gates.
+                  i = m.sigmoid(m.add(v[4], v[10]));
+                  o = m.sigmoid(m.add(v[5], v[11]));
+                  f = m.sigmoid(m.add(v[6], v[12]));
+                  g = m.tanh(m.add(v[7], v[13]));
+                }
                 Value tc = m.tanh(v[8]);
                 Value dh = m.add(v[0], v[2]);
                 Value dc =
@@ -428,17 +487,15 @@ struct GruLowering : OpConversionPattern<GruOp> {
     int64_t h = s.hidden;
     bool reverse = op.getReverse();
     Value rt = transposed(rewriter, loc, adaptor.getRecurrence());
-    Value x = adaptor.getInputGates(), bias = adaptor.getRecurrenceBias();
-    SmallVector<Value> biases;
-    for (int64_t g = 0; g < 3; ++g)
-      biases.push_back(tensor::ExtractSliceOp::create(
-          rewriter, loc, bias,
-          ArrayRef<OpFoldResult>{rewriter.getIndexAttr(g * h)},
-          ArrayRef<OpFoldResult>{rewriter.getIndexAttr(h)},
-          ArrayRef<OpFoldResult>{rewriter.getIndexAttr(1)}));
+    bool recompute = op.getRecompute();
+    Value x = adaptor.getInputGates();
+    SmallVector<Value> biases =
+        biasBlocks(rewriter, loc, adaptor.getRecurrenceBias(), h);
     SmallVector<Value> inits = {
-        stateHistory(rewriter, loc, adaptor.getH0(), s.t, reverse ? s.t : 0),
-        emptyTensor(rewriter, loc, {s.t, s.batch, 4 * h}, s.elementType)};
+        stateHistory(rewriter, loc, adaptor.getH0(), s.t, reverse ? s.t : 0)};
+    if (!recompute)
+      inits.push_back(
+          emptyTensor(rewriter, loc, {s.t, s.batch, 4 * h}, s.elementType));
     scf::ForOp loop =
         timeLoop(rewriter, loc, s.t, inits,
                  [&](OpBuilder &b, Location l, Value iv,
@@ -456,7 +513,7 @@ struct GruLowering : OpConversionPattern<GruOp> {
                    in.append(biases.begin(), biases.end());
                    in.push_back(hPrev);
                    SmallVector<Value> outs = {st.gate(args[0], rows.write, 0)};
-                   for (int64_t g = 0; g < 4; ++g)
+                   for (int64_t g = 0; !recompute && g < 4; ++g)
                      outs.push_back(st.gate(args[1], t, g));
                    // ONNX gate order: z, r, n (h in ONNX's names).
                    SmallVector<Value> out = st.pointwise(
@@ -470,16 +527,23 @@ struct GruLowering : OpConversionPattern<GruOp> {
                          Value n = m.tanh(m.add(v[2], m.mul(r, pn)));
                          Value hNew =
                              m.add(m.mul(m.sub(m.one(), z), n), m.mul(z, v[9]));
+                         if (recompute)
+                           return {hNew};
                          return {hNew, z, r, n, pn};
                        });
+                   Value hs = st.insert(out[0], args[0], rows.write, 0);
+                   if (recompute)
+                     return {hs};
                    Value gates = args[1];
                    for (int64_t g = 0; g < 4; ++g)
                      gates = st.insert(out[1 + g], gates, t, g * h);
-                   return {st.insert(out[0], args[0], rows.write, 0), gates};
+                   return {hs, gates};
                  });
-    rewriter.replaceOp(
-        op, {steps(rewriter, loc, loop.getResult(0), reverse ? 0 : 1, s.t),
-             loop.getResult(1)});
+    SmallVector<Value> results = {
+        steps(rewriter, loc, loop.getResult(0), reverse ? 0 : 1, s.t)};
+    if (!recompute)
+      results.push_back(loop.getResult(1));
+    rewriter.replaceOp(op, results);
     return success();
   }
 };
@@ -493,14 +557,25 @@ struct GruGradLowering : OpConversionPattern<GruGradOp> {
     Shape s = Shape::of(op.getHidden());
     int64_t h = s.hidden;
     bool reverse = op.getReverse();
+    bool recompute = op.getRecompute();
     Value r = adaptor.getRecurrence(), gates = adaptor.getGates();
     Value dy = adaptor.getHiddenGrad();
     Value hPrev = previousStates(rewriter, loc, adaptor.getHidden(),
                                  adaptor.getH0(), reverse);
+    // Recomputing: recurrence^T and the bias blocks as the forward loop
+    // used them; `gates` holds the input gates.
+    Value rt;
+    SmallVector<Value> biases;
+    if (recompute) {
+      rt = transposed(rewriter, loc, r);
+      biases = biasBlocks(rewriter, loc, adaptor.getRecurrenceBias(), h);
+    }
     Value zeros = filledTensor(rewriter, loc, {s.batch, h}, s.elementType, 0.0);
     SmallVector<Value> inits = {
         stateHistory(rewriter, loc, zeros, s.t, reverse ? 0 : s.t),
-        emptyTensor(rewriter, loc, {s.t, s.batch, 3 * h}, s.elementType),
+        recompute
+            ? gates
+            : emptyTensor(rewriter, loc, {s.t, s.batch, 3 * h}, s.elementType),
         emptyTensor(rewriter, loc, {s.t, s.batch, 3 * h}, s.elementType)};
     scf::ForOp loop = timeLoop(
         rewriter, loc, s.t, inits,
@@ -509,11 +584,22 @@ struct GruGradLowering : OpConversionPattern<GruGradOp> {
           StepBuilder st = s.steps(b, l);
           Value t = timeIndex(b, l, iv, s.t, !reverse);
           Rows rows = Rows::at(b, l, t, reverse);
+          Value hBefore = st.gate(hPrev, t, 0);
           SmallVector<Value> in = {st.gate(dy, t, 0),
-                                   st.gate(args[0], rows.write, 0)};
-          for (int64_t g = 0; g < 4; ++g)
-            in.push_back(st.gate(gates, t, g));
-          in.push_back(st.gate(hPrev, t, 0));
+                                   st.gate(args[0], rows.write, 0), hBefore};
+          if (recompute) {
+            // The input gates, read from the tensor the loop overwrites
+            // with their adjoints before this step writes its row.
+            Value p = st.matmul(hBefore, rt);
+            for (int64_t g = 0; g < 3; ++g)
+              in.push_back(st.gate(args[1], t, g));
+            for (int64_t g = 0; g < 3; ++g)
+              in.push_back(st.columns(p, g * h, h));
+            in.append(biases.begin(), biases.end());
+          } else {
+            for (int64_t g = 0; g < 4; ++g)
+              in.push_back(st.gate(gates, t, g));
+          }
           SmallVector<Value> outs;
           for (int64_t g = 0; g < 3; ++g)
             outs.push_back(st.gate(args[1], t, g));
@@ -524,10 +610,23 @@ struct GruGradLowering : OpConversionPattern<GruGradOp> {
               [&](OpBuilder &nb, Location nl,
                   ArrayRef<Value> v) -> SmallVector<Value> {
                 Scalars m{nb, nl, v[0].getType()};
-                Value z = v[2], rg = v[3], n = v[4], pn = v[5];
+                Value z, rg, n, pn;
+                if (recompute) {
+                  // As the forward step: x at v[3..5], p at v[6..8], the
+                  // bias at v[9..11].
+                  z = m.sigmoid(m.add(v[3], m.add(v[6], v[9])));
+                  rg = m.sigmoid(m.add(v[4], m.add(v[7], v[10])));
+                  pn = m.add(v[8], v[11]);
+                  n = m.tanh(m.add(v[5], m.mul(rg, pn)));
+                } else {
+                  z = v[3];
+                  rg = v[4];
+                  n = v[5];
+                  pn = v[6];
+                }
                 Value dh = m.add(v[0], v[1]);
                 Value dan = m.mul(m.mul(dh, m.sub(m.one(), z)), m.dtanh(n));
-                Value daz = m.mul(m.mul(dh, m.sub(v[6], n)), m.dsigmoid(z));
+                Value daz = m.mul(m.mul(dh, m.sub(v[2], n)), m.dsigmoid(z));
                 Value dar = m.mul(m.mul(dan, pn), m.dsigmoid(rg));
                 return {daz, dar, dan, m.mul(dan, rg), m.mul(dh, z)};
               });

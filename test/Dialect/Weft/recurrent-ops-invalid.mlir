@@ -60,3 +60,30 @@ func.func @lstm_grad_adjoint(%dy: tensor<6x3x6xf32>, %y: tensor<7x3x6xf32>, %r: 
   %a, %b, %c = weft.lstm_grad %dy, %y, %r, %h, %h, %y, %y, %g : (tensor<6x3x6xf32>, tensor<7x3x6xf32>, tensor<24x6xf32>, tensor<3x6xf32>, tensor<3x6xf32>, tensor<7x3x6xf32>, tensor<7x3x6xf32>, tensor<7x3x24xf32>) -> (tensor<7x3x24xf32>, tensor<3x6xf32>, tensor<3x6xf32>)
   return
 }
+
+// -----
+
+func.func @lstm_recompute_gates(%xg: tensor<7x3x24xf32>, %r: tensor<24x6xf32>, %h: tensor<3x6xf32>) {
+  // expected-error @+2 {{are incompatible with return type(s)}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %y, %c, %g = weft.lstm %xg, %r, %h, %h {recompute} : (tensor<7x3x24xf32>, tensor<24x6xf32>, tensor<3x6xf32>, tensor<3x6xf32>) -> (tensor<7x3x6xf32>, tensor<7x3x6xf32>, tensor<7x3x24xf32>)
+  return
+}
+
+// -----
+
+func.func @gru_grad_recompute_no_bias(%dy: tensor<7x3x6xf32>, %r: tensor<18x6xf32>, %h: tensor<3x6xf32>, %xg: tensor<7x3x18xf32>) {
+  // expected-error @+2 {{a recomputing gru_grad needs the recurrence_bias}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %a, %b, %c = weft.gru_grad %dy, %r, %h, %dy, %xg {recompute} : (tensor<7x3x6xf32>, tensor<18x6xf32>, tensor<3x6xf32>, tensor<7x3x6xf32>, tensor<7x3x18xf32>) -> (tensor<7x3x18xf32>, tensor<7x3x18xf32>, tensor<3x6xf32>)
+  return
+}
+
+// -----
+
+func.func @gru_grad_bias_without_recompute(%dy: tensor<7x3x6xf32>, %r: tensor<18x6xf32>, %h: tensor<3x6xf32>, %g: tensor<7x3x24xf32>, %rb: tensor<18xf32>) {
+  // expected-error @+2 {{recurrence_bias is an operand only with recompute}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %a, %b, %c = weft.gru_grad %dy, %r, %h, %dy, %g, %rb : (tensor<7x3x6xf32>, tensor<18x6xf32>, tensor<3x6xf32>, tensor<7x3x6xf32>, tensor<7x3x24xf32>, tensor<18xf32>) -> (tensor<7x3x18xf32>, tensor<7x3x18xf32>, tensor<3x6xf32>)
+  return
+}

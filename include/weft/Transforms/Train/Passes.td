@@ -183,6 +183,55 @@ def AttachLossPass : Pass<"weft-attach-loss", "mlir::ModuleOp"> {
   ];
 }
 
+def RecurrentActivationsPass
+    : Pass<"weft-recurrent-activations", "mlir::ModuleOp"> {
+  let summary = "Choose whether each lstm/gru stores its gates or recomputes "
+                "them in the backward";
+  let description = [{
+    A `weft.lstm` or `weft.gru` stores its activated gates (`[T, B, 4H]`)
+    for its adjoint. Marked `recompute`, it stores none and the adjoint
+    recomputes each step's gates from the input gates, the stored hidden
+    states and the recurrence inside its loop: one more `[B, H] x
+    [H, gates*H]` GEMM per step (the adjoint's loop does two instead of
+    one), for not holding the gates next to the input gates while the
+    forward loop runs, and the input-gate adjoints taking over the input
+    gates' buffer in the backward. The input gates then live until the
+    backward instead of the gates: the same size for an LSTM, 3/4 of it for
+    a GRU.
+
+    `mode` decides for every op: `store`, `recompute`, or `auto`, which
+    recomputes an op whose stored gates would exceed `threshold-mb` MiB.
+    Run before `--weft-autodiff`, which builds the adjoints to match. An op
+    already marked, or whose gates something other than its gradient uses,
+    is left as it is.
+
+    Before (`mode=recompute`):
+
+    ```mlir
+    %y, %c, %g = weft.lstm %xg, %r, %h0, %c0
+        : (tensor<512x4x128xf32>, tensor<128x32xf32>, tensor<4x32xf32>,
+           tensor<4x32xf32>) -> (tensor<512x4x32xf32>, tensor<512x4x32xf32>,
+                                 tensor<512x4x128xf32>)
+    ```
+
+    After:
+
+    ```mlir
+    %y, %c = weft.lstm %xg, %r, %h0, %c0 {recompute}
+        : (tensor<512x4x128xf32>, tensor<128x32xf32>, tensor<4x32xf32>,
+           tensor<4x32xf32>) -> (tensor<512x4x32xf32>, tensor<512x4x32xf32>)
+    ```
+
+    Errors: an unknown `mode`, or a negative `threshold-mb`.
+  }];
+  let options = [
+    Option<"mode", "mode", "std::string", "\"auto\"",
+           "store, recompute, or auto (recompute above threshold-mb)">,
+    Option<"thresholdMB", "threshold-mb", "double", "64.0",
+           "auto recomputes an op whose stored gates exceed this many MiB">,
+  ];
+}
+
 def MixedPrecisionPass : Pass<"weft-mixed-precision", "mlir::ModuleOp"> {
   let summary = "Run the forward function in bf16 with f32 master weights";
   let description = [{

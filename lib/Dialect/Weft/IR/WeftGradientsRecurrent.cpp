@@ -13,6 +13,10 @@
 // is a GEMM, shards like one (a sum over the batch under data
 // parallelism), and the loop carries only [B, H] states.
 //
+// A forward op marked `recompute` stores no gates; its adjoint op gets the
+// input gates instead (and, for the GRU, the recurrent bias) and recomputes
+// each step's gates inside its loop.
+//
 //===----------------------------------------------------------------------===//
 
 #include "WeftGradients.h"
@@ -63,7 +67,7 @@ Value orZeros(OpBuilder &b, Location loc, Value grad, Value like) {
 
 LogicalResult LstmOp::buildGradient(OpBuilder &b, ValueRange resultGrads,
                                     SmallVectorImpl<Value> &operandGrads) {
-  if (resultGrads[2])
+  if (resultGrads.size() > 2 && resultGrads[2])
     return emitOpError("the saved gates of weft.lstm are an internal result "
                        "for its gradient and carry no adjoint of their own");
   if (noGradientFlows(*this, resultGrads, operandGrads))
@@ -72,7 +76,9 @@ LogicalResult LstmOp::buildGradient(OpBuilder &b, ValueRange resultGrads,
   auto grads = LstmGradOp::create(
       b, loc, orZeros(b, loc, resultGrads[0], getHidden()),
       orZeros(b, loc, resultGrads[1], getCell()), getRecurrence(), getH0(),
-      getC0(), getHidden(), getCell(), getGates(), getReverse());
+      getC0(), getHidden(), getCell(),
+      getRecompute() ? getInputGates() : getGates(), getReverse(),
+      getRecompute());
   Value prev = previousHidden(b, loc, getHidden(), getH0(), getReverse());
   operandGrads.push_back(grads.getInputGatesGrad());
   operandGrads.push_back(
@@ -84,15 +90,17 @@ LogicalResult LstmOp::buildGradient(OpBuilder &b, ValueRange resultGrads,
 
 LogicalResult GruOp::buildGradient(OpBuilder &b, ValueRange resultGrads,
                                    SmallVectorImpl<Value> &operandGrads) {
-  if (resultGrads[1])
+  if (resultGrads.size() > 1 && resultGrads[1])
     return emitOpError("the saved gates of weft.gru are an internal result "
                        "for its gradient and carry no adjoint of their own");
   if (noGradientFlows(*this, resultGrads, operandGrads))
     return success();
   Location loc = getLoc();
-  auto grads =
-      GruGradOp::create(b, loc, resultGrads[0], getRecurrence(), getH0(),
-                        getHidden(), getGates(), getReverse());
+  bool recompute = getRecompute();
+  auto grads = GruGradOp::create(
+      b, loc, resultGrads[0], getRecurrence(), getH0(), getHidden(),
+      recompute ? getInputGates() : getGates(),
+      recompute ? getRecurrenceBias() : Value(), getReverse(), recompute);
   Value prev = previousHidden(b, loc, getHidden(), getH0(), getReverse());
   Value dp = grads.getRecurrentGrad();
   operandGrads.push_back(grads.getInputGatesGrad());

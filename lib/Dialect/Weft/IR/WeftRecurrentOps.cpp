@@ -85,8 +85,9 @@ LogicalResult LstmOp::inferReturnTypes(MLIRContext *,
   auto state = RankedTensorType::get({s->t, s->b, s->h}, s->elementType);
   inferred.push_back(state);
   inferred.push_back(state);
-  inferred.push_back(
-      RankedTensorType::get({s->t, s->b, 4 * s->h}, s->elementType));
+  if (!adaptor.getRecompute())
+    inferred.push_back(
+        RankedTensorType::get({s->t, s->b, 4 * s->h}, s->elementType));
   return success();
 }
 
@@ -102,8 +103,9 @@ LogicalResult GruOp::inferReturnTypes(MLIRContext *,
       failed(expectShape(loc, adaptor.getH0(), "h0", {s->b, s->h})))
     return failure();
   inferred.push_back(RankedTensorType::get({s->t, s->b, s->h}, s->elementType));
-  inferred.push_back(
-      RankedTensorType::get({s->t, s->b, 4 * s->h}, s->elementType));
+  if (!adaptor.getRecompute())
+    inferred.push_back(
+        RankedTensorType::get({s->t, s->b, 4 * s->h}, s->elementType));
   return success();
 }
 
@@ -111,8 +113,11 @@ LogicalResult LstmGradOp::inferReturnTypes(MLIRContext *,
                                            std::optional<Location> loc,
                                            Adaptor adaptor,
                                            SmallVectorImpl<Type> &inferred) {
+  // The stored gates and the recomputing op's input gates are both
+  // [T, B, 4H].
   FailureOr<RecurrenceSizes> s =
-      readSizes(loc, adaptor.getGates(), adaptor.getRecurrence(), 4, "gates");
+      readSizes(loc, adaptor.getGates(), adaptor.getRecurrence(), 4,
+                adaptor.getRecompute() ? "input_gates" : "gates");
   if (failed(s))
     return failure();
   SmallVector<int64_t> state = {s->t, s->b, s->h}, h0 = {s->b, s->h};
@@ -142,10 +147,21 @@ LogicalResult GruGradOp::inferReturnTypes(MLIRContext *,
     return emitOptionalError(loc, "recurrence must be [3H, H], got ",
                              formatShape(r.getShape()));
   int64_t h = r.getDimSize(1);
-  if (g.getRank() != 3 || g.getDimSize(2) != 4 * h || g.getDimSize(0) < 1)
-    return emitOptionalError(loc, "gates must be [T, B, ", 4 * h,
+  // Stored: z, r, n, p_n; recomputing: the input gates z, r, n.
+  bool recompute = adaptor.getRecompute();
+  int64_t blocks = recompute ? 3 : 4;
+  StringRef name = recompute ? "input_gates" : "gates";
+  if (g.getRank() != 3 || g.getDimSize(2) != blocks * h || g.getDimSize(0) < 1)
+    return emitOptionalError(loc, name, " must be [T, B, ", blocks * h,
                              "] for H = ", h, ", got ",
                              formatShape(g.getShape()));
+  if (recompute != static_cast<bool>(adaptor.getRecurrenceBias()))
+    return emitOptionalError(
+        loc, recompute ? "a recomputing gru_grad needs the recurrence_bias"
+                       : "recurrence_bias is an operand only with recompute");
+  if (recompute && failed(expectShape(loc, adaptor.getRecurrenceBias(),
+                                      "recurrence_bias", {3 * h})))
+    return failure();
   int64_t t = g.getDimSize(0), b = g.getDimSize(1);
   SmallVector<int64_t> state = {t, b, h};
   if (failed(expectShape(loc, adaptor.getHiddenGrad(), "hidden_grad", state)) ||
@@ -168,10 +184,14 @@ double GruOp::getFlops() {
   return recurrenceFlops(getInputGates(), getRecurrence(), 3 + 3 + 3 + 4);
 }
 // Backward: `da @ recurrence` per step and about twice the forward's
-// pointwise work.
+// pointwise work; recomputing adds the forward's step.
 double LstmGradOp::getFlops() {
-  return recurrenceFlops(getGates(), getRecurrence(), 26);
+  return recurrenceFlops(getGates(), getRecurrence(), 26) +
+         (getRecompute() ? recurrenceFlops(getGates(), getRecurrence(), 13)
+                         : 0);
 }
 double GruGradOp::getFlops() {
-  return recurrenceFlops(getHiddenGrad(), getRecurrence(), 24);
+  return recurrenceFlops(getHiddenGrad(), getRecurrence(), 24) +
+         (getRecompute() ? recurrenceFlops(getHiddenGrad(), getRecurrence(), 13)
+                         : 0);
 }

@@ -558,7 +558,8 @@ ShardingRule ruleOf(Operation *op) {
       .Case([](LstmOp op) { return recurrence(op, {1}); })
       .Case([](GruOp op) { return recurrence(op, {1, 2}); })
       .Case([](LstmGradOp op) { return recurrence(op, {2}); })
-      .Case([](GruGradOp op) { return recurrence(op, {1}); })
+      // With recompute, operand 5 is the recurrence bias.
+      .Case([](GruGradOp op) { return recurrence(op, {1, 5}); })
       .Default([](Operation *op) { return ShardingRule::whole(op); });
 }
 

@@ -935,7 +935,11 @@ def Weft_LstmOp : Weft_Op<"lstm", [Pure, InferTypeOpAdaptor,
 
     `hidden[t]` and `cell[t]` are `h` and `c` after step `t`; `gates[t]`
     holds `i, o, f, g` (activated), which `weft.lstm_grad` reads instead of
-    recomputing them. It lowers to one `scf.for` over time whatever `T`.
+    recomputing them. With `recompute` the op has no `gates` result: its
+    `weft.lstm_grad` (also `recompute`) recomputes each step's gates from
+    `input_gates`, the stored hidden states and `recurrence` inside its own
+    loop (`--weft-recurrent-activations` decides). It lowers to one
+    `scf.for` over time whatever `T`.
 
     ```mlir
     %y, %c, %g = weft.lstm %xg, %r, %h0, %c0
@@ -944,13 +948,14 @@ def Weft_LstmOp : Weft_Op<"lstm", [Pure, InferTypeOpAdaptor,
                                 tensor<7x3x24xf32>)
     ```
     Constraints: `input_gates` is `[T, B, 4H]` with `T >= 1`, `recurrence`
-    `[4H, H]`, `h0` and `c0` `[B, H]`.
+    `[4H, H]`, `h0` and `c0` `[B, H]`; there is a `gates` result exactly
+    when `recompute` is absent.
   }];
   let arguments = (ins Weft_FloatTensor:$input_gates,
       Weft_FloatTensor:$recurrence, Weft_FloatTensor:$h0, Weft_FloatTensor:$c0,
-      DefaultValuedAttr<BoolAttr, "false">:$reverse);
+      DefaultValuedAttr<BoolAttr, "false">:$reverse, UnitAttr:$recompute);
   let results = (outs Weft_FloatTensor:$hidden, Weft_FloatTensor:$cell,
-      Weft_FloatTensor:$gates);
+      Optional<Weft_FloatTensor>:$gates);
   let assemblyFormat = "$input_gates `,` $recurrence `,` $h0 `,` $c0 attr-dict "
                        "`:` functional-type(operands, results)";
 }
@@ -974,7 +979,9 @@ def Weft_GruOp : Weft_Op<"gru", [Pure, InferTypeOpAdaptor,
     ```
 
     `hidden[t]` is `h` after step `t`; `gates[t]` holds `z, r, n, p_n`
-    (`[T, B, 4H]`), what `weft.gru_grad` needs.
+    (`[T, B, 4H]`), what `weft.gru_grad` needs. With `recompute` there is
+    no `gates` result and `weft.gru_grad` recomputes them, as for
+    `weft.lstm`.
 
     ```mlir
     %y, %g = weft.gru %xg, %r, %rb, %h0
@@ -982,12 +989,15 @@ def Weft_GruOp : Weft_Op<"gru", [Pure, InferTypeOpAdaptor,
            tensor<3x6xf32>) -> (tensor<7x3x6xf32>, tensor<7x3x24xf32>)
     ```
     Constraints: `input_gates` is `[T, B, 3H]` with `T >= 1`, `recurrence`
-    `[3H, H]`, `recurrence_bias` `[3H]`, `h0` `[B, H]`.
+    `[3H, H]`, `recurrence_bias` `[3H]`, `h0` `[B, H]`; there is a `gates`
+    result exactly when `recompute` is absent.
   }];
   let arguments = (ins Weft_FloatTensor:$input_gates,
       Weft_FloatTensor:$recurrence, Weft_FloatTensor:$recurrence_bias,
-      Weft_FloatTensor:$h0, DefaultValuedAttr<BoolAttr, "false">:$reverse);
-  let results = (outs Weft_FloatTensor:$hidden, Weft_FloatTensor:$gates);
+      Weft_FloatTensor:$h0, DefaultValuedAttr<BoolAttr, "false">:$reverse,
+      UnitAttr:$recompute);
+  let results = (outs Weft_FloatTensor:$hidden,
+      Optional<Weft_FloatTensor>:$gates);
   let assemblyFormat = "$input_gates `,` $recurrence `,` $recurrence_bias `,` "
                        "$h0 attr-dict `:` functional-type(operands, results)";
 }
@@ -1003,6 +1013,11 @@ def Weft_LstmGradOp : Weft_Op<"lstm_grad", [Pure, InferTypeOpAdaptor,
     recurrence's adjoint is one matmul of `input_gates_grad` with the
     previous hidden states, built by the forward op's rule outside the loop.
 
+    `gates` is what the forward op kept for it: its `gates` result, or with
+    `recompute` its `input_gates`, from which each step's gates are
+    recomputed (`input_gates[t] + hidden[t-1] @ recurrence^T`, one more
+    `[B, H] x [H, 4H]` GEMM per step) before they are used.
+
     ```mlir
     %dxg, %dh0, %dc0 = weft.lstm_grad %dy, %dc, %r, %h0, %c0, %y, %c, %g
         : (tensor<7x3x6xf32>, tensor<7x3x6xf32>, tensor<24x6xf32>,
@@ -1017,7 +1032,7 @@ def Weft_LstmGradOp : Weft_Op<"lstm_grad", [Pure, InferTypeOpAdaptor,
       Weft_FloatTensor:$cell_grad, Weft_FloatTensor:$recurrence,
       Weft_FloatTensor:$h0, Weft_FloatTensor:$c0, Weft_FloatTensor:$hidden,
       Weft_FloatTensor:$cell, Weft_FloatTensor:$gates,
-      DefaultValuedAttr<BoolAttr, "false">:$reverse);
+      DefaultValuedAttr<BoolAttr, "false">:$reverse, UnitAttr:$recompute);
   let results = (outs Weft_FloatTensor:$input_gates_grad,
       Weft_FloatTensor:$h0_grad, Weft_FloatTensor:$c0_grad);
   let assemblyFormat = "operands attr-dict `:` "
@@ -1036,6 +1051,11 @@ def Weft_GruGradOp : Weft_Op<"gru_grad", [Pure, InferTypeOpAdaptor,
     turns `recurrent_grad` into the recurrence's and the bias's adjoints
     with one matmul and one sum outside the loop.
 
+    With `recompute`, `gates` is the forward op's `input_gates`
+    (`[T, B, 3H]`) and a last operand, the forward's `recurrence_bias`,
+    follows `gates`: each step recomputes `p` and the gates from them and
+    the previous hidden state before using them.
+
     ```mlir
     %dxg, %dp, %dh0 = weft.gru_grad %dy, %r, %h0, %y, %g
         : (tensor<7x3x6xf32>, tensor<18x6xf32>, tensor<3x6xf32>,
@@ -1043,12 +1063,14 @@ def Weft_GruGradOp : Weft_Op<"gru_grad", [Pure, InferTypeOpAdaptor,
         -> (tensor<7x3x18xf32>, tensor<7x3x18xf32>, tensor<3x6xf32>)
     ```
     Constraints: shapes as the forward `weft.gru`'s; `hidden_grad` has the
-    shape of `hidden`.
+    shape of `hidden`; `recurrence_bias` is there exactly when `recompute`
+    is.
   }];
   let arguments = (ins Weft_FloatTensor:$hidden_grad,
       Weft_FloatTensor:$recurrence, Weft_FloatTensor:$h0,
       Weft_FloatTensor:$hidden, Weft_FloatTensor:$gates,
-      DefaultValuedAttr<BoolAttr, "false">:$reverse);
+      Optional<Weft_FloatTensor>:$recurrence_bias,
+      DefaultValuedAttr<BoolAttr, "false">:$reverse, UnitAttr:$recompute);
   let results = (outs Weft_FloatTensor:$input_gates_grad,
       Weft_FloatTensor:$recurrent_grad, Weft_FloatTensor:$h0_grad);
   let assemblyFormat = "operands attr-dict `:` "
