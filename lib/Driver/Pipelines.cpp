@@ -193,6 +193,9 @@ void weft::buildCodegenPipeline(OpPassManager &pm,
   LowerCollectivesPassOptions collectives;
   collectives.entry = options.entry;
   pm.addPass(createLowerCollectivesPass(collectives));
+  // On the per-rank step: batched GEMMs with a 2-D side become one GEMM
+  // (before partitioning, its reshapes would need sharding rules).
+  pm.addNestedPass<func::FuncOp>(createFoldBatchIntoGemmPass());
   pm.addPass(createLowerToLinalgPass());
   pm.addPass(createInlinerPass());
   pm.addPass(createSymbolDCEPass());

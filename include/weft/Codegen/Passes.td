@@ -58,6 +58,67 @@ def SelectEntryPass : Pass<"weft-select-entry", "mlir::ModuleOp"> {
   ];
 }
 
+def FoldBatchIntoGemmPass : Pass<"weft-fold-batch-into-gemm",
+                                  "mlir::func::FuncOp"> {
+  let summary = "Fold the batch axes of matmuls with a 2-D side into M";
+  let description = [{
+    Runs on the per-rank step, still weft on tensors, right before
+    `--weft-lower-to-linalg` (after partitioning: the reshapes it adds
+    would otherwise need sharding rules). Two rewrites turn a batch of
+    GEMMs into one GEMM whose rows are the batch's rows stacked, read
+    through reshapes that lower to `tensor.collapse_shape` /
+    `expand_shape`, free views of the contiguous buffers:
+
+    - a weight gradient: `weft.reduce_sum` over every batch axis of
+      `weft.matmul %a, %g {transpose_lhs = true}` with `a: [B.., M, K]`
+      and `g: [B.., M, N]` (the same batch, no broadcast), the reduction
+      the matmul's only user, becomes one `[B*M, K]^T x [B*M, N]` matmul:
+      `sum_b a_b^T g_b` contracts the stacked rows. Only this flag
+      combination contracts the axis next to the batch on both sides; any
+      other is left alone, as is a reduction over part of the batch. Only
+      f32: in bf16 or f16 the batched form rounds each batch's product to
+      that type before summing, and the reference evaluator does the same;
+      one GEMM rounds once and would differ from it;
+    - an activation times a weight: `weft.matmul %x, %w` with `x: [B.., M,
+      K]` not transposed and `w` 2-D (`transpose_rhs` either way) becomes
+      a `[B*M, K]` matmul reshaped back to `[B.., M, N]`.
+
+    Sums accumulate in another order than the batched form's (one GEMM
+    instead of a GEMM per batch element and an add), so results differ
+    by rounding only.
+
+    Never fails: what does not match is left as it is.
+
+    Before:
+
+    ```mlir
+    %p = weft.matmul %a, %g {transpose_lhs = true}
+        : (tensor<8x128x256xf32>, tensor<8x128x1024xf32>)
+        -> tensor<8x256x1024xf32>
+    %dw = weft.reduce_sum %p {axes = array<i64: 0>}
+        : (tensor<8x256x1024xf32>) -> tensor<256x1024xf32>
+    %y = weft.matmul %x, %w
+        : (tensor<8x128x256xf32>, tensor<256x1024xf32>)
+        -> tensor<8x128x1024xf32>
+    ```
+
+    After:
+
+    ```mlir
+    %a2 = weft.reshape %a : tensor<8x128x256xf32> -> tensor<1024x256xf32>
+    %g2 = weft.reshape %g : tensor<8x128x1024xf32> -> tensor<1024x1024xf32>
+    %dw = weft.matmul %a2, %g2 {transpose_lhs = true}
+        : (tensor<1024x256xf32>, tensor<1024x1024xf32>)
+        -> tensor<256x1024xf32>
+    %x2 = weft.reshape %x : tensor<8x128x256xf32> -> tensor<1024x256xf32>
+    %y2 = weft.matmul %x2, %w
+        : (tensor<1024x256xf32>, tensor<256x1024xf32>)
+        -> tensor<1024x1024xf32>
+    %y = weft.reshape %y2 : tensor<1024x1024xf32> -> tensor<8x128x1024xf32>
+    ```
+  }];
+}
+
 def LowerCollectivesPass : Pass<"weft-lower-collectives", "mlir::ModuleOp"> {
   let summary = "Collectives and shard slices to calls of the runtime";
   let description = [{
