@@ -10,6 +10,7 @@ packages=(
   nlohmann-json3-dev                                      # safetensors headers
   libyaml-cpp-dev                                         # planner: cluster specs
   libopenblas-dev libcli11-dev                            # runtime: GEMM, CLI
+  libopenblas-openmp-dev libomp-22-dev                    # executables: one OpenMP team
   libgloo-dev                                             # runtime: collectives
   iproute2                                                # tests: emulated nodes
   openmpi-bin                                             # tests: mpirun starts ranks

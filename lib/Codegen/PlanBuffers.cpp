@@ -13,7 +13,10 @@
 // live from its alloc to the last op that uses it or anything derived from
 // it: views, casts and reshapes (memref results of its users), values
 // yielded out of regions, and pointers extracted for runtime calls. A use
-// inside a loop counts as a use by the whole loop.
+// inside a loop counts as a use by the whole loop. A buffer allocated in a
+// parallel loop's body gets one copy per iteration, since iterations run
+// on different threads at once (--weft-chunk-parallel-loops keeps their
+// number small).
 //
 //===----------------------------------------------------------------------===//
 
@@ -23,6 +26,7 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Interfaces/DataLayoutInterfaces.h"
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/SetVector.h"
@@ -43,9 +47,13 @@ int64_t alignTo(int64_t value, int64_t alignment) {
 
 /// One buffer to place: its alloc, byte size, alignment and lifetime as
 /// indices of the ops of the function's block (both ends inclusive).
+/// A buffer allocated inside scf.forall bodies is private to each iteration
+/// (iterations run concurrently): it gets `copies` slots of `slotBytes`
+/// each, one per iteration of the enclosing foralls together.
 struct Buffer {
   memref::AllocOp alloc;
   int64_t bytes = 0, alignment = kAlignment;
+  int64_t copies = 1, slotBytes = 0;
   int64_t start = 0, end = 0;
   int64_t offset = -1;
 };
@@ -97,6 +105,25 @@ struct PlanBuffersPass
                      layout.getTypeSize(type.getElementType()).getFixedValue();
       if (std::optional<uint64_t> align = alloc.getAlignment())
         buffer.alignment = std::max<int64_t>(kAlignment, *align);
+      for (auto loop = alloc->getParentOfType<scf::ForallOp>(); loop;
+           loop = loop->getParentOfType<scf::ForallOp>()) {
+        ArrayRef<int64_t> upper = loop.getStaticUpperBound();
+        if (llvm::any_of(loop.getStaticLowerBound(),
+                         [](int64_t v) { return v != 0; }) ||
+            llvm::any_of(loop.getStaticStep(),
+                         [](int64_t v) { return v != 1; }) ||
+            llvm::any_of(upper, ShapedType::isDynamic)) {
+          alloc.emitError() << "cannot give each iteration of a parallel "
+                               "loop its own copy of this buffer: the loop's "
+                               "bounds are not static from 0 in steps of 1";
+          return WalkResult::interrupt();
+        }
+        for (int64_t count : upper)
+          buffer.copies *= count;
+      }
+      buffer.slotBytes = alignTo(buffer.bytes, buffer.alignment);
+      if (buffer.copies > 1)
+        buffer.bytes = buffer.slotBytes * buffer.copies;
       if (failed(computeLifetime(alloc, block, position, buffer, deallocs)))
         return WalkResult::interrupt();
       buffers.push_back(buffer);
@@ -129,6 +156,13 @@ struct PlanBuffersPass
       Location loc = buffer.alloc.getLoc();
       Value offset =
           arith::ConstantIndexOp::create(builder, loc, buffer.offset);
+      if (buffer.copies > 1)
+        offset = arith::AddIOp::create(
+            builder, loc, offset,
+            arith::MulIOp::create(
+                builder, loc, iterationIndex(builder, buffer.alloc),
+                arith::ConstantIndexOp::create(builder, loc,
+                                               buffer.slotBytes)));
       Value view = memref::ViewOp::create(builder, loc, buffer.alloc.getType(),
                                           ws, offset, ValueRange{});
       buffer.alloc.replaceAllUsesWith(view);
@@ -138,6 +172,31 @@ struct PlanBuffersPass
     module->setAttr(weft::WeftDialect::kWorkspaceBytesAttrName, b.getI64IntegerAttr(workspace));
     module->setAttr(weft::WeftDialect::kPeakBytesAttrName,
                     b.getI64IntegerAttr(workspace + argBytes));
+  }
+
+  /// The row-major index of the current iteration over all scf.forall ops
+  /// around `alloc`, outermost first.
+  static Value iterationIndex(OpBuilder &builder, memref::AllocOp alloc) {
+    SmallVector<scf::ForallOp> loops;
+    for (auto loop = alloc->getParentOfType<scf::ForallOp>(); loop;
+         loop = loop->getParentOfType<scf::ForallOp>())
+      loops.push_back(loop);
+    Location loc = alloc.getLoc();
+    Value index;
+    for (scf::ForallOp loop : llvm::reverse(loops)) {
+      for (auto [iv, count] :
+           llvm::zip(loop.getInductionVars(), loop.getStaticUpperBound())) {
+        index = index ? arith::AddIOp::create(
+                            builder, loc,
+                            arith::MulIOp::create(
+                                builder, loc, index,
+                                arith::ConstantIndexOp::create(builder, loc,
+                                                               count)),
+                            iv)
+                      : iv;
+      }
+    }
+    return index;
   }
 
   /// Sets `buffer.start`/`end` from the alloc and every use of it or of a

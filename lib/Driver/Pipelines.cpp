@@ -53,6 +53,10 @@ void addBufferizationPasses(OpPassManager &pm) {
 /// become functions (--convert-math-to-funcs).
 void addLoopsToLLVMPasses(OpPassManager &pm, bool codegen) {
   pm.addNestedPass<func::FuncOp>(createConvertLinalgToLoopsPass());
+  // Kernels: f32 exp, tanh, erf, log... as inline polynomials, so that
+  // their loops vectorize (--weft-approximate-math).
+  if (codegen)
+    pm.addNestedPass<func::FuncOp>(weft::createApproximateMathPass());
   if (codegen)
     pm.addPass(createForallToForLoopPass());
   pm.addPass(memref::createExpandStridedMetadataPass());

@@ -14,6 +14,7 @@
 #include <net/if.h>
 #include <netdb.h>
 #include <netinet/in.h>
+#include <sched.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -319,6 +320,23 @@ void ThreadPool::parallelFor(int64_t n, void (*f)(void *, int64_t), void *a) {
 //===----------------------------------------------------------------------===//
 
 namespace {
+/// Without --threads: OMP_NUM_THREADS or OPENBLAS_NUM_THREADS when the user
+/// set one (0 leaves the libraries to read it), else the CPUs this process
+/// may run on shared among the ranks of its node, so that N local ranks do
+/// not each start a thread per core and spin against each other.
+int defaultComputeThreads(int localWorldSize) {
+  for (const char *name : {"OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS"}) {
+    const char *value = std::getenv(name);
+    if (value && *value)
+      return 0;
+  }
+  cpu_set_t set;
+  int cpus = sched_getaffinity(0, sizeof(set), &set) == 0
+                 ? CPU_COUNT(&set)
+                 : int(std::thread::hardware_concurrency());
+  return std::max(1, cpus / std::max(1, localWorldSize));
+}
+
 void parallelForThunk(void *pool, int64_t n, void (*fn)(void *, int64_t),
                       void *arg) {
   static_cast<ThreadPool *>(pool)->parallelFor(n, fn, arg);
@@ -327,7 +345,10 @@ void parallelForThunk(void *pool, int64_t n, void (*fn)(void *, int64_t),
 
 RuntimeContext::RuntimeContext(const LaunchInfo &launch, int threads)
     : info(launch) {
-  // The one place that sets compute threads: BLAS and the pool agree.
+  // The one place that sets compute threads: BLAS, the OpenMP team of the
+  // fused kernels (OpenBLAS's OpenMP build sets it too) and the pool agree.
+  if (threads <= 0)
+    threads = defaultComputeThreads(info.localWorldSize);
   if (threads > 0)
     openblas_set_num_threads(threads);
   int count = threads > 0 ? threads : std::max(1, openblas_get_num_threads());

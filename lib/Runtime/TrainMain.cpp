@@ -1024,7 +1024,9 @@ int runTrainingImpl(const WeftModel &executable, int argc,
                  "Print a progress line every K steps")
       ->capture_default_str();
   app.add_option("--threads", opts.threads,
-                 "BLAS threads (0: OpenBLAS's default)")
+                 "Compute threads: one OpenMP team runs the fused kernels and "
+                 "BLAS (0: OMP_NUM_THREADS or OPENBLAS_NUM_THREADS if set, "
+                 "else this process's CPUs divided by the ranks on its node)")
       ->capture_default_str();
   app.add_option("--collective-timeout", opts.collectiveTimeout,
                  "Seconds the ranks of a mesh wait for each other, to meet "

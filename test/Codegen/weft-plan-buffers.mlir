@@ -90,3 +90,31 @@ func.func @train_step() -> memref<4xf32> {
   %a = memref.alloc() : memref<4xf32>
   return %a : memref<4xf32>
 }
+
+// -----
+
+// Scratch allocated inside a parallel loop is private to each iteration:
+// 4 x 8 iterations get 32 slots of 64 bytes (16 bytes rounded up to the
+// alignment), addressed by the row-major iteration index.
+
+// CHECK: module attributes {weft.peak_bytes = {{[0-9]+}} : i64, weft.workspace_bytes = 2048 : i64}
+// CHECK-LABEL: func.func @train_step
+// CHECK-SAME: %[[WS:[a-z0-9]+]]: memref<2048xi8> {weft.workspace})
+// CHECK-DAG: %[[C8:.*]] = arith.constant 8 : index
+// CHECK-DAG: %[[C64:.*]] = arith.constant 64 : index
+// CHECK: scf.forall (%[[I:.*]], %[[J:.*]]) in (4, 8)
+// CHECK: %[[ROW:.*]] = arith.muli %[[I]], %[[C8]] : index
+// CHECK: %[[IDX:.*]] = arith.addi %[[ROW]], %[[J]] : index
+// CHECK: %[[OFF:.*]] = arith.muli %[[IDX]], %[[C64]] : index
+// CHECK: memref.view %[[WS]][%[[OFF]]][] : memref<2048xi8> to memref<4xf32>
+func.func @train_step(%x: memref<4x8x4xf32>, %out: memref<4x8x4xf32>) {
+  scf.forall (%i, %j) in (4, 8) {
+    %s = memref.alloc() {alignment = 64 : i64} : memref<4xf32>
+    %row = memref.subview %x[%i, %j, 0] [1, 1, 4] [1, 1, 1] : memref<4x8x4xf32> to memref<4xf32, strided<[1], offset: ?>>
+    linalg.copy ins(%row : memref<4xf32, strided<[1], offset: ?>>) outs(%s : memref<4xf32>)
+    %dst = memref.subview %out[%i, %j, 0] [1, 1, 4] [1, 1, 1] : memref<4x8x4xf32> to memref<4xf32, strided<[1], offset: ?>>
+    linalg.add ins(%s, %s : memref<4xf32>, memref<4xf32>) outs(%dst : memref<4xf32, strided<[1], offset: ?>>)
+    memref.dealloc %s : memref<4xf32>
+  }
+  return
+}

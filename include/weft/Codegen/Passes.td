@@ -412,4 +412,60 @@ def OutlineKernelsPass : Pass<"weft-outline-kernels", "mlir::ModuleOp"> {
   let dependentDialects = ["::mlir::func::FuncDialect", "::mlir::scf::SCFDialect"];
 }
 
+def ApproximateMathPass : Pass<"weft-approximate-math", "mlir::func::FuncOp"> {
+  let summary = "Replace f32 transcendental calls by inline polynomials";
+  let description = [{
+    Runs on loops (right after `--convert-linalg-to-loops`). `math.exp`,
+    `math.expm1`, `math.tanh`, `math.erf`, `math.log` and `math.log1p` on
+    f32 become MLIR's polynomial approximations (Cephes-style range
+    reduction and minimax polynomials: plain arithmetic, selects and bit
+    casts), so a kernel's loop no longer calls libm per element and LLVM's
+    loop vectorizer can widen it. On bf16 the op is computed in f32 between
+    an `arith.extf` and an `arith.truncf`; f64 and f16 ops are left alone
+    (they stay libm calls). So are ops in a loop that accumulates floats
+    (carries one, or stores one to an element that does not depend on its
+    induction variable: a lowered linalg reduction): LLVM keeps such a loop
+    scalar, and one element at a time glibc's expf beats the polynomial.
+
+    Adjustments for the CPU target:
+
+    - `math.log` scales inputs below the smallest normal float by 2^24 and
+      subtracts 24 ln 2 (the polynomial flushes denormals);
+    - `math.tanh` is exactly +-1 for |x| > 13 ln 2, where that is the
+      rounded result (the polynomial stays ulps below 1);
+    - the approximations' `math.fma` becomes `arith.mulf` + `arith.addf`
+      with `fastmath<contract>`: LLVM fuses them where the CPU has FMA, and
+      never calls `fmaf` where it has not (x86-64 baseline);
+    - their `math.floor` becomes a round trip through i32 with a correction
+      step (no `floorf` call without SSE4.1).
+
+    Measured error bounds against double-precision libm are in
+    docs/codegen.md ("Transcendental functions") and checked by
+    unittests/Codegen/ApproximateMathTest.cpp.
+
+    Before:
+
+    ```mlir
+    %y = math.tanh %x : f32
+    ```
+
+    After (abridged):
+
+    ```mlir
+    %c = arith.cmpf ult, %x, %cst_m8 : f32
+    %xc = arith.select %c, %x, %cst_m8 : f32   // clamp to [-8, 8]
+    ...
+    %x2 = arith.mulf %xc, %xc : f32
+    %m = arith.mulf %x2, %alpha13 fastmath<contract> : f32
+    %p = arith.addf %m, %alpha11 fastmath<contract> : f32
+    ...
+    %y = arith.select %tiny, %x, %ratio : f32
+    ```
+  }];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect", "::mlir::math::MathDialect",
+    "::mlir::vector::VectorDialect"
+  ];
+}
+
 #endif // WEFT_CODEGEN_PASSES_TD

@@ -85,7 +85,17 @@ mlir::LogicalResult weft::linkExecutable(const LinkOptions &options,
     args.push_back(std::string(path));
   }
   args.push_back("-Wl,--end-group");
-  for (const char *lib : {"-lgloo", "-lopenblas", "-lpthread", "-lm"})
+  // Fused kernels run their parallel loops on LLVM's OpenMP runtime, and
+  // GEMMs on OpenBLAS's OpenMP build, so both share one team of threads
+  // instead of two pools spinning against each other on the same cores.
+  // That OpenBLAS needs libgomp.so.1, which LLVM's directory aliases to
+  // libomp; DT_RPATH (not RUNPATH) makes the alias apply to OpenBLAS's own
+  // dependency as well, so one OpenMP runtime is loaded.
+  args.push_back("-L" WEFT_OPENBLAS_OPENMP_DIR);
+  args.push_back("-L" WEFT_OPENMP_LIB_DIR);
+  args.push_back("-Wl,--disable-new-dtags");
+  args.push_back("-Wl,-rpath," WEFT_OPENBLAS_OPENMP_DIR ":" WEFT_OPENMP_LIB_DIR);
+  for (const char *lib : {"-lgloo", "-lopenblas", "-lomp", "-lpthread", "-lm"})
     args.push_back(lib);
   llvm::append_range(args, options.extraArgs);
 
