@@ -1,14 +1,19 @@
-//===- LinalgToBlas.cpp - f32 GEMMs on buffers to weft_rt_sgemm -----------===//
+//===- LinalgToBlas.cpp - GEMMs on buffers to runtime BLAS calls ----------===//
 //
 // Part of the Weft project.
 //
 //===----------------------------------------------------------------------===//
 //
 // A matmul is the one op generated loops cannot compete on: OpenBLAS is an
-// order of magnitude faster. After bufferization every f32 contraction of
-// the form C[b?, m, n] = sum_k op(A)[b?, m, k] * op(B)[b?, k, n] whose C was
-// just zero-filled becomes one call of the runtime's `weft_rt_sgemm`, which
-// takes plain pointers, row strides and batch strides.
+// order of magnitude faster. After bufferization every contraction of the
+// form C[b?, m, n] = sum_k op(A)[b?, m, k] * op(B)[b?, k, n] whose C was
+// just zero-filled becomes one call of a runtime GEMM, which takes plain
+// pointers, row strides and batch strides:
+//
+//   A, B   C      call
+//   f32    f32    weft_rt_sgemm
+//   bf16   f32    weft_rt_sbgemm       (--precision bf16's products)
+//   bf16   bf16   weft_rt_sbgemm_bf16  (sums in f32, C rounded to bf16)
 //
 //===----------------------------------------------------------------------===//
 
@@ -31,6 +36,22 @@ using namespace mlir;
 
 namespace {
 constexpr llvm::StringLiteral kSgemmName = "weft_rt_sgemm";
+constexpr llvm::StringLiteral kSbgemmName = "weft_rt_sbgemm";
+constexpr llvm::StringLiteral kSbgemmBf16Name = "weft_rt_sbgemm_bf16";
+
+/// The runtime GEMM for these element types, or an empty name when there
+/// is none (a mixed f32 x bf16 product, f16, integers).
+StringRef gemmFor(Type a, Type b, Type c) {
+  if (a != b)
+    return {};
+  if (a.isF32() && c.isF32())
+    return kSgemmName;
+  if (a.isBF16() && c.isF32())
+    return kSbgemmName;
+  if (a.isBF16() && c.isBF16())
+    return kSbgemmBf16Name;
+  return {};
+}
 
 /// How one operand of a GEMM is laid out: which of its memref dimensions
 /// hold the batch (if any), the rows and the columns of the stored matrix,
@@ -110,16 +131,14 @@ struct LinalgToBlasPass
           op.getNumDpsInits() == 1 && linalg::isaContractionOpInterface(op))
         candidates.push_back(op);
     });
-    if (candidates.empty())
-      return;
-    func::FuncOp sgemm = getOrDeclareSgemm(module);
-    if (!sgemm)
-      return signalPassFailure();
     for (linalg::LinalgOp op : candidates)
-      rewrite(op, sgemm);
+      if (failed(rewrite(module, op)))
+        return signalPassFailure();
   }
 
-  func::FuncOp getOrDeclareSgemm(ModuleOp module) {
+  /// The runtime function `name`; all three GEMMs share one signature
+  /// (pointers are untyped).
+  func::FuncOp getOrDeclareGemm(ModuleOp module, StringRef name) {
     MLIRContext *ctx = &getContext();
     Type i32 = IntegerType::get(ctx, 32), i64 = IntegerType::get(ctx, 64);
     Type ptr = LLVM::LLVMPointerType::get(ctx);
@@ -127,29 +146,32 @@ struct LinalgToBlasPass
                                   {i64, i32, i32, i64, i64, i64, ptr, i64, i64,
                                    ptr, i64, i64, ptr, i64, i64},
                                   {});
-    if (auto existing = module.lookupSymbol<func::FuncOp>(kSgemmName)) {
+    if (auto existing = module.lookupSymbol<func::FuncOp>(name)) {
       if (existing.getFunctionType() == type)
         return existing;
-      existing.emitError() << "@" << kSgemmName << " is declared as "
+      existing.emitError() << "@" << name << " is declared as "
                            << existing.getFunctionType() << ", expected "
                            << type;
       return nullptr;
     }
     OpBuilder b = OpBuilder::atBlockBegin(module.getBody());
-    auto fn = func::FuncOp::create(b, module.getLoc(), kSgemmName, type);
+    auto fn = func::FuncOp::create(b, module.getLoc(), name, type);
     fn.setPrivate();
     return fn;
   }
 
-  void rewrite(linalg::LinalgOp op, func::FuncOp sgemm) {
+  /// Replaces `op` and its zero fill by a GEMM call when the op is one;
+  /// fails only when the runtime function's name is taken.
+  LogicalResult rewrite(ModuleOp module, linalg::LinalgOp op) {
     Value a = op.getDpsInputs()[0], b = op.getDpsInputs()[1];
     Value c = op.getDpsInits()[0];
     auto aType = cast<MemRefType>(a.getType());
     auto bType = cast<MemRefType>(b.getType());
     auto cType = cast<MemRefType>(c.getType());
-    if (!aType.getElementType().isF32() || !bType.getElementType().isF32() ||
-        !cType.getElementType().isF32())
-      return;
+    StringRef gemmName = gemmFor(aType.getElementType(),
+                                 bType.getElementType(), cType.getElementType());
+    if (gemmName.empty())
+      return success();
     // C names the batch, M and N loops; the one reduction loop is K. (The
     // upstream classification would call a batch loop that A lacks an N.)
     SmallVector<AffineMap> maps = op.getIndexingMapsArray();
@@ -159,7 +181,7 @@ struct LinalgToBlasPass
     AffineMap cMap = maps[2];
     if (reductions.size() != 1 || cMap.getNumResults() + 1 != numLoops ||
         numLoops < 3 || numLoops > 4 || !cMap.isProjectedPermutation())
-      return;
+      return success();
     std::optional<unsigned> batch;
     if (numLoops == 4)
       batch = cMap.getDimPosition(0);
@@ -171,10 +193,14 @@ struct LinalgToBlasPass
     std::optional<OperandLayout> lc = matchOperand(maps[2], batch, m, n, false);
     if (!la || !lb || !lc || lc->transposed || !hasUnitInnerStride(aType) ||
         !hasUnitInnerStride(bType) || !hasUnitInnerStride(cType))
-      return;
+      return success();
     linalg::FillOp fill = findZeroFill(op, c);
     if (!fill)
-      return; // Accumulates into C: weft_rt_sgemm always overwrites.
+      return success(); // Accumulates into C: the GEMMs overwrite it.
+
+    func::FuncOp gemm = getOrDeclareGemm(module, gemmName);
+    if (!gemm)
+      return failure();
 
     OpBuilder builder(op);
     Location loc = op.getLoc();
@@ -201,7 +227,7 @@ struct LinalgToBlasPass
           builder, loc, LLVM::LLVMPointerType::get(builder.getContext()),
           toI64(aligned));
       result.ptr = LLVM::GEPOp::create(
-          builder, loc, base.getType(), builder.getF32Type(), base,
+          builder, loc, base.getType(), type.getElementType(), base,
           ValueRange{toI64(result.meta.getOffset())});
       // A single stored row may carry any stride; BLAS wants >= its width.
       if (type.getShape()[layout.rowDim] == 1)
@@ -225,13 +251,14 @@ struct LinalgToBlasPass
         arith::ConstantIntOp::create(builder, loc, i32, la->transposed ? 1 : 0);
     Value transB =
         arith::ConstantIntOp::create(builder, loc, i32, lb->transposed ? 1 : 0);
-    func::CallOp::create(builder, loc, sgemm,
+    func::CallOp::create(builder, loc, gemm,
                          ValueRange{batchCount, transA, transB, rows, cols,
                                     depth, pa.ptr, pa.ld, pa.batchStride,
                                     pb.ptr, pb.ld, pb.batchStride, pc.ptr,
                                     pc.ld, pc.batchStride});
     fill->erase();
     op->erase();
+    return success();
   }
 };
 } // namespace

@@ -9,15 +9,24 @@
 // leading dimension smaller than a row, as when a stride-0 row is broadcast)
 // take a plain loop instead, so every call the header allows is computed.
 //
+// weft_rt_sbgemm and weft_rt_sbgemm_bf16 multiply bf16 matrices with f32
+// products and sums. They call cblas_sbgemm (OpenBLAS's AVX512-BF16 kernels)
+// when the OpenBLAS the process loaded exports it; OpenBLAS builds without
+// BUILD_BFLOAT16 (Debian's 0.3.21) do not, and then A and B are widened to
+// f32 (exactly) in a per-thread scratch and multiplied by cblas_sgemm: the
+// same result, at f32 GEMM speed.
+//
 //===----------------------------------------------------------------------===//
 
 #include "weft/Runtime/Kernels.h"
 
 #include <cblas.h>
+#include <dlfcn.h>
 
 #include <algorithm>
 #include <climits>
 #include <cstring>
+#include <memory>
 
 namespace {
 
@@ -31,6 +40,16 @@ bool fitsCblas(bool transA, bool transB, int64_t m, int64_t n, int64_t k,
   return fits(m) && fits(n) && fits(k) && fits(lda) && fits(ldb) && fits(ldc) &&
          lda >= std::max<int64_t>(1, aCols) &&
          ldb >= std::max<int64_t>(1, bCols) && ldc >= std::max<int64_t>(1, n);
+}
+
+/// f32 to bf16 rounded to nearest, ties to even (as arith.truncf); a NaN
+/// stays a (quiet) NaN. Branch-free, so loops over it vectorize.
+inline uint16_t floatToBf16(float f) {
+  uint32_t bits;
+  std::memcpy(&bits, &f, sizeof(bits));
+  uint32_t rounded = bits + 0x7FFFu + ((bits >> 16) & 1u);
+  bool isNan = (bits & 0x7FFFFFFFu) > 0x7F800000u;
+  return uint16_t(isNan ? (bits >> 16) | 0x40u : rounded >> 16);
 }
 
 /// C = op(A) op(B) by definition; accumulates in double like the reference
@@ -51,6 +70,92 @@ void naiveGemm(bool transA, bool transB, int64_t m, int64_t n, int64_t k,
   }
 }
 
+/// One f32 matrix product: cblas_sgemm where it can express the call, the
+/// loop otherwise; K = 0 gives zeros (BLAS implementations disagree on it).
+void sgemmOne(bool ta, bool tb, int64_t m, int64_t n, int64_t k,
+              const float *a, int64_t lda, const float *b, int64_t ldb,
+              float *c, int64_t ldc) {
+  if (k <= 0) {
+    for (int64_t r = 0; r < m; ++r)
+      std::memset(c + r * ldc, 0, size_t(n) * sizeof(float));
+  } else if (fitsCblas(ta, tb, m, n, k, lda, ldb, ldc)) {
+    cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans,
+                tb ? CblasTrans : CblasNoTrans, int(m), int(n), int(k), 1.0f,
+                a, int(lda), b, int(ldb), 0.0f, c, int(ldc));
+  } else {
+    naiveGemm(ta, tb, m, n, k, a, lda, b, ldb, c, ldc);
+  }
+}
+
+/// cblas_sbgemm of the loaded OpenBLAS, or null where it has none; looked
+/// up once (a direct reference would not link against such a build).
+using SbgemmFn = decltype(&cblas_sbgemm);
+SbgemmFn loadedSbgemm() {
+  static const SbgemmFn fn =
+      reinterpret_cast<SbgemmFn>(dlsym(RTLD_DEFAULT, "cblas_sbgemm"));
+  return fn;
+}
+
+/// Per-thread f32 scratch of the bf16 GEMMs, grown to the largest request
+/// and then reused: a training step allocates nothing after its first.
+struct Scratch {
+  std::unique_ptr<float[]> data;
+  int64_t capacity = 0;
+  float *get(int64_t elements) {
+    if (elements > capacity) {
+      data.reset(new float[size_t(elements)]);
+      capacity = elements;
+    }
+    return data.get();
+  }
+};
+thread_local Scratch scratchA, scratchB, scratchC;
+
+/// A stored rows x cols bf16 matrix (row stride ld) widened into a dense
+/// f32 one. The inner loop is a shift: it vectorizes.
+void widen(const uint16_t *from, int64_t rows, int64_t cols, int64_t ld,
+           float *to) {
+  for (int64_t r = 0; r < rows; ++r) {
+    const uint16_t *src = from + r * ld;
+    float *dst = to + r * cols;
+    for (int64_t j = 0; j < cols; ++j) {
+      uint32_t bits = uint32_t(src[j]) << 16;
+      std::memcpy(&dst[j], &bits, sizeof(float));
+    }
+  }
+}
+
+/// The batch of bf16 products into f32 C (row stride ldc, batch stride
+/// strideC).
+void sbgemmBatch(int64_t batch, bool ta, bool tb, int64_t m, int64_t n,
+                 int64_t k, const uint16_t *a, int64_t lda, int64_t strideA,
+                 const uint16_t *b, int64_t ldb, int64_t strideB, float *c,
+                 int64_t ldc, int64_t strideC) {
+  SbgemmFn sbgemm = loadedSbgemm();
+  if (sbgemm && k > 0 && fitsCblas(ta, tb, m, n, k, lda, ldb, ldc)) {
+    for (int64_t i = 0; i < batch; ++i)
+      sbgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans,
+             tb ? CblasTrans : CblasNoTrans, int(m), int(n), int(k), 1.0f,
+             a + i * strideA, int(lda), b + i * strideB, int(ldb), 0.0f,
+             c + i * strideC, int(ldc));
+    return;
+  }
+  // Widened to dense f32 (a stride-0 operand once): products of bf16
+  // values are exact in f32, so this is sbgemm's result.
+  int64_t aRows = ta ? k : m, aCols = ta ? m : k;
+  int64_t bRows = tb ? n : k, bCols = tb ? k : n;
+  float *fa = scratchA.get(std::max<int64_t>(1, aRows * aCols));
+  float *fb = scratchB.get(std::max<int64_t>(1, bRows * bCols));
+  for (int64_t i = 0; i < batch; ++i) {
+    if (i == 0 || strideA != 0)
+      widen(a + i * strideA, aRows, aCols, lda, fa);
+    if (i == 0 || strideB != 0)
+      widen(b + i * strideB, bRows, bCols, ldb, fb);
+    sgemmOne(ta, tb, m, n, k, fa, std::max<int64_t>(1, aCols), fb,
+             std::max<int64_t>(1, bCols), c + i * strideC, ldc);
+  }
+}
+
 } // namespace
 
 extern "C" void weft_rt_sgemm(int64_t batch, int32_t transA, int32_t transB,
@@ -60,22 +165,41 @@ extern "C" void weft_rt_sgemm(int64_t batch, int32_t transA, int32_t transB,
                               int64_t ldc, int64_t strideC) {
   if (batch <= 0 || m <= 0 || n <= 0)
     return;
-  bool ta = transA != 0, tb = transB != 0;
-  bool useBlas = k > 0 && fitsCblas(ta, tb, m, n, k, lda, ldb, ldc);
+  for (int64_t i = 0; i < batch; ++i)
+    sgemmOne(transA != 0, transB != 0, m, n, k, a + i * strideA, lda,
+             b + i * strideB, ldb, c + i * strideC, ldc);
+}
+
+extern "C" void weft_rt_sbgemm(int64_t batch, int32_t transA, int32_t transB,
+                               int64_t m, int64_t n, int64_t k,
+                               const uint16_t *a, int64_t lda, int64_t strideA,
+                               const uint16_t *b, int64_t ldb, int64_t strideB,
+                               float *c, int64_t ldc, int64_t strideC) {
+  if (batch <= 0 || m <= 0 || n <= 0)
+    return;
+  sbgemmBatch(batch, transA != 0, transB != 0, m, n, k, a, lda, strideA, b,
+              ldb, strideB, c, ldc, strideC);
+}
+
+extern "C" void weft_rt_sbgemm_bf16(int64_t batch, int32_t transA,
+                                    int32_t transB, int64_t m, int64_t n,
+                                    int64_t k, const uint16_t *a, int64_t lda,
+                                    int64_t strideA, const uint16_t *b,
+                                    int64_t ldb, int64_t strideB, uint16_t *c,
+                                    int64_t ldc, int64_t strideC) {
+  if (batch <= 0 || m <= 0 || n <= 0)
+    return;
+  // Each matrix goes through a dense m x n f32 scratch, then is rounded.
+  float *tmp = scratchC.get(m * n);
   for (int64_t i = 0; i < batch; ++i) {
-    const float *ai = a + i * strideA;
-    const float *bi = b + i * strideB;
-    float *ci = c + i * strideC;
-    if (k <= 0) {
-      // An empty sum: C is zero. BLAS implementations disagree on K = 0.
-      for (int64_t r = 0; r < m; ++r)
-        std::memset(ci + r * ldc, 0, size_t(n) * sizeof(float));
-    } else if (useBlas) {
-      cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans,
-                  tb ? CblasTrans : CblasNoTrans, int(m), int(n), int(k), 1.0f,
-                  ai, int(lda), bi, int(ldb), 0.0f, ci, int(ldc));
-    } else {
-      naiveGemm(ta, tb, m, n, k, ai, lda, bi, ldb, ci, ldc);
+    sbgemmBatch(1, transA != 0, transB != 0, m, n, k, a + i * strideA, lda, 0,
+                b + i * strideB, ldb, 0, tmp, n, 0);
+    uint16_t *ci = c + i * strideC;
+    for (int64_t r = 0; r < m; ++r) {
+      const float *from = tmp + r * n;
+      uint16_t *to = ci + r * ldc;
+      for (int64_t j = 0; j < n; ++j)
+        to[j] = floatToBf16(from[j]);
     }
   }
 }

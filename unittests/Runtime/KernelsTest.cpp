@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <random>
 #include <vector>
@@ -36,6 +37,23 @@ std::vector<float> reference(int64_t batch, bool ta, bool tb, int64_t m,
   return c;
 }
 
+/// The bf16 nearest to `f` (ties to even), as its bits; and back, exactly.
+uint16_t toBf16(float f) {
+  uint32_t bits;
+  std::memcpy(&bits, &f, sizeof(bits));
+  return uint16_t((bits + 0x7FFFu + ((bits >> 16) & 1u)) >> 16);
+}
+float fromBf16(uint16_t h) {
+  uint32_t bits = uint32_t(h) << 16;
+  float f;
+  std::memcpy(&f, &bits, sizeof(f));
+  return f;
+}
+
+/// Which runtime GEMM a case calls: f32 in and out, bf16 in and f32 out,
+/// bf16 in and out.
+enum class Gemm { S, SB, SBToBf16 };
+
 struct Case {
   int64_t batch, m, n, k;
   bool ta, tb;
@@ -43,7 +61,7 @@ struct Case {
   int64_t padA, padB, padC;
 };
 
-void check(const Case &cs) {
+void check(const Case &cs, Gemm gemm = Gemm::S) {
   std::mt19937 gen(42);
   std::uniform_real_distribution<float> dist(-1, 1);
   int64_t aRows = cs.ta ? cs.k : cs.m, aCols = cs.ta ? cs.m : cs.k;
@@ -56,19 +74,36 @@ void check(const Case &cs) {
       size_t(std::max<int64_t>(1, sa * cs.batch + aRows * lda)));
   std::vector<float> b(
       size_t(std::max<int64_t>(1, sb * cs.batch + bRows * ldb)));
-  for (float &v : a)
-    v = dist(gen);
-  for (float &v : b)
-    v = dist(gen);
+  // bf16 cases: the f32 inputs are bf16 values, so the reference is exact.
+  std::vector<uint16_t> ah(a.size()), bh(b.size());
+  for (size_t i = 0; i < a.size(); ++i)
+    a[i] = fromBf16(ah[i] = toBf16(dist(gen)));
+  for (size_t i = 0; i < b.size(); ++i)
+    b[i] = fromBf16(bh[i] = toBf16(dist(gen)));
   size_t cSize = size_t(sc * cs.batch);
   std::vector<float> c(cSize, -7.0f);
   std::vector<float> want =
       reference(cs.batch, cs.ta, cs.tb, cs.m, cs.n, cs.k, a.data(), lda, sa,
                 b.data(), ldb, sb, ldc, sc, cSize);
-  weft_rt_sgemm(cs.batch, cs.ta, cs.tb, cs.m, cs.n, cs.k, a.data(), lda, sa,
-                b.data(), ldb, sb, c.data(), ldc, sc);
+  double tolerance = 1e-4;
+  if (gemm == Gemm::S) {
+    weft_rt_sgemm(cs.batch, cs.ta, cs.tb, cs.m, cs.n, cs.k, a.data(), lda, sa,
+                  b.data(), ldb, sb, c.data(), ldc, sc);
+  } else if (gemm == Gemm::SB) {
+    weft_rt_sbgemm(cs.batch, cs.ta, cs.tb, cs.m, cs.n, cs.k, ah.data(), lda,
+                   sa, bh.data(), ldb, sb, c.data(), ldc, sc);
+  } else {
+    // Rounded to bf16: within half a bf16 ulp (2^-8 relative) of the f32
+    // sum, which is within the f32 tolerance of the exact one.
+    std::vector<uint16_t> ch(cSize, toBf16(-7.0f));
+    weft_rt_sbgemm_bf16(cs.batch, cs.ta, cs.tb, cs.m, cs.n, cs.k, ah.data(),
+                        lda, sa, bh.data(), ldb, sb, ch.data(), ldc, sc);
+    for (size_t i = 0; i < cSize; ++i)
+      c[i] = fromBf16(ch[i]);
+    tolerance = 1.0 / 256 + 1e-4;
+  }
   for (size_t i = 0; i < cSize; ++i)
-    ASSERT_NEAR(c[i], want[i], 1e-4 * (1 + std::fabs(want[i])))
+    ASSERT_NEAR(c[i], want[i], tolerance * (1 + std::fabs(want[i])))
         << "at " << i << " (m=" << cs.m << " n=" << cs.n << " k=" << cs.k
         << " ta=" << cs.ta << " tb=" << cs.tb << ")";
 }
@@ -121,6 +156,59 @@ TEST(KernelsTest, SgemmRowBroadcastThroughZeroLeadingDimension) {
   weft_rt_sgemm(1, 0, 0, 3, 2, 2, a.data(), 0, 0, b.data(), 2, 0, c.data(), 2,
                 0);
   EXPECT_EQ(c, (std::vector<float>{7, 10, 7, 10, 7, 10}));
+}
+
+TEST(KernelsTest, SbgemmMatchesNaive) {
+  for (Gemm gemm : {Gemm::SB, Gemm::SBToBf16}) {
+    for (bool ta : {false, true})
+      for (bool tb : {false, true}) {
+        check({3, 5, 7, 4, ta, tb, false, false, 0, 0, 0}, gemm);
+        check({2, 4, 5, 3, ta, tb, false, false, 2, 3, 1}, gemm);
+        check({4, 6, 3, 5, ta, tb, true, false, 0, 0, 0}, gemm);
+      }
+    check({1, 67, 45, 129, false, true, false, false, 0, 0, 0}, gemm);
+    check({2, 33, 70, 64, true, false, true, false, 0, 0, 0}, gemm);
+  }
+}
+
+TEST(KernelsTest, SbgemmOverwritesNaNsAndEmptySums) {
+  const uint16_t one = 0x3F80, two = 0x4000, three = 0x4040, four = 0x4080;
+  std::vector<uint16_t> a = {one, two, three, four}, b = {one, 0, 0, one};
+  std::vector<float> c(4, std::numeric_limits<float>::quiet_NaN());
+  weft_rt_sbgemm(1, 0, 0, 2, 2, 2, a.data(), 2, 0, b.data(), 2, 0, c.data(), 2,
+                 0);
+  EXPECT_EQ(c, (std::vector<float>{1, 2, 3, 4}));
+  std::vector<uint16_t> ch(6, one);
+  weft_rt_sbgemm_bf16(2, 0, 0, 1, 3, 0, a.data(), 0, 0, b.data(), 3, 0,
+                      ch.data(), 3, 3);
+  EXPECT_EQ(ch, std::vector<uint16_t>(6, 0));
+}
+
+TEST(KernelsTest, SbgemmToBf16RoundsToNearestEven) {
+  // Each x is an f32 that bf16 cannot hold (bf16's ulp at 1 is 2^-7),
+  // summed from two bf16 values: A = (1, 1), B = (hi, lo), K = 2. 1 + 2^-8
+  // is a tie (to even: 1), 1 + 3 * 2^-8 one too (to even: 1 + 2^-6),
+  // 1 + 2^-8 + 2^-12 is past it (up: 1 + 2^-7).
+  auto bits = [](float f) {
+    uint32_t u;
+    std::memcpy(&u, &f, sizeof(u));
+    return u;
+  };
+  std::vector<float> xs = {1.0f + 0x1p-8f, 1.0f + 3 * 0x1p-8f,
+                           1.0f + 0x1p-8f + 0x1p-12f, -(1.0f + 0x1p-8f)};
+  std::vector<uint16_t> want = {0x3F80, 0x3F82, 0x3F81, 0xBF80};
+  const uint16_t one = 0x3F80;
+  std::vector<uint16_t> a = {one, one};
+  for (size_t i = 0; i < xs.size(); ++i) {
+    // hi: x truncated to bf16; lo = x - hi, exact in bf16 for these x.
+    uint16_t hi = uint16_t(bits(xs[i]) >> 16);
+    uint16_t lo = toBf16(xs[i] - fromBf16(hi));
+    ASSERT_EQ(fromBf16(hi) + fromBf16(lo), xs[i]);
+    std::vector<uint16_t> b = {hi, lo}, c = {0};
+    weft_rt_sbgemm_bf16(1, 0, 0, 1, 1, 2, a.data(), 2, 0, b.data(), 1, 0,
+                        c.data(), 1, 0);
+    EXPECT_EQ(c[0], want[i]) << "x = " << xs[i];
+  }
 }
 
 } // namespace

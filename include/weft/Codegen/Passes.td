@@ -253,19 +253,22 @@ def FuseKernelsPass : Pass<"weft-fuse-kernels", "mlir::func::FuncOp"> {
 }
 
 def LinalgToBlasPass : Pass<"weft-linalg-to-blas", "mlir::ModuleOp"> {
-  let summary = "Turn f32 matmuls on buffers into weft_rt_sgemm calls";
+  let summary = "Turn f32 and bf16 matmuls on buffers into runtime GEMM calls";
   let description = [{
     Runs after bufferization. A `linalg.matmul`, `linalg.batch_matmul` or
-    contraction `linalg.generic` on f32 memrefs with one M, one N, one K and
-    at most one batch dimension, whose output is written whole (it was just
-    zero-filled: the fill is dropped) becomes a call of the runtime's
-    `weft_rt_sgemm` (include/weft/Runtime/Kernels.h), declared
-    `func.func private`. Transposed operands come from the indexing maps,
-    an operand without the batch dimension is broadcast with batch stride 0,
-    and base pointers, offsets and row strides come from
-    `memref.extract_strided_metadata`. Anything else (bf16, an inner stride
-    that is not 1, an output accumulated into, a transposed output) stays a
-    loop nest.
+    contraction `linalg.generic` with one M, one N, one K and at most one
+    batch dimension, whose output is written whole (it was just zero-filled:
+    the fill is dropped) becomes a call of a runtime GEMM
+    (include/weft/Runtime/Kernels.h), declared `func.func private`:
+    `weft_rt_sgemm` on f32 operands and output, `weft_rt_sbgemm` on bf16
+    operands and an f32 output (what `--precision bf16` produces),
+    `weft_rt_sbgemm_bf16` on bf16 operands and output (f32 sums rounded to
+    bf16). Transposed operands come from the indexing maps, an operand
+    without the batch dimension is broadcast with batch stride 0, and base
+    pointers, offsets and row strides come from
+    `memref.extract_strided_metadata`. Anything else (mixed or other element
+    types, an inner stride that is not 1, an output accumulated into, a
+    transposed output) stays a loop nest.
 
     Before:
 

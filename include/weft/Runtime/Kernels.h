@@ -27,6 +27,23 @@ void weft_rt_sgemm(int64_t batch, int32_t transA, int32_t transB, int64_t m,
                    int64_t strideA, const float *b, int64_t ldb,
                    int64_t strideB, float *c, int64_t ldc, int64_t strideC);
 
+/* The same product on bf16 A and B (uint16_t: the upper half of an f32),
+   multiplied and summed in f32, into f32 C: OpenBLAS's cblas_sbgemm where
+   the loaded OpenBLAS has it, else cblas_sgemm on A and B widened to f32
+   in a per-thread scratch (the same result). */
+void weft_rt_sbgemm(int64_t batch, int32_t transA, int32_t transB, int64_t m,
+                    int64_t n, int64_t k, const uint16_t *a, int64_t lda,
+                    int64_t strideA, const uint16_t *b, int64_t ldb,
+                    int64_t strideB, float *c, int64_t ldc, int64_t strideC);
+/* As weft_rt_sbgemm, into bf16 C: each f32 result is rounded to nearest,
+   ties to even (as arith.truncf). Each f32 matrix goes through a scratch
+   buffer of the calling thread, grown to the largest m * n and reused. */
+void weft_rt_sbgemm_bf16(int64_t batch, int32_t transA, int32_t transB,
+                         int64_t m, int64_t n, int64_t k, const uint16_t *a,
+                         int64_t lda, int64_t strideA, const uint16_t *b,
+                         int64_t ldb, int64_t strideB, uint16_t *c,
+                         int64_t ldc, int64_t strideC);
+
 /* The collectives of a partitioned step (--weft-lower-collectives), on the
    communicators the runtime put in `ctx` (WeftRuntimeContext::axes).
    `axisMask` names the mesh axes of the group: bit i is ctx->axes[i]; the
