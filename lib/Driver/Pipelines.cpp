@@ -17,6 +17,8 @@
 #include "mlir/Conversion/MemRefToLLVM/MemRefToLLVM.h"
 #include "mlir/Conversion/ReconcileUnrealizedCasts/ReconcileUnrealizedCasts.h"
 #include "mlir/Conversion/SCFToControlFlow/SCFToControlFlow.h"
+#include "mlir/Conversion/SCFToOpenMP/SCFToOpenMP.h"
+#include "mlir/Conversion/OpenMPToLLVM/ConvertOpenMPToLLVM.h"
 #include "mlir/Dialect/Arith/Transforms/Passes.h"
 #include "mlir/Dialect/Bufferization/Pipelines/Passes.h"
 #include "mlir/Dialect/Bufferization/Transforms/Passes.h"
@@ -48,19 +50,26 @@ void addBufferizationPasses(OpPassManager &pm) {
 }
 
 /// Linalg on buffers -> loops -> the LLVM dialect. With `codegen` (weftc's
-/// pipeline) the outlined kernels also run their scf.forall iterations in
-/// order on the CPU (scf.forall -> scf.for), and the math ops left after libm
-/// become functions (--convert-math-to-funcs).
+/// pipeline) each outlined kernel's scf.forall becomes an OpenMP
+/// work-shared loop (docs/codegen.md, Threads), and the math ops left after
+/// libm become functions (--convert-math-to-funcs).
 void addLoopsToLLVMPasses(OpPassManager &pm, bool codegen) {
   pm.addNestedPass<func::FuncOp>(createConvertLinalgToLoopsPass());
   // Kernels: f32 exp, tanh, erf, log... as inline polynomials, so that
   // their loops vectorize (--weft-approximate-math).
   if (codegen)
     pm.addNestedPass<func::FuncOp>(weft::createApproximateMathPass());
-  if (codegen)
-    pm.addPass(createForallToForLoopPass());
+  if (codegen) {
+    pm.addPass(createForallToParallelLoopPass());
+    pm.addPass(createConvertSCFToOpenMPPass());
+  }
   pm.addPass(memref::createExpandStridedMetadataPass());
   pm.addPass(createLowerAffinePass());
+  // OpenMP wraps each parallel iteration in memref.alloca_scope, a
+  // single-block region: lower it (and the memrefs) before scf.for becomes
+  // blocks.
+  if (codegen)
+    pm.addPass(createFinalizeMemRefToLLVMConversionPass());
   pm.addPass(createSCFToControlFlowPass());
   // bf16 <-> f32 conversions as integer arithmetic, so no runtime helper
   // is needed; transcendental math to LLVM intrinsics or libm calls.
@@ -75,6 +84,8 @@ void addLoopsToLLVMPasses(OpPassManager &pm, bool codegen) {
   pm.addPass(createArithToLLVMConversionPass());
   pm.addPass(createConvertControlFlowToLLVMPass());
   pm.addPass(createConvertFuncToLLVMPass());
+  if (codegen)
+    pm.addPass(createConvertOpenMPToLLVMPass());
   pm.addPass(createReconcileUnrealizedCastsPass());
   pm.addPass(createCanonicalizerPass());
 }
@@ -219,12 +230,14 @@ void weft::buildCodegenPipeline(OpPassManager &pm,
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createLinalgToBlasPass());
   pm.addNestedPass<func::FuncOp>(createLowerCopiesPass());
+  pm.addPass(createChunkParallelLoopsPass());
   PlanBuffersPassOptions plan;
   plan.function = options.entry;
   pm.addPass(createPlanBuffersPass(plan));
   OutlineKernelsPassOptions outline;
   outline.function = options.entry;
   pm.addPass(createOutlineKernelsPass(outline));
+  pm.addPass(createReassociateReductionsPass());
   if (options.stopAfter == Stage::Buffers)
     return;
 

@@ -320,6 +320,79 @@ def LowerCopiesPass : Pass<"weft-lower-copies", "mlir::func::FuncOp"> {
   let dependentDialects = ["::mlir::linalg::LinalgDialect"];
 }
 
+def ReassociateReductionsPass : Pass<"weft-reassociate-reductions"> {
+  let summary = "Mark the combining op of float reductions `reassoc`";
+  let description = [{
+    In every `linalg.generic` with a reduction loop, an `arith.addf` or
+    `arith.mulf` that combines a yielded value with its own output block
+    argument gets the `reassoc` fast-math flag, which lets LLVM's loop
+    vectorizer keep several partial sums. No other op changes, so
+    element-wise math keeps strict IEEE semantics; results differ from a
+    strictly ordered sum by rounding only.
+
+    Before:
+
+    ```mlir
+    ^bb0(%in: f32, %out: f32):
+      %0 = arith.addf %out, %in : f32
+      linalg.yield %0 : f32
+    ```
+
+    After:
+
+    ```mlir
+    ^bb0(%in: f32, %out: f32):
+      %0 = arith.addf %out, %in fastmath<reassoc> : f32
+      linalg.yield %0 : f32
+    ```
+  }];
+}
+
+def ChunkParallelLoopsPass
+    : Pass<"weft-chunk-parallel-loops", "mlir::ModuleOp"> {
+  let summary = "Regroup each kernel's parallel rows into a few chunks";
+  let description = [{
+    Runs on buffers, before `--weft-plan-buffers`. A kernel's `scf.forall`
+    iterations run on an OpenMP team, so `--weft-plan-buffers` gives every
+    iteration its own copy of the scratch buffers it allocates. A forall of
+    more than `chunks` iterations (static bounds from 0, step 1, no
+    outputs or mapping) becomes a forall over `chunks` iterations, each an
+    `scf.for` over its rows; rows are dealt round-robin, chunk `c` taking
+    rows `c, c + chunks, ...` (row-major over the old indices), so chunks
+    get the same mix of cheap and expensive rows. Fewer chunks are used
+    when `chunks` copies of one iteration's scratch would exceed
+    `scratch-budget` bytes. Other foralls are left alone.
+
+    Before:
+
+    ```mlir
+    scf.forall (%i) in (1000) {
+      %s = memref.alloc() : memref<256xf64>
+      ...
+    }
+    ```
+
+    After (`chunks=64`):
+
+    ```mlir
+    scf.forall (%c) in (64) {
+      scf.for %i = %c to %c1000 step %c64 {
+        %s = memref.alloc() : memref<256xf64>
+        ...
+      }
+    }
+    ```
+  }];
+  let options = [
+    Option<"chunks", "chunks", "int64_t", "64",
+           "Most parallel iterations a forall keeps">,
+    Option<"scratchBudget", "scratch-budget", "int64_t", "64 << 20",
+           "Most bytes all chunks' copies of the scratch may take">,
+  ];
+  let dependentDialects = ["::mlir::arith::ArithDialect",
+                           "::mlir::scf::SCFDialect"];
+}
+
 def PlanBuffersPass : Pass<"weft-plan-buffers", "mlir::ModuleOp"> {
   let summary = "Place the step's buffers in one workspace by liveness";
   let description = [{
@@ -331,7 +404,10 @@ def PlanBuffersPass : Pass<"weft-plan-buffers", "mlir::ModuleOp"> {
     block; a use nested in a loop or other region keeps it live until the
     end of that op. Buffers are placed largest first at the lowest 64-byte
     aligned offset that no buffer with an overlapping lifetime occupies, so
-    two buffers with disjoint lifetimes may share memory.
+    two buffers with disjoint lifetimes may share memory. A buffer
+    allocated inside `scf.forall` bodies gets one copy per iteration of
+    those loops (they run in parallel), addressed by the iteration's
+    row-major index.
 
     The module gets `weft.workspace_bytes` (N) and `weft.peak_bytes` (N plus
     all arguments: parameters, state, batch and results).
