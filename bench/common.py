@@ -5,9 +5,16 @@ training run each of Weft's executable and of PyTorch 1.13 on the same
 model, initial weights, batches, optimizer and thread count.
 
 Both sides train with AdamW (lr 1e-3, weight decay 0.01, no clipping,
-constant schedule) and cross-entropy; both do their matrix products with
-the same OpenBLAS (Debian's openblas-pthread 0.3.21: weftc's executables
-link libopenblas.so.0, PyTorch's libblas.so.3 is the same library).
+constant schedule) and cross-entropy; both do their f32 matrix products
+with the same OpenBLAS (Debian's 0.3.21: weftc's executables link
+libopenblas.so.0, PyTorch's libblas.so.3 is the same library).
+
+In bf16 (precision "bf16"): Weft's executable is compiled with `weftc
+--precision bf16` (bf16 compute on f32 master weights; its products go to
+the runtime's bf16 GEMM, which is oneDNN's on this machine: Debian's
+OpenBLAS has no cblas_sbgemm), and PyTorch runs forward and loss under
+torch.autocast("cpu", dtype=torch.bfloat16) (its bf16 products are
+oneDNN's too).
 """
 
 import json
@@ -31,7 +38,13 @@ CONFIGS = {
     # (ONNX LSTM nodes, weft.lstm's time loop), a vocabulary head.
     "lstm": {"vocab": 4096, "block": 64, "embd": 256, "hidden": 512,
              "layers": 2, "batch": 16},
+    # A small CNN on 32x32 RGB images: two 3x3 convolutions (ReLU, 2x2 max
+    # pooling) and a linear classifier.
+    "cnn": {"channels": [3, 32, 64], "image": 32, "classes": 10,
+            "batch": 64},
 }
+
+PRECISIONS = ("f32", "bf16")
 
 LR = 1e-3
 
@@ -54,6 +67,11 @@ def describe(name):
     if name == "mlp":
         return "MLP %s (ReLU), batch %d, cross-entropy over %d classes" % (
             "-".join(map(str, c["layers"])), c["batch"], c["layers"][-1])
+    if name == "cnn":
+        ch = c["channels"]
+        return ("CNN: %s conv3x3 + ReLU + maxpool2 on %dx%d images, linear to "
+                "%d classes, batch %d" % ("-".join(map(str, ch)), c["image"],
+                                          c["image"], c["classes"], c["batch"]))
     if name == "lstm":
         return ("LSTM language model: embedding %d, %d LSTM layers of %d, T %d, "
                 "vocab %d, batch %d" % (c["embd"], c["layers"], c["hidden"],
@@ -77,6 +95,15 @@ def build_model(name):
             layers.append(nn.Linear(dims[i], dims[i + 1]))
             if i + 2 < len(dims):
                 layers.append(nn.ReLU())
+        return nn.Sequential(*layers)
+    if name == "cnn":
+        ch = c["channels"]
+        layers = []
+        for i in range(len(ch) - 1):
+            layers += [nn.Conv2d(ch[i], ch[i + 1], 3, padding=1), nn.ReLU(),
+                       nn.MaxPool2d(2)]
+        side = c["image"] >> (len(ch) - 1)
+        layers += [nn.Flatten(), nn.Linear(ch[-1] * side * side, c["classes"])]
         return nn.Sequential(*layers)
     if name == "lstm":
         class LstmLm(nn.Module):
@@ -105,6 +132,8 @@ def example_input(name):
     c = CONFIGS[name]
     if name == "mlp":
         return torch.zeros(c["batch"], c["layers"][0])
+    if name == "cnn":
+        return torch.zeros(c["batch"], c["channels"][0], c["image"], c["image"])
     return torch.zeros(c["batch"], c["block"], dtype=torch.int64)
 
 
@@ -125,16 +154,21 @@ def export(name, work):
 
 def write_data(name, work, steps):
     """Training data for `steps` batches, read in file order (--no-shuffle)
-    by both sides: .npy arrays for the mlp, a raw uint16 token stream (the
-    nanoGPT format) for the gpt."""
+    by both sides: .npy arrays for the mlp and the cnn, a raw uint16 token
+    stream (the nanoGPT format) for the gpt."""
     import numpy as np
 
     c = CONFIGS[name]
     rng = np.random.default_rng(1)
-    if name == "mlp":
+    if name in ("mlp", "cnn"):
         n = steps * c["batch"]
-        x = rng.standard_normal((n, c["layers"][0]), dtype=np.float32)
-        y = rng.integers(0, c["layers"][-1], n).astype(np.int64)
+        if name == "mlp":
+            shape, classes = (n, c["layers"][0]), c["layers"][-1]
+        else:
+            shape = (n, c["channels"][0], c["image"], c["image"])
+            classes = c["classes"]
+        x = rng.standard_normal(shape, dtype=np.float32)
+        y = rng.integers(0, classes, n).astype(np.int64)
         np.save(os.path.join(work, "x.npy"), x)
         np.save(os.path.join(work, "y.npy"), y)
         return ["--data", os.path.join(work, "x.npy"),
@@ -145,12 +179,16 @@ def write_data(name, work, steps):
     return ["--data", os.path.join(work, "tokens.bin")]
 
 
-def compile_exe(name, work, weftc):
+def compile_exe(name, work, weftc, precision="f32"):
     onnx_path = os.path.join(work, name + ".onnx")
     exe = os.path.join(work, "train_" + name)
+    flags = []
+    if precision != "f32":
+        exe += "_" + precision
+        flags = ["--precision", precision]
     start = time.time()
     subprocess.run([weftc, onnx_path, "--emit=exe", "--optimizer", "adamw",
-                    "-o", exe], check=True, stderr=subprocess.DEVNULL)
+                    "-o", exe] + flags, check=True, stderr=subprocess.DEVNULL)
     return exe, time.time() - start
 
 
@@ -211,7 +249,8 @@ def summarize(times, warmup):
 
 
 def run_weft(exe, data_args, work, steps, threads, warmup, env_extra=None):
-    metrics = os.path.join(work, "metrics-%d.jsonl" % threads)
+    metrics = os.path.join(work, "metrics-%s-%d.jsonl"
+                           % (os.path.basename(exe), threads))
     if os.path.exists(metrics):
         os.remove(metrics)
     subprocess.run([exe] + data_args +
@@ -230,15 +269,15 @@ def run_weft(exe, data_args, work, steps, threads, warmup, env_extra=None):
 
 
 def run_torch(name, work, steps, threads, warmup, env_extra=None,
-              omp_threads=None):
+              omp_threads=None, precision="f32"):
     """Runs torch_step() below in a fresh interpreter whose OpenMP and
     OpenBLAS thread counts are set before PyTorch loads (both `threads`,
     or OpenMP `omp_threads` when given)."""
     omp = threads if omp_threads is None else omp_threads
-    out = os.path.join(work, "torch-%d-%d.json" % (threads, omp))
+    out = os.path.join(work, "torch-%s-%d-%d.json" % (precision, threads, omp))
     code = ("import sys; sys.path.insert(0, %r); import common; "
-            "common.torch_step(%r, %r, %d, %d, %r)"
-            % (HERE, name, work, steps, omp, out))
+            "common.torch_step(%r, %r, %d, %d, %r, %r)"
+            % (HERE, name, work, steps, omp, out, precision))
     env = thread_env(threads, env_extra)
     env["OMP_NUM_THREADS"] = str(omp)
     subprocess.run([PYTHON, "-c", code], check=True, env=env)
@@ -249,9 +288,11 @@ def run_torch(name, work, steps, threads, warmup, env_extra=None,
     return result
 
 
-def torch_step(name, work, steps, threads, out):
+def torch_step(name, work, steps, threads, out, precision="f32"):
     """PyTorch's training loop over the same batches as the executable's,
-    timing each step from batch to updated parameters."""
+    timing each step from batch to updated parameters. In bf16, forward
+    and loss run under CPU autocast to bfloat16 (parameters, gradients and
+    optimizer state stay f32, as in Weft's --precision bf16)."""
     import numpy as np
     import torch
     import torch.nn.functional as F
@@ -262,7 +303,7 @@ def torch_step(name, work, steps, threads, out):
     opt = torch.optim.AdamW(model.parameters(), lr=LR, weight_decay=0.01)
     c = CONFIGS[name]
     b = c["batch"]
-    if name == "mlp":
+    if name in ("mlp", "cnn"):
         xs = torch.from_numpy(np.load(os.path.join(work, "x.npy")))
         ys = torch.from_numpy(np.load(os.path.join(work, "y.npy")))
 
@@ -284,9 +325,11 @@ def torch_step(name, work, steps, threads, out):
         start = time.perf_counter()
         x, y = batch(s)
         opt.zero_grad(set_to_none=True)
-        logits = model(x)
-        loss = F.cross_entropy(logits.reshape(-1, logits.shape[-1]),
-                               y.reshape(-1))
+        with torch.autocast("cpu", dtype=torch.bfloat16,
+                            enabled=precision == "bf16"):
+            logits = model(x)
+            loss = F.cross_entropy(logits.reshape(-1, logits.shape[-1]),
+                                   y.reshape(-1))
         loss.backward()
         opt.step()
         times.append(time.perf_counter() - start)
@@ -298,9 +341,18 @@ def torch_step(name, work, steps, threads, out):
 def matmul_flops(name):
     """FLOPs (2 per multiply-add) of the matrix products one training step
     needs: forward, weight gradients and input gradients (none for the
-    mlp's first layer, whose input is data; the gpt's embedding lookups are
-    not products)."""
+    mlp's and the cnn's first layer, whose input is data; the gpt's
+    embedding lookups are not products; the cnn's convolutions count as
+    products)."""
     c = CONFIGS[name]
+    if name == "cnn":
+        ch, side, b = c["channels"], c["image"], c["batch"]
+        convs = []
+        for i in range(len(ch) - 1):
+            convs.append(2 * b * side * side * ch[i] * ch[i + 1] * 9)
+            side //= 2
+        head = 2 * b * ch[-1] * side * side * c["classes"]
+        return 3 * (sum(convs) + head) - convs[0]
     if name == "mlp":
         b, dims = c["batch"], c["layers"]
         fwd = sum(2 * b * dims[i] * dims[i + 1] for i in range(len(dims) - 1))

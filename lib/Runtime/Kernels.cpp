@@ -10,11 +10,14 @@
 // take a plain loop instead, so every call the header allows is computed.
 //
 // weft_rt_sbgemm and weft_rt_sbgemm_bf16 multiply bf16 matrices with f32
-// products and sums. They call cblas_sbgemm (OpenBLAS's AVX512-BF16 kernels)
-// when the OpenBLAS the process loaded exports it; OpenBLAS builds without
-// BUILD_BFLOAT16 (Debian's 0.3.21) do not, and then A and B are widened to
-// f32 (exactly) in a per-thread scratch and multiplied by cblas_sgemm: the
-// same result, at f32 GEMM speed.
+// products and sums, through the first of these the process can load
+// (chosen once; WEFT_RT_BF16_GEMM=sbgemm|onednn|f32 forces one):
+//  - cblas_sbgemm, where the loaded OpenBLAS exports it (built with
+//    BUILD_BFLOAT16; Debian's 0.3.21 is not);
+//  - oneDNN's dnnl_gemm_bf16bf16f32 from libdnnl.so.2 (dlopen'ed; its
+//    AVX512-BF16 kernels run where the CPU has them);
+//  - A and B widened to f32 (exactly) in a per-thread scratch, then
+//    cblas_sgemm: the same result at f32 GEMM speed.
 //
 //===----------------------------------------------------------------------===//
 
@@ -26,7 +29,9 @@
 #include <algorithm>
 #include <climits>
 #include <cstring>
+#include <cstdlib>
 #include <memory>
+#include <string>
 
 namespace {
 
@@ -87,12 +92,62 @@ void sgemmOne(bool ta, bool tb, int64_t m, int64_t n, int64_t k,
   }
 }
 
-/// cblas_sbgemm of the loaded OpenBLAS, or null where it has none; looked
-/// up once (a direct reference would not link against such a build).
+/// A row-major bf16 GEMM C = op(A) op(B) (beta = 0) of a library; false
+/// when the library refused the call.
+using Bf16GemmFn = bool (*)(bool ta, bool tb, int64_t m, int64_t n, int64_t k,
+                            const uint16_t *a, int64_t lda, const uint16_t *b,
+                            int64_t ldb, float *c, int64_t ldc);
+
 using SbgemmFn = decltype(&cblas_sbgemm);
-SbgemmFn loadedSbgemm() {
-  static const SbgemmFn fn =
-      reinterpret_cast<SbgemmFn>(dlsym(RTLD_DEFAULT, "cblas_sbgemm"));
+SbgemmFn sbgemmSymbol = nullptr;
+bool viaSbgemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k,
+               const uint16_t *a, int64_t lda, const uint16_t *b, int64_t ldb,
+               float *c, int64_t ldc) {
+  if (!fitsCblas(ta, tb, m, n, k, lda, ldb, ldc))
+    return false;
+  sbgemmSymbol(CblasRowMajor, ta ? CblasTrans : CblasNoTrans,
+               tb ? CblasTrans : CblasNoTrans, int(m), int(n), int(k), 1.0f, a,
+               int(lda), b, int(ldb), 0.0f, c, int(ldc));
+  return true;
+}
+
+/// oneDNN's extern "C" dnnl_gemm_bf16bf16f32 (row-major, as dnnl_sgemm);
+/// returns dnnl_status_t, 0 on success.
+using DnnlGemmFn = int (*)(char, char, int64_t, int64_t, int64_t, float,
+                           const uint16_t *, int64_t, const uint16_t *,
+                           int64_t, float, float *, int64_t);
+DnnlGemmFn dnnlSymbol = nullptr;
+bool viaOneDnn(bool ta, bool tb, int64_t m, int64_t n, int64_t k,
+               const uint16_t *a, int64_t lda, const uint16_t *b, int64_t ldb,
+               float *c, int64_t ldc) {
+  if (!fitsCblas(ta, tb, m, n, k, lda, ldb, ldc))
+    return false;
+  return dnnlSymbol(ta ? 'T' : 'N', tb ? 'T' : 'N', m, n, k, 1.0f, a, lda, b,
+                    ldb, 0.0f, c, ldc) == 0;
+}
+
+/// The bf16 GEMM library of this process, or null for the f32 fallback;
+/// looked up once (a direct reference to cblas_sbgemm would not link
+/// against an OpenBLAS without it).
+Bf16GemmFn bf16Library() {
+  static const Bf16GemmFn fn = []() -> Bf16GemmFn {
+    const char *forced = std::getenv("WEFT_RT_BF16_GEMM");
+    std::string want = forced ? forced : "";
+    if (want.empty() || want == "sbgemm") {
+      sbgemmSymbol =
+          reinterpret_cast<SbgemmFn>(dlsym(RTLD_DEFAULT, "cblas_sbgemm"));
+      if (sbgemmSymbol)
+        return &viaSbgemm;
+    }
+    if (want.empty() || want == "onednn") {
+      if (void *lib = dlopen("libdnnl.so.2", RTLD_NOW | RTLD_LOCAL))
+        dnnlSymbol =
+            reinterpret_cast<DnnlGemmFn>(dlsym(lib, "dnnl_gemm_bf16bf16f32"));
+      if (dnnlSymbol)
+        return &viaOneDnn;
+    }
+    return nullptr;
+  }();
   return fn;
 }
 
@@ -131,25 +186,24 @@ void sbgemmBatch(int64_t batch, bool ta, bool tb, int64_t m, int64_t n,
                  int64_t k, const uint16_t *a, int64_t lda, int64_t strideA,
                  const uint16_t *b, int64_t ldb, int64_t strideB, float *c,
                  int64_t ldc, int64_t strideC) {
-  SbgemmFn sbgemm = loadedSbgemm();
-  if (sbgemm && k > 0 && fitsCblas(ta, tb, m, n, k, lda, ldb, ldc)) {
-    for (int64_t i = 0; i < batch; ++i)
-      sbgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans,
-             tb ? CblasTrans : CblasNoTrans, int(m), int(n), int(k), 1.0f,
-             a + i * strideA, int(lda), b + i * strideB, int(ldb), 0.0f,
-             c + i * strideC, int(ldc));
+  Bf16GemmFn library = k > 0 ? bf16Library() : nullptr;
+  int64_t first = 0;
+  while (library && first < batch &&
+         library(ta, tb, m, n, k, a + first * strideA, lda, b + first * strideB,
+                 ldb, c + first * strideC, ldc))
+    ++first;
+  if (first == batch)
     return;
-  }
-  // Widened to dense f32 (a stride-0 operand once): products of bf16
-  // values are exact in f32, so this is sbgemm's result.
+  // The rest widened to dense f32 (a stride-0 operand once): products of
+  // bf16 values are exact in f32, so this is the libraries' result.
   int64_t aRows = ta ? k : m, aCols = ta ? m : k;
   int64_t bRows = tb ? n : k, bCols = tb ? k : n;
   float *fa = scratchA.get(std::max<int64_t>(1, aRows * aCols));
   float *fb = scratchB.get(std::max<int64_t>(1, bRows * bCols));
-  for (int64_t i = 0; i < batch; ++i) {
-    if (i == 0 || strideA != 0)
+  for (int64_t i = first; i < batch; ++i) {
+    if (i == first || strideA != 0)
       widen(a + i * strideA, aRows, aCols, lda, fa);
-    if (i == 0 || strideB != 0)
+    if (i == first || strideB != 0)
       widen(b + i * strideB, bRows, bCols, ldb, fb);
     sgemmOne(ta, tb, m, n, k, fa, std::max<int64_t>(1, aCols), fb,
              std::max<int64_t>(1, bCols), c + i * strideC, ldc);

@@ -29,8 +29,10 @@ void weft_rt_sgemm(int64_t batch, int32_t transA, int32_t transB, int64_t m,
 
 /* The same product on bf16 A and B (uint16_t: the upper half of an f32),
    multiplied and summed in f32, into f32 C: OpenBLAS's cblas_sbgemm where
-   the loaded OpenBLAS has it, else cblas_sgemm on A and B widened to f32
-   in a per-thread scratch (the same result). */
+   the loaded OpenBLAS has it, else oneDNN's bf16 GEMM where libdnnl.so.2
+   can be loaded, else cblas_sgemm on A and B widened to f32 in a
+   per-thread scratch (the same result). WEFT_RT_BF16_GEMM=sbgemm, onednn
+   or f32 restricts the choice. */
 void weft_rt_sbgemm(int64_t batch, int32_t transA, int32_t transB, int64_t m,
                     int64_t n, int64_t k, const uint16_t *a, int64_t lda,
                     int64_t strideA, const uint16_t *b, int64_t ldb,
