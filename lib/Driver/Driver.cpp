@@ -40,6 +40,7 @@
 
 #include <chrono>
 #include <climits>
+#include <thread>
 
 using namespace mlir;
 using namespace weft;
@@ -167,9 +168,34 @@ private:
   std::string weightsSource(StringAttr attr) const;
   LogicalResult writeWeightsFile(ModuleOp module,
                                  const std::vector<std::string> &names,
-                                 const std::string &path,
-                                 uint64_t *headerChecksum = nullptr,
-                                 uint64_t *fileSize = nullptr);
+                                 const std::string &path);
+  /// The initial weights of an object or executable, written by a thread
+  /// of their own (startWeights) while the code is generated; emitNative
+  /// waits for them when the descriptor needs their size and checksum.
+  struct Weights {
+    TempDir temps;
+    /// Empty when there are none (or for --emit=llvm).
+    std::string path;
+    /// Beside the executable (--embed-weights-limit), or appended to it.
+    bool beside = false, appended = false;
+    uint64_t size = 0, checksum = 0;
+    /// Set by the writer.
+    std::string error;
+    std::thread writer;
+    /// A file beside the executable left by a compile that failed before
+    /// it was complete is removed.
+    bool complete = false;
+    explicit Weights(Location loc) : temps(loc) {}
+    ~Weights() {
+      if (writer.joinable())
+        writer.join();
+      if (beside && !complete)
+        llvm::sys::fs::remove(path);
+    }
+  };
+  std::unique_ptr<Weights> weights;
+  LogicalResult startWeights(ModuleOp module,
+                             ArrayRef<const ModelAbi *> abis);
   LogicalResult writeWeightsOut(ModuleOp module);
   void printTensorTable();
   void printSummary(ModuleOp module);
@@ -643,27 +669,24 @@ std::string Driver::weightsSource(StringAttr attr) const {
   return resolveWeightsPath(attr.str(), options.input);
 }
 
-/// Writes the initial values of `names` to a safetensors file at `path`.
-/// With `headerChecksum`, for a file kept beside an executable: the header
+/// Writes the initial values of `names`, read from `source`, to a
+/// safetensors file at `path`; returns an error message or "". It touches
+/// no MLIR object, so it runs on a thread of its own while the code is
+/// generated. With `headerChecksum`, for a file kept beside or appended
+/// to an executable: the header
 /// also records a checksum per chunk of the data (rt::kWeightsChunkBytes),
 /// and `headerChecksum` covers the length and the header, so a rank checks
 /// the whole chain while reading only the chunks its slices lie in.
-LogicalResult Driver::writeWeightsFile(ModuleOp module,
-                                       const std::vector<std::string> &names,
-                                       const std::string &path,
-                                       uint64_t *headerChecksum,
-                                       uint64_t *fileSize) {
-  auto attr =
-      module->getAttrOfType<StringAttr>(WeftDialect::kWeightsAttrName);
-  if (!attr)
-    return module.emitError("no weft.weights attribute: the initial values "
-                            "of the parameters are unknown");
+static std::string writeWeightsImage(const std::string &source,
+                                     const std::vector<std::string> &names,
+                                     const std::string &path,
+                                     uint64_t *headerChecksum,
+                                     uint64_t *fileSize) {
   rt::SafeTensorsFile file;
   {
     std::vector<rt::HostArray> arrays;
-    if (rt::Status s = readWeights(weightsSource(attr), names, arrays);
-        !s.ok())
-      return module.emitError(s.message);
+    if (rt::Status s = readWeights(source, names, arrays); !s.ok())
+      return s.message;
     for (size_t i = 0; i < names.size(); ++i)
       file.tensors.emplace_back(names[i], std::move(arrays[i]));
   }
@@ -676,7 +699,7 @@ LogicalResult Driver::writeWeightsFile(ModuleOp module,
     rt::SafeTensorsImage image;
     if (rt::Status s = rt::encodeSafeTensors(file.metadata, views, image);
         !s.ok())
-      return module.emitError(path + ": " + s.message);
+      return path + ": " + s.message;
     // The data section does not depend on the header: hash it in chunks
     // now, then record the hashes in the header.
     std::string hashes;
@@ -709,7 +732,7 @@ LogicalResult Driver::writeWeightsFile(ModuleOp module,
     file.metadata.emplace_back(rt::kWeightsChunkHashesKey, hashes);
     if (rt::Status s = rt::encodeSafeTensors(file.metadata, views, image);
         !s.ok())
-      return module.emitError(path + ": " + s.message);
+      return path + ": " + s.message;
     *headerChecksum =
         rt::fnv1a64(image.header.data(), image.header.size(),
                     rt::fnv1a64(image.length, sizeof(image.length)));
@@ -718,7 +741,78 @@ LogicalResult Driver::writeWeightsFile(ModuleOp module,
       *fileSize += piece.second;
   }
   if (rt::Status s = rt::writeSafeTensors(path, file); !s.ok())
-    return module.emitError(s.message);
+    return s.message;
+  return "";
+}
+
+LogicalResult Driver::writeWeightsFile(ModuleOp module,
+                                       const std::vector<std::string> &names,
+                                       const std::string &path) {
+  auto attr =
+      module->getAttrOfType<StringAttr>(WeftDialect::kWeightsAttrName);
+  if (!attr)
+    return module.emitError("no weft.weights attribute: the initial values "
+                            "of the parameters are unknown");
+  std::string error = writeWeightsImage(weightsSource(attr), names, path,
+                                        nullptr, nullptr);
+  if (!error.empty())
+    return module.emitError(error);
+  return success();
+}
+
+/// Starts writing the initial weights of the programs whose ABIs are
+/// `abis` (their "param" and "buffer" arguments), read from `module`'s
+/// weft.weights. An executable's, with checksums per chunk, are appended
+/// to it after the link (through the assembler and the linker they would
+/// be copied twice more), or past --embed-weights-limit written beside
+/// it; an object embeds them for the link its user runs.
+LogicalResult Driver::startWeights(ModuleOp module,
+                                   ArrayRef<const ModelAbi *> abis) {
+  Stage emit = options.emit;
+  weights = std::make_unique<Weights>(loc());
+  Weights &w = *weights;
+  w.temps.tool = options.tool;
+  w.temps.keep = options.saveTemps;
+  if (emit == Stage::Llvm)
+    return success();
+  if (!w.temps.create())
+    return failure();
+  std::vector<std::string> names;
+  uint64_t tensorBytes = 0;
+  for (const ModelAbi *abi : abis)
+    for (const AbiTensor &arg : abi->args)
+      if (llvm::is_contained(abi->weightNames(), arg.name) &&
+          !llvm::is_contained(names, arg.name)) {
+        names.push_back(arg.name);
+        tensorBytes += arg.bytes();
+      }
+  if (names.empty())
+    return success();
+  w.beside = emit == Stage::Exe && tensorBytes > options.embedWeightsLimit;
+  w.appended = emit == Stage::Exe && !w.beside;
+  if (w.beside) {
+    std::string path = options.output + ".weights.safetensors";
+    if (llvm::sys::fs::equivalent(path, options.input))
+      return fail(path + " is the input; refusing to overwrite it");
+    w.path = path;
+  } else {
+    w.path = w.temps.file("weights.safetensors");
+  }
+  auto attr =
+      module->getAttrOfType<StringAttr>(WeftDialect::kWeightsAttrName);
+  if (!attr)
+    return module.emitError("no weft.weights attribute: the initial values "
+                            "of the parameters are unknown");
+  bool checked = w.beside || w.appended;
+  w.writer = std::thread([&w, checked, source = weightsSource(attr),
+                          names = std::move(names)] {
+    w.error = writeWeightsImage(source, names, w.path,
+                                checked ? &w.checksum : nullptr,
+                                checked ? &w.size : nullptr);
+    if (w.error.empty() && !checked)
+      if (std::error_code ec = llvm::sys::fs::file_size(w.path, w.size))
+        w.error = "cannot read back " + w.path + ": " + ec.message();
+  });
   return success();
 }
 
@@ -816,55 +910,34 @@ std::string Driver::memorySummary(ModuleOp module, const ModelAbi &abi) {
 }
 
 /// llvm, obj, exe: LLVM IR, an object file with the weights embedded, an
-/// executable linked with the runtime. A pipeline's programs are built
-/// module by module and linked into one; program 0 embeds the weights of
-/// every program.
+/// executable linked with the runtime with the weights appended to it. A
+/// pipeline's programs are built module by module and linked into one;
+/// they share one weights image (an object's program 0 embeds it).
 LogicalResult Driver::emitNative(ArrayRef<Program> programs,
                                  std::optional<int64_t> numClasses,
                                  TimingScope &timing) {
   Stage emit = options.emit;
   ModuleOp first = programs.front().module;
-  TempDir temps(loc());
-  temps.tool = options.tool;
-  temps.keep = options.saveTemps;
-  std::string weightsPath, weightsBeside;
-  uint64_t weightsSize = 0, weightsChecksum = 0;
-  std::vector<std::string> names;
-  uint64_t tensorBytes = 0;
-  for (const Program &program : programs)
-    for (const AbiTensor &arg : program.abi.args)
-      if (llvm::is_contained(program.abi.weightNames(), arg.name) &&
-          !llvm::is_contained(names, arg.name)) {
-        names.push_back(arg.name);
-        tensorBytes += arg.bytes();
-      }
-  if (emit != Stage::Llvm) {
-    if (!temps.create())
+  if (!weights) {
+    std::vector<const ModelAbi *> abis;
+    for (const Program &program : programs)
+      abis.push_back(&program.abi);
+    if (failed(startWeights(first, abis)))
       return failure();
-    TimingScope t = timing.nest("Embed weights");
-    // Large weights stay beside the executable: a 500 MB binary is slow to
-    // link, copy and start, and every rank would map all of it. They are
-    // written there directly, with checksums per chunk.
-    bool beside = emit == Stage::Exe && !names.empty() &&
-                  tensorBytes > options.embedWeightsLimit;
-    if (beside) {
-      weightsBeside = options.output + ".weights.safetensors";
-      if (llvm::sys::fs::equivalent(weightsBeside, options.input))
-        return fail(weightsBeside + " is the input; refusing to overwrite it");
-    }
-    if (!names.empty()) {
-      weightsPath = beside ? weightsBeside : temps.file("weights.safetensors");
-      if (failed(writeWeightsFile(first, names, weightsPath,
-                                  beside ? &weightsChecksum : nullptr,
-                                  beside ? &weightsSize : nullptr)))
-        return failure();
-      if (std::error_code ec =
-              beside ? std::error_code()
-                     : llvm::sys::fs::file_size(weightsPath, weightsSize)) {
-        return fail("cannot read back " + weightsPath + ": " + ec.message());
-      }
-    }
   }
+  {
+    TimingScope t = timing.nest("Embed weights (waiting for its thread)");
+    if (weights->writer.joinable())
+      weights->writer.join();
+  }
+  if (!weights->error.empty())
+    return first.emitError(weights->error);
+  weights->complete = true;
+  TempDir &temps = weights->temps;
+  const std::string &weightsPath = weights->path;
+  std::string weightsBeside = weights->beside ? weights->path : "";
+  bool appended = weights->appended;
+  uint64_t weightsSize = weights->size, weightsChecksum = weights->checksum;
   std::string runtime;
   if (emit == Stage::Exe) {
     // Fail before the expensive part when the runtime is missing.
@@ -912,7 +985,11 @@ LogicalResult Driver::emitNative(ArrayRef<Program> programs,
       descriptor.workspaceBytes = ws.getInt();
     descriptor.programIndex = int32_t(index);
     descriptor.numPrograms = int32_t(programs.size());
-    if (weightsBeside.empty()) {
+    if (appended) {
+      descriptor.weightsAppended = true;
+      descriptor.weightsFileSize = weightsSize;
+      descriptor.weightsFileChecksum = weightsChecksum;
+    } else if (weightsBeside.empty()) {
       // Program 0 embeds the weights; the others point at them.
       descriptor.weightsPath = index == 0 ? weightsPath : std::string();
       descriptor.sharedWeights = !weightsPath.empty();
@@ -966,8 +1043,15 @@ LogicalResult Driver::emitNative(ArrayRef<Program> programs,
   link.runtimeDir = runtime;
   link.extraArgs = options.linkArgs;
   link.verbose = options.saveTemps;
-  TimingScope t = timing.nest("Link");
-  return linkExecutable(link, loc());
+  {
+    TimingScope t = timing.nest("Link");
+    if (failed(linkExecutable(link, loc())))
+      return failure();
+  }
+  if (!appended)
+    return success();
+  TimingScope t = timing.nest("Append weights");
+  return appendWeights(options.output, weightsPath, loc());
 }
 
 LogicalResult Driver::writeText(StringRef path, StringRef text) {
@@ -1227,6 +1311,10 @@ LogicalResult Driver::run() {
   if (failed(abi))
     return failure();
   std::optional<int64_t> numClasses = getNumClasses(*module);
+  // The weights are written while the code is generated.
+  if ((emit == Stage::Obj || emit == Stage::Exe) &&
+      failed(startWeights(*module, {&*abi})))
+    return failure();
   PassManager pm(&context);
   if (failed(applyPassManagerCLOptions(pm)))
     return failure();

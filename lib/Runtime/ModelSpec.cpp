@@ -588,50 +588,73 @@ Status weft::rt::loadModelSpec(const WeftModel &model, ModelSpec &out) {
 }
 
 namespace {
-/// A read-only mapping of the weights file beside the executable.
+/// A read-only mapping of the initial weights kept outside the model's
+/// code: a file beside the executable, or the tail of the executable
+/// itself (weightsFile ""), where weftc appends them after the link.
 struct MappedWeights {
   const uint8_t *data = nullptr;
   uint64_t size = 0;
+  void *mapping = nullptr;
+  size_t mappingSize = 0;
   ~MappedWeights() {
-    if (data && size)
-      ::munmap(const_cast<uint8_t *>(data), size);
+    if (mapping)
+      ::munmap(mapping, mappingSize);
   }
 
-  /// Maps `model.weightsFile` from the executable's folder and checks that
-  /// it is the file weftc wrote (size and checksum).
+  /// Maps the weights `model` names and checks that they are the ones
+  /// weftc wrote (size and header checksum).
   Status open(const WeftModel &model, std::string &path) {
     char exe[4096];
     ssize_t n = ::readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+    std::string self = n > 0 ? std::string(exe, size_t(n)) : std::string();
+    bool appended = model.weightsFile[0] == '\0';
     std::string dir = ".";
-    if (n > 0) {
-      exe[n] = '\0';
-      std::string self(exe);
-      size_t slash = self.find_last_of('/');
-      if (slash != std::string::npos)
-        dir = self.substr(0, slash);
-    }
-    path = dir + "/" + model.weightsFile;
-    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    size_t slash = self.find_last_of('/');
+    if (slash != std::string::npos)
+      dir = self.substr(0, slash);
+    path = appended ? (self.empty() ? std::string("/proc/self/exe") : self)
+                    : dir + "/" + model.weightsFile;
+    // /proc/self/exe is this process's executable even if it was renamed
+    // or replaced since.
+    int fd = ::open(appended ? "/proc/self/exe" : path.c_str(),
+                    O_RDONLY | O_CLOEXEC);
     if (fd < 0)
       return Status::error(
-          "the initial weights of this executable live in " + path + ", " +
-          "which cannot be opened (" + std::strerror(errno) + "); weftc " +
-          "wrote it next to the executable: keep the two together");
+          appended ? "cannot open this executable (" + path + ") to read " +
+                         "the initial weights appended to it: " +
+                         std::strerror(errno)
+                   : "the initial weights of this executable live in " +
+                         path + ", which cannot be opened (" +
+                         std::strerror(errno) + "); weftc wrote it next to " +
+                         "the executable: keep the two together");
     struct stat st;
-    if (::fstat(fd, &st) != 0 || uint64_t(st.st_size) != model.weightsFileSize) {
+    bool sized = ::fstat(fd, &st) == 0;
+    uint64_t fileSize = sized ? uint64_t(st.st_size) : 0;
+    if (!sized || (appended ? fileSize < model.weightsFileSize
+                            : fileSize != model.weightsFileSize)) {
       ::close(fd);
-      return Status::error(path + ": " + std::to_string(uint64_t(st.st_size)) +
-                           " bytes, but the executable was compiled with " +
-                           std::to_string(model.weightsFileSize) +
-                           "; it is not this executable's weights file");
+      return Status::error(
+          appended
+              ? path + ": " + std::to_string(fileSize) + " bytes, too short " +
+                    "for the " + std::to_string(model.weightsFileSize) +
+                    " bytes of initial weights weftc appended to it; the " +
+                    "executable was truncated or stripped: compile again"
+              : path + ": " + std::to_string(fileSize) +
+                    " bytes, but the executable was compiled with " +
+                    std::to_string(model.weightsFileSize) +
+                    "; it is not this executable's weights file");
     }
-    void *p = ::mmap(nullptr, size_t(st.st_size), PROT_READ, MAP_PRIVATE, fd,
-                     0);
+    void *p = fileSize ? ::mmap(nullptr, size_t(fileSize), PROT_READ,
+                                MAP_PRIVATE, fd, 0)
+                       : MAP_FAILED;
     ::close(fd);
     if (p == MAP_FAILED)
       return Status::error(path + ": cannot map: " + std::strerror(errno));
-    data = static_cast<const uint8_t *>(p);
-    size = uint64_t(st.st_size);
+    mapping = p;
+    mappingSize = size_t(fileSize);
+    // Appended weights end the executable.
+    size = model.weightsFileSize;
+    data = static_cast<const uint8_t *>(p) + (fileSize - size);
     // Only the header here: the data is checked chunk by chunk as slices
     // are read, so a rank pages in its own slices and no more.
     uint64_t headerLen = 0;
@@ -639,10 +662,15 @@ struct MappedWeights {
       headerLen |= uint64_t(data[i]) << (8 * i);
     if (size < 8 || headerLen > size - 8 ||
         fnv1a64(data, size_t(8 + headerLen)) != model.weightsFileChecksum)
-      return Status::error(path + ": header checksum differs from the one "
-                                  "the executable was compiled with; it is "
-                                  "not this executable's weights file "
-                                  "(damaged, or from another build)");
+      return Status::error(
+          appended ? path + ": the initial weights at its end differ from "
+                            "the ones weftc appended (header checksum); the "
+                            "executable was truncated, stripped or damaged: "
+                            "compile again"
+                   : path + ": header checksum differs from the one "
+                            "the executable was compiled with; it is "
+                            "not this executable's weights file "
+                            "(damaged, or from another build)");
     return Status::success();
   }
 };

@@ -8,8 +8,9 @@
 // code, so one object file holds the whole model and no C compiler runs at
 // compile time. The struct types mirror include/weft/Runtime/ModelABI.h;
 // the target's data layout gives them C's padding. Weights are not copied
-// into LLVM constants: module-level assembly `.incbin`s the safetensors
-// file when the object is written, so 500 MB of weights cost one read.
+// into LLVM constants: an object file's module-level assembly `.incbin`s
+// the safetensors file when the object is written, and an executable's
+// weights skip LLVM and the linker altogether (appended after the link).
 //
 //===----------------------------------------------------------------------===//
 
@@ -497,9 +498,9 @@ std::string weft::addModelDescriptor(llvm::Module &module,
       b.tensorTable(abi.results, "weft.results"),
       weights,
       llvm::ConstantInt::get(b.i64, weightsSize),
-      descriptor.weightsFile.empty()
+      descriptor.weightsFile.empty() && !descriptor.weightsAppended
           ? llvm::ConstantPointerNull::get(b.ptr)
-          : b.string(descriptor.weightsFile),
+          : b.string(descriptor.weightsAppended ? "" : descriptor.weightsFile),
       llvm::ConstantInt::get(b.i64, descriptor.weightsFileSize),
       llvm::ConstantInt::get(b.i64, descriptor.weightsFileChecksum),
       llvm::ConstantInt::get(b.i64, descriptor.workspaceBytes),

@@ -319,8 +319,8 @@ cl::opt<double> embedWeightsLimit(
     "embed-weights-limit",
     cl::desc("Initial weights larger than this many MiB stay in a file "
              "beside the executable, <exe>.weights.safetensors, instead of "
-             "inside it (default 256)"),
-    cl::value_desc("MiB"), cl::init(256), cl::cat(codegenCategory));
+             "inside it (default: no limit, always inside)"),
+    cl::value_desc("MiB"), cl::init(0), cl::cat(codegenCategory));
 cl::opt<bool> saveTemps("save-temps",
                         cl::desc("Keep the temporary folder with the object "
                                  "and weights (its path goes to stderr)"),
@@ -409,7 +409,8 @@ bool mapOptions(DriverOptions &driver, TrainPipelineOptions &train,
   driver.saveTemps = saveTemps;
   if (!(embedWeightsLimit >= 0) || embedWeightsLimit > 1e12)
     return fail("--embed-weights-limit must be a size in MiB >= 0");
-  driver.embedWeightsLimit = uint64_t(embedWeightsLimit * 1048576.0);
+  if (embedWeightsLimit.getNumOccurrences())
+    driver.embedWeightsLimit = uint64_t(embedWeightsLimit * 1048576.0);
 
   if (precision != "fp32" && precision != "bf16")
     return fail("--precision must be fp32 or bf16, got '" + precision + "'");

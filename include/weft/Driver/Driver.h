@@ -25,6 +25,7 @@
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Support/LLVM.h"
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
@@ -107,8 +108,10 @@ struct DriverOptions {
   std::vector<std::string> linkArgs;
   bool saveTemps = false;
   /// An executable whose initial weights are larger than this keeps them in
-  /// `<output>.weights.safetensors` beside it instead of inside it.
-  uint64_t embedWeightsLimit = uint64_t(256) << 20;
+  /// `<output>.weights.safetensors` beside it instead of inside it (by
+  /// default none does: weights are appended to the executable, which
+  /// costs no more than writing them beside it).
+  uint64_t embedWeightsLimit = UINT64_MAX;
 
   // Parallelism.
   /// Mesh axes and sizes ("dp=4"); empty: one device.

@@ -97,7 +97,9 @@ typedef struct WeftModel {
      length and header; the header holds a checksum per data chunk
      (weft.chunk_fnv1a64). The runtime maps the file, checks the header and
      the chunks of the slices this rank reads, and refuses a file that is
-     not the one weftc wrote. */
+     not the one weftc wrote. An empty name ("") means the same file
+     appended to the executable itself, ending it: weftc writes it there
+     after the link, and the runtime maps it from /proc/self/exe. */
   const char *weightsFile;
   uint64_t weightsFileSize;
   uint64_t weightsFileChecksum;

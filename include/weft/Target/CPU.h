@@ -7,7 +7,8 @@
 //
 // The last steps of `weftc -o train`: translate the LLVM-dialect module to
 // LLVM IR, add the model descriptor, optimize, write an object file for the
-// host triple, and link it with the Weft runtime into an executable.
+// host triple, link it with the Weft runtime into an executable, and
+// append the initial weights to it.
 //
 //===----------------------------------------------------------------------===//
 
@@ -80,6 +81,15 @@ struct LinkOptions {
 /// and `-lgloo -lopenblas -lpthread -lm`; errors at `loc`.
 mlir::LogicalResult linkExecutable(const LinkOptions &options,
                                    mlir::Location loc);
+
+/// Appends the weights file `weightsPath` to the linked `executable`,
+/// after zeros up to a page boundary, so that the weights end the file
+/// (a descriptor with `weightsAppended` finds them there): 500 MB cost one
+/// copy instead of going through the assembler and the linker. Errors at
+/// `loc`.
+mlir::LogicalResult appendWeights(llvm::StringRef executable,
+                                  llvm::StringRef weightsPath,
+                                  mlir::Location loc);
 
 } // namespace weft
 

@@ -108,6 +108,11 @@ struct ModelDescriptor {
   /// folder), size and FNV-1a 64 checksum.
   std::string weightsFile;
   uint64_t weightsFileSize = 0, weightsFileChecksum = 0;
+  /// Or the same file appended to the executable after the link
+  /// (appendWeights in weft/Target/CPU.h): weightsFile is empty and the
+  /// descriptor's name is "", which tells the runtime to map its own
+  /// executable's tail.
+  bool weightsAppended = false;
   /// A pipeline executable's programs, one per pipeline rank, are built as
   /// separate modules linked together: program `programIndex` of
   /// `numPrograms`. Program 0's module defines the program table and

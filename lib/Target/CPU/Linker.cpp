@@ -16,8 +16,13 @@
 #include "llvm/ADT/SmallString.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Path.h"
+#include "llvm/Support/Process.h"
 #include "llvm/Support/Program.h"
 #include "llvm/Support/raw_ostream.h"
+
+#include <cerrno>
+#include <fcntl.h>
+#include <unistd.h>
 
 namespace {
 constexpr const char *kRuntimeLibraries[] = {
@@ -114,4 +119,84 @@ mlir::LogicalResult weft::linkExecutable(const LinkOptions &options,
            << (message.empty() ? "" : ": " + message)
            << " (the linker's messages are above)";
   return mlir::success();
+}
+
+mlir::LogicalResult weft::appendWeights(llvm::StringRef executable,
+                                        llvm::StringRef weightsPath,
+                                        mlir::Location loc) {
+  auto fail = [&](llvm::StringRef path, std::error_code ec) {
+    return mlir::emitError(loc)
+           << "cannot append the initial weights " << weightsPath << " to "
+           << executable << ": " << path << ": " << ec.message();
+  };
+  auto lastError = [] { return std::error_code(errno, std::generic_category()); };
+  int in = -1, out = -1;
+  if (std::error_code ec = llvm::sys::fs::openFileForRead(weightsPath, in))
+    return fail(weightsPath, ec);
+  // Not O_APPEND, which copy_file_range refuses: written from the end.
+  if (std::error_code ec = llvm::sys::fs::openFileForWrite(
+          executable, out, llvm::sys::fs::CD_OpenExisting)) {
+    llvm::sys::Process::SafelyCloseFileDescriptor(in);
+    return fail(executable, ec);
+  }
+  auto finish = [&](llvm::StringRef path, std::error_code ec) {
+    llvm::sys::Process::SafelyCloseFileDescriptor(in);
+    if (std::error_code closed =
+            llvm::sys::Process::SafelyCloseFileDescriptor(out);
+        closed && !ec) {
+      ec = closed;
+      path = executable;
+    }
+    return ec ? fail(path, ec) : mlir::success();
+  };
+  auto writeAll = [&](const char *data, size_t size) -> std::error_code {
+    while (size) {
+      ssize_t n = ::write(out, data, size);
+      if (n < 0 && errno == EINTR)
+        continue;
+      if (n < 0)
+        return lastError();
+      data += n;
+      size -= size_t(n);
+    }
+    return {};
+  };
+  // Page-aligned weights map onto page-aligned memory.
+  off_t end = ::lseek(out, 0, SEEK_END);
+  if (end < 0)
+    return finish(executable, lastError());
+  constexpr off_t kPage = 4096;
+  std::string zeros(size_t((kPage - end % kPage) % kPage), '\0');
+  if (std::error_code ec = writeAll(zeros.data(), zeros.size()))
+    return finish(executable, ec);
+#ifdef __linux__
+  // In the kernel, without a round trip through this process's memory;
+  // where the file systems cannot, through a buffer below.
+  for (;;) {
+    ssize_t n =
+        ::copy_file_range(in, nullptr, out, nullptr, size_t(1) << 30, 0);
+    if (n > 0)
+      continue;
+    if (n == 0)
+      return finish(executable, {});
+    if (errno == EINTR)
+      continue;
+    if (errno != EXDEV && errno != ENOSYS && errno != EINVAL &&
+        errno != EOPNOTSUPP)
+      return finish(executable, lastError());
+    break;
+  }
+#endif
+  std::vector<char> buffer(size_t(1) << 20);
+  for (;;) {
+    ssize_t n = ::read(in, buffer.data(), buffer.size());
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n < 0)
+      return finish(weightsPath, lastError());
+    if (n == 0)
+      return finish(executable, {});
+    if (std::error_code ec = writeAll(buffer.data(), size_t(n)))
+      return finish(executable, ec);
+  }
 }
