@@ -7,8 +7,9 @@
 // Kernels that call libm element by element cannot be vectorized by LLVM.
 // This pass replaces f32 exp, expm1, tanh, erf, log and log1p with MLIR's
 // polynomial approximations (mlir/Dialect/Math/Transforms/Passes.h), which
-// are plain arithmetic, in loops LLVM can vectorize -- not in float
-// reductions, which stay scalar -- and adjusts them to the CPU target:
+// are plain arithmetic, in loops LLVM can vectorize (reductions too, once
+// --weft-promote-accumulators keeps their sums in registers), and adjusts
+// them to the CPU target:
 //
 // - bf16 operands are computed in f32 (extf, op, truncf);
 // - log scales denormal inputs by 2^24 first: the approximation flushes
@@ -172,44 +173,6 @@ void expandFloor(math::FloorOp op) {
   op.erase();
 }
 
-/// Whether `value` is `iv` or computed from it within a few ops (the
-/// affine.apply and index arithmetic of lowered linalg loops).
-bool dependsOn(Value value, Value iv, int depth = 3) {
-  if (value == iv)
-    return true;
-  Operation *def = value.getDefiningOp();
-  if (!def || depth == 0)
-    return false;
-  return llvm::any_of(def->getOperands(), [&](Value operand) {
-    return dependsOn(operand, iv, depth - 1);
-  });
-}
-
-/// Whether the innermost loop around `op` accumulates floats: it carries
-/// one, or stores one to an element that does not depend on its induction
-/// variable (a linalg reduction lowered to loops). LLVM rarely vectorizes
-/// such a loop (an f32 sum may not be reordered, and an accumulator in
-/// memory that may alias the inputs is not promoted to a register even with
-/// `reassoc`), and one element at a time glibc's expf or logf is faster
-/// than the polynomial.
-bool inFloatReduction(Operation *op) {
-  auto loop = op->getParentOfType<scf::ForOp>();
-  if (!loop)
-    return false;
-  auto isFloat = [](Value value) {
-    return isa<FloatType>(getElementTypeOrSelf(value.getType()));
-  };
-  if (llvm::any_of(loop.getRegionIterArgs(), isFloat))
-    return true;
-  Value iv = loop.getInductionVar();
-  for (auto store : loop.getBody()->getOps<memref::StoreOp>())
-    if (isFloat(store.getValue()) &&
-        llvm::none_of(store.getIndices(),
-                      [&](Value index) { return dependsOn(index, iv); }))
-      return true;
-  return false;
-}
-
 /// Records the math.fma and math.floor ops the approximations create, so
 /// that only those are expanded (a model's own floor keeps its op).
 struct CreatedOps : public RewriterBase::Listener {
@@ -229,7 +192,7 @@ struct ApproximateMathPass
     func::FuncOp func = getOperation();
     SmallVector<Operation *> targets;
     func.walk([&](Operation *op) {
-      if (!isApproximated(op->getName().getStringRef()) || inFloatReduction(op))
+      if (!isApproximated(op->getName().getStringRef()))
         return;
       Type element = getElementTypeOrSelf(op->getResult(0).getType());
       if (element.isBF16())

@@ -55,6 +55,8 @@ void addBufferizationPasses(OpPassManager &pm) {
 /// libm become functions (--convert-math-to-funcs).
 void addLoopsToLLVMPasses(OpPassManager &pm, bool codegen) {
   pm.addNestedPass<func::FuncOp>(createConvertLinalgToLoopsPass());
+  if (codegen)
+    pm.addNestedPass<func::FuncOp>(weft::createPromoteAccumulatorsPass());
   // Kernels: f32 exp, tanh, erf, log... as inline polynomials, so that
   // their loops vectorize (--weft-approximate-math).
   if (codegen)

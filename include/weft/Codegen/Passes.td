@@ -320,6 +320,45 @@ def LowerCopiesPass : Pass<"weft-lower-copies", "mlir::func::FuncOp"> {
   let dependentDialects = ["::mlir::linalg::LinalgDialect"];
 }
 
+def PromoteAccumulatorsPass
+    : Pass<"weft-promote-accumulators", "mlir::func::FuncOp"> {
+  let summary = "Carry reduction accumulators as scf.for iteration arguments";
+  let description = [{
+    Runs on the loops `--convert-linalg-to-loops` makes. In an `scf.for`
+    whose only writes are stores directly in its body, each at
+    loop-invariant indices of a buffer defined outside the loop, and each
+    preceded by the body's only load of that buffer at the same indices,
+    the loaded element becomes an iteration argument: one load before the
+    loop, one store after it. Any other write, call or read of those
+    buffers leaves the loop alone. Linalg ops never read what they write,
+    which is what makes this sound on their loops; LLVM cannot prove it for
+    kernel arguments, and without it keeps a reduction in memory, scalar.
+
+    Before:
+
+    ```mlir
+    scf.for %k = %c0 to %c8 step %c1 {
+      %x = memref.load %in[%i, %k] : memref<4x8xf32>
+      %acc = memref.load %out[%i] : memref<4xf32>
+      %sum = arith.addf %acc, %x : f32
+      memref.store %sum, %out[%i] : memref<4xf32>
+    }
+    ```
+
+    After:
+
+    ```mlir
+    %init = memref.load %out[%i] : memref<4xf32>
+    %r = scf.for %k = %c0 to %c8 step %c1 iter_args(%acc = %init) -> (f32) {
+      %x = memref.load %in[%i, %k] : memref<4x8xf32>
+      %sum = arith.addf %acc, %x : f32
+      scf.yield %sum : f32
+    }
+    memref.store %r, %out[%i] : memref<4xf32>
+    ```
+  }];
+}
+
 def ReassociateReductionsPass : Pass<"weft-reassociate-reductions"> {
   let summary = "Mark the combining op of float reductions `reassoc`";
   let description = [{
@@ -501,10 +540,9 @@ def ApproximateMathPass : Pass<"weft-approximate-math", "mlir::func::FuncOp"> {
     casts), so a kernel's loop no longer calls libm per element and LLVM's
     loop vectorizer can widen it. On bf16 the op is computed in f32 between
     an `arith.extf` and an `arith.truncf`; f64 and f16 ops are left alone
-    (they stay libm calls). So are ops in a loop that accumulates floats
-    (carries one, or stores one to an element that does not depend on its
-    induction variable: a lowered linalg reduction): LLVM keeps such a loop
-    scalar, and one element at a time glibc's expf beats the polynomial.
+    (they stay libm calls). Reductions are approximated too: after
+    `--weft-promote-accumulators` and `--weft-reassociate-reductions` LLVM
+    vectorizes them, and a vectorized libm call is one call per lane.
 
     Adjustments for the CPU target:
 
