@@ -4,17 +4,31 @@
 //
 //===----------------------------------------------------------------------===//
 //
-// conv2d: tensor.pad, then linalg.conv_2d_nchw_fchw (groups: the input and
-// filter expanded to NGCHW / GFCHW for linalg.conv_2d_ngchw_gfchw), then
-// the bias and the rounding to the element type in one elementwise generic.
+// conv2d: tensor.pad, then the convolution proper, then the bias and the
+// rounding to the element type in one elementwise generic.
+//
+// Without groups the convolution is im2col + GEMM, so that it runs in BLAS
+// (--weft-linalg-to-blas) rather than in generated loops: one parallel
+// generic gathers cols[n, (c, i, j), (y, x)] = x[n, c, y * s + i * d,
+// x * s + j * d] from the padded input, and a linalg.batch_matmul over n
+// multiplies the filter, read as one [O, C * kh * kw] matrix for every
+// batch, by it. With groups the input and filter are expanded to NGCHW /
+// GFCHW for linalg.conv_2d_ngchw_gfchw.
 //
 // conv2d_backward_input is the transposed convolution: the gradient is
 // spread by the stride (interior padding), padded so that every input cell
 // sees the taps that read it, and convolved (stride 1, the forward
-// dilation) with the filter flipped spatially and with its channel roles
-// swapped per group. conv2d_backward_filter is a linalg.generic reduction
-// over (batch, output rows, output columns) of gradient times padded input.
-// Both accumulate in the compute type and round once, as the evaluator.
+// dilation, so im2col + GEMM again without groups) with the filter flipped
+// spatially and with its channel roles swapped per group.
+//
+// conv2d_backward_filter without groups is one GEMM whose K runs over the
+// batch and the output positions: dW[o, (c, i, j)] = sum over (n, y, x) of
+// g[o, (n, y, x)] * cols[(c, i, j), (n, y, x)], with the gradient
+// transposed to [O, N, oh, ow] and the input gathered in that order. With
+// groups it is a linalg.generic reduction over (batch, output rows, output
+// columns) of gradient times padded input.
+//
+// All accumulate in the compute type and round once, as the evaluator.
 //
 //===----------------------------------------------------------------------===//
 
@@ -30,6 +44,36 @@ using namespace weft::lowering;
 
 namespace {
 
+/// Gathers the windows of a padded NCHW `input` read by a [*, C, kh, kw]
+/// filter: an all-parallel generic over loops that `order` lists as
+/// positions of (n, c, i, j, y, x) in the result, reading input[n, c,
+/// y * s + i * d, x * s + j * d]. The result has the loops' shape.
+Value gatherWindows(OpBuilder &b, Location loc, Value input,
+                    ArrayRef<int64_t> kernel, ArrayRef<int64_t> outSpatial,
+                    ArrayRef<int64_t> strides, ArrayRef<int64_t> dilations,
+                    ArrayRef<unsigned> order) {
+  MLIRContext *ctx = b.getContext();
+  auto type = cast<RankedTensorType>(input.getType());
+  int64_t sizes[6] = {type.getDimSize(0), type.getDimSize(1), kernel[0],
+                      kernel[1],          outSpatial[0],      outSpatial[1]};
+  SmallVector<int64_t> shape(6);
+  SmallVector<AffineExpr> d(6);
+  for (unsigned k = 0; k < 6; ++k) {
+    shape[order[k]] = sizes[k];
+    d[k] = getAffineDimExpr(order[k], ctx);
+  }
+  AffineMap read = AffineMap::get(
+      6, 0,
+      {d[0], d[1], d[4] * strides[0] + d[2] * dilations[0],
+       d[5] * strides[1] + d[3] * dilations[1]},
+      ctx);
+  return buildParallel(
+      b, loc, RankedTensorType::get(shape, type.getElementType()), input, read,
+      [](OpBuilder &, Location, ValueRange args) -> SmallVector<Value> {
+        return {args[0]};
+      });
+}
+
 /// Convolves an already padded NCHW `input` with an OIHW `filter` (I = C /
 /// groups) into an accumulator of `outShape` ([N, O, oh, ow]) and type
 /// `acc`.
@@ -40,11 +84,29 @@ Value convolve(OpBuilder &b, Location loc, Value input, Value filter,
   auto stridesAttr = b.getI64TensorAttr(strides);
   auto dilationsAttr = b.getI64TensorAttr(dilations);
   if (groups == 1) {
-    Value init = filledTensor(b, loc, outShape, acc, 0.0);
-    return linalg::Conv2DNchwFchwOp::create(
-               b, loc, TypeRange{init.getType()}, ValueRange{input, filter},
-               ValueRange{init}, stridesAttr, dilationsAttr)
-        .getResult(0);
+    // out[n] = W[O, C * kh * kw] x cols[n]: the filter is shared by every
+    // batch (a 2-D map, so BLAS gets a zero batch stride for it).
+    MLIRContext *ctx = b.getContext();
+    auto w = cast<RankedTensorType>(filter.getType()).getShape();
+    int64_t depth = w[1] * w[2] * w[3];
+    int64_t positions = outShape[2] * outShape[3];
+    Value cols = gatherWindows(b, loc, input, w.drop_front(2),
+                               outShape.drop_front(2), strides, dilations,
+                               {0, 1, 2, 3, 4, 5});
+    cols = reshapeTo(b, loc, cols, {outShape[0], depth, positions});
+    Value matrix = reshapeTo(b, loc, filter, {w[0], depth});
+    Value init =
+        filledTensor(b, loc, {outShape[0], w[0], positions}, acc, 0.0);
+    AffineExpr n = getAffineDimExpr(0, ctx), m = getAffineDimExpr(1, ctx),
+               p = getAffineDimExpr(2, ctx), k = getAffineDimExpr(3, ctx);
+    auto matmul = linalg::BatchMatmulOp::create(
+        b, loc, TypeRange{init.getType()}, ValueRange{matrix, cols},
+        ValueRange{init});
+    matmul.setIndexingMapsAttr(
+        b.getAffineMapArrayAttr({AffineMap::get(4, 0, {m, k}, ctx),
+                                 AffineMap::get(4, 0, {n, k, p}, ctx),
+                                 AffineMap::get(4, 0, {n, m, p}, ctx)}));
+    return reshapeTo(b, loc, matmul.getResult(0), outShape);
   }
   auto in = cast<RankedTensorType>(input.getType()).getShape();
   auto w = cast<RankedTensorType>(filter.getType()).getShape();
@@ -179,12 +241,48 @@ struct Conv2DBackwardFilterLowering
     int64_t groups = op.getGroups();
     int64_t perGroup = w[0] / groups, groupChannels = w[1];
 
-    // Loops (o, c, i, j, n, y, x); the last three are reduced.
+    if (groups == 1) {
+      // dW[O, C * kh * kw] = g[O, (n, y, x)] x cols[C * kh * kw, (n, y, x)]^T:
+      // one GEMM with the batch folded into K.
+      int64_t depth = w[1] * w[2] * w[3];
+      int64_t reduced = g[0] * g[2] * g[3];
+      Value gradT = buildParallel(
+          rewriter, loc,
+          RankedTensorType::get({g[1], g[0], g[2], g[3]},
+                                cast<RankedTensorType>(grad.getType())
+                                    .getElementType()),
+          grad,
+          AffineMap::getPermutationMap(ArrayRef<unsigned>{1, 0, 2, 3}, ctx),
+          [](OpBuilder &, Location, ValueRange args) -> SmallVector<Value> {
+            return {args[0]};
+          });
+      gradT = reshapeTo(rewriter, loc, gradT, {g[1], reduced});
+      // Loops (c, i, j, n, y, x): order[k] is where loop k of gatherWindows'
+      // (n, c, i, j, y, x) goes.
+      Value cols = gatherWindows(rewriter, loc, input, w.drop_front(2),
+                                 g.drop_front(2), strides, dilations,
+                                 {3, 0, 1, 2, 4, 5});
+      cols = reshapeTo(rewriter, loc, cols, {depth, reduced});
+      Value init = filledTensor(rewriter, loc, {w[0], depth}, acc, 0.0);
+      AffineExpr m = getAffineDimExpr(0, ctx), n = getAffineDimExpr(1, ctx),
+                 k = getAffineDimExpr(2, ctx);
+      auto matmul = linalg::MatmulOp::create(
+          rewriter, loc, TypeRange{init.getType()}, ValueRange{gradT, cols},
+          ValueRange{init});
+      matmul.setIndexingMapsAttr(
+          rewriter.getAffineMapArrayAttr({AffineMap::get(3, 0, {m, k}, ctx),
+                                          AffineMap::get(3, 0, {n, k}, ctx),
+                                          AffineMap::get(3, 0, {m, n}, ctx)}));
+      Value sum = reshapeTo(rewriter, loc, matmul.getResult(0), w);
+      rewriter.replaceOp(op, roundTensor(rewriter, loc, sum, elementType));
+      return success();
+    }
+
+    // Grouped: loops (o, c, i, j, n, y, x); the last three are reduced.
     SmallVector<AffineExpr> d;
     for (unsigned k = 0; k < 7; ++k)
       d.push_back(getAffineDimExpr(k, ctx));
-    AffineExpr channel =
-        groups == 1 ? d[1] : d[0].floorDiv(perGroup) * groupChannels + d[1];
+    AffineExpr channel = d[0].floorDiv(perGroup) * groupChannels + d[1];
     AffineMap gradMap = AffineMap::get(7, 0, {d[4], d[0], d[5], d[6]}, ctx);
     AffineMap inputMap =
         AffineMap::get(7, 0,

@@ -66,7 +66,9 @@ func.func @softmax(%x: tensor<4x10xf32>) -> tensor<4x10xf32> {
 
 // CHECK-LABEL: func.func @conv2d
 // CHECK: %[[PAD:.*]] = tensor.pad %arg0 low[0, 0, 1, 0] high[0, 0, 0, 1]
-// CHECK: %[[CONV:.*]] = linalg.conv_2d_nchw_fchw {dilations = dense<1> : tensor<2xi64>, strides = dense<2> : tensor<2xi64>} ins(%[[PAD]], %arg1 : tensor<2x3x8x9xf32>, tensor<4x3x3x2xf32>)
+// CHECK: %[[COLS:.*]] = linalg.generic {{.*}} ins(%[[PAD]] : tensor<2x3x8x9xf32>) outs(%{{.*}} : tensor<2x3x3x2x3x4xf32>)
+// CHECK: %[[GEMM:.*]] = linalg.batch_matmul
+// CHECK: %[[CONV:.*]] = tensor.expand_shape %[[GEMM]] {{.*}} into tensor<2x4x3x4xf32>
 // CHECK: linalg.generic {{.*}} ins(%[[CONV]], %arg2 : tensor<2x4x3x4xf32>, tensor<4xf32>)
 func.func @conv2d(%x: tensor<2x3x7x8xf32>, %w: tensor<4x3x3x2xf32>, %b: tensor<4xf32>) -> tensor<2x4x3x4xf32> {
   %0 = weft.conv2d %x, %w, %b {strides = array<i64: 2, 2>, padding = array<i64: 1, 0, 0, 1>, dilations = array<i64: 1, 1>} : (tensor<2x3x7x8xf32>, tensor<4x3x3x2xf32>, tensor<4xf32>) -> tensor<2x4x3x4xf32>
