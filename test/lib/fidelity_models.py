@@ -358,12 +358,14 @@ class GruClassifier(nn.Module):
 
 class LstmLm(nn.Module):
     """lstm_long: a one-layer LSTM language model over 512 tokens, for the
-    test that a long recurrence stays one loop (test/e2e/fidelity)."""
+    test that a long recurrence stays one loop (test/e2e/fidelity);
+    lstm_long2 the same with two layers, whose first layer's activations
+    stay stored while the second runs (test/e2e/train/recurrent-recompute)."""
 
-    def __init__(self):
+    def __init__(self, layers=1):
         super().__init__()
         self.emb = nn.Embedding(VOCAB, 16)
-        self.rnn = nn.LSTM(16, 32, batch_first=True)
+        self.rnn = nn.LSTM(16, 32, num_layers=layers, batch_first=True)
         self.head = nn.Linear(32, VOCAB)
 
     def forward(self, idx):
@@ -419,4 +421,5 @@ MODELS = {
     "gru_classifier": (GruClassifier, _classes((RNN_SEQ, RNN_FEATURES), 4),
                        "cross-entropy"),
     "lstm_long": (LstmLm, _long_tokens, "cross-entropy"),
+    "lstm_long2": (lambda: LstmLm(2), _long_tokens, "cross-entropy"),
 }

@@ -19,6 +19,7 @@
 #include "weft/Dialect/Weft/IR/WeftDialect.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
@@ -45,6 +46,8 @@ struct LowerToLinalgPass
     target.addLegalDialect<arith::ArithDialect, linalg::LinalgDialect,
                            math::MathDialect, scf::SCFDialect,
                            tensor::TensorDialect>();
+    // The recomputing recurrent adjoints' input projection (Recurrent.cpp).
+    target.addLegalOp<bufferization::AllocTensorOp>();
 
     RewritePatternSet patterns(ctx);
     lowering::populateElementwisePatterns(patterns);

@@ -29,6 +29,20 @@
 // step reads its row before overwriting it), so where the input gates die
 // there, bufferization reuses their buffer.
 //
+// A recomputing adjoint's input gates are usually the forward's input
+// projection built again right before it by the gradient rule. Those ops
+// equal the forward's, so the CSE that runs on the lowered step (weftc's
+// code generation) would merge them back, or merge their fresh
+// destinations, which bufferization then makes one buffer: either way the
+// forward's gates would stay allocated until the adjoint. So the
+// destinations of their lowering become bufferization.alloc_tensor, which
+// CSE never merges (it declares no memory effects) and which one-shot
+// bufferization makes an allocation, as it does a tensor.empty; and an
+// elementwise generic there (the bias add) writes into its same-shaped
+// input (the projection's product) instead of a destination of its own,
+// since elementwise fusion swaps a destination its body does not read for
+// a tensor.empty, which CSE would merge. The arithmetic is the forward's.
+//
 // bf16/f16 compute in f32 inside the generics and the matmul accumulates
 // in f32, as everywhere in this lowering; the states carried between steps
 // are rounded to the element type, as the stored results are.
@@ -40,6 +54,8 @@
 #include "weft/Dialect/Weft/IR/WeftOps.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Bufferization/IR/Bufferization.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
@@ -297,6 +313,137 @@ struct Rows {
   }
 };
 
+/// Whether `value` is a linalg op's result that only one op reads, maybe
+/// through reshapes each read once: a tensor an elementwise op may overwrite.
+bool isFreshSingleUse(Value value) {
+  while (value.hasOneUse()) {
+    Operation *def = value.getDefiningOp();
+    if (isa_and_nonnull<linalg::LinalgOp>(def))
+      return true;
+    if (!isa_and_nonnull<tensor::ExpandShapeOp, tensor::CollapseShapeOp>(def))
+      return false;
+    value = def->getOperand(0);
+  }
+  return false;
+}
+
+/// `generic`, an elementwise op with one result that does not read its
+/// destination, again with the destination replaced by one of its inputs of
+/// the same type and indexing that nothing else reads (the input gates'
+/// bias add writes into the projection's product). The body reads that
+/// input through the destination's argument: the same arithmetic, written
+/// in place, one gates-sized tensor fewer.
+Operation *writeIntoInput(ConversionPatternRewriter &rewriter,
+                          linalg::GenericOp generic) {
+  if (generic.getNumDpsInits() != 1 || generic.getNumResults() != 1 ||
+      generic.getNumParallelLoops() != generic.getNumLoops())
+    return nullptr;
+  OpOperand *init = generic.getDpsInitOperand(0);
+  Block *body = generic.getBody();
+  if (!generic.getMatchingBlockArgument(init).use_empty())
+    return nullptr;
+  AffineMap initMap = generic.getMatchingIndexingMap(init);
+  OpOperand *tied = nullptr;
+  for (OpOperand *input : generic.getDpsInputOperands()) {
+    if (input->get().getType() == init->get().getType() &&
+        isFreshSingleUse(input->get()) &&
+        generic.getMatchingIndexingMap(input) == initMap) {
+      tied = input;
+      break;
+    }
+  }
+  if (!tied)
+    return nullptr;
+  SmallVector<Value> inputs;
+  SmallVector<AffineMap> maps;
+  for (OpOperand *input : generic.getDpsInputOperands())
+    if (input != tied) {
+      inputs.push_back(input->get());
+      maps.push_back(generic.getMatchingIndexingMap(input));
+    }
+  maps.push_back(initMap);
+  OpBuilder::InsertionGuard guard(rewriter);
+  rewriter.setInsertionPoint(generic);
+  auto inPlace = linalg::GenericOp::create(
+      rewriter, generic.getLoc(), generic.getResultTypes(), inputs,
+      ValueRange{tied->get()}, maps, generic.getIteratorTypesArray(),
+      [&](OpBuilder &b, Location loc, ValueRange args) {
+        IRMapping mapping;
+        unsigned next = 0;
+        for (OpOperand *input : generic.getDpsInputOperands())
+          mapping.map(generic.getMatchingBlockArgument(input),
+                      input == tied ? args.back() : args[next++]);
+        for (Operation &op : body->without_terminator())
+          b.clone(op, mapping);
+        SmallVector<Value> yielded;
+        for (Value v : body->getTerminator()->getOperands())
+          yielded.push_back(mapping.lookupOrDefault(v));
+        linalg::YieldOp::create(b, loc, yielded);
+      });
+  rewriter.replaceOp(generic, inPlace->getResults());
+  return inPlace;
+}
+
+/// Gives the ops computing `gates` after the `forward` op (the input
+/// projection the gradient rule rebuilt for a recomputing adjoint, now
+/// lowered) destinations of their own: each tensor.empty among them becomes
+/// a bufferization.alloc_tensor, so CSE cannot merge them with the forward's
+/// projection. Ops before `forward` (the forward's projection, the leaves'
+/// producers) are left alone. Returns the gates as now computed.
+Value keepRecomputedApart(ConversionPatternRewriter &rewriter, Value gates,
+                          Operation *forward) {
+  Operation *root = gates.getDefiningOp();
+  if (!forward || !root || root->getBlock() != forward->getBlock() ||
+      !forward->isBeforeInBlock(root))
+    return gates;
+  Block *block = forward->getBlock();
+  // The lowered recomputation: walked without recursion, ops of the block
+  // after the forward op, and what their regions use from above.
+  llvm::SetVector<Operation *> seen;
+  SmallVector<tensor::EmptyOp> empties;
+  SmallVector<Operation *> worklist = {root};
+  auto push = [&](Value v) {
+    Operation *def = v.getDefiningOp();
+    if (def && def->getBlock() == block && forward->isBeforeInBlock(def))
+      worklist.push_back(def);
+  };
+  while (!worklist.empty()) {
+    Operation *op = worklist.pop_back_val();
+    if (!seen.insert(op))
+      continue;
+    if (auto empty = dyn_cast<tensor::EmptyOp>(op))
+      empties.push_back(empty);
+    for (Value operand : op->getOperands())
+      push(operand);
+    op->walk([&](Operation *nested) {
+      for (Value operand : nested->getOperands())
+        if (!op->isProperAncestor(operand.getParentBlock()->getParentOp()))
+          push(operand);
+    });
+  }
+  llvm::SmallPtrSet<Operation *, 4> rewritten;
+  for (Operation *op : seen) {
+    auto generic = dyn_cast<linalg::GenericOp>(op);
+    Operation *inPlace = generic ? writeIntoInput(rewriter, generic) : nullptr;
+    if (!inPlace)
+      continue;
+    rewritten.insert(op);
+    if (op == root)
+      gates = inPlace->getResult(0);
+  }
+  for (tensor::EmptyOp empty : empties) {
+    // Only read by replaced generics: dead once the conversion ends.
+    if (llvm::all_of(empty->getUsers(),
+                     [&](Operation *user) { return rewritten.contains(user); }))
+      continue;
+    OpBuilder::InsertionGuard guard(rewriter);
+    rewriter.setInsertionPoint(empty);
+    rewriter.replaceOpWithNewOp<bufferization::AllocTensorOp>(
+        empty, empty.getType(), empty.getDynamicSizes());
+  }
+  return gates;
+}
+
 struct LstmLowering : OpConversionPattern<LstmOp> {
   using OpConversionPattern::OpConversionPattern;
   LogicalResult
@@ -308,6 +455,9 @@ struct LstmLowering : OpConversionPattern<LstmOp> {
     bool reverse = op.getReverse();
     Value rt = transposed(rewriter, loc, adaptor.getRecurrence());
     Value x = adaptor.getInputGates();
+    if (auto biasAdd = x.getDefiningOp<linalg::GenericOp>())
+      if (Operation *inPlace = writeIntoInput(rewriter, biasAdd))
+        x = inPlace->getResult(0);
     bool recompute = op.getRecompute();
     int64_t initialRow = reverse ? s.t : 0;
     SmallVector<Value> inits = {
@@ -394,6 +544,9 @@ struct LstmGradLowering : OpConversionPattern<LstmGradOp> {
     Value r = adaptor.getRecurrence();
     Value cell = adaptor.getCell(), gates = adaptor.getGates();
     Value dy = adaptor.getHiddenGrad(), dcell = adaptor.getCellGrad();
+    if (recompute)
+      gates =
+          keepRecomputedApart(rewriter, gates, op.getHidden().getDefiningOp());
     Value cPrev = previousStates(rewriter, loc, cell, adaptor.getC0(), reverse);
     // Recomputing: recurrence^T and h_{t-1} as the forward loop used them.
     Value rt, hPrev;
@@ -489,6 +642,9 @@ struct GruLowering : OpConversionPattern<GruOp> {
     Value rt = transposed(rewriter, loc, adaptor.getRecurrence());
     bool recompute = op.getRecompute();
     Value x = adaptor.getInputGates();
+    if (auto biasAdd = x.getDefiningOp<linalg::GenericOp>())
+      if (Operation *inPlace = writeIntoInput(rewriter, biasAdd))
+        x = inPlace->getResult(0);
     SmallVector<Value> biases =
         biasBlocks(rewriter, loc, adaptor.getRecurrenceBias(), h);
     SmallVector<Value> inits = {
@@ -560,6 +716,9 @@ struct GruGradLowering : OpConversionPattern<GruGradOp> {
     bool recompute = op.getRecompute();
     Value r = adaptor.getRecurrence(), gates = adaptor.getGates();
     Value dy = adaptor.getHiddenGrad();
+    if (recompute)
+      gates =
+          keepRecomputedApart(rewriter, gates, op.getHidden().getDefiningOp());
     Value hPrev = previousStates(rewriter, loc, adaptor.getHidden(),
                                  adaptor.getH0(), reverse);
     // Recomputing: recurrence^T and the bias blocks as the forward loop

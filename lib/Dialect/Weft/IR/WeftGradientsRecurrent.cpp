@@ -15,17 +15,32 @@
 //
 // A forward op marked `recompute` stores no gates; its adjoint op gets the
 // input gates instead (and, for the GRU, the recurrent bias) and recomputes
-// each step's gates inside its loop.
+// each step's gates inside its loop. Where the input gates are the input
+// projection, the adjoint gets a copy of it built right before it, so the
+// forward's input gates die at the forward op too.
 //
 //===----------------------------------------------------------------------===//
 
 #include "WeftGradients.h"
+
+#include "mlir/IR/IRMapping.h"
+#include "llvm/ADT/SetVector.h"
 
 using namespace mlir;
 using namespace weft;
 using namespace weft::grad;
 
 namespace {
+
+/// Marks the ops a recomputing adjoint runs again.
+constexpr llvm::StringLiteral kRecomputedAttrName = "weft.recomputed";
+
+/// Bytes of a ranked tensor.
+double bytesOf(Value v) {
+  RankedTensorType type = typeOf(v);
+  return static_cast<double>(type.getNumElements()) *
+         type.getElementTypeBitWidth() / 8;
+}
 
 /// h_{t-1} for every step t, [T, B, H]: `h0` then the hidden states
 /// shifted by one step in the direction the loop ran.
@@ -57,6 +72,64 @@ Value recurrenceGrad(OpBuilder &b, Location loc, Value preGrad, Value prev) {
                           /*transpose_lhs=*/true, /*transpose_rhs=*/false);
 }
 
+/// Ops a recomputing adjoint may run again to rebuild the input gates:
+/// cheap next to the recurrence and free of side effects.
+bool isRecomputable(Operation *op) {
+  return isa<MatMulOp, AddOp, ReshapeOp, TransposeOp, BroadcastOp>(op) &&
+         op->getNumResults() == 1;
+}
+
+/// The input gates of a `recompute` forward op, computed again at `b`'s
+/// insertion point when they come from a chain of recomputable ops (the
+/// input projection x @ w_ih^T + b) whose leaves are each smaller than the
+/// gates: the leaves stay alive until the backward instead of the gates
+/// (and mostly do anyway: x for the projection's weight gradient, w_ih and
+/// b as parameters). Otherwise the forward's input gates themselves.
+///
+/// The copies carry `kRecomputedAttrName`: CSE merges only ops with equal
+/// attributes, so the canonicalize + CSE runs after autodiff (train and
+/// parallel pipelines) cannot fold them back into the forward's ops, which
+/// would keep the gates alive again.
+Value recomputedInputGates(OpBuilder &b, Operation *forward, Value gates) {
+  constexpr unsigned kMaxChainOps = 16;
+  Operation *root = gates.getDefiningOp();
+  // The copies read the chain's leaves where the adjoint is built: the
+  // forward's block, after them.
+  if (!root || !isRecomputable(root) ||
+      root->getBlock() != forward->getBlock() ||
+      b.getInsertionBlock() != forward->getBlock())
+    return gates;
+  // The chain, found without recursion: ops of the forward's block whose
+  // results are at least as large as the gates; smaller operands are leaves.
+  double gateBytes = bytesOf(gates);
+  llvm::SetVector<Operation *> chain;
+  SmallVector<Operation *> worklist = {root};
+  while (!worklist.empty()) {
+    Operation *op = worklist.pop_back_val();
+    if (!chain.insert(op))
+      continue;
+    if (chain.size() > kMaxChainOps)
+      return gates;
+    for (Value operand : op->getOperands()) {
+      Operation *def = operand.getDefiningOp();
+      if (def && isRecomputable(def) && def->getBlock() == root->getBlock() &&
+          bytesOf(operand) >= gateBytes)
+        worklist.push_back(def);
+      else if (bytesOf(operand) >= gateBytes)
+        return gates;
+    }
+  }
+  SmallVector<Operation *> ordered(chain.begin(), chain.end());
+  llvm::sort(ordered,
+             [](Operation *x, Operation *y) { return x->isBeforeInBlock(y); });
+  IRMapping mapping;
+  for (Operation *op : ordered) {
+    Operation *copy = b.clone(*op, mapping);
+    copy->setAttr(kRecomputedAttrName, b.getUnitAttr());
+  }
+  return mapping.lookup(gates);
+}
+
 /// The given adjoint, or zeros of `like`'s type where the result does not
 /// reach the loss.
 Value orZeros(OpBuilder &b, Location loc, Value grad, Value like) {
@@ -77,8 +150,9 @@ LogicalResult LstmOp::buildGradient(OpBuilder &b, ValueRange resultGrads,
       b, loc, orZeros(b, loc, resultGrads[0], getHidden()),
       orZeros(b, loc, resultGrads[1], getCell()), getRecurrence(), getH0(),
       getC0(), getHidden(), getCell(),
-      getRecompute() ? getInputGates() : getGates(), getReverse(),
-      getRecompute());
+      getRecompute() ? recomputedInputGates(b, *this, getInputGates())
+                     : getGates(),
+      getReverse(), getRecompute());
   Value prev = previousHidden(b, loc, getHidden(), getH0(), getReverse());
   operandGrads.push_back(grads.getInputGatesGrad());
   operandGrads.push_back(
@@ -99,7 +173,7 @@ LogicalResult GruOp::buildGradient(OpBuilder &b, ValueRange resultGrads,
   bool recompute = getRecompute();
   auto grads = GruGradOp::create(
       b, loc, resultGrads[0], getRecurrence(), getH0(), getHidden(),
-      recompute ? getInputGates() : getGates(),
+      recompute ? recomputedInputGates(b, *this, getInputGates()) : getGates(),
       recompute ? getRecurrenceBias() : Value(), getReverse(), recompute);
   Value prev = previousHidden(b, loc, getHidden(), getH0(), getReverse());
   Value dp = grads.getRecurrentGrad();
