@@ -957,9 +957,24 @@ LogicalResult Driver::emitNative(ArrayRef<Program> programs,
                  << mib(weightsSize) << ") kept beside the executable in "
                  << weightsBeside << "\n";
 
+  // The CPU the kernels were built for, so the runtime can refuse a CPU
+  // that lacks its instructions instead of dying of SIGILL mid-step.
+  Builder builder(&context);
+  SmallVector<Attribute> cpuFeatures;
+  for (const std::string &feature : checkableCpuFeatures(*machine))
+    cpuFeatures.push_back(builder.getStringAttr(feature));
+  DictionaryAttr targetInfo = builder.getDictionaryAttr(
+      {builder.getNamedAttr("cpu",
+                            builder.getStringAttr(machine->getTargetCPU())),
+       builder.getNamedAttr("requested_cpu",
+                            builder.getStringAttr(options.target.cpu)),
+       builder.getNamedAttr("cpu_features",
+                            builder.getArrayAttr(cpuFeatures))});
+
   llvm::LLVMContext llvmContext;
   std::unique_ptr<llvm::Module> llvmModule;
   for (auto [index, program] : llvm::enumerate(programs)) {
+    program.module->setAttr(WeftDialect::kTargetAttrName, targetInfo);
     ModelDescriptor descriptor;
     descriptor.abi = program.abi;
     descriptor.modelJson =

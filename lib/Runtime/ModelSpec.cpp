@@ -388,6 +388,75 @@ int ModelSpec::findArg(const std::string &name, const std::string &kind) const {
   return -1;
 }
 
+std::optional<bool> weft::rt::cpuSupports(const std::string &feature) {
+#if defined(__x86_64__) && defined(__GNUC__)
+  __builtin_cpu_init();
+  // __builtin_cpu_supports takes a literal, hence one line per name.
+#define WEFT_CPU_FEATURE(name)                                                 \
+  if (feature == name)                                                         \
+    return __builtin_cpu_supports(name) != 0;
+  WEFT_CPU_FEATURE("avx")
+  WEFT_CPU_FEATURE("avx2")
+  WEFT_CPU_FEATURE("avx512bf16")
+  WEFT_CPU_FEATURE("avx512bw")
+  WEFT_CPU_FEATURE("avx512dq")
+  WEFT_CPU_FEATURE("avx512f")
+  WEFT_CPU_FEATURE("avx512vl")
+  WEFT_CPU_FEATURE("avx512vnni")
+  WEFT_CPU_FEATURE("bmi")
+  WEFT_CPU_FEATURE("bmi2")
+  WEFT_CPU_FEATURE("f16c")
+  WEFT_CPU_FEATURE("fma")
+  WEFT_CPU_FEATURE("popcnt")
+  WEFT_CPU_FEATURE("sse4.1")
+  WEFT_CPU_FEATURE("sse4.2")
+#undef WEFT_CPU_FEATURE
+#endif
+  return std::nullopt;
+}
+
+Status weft::rt::checkCpuFeatures(
+    const std::string &modelJson,
+    const std::function<std::optional<bool>(const std::string &)> &supports) {
+  json root = json::parse(modelJson, nullptr, /*allow_exceptions=*/false);
+  if (!root.is_object())
+    return Status::success();
+  auto target = root.find("target");
+  if (target == root.end() || !target->is_object())
+    return Status::success();
+  auto text = [&](const char *key) {
+    auto it = target->find(key);
+    return it != target->end() && it->is_string() ? it->get<std::string>()
+                                                  : std::string();
+  };
+  // A name this runtime cannot test is not held against the CPU.
+  std::vector<std::string> missing;
+  if (auto list = target->find("cpu_features");
+      list != target->end() && list->is_array())
+    for (const json &item : *list) {
+      if (!item.is_string())
+        continue;
+      std::string feature = item.get<std::string>();
+      std::optional<bool> has = supports(feature);
+      if (has && !*has)
+        missing.push_back(feature);
+    }
+  if (missing.empty())
+    return Status::success();
+  std::string names;
+  for (const std::string &feature : missing)
+    names += (names.empty() ? "" : ", ") + feature;
+  std::string cpu = text("cpu"), requested = text("requested_cpu");
+  return Status::error(
+      "this executable was compiled for CPU '" + cpu + "'" +
+      (requested.empty() || requested == cpu
+           ? std::string()
+           : " (weftc --cpu=" + requested + ")") +
+      ", whose instructions this CPU lacks: " + names +
+      "; recompile the model with weftc --cpu=generic (any x86-64) or "
+      "--cpu=native on this machine");
+}
+
 Status weft::rt::loadModelSpec(const WeftModel &model, ModelSpec &out) {
   if (model.abiVersion != WEFT_MODEL_ABI_VERSION)
     return Status::error("compiled model uses ABI version " +
@@ -426,6 +495,8 @@ Status weft::rt::loadModelSpec(const WeftModel &model, ModelSpec &out) {
     spec.results.push_back(std::move(t));
   }
 
+  if (Status s = checkCpuFeatures(spec.modelJson, cpuSupports); !s.ok())
+    return s;
   json root = json::parse(spec.modelJson, nullptr, /*allow_exceptions=*/false);
   const json *hyper = nullptr;
   if (root.is_object()) {

@@ -223,6 +223,19 @@ std::string weft::buildModelJson(ModuleOp module, const ModelAbi &abi,
           json.attribute(key, b.getValue());
       }
     }
+    if (auto target = module->getAttrOfType<DictionaryAttr>(
+            WeftDialect::kTargetAttrName))
+      json.attributeObject("target", [&] {
+        for (NamedAttribute entry : target) {
+          if (auto s = dyn_cast<StringAttr>(entry.getValue()))
+            json.attribute(entry.getName().strref(), s.str());
+          else if (auto list = dyn_cast<ArrayAttr>(entry.getValue()))
+            json.attributeArray(entry.getName().strref(), [&] {
+              for (auto item : list.getAsRange<StringAttr>())
+                json.value(item.str());
+            });
+        }
+      });
     // Tied parameters' second names (weft-ckpt export writes both).
     if (auto aliases = module->getAttrOfType<DictionaryAttr>(
             WeftDialect::kAliasesAttrName))

@@ -151,3 +151,50 @@ TEST(ModelSpecTest, Errors) {
 }
 
 } // namespace
+
+namespace {
+std::optional<bool> fakeCpu(const std::string &feature) {
+  if (feature == "avx2")
+    return true;
+  if (feature == "fma")
+    return false;
+  return std::nullopt;
+}
+} // namespace
+
+TEST(CpuFeatures, RefusesMissingExtensionsNamingTheFix) {
+  weft::rt::Status s = weft::rt::checkCpuFeatures(
+      R"({"target": {"cpu": "x86-64-v3", "requested_cpu": "default",
+                     "cpu_features": ["avx2", "fma", "unknown-ext"]}})",
+      fakeCpu);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message.find("compiled for CPU 'x86-64-v3' (weftc "
+                             "--cpu=default)"),
+            std::string::npos)
+      << s.message;
+  EXPECT_NE(s.message.find("lacks: fma;"), std::string::npos)
+      << s.message;
+  EXPECT_NE(s.message.find("--cpu=generic"), std::string::npos);
+}
+
+TEST(CpuFeatures, AcceptsPresentOrUntestableExtensionsAndNoTarget) {
+  EXPECT_TRUE(weft::rt::checkCpuFeatures(
+                  R"({"target": {"cpu": "x", "cpu_features": ["avx2",
+                      "unknown-ext"]}})",
+                  fakeCpu)
+                  .ok());
+  EXPECT_TRUE(weft::rt::checkCpuFeatures(R"({"source": "m.onnx"})", fakeCpu)
+                  .ok());
+  EXPECT_TRUE(weft::rt::checkCpuFeatures("not json", fakeCpu).ok());
+}
+
+TEST(CpuFeatures, ThisCpuHasWhatTheDefaultTargetNeeds) {
+  // The test machines are x86-64-v3 or newer; a runtime on one that is not
+  // would refuse every executable weftc builds by default.
+#if defined(__x86_64__)
+  for (const char *feature : {"avx", "avx2", "fma", "bmi2", "f16c"}) {
+    std::optional<bool> has = weft::rt::cpuSupports(feature);
+    ASSERT_TRUE(has.has_value()) << feature;
+  }
+#endif
+}

@@ -21,7 +21,9 @@
 #include "weft/Runtime/ModelABI.h"
 
 #include <cstdint>
+#include <functional>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -191,8 +193,21 @@ struct ModelSpec {
 };
 
 /// Validates `model` and fills `out`. Errors name the argument or result
-/// that is wrong; they mean weftc and this runtime disagree.
+/// that is wrong; they mean weftc and this runtime disagree. A model whose
+/// code needs instructions this CPU lacks is refused (checkCpuFeatures).
 Status loadModelSpec(const WeftModel &model, ModelSpec &out);
+
+/// Whether this CPU has `feature` (a name of GCC's __builtin_cpu_supports:
+/// "avx2", "fma", ...); nullopt for a name this runtime cannot test.
+std::optional<bool> cpuSupports(const std::string &feature);
+
+/// Checks the model JSON's "target" ({cpu, requested_cpu, cpu_features})
+/// against `supports`: an error naming the CPU the code was built for, the
+/// missing extensions and the weftc flag that fixes it. No "target" (an
+/// older or non-x86 executable) passes.
+Status checkCpuFeatures(
+    const std::string &modelJson,
+    const std::function<std::optional<bool>(const std::string &)> &supports);
 
 /// Copies the initial value of every "param" and "buffer" argument from the
 /// model's embedded safetensors image into `argData[i]` (which must hold

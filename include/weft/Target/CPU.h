@@ -32,9 +32,11 @@ class TargetMachine;
 namespace weft {
 
 struct CpuTargetOptions {
-  /// "generic" (the triple's baseline ISA: the object runs on any x86-64),
-  /// "native" (this machine's CPU and features), or an LLVM CPU name.
-  std::string cpu = "generic";
+  /// "default" (x86-64-v3 on x86-64: AVX2 and FMA, every x86 server CPU
+  /// since 2013; the baseline elsewhere), "generic" (the triple's baseline
+  /// ISA: the object runs on any x86-64), "native" (this machine's CPU and
+  /// features), or an LLVM CPU name.
+  std::string cpu = "default";
   /// LLVM optimization level, 0 to 3.
   unsigned optLevel = 2;
 };
@@ -44,6 +46,11 @@ struct CpuTargetOptions {
 /// CPU is unknown.
 std::unique_ptr<llvm::TargetMachine>
 createCpuTargetMachine(const CpuTargetOptions &options, mlir::Location loc);
+
+/// The instruction-set extensions code for `machine` may use, among those
+/// the runtime can test on the CPU it starts on (the names of GCC's
+/// __builtin_cpu_supports), sorted. Empty for other architectures.
+std::vector<std::string> checkableCpuFeatures(const llvm::TargetMachine &machine);
 
 /// Translates an LLVM-dialect module whose step function is `stepName`,
 /// adds the descriptor and runs LLVM's O<optLevel> pipeline. Null, after an

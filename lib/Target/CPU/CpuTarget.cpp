@@ -4,10 +4,12 @@
 //
 //===----------------------------------------------------------------------===//
 //
-// Objects are machine independent by default: the host triple with its
-// baseline CPU ("generic" is x86-64 without AVX on x86), so a binary built
-// on one machine runs on any other of the same architecture. `native`
-// trades that for this machine's vector units.
+// Objects do not depend on the machine that compiles them: by default the
+// host triple at x86-64-v3 (AVX2 and FMA: 8-wide vectors and fused
+// multiply-adds, which every x86 server CPU since 2013 has; the runtime
+// refuses to start on a CPU without them, naming the fix). "generic" is the
+// architecture's baseline (x86-64 without AVX) for older machines; `native`
+// trades portability for this machine's vector units.
 //
 //===----------------------------------------------------------------------===//
 
@@ -59,6 +61,8 @@ weft::createCpuTargetMachine(const CpuTargetOptions &options, Location loc) {
     for (const auto &[name, enabled] : host)
       list.AddFeature(name, enabled);
     features = list.getString();
+  } else if (cpu == "default") {
+    cpu = triple.getArch() == llvm::Triple::x86_64 ? "x86-64-v3" : "generic";
   } else if (cpu == "generic" && triple.getArch() == llvm::Triple::x86_64) {
     cpu = "x86-64";
   }
@@ -92,6 +96,24 @@ weft::createCpuTargetMachine(const CpuTargetOptions &options, Location loc) {
     emitError(loc) << "cannot create a target machine for " << triple.str()
                    << " (cpu " << cpu << ")";
   return machine;
+}
+
+std::vector<std::string>
+weft::checkableCpuFeatures(const llvm::TargetMachine &machine) {
+  if (machine.getTargetTriple().getArch() != llvm::Triple::x86_64)
+    return {};
+  // The extensions that decide whether generated kernels run at all; the
+  // runtime checks each with __builtin_cpu_supports before the first step.
+  static const char *const checked[] = {
+      "avx",      "avx2",     "avx512bf16", "avx512bw", "avx512dq",
+      "avx512f",  "avx512vl", "avx512vnni", "bmi",      "bmi2",
+      "f16c",     "fma",      "popcnt",     "sse4.1",   "sse4.2"};
+  const llvm::MCSubtargetInfo *info = machine.getMCSubtargetInfo();
+  std::vector<std::string> features;
+  for (const char *feature : checked)
+    if (info->checkFeatures(std::string("+") + feature))
+      features.push_back(feature);
+  return features;
 }
 
 namespace {

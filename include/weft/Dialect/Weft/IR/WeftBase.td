@@ -67,6 +67,9 @@ def Weft_Dialect : Dialect {
     /// the model JSON of an executable compiled later from the IR.
     static constexpr ::llvm::StringLiteral kTrainConfigAttrName =
         "weft.train_config";
+    /// The CPU the code was generated for and the instruction-set
+    /// extensions it may use: {cpu, requested_cpu, cpu_features}.
+    static constexpr ::llvm::StringLiteral kTargetAttrName = "weft.target";
     /// Compiled defaults of the step's `hp.<name>` inputs.
     static constexpr ::llvm::StringLiteral kHyperparametersAttrName =
         "weft.hyperparameters";
