@@ -825,6 +825,31 @@ TEST_F(GradCheckTest, GruReverseRecompute) {
         "tensor<5x3x2xf64>");
 }
 
+// With the input projection in the model, the adjoint gets it rebuilt
+// (weft.recomputed copies) instead of the forward's input gates.
+TEST_F(GradCheckTest, LstmRecomputeInputProjection) {
+  check({param("x", "tensor<4x2x3xf64>"), param("w", "tensor<12x3xf64>", -1, 1),
+         param("b", "tensor<12xf64>"), param("r", "tensor<12x3xf64>", -1, 1),
+         param("h0", "tensor<2x3xf64>"), param("c0", "tensor<2x3xf64>")},
+        R"mlir(
+  %p = weft.matmul %x, %w {transpose_rhs = true} : (tensor<4x2x3xf64>, tensor<12x3xf64>) -> tensor<4x2x12xf64>
+  %xg = weft.add %p, %b : (tensor<4x2x12xf64>, tensor<12xf64>) -> tensor<4x2x12xf64>
+  %h, %c = weft.lstm %xg, %r, %h0, %c0 {recompute} : (tensor<4x2x12xf64>, tensor<12x3xf64>, tensor<2x3xf64>, tensor<2x3xf64>) -> (tensor<4x2x3xf64>, tensor<4x2x3xf64>)
+  %y = weft.mul %h, %c : (tensor<4x2x3xf64>, tensor<4x2x3xf64>) -> tensor<4x2x3xf64>)mlir",
+        "tensor<4x2x3xf64>");
+}
+
+TEST_F(GradCheckTest, GruRecomputeInputProjection) {
+  check({param("x", "tensor<5x3x2xf64>"), param("w", "tensor<6x2xf64>", -1, 1),
+         param("b", "tensor<6xf64>"), param("r", "tensor<6x2xf64>", -1, 1),
+         param("rb", "tensor<6xf64>"), param("h0", "tensor<3x2xf64>")},
+        R"mlir(
+  %p = weft.matmul %x, %w {transpose_rhs = true} : (tensor<5x3x2xf64>, tensor<6x2xf64>) -> tensor<5x3x6xf64>
+  %xg = weft.add %p, %b : (tensor<5x3x6xf64>, tensor<6xf64>) -> tensor<5x3x6xf64>
+  %y = weft.gru %xg, %r, %rb, %h0 {recompute} : (tensor<5x3x6xf64>, tensor<6x2xf64>, tensor<6xf64>, tensor<3x2xf64>) -> tensor<5x3x2xf64>)mlir",
+        "tensor<5x3x2xf64>");
+}
+
 /// Every weft op either has a gradient rule or is marked NotDifferentiable,
 /// so whether gradients pass an op is typed, never guessed from a missing
 /// rule. The exceptions are listed here, each with its reason; reaching one
