@@ -132,25 +132,6 @@ void buildLowering(PassManager &pm) {
   pm.addPass(createReconcileUnrealizedCastsPass());
 }
 
-/// LLVM's O2 with the loop and SLP vectorizers, as weftc runs it.
-void optimize(llvm::Module &module, llvm::TargetMachine &machine) {
-  llvm::LoopAnalysisManager lam;
-  llvm::FunctionAnalysisManager fam;
-  llvm::CGSCCAnalysisManager cgam;
-  llvm::ModuleAnalysisManager mam;
-  llvm::PipelineTuningOptions tuning;
-  tuning.LoopVectorization = true;
-  tuning.SLPVectorization = true;
-  llvm::PassBuilder builder(&machine, tuning);
-  builder.registerModuleAnalyses(mam);
-  builder.registerCGSCCAnalyses(cgam);
-  builder.registerFunctionAnalyses(fam);
-  builder.registerLoopAnalyses(lam);
-  builder.crossRegisterProxies(lam, fam, cgam, mam);
-  builder.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O2)
-      .run(module, mam);
-}
-
 /// What the optimized LLVM function of one kernel looks like.
 struct KernelShape {
   bool vectorized = false;
@@ -213,7 +194,7 @@ public:
     if (!optMachine || !jitMachine)
       return;
     auto transformer = [&](llvm::Module *m) {
-      optimize(*m, *optMachine);
+      weft::optimizeLLVMModule(*m, *optMachine, /*optLevel=*/2);
       for (llvm::Function &fn : *m)
         if (!fn.isDeclaration())
           shapes[fn.getName().str()] = inspect(fn);

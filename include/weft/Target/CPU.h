@@ -47,6 +47,11 @@ struct CpuTargetOptions {
 std::unique_ptr<llvm::TargetMachine>
 createCpuTargetMachine(const CpuTargetOptions &options, mlir::Location loc);
 
+/// LLVM's default pipeline at `optLevel` (0-3) for `machine`, with the loop
+/// and SLP vectorizers from O2 up: what weftc runs on every model.
+void optimizeLLVMModule(llvm::Module &module, llvm::TargetMachine &machine,
+                        unsigned optLevel);
+
 /// The instruction-set extensions code for `machine` may use, among those
 /// the runtime can test on the CPU it starts on (the names of GCC's
 /// __builtin_cpu_supports), sorted. Empty for other architectures.

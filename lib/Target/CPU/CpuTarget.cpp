@@ -116,9 +116,8 @@ weft::checkableCpuFeatures(const llvm::TargetMachine &machine) {
   return features;
 }
 
-namespace {
-void optimize(llvm::Module &module, llvm::TargetMachine &machine,
-              unsigned optLevel) {
+void weft::optimizeLLVMModule(llvm::Module &module,
+                              llvm::TargetMachine &machine, unsigned optLevel) {
   llvm::LoopAnalysisManager lam;
   llvm::FunctionAnalysisManager fam;
   llvm::CGSCCAnalysisManager cgam;
@@ -140,7 +139,7 @@ void optimize(llvm::Module &module, llvm::TargetMachine &machine,
                     : builder.buildPerModuleDefaultPipeline(levels[optLevel]);
   passes.run(module, mam);
 }
-} // namespace
+
 
 std::unique_ptr<llvm::Module>
 weft::buildModelModule(ModuleOp module, llvm::LLVMContext &context,
@@ -190,7 +189,7 @@ weft::buildModelModule(ModuleOp module, llvm::LLVMContext &context,
     module.emitError("generated LLVM IR is invalid: ") << verifierMessage;
     return nullptr;
   }
-  optimize(*llvmModule, machine, optLevel);
+  optimizeLLVMModule(*llvmModule, machine, optLevel);
   return llvmModule;
 }
 
