@@ -28,6 +28,7 @@
 
 #include <algorithm>
 #include <climits>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
@@ -133,6 +134,14 @@ Bf16GemmFn bf16Library() {
   static const Bf16GemmFn fn = []() -> Bf16GemmFn {
     const char *forced = std::getenv("WEFT_RT_BF16_GEMM");
     std::string want = forced ? forced : "";
+    if (!want.empty() && want != "sbgemm" && want != "onednn" &&
+        want != "f32") {
+      std::fprintf(stderr,
+                   "weft: WEFT_RT_BF16_GEMM=%s is not sbgemm, onednn or f32; "
+                   "using the first bf16 GEMM this process can load\n",
+                   want.c_str());
+      want.clear();
+    }
     if (want.empty() || want == "sbgemm") {
       sbgemmSymbol =
           reinterpret_cast<SbgemmFn>(dlsym(RTLD_DEFAULT, "cblas_sbgemm"));
@@ -146,6 +155,14 @@ Bf16GemmFn bf16Library() {
       if (dnnlSymbol)
         return &viaOneDnn;
     }
+    if (want == "sbgemm" || want == "onednn")
+      std::fprintf(stderr,
+                   "weft: WEFT_RT_BF16_GEMM=%s, but %s is not available in "
+                   "this process; bf16 GEMMs run as f32 GEMMs (same results, "
+                   "f32 speed)\n",
+                   want.c_str(),
+                   want == "sbgemm" ? "OpenBLAS's cblas_sbgemm"
+                                    : "oneDNN (libdnnl.so.2)");
     return nullptr;
   }();
   return fn;
