@@ -19,7 +19,10 @@
 //    along their slices (`scf::tileAndFuseProducerOfSlice`) when every
 //    iteration computes a disjoint slice of them; those used after the
 //    kernel are yielded by it.
-// 4. Each contraction gets its own zero fill right before it, so the BLAS
+// 4. Ops that cannot fuse because their maps compute indices (im2col
+//    gathers, pooling windows) are tiled alone along the parallel loops
+//    that every map uses as a plain index, so they run in parallel too.
+// 5. Each contraction gets its own zero fill right before it, so the BLAS
 //    rewrite after bufferization sees `fill; matmul` on one buffer.
 //
 //===----------------------------------------------------------------------===//
@@ -41,8 +44,10 @@
 #include "mlir/Transforms/CSE.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 #include "llvm/ADT/DenseSet.h"
+#include "llvm/ADT/SmallBitVector.h"
 
 #include <deque>
+#include <functional>
 
 namespace weft {
 #define GEN_PASS_DEF_FUSEKERNELSPASS
@@ -89,7 +94,10 @@ bool isFusible(Operation *op) {
 }
 
 /// Tile sizes for a root: 1 for every parallel loop but the innermost one,
-/// 0 (untiled) for the rest. Empty when there is nothing to tile.
+/// 0 (untiled) for the rest. A lone parallel loop with reductions inside it
+/// (a bias gradient: sum over N, H, W for each channel) is tiled too, so its
+/// rows run in parallel; one that is the innermost loop stays whole, for
+/// the vectorizer. Empty when there is nothing to tile.
 SmallVector<int64_t> rootTileSizes(linalg::LinalgOp op) {
   SmallVector<utils::IteratorType> iterators = op.getIteratorTypesArray();
   SmallVector<int64_t> sizes(iterators.size(), 0);
@@ -100,6 +108,52 @@ SmallVector<int64_t> rootTileSizes(linalg::LinalgOp op) {
         sizes[*lastParallel] = 1;
       lastParallel = i;
     }
+  if (lastParallel && *lastParallel + 1 < iterators.size() &&
+      llvm::all_of(sizes, [](int64_t s) { return s == 0; }))
+    sizes[*lastParallel] = 1;
+  if (llvm::all_of(sizes, [](int64_t s) { return s == 0; }))
+    return {};
+  return sizes;
+}
+
+/// Tile sizes for an op that cannot fuse because its maps compute indices
+/// (an im2col gather, a pooling window): 1 for each parallel loop, but the
+/// innermost loop, that every map uses only as a plain index, so tiles
+/// never overlap and the iterations run in parallel without producers
+/// fused in. Empty when no loop qualifies.
+SmallVector<int64_t> windowedTileSizes(linalg::LinalgOp op) {
+  SmallVector<utils::IteratorType> iterators = op.getIteratorTypesArray();
+  SmallVector<int64_t> sizes(iterators.size(), 0);
+  llvm::SmallBitVector compound(iterators.size());
+  // Only windows of the form sum of (dim * positive constant), whose tiled
+  // slices linalg computes exactly; others (a pooling gradient's floordiv
+  // and minus) stay whole.
+  std::function<bool(AffineExpr)> isWindow = [&](AffineExpr e) {
+    if (isa<AffineDimExpr>(e))
+      return true;
+    auto bin = dyn_cast<AffineBinaryOpExpr>(e);
+    if (!bin)
+      return false;
+    if (bin.getKind() == AffineExprKind::Add)
+      return isWindow(bin.getLHS()) && isWindow(bin.getRHS());
+    auto factor = dyn_cast<AffineConstantExpr>(bin.getRHS());
+    return bin.getKind() == AffineExprKind::Mul &&
+           isa<AffineDimExpr>(bin.getLHS()) && factor && factor.getValue() > 0;
+  };
+  for (AffineMap map : op.getIndexingMapsArray())
+    for (AffineExpr result : map.getResults()) {
+      if (isa<AffineDimExpr, AffineConstantExpr>(result))
+        continue;
+      if (!isWindow(result))
+        return {};
+      result.walk([&](AffineExpr e) {
+        if (auto dim = dyn_cast<AffineDimExpr>(e))
+          compound.set(dim.getPosition());
+      });
+    }
+  for (unsigned i = 0; i + 1 < iterators.size(); ++i)
+    if (iterators[i] == utils::IteratorType::parallel && !compound.test(i))
+      sizes[i] = 1;
   if (llvm::all_of(sizes, [](int64_t s) { return s == 0; }))
     return {};
   return sizes;
@@ -240,6 +294,31 @@ struct FuseKernelsPass
         continue;
       if (failed(formKernel(rewriter, block, linalgOp, sizes)))
         return failure();
+    }
+    // Windowed ops left at the top level become parallel loops of their
+    // own (no fusion: their tiles read overlapping slices).
+    ops.clear();
+    for (Operation &op : block.without_terminator())
+      ops.push_back(&op);
+    for (Operation *op : ops) {
+      auto linalgOp = dyn_cast<linalg::LinalgOp>(op);
+      if (!linalgOp || isFusible(op) || isContractionLike(op) ||
+          isa<linalg::FillOp>(op) || !isa<TilingInterface>(op) ||
+          !linalgOp.hasPureTensorSemantics() || !hasStaticTensorOperands(op))
+        continue;
+      SmallVector<int64_t> sizes = windowedTileSizes(linalgOp);
+      if (sizes.empty())
+        continue;
+      scf::SCFTilingOptions tiling;
+      tiling.setLoopType(scf::SCFTilingOptions::LoopType::ForallOp);
+      tiling.setTileSizes(getAsIndexOpFoldResult(ctx, sizes));
+      rewriter.setInsertionPoint(op);
+      FailureOr<scf::SCFTilingResult> tiled =
+          scf::tileUsingSCF(rewriter, cast<TilingInterface>(op), tiling);
+      if (failed(tiled))
+        return op->emitError("could not tile this op into a parallel kernel");
+      if (!tiled->loops.empty())
+        rewriter.replaceOp(op, tiled->replacements);
     }
     return success();
   }

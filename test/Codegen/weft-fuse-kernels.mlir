@@ -285,3 +285,70 @@ func.func @not_fused(%x: tensor<4x8xf32>) -> (tensor<4x8xf32>, tensor<4x8xf32>) 
   } -> tensor<4x8xf32>
   return %out, %neg : tensor<4x8xf32>, tensor<4x8xf32>
 }
+
+// -----
+
+// An im2col gather reads overlapping windows, so it fuses with nothing; it
+// still becomes a parallel loop over the dims every map uses as a plain
+// index (channel and image), not over the window dims.
+
+// CHECK-LABEL: func.func @im2col
+// CHECK: scf.forall (%{{.*}}, %{{.*}}) in (2, 4)
+// CHECK: linalg.generic
+// CHECK-SAME: tensor<1x3x3x1x6x6xf32>
+func.func @im2col(%x: tensor<4x2x8x8xf32>) -> tensor<2x3x3x4x6x6xf32> {
+  %init = tensor.empty() : tensor<2x3x3x4x6x6xf32>
+  %cols = linalg.generic {
+      indexing_maps = [affine_map<(c, i, j, n, y, x) -> (n, c, y + i, x + j)>,
+                       affine_map<(c, i, j, n, y, x) -> (c, i, j, n, y, x)>],
+      iterator_types = ["parallel", "parallel", "parallel", "parallel",
+                        "parallel", "parallel"]}
+      ins(%x : tensor<4x2x8x8xf32>) outs(%init : tensor<2x3x3x4x6x6xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    linalg.yield %in : f32
+  } -> tensor<2x3x3x4x6x6xf32>
+  return %cols : tensor<2x3x3x4x6x6xf32>
+}
+
+// -----
+
+// A bias gradient (sum over N, H, W per channel) has one parallel loop with
+// reductions inside it: its channels run in parallel. A pooling gradient's
+// floordiv-and-minus windows stay whole.
+
+// CHECK-LABEL: func.func @bias_grad
+// CHECK: scf.forall (%{{.*}}) in (3)
+func.func @bias_grad(%g: tensor<2x3x4x4xf32>) -> tensor<3xf32> {
+  %zero = arith.constant 0.0 : f32
+  %init = tensor.empty() : tensor<3xf32>
+  %fill = linalg.fill ins(%zero : f32) outs(%init : tensor<3xf32>) -> tensor<3xf32>
+  %sum = linalg.generic {
+      indexing_maps = [affine_map<(n, c, h, w) -> (n, c, h, w)>,
+                       affine_map<(n, c, h, w) -> (c)>],
+      iterator_types = ["reduction", "parallel", "reduction", "reduction"]}
+      ins(%g : tensor<2x3x4x4xf32>) outs(%fill : tensor<3xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %s = arith.addf %out, %in : f32
+    linalg.yield %s : f32
+  } -> tensor<3xf32>
+  return %sum : tensor<3xf32>
+}
+
+// CHECK-LABEL: func.func @pool_grad
+// CHECK-NOT: scf.forall
+// CHECK: return
+func.func @pool_grad(%g: tensor<2x3x2x2xf32>, %w: tensor<1x1xf32>) -> tensor<2x3x4x4xf32> {
+  %init = tensor.empty() : tensor<2x3x4x4xf32>
+  %r = linalg.generic {
+      indexing_maps = [affine_map<(n, c, h, w, i, j) -> (n, c, h floordiv 2 - i, w floordiv 2 - j)>,
+                       affine_map<(n, c, h, w, i, j) -> (i, j)>,
+                       affine_map<(n, c, h, w, i, j) -> (n, c, h, w)>],
+      iterator_types = ["parallel", "parallel", "parallel", "parallel",
+                        "reduction", "reduction"]}
+      ins(%g, %w : tensor<2x3x2x2xf32>, tensor<1x1xf32>) outs(%init : tensor<2x3x4x4xf32>) {
+  ^bb0(%in: f32, %win: f32, %out: f32):
+    %s = arith.addf %out, %in : f32
+    linalg.yield %s : f32
+  } -> tensor<2x3x4x4xf32>
+  return %r : tensor<2x3x4x4xf32>
+}

@@ -220,7 +220,13 @@ def FuseKernelsPass : Pass<"weft-fuse-kernels", "mlir::func::FuncOp"> {
     producer that is also used after the kernel is yielded by the loop
     instead of being recomputed. Matmuls and convolutions are never fused
     into: they become BLAS calls or kernels of their own; each one gets its
-    own zero fill, so `--weft-linalg-to-blas` can drop it.
+    own zero fill, so `--weft-linalg-to-blas` can drop it. A lone parallel
+    dimension with reductions inside it (a bias gradient's channels) is
+    tiled too. Ops whose maps compute indices (an im2col gather, a pooling
+    window of the form `d0 * s + d1`) fuse with nothing but are tiled alone
+    along the parallel dimensions every map uses as a plain index, so they
+    run in parallel as well; other index maps (a pooling gradient's
+    floordiv) stay whole.
 
     The outermost loop of every kernel carries `weft.kernel = "fused_N"`,
     numbered in program order: the unit a GPU target maps to `gpu.launch`.
