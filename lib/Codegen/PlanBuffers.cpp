@@ -31,6 +31,8 @@
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/SetVector.h"
 
+#include <algorithm>
+
 namespace weft {
 #define GEN_PASS_DEF_PLANBUFFERSPASS
 #include "weft/Codegen/Passes.h.inc"
@@ -57,6 +59,16 @@ struct Buffer {
   int64_t start = 0, end = 0;
   int64_t offset = -1;
 };
+
+/// The scf.forall ops around `op`, outermost first.
+SmallVector<scf::ForallOp> enclosingForalls(Operation *op) {
+  SmallVector<scf::ForallOp> loops;
+  for (auto loop = op->getParentOfType<scf::ForallOp>(); loop;
+       loop = loop->getParentOfType<scf::ForallOp>())
+    loops.push_back(loop);
+  std::reverse(loops.begin(), loops.end());
+  return loops;
+}
 
 struct PlanBuffersPass
     : public weft::impl::PlanBuffersPassBase<PlanBuffersPass> {
@@ -105,8 +117,7 @@ struct PlanBuffersPass
                      layout.getTypeSize(type.getElementType()).getFixedValue();
       if (std::optional<uint64_t> align = alloc.getAlignment())
         buffer.alignment = std::max<int64_t>(kAlignment, *align);
-      for (auto loop = alloc->getParentOfType<scf::ForallOp>(); loop;
-           loop = loop->getParentOfType<scf::ForallOp>()) {
+      for (scf::ForallOp loop : enclosingForalls(alloc)) {
         ArrayRef<int64_t> upper = loop.getStaticUpperBound();
         if (llvm::any_of(loop.getStaticLowerBound(),
                          [](int64_t v) { return v != 0; }) ||
@@ -177,13 +188,9 @@ struct PlanBuffersPass
   /// The row-major index of the current iteration over all scf.forall ops
   /// around `alloc`, outermost first.
   static Value iterationIndex(OpBuilder &builder, memref::AllocOp alloc) {
-    SmallVector<scf::ForallOp> loops;
-    for (auto loop = alloc->getParentOfType<scf::ForallOp>(); loop;
-         loop = loop->getParentOfType<scf::ForallOp>())
-      loops.push_back(loop);
     Location loc = alloc.getLoc();
     Value index;
-    for (scf::ForallOp loop : llvm::reverse(loops)) {
+    for (scf::ForallOp loop : enclosingForalls(alloc)) {
       for (auto [iv, count] :
            llvm::zip(loop.getInductionVars(), loop.getStaticUpperBound())) {
         index = index ? arith::AddIOp::create(

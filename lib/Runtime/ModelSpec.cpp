@@ -415,10 +415,11 @@ std::optional<bool> weft::rt::cpuSupports(const std::string &feature) {
   return std::nullopt;
 }
 
-Status weft::rt::checkCpuFeatures(
-    const std::string &modelJson,
+namespace {
+/// checkCpuFeatures on an already parsed model JSON.
+Status checkTarget(
+    const json &root,
     const std::function<std::optional<bool>(const std::string &)> &supports) {
-  json root = json::parse(modelJson, nullptr, /*allow_exceptions=*/false);
   if (!root.is_object())
     return Status::success();
   auto target = root.find("target");
@@ -455,6 +456,14 @@ Status weft::rt::checkCpuFeatures(
       ", whose instructions this CPU lacks: " + names +
       "; recompile the model with weftc --cpu=generic (any x86-64) or "
       "--cpu=native on this machine");
+}
+} // namespace
+
+Status weft::rt::checkCpuFeatures(
+    const std::string &modelJson,
+    const std::function<std::optional<bool>(const std::string &)> &supports) {
+  return checkTarget(
+      json::parse(modelJson, nullptr, /*allow_exceptions=*/false), supports);
 }
 
 Status weft::rt::loadModelSpec(const WeftModel &model, ModelSpec &out) {
@@ -495,9 +504,9 @@ Status weft::rt::loadModelSpec(const WeftModel &model, ModelSpec &out) {
     spec.results.push_back(std::move(t));
   }
 
-  if (Status s = checkCpuFeatures(spec.modelJson, cpuSupports); !s.ok())
-    return s;
   json root = json::parse(spec.modelJson, nullptr, /*allow_exceptions=*/false);
+  if (Status s = checkTarget(root, cpuSupports); !s.ok())
+    return s;
   const json *hyper = nullptr;
   if (root.is_object()) {
     for (const char *key : {"num_classes", "vocab_size"}) {

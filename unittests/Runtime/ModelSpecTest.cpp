@@ -153,7 +153,7 @@ TEST(ModelSpecTest, Errors) {
 } // namespace
 
 namespace {
-std::optional<bool> fakeCpu(const std::string &feature) {
+std::optional<bool> cpuWithAvx2WithoutFma(const std::string &feature) {
   if (feature == "avx2")
     return true;
   if (feature == "fma")
@@ -166,7 +166,7 @@ TEST(CpuFeatures, RefusesMissingExtensionsNamingTheFix) {
   weft::rt::Status s = weft::rt::checkCpuFeatures(
       R"({"target": {"cpu": "x86-64-v3", "requested_cpu": "default",
                      "cpu_features": ["avx2", "fma", "unknown-ext"]}})",
-      fakeCpu);
+      cpuWithAvx2WithoutFma);
   ASSERT_FALSE(s.ok());
   EXPECT_NE(s.message.find("compiled for CPU 'x86-64-v3' (weftc "
                              "--cpu=default)"),
@@ -181,11 +181,11 @@ TEST(CpuFeatures, AcceptsPresentOrUntestableExtensionsAndNoTarget) {
   EXPECT_TRUE(weft::rt::checkCpuFeatures(
                   R"({"target": {"cpu": "x", "cpu_features": ["avx2",
                       "unknown-ext"]}})",
-                  fakeCpu)
+                  cpuWithAvx2WithoutFma)
                   .ok());
-  EXPECT_TRUE(weft::rt::checkCpuFeatures(R"({"source": "m.onnx"})", fakeCpu)
+  EXPECT_TRUE(weft::rt::checkCpuFeatures(R"({"source": "m.onnx"})", cpuWithAvx2WithoutFma)
                   .ok());
-  EXPECT_TRUE(weft::rt::checkCpuFeatures("not json", fakeCpu).ok());
+  EXPECT_TRUE(weft::rt::checkCpuFeatures("not json", cpuWithAvx2WithoutFma).ok());
 }
 
 TEST(CpuFeatures, ThisCpuHasWhatTheDefaultTargetNeeds) {

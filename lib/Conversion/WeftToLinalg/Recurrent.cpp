@@ -444,6 +444,15 @@ Value keepRecomputedApart(ConversionPatternRewriter &rewriter, Value gates,
   return gates;
 }
 
+/// The input gates, with their bias add rewritten to write into the
+/// projection's product when it can (writeIntoInput).
+Value gatesWrittenInPlace(ConversionPatternRewriter &rewriter, Value gates) {
+  if (auto biasAdd = gates.getDefiningOp<linalg::GenericOp>())
+    if (Operation *inPlace = writeIntoInput(rewriter, biasAdd))
+      return inPlace->getResult(0);
+  return gates;
+}
+
 struct LstmLowering : OpConversionPattern<LstmOp> {
   using OpConversionPattern::OpConversionPattern;
   LogicalResult
@@ -454,10 +463,7 @@ struct LstmLowering : OpConversionPattern<LstmOp> {
     int64_t h = s.hidden;
     bool reverse = op.getReverse();
     Value rt = transposed(rewriter, loc, adaptor.getRecurrence());
-    Value x = adaptor.getInputGates();
-    if (auto biasAdd = x.getDefiningOp<linalg::GenericOp>())
-      if (Operation *inPlace = writeIntoInput(rewriter, biasAdd))
-        x = inPlace->getResult(0);
+    Value x = gatesWrittenInPlace(rewriter, adaptor.getInputGates());
     bool recompute = op.getRecompute();
     int64_t initialRow = reverse ? s.t : 0;
     SmallVector<Value> inits = {
@@ -641,10 +647,7 @@ struct GruLowering : OpConversionPattern<GruOp> {
     bool reverse = op.getReverse();
     Value rt = transposed(rewriter, loc, adaptor.getRecurrence());
     bool recompute = op.getRecompute();
-    Value x = adaptor.getInputGates();
-    if (auto biasAdd = x.getDefiningOp<linalg::GenericOp>())
-      if (Operation *inPlace = writeIntoInput(rewriter, biasAdd))
-        x = inPlace->getResult(0);
+    Value x = gatesWrittenInPlace(rewriter, adaptor.getInputGates());
     SmallVector<Value> biases =
         biasBlocks(rewriter, loc, adaptor.getRecurrenceBias(), h);
     SmallVector<Value> inits = {
