@@ -32,7 +32,7 @@ import torch.nn.functional as F
 
 class EinsumForms(nn.Module):
     """Three operands, `...`, an implicit output, a batched contraction, a
-    transpose-only and a sum-only equation."""
+    transpose-only and a sum-only equation, a diagonal and a trace."""
 
     def __init__(self):
         super().__init__()
@@ -47,7 +47,9 @@ class EinsumForms(nn.Module):
         d = torch.einsum("bti,bsi->bts", b, b).sum(-1)
         e = torch.einsum("btk->kbt", b * b)
         f = torch.einsum("bti->b", x * self.w[0]).unsqueeze(1)
-        return a + c + d + e.sum(0) + f
+        g = (x * torch.einsum("ii->i", self.w)).sum(-1)
+        h = torch.einsum("bii->b", torch.einsum("bti,btj->bij", x, x @ self.w))
+        return a + c + d + e.sum(0) + f + g + h.unsqueeze(1)
 
 
 class TopKSmallest(nn.Module):

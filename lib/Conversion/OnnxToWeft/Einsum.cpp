@@ -15,9 +15,9 @@
 //
 // Supported: any number of operands, explicit or implicit output, `...`
 // (broadcast dimensions, aligned from the right as in numpy), size-1
-// dimensions broadcast against the same label elsewhere. A label repeated
-// within one operand (a diagonal or trace, `ii->i`) is refused with the
-// equation in the message.
+// dimensions broadcast against the same label elsewhere, and a label
+// repeated within one float operand (a diagonal `ii->i`, or a trace `ii`),
+// taken by masking with an identity and summing.
 //
 //===----------------------------------------------------------------------===//
 
@@ -69,6 +69,7 @@ private:
   FailureOr<SmallVector<Label>> labelsOf(const Term &term, int64_t rank,
                                          int64_t ellipsisRank, StringRef what);
   FailureOr<Operand> sumOut(Operand x, ArrayRef<Label> needed);
+  FailureOr<Operand> takeDiagonals(Operand x, StringRef what);
   FailureOr<Operand> permute(Operand x, ArrayRef<Label> order);
   FailureOr<Operand> contract(Operand a, Operand b, ArrayRef<Label> needed);
   SmallVector<int64_t> sizesOf(ArrayRef<Label> labels) {
@@ -135,6 +136,53 @@ FailureOr<Operand> EinsumLegalizer::sumOut(Operand x, ArrayRef<Label> needed) {
     return failure();
   kept.value = *sum;
   return kept;
+}
+
+/// `x` with each label that repeats in it (`ii->i`, a diagonal) kept once:
+/// the elements whose repeated indices differ are masked to zero by an
+/// identity and summed away, so only matmul-style ops (mul, reduce_sum)
+/// are involved and their gradients apply unchanged.
+FailureOr<Operand> EinsumLegalizer::takeDiagonals(Operand x, StringRef what) {
+  for (;;) {
+    ArrayRef<int64_t> shape = shapeOf(x.value);
+    std::optional<std::pair<size_t, size_t>> pair;
+    for (size_t p = 0; p < x.labels.size() && !pair; ++p)
+      for (size_t q = p + 1; q < x.labels.size() && !pair; ++q)
+        if (x.labels[p] == x.labels[q])
+          pair = {p, q};
+    if (!pair)
+      return x;
+    auto [p, q] = *pair;
+    if (shape[p] != shape[q])
+      return error() << "label '" << static_cast<char>(x.labels[p])
+                     << "' repeats in " << what << " over dimensions of sizes "
+                     << shape[p] << " and " << shape[q];
+    auto floatType = dyn_cast<FloatType>(elementTypeOf(x.value));
+    if (!floatType)
+      return error() << "label '" << static_cast<char>(x.labels[p])
+                     << "' repeats in " << what
+                     << " (a diagonal), which needs a float operand";
+    int64_t n = shape[p];
+    SmallVector<int64_t> maskShape(shape.size(), 1);
+    maskShape[p] = maskShape[q] = n;
+    SmallVector<Attribute> eye(n * n, FloatAttr::get(floatType, 0.0));
+    for (int64_t i = 0; i < n; ++i)
+      eye[i * n + i] = FloatAttr::get(floatType, 1.0);
+    FailureOr<Value> mask = ctx.constant(DenseElementsAttr::get(
+        RankedTensorType::get(maskShape, floatType), eye));
+    if (failed(mask))
+      return failure();
+    FailureOr<Value> masked = ctx.create<MulOp>({x.value, *mask});
+    if (failed(masked))
+      return failure();
+    FailureOr<Value> diagonal = ctx.create<ReduceSumOp>(
+        {*masked}, {ctx.arrayAttr("axes", {static_cast<int64_t>(q)}),
+                    ctx.boolAttr("keep_dims", false)});
+    if (failed(diagonal))
+      return failure();
+    x.value = *diagonal;
+    x.labels.erase(x.labels.begin() + q);
+  }
 }
 
 /// `x` with its dimensions in the order of `order` (its labels permuted).
@@ -274,10 +322,8 @@ LegalizeResult EinsumLegalizer::run(ArrayRef<Value> inputs) {
     if (failed(labels))
       return failure();
     for (auto [d, label] : llvm::enumerate(*labels)) {
-      if (llvm::count(*labels, label) > 1)
-        return error() << "label '" << static_cast<char>(label)
-                       << "' repeats in " << what
-                       << " (a diagonal or trace), which is not supported";
+      // A label repeated within the operand counts twice, so numpy's
+      // implicit output sums it away (`ii`, a trace).
       ++occurrences[label];
       int64_t &size = sizes.try_emplace(label, shape[d]).first->second;
       if (size == 1)
@@ -287,7 +333,10 @@ LegalizeResult EinsumLegalizer::run(ArrayRef<Value> inputs) {
                        << shape[d] << " but its label has size " << size
                        << " elsewhere";
     }
-    operands.push_back({inputs[i], *labels});
+    FailureOr<Operand> distinct = takeDiagonals({inputs[i], *labels}, what);
+    if (failed(distinct))
+      return failure();
+    operands.push_back(*distinct);
   }
 
   SmallVector<Label> output;
