@@ -11,6 +11,7 @@ packages=(
   libyaml-cpp-dev                                         # planner: cluster specs
   libopenblas-dev libcli11-dev                            # runtime: GEMM, CLI
   libopenblas-openmp-dev libomp-22-dev                    # executables: one OpenMP team
+  libdnnl2                                                # executables: oneDNN GEMMs (dlopen)
   libgloo-dev                                             # runtime: collectives
   iproute2                                                # tests: emulated nodes
   openmpi-bin                                             # tests: mpirun starts ranks

@@ -4,10 +4,19 @@
 //
 //===----------------------------------------------------------------------===//
 //
-// weft_rt_sgemm forwards each matrix of a batch to OpenBLAS. Shapes that
-// cblas cannot express (a dimension or leading dimension past INT_MAX, or a
-// leading dimension smaller than a row, as when a stride-0 row is broadcast)
-// take a plain loop instead, so every call the header allows is computed.
+// weft_rt_sgemm forwards each matrix of a batch to the f32 GEMM library of
+// the process, chosen once (WEFT_RT_GEMM=onednn|openblas forces one):
+//  - oneDNN's dnnl_sgemm from libdnnl.so.2 (dlopen'ed) where it loads: its
+//    JIT picks the kernels for the CPU it runs on, whatever OpenBLAS was
+//    told (this environment sets OPENBLAS_CORETYPE=Haswell on an AVX-512
+//    CPU), and measured 1.2-2.4x OpenBLAS's throughput on the GEMM shapes
+//    of a transformer step on 2 threads (bench/RESULTS.md);
+//  - OpenBLAS's cblas_sgemm otherwise.
+// Both run on the process's one OpenMP team (oneDNN's and OpenBLAS's
+// OpenMP builds share it). Shapes neither can express (a leading dimension
+// smaller than a row, as when a stride-0 row is broadcast; for cblas also a
+// size past INT_MAX) take a plain loop instead, so every call the header
+// allows is computed.
 //
 // weft_rt_sbgemm and weft_rt_sbgemm_bf16 multiply bf16 matrices with f32
 // products and sums, through the first of these the process can load
@@ -76,14 +85,69 @@ void naiveGemm(bool transA, bool transB, int64_t m, int64_t n, int64_t k,
   }
 }
 
-/// One f32 matrix product: cblas_sgemm where it can express the call, the
-/// loop otherwise; K = 0 gives zeros (BLAS implementations disagree on it).
+/// libdnnl.so.2, opened once for the f32 and bf16 GEMMs; null when the
+/// process cannot load it.
+void *oneDnnLibrary() {
+  static void *const lib = dlopen("libdnnl.so.2", RTLD_NOW | RTLD_LOCAL);
+  return lib;
+}
+
+/// Whether leading dimensions and sizes describe row-major matrices a
+/// 64-bit BLAS interface (oneDNN's) accepts.
+bool fitsRowMajor(bool transA, bool transB, int64_t m, int64_t n, int64_t k,
+                  int64_t lda, int64_t ldb, int64_t ldc) {
+  int64_t aCols = transA ? m : k, bCols = transB ? k : n;
+  return m >= 0 && n >= 0 && k >= 0 && lda >= std::max<int64_t>(1, aCols) &&
+         ldb >= std::max<int64_t>(1, bCols) && ldc >= std::max<int64_t>(1, n);
+}
+
+/// oneDNN's extern "C" dnnl_sgemm (row-major; dnnl_dim_t is int64_t);
+/// returns dnnl_status_t, 0 on success.
+using DnnlSgemmFn = int (*)(char, char, int64_t, int64_t, int64_t, float,
+                            const float *, int64_t, const float *, int64_t,
+                            float, float *, int64_t);
+
+/// oneDNN's f32 GEMM when this process uses it, else null (OpenBLAS).
+DnnlSgemmFn f32Library() {
+  static const DnnlSgemmFn fn = []() -> DnnlSgemmFn {
+    const char *forced = std::getenv("WEFT_RT_GEMM");
+    std::string want = forced ? forced : "";
+    if (!want.empty() && want != "onednn" && want != "openblas") {
+      std::fprintf(stderr,
+                   "weft: WEFT_RT_GEMM=%s is not onednn or openblas; using "
+                   "oneDNN where it loads, else OpenBLAS\n",
+                   want.c_str());
+      want.clear();
+    }
+    if (want == "openblas")
+      return nullptr;
+    DnnlSgemmFn found = nullptr;
+    if (void *lib = oneDnnLibrary())
+      found = reinterpret_cast<DnnlSgemmFn>(dlsym(lib, "dnnl_sgemm"));
+    if (!found && want == "onednn")
+      std::fprintf(stderr,
+                   "weft: WEFT_RT_GEMM=onednn, but oneDNN (libdnnl.so.2, "
+                   "Debian: libdnnl2) does not load in this process; f32 "
+                   "GEMMs run on OpenBLAS\n");
+    return found;
+  }();
+  return fn;
+}
+
+/// One f32 matrix product: oneDNN or cblas_sgemm where they can express
+/// the call, the loop otherwise; K = 0 gives zeros (BLAS implementations
+/// disagree on it).
 void sgemmOne(bool ta, bool tb, int64_t m, int64_t n, int64_t k,
               const float *a, int64_t lda, const float *b, int64_t ldb,
               float *c, int64_t ldc) {
+  static const DnnlSgemmFn oneDnn = f32Library();
   if (k <= 0) {
     for (int64_t r = 0; r < m; ++r)
       std::memset(c + r * ldc, 0, size_t(n) * sizeof(float));
+  } else if (oneDnn && fitsRowMajor(ta, tb, m, n, k, lda, ldb, ldc) &&
+             oneDnn(ta ? 'T' : 'N', tb ? 'T' : 'N', m, n, k, 1.0f, a, lda, b,
+                    ldb, 0.0f, c, ldc) == 0) {
+    return;
   } else if (fitsCblas(ta, tb, m, n, k, lda, ldb, ldc)) {
     cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans,
                 tb ? CblasTrans : CblasNoTrans, int(m), int(n), int(k), 1.0f,
@@ -149,7 +213,7 @@ Bf16GemmFn bf16Library() {
         return &viaSbgemm;
     }
     if (want.empty() || want == "onednn") {
-      if (void *lib = dlopen("libdnnl.so.2", RTLD_NOW | RTLD_LOCAL))
+      if (void *lib = oneDnnLibrary())
         dnnlSymbol =
             reinterpret_cast<DnnlGemmFn>(dlsym(lib, "dnnl_gemm_bf16bf16f32"));
       if (dnnlSymbol)
@@ -239,6 +303,10 @@ extern "C" void weft_rt_sgemm(int64_t batch, int32_t transA, int32_t transB,
   for (int64_t i = 0; i < batch; ++i)
     sgemmOne(transA != 0, transB != 0, m, n, k, a + i * strideA, lda,
              b + i * strideB, ldb, c + i * strideC, ldc);
+}
+
+extern "C" const char *weft_rt_gemm_library(void) {
+  return f32Library() ? "oneDNN" : "OpenBLAS";
 }
 
 extern "C" void weft_rt_sbgemm(int64_t batch, int32_t transA, int32_t transB,

@@ -19,6 +19,7 @@
 #include "weft/Runtime/Context.h"
 #include "weft/Runtime/Checkpoint.h"
 #include "weft/Runtime/DataLoader.h"
+#include "weft/Runtime/Kernels.h"
 #include "weft/Runtime/Metrics.h"
 #include "weft/Runtime/ModelSpec.h"
 
@@ -617,7 +618,8 @@ int Trainer::run(bool seedGiven) {
   out << "data: " << loader->description() << "\n";
   out << "training " << spec.numParameters() << " parameters, batch " << batch
       << ", " << loader->batchesPerEpoch() << " batches per epoch, steps "
-      << start << ".." << opts.steps << "\n";
+      << start << ".." << opts.steps << " (" << ctx.numThreads
+      << " threads, GEMMs on " << weft_rt_gemm_library() << ")\n";
 
   ProgressLog progress(opts.steps, batch, tokensPerStep);
   float *loss = reinterpret_cast<float *>(resultPtrs[spec.lossResult]);

@@ -9,6 +9,9 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdlib>
+#include <dlfcn.h>
+#include <string>
 #include <cstring>
 #include <limits>
 #include <random>
@@ -212,3 +215,20 @@ TEST(KernelsTest, SbgemmToBf16RoundsToNearestEven) {
 }
 
 } // namespace
+
+// oneDNN multiplies wherever it loads unless WEFT_RT_GEMM says otherwise
+// (this suite runs once each way, unittests/Runtime/CMakeLists.txt).
+TEST(KernelsTest, GemmLibraryIsOneDnnWhereItLoads) {
+  const char *forced = std::getenv("WEFT_RT_GEMM");
+  std::string library = weft_rt_gemm_library();
+  if (forced && std::string(forced) == "openblas") {
+    EXPECT_EQ(library, "OpenBLAS");
+    return;
+  }
+  void *oneDnn = dlopen("libdnnl.so.2", RTLD_NOW | RTLD_LOCAL);
+  EXPECT_EQ(library, oneDnn ? "oneDNN" : "OpenBLAS");
+  if (!oneDnn)
+    GTEST_SKIP() << "libdnnl.so.2 (Debian: libdnnl2) does not load here; "
+                    "f32 GEMMs run on OpenBLAS";
+  dlclose(oneDnn);
+}

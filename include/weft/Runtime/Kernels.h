@@ -21,11 +21,17 @@ extern "C" {
    transposes when trans* != 0 and X_b = X + b * strideX (a stride of 0
    broadcasts one matrix over the batch). C is overwritten (beta = 0).
    m x k = op(A), k x n = op(B), m x n = C; lda/ldb/ldc are the row strides of
-   A, B and C as stored. */
+   A, B and C as stored. Computed by oneDNN's dnnl_sgemm where libdnnl.so.2
+   loads (its JIT picks the CPU's kernels), else OpenBLAS's cblas_sgemm;
+   WEFT_RT_GEMM=onednn or openblas forces one. */
 void weft_rt_sgemm(int64_t batch, int32_t transA, int32_t transB, int64_t m,
                    int64_t n, int64_t k, const float *a, int64_t lda,
                    int64_t strideA, const float *b, int64_t ldb,
                    int64_t strideB, float *c, int64_t ldc, int64_t strideC);
+
+/* "oneDNN" or "OpenBLAS": the library weft_rt_sgemm multiplies with in
+   this process (chosen on the first call of either function). */
+const char *weft_rt_gemm_library(void);
 
 /* The same product on bf16 A and B (uint16_t: the upper half of an f32),
    multiplied and summed in f32, into f32 C: OpenBLAS's cblas_sbgemm where
