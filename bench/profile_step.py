@@ -21,7 +21,8 @@ import tempfile
 
 GROUPS = [
     ("GEMM (OpenBLAS / oneDNN)",
-     re.compile(r"gemm|dnnl|jit_|openblas|_HASWELL|_COOPERLAKE|_SKYLAKEX", re.I)),
+     re.compile(r"gemm|dnnl|jit_|\[JIT\]|openblas|_HASWELL|_COOPERLAKE|_SKYLAKEX",
+                re.I)),
     ("generated kernels", re.compile(r"^train_step\.")),
     ("libm", re.compile(r"^(__)?(exp|log|tanh|erf|expm1|pow|sqrt)f?(_fma|_finite)?(@plt)?$")),
     ("OpenMP runtime (waiting)", re.compile(r"__kmp|__kmpc|omp_|libomp")),
@@ -46,7 +47,8 @@ def main():
     totals["other"] = 0.0
     top = []
     for line in report.splitlines():
-        m = re.match(r"\s*([\d.]+)%\s+(\S+)\s+\[[.k]\]\s+(\S+)", line)
+        # oneDNN's JIT-compiled GEMM kernels show as "[JIT] tid N".
+        m = re.match(r"\s*([\d.]+)%\s+(.+?)\s+\[[.k]\]\s+(\S+)", line)
         if not m:
             continue
         share, dso, symbol = float(m.group(1)), m.group(2), m.group(3)

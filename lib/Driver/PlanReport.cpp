@@ -8,6 +8,7 @@
 #include "weft/Planner/ModelStats.h"
 #include "weft/Planner/PlanFormat.h"
 #include "weft/Planner/Profile.h"
+#include "weft/Runtime/Kernels.h"
 #include "weft/Transforms/Pipeline/Schedule.h"
 
 #include "llvm/Support/FileSystem.h"
@@ -15,6 +16,8 @@
 #include "llvm/Support/Path.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <algorithm>
+#include <cctype>
 #include <cstdlib>
 #include <thread>
 
@@ -135,8 +138,15 @@ Status weft::loadPlanCluster(
   int ranks = devices > 0 ? devices
                           : int(std::max(1u, std::thread::hardware_concurrency()));
   std::string dir = cacheDir();
-  std::string path =
-      dir.empty() ? "" : dir + "/local-cluster-" + std::to_string(ranks) + ".yaml";
+  // Named for the GEMM library measured: installing oneDNN (or losing it)
+  // changes what executables run, so it measures again.
+  std::string library = weft_rt_gemm_library();
+  std::transform(library.begin(), library.end(), library.begin(),
+                 [](unsigned char c) { return char(std::tolower(c)); });
+  std::string path = dir.empty() ? ""
+                                 : dir + "/local-cluster-" +
+                                       std::to_string(ranks) + "-" + library +
+                                       ".yaml";
   if (!path.empty() && llvm::sys::fs::exists(path)) {
     if (progress)
       progress("--cluster local: this machine as measured before, " + path +

@@ -5,6 +5,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "weft/Runtime/Context.h"
+#include "weft/Runtime/Kernels.h"
 
 #include <cblas.h>
 
@@ -350,7 +351,7 @@ RuntimeContext::RuntimeContext(const LaunchInfo &launch, int threads)
   if (threads <= 0)
     threads = defaultComputeThreads(info.localWorldSize);
   if (threads > 0)
-    openblas_set_num_threads(threads);
+    weft_rt_set_gemm_threads(threads);
   int count = threads > 0 ? threads : std::max(1, openblas_get_num_threads());
   pool = std::make_unique<ThreadPool>(count);
   context.abiVersion = WEFT_MODEL_ABI_VERSION;

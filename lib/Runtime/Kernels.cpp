@@ -309,6 +309,17 @@ extern "C" const char *weft_rt_gemm_library(void) {
   return f32Library() ? "oneDNN" : "OpenBLAS";
 }
 
+extern "C" void weft_rt_set_gemm_threads(int threads) {
+  openblas_set_num_threads(threads);
+  // In an executable OpenBLAS's OpenMP build already set the team that
+  // oneDNN uses; elsewhere oneDNN brings its own OpenMP runtime.
+  using SetThreadsFn = void (*)(int);
+  if (f32Library())
+    if (auto set = reinterpret_cast<SetThreadsFn>(
+            dlsym(oneDnnLibrary(), "omp_set_num_threads")))
+      set(threads);
+}
+
 extern "C" void weft_rt_sbgemm(int64_t batch, int32_t transA, int32_t transB,
                                int64_t m, int64_t n, int64_t k,
                                const uint16_t *a, int64_t lda, int64_t strideA,

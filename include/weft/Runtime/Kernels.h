@@ -33,6 +33,11 @@ void weft_rt_sgemm(int64_t batch, int32_t transA, int32_t transB, int64_t m,
    this process (chosen on the first call of either function). */
 const char *weft_rt_gemm_library(void);
 
+/* Threads of the calling thread's next GEMMs: OpenBLAS's and, where
+   oneDNN multiplies, the OpenMP team it runs on. Executables set them
+   once through the runtime context; weft-profile-cluster sets 1. */
+void weft_rt_set_gemm_threads(int threads);
+
 /* The same product on bf16 A and B (uint16_t: the upper half of an f32),
    multiplied and summed in f32, into f32 C: OpenBLAS's cblas_sbgemm where
    the loaded OpenBLAS has it, else oneDNN's bf16 GEMM where libdnnl.so.2
