@@ -16,6 +16,16 @@
 // of a piece crosses once the schedule is done, in one global order that
 // every rank walks, so those transfers cannot deadlock either.
 //
+// A stage's last micro-batch completes each of its gradient sums. Those
+// last additions run inside that micro-batch's backward piece (a copy of
+// it that takes the running sums and returns the finished ones), each
+// right after its gradient: once the step is laid out over dp, the
+// reduction of a gradient (an all-reduce, or ZeRO's reduce-scatter) is
+// placed right after its sum, so it starts while the piece still computes
+// the gradients of the stage's earlier layers, and the optimizer after
+// the schedule waits for it. The sums are the same additions in the same
+// order, so the numbers do not change.
+//
 //===----------------------------------------------------------------------===//
 
 #include "weft/Dialect/Weft/IR/TrainStep.h"
@@ -82,6 +92,15 @@ enum Phase { Forward, Backward, InputGrad, WeightGrad };
 /// A piece run on one micro-batch: (model stage, phase, micro-batch).
 using PieceKey = std::tuple<int64_t, int, int64_t>;
 
+/// A micro-batch's gradient added to the running sum of the earlier
+/// micro-batches' (`sum = add(running, gradient)`, the optimizer's
+/// accumulation): the piece result, the addition, and its other operand.
+struct Accumulation {
+  unsigned result;
+  Operation *add;
+  Value running;
+};
+
 /// A value one rank sends another.
 struct Transfer {
   Value value;
@@ -121,6 +140,7 @@ private:
       return failure();
     if (failed(classify()))
       return failure();
+    findAccumulations();
     if (kind == pl::ScheduleKind::ZeroBubble && !splitBackward)
       return module.emitError(
           "--schedule zero-bubble runs each stage's backward as an input-"
@@ -333,6 +353,71 @@ private:
     return success();
   }
 
+  /// The additions that finish a stage's gradient sums: the last micro-
+  /// batch's gradient (of a backward piece; nothing else reads it) added
+  /// to the running sum of the earlier ones, by glue on the piece's rank.
+  /// buildRank moves them into that piece.
+  void findAccumulations() {
+    for (auto &[key, call] : pieces) {
+      auto [stage, phase, mb] = key;
+      if (phase == Forward || mb != microBatches - 1)
+        continue;
+      for (OpResult grad : call->getResults()) {
+        if (!grad.hasOneUse())
+          continue;
+        auto add = dyn_cast<AddOp>(*grad.getUsers().begin());
+        if (!add || anchorOf.lookup(add) != rankOf(stage))
+          continue;
+        Value running = add->getOperand(add->getOperand(0) == grad ? 1 : 0);
+        if (running.getDefiningOp() == call.getOperation() ||
+            running.getType() != grad.getType() ||
+            add.getType() != grad.getType())
+          continue;
+        accumulations[call].push_back(
+            {unsigned(grad.getResultNumber()), add, running});
+      }
+    }
+  }
+
+  /// `call`'s callee with `sums` moved in: it also takes their running
+  /// sums (after its own arguments, in order) and returns the finished
+  /// sums in place of those gradients, each added right after the
+  /// gradient is computed. Made once per callee and set of sums.
+  func::FuncOp accumulatingCallee(func::CallOp call,
+                                  ArrayRef<Accumulation> sums) {
+    auto callee = SymbolTable::lookupNearestSymbolFrom<func::FuncOp>(
+        call, call.getCalleeAttr());
+    std::string key = callee.getName().str();
+    for (const Accumulation &a : sums)
+      key += "," + std::to_string(a.result);
+    if (auto it = accumulatingCallees.find(key);
+        it != accumulatingCallees.end())
+      return it->second;
+    auto copy = cast<func::FuncOp>(callee->clone());
+    copy.setName((callee.getName() + ".accumulate").str());
+    SymbolTable(getOperation()).insert(copy, std::next(callee->getIterator()));
+    Block &entry = copy.front();
+    auto ret = cast<func::ReturnOp>(entry.getTerminator());
+    for (const Accumulation &a : sums) {
+      unsigned index = copy.getNumArguments();
+      if (failed(copy.insertArgument(index, a.running.getType(),
+                                     DictionaryAttr(), a.add->getLoc())))
+        llvm_unreachable("appending an argument cannot fail");
+      Value grad = ret.getOperand(a.result);
+      OpBuilder b(copy.getContext());
+      if (Operation *def = grad.getDefiningOp())
+        b.setInsertionPointAfter(def);
+      else
+        b.setInsertionPointToStart(&entry);
+      IRMapping map;
+      map.map(a.running, copy.getArgument(index));
+      map.map(call.getResult(a.result), grad);
+      ret.setOperand(a.result, b.clone(*a.add, map)->getResult(0));
+    }
+    accumulatingCallees[key] = copy;
+    return copy;
+  }
+
   /// Every value a piece makes that another rank reads, with its tag and
   /// when it travels.
   LogicalResult planTransfers() {
@@ -537,7 +622,36 @@ private:
         for (Value operand : call.getOperands())
           if (failed(materialize(operand)))
             return failure();
-        body.clone(*call, map);
+        // The running sums are there unless the schedule ran this
+        // micro-batch before an earlier one; then the sums stay glue.
+        auto sums = accumulations.find(call);
+        if (sums == accumulations.end() ||
+            !llvm::all_of(sums->second, [&](const Accumulation &a) {
+              return map.contains(a.running);
+            })) {
+          body.clone(*call, map);
+          return success();
+        }
+        SmallVector<Value> operands;
+        for (Value operand : call.getOperands())
+          operands.push_back(map.lookup(operand));
+        for (const Accumulation &a : sums->second)
+          operands.push_back(map.lookup(a.running));
+        auto fused = func::CallOp::create(
+            body, call.getLoc(), accumulatingCallee(call, sums->second),
+            operands);
+        for (NamedAttribute attr : call->getDiscardableAttrs())
+          fused->setAttr(attr.getName(), attr.getValue());
+        // A moved sum's gradient has no other reader; the sum is the
+        // result in its place.
+        llvm::SmallSet<unsigned, 8> moved;
+        for (const Accumulation &a : sums->second) {
+          moved.insert(a.result);
+          map.map(a.add->getResult(0), fused.getResult(a.result));
+        }
+        for (OpResult result : call->getResults())
+          if (!moved.count(result.getResultNumber()))
+            map.map(result, fused.getResult(result.getResultNumber()));
         return success();
       };
       LogicalResult ran = success();
@@ -645,5 +759,9 @@ private:
   std::map<std::pair<PieceKey, int64_t>, SmallVector<Transfer>> messages;
   /// Transfers after the schedule, in tag order.
   SmallVector<Transfer> late;
+  /// The gradient sums each last-micro-batch backward piece finishes.
+  llvm::DenseMap<Operation *, SmallVector<Accumulation>> accumulations;
+  /// Callees with their sums moved in, by callee name and moved results.
+  std::map<std::string, func::FuncOp> accumulatingCallees;
 };
 } // namespace

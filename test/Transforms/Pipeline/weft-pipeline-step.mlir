@@ -14,6 +14,15 @@
 // norm): once the schedule is done rank 1 sends the loss to rank 0, and
 // the two exchange their parameters' shares of the squared norm.
 
+// The last micro-batch's backward piece finishes the gradient sum: a copy
+// of the piece takes the earlier micro-batches' sum and adds its own
+// gradient right after computing it (a reduction over dp, once the step is
+// laid out, then starts there, before the rest of the piece).
+// GPIPE-LABEL: func.func private @loss_grad.backward0.accumulate(
+// GPIPE-SAME: %[[SUM0:[^:]*]]: tensor<64x64xf32>) -> tensor<64x64xf32> attributes {weft.phase = "backward", weft.stage = 0 : i64}
+// GPIPE: %[[G:.*]] = weft.matmul
+// GPIPE-NEXT: %[[S:.*]] = weft.add %[[SUM0]], %[[G]]
+// GPIPE-NEXT: return %[[S]]
 // GPIPE-LABEL: func.func @train_step.rank0(
 // GPIPE-SAME: {weft.param = "l0.weight"
 // GPIPE-SAME: {weft.input = "x"
@@ -26,12 +35,12 @@
 // GPIPE-NEXT: weft.send %[[A1]]#1 {axes = ["pp"], peer = 1 : i64, tag = 2 : i64, weft.message = {{"[^"]*"}}}
 // GPIPE-NEXT: %[[G0:.*]] = weft.recv {axes = ["pp"], peer = 1 : i64, tag = 1 : i64, weft.message = {{"[^"]*"}}} : tensor<8x64xf32>
 // GPIPE-NEXT: %[[W0:.*]] = call @loss_grad.backward0(%[[A0]]#0, %[[G0]], {{.*}}) {weft.micro_batch = 0 : i64}
-// GPIPE-NEXT: weft.recv {axes = ["pp"], peer = 1 : i64, tag = 3 : i64, weft.message = {{"[^"]*"}}}
-// GPIPE-NEXT: %[[W1:.*]] = call @loss_grad.backward0({{.*}}) {weft.micro_batch = 1 : i64}
-// The micro-batches' gradients are summed as soon as both are there; the
-// loss and the shares of the squared gradient norm cross as one number
-// each.
-// GPIPE-NEXT: weft.add %[[W0]], %[[W1]]
+// GPIPE-NEXT: %[[G1:.*]] = weft.recv {axes = ["pp"], peer = 1 : i64, tag = 3 : i64, weft.message = {{"[^"]*"}}}
+// The micro-batches' gradients are summed in the last one's piece, which
+// takes micro-batch 0's; the loss and the shares of the squared gradient
+// norm cross as one number each.
+// GPIPE-NEXT: call @loss_grad.backward0.accumulate(%[[A1]]#0, %[[G1]], %{{.*}}, %[[W0]]) {weft.micro_batch = 1 : i64}
+// GPIPE-NOT: weft.add %[[W0]]
 // GPIPE: weft.recv {axes = ["pp"], peer = 1 : i64, tag = 4 : i64, weft.message = {{"[^"]*"}}} : tensor<f32>
 // GPIPE: weft.send %{{.*}} {axes = ["pp"], peer = 1 : i64, tag = 5 : i64, weft.message = {{"[^"]*"}}} : tensor<f32>
 // GPIPE: weft.recv {axes = ["pp"], peer = 1 : i64, tag = 6 : i64, weft.message = {{"[^"]*"}}} : tensor<f32>
@@ -47,7 +56,7 @@
 // GPIPE: call @loss_grad.forward1({{.*}}) {weft.micro_batch = 1 : i64}
 // GPIPE: call @loss_grad.backward1({{.*}}) {weft.micro_batch = 0 : i64}
 // GPIPE: weft.send {{.*}} tag = 1 : i64
-// GPIPE: call @loss_grad.backward1({{.*}}) {weft.micro_batch = 1 : i64}
+// GPIPE: call @loss_grad.backward1.accumulate({{.*}}) {weft.micro_batch = 1 : i64}
 // GPIPE: weft.send {{.*}} tag = 3 : i64
 // GPIPE: weft.send {{.*}} tag = 4 : i64{{.*}} : tensor<f32>
 // GPIPE: weft.recv {axes = ["pp"], peer = 0 : i64, tag = 5 : i64, weft.message = {{"[^"]*"}}} : tensor<f32>
@@ -59,7 +68,7 @@
 // ONEF: call @loss_grad.forward1({{.*}}) {weft.micro_batch = 0 : i64}
 // ONEF: call @loss_grad.backward1({{.*}}) {weft.micro_batch = 0 : i64}
 // ONEF: call @loss_grad.forward1({{.*}}) {weft.micro_batch = 1 : i64}
-// ONEF: call @loss_grad.backward1({{.*}}) {weft.micro_batch = 1 : i64}
+// ONEF: call @loss_grad.backward1.accumulate({{.*}}) {weft.micro_batch = 1 : i64}
 
 // Zero-bubble: the last rank runs its input-gradient part and sends the
 // gradient on before its weight-gradient part; rank 0's backward is all

@@ -109,7 +109,12 @@ def PipelineStepPass : Pass<"weft-pipeline-step", "mlir::ModuleOp"> {
     `weft.send` / `weft.recv` over the `pp` axis wherever a value crosses
     ranks (an activation forward, its gradient backward, the share of a
     tied parameter's gradient), then the optimizer's update of that rank's
-    parameters. Each rank's function takes and returns only its own
+    parameters. The last micro-batch's backward piece of a stage runs as a
+    copy, `<piece>.accumulate`, that also takes the running sums of the
+    earlier micro-batches' gradients and returns the finished sums, each
+    added right after its gradient: laid out over dp, a gradient's
+    reduction then starts inside that backward (docs/pipeline.md). Each
+    rank's function takes and returns only its own
     parameters, optimizer state and the batch inputs it reads; the last
     stage's rank returns the loss. The schedule is verified first (every
     send meets its receive in an order that cannot deadlock); the
