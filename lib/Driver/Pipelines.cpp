@@ -108,6 +108,11 @@ void weft::buildTrainPipeline(OpPassManager &pm,
                               const TrainPipelineOptions &options) {
   if (options.precision == Precision::BF16)
     pm.addPass(createMixedPrecisionPass());
+  // Before autodiff, so that the gradient is weft.attention_grad; after
+  // mixed precision, which leaves bf16 chains unfused (f32 kernel only).
+  FuseAttentionPassOptions attention;
+  attention.mode = options.fusedAttention;
+  pm.addPass(createFuseAttentionPass(attention));
   AttachLossPassOptions loss;
   loss.kind = options.loss;
   pm.addPass(createAttachLossPass(loss));

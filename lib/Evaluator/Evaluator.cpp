@@ -320,6 +320,9 @@ FailureOr<SmallVector<Tensor>> eval::evaluateOp(Operation *op,
   if (std::optional<SmallVector<Tensor>> results =
           evaluateRecurrentOp(op, operands))
     return std::move(*results);
+  if (std::optional<SmallVector<Tensor>> results =
+          evaluateAttentionOp(op, operands))
+    return std::move(*results);
   bool known =
       op->getDialect() && isa<WeftDialect>(op->getDialect()) &&
       op->getNumResults() == 1 && op->getNumRegions() == 0 &&

@@ -254,6 +254,10 @@ evaluateSelectionOp(mlir::Operation *op, llvm::ArrayRef<Tensor> operands,
 std::optional<llvm::SmallVector<Tensor>>
 evaluateRecurrentOp(mlir::Operation *op, llvm::ArrayRef<Tensor> operands);
 
+/// weft.attention and weft.attention_grad (OpsAttention.cpp), likewise.
+std::optional<llvm::SmallVector<Tensor>>
+evaluateAttentionOp(mlir::Operation *op, llvm::ArrayRef<Tensor> operands);
+
 } // namespace detail
 } // namespace eval
 } // namespace weft

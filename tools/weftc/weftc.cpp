@@ -178,6 +178,13 @@ cl::opt<double> recurrentRecomputeMB(
     cl::desc("--recurrent-activations=auto recomputes an LSTM/GRU whose "
              "stored gates exceed this many MiB (default 64)"),
     cl::init(64.0), cl::cat(trainCategory));
+cl::opt<std::string> fusedAttention(
+    "fused-attention",
+    cl::desc("Scaled dot-product attention (matmul, scale, causal mask, "
+             "softmax, matmul) as one f32 kernel that never stores the "
+             "T x S scores: 'on', 'off', or 'auto' (where one (batch, head)'s "
+             "T x S is at least 65536, as T = S = 256; docs/training.md)"),
+    cl::value_desc("auto|on|off"), cl::init("auto"), cl::cat(trainCategory));
 cl::opt<std::string> precision("precision",
                                cl::desc("fp32, or bf16 (bf16 compute, f32 "
                                         "master weights and optimizer "
@@ -453,6 +460,11 @@ bool mapOptions(DriverOptions &driver, TrainPipelineOptions &train,
     return fail("--recurrent-recompute-mb must be a size in MiB >= 0");
   train.recurrentActivations = recurrentActivations;
   train.recurrentRecomputeMB = recurrentRecomputeMB;
+  if (fusedAttention != "auto" && fusedAttention != "on" &&
+      fusedAttention != "off")
+    return fail("--fused-attention must be auto, on or off, got '" +
+                fusedAttention + "'");
+  train.fusedAttention = fusedAttention;
   return true;
 }
 } // namespace

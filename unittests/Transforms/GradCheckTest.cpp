@@ -850,6 +850,29 @@ TEST_F(GradCheckTest, GruRecomputeInputProjection) {
         "tensor<5x3x2xf64>");
 }
 
+//===----------------------------------------------------------------------===//
+// Fused attention
+//===----------------------------------------------------------------------===//
+
+/// weft.attention's rule (weft.attention_grad) for q, k and v, causal
+/// with fewer keys than queries and not causal with more.
+TEST_F(GradCheckTest, AttentionCausal) {
+  check({param("q", "tensor<2x5x3xf64>"), param("k", "tensor<2x4x3xf64>"),
+         param("v", "tensor<2x4x2xf64>")},
+        R"mlir(  %y, %lse = weft.attention %q, %k, %v {scale = 0.6 : f64, causal}
+      : (tensor<2x5x3xf64>, tensor<2x4x3xf64>, tensor<2x4x2xf64>)
+      -> (tensor<2x5x2xf64>, tensor<2x5xf64>))mlir",
+        "tensor<2x5x2xf64>");
+}
+TEST_F(GradCheckTest, Attention) {
+  check({param("q", "tensor<1x2x3x2xf64>"), param("k", "tensor<1x2x5x2xf64>"),
+         param("v", "tensor<1x2x5x3xf64>")},
+        R"mlir(  %y, %lse = weft.attention %q, %k, %v {scale = 1.3 : f64}
+      : (tensor<1x2x3x2xf64>, tensor<1x2x5x2xf64>, tensor<1x2x5x3xf64>)
+      -> (tensor<1x2x3x3xf64>, tensor<1x2x3xf64>))mlir",
+        "tensor<1x2x3x3xf64>");
+}
+
 /// Every weft op either has a gradient rule or is marked NotDifferentiable,
 /// so whether gradients pass an op is typed, never guessed from a missing
 /// rule. The exceptions are listed here, each with its reason; reaching one
@@ -867,6 +890,8 @@ TEST(GradientCoverageTest, EveryOpHasARuleOrIsNotDifferentiable) {
       // derivatives, and a second-order rule would be a third loop.
       "weft.lstm_grad",
       "weft.gru_grad",
+      // Only ever built by attention's rule, for first derivatives.
+      "weft.attention_grad",
       // The parallel stage's ops: built only after the training step
       // exists (--weft-apply-mesh and --weft-partition run after autodiff),
       // so autodiff never meets them.

@@ -115,6 +115,12 @@ struct TrainPipelineOptions
       llvm::cl::desc("auto: recompute an LSTM/GRU whose stored gates exceed "
                      "this many MiB"),
       llvm::cl::init(64.0)};
+  Option<std::string> fusedAttention{
+      *this, "fused-attention",
+      llvm::cl::desc("Attention chains as weft.attention "
+                     "(--weft-fuse-attention): on, off, or auto (where one "
+                     "head's T x S scores are large enough to pay)"),
+      llvm::cl::init("auto")};
 };
 
 /// Clean weft forward model -> @loss, @loss_grad and @train_step.

@@ -20,8 +20,11 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/BuiltinOps.h"
@@ -48,6 +51,10 @@ struct LowerToLinalgPass
                            tensor::TensorDialect>();
     // The recomputing recurrent adjoints' input projection (Recurrent.cpp).
     target.addLegalOp<bufferization::AllocTensorOp>();
+    // The attention kernels' calls on buffers (Attention.cpp).
+    target.addLegalOp<bufferization::ToBufferOp, bufferization::ToTensorOp,
+                      memref::AllocOp, memref::ExtractAlignedPointerAsIndexOp,
+                      func::CallOp, func::FuncOp, LLVM::IntToPtrOp>();
 
     RewritePatternSet patterns(ctx);
     lowering::populateElementwisePatterns(patterns);
@@ -59,6 +66,7 @@ struct LowerToLinalgPass
     lowering::populateDataMovementPatterns(patterns);
     lowering::populateSelectionPatterns(patterns);
     lowering::populateRecurrentPatterns(patterns);
+    lowering::populateAttentionPatterns(patterns);
 
     if (failed(applyPartialConversion(getOperation(), target,
                                       std::move(patterns))))

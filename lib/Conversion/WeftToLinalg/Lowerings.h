@@ -162,6 +162,7 @@ void populatePoolingPatterns(mlir::RewritePatternSet &patterns);
 void populateDataMovementPatterns(mlir::RewritePatternSet &patterns);
 void populateSelectionPatterns(mlir::RewritePatternSet &patterns);
 void populateRecurrentPatterns(mlir::RewritePatternSet &patterns);
+void populateAttentionPatterns(mlir::RewritePatternSet &patterns);
 
 } // namespace lowering
 } // namespace weft

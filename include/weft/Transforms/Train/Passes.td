@@ -340,4 +340,74 @@ def OptimizerPass : Pass<"weft-optimizer", "mlir::ModuleOp"> {
   ];
 }
 
+//===----------------------------------------------------------------------===//
+// Fused attention
+//===----------------------------------------------------------------------===//
+
+def FuseAttentionPass : Pass<"weft-fuse-attention", "mlir::ModuleOp"> {
+  let summary = "Replace the scores-softmax-values chain by weft.attention";
+  let description = [{
+    Finds scaled dot-product attention as an ONNX export of PyTorch leaves
+    it, in every function:
+
+    ```
+    s = matmul(q, kt)                    kt = k^T (or transpose_rhs on k)
+    s = mul(s, c) | div(s, c)            c a scalar constant (optional)
+    s = causal_mask(s)                   diagonal 0, fill -inf (optional)
+    p = softmax(s) over the last axis
+    o = matmul(p, v)
+    ```
+
+    and replaces `o` by `weft.attention %q, %k, %v {scale, causal}`, so
+    that neither the forward nor the gradient that --weft-autodiff builds
+    from it (weft.attention_grad) stores the [T, S] scores. Runs before
+    autodiff. `k` is `kt`'s producer transposed back, composed into one
+    weft.transpose when `kt` is one.
+
+    A chain is left alone when any of its intermediate values has another
+    user (it would be materialized anyway), when it is not f32 (a bf16
+    step keeps the unfused chain: the runtime kernel is f32), when q, k
+    and v differ in their leading axes (a broadcast batch), or when it is
+    a near miss: another mask (diagonal, fill), the softmax over another
+    axis, a non-constant scale, or anything between softmax and the value
+    product (train-mode dropout).
+
+    `mode`: `on` fuses every match; `off` none; `auto` fuses where the
+    scores of one (batch, head), T x S, have at least `min-scores`
+    elements: below that, the unfused chain's batched GEMMs beat the
+    kernel (docs/training.md, Fused attention, has the measurements).
+
+    Before:
+
+    ```mlir
+    %s = weft.matmul %q, %kt : (tensor<8x4x512x64xf32>, tensor<8x4x64x512xf32>)
+        -> tensor<8x4x512x512xf32>
+    %c = weft.mul %s, %k0 : (tensor<8x4x512x512xf32>, tensor<f32>)
+        -> tensor<8x4x512x512xf32>
+    %m = weft.causal_mask %c : tensor<8x4x512x512xf32>
+    %p = weft.softmax %m {axis = 3 : i64} : tensor<8x4x512x512xf32>
+    %o = weft.matmul %p, %v : (tensor<8x4x512x512xf32>, tensor<8x4x512x64xf32>)
+        -> tensor<8x4x512x64xf32>
+    ```
+
+    After (`%k0` = 0.125):
+
+    ```mlir
+    %k = weft.transpose %kt {permutation = array<i64: 0, 1, 3, 2>}
+        : (tensor<8x4x64x512xf32>) -> tensor<8x4x512x64xf32>
+    %o, %lse = weft.attention %q, %k, %v {causal, scale = 1.250000e-01 : f64}
+        : (tensor<8x4x512x64xf32>, tensor<8x4x512x64xf32>,
+           tensor<8x4x512x64xf32>)
+        -> (tensor<8x4x512x64xf32>, tensor<8x4x512xf32>)
+    ```
+  }];
+  let options = [
+    Option<"mode", "mode", "std::string", /*default=*/"\"auto\"",
+           "on, off, or auto (fuse where T x S >= min-scores)">,
+    Option<"minScores", "min-scores", "int64_t", /*default=*/"65536",
+           "auto: the fewest score elements per (batch, head) to fuse">
+  ];
+  let dependentDialects = ["::weft::WeftDialect"];
+}
+
 #endif // WEFT_TRANSFORMS_TRAIN_PASSES_TD

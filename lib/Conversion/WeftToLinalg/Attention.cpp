@@ -1,0 +1,197 @@
+//===- Attention.cpp - weft.attention to runtime kernel calls -------------===//
+//
+// Part of the Weft project.
+//
+//===----------------------------------------------------------------------===//
+//
+// weft.attention and weft.attention_grad become calls of the runtime's
+// flash-style kernels (include/weft/Runtime/Attention.h): a composition of
+// linalg ops would have to materialize the [T, S] scores, which is what the
+// fused op exists to avoid. The calls live on tensors, bracketed by
+// bufferization.to_buffer / to_tensor as --weft-lower-collectives' are: the
+// operands are read through their buffers (identity layout, so a strided
+// view is copied by bufferization), the results are fresh 64-byte aligned
+// buffers the call writes, and later passes see ordinary producers.
+//
+// The kernels take f32 only; another element type is an error naming the
+// op (--weft-fuse-attention builds the op on f32 alone).
+//
+//===----------------------------------------------------------------------===//
+
+#include "Lowerings.h"
+
+#include "weft/Dialect/Weft/IR/WeftOps.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Bufferization/IR/Bufferization.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/Transforms/DialectConversion.h"
+
+using namespace mlir;
+using namespace weft;
+
+namespace {
+
+constexpr llvm::StringLiteral kForwardName = "weft_rt_attention_f32";
+constexpr llvm::StringLiteral kBackwardName = "weft_rt_attention_grad_f32";
+
+/// The sizes the kernels take: heads (the product of the leading axes),
+/// T, S, D and Dv.
+struct Sizes {
+  int64_t heads = 1, t, s, d, dv;
+  static Sizes of(Value query, Value key, Value value) {
+    auto q = cast<RankedTensorType>(query.getType());
+    auto v = cast<RankedTensorType>(value.getType());
+    Sizes n;
+    int64_t r = q.getRank();
+    for (int64_t x : q.getShape().drop_back(2))
+      n.heads *= x;
+    n.t = q.getDimSize(r - 2);
+    n.d = q.getDimSize(r - 1);
+    n.s = cast<RankedTensorType>(key.getType()).getDimSize(r - 2);
+    n.dv = v.getDimSize(r - 1);
+    return n;
+  }
+};
+
+/// Declares `name(i64 x5, f32, i32, ptr x pointers)` once per module;
+/// null after an error on `op` when the name is taken by another type.
+func::FuncOp declareKernel(ConversionPatternRewriter &rewriter, Operation *op,
+                           StringRef name, unsigned pointers) {
+  auto module = op->getParentOfType<ModuleOp>();
+  MLIRContext *ctx = op->getContext();
+  Type i64 = IntegerType::get(ctx, 64);
+  SmallVector<Type> args(5, i64);
+  args.push_back(Float32Type::get(ctx));
+  args.push_back(IntegerType::get(ctx, 32));
+  args.append(pointers, LLVM::LLVMPointerType::get(ctx));
+  auto type = FunctionType::get(ctx, args, {});
+  if (auto existing = module.lookupSymbol<func::FuncOp>(name)) {
+    if (existing.getFunctionType() == type)
+      return existing;
+    op->emitError() << "needs @" << name << " of type " << type
+                    << ", but the module declares it as "
+                    << existing.getFunctionType();
+    return nullptr;
+  }
+  OpBuilder::InsertionGuard guard(rewriter);
+  rewriter.setInsertionPointToStart(module.getBody());
+  auto fn = func::FuncOp::create(rewriter, module.getLoc(), name, type);
+  fn.setPrivate();
+  return fn;
+}
+
+/// The kernel call's leading scalar arguments.
+SmallVector<Value> scalarArgs(OpBuilder &b, Location loc, const Sizes &n,
+                              double scale, bool causal) {
+  SmallVector<Value> args;
+  for (int64_t x : {n.heads, n.t, n.s, n.d, n.dv})
+    args.push_back(arith::ConstantIntOp::create(b, loc, b.getI64Type(), x));
+  args.push_back(arith::ConstantFloatOp::create(
+      b, loc, b.getF32Type(), APFloat(static_cast<float>(scale))));
+  args.push_back(
+      arith::ConstantIntOp::create(b, loc, b.getI32Type(), causal ? 1 : 0));
+  return args;
+}
+
+Value pointerTo(OpBuilder &b, Location loc, Value memref) {
+  Value index = memref::ExtractAlignedPointerAsIndexOp::create(b, loc, memref);
+  Value i64 = arith::IndexCastOp::create(b, loc, b.getI64Type(), index);
+  return LLVM::IntToPtrOp::create(
+      b, loc, LLVM::LLVMPointerType::get(b.getContext()), i64);
+}
+
+/// A pointer to `tensor`'s buffer. The backward's reads are not marked
+/// read-only, only so that they differ from the forward's: CSE would
+/// otherwise merge the backward's bufferization.to_buffer of q, k and v
+/// (Pure) into the forward's, and bufferization, seeing no later read of
+/// the tensors, would let later ops reuse their buffers before the
+/// backward's call reads them through the pointer. (Not read-only, a read
+/// is at worst a copy, where the tensor has later users.)
+Value readPointer(OpBuilder &b, Location loc, Value tensor, bool readOnly) {
+  auto type = cast<RankedTensorType>(tensor.getType());
+  Value buffer = bufferization::ToBufferOp::create(
+      b, loc, MemRefType::get(type.getShape(), type.getElementType()), tensor,
+      readOnly);
+  return pointerTo(b, loc, buffer);
+}
+
+/// A fresh buffer for a result of `type`.
+Value freshBuffer(OpBuilder &b, Location loc, Type type) {
+  auto t = cast<RankedTensorType>(type);
+  return memref::AllocOp::create(
+      b, loc, MemRefType::get(t.getShape(), t.getElementType()),
+      b.getI64IntegerAttr(64));
+}
+
+/// Emits the call of `name` with `inputs` read and fresh buffers for the
+/// results of `op`, and replaces `op` by the written buffers as tensors.
+LogicalResult lowerToCall(ConversionPatternRewriter &rewriter, Operation *op,
+                          StringRef name, const Sizes &n, double scale,
+                          bool causal, ValueRange inputs, bool readOnly) {
+  for (Type t : llvm::concat<Type>(op->getOperandTypes(), op->getResultTypes()))
+    if (!cast<RankedTensorType>(t).getElementType().isF32())
+      return op->emitError()
+             << "lowers only on f32 (the runtime's attention kernels); got "
+             << t << ". --weft-fuse-attention builds it on f32 alone; "
+                     "unfuse it, or cast the operands to f32";
+  func::FuncOp fn = declareKernel(rewriter, op, name,
+                                  inputs.size() + op->getNumResults());
+  if (!fn)
+    return failure();
+  Location loc = op->getLoc();
+  SmallVector<Value> args = scalarArgs(rewriter, loc, n, scale, causal);
+  for (Value input : inputs)
+    args.push_back(readPointer(rewriter, loc, input, readOnly));
+  SmallVector<Value> buffers;
+  for (Type t : op->getResultTypes()) {
+    buffers.push_back(freshBuffer(rewriter, loc, t));
+    args.push_back(pointerTo(rewriter, loc, buffers.back()));
+  }
+  func::CallOp::create(rewriter, loc, fn, args);
+  SmallVector<Value> results;
+  for (auto [buffer, t] : llvm::zip(buffers, op->getResultTypes()))
+    results.push_back(bufferization::ToTensorOp::create(
+        rewriter, loc, t, buffer, /*restrict=*/true, /*writable=*/true));
+  rewriter.replaceOp(op, results);
+  return success();
+}
+
+struct AttentionLowering : OpConversionPattern<AttentionOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(AttentionOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Sizes n = Sizes::of(op.getQuery(), op.getKey(), op.getValue());
+    return lowerToCall(rewriter, op, kForwardName, n,
+                       op.getScale().convertToDouble(), op.getCausal(),
+                       {adaptor.getQuery(), adaptor.getKey(),
+                        adaptor.getValue()},
+                       /*readOnly=*/true);
+  }
+};
+
+struct AttentionGradLowering : OpConversionPattern<AttentionGradOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(AttentionGradOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Sizes n = Sizes::of(op.getQuery(), op.getKey(), op.getValue());
+    return lowerToCall(rewriter, op, kBackwardName, n,
+                       op.getScale().convertToDouble(), op.getCausal(),
+                       {adaptor.getResultGrad(), adaptor.getQuery(),
+                        adaptor.getKey(), adaptor.getValue(),
+                        adaptor.getResult(), adaptor.getLogsumexp()},
+                       /*readOnly=*/false);
+  }
+};
+
+} // namespace
+
+void lowering::populateAttentionPatterns(RewritePatternSet &patterns) {
+  patterns.add<AttentionLowering, AttentionGradLowering>(
+      patterns.getContext());
+}

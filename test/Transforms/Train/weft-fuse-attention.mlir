@@ -1,0 +1,94 @@
+// RUN: weft-opt %s --weft-fuse-attention=mode=on | FileCheck %s --check-prefixes=CHECK,ON
+// RUN: weft-opt %s --weft-fuse-attention=mode=off | FileCheck %s --check-prefixes=CHECK,OFF
+// auto: T x S = 16 x 16 = 256 scores per (batch, head) in every function.
+// RUN: weft-opt %s --weft-fuse-attention="mode=auto min-scores=256" | FileCheck %s --check-prefixes=CHECK,ON
+// RUN: weft-opt %s --weft-fuse-attention="mode=auto min-scores=257" | FileCheck %s --check-prefixes=CHECK,OFF
+// RUN: not weft-opt %s --weft-fuse-attention=mode=always 2>&1 | FileCheck %s --check-prefix=BADMODE
+// BADMODE: --weft-fuse-attention: mode must be on, off or auto, got 'always'
+
+// The chain as torch.onnx.export leaves a nanoGPT attention (weftc
+// --emit=weft): k^T is a transpose of the reshaped keys, which the fused
+// op's key composes into one transpose.
+// CHECK-LABEL: func.func @exported_causal
+// ON: %[[K:.*]] = weft.transpose %arg1 {permutation = array<i64: 0, 2, 1, 3>} : (tensor<4x16x2x8xf32>) -> tensor<4x2x16x8xf32>
+// ON-NEXT: %[[O:.*]], %{{.*}} = weft.attention %arg0, %[[K]], %arg2 {causal, scale = 0.353553{{[0-9]*}} : f64}
+// ON-NOT: weft.softmax
+// ON: return %[[O]]
+// OFF: weft.causal_mask
+// OFF: weft.softmax
+// OFF-NOT: weft.attention
+func.func @exported_causal(%q: tensor<4x2x16x8xf32>, %kr: tensor<4x16x2x8xf32>,
+                           %v: tensor<4x2x16x8xf32>) -> tensor<4x2x16x8xf32> {
+  %c = weft.constant dense<0.353553385> : tensor<f32>
+  %kt = weft.transpose %kr {permutation = array<i64: 0, 2, 3, 1>} : (tensor<4x16x2x8xf32>) -> tensor<4x2x8x16xf32>
+  %s = weft.matmul %q, %kt : (tensor<4x2x16x8xf32>, tensor<4x2x8x16xf32>) -> tensor<4x2x16x16xf32>
+  %sc = weft.mul %s, %c : (tensor<4x2x16x16xf32>, tensor<f32>) -> tensor<4x2x16x16xf32>
+  %m = weft.causal_mask %sc : tensor<4x2x16x16xf32>
+  %p = weft.softmax %m {axis = 3 : i64} : tensor<4x2x16x16xf32>
+  %o = weft.matmul %p, %v : (tensor<4x2x16x16xf32>, tensor<4x2x16x8xf32>) -> tensor<4x2x16x8xf32>
+  return %o : tensor<4x2x16x8xf32>
+}
+
+// Not causal, scaled by a division, the keys given as is (transpose_rhs),
+// rank 3, the constant on the left of a product with another use.
+// CHECK-LABEL: func.func @plain_div
+// ON: weft.attention %arg0, %arg1, %arg2 {scale = 2.500000e-01 : f64}
+// ON-NOT: weft.matmul
+// OFF: weft.div
+func.func @plain_div(%q: tensor<3x16x4xf32>, %k: tensor<3x16x4xf32>,
+                     %v: tensor<3x16x5xf32>) -> tensor<3x16x5xf32> {
+  %c = weft.constant dense<4.0> : tensor<f32>
+  %s = weft.matmul %q, %k {transpose_rhs = true} : (tensor<3x16x4xf32>, tensor<3x16x4xf32>) -> tensor<3x16x16xf32>
+  %sc = weft.div %s, %c : (tensor<3x16x16xf32>, tensor<f32>) -> tensor<3x16x16xf32>
+  %p = weft.softmax %sc {axis = 2 : i64} : tensor<3x16x16xf32>
+  %o = weft.matmul %p, %v : (tensor<3x16x16xf32>, tensor<3x16x5xf32>) -> tensor<3x16x5xf32>
+  return %o : tensor<3x16x5xf32>
+}
+
+// Near misses, left alone in every mode.
+// CHECK-LABEL: func.func @near_misses
+// CHECK-NOT: weft.attention
+// CHECK: return
+func.func @near_misses(%q: tensor<2x16x4xf32>, %k: tensor<2x16x4xf32>,
+                       %v: tensor<2x16x4xf32>, %x: tensor<f32>)
+    -> (tensor<2x16x4xf32>, tensor<2x16x4xf32>, tensor<2x16x4xf32>,
+        tensor<2x16x4xf32>, tensor<2x16x16xf32>, tensor<2x16x4xf32>) {
+  %c = weft.constant dense<0.5> : tensor<f32>
+  // A mask one diagonal above the main one.
+  %s0 = weft.matmul %q, %k {transpose_rhs = true} : (tensor<2x16x4xf32>, tensor<2x16x4xf32>) -> tensor<2x16x16xf32>
+  %m0 = weft.causal_mask %s0 {diagonal = 1 : i64} : tensor<2x16x16xf32>
+  %p0 = weft.softmax %m0 {axis = 2 : i64} : tensor<2x16x16xf32>
+  %o0 = weft.matmul %p0, %v : (tensor<2x16x16xf32>, tensor<2x16x4xf32>) -> tensor<2x16x4xf32>
+  // The softmax over the queries.
+  %s1 = weft.matmul %q, %k {transpose_rhs = true} : (tensor<2x16x4xf32>, tensor<2x16x4xf32>) -> tensor<2x16x16xf32>
+  %p1 = weft.softmax %s1 {axis = 1 : i64} : tensor<2x16x16xf32>
+  %o1 = weft.matmul %p1, %v : (tensor<2x16x16xf32>, tensor<2x16x4xf32>) -> tensor<2x16x4xf32>
+  // A scale that is not a constant.
+  %s2 = weft.matmul %q, %k {transpose_rhs = true} : (tensor<2x16x4xf32>, tensor<2x16x4xf32>) -> tensor<2x16x16xf32>
+  %sc2 = weft.mul %s2, %x : (tensor<2x16x16xf32>, tensor<f32>) -> tensor<2x16x16xf32>
+  %p2 = weft.softmax %sc2 {axis = 2 : i64} : tensor<2x16x16xf32>
+  %o2 = weft.matmul %p2, %v : (tensor<2x16x16xf32>, tensor<2x16x4xf32>) -> tensor<2x16x4xf32>
+  // The probabilities returned as well (they are materialized anyway).
+  %s3 = weft.matmul %q, %k {transpose_rhs = true} : (tensor<2x16x4xf32>, tensor<2x16x4xf32>) -> tensor<2x16x16xf32>
+  %p3 = weft.softmax %s3 {axis = 2 : i64} : tensor<2x16x16xf32>
+  %o3 = weft.matmul %p3, %v : (tensor<2x16x16xf32>, tensor<2x16x4xf32>) -> tensor<2x16x4xf32>
+  %p3b = weft.add %p3, %c : (tensor<2x16x16xf32>, tensor<f32>) -> tensor<2x16x16xf32>
+  // Something between the softmax and the values (a scaled dropout).
+  %s4 = weft.matmul %q, %k {transpose_rhs = true} : (tensor<2x16x4xf32>, tensor<2x16x4xf32>) -> tensor<2x16x16xf32>
+  %p4 = weft.softmax %s4 {axis = 2 : i64} : tensor<2x16x16xf32>
+  %d4 = weft.mul %p4, %c : (tensor<2x16x16xf32>, tensor<f32>) -> tensor<2x16x16xf32>
+  %o4 = weft.matmul %d4, %v : (tensor<2x16x16xf32>, tensor<2x16x4xf32>) -> tensor<2x16x4xf32>
+  return %o0, %o1, %o2, %o3, %p3b, %o4 : tensor<2x16x4xf32>, tensor<2x16x4xf32>, tensor<2x16x4xf32>, tensor<2x16x4xf32>, tensor<2x16x16xf32>, tensor<2x16x4xf32>
+}
+
+// bf16 (a --precision bf16 step) stays unfused: the kernel is f32.
+// CHECK-LABEL: func.func @bf16
+// CHECK-NOT: weft.attention
+// CHECK: weft.softmax
+func.func @bf16(%q: tensor<2x16x4xbf16>, %k: tensor<2x16x4xbf16>,
+                %v: tensor<2x16x4xbf16>) -> tensor<2x16x4xbf16> {
+  %s = weft.matmul %q, %k {transpose_rhs = true} : (tensor<2x16x4xbf16>, tensor<2x16x4xbf16>) -> tensor<2x16x16xbf16>
+  %p = weft.softmax %s {axis = 2 : i64} : tensor<2x16x16xbf16>
+  %o = weft.matmul %p, %v : (tensor<2x16x16xbf16>, tensor<2x16x4xbf16>) -> tensor<2x16x4xbf16>
+  return %o : tensor<2x16x4xbf16>
+}
