@@ -142,7 +142,10 @@ def main(argv=None):
             rows = {}
             for side in ("weft", "torch"):
                 trace = os.path.join(work, "trace-%s-%d.txt" % (side, n))
-                env = {"LD_PRELOAD": shim, "BLAS_TRACE": trace}
+                # The shim sees cblas_sgemm only: Weft's runtime is held
+                # to OpenBLAS here (its default is oneDNN where it loads).
+                env = {"LD_PRELOAD": shim, "BLAS_TRACE": trace,
+                       "WEFT_RT_GEMM": "openblas"}
                 best = None
                 for _ in range(args.repeat):
                     if side == "weft":
