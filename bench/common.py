@@ -179,13 +179,14 @@ def write_data(name, work, steps):
     return ["--data", os.path.join(work, "tokens.bin")]
 
 
-def compile_exe(name, work, weftc, precision="f32"):
+def compile_exe(name, work, weftc, precision="f32", extra=()):
+    """`extra`: more weftc flags (bench/train_step.py --weftc-arg)."""
     onnx_path = os.path.join(work, name + ".onnx")
     exe = os.path.join(work, "train_" + name)
-    flags = []
+    flags = list(extra)
     if precision != "f32":
         exe += "_" + precision
-        flags = ["--precision", precision]
+        flags += ["--precision", precision]
     start = time.time()
     subprocess.run([weftc, onnx_path, "--emit=exe", "--optimizer", "adamw",
                     "-o", exe] + flags, check=True, stderr=subprocess.DEVNULL)

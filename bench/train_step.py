@@ -5,7 +5,7 @@ Usage:
   /usr/bin/python3 bench/train_step.py [--models mlp,gpt,cnn]
       [--precision f32,bf16] [--threads 1,2] [--steps 20] [--warmup 3]
       [--repeat 2] [--torch-omp K] [--work DIR] [--weftc build/bin/weftc]
-      [--json OUT.json]
+      [--seq T] [--weftc-arg FLAG]... [--json OUT.json]
 
 For each model (bench/common.py: an MLP 1024-4096-4096-1024 at batch 256,
 a GPT decoder with 4 layers, d_model 256, T 128 at batch 8, a small CNN on
@@ -21,7 +21,10 @@ dtype=torch.bfloat16)). Reports the median step time after --warmup steps
 (the best of --repeat runs: other processes only slow a run down), the
 ratio Weft / PyTorch (below 1: Weft is faster), the GFLOP/s the step's
 matrix products reach, and with both precisions each side's bf16 / f32
-step-time ratio (below 1: bf16 is faster). With
+step-time ratio (below 1: bf16 is faster). --seq T trains the GPT on
+sequences of T tokens instead of 128 (longer sequences: attention's T x T
+scores grow); --weftc-arg passes one more flag to every weftc compile (e.g.
+--weftc-arg=--fused-attention=on). With
 --torch-omp K, PyTorch is also timed with K OpenMP threads (OpenBLAS
 keeping N), since OpenMP's and OpenBLAS's spinning threads can compete for
 the same cores. The first losses of both sides are printed as a check that
@@ -52,7 +55,17 @@ def main(argv=None):
     p.add_argument("--precision", default="f32",
                    help="comma-separated: f32, bf16 (e.g. f32,bf16)")
     p.add_argument("--json", help="also write the results here")
+    p.add_argument("--seq", type=int,
+                   help="the GPT's sequence length (default %d)"
+                   % common.CONFIGS["gpt"]["block"])
+    p.add_argument("--weftc-arg", action="append", default=[],
+                   help="one more weftc flag for every compile, e.g. "
+                   "--weftc-arg=--fused-attention=off")
     args = p.parse_args(argv)
+    if args.seq is not None:
+        if args.seq < 1:
+            p.error("--seq must be at least 1")
+        common.CONFIGS["gpt"]["block"] = args.seq
     models = args.models.split(",")
     threads = [int(t) for t in args.threads.split(",")]
     precisions = args.precision.split(",")
@@ -76,7 +89,8 @@ def main(argv=None):
         gflop = common.matmul_flops(name) / 1e9
         exes = {}
         for x in precisions:
-            exes[x], seconds = common.compile_exe(name, work, args.weftc, x)
+            exes[x], seconds = common.compile_exe(name, work, args.weftc, x,
+                                                  args.weftc_arg)
             print("   weftc --emit=exe --precision %s: %.1f s; matrix products "
                   "per step: %.1f GFLOP" % (x, seconds, gflop), flush=True)
         for n in threads:
