@@ -6,7 +6,7 @@
 //
 // Flash-style attention on the CPU (include/weft/Runtime/Attention.h). A
 // block of kBlockQ query rows meets the keys kBlockK at a time: the block's
-// scores live in a kBlockQ x kBlockK scratch (one OpenBLAS GEMM), the
+// scores live in a kBlockQ x kBlockK scratch (one GEMM), the
 // softmax keeps a running maximum and sum per row and rescales the row's
 // accumulated output when the maximum grows, so the [T, S] scores never
 // reach memory. Causal key blocks wholly above the diagonal are never
@@ -27,7 +27,7 @@
 
 #include "weft/Runtime/Attention.h"
 
-#include <cblas.h>
+#include "weft/Runtime/Kernels.h"
 
 #include <algorithm>
 #include <cmath>
@@ -92,25 +92,38 @@ inline int64_t keyEnd(bool causal, int64_t q1, int64_t s) {
   return causal ? std::min(s, q1) : s;
 }
 
-/// Row-major C = alpha op(A) op(B) + beta C on OpenBLAS. Inside the
-/// kernels' OpenMP region, OpenBLAS's OpenMP build runs it on the calling
-/// thread.
+/// Row-major C = op(A) op(B), through the runtime's GEMM (oneDNN's or
+/// OpenBLAS's, as every other product of the step). Inside the kernels'
+/// OpenMP region either runs on the calling thread.
 inline void gemm(bool transA, bool transB, int64_t m, int64_t n, int64_t k,
-                 float alpha, const float *a, int64_t lda, const float *b,
-                 int64_t ldb, float beta, float *c, int64_t ldc) {
-  cblas_sgemm(CblasRowMajor, transA ? CblasTrans : CblasNoTrans,
-              transB ? CblasTrans : CblasNoTrans, blasint(m), blasint(n),
-              blasint(k), alpha, a, blasint(lda), b, blasint(ldb), beta, c,
-              blasint(ldc));
+                 const float *a, int64_t lda, const float *b, int64_t ldb,
+                 float *c, int64_t ldc) {
+  weft_rt_sgemm(1, transA, transB, m, n, k, a, lda, 0, b, ldb, 0, c, ldc, 0);
 }
 
-/// Per-thread blocks: scores (then probabilities) and their adjoints, and
-/// the forward's running maximum and sum per row.
+/// C += op(A) op(B) (m x n), through `tmp` (the runtime's GEMM overwrites).
+inline void gemmAdd(bool transA, bool transB, int64_t m, int64_t n,
+                    int64_t k, const float *a, int64_t lda, const float *b,
+                    int64_t ldb, float *c, int64_t ldc, float *tmp) {
+  gemm(transA, transB, m, n, k, a, lda, b, ldb, tmp, n);
+  for (int64_t i = 0; i < m; ++i) {
+    float *crow = c + i * ldc;
+    const float *trow = tmp + i * n;
+#pragma omp simd
+    for (int64_t j = 0; j < n; ++j)
+      crow[j] += trow[j];
+  }
+}
+
+/// Per-thread blocks: scores (then probabilities) and their adjoints, a
+/// product before it is added, and the forward's running maximum, sum and
+/// rescaling per row.
 struct Scratch {
-  std::vector<float> scores, grads, rowMax, rowSum;
-  Scratch()
-      : scores(kBlockQ * kBlockK), grads(kBlockQ * kBlockK), rowMax(kBlockQ),
-        rowSum(kBlockQ) {}
+  std::vector<float> scores, grads, product, rowMax, rowSum, rowScale;
+  Scratch(int64_t d, int64_t dv)
+      : scores(kBlockQ * kBlockK), grads(kBlockQ * kBlockK),
+        product(kBlockK * std::max(d, dv)), rowMax(kBlockQ), rowSum(kBlockQ),
+        rowScale(kBlockQ) {}
 };
 
 /// The forward of one (head, query block) into out and lse.
@@ -125,39 +138,45 @@ WEFT_MULTIVERSION void forwardBlock(int64_t t, int64_t s, int64_t d, int64_t dv,
   int64_t end = keyEnd(causal, q1, s);
   for (int64_t k0 = 0; k0 < end; k0 += kBlockK) {
     int64_t cols = std::min(kBlockK, end - k0);
-    gemm(false, true, rows, cols, d, scale, q + q0 * d, d, k + k0 * d, d, 0.0f,
+    gemm(false, true, rows, cols, d, q + q0 * d, d, k + k0 * d, d,
          w.scores.data(), kBlockK);
     for (int64_t i = 0; i < rows; ++i) {
       float *srow = w.scores.data() + i * kBlockK;
       int64_t seen = visibleKeys(causal, q0 + i, k0, cols);
       float blockMax = kNegInf;
       for (int64_t j = 0; j < seen; ++j)
-        blockMax = std::max(blockMax, srow[j]);
+        blockMax = std::max(blockMax, scale * srow[j]);
       float newMax = std::max(w.rowMax[i], blockMax);
       if (newMax == kNegInf) { // Sees none of these keys (nor any before).
         std::fill(srow, srow + cols, 0.0f);
+        w.rowScale[i] = 1.0f;
         continue;
       }
-      float rescale = expNonPositive(w.rowMax[i] - newMax);
       float sum = 0.0f;
 #pragma omp simd reduction(+ : sum)
       for (int64_t j = 0; j < seen; ++j) {
-        float p = expNonPositive(srow[j] - newMax);
+        float p = expNonPositive(scale * srow[j] - newMax);
         srow[j] = p;
         sum += p;
       }
       std::fill(srow + seen, srow + cols, 0.0f);
+      float rescale = expNonPositive(w.rowMax[i] - newMax);
       w.rowSum[i] = w.rowSum[i] * rescale + sum;
       w.rowMax[i] = newMax;
-      if (rescale != 1.0f) {
-        float *arow = acc + i * dv;
-#pragma omp simd
-        for (int64_t c = 0; c < dv; ++c)
-          arow[c] *= rescale;
-      }
+      w.rowScale[i] = rescale;
     }
-    gemm(false, false, rows, dv, cols, 1.0f, w.scores.data(), kBlockK,
-         v + k0 * dv, dv, 1.0f, acc, dv);
+    // acc = acc * rescale + p v, row by row.
+    float *pv = w.product.data();
+    gemm(false, false, rows, dv, cols, w.scores.data(), kBlockK, v + k0 * dv,
+         dv, pv, dv);
+    for (int64_t i = 0; i < rows; ++i) {
+      float *arow = acc + i * dv;
+      const float *prow = pv + i * dv;
+      float rescale = w.rowScale[i];
+#pragma omp simd
+      for (int64_t c = 0; c < dv; ++c)
+        arow[c] = arow[c] * rescale + prow[c];
+    }
   }
   for (int64_t i = 0; i < rows; ++i) {
     float inv = 1.0f / w.rowSum[i];
@@ -196,29 +215,30 @@ WEFT_MULTIVERSION void backwardHead(int64_t t, int64_t s, int64_t d, int64_t dvW
     for (int64_t k0 = 0; k0 < end; k0 += kBlockK) {
       int64_t cols = std::min(kBlockK, end - k0);
       float *p = w.scores.data(), *ds = w.grads.data();
-      gemm(false, true, rows, cols, d, scale, q + q0 * d, d, k + k0 * d, d,
-           0.0f, p, kBlockK);
-      gemm(false, true, rows, cols, dvWidth, 1.0f, dout + q0 * dvWidth,
-           dvWidth, v + k0 * dvWidth, dvWidth, 0.0f, ds, kBlockK);
+      gemm(false, true, rows, cols, d, q + q0 * d, d, k + k0 * d, d, p,
+           kBlockK);
+      gemm(false, true, rows, cols, dvWidth, dout + q0 * dvWidth, dvWidth,
+           v + k0 * dvWidth, dvWidth, ds, kBlockK);
       for (int64_t i = 0; i < rows; ++i) {
         float *prow = p + i * kBlockK, *dsrow = ds + i * kBlockK;
         int64_t seen = visibleKeys(causal, q0 + i, k0, cols);
         float rowLse = lse[q0 + i], rowDelta = delta[q0 + i];
 #pragma omp simd
         for (int64_t j = 0; j < seen; ++j) {
-          float pj = expNonPositive(prow[j] - rowLse);
+          float pj = expNonPositive(scale * prow[j] - rowLse);
           prow[j] = pj;
           dsrow[j] = scale * pj * (dsrow[j] - rowDelta);
         }
         std::fill(prow + seen, prow + cols, 0.0f);
         std::fill(dsrow + seen, dsrow + cols, 0.0f);
       }
-      gemm(false, false, rows, d, cols, 1.0f, ds, kBlockK, k + k0 * d, d,
-           1.0f, dq + q0 * d, d);
-      gemm(true, false, cols, d, rows, 1.0f, ds, kBlockK, q + q0 * d, d, 1.0f,
-           dk + k0 * d, d);
-      gemm(true, false, cols, dvWidth, rows, 1.0f, p, kBlockK,
-           dout + q0 * dvWidth, dvWidth, 1.0f, dv + k0 * dvWidth, dvWidth);
+      float *tmp = w.product.data();
+      gemmAdd(false, false, rows, d, cols, ds, kBlockK, k + k0 * d, d,
+              dq + q0 * d, d, tmp);
+      gemmAdd(true, false, cols, d, rows, ds, kBlockK, q + q0 * d, d,
+              dk + k0 * d, d, tmp);
+      gemmAdd(true, false, cols, dvWidth, rows, p, kBlockK,
+              dout + q0 * dvWidth, dvWidth, dv + k0 * dvWidth, dvWidth, tmp);
     }
   }
 }
@@ -232,7 +252,7 @@ weft_rt_attention_f32(int64_t heads, int64_t t, int64_t s, int64_t d,
   int64_t blocks = (t + kBlockQ - 1) / kBlockQ;
 #pragma omp parallel
   {
-    Scratch scratch;
+    Scratch scratch(d, dv);
     // Causal blocks further down see more keys: hand them out one by one.
 #pragma omp for schedule(dynamic) collapse(2)
     for (int64_t h = 0; h < heads; ++h)
@@ -251,7 +271,7 @@ weft_rt_attention_grad_f32(int64_t heads, int64_t t, int64_t s, int64_t d,
                            float *dq, float *dk, float *dvOut) {
 #pragma omp parallel
   {
-    Scratch scratch;
+    Scratch scratch(d, dv);
     std::vector<float> delta;
 #pragma omp for schedule(dynamic)
     for (int64_t h = 0; h < heads; ++h)
