@@ -11,6 +11,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "weft/Dialect/Weft/IR/WeftDialect.h"
 #include "weft/Dialect/Weft/IR/WeftOps.h"
 #include "weft/Transforms/Train/Passes.h"
 
@@ -127,8 +128,9 @@ std::optional<Chain> matchChain(SoftmaxOp softmax) {
 }
 
 /// `v` with its last two axes swapped; a weft.transpose producer is
-/// composed into one transpose (or none, when that is the identity).
-Value swapLastTwo(OpBuilder &b, Location loc, Value v) {
+/// composed into one transpose (or none, when that is the identity). A
+/// new transpose gets the pipeline `stage`, if any.
+Value swapLastTwo(OpBuilder &b, Location loc, Value v, Attribute stage) {
   int64_t rank = cast<RankedTensorType>(v.getType()).getRank();
   SmallVector<int64_t> perm = llvm::to_vector(llvm::seq<int64_t>(0, rank));
   std::swap(perm[rank - 1], perm[rank - 2]);
@@ -140,7 +142,10 @@ Value swapLastTwo(OpBuilder &b, Location loc, Value v) {
   }
   if (llvm::equal(perm, llvm::seq<int64_t>(0, rank)))
     return v;
-  return TransposeOp::create(b, loc, v, perm);
+  auto transpose = TransposeOp::create(b, loc, v, perm);
+  if (stage)
+    transpose->setAttr(WeftDialect::kStageAttrName, stage);
+  return transpose;
 }
 
 /// Score elements of one (batch, head): T x S.
@@ -181,15 +186,24 @@ struct FuseAttentionPass
   }
 
   void fuse(Chain &chain) {
+    // A pipeline stage (--weft-assign-stages ran on the model) goes to the
+    // ops that replace the chain; a chain cut between stages stays.
+    Attribute stage = chain.output->getAttr(WeftDialect::kStageAttrName);
+    for (Operation *op : chain.ops)
+      if (op->getAttr(WeftDialect::kStageAttrName) != stage)
+        return;
     OpBuilder b(chain.output);
     Location loc = chain.output.getLoc();
-    Value key = chain.keyTransposed ? swapLastTwo(b, loc, chain.keyT)
+    Value key = chain.keyTransposed ? swapLastTwo(b, loc, chain.keyT, stage)
                                     : chain.keyT;
-    Value value = chain.valueTransposed ? swapLastTwo(b, loc, chain.value)
-                                        : chain.value;
+    Value value = chain.valueTransposed
+                      ? swapLastTwo(b, loc, chain.value, stage)
+                      : chain.value;
     auto attention = AttentionOp::create(
         b, loc, chain.query, key, value, b.getF64FloatAttr(chain.scale),
         chain.causal ? b.getUnitAttr() : UnitAttr());
+    if (stage)
+      attention->setAttr(WeftDialect::kStageAttrName, stage);
     chain.output.getResult().replaceAllUsesWith(attention.getResult());
     for (Operation *op : chain.ops)
       op->erase();

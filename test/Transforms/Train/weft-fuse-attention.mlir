@@ -92,3 +92,22 @@ func.func @bf16(%q: tensor<2x16x4xbf16>, %k: tensor<2x16x4xbf16>,
   %o = weft.matmul %p, %v : (tensor<2x16x16xbf16>, tensor<2x16x4xbf16>) -> tensor<2x16x4xbf16>
   return %o : tensor<2x16x4xbf16>
 }
+
+// A pipeline stage (--weft-assign-stages) carries over to the new ops; a
+// chain cut between two stages stays.
+// CHECK-LABEL: func.func @stages
+// ON: weft.transpose %arg1 {permutation = array<i64: 0, 2, 1>, weft.stage = 1 : i64}
+// ON: weft.attention {{.*}}weft.stage = 1 : i64
+// ON: weft.softmax {{.*}}weft.stage = 1 : i64
+// ON-NOT: weft.attention
+// ON: return
+func.func @stages(%q: tensor<2x16x4xf32>, %kt: tensor<2x4x16xf32>,
+                  %v: tensor<2x16x4xf32>) -> (tensor<2x16x4xf32>, tensor<2x16x4xf32>) {
+  %s = weft.matmul %q, %kt {weft.stage = 1 : i64} : (tensor<2x16x4xf32>, tensor<2x4x16xf32>) -> tensor<2x16x16xf32>
+  %p = weft.softmax %s {axis = 2 : i64, weft.stage = 1 : i64} : tensor<2x16x16xf32>
+  %o = weft.matmul %p, %v {weft.stage = 1 : i64} : (tensor<2x16x16xf32>, tensor<2x16x4xf32>) -> tensor<2x16x4xf32>
+  %s2 = weft.matmul %q, %kt {weft.stage = 0 : i64} : (tensor<2x16x4xf32>, tensor<2x4x16xf32>) -> tensor<2x16x16xf32>
+  %p2 = weft.softmax %s2 {axis = 2 : i64, weft.stage = 1 : i64} : tensor<2x16x16xf32>
+  %o2 = weft.matmul %p2, %v {weft.stage = 1 : i64} : (tensor<2x16x16xf32>, tensor<2x16x4xf32>) -> tensor<2x16x4xf32>
+  return %o, %o2 : tensor<2x16x4xf32>, tensor<2x16x4xf32>
+}
