@@ -57,10 +57,13 @@ constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 /// e^x for x <= 0 (and -inf), within 2 ulp where the result is normal:
 /// Cody-Waite reduction to r in [-ln2/2, ln2/2] and Cephes' expf
 /// polynomial. Below -87.3 it returns 0 or a tiny normal, which is what
-/// a probability that small contributes anyway.
+/// a probability that small contributes anyway. Plain arithmetic (the
+/// rounding is the 1.5 * 2^23 trick, the power of two an exponent built
+/// as an integer), so that loops over it vectorize.
 inline float expNonPositive(float x) {
-  x = std::max(x, -88.0f);
-  float n = std::floor(x * 1.44269504088896341f + 0.5f);
+  x = x < -87.0f ? -87.0f : x;
+  constexpr float kRound = 12582912.0f; // 1.5 * 2^23
+  float n = (x * 1.44269504088896341f + kRound) - kRound;
   float r = x - n * 0.693359375f;
   r = r - n * -2.12194440e-4f;
   float p = 1.9875691500e-4f;
@@ -70,12 +73,9 @@ inline float expNonPositive(float x) {
   p = p * r + 1.6666665459e-1f;
   p = p * r + 5.0000001201e-1f;
   p = p * r * r + r + 1.0f;
-  // n >= -127: a biased exponent of 0 gives 0 (n = -127 only for x below
-  // about -87.7).
+  // n >= -126 here: 2^n is a normal float.
   int32_t bits = (static_cast<int32_t>(n) + 127) << 23;
-  float two;
-  std::memcpy(&two, &bits, sizeof(two));
-  return p * two;
+  return p * __builtin_bit_cast(float, bits);
 }
 
 /// How many of the block's `cols` keys starting at `key0` query row
@@ -144,6 +144,7 @@ WEFT_MULTIVERSION void forwardBlock(int64_t t, int64_t s, int64_t d, int64_t dv,
       float *srow = w.scores.data() + i * kBlockK;
       int64_t seen = visibleKeys(causal, q0 + i, k0, cols);
       float blockMax = kNegInf;
+#pragma omp simd reduction(max : blockMax)
       for (int64_t j = 0; j < seen; ++j)
         blockMax = std::max(blockMax, scale * srow[j]);
       float newMax = std::max(w.rowMax[i], blockMax);
