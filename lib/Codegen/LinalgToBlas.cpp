@@ -15,6 +15,13 @@
 //   bf16   f32    weft_rt_sbgemm       (--precision bf16's products)
 //   bf16   bf16   weft_rt_sbgemm_bf16  (sums in f32, C rounded to bf16)
 //
+// A batch-reduce contraction C[m, n] = sum_b sum_k op(A)[b, m, k] *
+// op(B)[b, k, n] (linalg.batch_reduce_matmul or the same generic: two
+// reduction loops, one of them the leading dimension of both A and B) on
+// f32 becomes one weft_rt_sgemm_batch_sum: C is written by the first
+// product and accumulated by the others, so a convolution's filter
+// gradient multiplies the forward's im2col buffer as it is.
+//
 //===----------------------------------------------------------------------===//
 
 #include "weft/Codegen/Passes.h"
@@ -38,6 +45,7 @@ namespace {
 constexpr llvm::StringLiteral kSgemmName = "weft_rt_sgemm";
 constexpr llvm::StringLiteral kSbgemmName = "weft_rt_sbgemm";
 constexpr llvm::StringLiteral kSbgemmBf16Name = "weft_rt_sbgemm_bf16";
+constexpr llvm::StringLiteral kSgemmBatchSumName = "weft_rt_sgemm_batch_sum";
 
 /// The runtime GEMM for these element types, or an empty name when there
 /// is none (a mixed f32 x bf16 product, f16, integers).
@@ -136,16 +144,17 @@ struct LinalgToBlasPass
         return signalPassFailure();
   }
 
-  /// The runtime function `name`; all three GEMMs share one signature
-  /// (pointers are untyped).
+  /// The runtime function `name`; the three GEMMs share one signature
+  /// (pointers are untyped), the batch sum lacks C's batch stride.
   func::FuncOp getOrDeclareGemm(ModuleOp module, StringRef name) {
     MLIRContext *ctx = &getContext();
     Type i32 = IntegerType::get(ctx, 32), i64 = IntegerType::get(ctx, 64);
     Type ptr = LLVM::LLVMPointerType::get(ctx);
-    auto type = FunctionType::get(ctx,
-                                  {i64, i32, i32, i64, i64, i64, ptr, i64, i64,
-                                   ptr, i64, i64, ptr, i64, i64},
-                                  {});
+    SmallVector<Type> params{i64, i32, i32, i64, i64, i64, ptr, i64,
+                             i64, ptr, i64, i64, ptr, i64, i64};
+    if (name == kSgemmBatchSumName)
+      params.pop_back();
+    auto type = FunctionType::get(ctx, params, {});
     if (auto existing = module.lookupSymbol<func::FuncOp>(name)) {
       if (existing.getFunctionType() == type)
         return existing;
@@ -179,18 +188,46 @@ struct LinalgToBlasPass
     op.getReductionDims(reductions);
     unsigned numLoops = op.getNumLoops();
     AffineMap cMap = maps[2];
-    if (reductions.size() != 1 || cMap.getNumResults() + 1 != numLoops ||
-        numLoops < 3 || numLoops > 4 || !cMap.isProjectedPermutation())
+    if (!cMap.isProjectedPermutation())
       return success();
     std::optional<unsigned> batch;
-    if (numLoops == 4)
-      batch = cMap.getDimPosition(0);
-    unsigned m = cMap.getDimPosition(numLoops - 3);
-    unsigned n = cMap.getDimPosition(numLoops - 2);
-    unsigned k = reductions.front();
-    std::optional<OperandLayout> la = matchOperand(maps[0], batch, m, k, true);
-    std::optional<OperandLayout> lb = matchOperand(maps[1], batch, k, n, true);
-    std::optional<OperandLayout> lc = matchOperand(maps[2], batch, m, n, false);
+    unsigned m, n, k;
+    // A batch-reduce GEMM: C is [m, n]; of the two reductions the batch is
+    // the one that leads both A and B, K the other.
+    bool batchSum = reductions.size() == 2 && numLoops == 4 &&
+                    cMap.getNumResults() == 2;
+    if (batchSum) {
+      if (gemmName != kSgemmName)
+        return success(); // No bf16 batch sum in the runtime.
+      AffineMap aMap = maps[0], bMap = maps[1];
+      if (aMap.getNumResults() != 3 || bMap.getNumResults() != 3 ||
+          aMap.getResult(0) != bMap.getResult(0))
+        return success();
+      auto lead = dyn_cast<AffineDimExpr>(aMap.getResult(0));
+      if (!lead || !llvm::is_contained(reductions, lead.getPosition()))
+        return success();
+      batch = lead.getPosition();
+      k = reductions[0] == *batch ? reductions[1] : reductions[0];
+      m = cMap.getDimPosition(0);
+      n = cMap.getDimPosition(1);
+    } else {
+      if (reductions.size() != 1 || cMap.getNumResults() + 1 != numLoops ||
+          numLoops < 3 || numLoops > 4)
+        return success();
+      if (numLoops == 4)
+        batch = cMap.getDimPosition(0);
+      m = cMap.getDimPosition(numLoops - 3);
+      n = cMap.getDimPosition(numLoops - 2);
+      k = reductions.front();
+    }
+    // A and B must have the batch when the batch is summed: a broadcast
+    // side would be a GEMM of the summed other side, not this call.
+    std::optional<OperandLayout> la =
+        matchOperand(maps[0], batch, m, k, !batchSum);
+    std::optional<OperandLayout> lb =
+        matchOperand(maps[1], batch, k, n, !batchSum);
+    std::optional<OperandLayout> lc = matchOperand(
+        maps[2], batchSum ? std::nullopt : batch, m, n, false);
     if (!la || !lb || !lc || lc->transposed || !hasUnitInnerStride(aType) ||
         !hasUnitInnerStride(bType) || !hasUnitInnerStride(cType))
       return success();
@@ -198,6 +235,8 @@ struct LinalgToBlasPass
     if (!fill)
       return success(); // Accumulates into C: the GEMMs overwrite it.
 
+    if (batchSum)
+      gemmName = kSgemmBatchSumName;
     func::FuncOp gemm = getOrDeclareGemm(module, gemmName);
     if (!gemm)
       return failure();
@@ -242,7 +281,9 @@ struct LinalgToBlasPass
     Operand pa = unpack(a, *la, aType), pb = unpack(b, *lb, bType),
             pc = unpack(c, *lc, cType);
     Value batchCount =
-        lc->batchDim ? toI64(pc.meta.getSizes()[*lc->batchDim]) : constI64(1);
+        batchSum ? toI64(pa.meta.getSizes()[*la->batchDim])
+        : lc->batchDim ? toI64(pc.meta.getSizes()[*lc->batchDim])
+                       : constI64(1);
     Value rows = toI64(pc.meta.getSizes()[lc->rowDim]);
     Value cols = toI64(pc.meta.getSizes()[lc->colDim]);
     Value depth =
@@ -251,11 +292,13 @@ struct LinalgToBlasPass
         arith::ConstantIntOp::create(builder, loc, i32, la->transposed ? 1 : 0);
     Value transB =
         arith::ConstantIntOp::create(builder, loc, i32, lb->transposed ? 1 : 0);
-    func::CallOp::create(builder, loc, gemm,
-                         ValueRange{batchCount, transA, transB, rows, cols,
-                                    depth, pa.ptr, pa.ld, pa.batchStride,
-                                    pb.ptr, pb.ld, pb.batchStride, pc.ptr,
-                                    pc.ld, pc.batchStride});
+    SmallVector<Value> args{batchCount, transA, transB, rows, cols,
+                            depth, pa.ptr, pa.ld, pa.batchStride,
+                            pb.ptr, pb.ld, pb.batchStride, pc.ptr,
+                            pc.ld};
+    if (!batchSum)
+      args.push_back(pc.batchStride);
+    func::CallOp::create(builder, loc, gemm, args);
     fill->erase();
     op->erase();
     return success();

@@ -67,14 +67,15 @@ inline uint16_t floatToBf16(float f) {
   return uint16_t(isNan ? (bits >> 16) | 0x40u : rounded >> 16);
 }
 
-/// C = op(A) op(B) by definition; accumulates in double like the reference
-/// evaluator, so this path is never less accurate than BLAS.
+/// C = op(A) op(B) (+ C when `accumulate`) by definition; accumulates in
+/// double like the reference evaluator, so this path is never less accurate
+/// than BLAS.
 void naiveGemm(bool transA, bool transB, int64_t m, int64_t n, int64_t k,
                const float *a, int64_t lda, const float *b, int64_t ldb,
-               float *c, int64_t ldc) {
+               float *c, int64_t ldc, bool accumulate = false) {
   for (int64_t i = 0; i < m; ++i) {
     for (int64_t j = 0; j < n; ++j) {
-      double sum = 0;
+      double sum = accumulate ? double(c[i * ldc + j]) : 0.0;
       for (int64_t p = 0; p < k; ++p) {
         float av = transA ? a[p * lda + i] : a[i * lda + p];
         float bv = transB ? b[j * ldb + p] : b[p * ldb + j];
@@ -134,26 +135,29 @@ DnnlSgemmFn f32Library() {
   return fn;
 }
 
-/// One f32 matrix product: oneDNN or cblas_sgemm where they can express
-/// the call, the loop otherwise; K = 0 gives zeros (BLAS implementations
-/// disagree on it).
+/// One f32 matrix product C = op(A) op(B), or C += op(A) op(B) when
+/// `accumulate` (beta = 1): oneDNN or cblas_sgemm where they can express
+/// the call, the loop otherwise; K = 0 gives zeros, or leaves C (BLAS
+/// implementations disagree on it).
 void sgemmOne(bool ta, bool tb, int64_t m, int64_t n, int64_t k,
               const float *a, int64_t lda, const float *b, int64_t ldb,
-              float *c, int64_t ldc) {
+              float *c, int64_t ldc, bool accumulate = false) {
   static const DnnlSgemmFn oneDnn = f32Library();
+  float beta = accumulate ? 1.0f : 0.0f;
   if (k <= 0) {
-    for (int64_t r = 0; r < m; ++r)
-      std::memset(c + r * ldc, 0, size_t(n) * sizeof(float));
+    if (!accumulate)
+      for (int64_t r = 0; r < m; ++r)
+        std::memset(c + r * ldc, 0, size_t(n) * sizeof(float));
   } else if (oneDnn && fitsRowMajor(ta, tb, m, n, k, lda, ldb, ldc) &&
              oneDnn(ta ? 'T' : 'N', tb ? 'T' : 'N', m, n, k, 1.0f, a, lda, b,
-                    ldb, 0.0f, c, ldc) == 0) {
+                    ldb, beta, c, ldc) == 0) {
     return;
   } else if (fitsCblas(ta, tb, m, n, k, lda, ldb, ldc)) {
     cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans,
                 tb ? CblasTrans : CblasNoTrans, int(m), int(n), int(k), 1.0f,
-                a, int(lda), b, int(ldb), 0.0f, c, int(ldc));
+                a, int(lda), b, int(ldb), beta, c, int(ldc));
   } else {
-    naiveGemm(ta, tb, m, n, k, a, lda, b, ldb, c, ldc);
+    naiveGemm(ta, tb, m, n, k, a, lda, b, ldb, c, ldc, accumulate);
   }
 }
 
@@ -303,6 +307,26 @@ extern "C" void weft_rt_sgemm(int64_t batch, int32_t transA, int32_t transB,
   for (int64_t i = 0; i < batch; ++i)
     sgemmOne(transA != 0, transB != 0, m, n, k, a + i * strideA, lda,
              b + i * strideB, ldb, c + i * strideC, ldc);
+}
+
+extern "C" void weft_rt_sgemm_batch_sum(int64_t batch, int32_t transA,
+                                        int32_t transB, int64_t m, int64_t n,
+                                        int64_t k, const float *a, int64_t lda,
+                                        int64_t strideA, const float *b,
+                                        int64_t ldb, int64_t strideB, float *c,
+                                        int64_t ldc) {
+  if (m <= 0 || n <= 0)
+    return;
+  if (batch <= 0) {
+    for (int64_t r = 0; r < m; ++r)
+      std::memset(c + r * ldc, 0, size_t(n) * sizeof(float));
+    return;
+  }
+  // The first product overwrites C (beta = 0: whatever C held, NaN
+  // included, is gone), the others add to it in batch order.
+  for (int64_t i = 0; i < batch; ++i)
+    sgemmOne(transA != 0, transB != 0, m, n, k, a + i * strideA, lda,
+             b + i * strideB, ldb, c, ldc, /*accumulate=*/i > 0);
 }
 
 extern "C" const char *weft_rt_gemm_library(void) {

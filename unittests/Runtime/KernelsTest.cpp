@@ -161,6 +161,81 @@ TEST(KernelsTest, SgemmRowBroadcastThroughZeroLeadingDimension) {
   EXPECT_EQ(c, (std::vector<float>{7, 10, 7, 10, 7, 10}));
 }
 
+/// weft_rt_sgemm_batch_sum against the sum over the batch of the naive
+/// products (in double), into a C that starts as NaN.
+void checkBatchSum(const Case &cs) {
+  std::mt19937 gen(7);
+  std::uniform_real_distribution<float> dist(-1, 1);
+  int64_t aRows = cs.ta ? cs.k : cs.m, aCols = cs.ta ? cs.m : cs.k;
+  int64_t bRows = cs.tb ? cs.n : cs.k, bCols = cs.tb ? cs.k : cs.n;
+  int64_t lda = aCols + cs.padA, ldb = bCols + cs.padB, ldc = cs.n + cs.padC;
+  int64_t sa = cs.broadcastA ? 0 : aRows * lda;
+  int64_t sb = cs.broadcastB ? 0 : bRows * ldb;
+  std::vector<float> a(
+      size_t(std::max<int64_t>(1, sa * cs.batch + aRows * lda)));
+  std::vector<float> b(
+      size_t(std::max<int64_t>(1, sb * cs.batch + bRows * ldb)));
+  for (float &v : a)
+    v = dist(gen);
+  for (float &v : b)
+    v = dist(gen);
+  // Each product by itself, then summed over the batch in double.
+  int64_t sc = cs.m * ldc;
+  size_t all = size_t(std::max<int64_t>(1, sc * cs.batch));
+  std::vector<float> each =
+      reference(cs.batch, cs.ta, cs.tb, cs.m, cs.n, cs.k, a.data(), lda, sa,
+                b.data(), ldb, sb, ldc, sc, all);
+  size_t cSize = size_t(cs.m * ldc);
+  std::vector<float> c(cSize, std::numeric_limits<float>::quiet_NaN());
+  weft_rt_sgemm_batch_sum(cs.batch, cs.ta, cs.tb, cs.m, cs.n, cs.k, a.data(),
+                          lda, sa, b.data(), ldb, sb, c.data(), ldc);
+  for (int64_t i = 0; i < cs.m; ++i)
+    for (int64_t j = 0; j < cs.n; ++j) {
+      double want = 0, scale = 1;
+      for (int64_t bi = 0; bi < cs.batch; ++bi) {
+        double v = each[size_t(bi * sc + i * ldc + j)];
+        want += v;
+        scale += std::fabs(v);
+      }
+      ASSERT_NEAR(c[size_t(i * ldc + j)], want, 1e-5 * scale * (1 + cs.k))
+          << "at (" << i << ", " << j << ") batch=" << cs.batch
+          << " m=" << cs.m << " n=" << cs.n << " k=" << cs.k
+          << " ta=" << cs.ta << " tb=" << cs.tb;
+    }
+  // The row padding of C is not written.
+  for (int64_t i = 0; i < cs.m; ++i)
+    for (int64_t j = cs.n; j < ldc; ++j)
+      ASSERT_TRUE(std::isnan(c[size_t(i * ldc + j)]));
+}
+
+TEST(KernelsTest, SgemmBatchSumMatchesNaiveForEveryTranspose) {
+  for (bool ta : {false, true})
+    for (bool tb : {false, true}) {
+      checkBatchSum({3, 5, 7, 4, ta, tb, false, false, 0, 0, 0});
+      checkBatchSum({1, 5, 7, 4, ta, tb, false, false, 0, 0, 0});
+      // Leading dimensions wider than the rows, C's too.
+      checkBatchSum({4, 4, 5, 3, ta, tb, false, false, 2, 3, 1});
+      // One side shared by the whole batch (stride 0).
+      checkBatchSum({4, 6, 3, 5, ta, tb, true, false, 0, 0, 0});
+      checkBatchSum({4, 6, 3, 5, ta, tb, false, true, 0, 0, 0});
+    }
+  // A convolution's filter gradient: dW[O, C*9] = sum_n dY_n cols_n^T.
+  checkBatchSum({8, 16, 27, 100, false, true, false, false, 0, 0, 0});
+}
+
+TEST(KernelsTest, SgemmBatchSumEmptyIsZero) {
+  // No batch, or K = 0: C becomes zeros whatever it held.
+  float dummy = 1;
+  std::vector<float> c(6, std::numeric_limits<float>::quiet_NaN());
+  weft_rt_sgemm_batch_sum(0, 0, 0, 2, 3, 4, &dummy, 4, 4, &dummy, 3, 12,
+                          c.data(), 3);
+  EXPECT_EQ(c, std::vector<float>(6, 0.0f));
+  std::vector<float> d(6, 5.0f);
+  weft_rt_sgemm_batch_sum(3, 0, 0, 2, 3, 0, &dummy, 0, 0, &dummy, 3, 0,
+                          d.data(), 3);
+  EXPECT_EQ(d, std::vector<float>(6, 0.0f));
+}
+
 TEST(KernelsTest, SbgemmMatchesNaive) {
   for (Gemm gemm : {Gemm::SB, Gemm::SBToBf16}) {
     for (bool ta : {false, true})

@@ -29,6 +29,18 @@ void weft_rt_sgemm(int64_t batch, int32_t transA, int32_t transB, int64_t m,
                    int64_t strideA, const float *b, int64_t ldb,
                    int64_t strideB, float *c, int64_t ldc, int64_t strideC);
 
+/* C = the sum over b in [0, batch) of op(A_b) * op(B_b), with the operands
+   of weft_rt_sgemm and one m x n C (row stride ldc), overwritten: a
+   batch-reduce GEMM, as a convolution's filter gradient sums per-image
+   products (dW = sum over n of dY_n * cols_n^T). The first product is
+   written with beta = 0 and each next one added with beta = 1, in batch
+   order, on the same library as weft_rt_sgemm; batch <= 0 gives zeros. */
+void weft_rt_sgemm_batch_sum(int64_t batch, int32_t transA, int32_t transB,
+                             int64_t m, int64_t n, int64_t k, const float *a,
+                             int64_t lda, int64_t strideA, const float *b,
+                             int64_t ldb, int64_t strideB, float *c,
+                             int64_t ldc);
+
 /* "oneDNN" or "OpenBLAS": the library weft_rt_sgemm multiplies with in
    this process (chosen on the first call of either function). */
 const char *weft_rt_gemm_library(void);

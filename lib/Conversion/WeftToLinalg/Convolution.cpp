@@ -21,9 +21,13 @@
 // dilation, so im2col + GEMM again without groups) with the filter flipped
 // spatially and with its channel roles swapped per group.
 //
-// conv2d_backward_filter without groups is one GEMM whose K runs over the
-// batch and the output positions: dW[o, (c, i, j)] = sum over (n, y, x) of
-// g[o, (n, y, x)] * cols[(c, i, j), (n, y, x)], with the gradient
+// conv2d_backward_filter without groups on f32 is a batch-reduce GEMM over
+// the forward's own im2col: dW[o, (c, i, j)] = sum over n of g[n] (O x
+// oh * ow, the gradient as it is stored) times cols[n]^T, where cols is
+// gathered exactly as the forward gathers it, so that CSE leaves one
+// buffer for both (--weft-linalg-to-blas calls weft_rt_sgemm_batch_sum).
+// Other element types (no bf16 batch sum in the runtime) take one GEMM
+// whose K runs over the batch and the output positions, with the gradient
 // transposed to [O, N, oh, ow] and the input gathered in that order. With
 // groups it is a linalg.generic reduction over (batch, output rows, output
 // columns) of gradient times padded input.
@@ -240,6 +244,37 @@ struct Conv2DBackwardFilterLowering
     ArrayRef<int64_t> strides = op.getStrides(), dilations = op.getDilations();
     int64_t groups = op.getGroups();
     int64_t perGroup = w[0] / groups, groupChannels = w[1];
+
+    auto gradElement =
+        cast<RankedTensorType>(grad.getType()).getElementType();
+    auto inputElement =
+        cast<RankedTensorType>(input.getType()).getElementType();
+    if (groups == 1 && elementType.isF32() && gradElement.isF32() &&
+        inputElement.isF32() && acc.isF32()) {
+      // dW[O, C * kh * kw] = sum over n of g[n] [O, (y, x)] x
+      // cols[n] [C * kh * kw, (y, x)]^T. The gather is the forward's
+      // (same input, padding, windows and loop order): CSE merges them.
+      int64_t depth = w[1] * w[2] * w[3];
+      int64_t positions = g[2] * g[3];
+      Value cols = gatherWindows(rewriter, loc, input, w.drop_front(2),
+                                 g.drop_front(2), strides, dilations,
+                                 {0, 1, 2, 3, 4, 5});
+      cols = reshapeTo(rewriter, loc, cols, {g[0], depth, positions});
+      Value rows = reshapeTo(rewriter, loc, grad, {g[0], g[1], positions});
+      Value init = filledTensor(rewriter, loc, {w[0], depth}, acc, 0.0);
+      AffineExpr bb = getAffineDimExpr(0, ctx), m = getAffineDimExpr(1, ctx),
+                 n = getAffineDimExpr(2, ctx), k = getAffineDimExpr(3, ctx);
+      auto matmul = linalg::BatchReduceMatmulOp::create(
+          rewriter, loc, TypeRange{init.getType()}, ValueRange{rows, cols},
+          ValueRange{init});
+      matmul.setIndexingMapsAttr(rewriter.getAffineMapArrayAttr(
+          {AffineMap::get(4, 0, {bb, m, k}, ctx),
+           AffineMap::get(4, 0, {bb, n, k}, ctx),
+           AffineMap::get(4, 0, {m, n}, ctx)}));
+      Value sum = reshapeTo(rewriter, loc, matmul.getResult(0), w);
+      rewriter.replaceOp(op, roundTensor(rewriter, loc, sum, elementType));
+      return success();
+    }
 
     if (groups == 1) {
       // dW[O, C * kh * kw] = g[O, (n, y, x)] x cols[C * kh * kw, (n, y, x)]^T:

@@ -9,6 +9,9 @@
 // CHECK-DAG: #[[$GT:.*]] = affine_map<(d0, d1, d2, d3) -> (d1, d0, d2, d3)>
 // CHECK-DAG: #[[$WINT:.*]] = affine_map<(d0, d1, d2, d3, d4, d5) -> (d3, d0, d4 * 2 + d1 * 2, d5 * 2 + d2 * 2)>
 // CHECK-DAG: #[[$BT:.*]] = affine_map<(d0, d1, d2) -> (d1, d2)>
+// CHECK-DAG: #[[$BMK:.*]] = affine_map<(d0, d1, d2, d3) -> (d0, d1, d3)>
+// CHECK-DAG: #[[$BNK:.*]] = affine_map<(d0, d1, d2, d3) -> (d0, d2, d3)>
+// CHECK-DAG: #[[$MN:.*]] = affine_map<(d0, d1, d2, d3) -> (d1, d2)>
 // CHECK-LABEL: func.func @forward
 // CHECK: %[[PAD:.*]] = tensor.pad %arg0 low[0, 0, 1, 1] high[0, 0, 1, 1]
 // CHECK: %[[WINDOWS:.*]] = linalg.generic {indexing_maps = [#[[$WIN]], {{.*}}]{{.*}} ins(%[[PAD]] : tensor<2x3x11x12xf32>) outs(%{{.*}} : tensor<2x3x3x2x4x5xf32>)
@@ -23,20 +26,38 @@ func.func @forward(%x: tensor<2x3x9x10xf32>, %w: tensor<4x3x3x2xf32>) -> tensor<
   return %0 : tensor<2x4x4x5xf32>
 }
 
-// Filter gradient: one GEMM whose K is (n, y, x), the batch folded in:
-// g transposed to [O, N, oh, ow] times the windows gathered as
-// [(c, i, j), (n, y, x)], read transposed.
+// Filter gradient (f32): the windows gathered exactly as the forward
+// gathers them (same map, same cols[n, (c, i, j), (y, x)]), and a
+// batch-reduce GEMM over n of g[n] (as stored, [O, (y, x)]) times cols[n]
+// read transposed: no transposed copy of g, no second im2col layout.
 // CHECK-LABEL: func.func @backward_filter
-// CHECK: %[[PAD:.*]] = tensor.pad %arg1
-// CHECK: %[[T:.*]] = linalg.generic {indexing_maps = [#[[$GT]], {{.*}}]{{.*}} ins(%arg0 : tensor<2x4x4x5xf32>) outs(%{{.*}} : tensor<4x2x4x5xf32>)
-// CHECK: %[[G:.*]] = tensor.collapse_shape %[[T]] {{.*}} into tensor<4x40xf32>
-// CHECK: %[[WINDOWS:.*]] = linalg.generic {indexing_maps = [#[[$WINT]], {{.*}}]{{.*}} ins(%[[PAD]] : tensor<2x3x11x12xf32>) outs(%{{.*}} : tensor<3x3x2x2x4x5xf32>)
-// CHECK: %[[COLS:.*]] = tensor.collapse_shape %[[WINDOWS]] {{.*}} into tensor<18x40xf32>
-// CHECK: %[[GEMM:.*]] = linalg.matmul indexing_maps = [{{.*}}, #[[$BT]], {{.*}}] ins(%[[G]], %[[COLS]] : tensor<4x40xf32>, tensor<18x40xf32>) outs(%{{.*}} : tensor<4x18xf32>)
+// CHECK: %[[PAD:.*]] = tensor.pad %arg1 low[0, 0, 1, 1] high[0, 0, 1, 1]
+// CHECK: %[[WINDOWS:.*]] = linalg.generic {indexing_maps = [#[[$WIN]], {{.*}}]{{.*}} ins(%[[PAD]] : tensor<2x3x11x12xf32>) outs(%{{.*}} : tensor<2x3x3x2x4x5xf32>)
+// CHECK: %[[COLS:.*]] = tensor.collapse_shape %[[WINDOWS]] {{.*}} into tensor<2x18x20xf32>
+// CHECK: %[[G:.*]] = tensor.collapse_shape %arg0 {{.*}} into tensor<2x4x20xf32>
+// CHECK-NOT: linalg.generic
+// CHECK: %[[GEMM:.*]] = linalg.batch_reduce_matmul indexing_maps = [#[[$BMK]], #[[$BNK]], #[[$MN]]] ins(%[[G]], %[[COLS]] : tensor<2x4x20xf32>, tensor<2x18x20xf32>) outs(%{{.*}} : tensor<4x18xf32>)
 // CHECK: tensor.expand_shape %[[GEMM]] {{.*}} into tensor<4x3x3x2xf32>
+// CHECK-NOT: linalg.matmul
 func.func @backward_filter(%g: tensor<2x4x4x5xf32>, %x: tensor<2x3x9x10xf32>) -> tensor<4x3x3x2xf32> {
   %0 = weft.conv2d_backward_filter %g, %x {strides = array<i64: 2, 2>, padding = array<i64: 1, 1, 1, 1>, dilations = array<i64: 2, 2>} : (tensor<2x4x4x5xf32>, tensor<2x3x9x10xf32>) -> tensor<4x3x3x2xf32>
   return %0 : tensor<4x3x3x2xf32>
+}
+
+// bf16 (the runtime has no bf16 batch sum): one GEMM whose K is (n, y, x),
+// the batch folded in: g transposed to [O, N, oh, ow] times the windows
+// gathered as [(c, i, j), (n, y, x)], read transposed.
+// CHECK-LABEL: func.func @backward_filter_bf16
+// CHECK: %[[PAD:.*]] = tensor.pad %arg1
+// CHECK: %[[T:.*]] = linalg.generic {indexing_maps = [#[[$GT]], {{.*}}]{{.*}} ins(%arg0 : tensor<2x4x4x5xbf16>) outs(%{{.*}} : tensor<4x2x4x5xbf16>)
+// CHECK: %[[G:.*]] = tensor.collapse_shape %[[T]] {{.*}} into tensor<4x40xbf16>
+// CHECK: %[[WINDOWS:.*]] = linalg.generic {indexing_maps = [#[[$WINT]], {{.*}}]{{.*}} ins(%[[PAD]] : tensor<2x3x11x12xbf16>) outs(%{{.*}} : tensor<3x3x2x2x4x5xbf16>)
+// CHECK: %[[COLS:.*]] = tensor.collapse_shape %[[WINDOWS]] {{.*}} into tensor<18x40xbf16>
+// CHECK: %[[GEMM:.*]] = linalg.matmul indexing_maps = [{{.*}}, #[[$BT]], {{.*}}] ins(%[[G]], %[[COLS]] : tensor<4x40xbf16>, tensor<18x40xbf16>) outs(%{{.*}} : tensor<4x18xf32>)
+// CHECK: tensor.expand_shape %[[GEMM]] {{.*}} into tensor<4x3x3x2xf32>
+func.func @backward_filter_bf16(%g: tensor<2x4x4x5xbf16>, %x: tensor<2x3x9x10xbf16>) -> tensor<4x3x3x2xbf16> {
+  %0 = weft.conv2d_backward_filter %g, %x {strides = array<i64: 2, 2>, padding = array<i64: 1, 1, 1, 1>, dilations = array<i64: 2, 2>} : (tensor<2x4x4x5xbf16>, tensor<2x3x9x10xbf16>) -> tensor<4x3x3x2xbf16>
+  return %0 : tensor<4x3x3x2xbf16>
 }
 
 // Input gradient: the gradient spread by the stride and padded, then the
