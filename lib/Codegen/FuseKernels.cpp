@@ -117,34 +117,53 @@ SmallVector<int64_t> rootTileSizes(linalg::LinalgOp op) {
 }
 
 /// Tile sizes for an op that cannot fuse because its maps compute indices
-/// (an im2col gather, a pooling window): 1 for each parallel loop, but the
-/// innermost loop, that every map uses only as a plain index, so tiles
-/// never overlap and the iterations run in parallel without producers
-/// fused in. Empty when no loop qualifies.
+/// (an im2col gather, a pooling window or its gradient): 1 for each
+/// parallel loop, but the innermost, that every map uses only as a plain
+/// index, so tiles never overlap and the iterations run in parallel without
+/// producers fused in. Empty when no loop qualifies.
+///
+/// Tiling hands linalg every loop's range, tiled or not, and linalg slices
+/// an operand along a computed index from its value at the first and last
+/// iteration: exact only where the index never decreases as a loop
+/// advances. So every computed index must be monotone (sums of loops times
+/// positive constants, floordivs of those by positive constants; terms in
+/// loops of one iteration, such as a pooling gradient's `- i` over a 1 x 1
+/// window, are constants), or the op stays whole.
 SmallVector<int64_t> windowedTileSizes(linalg::LinalgOp op) {
   SmallVector<utils::IteratorType> iterators = op.getIteratorTypesArray();
+  SmallVector<int64_t> ranges = op.getStaticLoopRanges();
   SmallVector<int64_t> sizes(iterators.size(), 0);
   llvm::SmallBitVector compound(iterators.size());
-  // Only windows of the form sum of (dim * positive constant), whose tiled
-  // slices linalg computes exactly; others (a pooling gradient's floordiv
-  // and minus) stay whole.
-  std::function<bool(AffineExpr)> isWindow = [&](AffineExpr e) {
-    if (isa<AffineDimExpr>(e))
+  auto isConstantOverLoops = [&](AffineExpr e) {
+    bool constant = true;
+    e.walk([&](AffineExpr sub) {
+      if (auto dim = dyn_cast<AffineDimExpr>(sub))
+        constant &= ranges[dim.getPosition()] == 1;
+    });
+    return constant;
+  };
+  std::function<bool(AffineExpr)> isMonotone = [&](AffineExpr e) {
+    if (isa<AffineDimExpr>(e) || isConstantOverLoops(e))
       return true;
     auto bin = dyn_cast<AffineBinaryOpExpr>(e);
     if (!bin)
       return false;
-    if (bin.getKind() == AffineExprKind::Add)
-      return isWindow(bin.getLHS()) && isWindow(bin.getRHS());
     auto factor = dyn_cast<AffineConstantExpr>(bin.getRHS());
-    return bin.getKind() == AffineExprKind::Mul &&
-           isa<AffineDimExpr>(bin.getLHS()) && factor && factor.getValue() > 0;
+    switch (bin.getKind()) {
+    case AffineExprKind::Add:
+      return isMonotone(bin.getLHS()) && isMonotone(bin.getRHS());
+    case AffineExprKind::Mul:
+    case AffineExprKind::FloorDiv:
+      return factor && factor.getValue() > 0 && isMonotone(bin.getLHS());
+    default:
+      return false;
+    }
   };
   for (AffineMap map : op.getIndexingMapsArray())
     for (AffineExpr result : map.getResults()) {
       if (isa<AffineDimExpr, AffineConstantExpr>(result))
         continue;
-      if (!isWindow(result))
+      if (!isMonotone(result))
         return {};
       result.walk([&](AffineExpr e) {
         if (auto dim = dyn_cast<AffineDimExpr>(e))

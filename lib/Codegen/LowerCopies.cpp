@@ -8,6 +8,13 @@
 // into a call of `memrefCopy` from MLIR's C runner library. Generated
 // executables link only the Weft runtime, so such copies become loops here.
 //
+// A tile computed in place is written back onto itself: bufferization of a
+// tiled kernel leaves `copy(subview(B, o), subview(B, o))` with two equal
+// subviews, which CSE would have merged but is not run on buffers (it would
+// merge the per-GEMM zero fills). Such copies move no data and are erased
+// here: in a transformer step they were one in six copies, each a full pass
+// over an activation.
+//
 //===----------------------------------------------------------------------===//
 
 #include "weft/Codegen/Passes.h"
@@ -25,6 +32,23 @@ namespace weft {
 using namespace mlir;
 
 namespace {
+/// Whether `a` and `b` name the same elements: one value, or subviews with
+/// equal offsets, sizes and strides of the same elements.
+bool sameView(Value a, Value b) {
+  if (a == b)
+    return true;
+  auto viewA = a.getDefiningOp<memref::SubViewOp>();
+  auto viewB = b.getDefiningOp<memref::SubViewOp>();
+  return viewA && viewB && viewA.getType() == viewB.getType() &&
+         viewA.getStaticOffsets() == viewB.getStaticOffsets() &&
+         viewA.getStaticSizes() == viewB.getStaticSizes() &&
+         viewA.getStaticStrides() == viewB.getStaticStrides() &&
+         viewA.getOffsets() == viewB.getOffsets() &&
+         viewA.getSizes() == viewB.getSizes() &&
+         viewA.getStrides() == viewB.getStrides() &&
+         sameView(viewA.getSource(), viewB.getSource());
+}
+
 bool isContiguous(Type type) {
   auto memref = dyn_cast<MemRefType>(type);
   return memref && memref::isStaticShapeAndContiguousRowMajor(memref);
@@ -33,6 +57,20 @@ bool isContiguous(Type type) {
 struct LowerCopiesPass
     : public weft::impl::LowerCopiesPassBase<LowerCopiesPass> {
   void runOnOperation() override {
+    SmallVector<Operation *> selfCopies;
+    getOperation().walk([&](Operation *op) {
+      if (auto copy = dyn_cast<memref::CopyOp>(op)) {
+        if (sameView(copy.getSource(), copy.getTarget()))
+          selfCopies.push_back(op);
+      } else if (auto copy = dyn_cast<linalg::CopyOp>(op)) {
+        if (copy.hasPureBufferSemantics() &&
+            sameView(copy.getInputs()[0], copy.getOutputs()[0]))
+          selfCopies.push_back(op);
+      }
+    });
+    for (Operation *op : selfCopies)
+      op->erase();
+
     SmallVector<memref::CopyOp> copies;
     getOperation().walk([&](memref::CopyOp copy) {
       if (!isContiguous(copy.getSource().getType()) ||

@@ -313,8 +313,9 @@ func.func @im2col(%x: tensor<4x2x8x8xf32>) -> tensor<2x3x3x4x6x6xf32> {
 // -----
 
 // A bias gradient (sum over N, H, W per channel) has one parallel loop with
-// reductions inside it: its channels run in parallel. A pooling gradient's
-// floordiv-and-minus windows stay whole.
+// reductions inside it: its channels run in parallel. A pooling gradient
+// runs in parallel over its plain loops (N, C); its floordiv-and-minus
+// windows stay whole inside each tile, which reads the whole window.
 
 // CHECK-LABEL: func.func @bias_grad
 // CHECK: scf.forall (%{{.*}}) in (3)
@@ -335,8 +336,12 @@ func.func @bias_grad(%g: tensor<2x3x4x4xf32>) -> tensor<3xf32> {
 }
 
 // CHECK-LABEL: func.func @pool_grad
-// CHECK-NOT: scf.forall
-// CHECK: return
+// CHECK: scf.forall (%[[N:.*]], %[[C:.*]]) in (2, 3)
+// CHECK: tensor.extract_slice %{{.*}}[%[[N]], %[[C]], 0, 0] [1, 1, 2, 2] [1, 1, 1, 1] : tensor<2x3x2x2xf32> to tensor<1x1x2x2xf32>
+// CHECK: linalg.generic
+// CHECK-SAME: ins(%{{.*}}, %{{.*}} : tensor<1x1x2x2xf32>, tensor<1x1xf32>)
+// CHECK-SAME: outs(%{{.*}} : tensor<1x1x4x4xf32>)
+// CHECK: scf.forall.in_parallel
 func.func @pool_grad(%g: tensor<2x3x2x2xf32>, %w: tensor<1x1xf32>) -> tensor<2x3x4x4xf32> {
   %init = tensor.empty() : tensor<2x3x4x4xf32>
   %r = linalg.generic {
@@ -346,6 +351,47 @@ func.func @pool_grad(%g: tensor<2x3x2x2xf32>, %w: tensor<1x1xf32>) -> tensor<2x3
       iterator_types = ["parallel", "parallel", "parallel", "parallel",
                         "reduction", "reduction"]}
       ins(%g, %w : tensor<2x3x2x2xf32>, tensor<1x1xf32>) outs(%init : tensor<2x3x4x4xf32>) {
+  ^bb0(%in: f32, %win: f32, %out: f32):
+    %s = arith.addf %out, %in : f32
+    linalg.yield %s : f32
+  } -> tensor<2x3x4x4xf32>
+  return %r : tensor<2x3x4x4xf32>
+}
+
+// -----
+
+// Linalg slices a computed index from its first and last iteration, so an
+// index that decreases along a loop (a flipped kernel, a pooling gradient
+// over a 2 x 2 window) keeps the op whole.
+
+// CHECK-LABEL: func.func @flipped_kernel
+// CHECK-NOT: scf.forall
+// CHECK: return
+func.func @flipped_kernel(%w: tensor<4x5x3x3xf32>) -> tensor<5x4x3x3xf32> {
+  %init = tensor.empty() : tensor<5x4x3x3xf32>
+  %r = linalg.generic {
+      indexing_maps = [affine_map<(o, i, h, w) -> (i, o, -h + 2, -w + 2)>,
+                       affine_map<(o, i, h, w) -> (o, i, h, w)>],
+      iterator_types = ["parallel", "parallel", "parallel", "parallel"]}
+      ins(%w : tensor<4x5x3x3xf32>) outs(%init : tensor<5x4x3x3xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    linalg.yield %in : f32
+  } -> tensor<5x4x3x3xf32>
+  return %r : tensor<5x4x3x3xf32>
+}
+
+// CHECK-LABEL: func.func @pool_grad_wide_window
+// CHECK-NOT: scf.forall
+// CHECK: return
+func.func @pool_grad_wide_window(%g: tensor<2x3x3x3xf32>, %w: tensor<2x2xf32>) -> tensor<2x3x4x4xf32> {
+  %init = tensor.empty() : tensor<2x3x4x4xf32>
+  %r = linalg.generic {
+      indexing_maps = [affine_map<(n, c, h, w, i, j) -> (n, c, h - i, w - j)>,
+                       affine_map<(n, c, h, w, i, j) -> (i, j)>,
+                       affine_map<(n, c, h, w, i, j) -> (n, c, h, w)>],
+      iterator_types = ["parallel", "parallel", "parallel", "parallel",
+                        "reduction", "reduction"]}
+      ins(%g, %w : tensor<2x3x3x3xf32>, tensor<2x2xf32>) outs(%init : tensor<2x3x4x4xf32>) {
   ^bb0(%in: f32, %win: f32, %out: f32):
     %s = arith.addf %out, %in : f32
     linalg.yield %s : f32

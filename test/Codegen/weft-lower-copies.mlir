@@ -11,3 +11,34 @@ func.func @copies(%a: memref<4x8xf32>, %b: memref<4x8xf32>, %c: memref<4x4xf32>)
   memref.copy %cols, %c : memref<4x4xf32, strided<[8, 1]>> to memref<4x4xf32>
   return
 }
+
+// A tile written back onto itself moves nothing: equal subviews of one
+// buffer (also nested, with the same dynamic offsets) are erased; a copy
+// between different tiles, or onto a view with other strides, stays.
+// CHECK-LABEL: func.func @self_copies
+// CHECK-SAME: (%[[BUF:.*]]: memref<8x8xf32>, %[[I:.*]]: index)
+// CHECK-NOT: memref.copy %{{.*}}, %{{.*}} : memref<2x8xf32, strided<[8, 1], offset: ?>>
+// CHECK: %[[T0:.*]] = memref.subview %[[BUF]][0, 0] [2, 8] [1, 1]
+// CHECK: %[[T1:.*]] = memref.subview %[[BUF]][2, 0] [2, 8] [1, 1]
+// CHECK: memref.copy %[[T0]], %[[T1]]
+// CHECK: %[[E:.*]] = memref.subview %[[BUF]][0, 0] [4, 4] [1, 1]
+// CHECK: %[[S:.*]] = memref.subview %[[BUF]][0, 0] [4, 4] [2, 1]
+// CHECK: linalg.copy ins(%[[E]] : {{.*}}) outs(%[[S]] : {{.*}})
+// CHECK-NOT: copy
+// CHECK: return
+// CHECK-NEXT: }
+func.func @self_copies(%buf: memref<8x8xf32>, %i: index) {
+  %a = memref.subview %buf[%i, 0] [2, 8] [1, 1] : memref<8x8xf32> to memref<2x8xf32, strided<[8, 1], offset: ?>>
+  %b = memref.subview %buf[%i, 0] [2, 8] [1, 1] : memref<8x8xf32> to memref<2x8xf32, strided<[8, 1], offset: ?>>
+  memref.copy %a, %b : memref<2x8xf32, strided<[8, 1], offset: ?>> to memref<2x8xf32, strided<[8, 1], offset: ?>>
+  %t0 = memref.subview %buf[0, 0] [2, 8] [1, 1] : memref<8x8xf32> to memref<2x8xf32, strided<[8, 1]>>
+  %t1 = memref.subview %buf[2, 0] [2, 8] [1, 1] : memref<8x8xf32> to memref<2x8xf32, strided<[8, 1], offset: 16>>
+  memref.copy %t0, %t1 : memref<2x8xf32, strided<[8, 1]>> to memref<2x8xf32, strided<[8, 1], offset: 16>>
+  %e = memref.subview %buf[0, 0] [4, 4] [1, 1] : memref<8x8xf32> to memref<4x4xf32, strided<[8, 1]>>
+  %s = memref.subview %buf[0, 0] [4, 4] [2, 1] : memref<8x8xf32> to memref<4x4xf32, strided<[16, 1]>>
+  memref.copy %e, %s : memref<4x4xf32, strided<[8, 1]>> to memref<4x4xf32, strided<[16, 1]>>
+  %r = memref.subview %a[0, 0] [1, 8] [1, 1] : memref<2x8xf32, strided<[8, 1], offset: ?>> to memref<1x8xf32, strided<[8, 1], offset: ?>>
+  %q = memref.subview %b[0, 0] [1, 8] [1, 1] : memref<2x8xf32, strided<[8, 1], offset: ?>> to memref<1x8xf32, strided<[8, 1], offset: ?>>
+  linalg.copy ins(%r : memref<1x8xf32, strided<[8, 1], offset: ?>>) outs(%q : memref<1x8xf32, strided<[8, 1], offset: ?>>)
+  return
+}

@@ -308,7 +308,10 @@ def LowerCopiesPass : Pass<"weft-lower-copies", "mlir::func::FuncOp"> {
     `memcpy`, but any other copy into a call of MLIR's C runner library,
     which the executable does not link. This pass rewrites every copy whose
     source or target is not contiguous into `linalg.copy`, which
-    `--convert-linalg-to-loops` lowers to plain loops.
+    `--convert-linalg-to-loops` lowers to plain loops. A copy (memref or
+    linalg) of a view onto the same view — equal subviews of one buffer,
+    what bufferization leaves where a tile is computed in place — moves
+    nothing and is erased.
 
     Before:
 
