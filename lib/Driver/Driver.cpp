@@ -1338,6 +1338,7 @@ LogicalResult Driver::run() {
   codegen.stopAfter = emit == Stage::Linalg   ? CodegenStage::Kernels
                       : emit == Stage::Memref ? CodegenStage::Buffers
                                               : CodegenStage::LLVM;
+  codegen.mergeSiblingKernels = options.mergeSiblingKernels;
   buildCodegenPipeline(pm, codegen);
   if (failed(pm.run(*module)))
     return failure();
@@ -1475,6 +1476,7 @@ LogicalResult Driver::compilePipeline(ModuleOp module, TimingScope &timing) {
     pm.enableTiming(timing);
     CodegenPipelineOptions codegen;
     codegen.entry = steps[r].getName().str();
+    codegen.mergeSiblingKernels = options.mergeSiblingKernels;
     buildCodegenPipeline(pm, codegen);
     if (failed(pm.run(clone)))
       return failure();

@@ -237,6 +237,10 @@ void weft::buildCodegenPipeline(OpPassManager &pm,
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createLinalgToBlasPass());
   pm.addNestedPass<func::FuncOp>(createLowerCopiesPass());
+  // The optimizer's per-parameter kernels (and other independent
+  // neighbours) as one parallel loop, before its rows are chunked.
+  if (options.mergeSiblingKernels)
+    pm.addPass(createMergeSiblingKernelsPass());
   pm.addPass(createChunkParallelLoopsPass());
   PlanBuffersPassOptions plan;
   plan.function = options.entry;

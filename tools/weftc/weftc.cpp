@@ -314,6 +314,12 @@ cl::opt<std::string>
                  "generic (any machine of the host's architecture), native "
                  "(this machine), or an LLVM CPU name"),
         cl::init("default"), cl::cat(codegenCategory));
+cl::opt<bool> mergeSiblingKernels(
+    "merge-sibling-kernels",
+    cl::desc("Run independent neighbouring kernels, such as the optimizer "
+             "update of every parameter, as one parallel loop; "
+             "=false keeps one kernel each (same results, bit for bit)"),
+    cl::init(true), cl::cat(codegenCategory));
 cl::opt<unsigned> optLevel("O", cl::desc("LLVM optimization level 0-3"),
                            cl::init(2), cl::Prefix, cl::cat(codegenCategory));
 cl::opt<std::string>
@@ -413,6 +419,7 @@ bool mapOptions(DriverOptions &driver, TrainPipelineOptions &train,
     driver.runtimeHyperparameters = runtimeHyperparameters == cl::BOU_TRUE;
   driver.target.cpu = cpu;
   driver.target.optLevel = optLevel;
+  driver.mergeSiblingKernels = mergeSiblingKernels;
   driver.runtimeDir = runtimeDir;
   driver.linkArgs.assign(linkArgs.begin(), linkArgs.end());
   driver.saveTemps = saveTemps;

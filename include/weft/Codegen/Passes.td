@@ -396,6 +396,73 @@ def ReassociateReductionsPass : Pass<"weft-reassociate-reductions"> {
   }];
 }
 
+def MergeSiblingKernelsPass
+    : Pass<"weft-merge-sibling-kernels", "mlir::ModuleOp"> {
+  let summary = "Run independent kernels of the step in one parallel loop";
+  let description = [{
+    Runs on buffers, after `--weft-lower-copies` and before
+    `--weft-chunk-parallel-loops`. Every kernel is one OpenMP parallel
+    region, a fork, a join and a barrier; the optimizer's update of a
+    model with P parameters is P to 3P kernels with nothing between them
+    (and the gradient-norm reductions, the output copies). This pass runs
+    such kernels as one `scf.forall`, one region for all of them.
+
+    The function body is cut into runs of consecutive ops holding only
+    kernels (top-level `scf.forall`s with static bounds from 0 in steps of
+    1, no outputs, no mapping and no allocation in their body; linalg ops
+    on buffers; `memref.copy`), allocations and ops without memory
+    effects; any other op (a BLAS or runtime call, a loop) ends a run.
+    Within a run each kernel gets a level: one more than that of the
+    latest kernel before it that writes a buffer it reads or writes, or
+    reads a buffer it writes (buffers compared by their allocation or
+    function argument; the ABI has no aliasing arguments). The kernels of
+    one level are independent, so their rows may run in any order: they
+    become one `scf.forall` over `chunks` iterations in which kernel k's
+    row r runs in iteration `(r + o_k) mod chunks`, `o_k` the rows of the
+    kernels before it in the level (rows are dealt round-robin across
+    kernels, so iterations get equal shares whatever the kernels' sizes; a
+    linalg op or copy is one row, run by one iteration under an `scf.if`).
+    A kernel's rows of an iteration become a call of a private `no_inline`
+    function `@<function>.rows_N` taking the first row; kernels with equal
+    bodies (the layers' updates) share one. Levels keep their order: a
+    level's loop takes the place of its last kernel, or follows the
+    previous level's. Each row runs the same ops as before: results are bit
+    for bit those without the pass. A level of one kernel is left alone.
+
+    Before (two parameters' updates, both reading the clipping scale):
+
+    ```mlir
+    linalg.generic ... ins(%g1, %g2) outs(%scale : memref<f32>)   // norm
+    scf.forall (%i) in (256) { ... %p1[%i] ... }   {weft.kernel = "fused_7"}
+    scf.forall (%i) in (1024) { ... %p2[%i] ... }  {weft.kernel = "fused_8"}
+    ```
+
+    After (`chunks=64`; 256 rows before the second kernel, 0 mod 64):
+
+    ```mlir
+    func.func private @train_step.rows_0(%scale, %p1, ..., %first: index) {
+      scf.for %r = %first to %c256 step %c64 { ... %p1[%r] ... }
+    }
+    func.func private @train_step.rows_1(%scale, %p2, ..., %first: index) {
+      scf.for %r = %first to %c1024 step %c64 { ... %p2[%r] ... }
+    }
+    ...
+    linalg.generic ... ins(%g1, %g2) outs(%scale : memref<f32>)
+    scf.forall (%c) in (64) {
+      func.call @train_step.rows_0(%scale, %p1, ..., %c)
+      func.call @train_step.rows_1(%scale, %p2, ..., %c)
+    } {weft.kernel = "siblings_0"}
+    ```
+  }];
+  let options = [
+    Option<"chunks", "chunks", "int64_t", "64",
+           "Parallel iterations of a merged loop (at most its rows)">,
+  ];
+  let dependentDialects = ["::mlir::arith::ArithDialect",
+                           "::mlir::func::FuncDialect",
+                           "::mlir::scf::SCFDialect"];
+}
+
 def ChunkParallelLoopsPass
     : Pass<"weft-chunk-parallel-loops", "mlir::ModuleOp"> {
   let summary = "Regroup each kernel's parallel rows into a few chunks";

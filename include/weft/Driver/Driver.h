@@ -103,6 +103,9 @@ struct DriverOptions {
 
   // Native code.
   CpuTargetOptions target;
+  /// Independent neighbouring kernels (the optimizer update of every
+  /// parameter) run as one parallel loop (--weft-merge-sibling-kernels).
+  bool mergeSiblingKernels = true;
   /// Folder with the runtime libraries (default: next to the compiler).
   std::string runtimeDir;
   std::vector<std::string> linkArgs;

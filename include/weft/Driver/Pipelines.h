@@ -224,6 +224,12 @@ struct CodegenPipelineOptions
           clEnumValN(CodegenStage::Buffers, "buffers",
                      "planned buffers with BLAS calls (--emit=memref)"),
           clEnumValN(CodegenStage::LLVM, "llvm", "the LLVM dialect"))};
+  Option<bool> mergeSiblingKernels{
+      *this, "merge-sibling-kernels",
+      llvm::cl::desc("Run independent neighbouring kernels (the optimizer "
+                     "update of every parameter) as one parallel loop "
+                     "(--weft-merge-sibling-kernels)"),
+      llvm::cl::init(true)};
 };
 
 /// weft training step -> LLVM dialect: select and inline the entry,

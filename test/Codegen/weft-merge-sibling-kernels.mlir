@@ -1,0 +1,186 @@
+// RUN: weft-opt %s --weft-merge-sibling-kernels=chunks=4 -split-input-file \
+// RUN:   | FileCheck %s
+
+// Two parameters' updates after a gradient-norm reduction. The updates read
+// the scale the reduction writes, so the reduction stays ahead, alone; the
+// updates (6 rows and 3 rows, independent) become one loop of 4 iterations.
+// Rows are dealt round-robin across both: the second kernel's row r runs in
+// iteration (r + 6) mod 4, i.e. from (c + 2) mod 4 on.
+
+#id1 = affine_map<(i) -> (i)>
+#to0 = affine_map<(i) -> ()>
+
+// Each kernel's rows of an iteration are a function of the first row,
+// called from the loop.
+// CHECK-LABEL: func.func private @clip_then_update.rows_0(
+// CHECK-SAME:      %[[FIRST:[^:]*]]: index) attributes {llvm.bareptr, no_inline}
+// CHECK-DAG:     %[[C4:.*]] = arith.constant 4 : index
+// CHECK-DAG:     %[[C6:.*]] = arith.constant 6 : index
+// CHECK:         scf.for %[[R:.*]] = %[[FIRST]] to %[[C6]] step %[[C4]] {
+// CHECK:           memref.store %{{.*}}, %{{.*}}[%[[R]]] : memref<6xf32>
+// CHECK-LABEL: func.func private @clip_then_update.rows_1(
+// CHECK:         scf.for
+// CHECK:           memref.store %{{.*}}, %{{.*}}[%{{.*}}] : memref<3xf32>
+
+// CHECK-LABEL: func.func @clip_then_update(
+// CHECK:       linalg.generic
+// CHECK-SAME:    iterator_types = ["reduction"]
+// CHECK:       linalg.yield
+// CHECK-NEXT:  }
+// CHECK-NEXT:  scf.forall (%[[C:.*]]) in (4) {
+// CHECK-NEXT:    call @clip_then_update.rows_0({{.*}}, %[[C]])
+// CHECK-DAG:     %[[W:.*]] = arith.constant 4 : index
+// CHECK-DAG:     %[[TWO:.*]] = arith.constant 2 : index
+// CHECK:         %[[S:.*]] = arith.addi %[[C]], %[[TWO]] : index
+// CHECK:         %[[F2:.*]] = arith.remui %[[S]], %[[W]] : index
+// CHECK:         call @clip_then_update.rows_1({{.*}}, %[[F2]])
+// CHECK-NEXT:  } {weft.kernel = "siblings_0"}
+// CHECK-NEXT:  return
+func.func @clip_then_update(%g1: memref<6xf32>, %g2: memref<3xf32>,
+                            %p1: memref<6xf32>, %p2: memref<3xf32>,
+                            %out1: memref<6xf32>, %out2: memref<3xf32>) {
+  %scale = memref.alloc() : memref<f32>
+  linalg.generic {indexing_maps = [#id1, #to0], iterator_types = ["reduction"]}
+      ins(%g1 : memref<6xf32>) outs(%scale : memref<f32>) {
+  ^bb0(%g: f32, %acc: f32):
+    %sq = arith.mulf %g, %g : f32
+    %sum = arith.addf %acc, %sq : f32
+    linalg.yield %sum : f32
+  }
+  scf.forall (%i) in (6) {
+    %s = memref.load %scale[] : memref<f32>
+    %g = memref.load %g1[%i] : memref<6xf32>
+    %p = memref.load %p1[%i] : memref<6xf32>
+    %d = arith.mulf %g, %s : f32
+    %n = arith.subf %p, %d : f32
+    memref.store %n, %out1[%i] : memref<6xf32>
+  } {weft.kernel = "fused_0"}
+  scf.forall (%i) in (3) {
+    %s = memref.load %scale[] : memref<f32>
+    %g = memref.load %g2[%i] : memref<3xf32>
+    %p = memref.load %p2[%i] : memref<3xf32>
+    %d = arith.mulf %g, %s : f32
+    %n = arith.subf %p, %d : f32
+    memref.store %n, %out2[%i] : memref<3xf32>
+  } {weft.kernel = "fused_1"}
+  return
+}
+
+// -----
+
+// Two biases, each updated like AdamW's 1-D parameters: the first moment
+// and the second moment, then the parameter from both. Levels, not runs of
+// neighbours: all four moments are one loop, both parameter updates the
+// next, which lands where the last update was. An op that is not a forall
+// is one row, run by one iteration under an scf.if (a loop of at most one
+// trip would let --weft-promote-accumulators store a 0-d output back in
+// every iteration). Equal bodies share one function.
+
+#id = affine_map<(i) -> (i)>
+
+// CHECK-LABEL: func.func private @moments_then_params.rows_0(
+// CHECK-LABEL: func.func private @moments_then_params.rows_1(
+// CHECK:         arith.mulf
+// CHECK-LABEL: func.func private @moments_then_params.rows_4(
+// CHECK:         arith.divf
+// CHECK-LABEL: func.func @moments_then_params(
+// CHECK-SAME:      %[[G1:[^:]*]]: memref<8xf32>, %[[G2:[^:]*]]: memref<8xf32>,
+// CHECK-SAME:      %[[P1:[^:]*]]: memref<8xf32>, %[[P2:[^:]*]]: memref<8xf32>)
+// CHECK:         %[[M1:.*]] = memref.alloc()
+// CHECK:         %[[V1:.*]] = memref.alloc()
+// CHECK:         %[[M2:.*]] = memref.alloc()
+// CHECK:         %[[V2:.*]] = memref.alloc()
+// CHECK-NEXT:    scf.forall (%[[C:.*]]) in (4) {
+// CHECK:           %[[MINE:.*]] = arith.cmpi eq, %[[C]], %{{.*}} : index
+// CHECK-NEXT:      scf.if %[[MINE]] {
+// CHECK-NEXT:        call @moments_then_params.rows_0(%[[G1]], %[[M1]])
+// CHECK:           call @moments_then_params.rows_1(%[[G1]], %[[V1]])
+// CHECK:           call @moments_then_params.rows_0(%[[G2]], %[[M2]])
+// CHECK:           call @moments_then_params.rows_1(%[[G2]], %[[V2]])
+// CHECK:         } {weft.kernel = "siblings_0"}
+// CHECK-NEXT:    scf.forall (%{{.*}}) in (2) {
+// CHECK:           call @moments_then_params.rows_4(%[[M1]], %[[V1]], %[[P1]])
+// CHECK:           call @moments_then_params.rows_4(%[[M2]], %[[V2]], %[[P2]])
+// CHECK:         } {weft.kernel = "siblings_1"}
+// CHECK-NEXT:    return
+func.func @moments_then_params(%g1: memref<8xf32>, %g2: memref<8xf32>,
+                               %p1: memref<8xf32>, %p2: memref<8xf32>) {
+  %m1 = memref.alloc() : memref<8xf32>
+  linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel"]}
+      ins(%g1 : memref<8xf32>) outs(%m1 : memref<8xf32>) {
+  ^bb0(%g: f32, %o: f32):
+    linalg.yield %g : f32
+  }
+  %v1 = memref.alloc() : memref<8xf32>
+  linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel"]}
+      ins(%g1 : memref<8xf32>) outs(%v1 : memref<8xf32>) {
+  ^bb0(%g: f32, %o: f32):
+    %sq = arith.mulf %g, %g : f32
+    linalg.yield %sq : f32
+  }
+  linalg.generic {indexing_maps = [#id, #id, #id], iterator_types = ["parallel"]}
+      ins(%m1, %v1 : memref<8xf32>, memref<8xf32>) outs(%p1 : memref<8xf32>) {
+  ^bb0(%m: f32, %v: f32, %o: f32):
+    %q = arith.divf %m, %v : f32
+    %n = arith.subf %o, %q : f32
+    linalg.yield %n : f32
+  }
+  %m2 = memref.alloc() : memref<8xf32>
+  linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel"]}
+      ins(%g2 : memref<8xf32>) outs(%m2 : memref<8xf32>) {
+  ^bb0(%g: f32, %o: f32):
+    linalg.yield %g : f32
+  }
+  %v2 = memref.alloc() : memref<8xf32>
+  linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel"]}
+      ins(%g2 : memref<8xf32>) outs(%v2 : memref<8xf32>) {
+  ^bb0(%g: f32, %o: f32):
+    %sq = arith.mulf %g, %g : f32
+    linalg.yield %sq : f32
+  }
+  linalg.generic {indexing_maps = [#id, #id, #id], iterator_types = ["parallel"]}
+      ins(%m2, %v2 : memref<8xf32>, memref<8xf32>) outs(%p2 : memref<8xf32>) {
+  ^bb0(%m: f32, %v: f32, %o: f32):
+    %q = arith.divf %m, %v : f32
+    %n = arith.subf %o, %q : f32
+    linalg.yield %n : f32
+  }
+  return
+}
+
+// -----
+
+// Nothing merges across a call (a BLAS call, a collective), nor a forall
+// with scratch allocated in its body (--weft-chunk-parallel-loops sizes its
+// chunks by that scratch), nor a write after a read of the same buffer
+// (through a view).
+
+// CHECK-LABEL: func.func @barriers
+// CHECK:       scf.forall (%{{.*}}) in (6) {
+// CHECK-NOT:     scf.for
+// CHECK:       call @blas
+// CHECK:       scf.forall (%{{.*}}) in (6) {
+// CHECK:         memref.alloc
+// CHECK:       scf.forall (%{{.*}}) in (6) {
+// CHECK-NOT:     scf.for
+// CHECK:       memref.copy
+// CHECK-NEXT:  return
+func.func private @blas(memref<6xf32>)
+func.func @barriers(%a: memref<6xf32>, %b: memref<6xf32>, %c: memref<6xf32>) {
+  %cst = arith.constant 1.0 : f32
+  scf.forall (%i) in (6) {
+    memref.store %cst, %a[%i] : memref<6xf32>
+  }
+  call @blas(%c) : (memref<6xf32>) -> ()
+  scf.forall (%i) in (6) {
+    %s = memref.alloc() : memref<1xf32>
+    memref.store %cst, %b[%i] : memref<6xf32>
+  }
+  scf.forall (%i) in (6) {
+    %x = memref.load %a[%i] : memref<6xf32>
+    memref.store %x, %c[%i] : memref<6xf32>
+  }
+  %view = memref.subview %a[0] [6] [1] : memref<6xf32> to memref<6xf32, strided<[1]>>
+  memref.copy %b, %view : memref<6xf32> to memref<6xf32, strided<[1]>>
+  return
+}
