@@ -16,7 +16,13 @@
 // Rows are dealt to chunks round-robin (chunk c takes rows c, c + K,
 // c + 2K, ...), so every chunk sees the same mix of cheap and expensive rows
 // (causal attention's early rows are cheap) whatever schedule the runtime
-// uses.
+// uses. Where every chunk still gets four deals or more, rows are dealt in
+// blocks of up to 16 consecutive ones (chunk c takes blocks c, c + K, ...):
+// a kernel that reads a column of a row-major buffer (a transposed product
+// summed over the batch, a bias gradient) then uses each 64-byte line for
+// 16 rows in a row, where single rows dealt round-robin made every chunk
+// pull every line (a bf16 GPT's tied-embedding gradient spent 43 % of the
+// step there).
 //
 //===----------------------------------------------------------------------===//
 
@@ -59,6 +65,15 @@ int64_t scratchBytes(scf::ForallOp loop, const DataLayout &layout) {
                int64_t(layout.getTypeSize(type.getElementType()));
   });
   return bytes;
+}
+
+/// Rows dealt together: the most, up to 16 (one 64-byte line of f32), that
+/// divides `rows` and still deals every one of `chunks` chunks 4 blocks.
+int64_t rowsPerBlock(int64_t rows, int64_t chunks) {
+  for (int64_t block : {16, 8, 4, 2})
+    if (rows % block == 0 && rows / block >= 4 * chunks)
+      return block;
+  return 1;
 }
 
 struct ChunkParallelLoopsPass
@@ -104,15 +119,25 @@ struct ChunkParallelLoopsPass
         b, loc, ArrayRef<OpFoldResult>{b.getIndexAttr(target)},
         ValueRange{}, std::nullopt);
     b.setInsertionPointToStart(outer.getBody());
-    Value rowCount = arith::ConstantIndexOp::create(b, loc, rows);
+    int64_t block = rowsPerBlock(rows, target);
+    Value blockCount = arith::ConstantIndexOp::create(b, loc, rows / block);
     Value stride = arith::ConstantIndexOp::create(b, loc, target);
-    auto rowLoop = scf::ForOp::create(b, loc, outer.getInductionVar(0),
-                                      rowCount, stride);
-    b.setInsertionPointToStart(rowLoop.getBody());
+    auto blockLoop = scf::ForOp::create(b, loc, outer.getInductionVar(0),
+                                        blockCount, stride);
+    b.setInsertionPointToStart(blockLoop.getBody());
+    Value flat = blockLoop.getInductionVar();
+    if (block > 1) {
+      Value size = arith::ConstantIndexOp::create(b, loc, block);
+      Value first = arith::MulIOp::create(b, loc, flat, size);
+      Value last = arith::AddIOp::create(b, loc, first, size);
+      Value one = arith::ConstantIndexOp::create(b, loc, 1);
+      auto rowLoop = scf::ForOp::create(b, loc, first, last, one);
+      b.setInsertionPointToStart(rowLoop.getBody());
+      flat = rowLoop.getInductionVar();
+    }
 
     // Row-major delinearization of the flat row back to the old indices.
     IRMapping mapping;
-    Value flat = rowLoop.getInductionVar();
     for (int64_t d = int64_t(counts->size()) - 1; d >= 0; --d) {
       Value iv = loop.getInductionVar(d);
       if (d == 0) {

@@ -51,3 +51,26 @@ func.func @small(%out: memref<40xf32>) {
   }
   return
 }
+
+// -----
+
+// 128 rows in 4 chunks: blocks of 8 consecutive rows (16 would give each
+// chunk 2 deals, fewer than 4), chunk %c taking blocks %c, %c + 4, ...
+
+// CHECK-LABEL: func.func @blocks
+// CHECK: scf.forall (%[[C:.*]]) in (4) {
+// CHECK-DAG: %[[C16:.*]] = arith.constant 16 : index
+// CHECK-DAG: %[[C4:.*]] = arith.constant 4 : index
+// CHECK:   scf.for %[[B:.*]] = %[[C]] to %[[C16]] step %[[C4]] {
+// CHECK:     %[[C8:.*]] = arith.constant 8 : index
+// CHECK:     %[[FIRST:.*]] = arith.muli %[[B]], %[[C8]] : index
+// CHECK:     %[[LAST:.*]] = arith.addi %[[FIRST]], %[[C8]] : index
+// CHECK:     scf.for %[[R:.*]] = %[[FIRST]] to %[[LAST]] step %{{.*}} {
+// CHECK:       memref.store %{{.*}}, %{{.*}}[%[[R]]]
+func.func @blocks(%out: memref<128xf32>) {
+  %cst = arith.constant 1.0 : f32
+  scf.forall (%i) in (128) {
+    memref.store %cst, %out[%i] : memref<128xf32>
+  }
+  return
+}

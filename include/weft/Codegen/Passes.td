@@ -474,7 +474,10 @@ def ChunkParallelLoopsPass
     outputs or mapping) becomes a forall over `chunks` iterations, each an
     `scf.for` over its rows; rows are dealt round-robin, chunk `c` taking
     rows `c, c + chunks, ...` (row-major over the old indices), so chunks
-    get the same mix of cheap and expensive rows. Fewer chunks are used
+    get the same mix of cheap and expensive rows. Where each chunk still
+    gets 4 deals or more, rows are dealt in blocks of up to 16 consecutive
+    ones (the largest of 16, 8, 4, 2 dividing the rows), so a kernel
+    reading a column uses each cache line for a block of rows. Fewer chunks are used
     when `chunks` copies of one iteration's scratch would exceed
     `scratch-budget` bytes. Other foralls are left alone.
 
