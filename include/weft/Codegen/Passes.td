@@ -269,7 +269,10 @@ def LinalgToBlasPass : Pass<"weft-linalg-to-blas", "mlir::ModuleOp"> {
     `weft_rt_sgemm` on f32 operands and output, `weft_rt_sbgemm` on bf16
     operands and an f32 output (what `--precision bf16` produces),
     `weft_rt_sbgemm_bf16` on bf16 operands and output (f32 sums rounded to
-    bf16). Transposed operands come from the indexing maps, an operand
+    bf16). An f32 batch-reduce contraction (`linalg.batch_reduce_matmul`
+    or the same generic: the batch, leading both operands, is summed into
+    one output) becomes `weft_rt_sgemm_batch_sum`. Transposed operands come
+    from the indexing maps, an operand
     without the batch dimension is broadcast with batch stride 0, and base
     pointers, offsets and row strides come from
     `memref.extract_strided_metadata`. Anything else (mixed or other element
