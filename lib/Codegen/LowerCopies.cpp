@@ -15,10 +15,17 @@
 // here: in a transformer step they were one in six copies, each a full pass
 // over an activation.
 //
+// A copy out of a splat constant (the zeros a gather's gradient scatters
+// into) becomes a fill: the copy would read the constant from the
+// executable, whose read-only data then holds it in full (154 MB of zeros
+// for GPT-2's embedding gradient once the copy sits in a kernel where LLVM
+// no longer sees its source).
+//
 //===----------------------------------------------------------------------===//
 
 #include "weft/Codegen/Passes.h"
 
+#include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
@@ -49,6 +56,21 @@ bool sameView(Value a, Value b) {
          sameView(viewA.getSource(), viewB.getSource());
 }
 
+/// The splat value of a constant global `v` reads, or null.
+TypedAttr splatOfConstantGlobal(Value v) {
+  auto get = v.getDefiningOp<memref::GetGlobalOp>();
+  if (!get)
+    return {};
+  auto global = SymbolTable::lookupNearestSymbolFrom<memref::GlobalOp>(
+      get, get.getNameAttr());
+  if (!global || !global.getConstant())
+    return {};
+  auto init = dyn_cast_or_null<SplatElementsAttr>(global.getConstantInitValue());
+  if (!init)
+    return {};
+  return dyn_cast<TypedAttr>(init.getSplatValue<Attribute>());
+}
+
 bool isContiguous(Type type) {
   auto memref = dyn_cast<MemRefType>(type);
   return memref && memref::isStaticShapeAndContiguousRowMajor(memref);
@@ -70,6 +92,19 @@ struct LowerCopiesPass
     });
     for (Operation *op : selfCopies)
       op->erase();
+
+    SmallVector<memref::CopyOp> fromSplats;
+    getOperation().walk([&](memref::CopyOp copy) {
+      if (splatOfConstantGlobal(copy.getSource()))
+        fromSplats.push_back(copy);
+    });
+    for (memref::CopyOp copy : fromSplats) {
+      OpBuilder builder(copy);
+      Value value = arith::ConstantOp::create(
+          builder, copy.getLoc(), splatOfConstantGlobal(copy.getSource()));
+      linalg::FillOp::create(builder, copy.getLoc(), value, copy.getTarget());
+      copy->erase();
+    }
 
     SmallVector<memref::CopyOp> copies;
     getOperation().walk([&](memref::CopyOp copy) {

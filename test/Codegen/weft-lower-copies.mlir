@@ -42,3 +42,23 @@ func.func @self_copies(%buf: memref<8x8xf32>, %i: index) {
   linalg.copy ins(%r : memref<1x8xf32, strided<[8, 1], offset: ?>>) outs(%q : memref<1x8xf32, strided<[8, 1], offset: ?>>)
   return
 }
+
+// A copy out of a splat constant is a fill; one out of a constant with
+// several values, or out of a mutable global, stays a copy.
+// CHECK-LABEL: func.func @from_constants
+// CHECK: %[[ZERO:.*]] = arith.constant 0.000000e+00 : f32
+// CHECK: linalg.fill ins(%[[ZERO]] : f32) outs(%arg0 : memref<2x3xf32>)
+// CHECK: memref.copy %{{.*}}, %arg0
+// CHECK: memref.copy %{{.*}}, %arg0
+memref.global "private" constant @zeros : memref<2x3xf32> = dense<0.0>
+memref.global "private" constant @values : memref<2x3xf32> = dense<[[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]]>
+memref.global "private" @state : memref<2x3xf32> = dense<0.0>
+func.func @from_constants(%out: memref<2x3xf32>) {
+  %z = memref.get_global @zeros : memref<2x3xf32>
+  memref.copy %z, %out : memref<2x3xf32> to memref<2x3xf32>
+  %v = memref.get_global @values : memref<2x3xf32>
+  memref.copy %v, %out : memref<2x3xf32> to memref<2x3xf32>
+  %s = memref.get_global @state : memref<2x3xf32>
+  memref.copy %s, %out : memref<2x3xf32> to memref<2x3xf32>
+  return
+}

@@ -314,7 +314,9 @@ def LowerCopiesPass : Pass<"weft-lower-copies", "mlir::func::FuncOp"> {
     `--convert-linalg-to-loops` lowers to plain loops. A copy (memref or
     linalg) of a view onto the same view — equal subviews of one buffer,
     what bufferization leaves where a tile is computed in place — moves
-    nothing and is erased.
+    nothing and is erased; a copy out of a constant global holding one
+    value everywhere (bufferized splat constants) becomes a `linalg.fill`,
+    so the executable does not carry the constant.
 
     Before:
 
@@ -329,7 +331,8 @@ def LowerCopiesPass : Pass<"weft-lower-copies", "mlir::func::FuncOp"> {
                 outs(%b : memref<4x8xf32>)
     ```
   }];
-  let dependentDialects = ["::mlir::linalg::LinalgDialect"];
+  let dependentDialects = ["::mlir::arith::ArithDialect",
+                           "::mlir::linalg::LinalgDialect"];
 }
 
 def PromoteAccumulatorsPass
@@ -460,6 +463,9 @@ def MergeSiblingKernelsPass
   let options = [
     Option<"chunks", "chunks", "int64_t", "64",
            "Parallel iterations of a merged loop (at most its rows)">,
+    Option<"maxKernels", "max-kernels", "int64_t", "16",
+           "Most kernels one merged loop runs (a larger level becomes "
+           "several loops)">,
   ];
   let dependentDialects = ["::mlir::arith::ArithDialect",
                            "::mlir::func::FuncDialect",
