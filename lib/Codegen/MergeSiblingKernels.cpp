@@ -35,7 +35,8 @@
 // kernels --weft-outline-kernels compiled each once. Inlined into one loop
 // they were compiled once per parameter, which doubled the bench GPT's
 // LLVM time; the calls keep one function per distinct body, at the cost of
-// one call per kernel per iteration (64 per kernel and step).
+// one call per kernel per iteration (64 per kernel and step). For the same
+// reason a level of more than `max-kernels` kernels becomes several loops.
 //
 // Merged kernels keep their own row loops and bodies; only which thread
 // runs a row changes, and no row of a level reads what another row of the
@@ -184,10 +185,16 @@ struct MergeSiblingKernelsPass
   using Base::Base;
 
   void runOnOperation() override {
+    if (maxKernels < 2) {
+      getOperation().emitError() << "--weft-merge-sibling-kernels: "
+                                    "max-kernels must be at least 2 (got "
+                                 << int64_t(maxKernels) << ")";
+      return signalPassFailure();
+    }
     if (chunks < 1) {
       getOperation().emitError() << "--weft-merge-sibling-kernels: chunks "
                                     "must be at least 1 (got "
-                                 << chunks << ")";
+                                 << int64_t(chunks) << ")";
       return signalPassFailure();
     }
     ModuleOp module = getOperation();
@@ -264,15 +271,33 @@ struct MergeSiblingKernelsPass
         previous = last;
         continue;
       }
+      // At most `maxKernels` kernels a loop: LLVM's time on a function
+      // grows faster than its size, and the OpenMP region of a loop
+      // captures every buffer of its kernels.
       OpBuilder b(last->getContext());
       if (behind)
         b.setInsertionPointAfter(previous);
       else
         b.setInsertionPoint(last);
-      FailureOr<Operation *> loop = merge(b, members, symbols);
-      if (failed(loop))
-        return failure();
-      previous = *loop;
+      // Groups of equal size (within one), in order.
+      size_t groups = llvm::divideCeil(members.size(), size_t(maxKernels));
+      for (size_t g = 0, begin = 0; g < groups; ++g) {
+        size_t size = members.size() / groups + (g < members.size() % groups);
+        ArrayRef<Kernel *> group = ArrayRef(members).slice(begin, size);
+        begin += size;
+        if (group.size() == 1) {
+          Operation *op = group.front()->op;
+          if (b.getInsertionPoint() != op->getIterator())
+            op->moveBefore(b.getInsertionBlock(), b.getInsertionPoint());
+          previous = op;
+        } else {
+          FailureOr<Operation *> loop = merge(b, group, symbols);
+          if (failed(loop))
+            return failure();
+          previous = *loop;
+        }
+        b.setInsertionPointAfter(previous);
+      }
     }
     return success();
   }

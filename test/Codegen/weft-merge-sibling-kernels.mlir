@@ -1,5 +1,10 @@
 // RUN: weft-opt %s --weft-merge-sibling-kernels=chunks=4 -split-input-file \
 // RUN:   | FileCheck %s
+// RUN: weft-opt %s --weft-merge-sibling-kernels="chunks=4 max-kernels=3" \
+// RUN:   -split-input-file | FileCheck %s --check-prefix=CAP
+// RUN: not weft-opt %s --weft-merge-sibling-kernels=max-kernels=1 \
+// RUN:   -split-input-file 2>&1 | FileCheck %s --check-prefix=ERR
+// ERR: error: --weft-merge-sibling-kernels: max-kernels must be at least 2 (got 1)
 
 // Two parameters' updates after a gradient-norm reduction. The updates read
 // the scale the reduction writes, so the reduction stays ahead, alone; the
@@ -103,6 +108,17 @@ func.func @clip_then_update(%g1: memref<6xf32>, %g2: memref<3xf32>,
 // CHECK:           call @moments_then_params.rows_4(%[[M2]], %[[V2]], %[[P2]])
 // CHECK:         } {weft.kernel = "siblings_1"}
 // CHECK-NEXT:    return
+// With at most 3 kernels a loop, the four moments are two loops of two,
+// one after the other.
+// CAP-LABEL: func.func @moments_then_params(
+// CAP:         scf.forall (%{{.*}}) in (2) {
+// CAP-COUNT-2:   call @moments_then_params.rows_
+// CAP:         } {weft.kernel = "siblings_0"}
+// CAP-NEXT:    scf.forall (%{{.*}}) in (2) {
+// CAP-COUNT-2:   call @moments_then_params.rows_
+// CAP:         } {weft.kernel = "siblings_1"}
+// CAP-NEXT:    scf.forall (%{{.*}}) in (2) {
+// CAP:         } {weft.kernel = "siblings_2"}
 func.func @moments_then_params(%g1: memref<8xf32>, %g2: memref<8xf32>,
                                %p1: memref<8xf32>, %p2: memref<8xf32>) {
   %m1 = memref.alloc() : memref<8xf32>

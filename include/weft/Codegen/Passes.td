@@ -432,8 +432,13 @@ def MergeSiblingKernelsPass
     function `@<function>.rows_N` taking the first row; kernels with equal
     bodies (the layers' updates) share one. Levels keep their order: a
     level's loop takes the place of its last kernel, or follows the
-    previous level's. Each row runs the same ops as before: results are bit
-    for bit those without the pass. A level of one kernel is left alone.
+    previous level's. A level of more than `max-kernels` kernels becomes
+    several loops of at most that many, of equal sizes (within one), one
+    after the other. Each
+    row runs the same ops as before: results are bit for bit those without
+    the pass. A level of one kernel is left alone.
+
+    Errors: `chunks` below 1 or `max-kernels` below 2.
 
     Before (two parameters' updates, both reading the clipping scale):
 
