@@ -276,9 +276,13 @@ def run_torch(name, work, steps, threads, warmup, env_extra=None,
     or OpenMP `omp_threads` when given)."""
     omp = threads if omp_threads is None else omp_threads
     out = os.path.join(work, "torch-%s-%d-%d.json" % (precision, threads, omp))
+    # The model's configuration as this process has it (bench/train_step.py
+    # --seq changes the GPT's).
     code = ("import sys; sys.path.insert(0, %r); import common; "
+            "common.CONFIGS[%r].update(%r); "
             "common.torch_step(%r, %r, %d, %d, %r, %r)"
-            % (HERE, name, work, steps, omp, out, precision))
+            % (HERE, name, CONFIGS[name], name, work, steps, omp, out,
+               precision))
     env = thread_env(threads, env_extra)
     env["OMP_NUM_THREADS"] = str(omp)
     subprocess.run([PYTHON, "-c", code], check=True, env=env)
