@@ -208,9 +208,13 @@ struct FuseAttentionPass
     for (Operation *op : chain.ops)
       op->erase();
     // The k^T and v^T the chain read, now composed into the new transposes.
-    for (Value v : {chain.keyT, chain.value})
+    auto eraseIfDead = [](Value v) {
       if (auto t = v.getDefiningOp<TransposeOp>(); t && t->use_empty())
         t->erase();
+    };
+    eraseIfDead(chain.keyT);
+    if (chain.value != chain.keyT)
+      eraseIfDead(chain.value);
   }
 };
 

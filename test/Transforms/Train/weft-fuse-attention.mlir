@@ -111,3 +111,17 @@ func.func @stages(%q: tensor<2x16x4xf32>, %kt: tensor<2x4x16xf32>,
   %o2 = weft.matmul %p2, %v {weft.stage = 1 : i64} : (tensor<2x16x16xf32>, tensor<2x16x4xf32>) -> tensor<2x16x4xf32>
   return %o, %o2 : tensor<2x16x4xf32>, tensor<2x16x4xf32>
 }
+
+// One transpose read as k^T and, through transpose_rhs, as v: both compose
+// back to its input, and the transpose goes.
+// CHECK-LABEL: func.func @shared_transpose
+// ON: weft.attention %arg0, %arg0, %arg0 {scale = 1.000000e+00 : f64}
+// ON-NOT: weft.transpose
+// ON: return
+func.func @shared_transpose(%x: tensor<2x16x16xf32>) -> tensor<2x16x16xf32> {
+  %t = weft.transpose %x {permutation = array<i64: 0, 2, 1>} : (tensor<2x16x16xf32>) -> tensor<2x16x16xf32>
+  %s = weft.matmul %x, %t : (tensor<2x16x16xf32>, tensor<2x16x16xf32>) -> tensor<2x16x16xf32>
+  %p = weft.softmax %s {axis = 2 : i64} : tensor<2x16x16xf32>
+  %o = weft.matmul %p, %t {transpose_rhs = true} : (tensor<2x16x16xf32>, tensor<2x16x16xf32>) -> tensor<2x16x16xf32>
+  return %o : tensor<2x16x16xf32>
+}
