@@ -67,3 +67,28 @@ func.func @splat_broadcast() -> tensor<4x8xf32> {
   %0 = weft.broadcast %c : tensor<8xf32> -> tensor<4x8xf32>
   return %0 : tensor<4x8xf32>
 }
+
+// -----
+
+// A transpose of the last two axes feeding a matmul becomes the operand's
+// transpose flag (flipped when already set); other permutations stay.
+
+// CHECK-LABEL: func.func @matmul_reads_transposed
+// CHECK-SAME: (%[[H:.*]]: tensor<2x3x4xf32>, %[[W:.*]]: tensor<5x4xf32>, %[[A:.*]]: tensor<4x3xf32>, %[[B:.*]]: tensor<2x4x3x5xf32>, %[[C:.*]]: tensor<2x3x5x6xf32>)
+func.func @matmul_reads_transposed(%h: tensor<2x3x4xf32>, %w: tensor<5x4xf32>,
+                                   %a: tensor<4x3xf32>, %b: tensor<2x4x3x5xf32>,
+                                   %c: tensor<2x3x5x6xf32>)
+    -> (tensor<2x3x5xf32>, tensor<4x4xf32>, tensor<2x3x4x6xf32>) {
+  // CHECK: %[[P:.*]] = weft.matmul %[[H]], %[[W]] {transpose_rhs = true}
+  %wt = weft.transpose %w {permutation = array<i64: 1, 0>} : (tensor<5x4xf32>) -> tensor<4x5xf32>
+  %p = weft.matmul %h, %wt : (tensor<2x3x4xf32>, tensor<4x5xf32>) -> tensor<2x3x5xf32>
+  // CHECK: %[[Q:.*]] = weft.matmul %[[A]], %[[A]] {transpose_rhs = true}
+  %at = weft.transpose %a {permutation = array<i64: 1, 0>} : (tensor<4x3xf32>) -> tensor<3x4xf32>
+  %q = weft.matmul %at, %at {transpose_lhs = true} : (tensor<3x4xf32>, tensor<3x4xf32>) -> tensor<4x4xf32>
+  // CHECK: %[[BT:.*]] = weft.transpose %[[B]]
+  // CHECK: %[[R:.*]] = weft.matmul %[[BT]], %[[C]] :
+  %bt = weft.transpose %b {permutation = array<i64: 0, 2, 1, 3>} : (tensor<2x4x3x5xf32>) -> tensor<2x3x4x5xf32>
+  %r = weft.matmul %bt, %c : (tensor<2x3x4x5xf32>, tensor<2x3x5x6xf32>) -> tensor<2x3x4x6xf32>
+  // CHECK: return %[[P]], %[[Q]], %[[R]]
+  return %p, %q, %r : tensor<2x3x5xf32>, tensor<4x4xf32>, tensor<2x3x4x6xf32>
+}

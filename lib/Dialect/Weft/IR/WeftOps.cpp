@@ -181,6 +181,60 @@ OpFoldResult ConstantOp::fold(FoldAdaptor) { return getValue(); }
 // MatMulOp
 //===----------------------------------------------------------------------===//
 
+namespace {
+/// matmul(transpose(x)) where the transpose swaps only the last two axes is
+/// matmul(x) with that operand's flag flipped: the GEMM reads an operand
+/// transposed for free, where the transpose copies it. PyTorch exports a
+/// tied embedding's head as MatMul(h, Transpose(wte)): a V x d copy of the
+/// weight in every forward, and its gradient computed as [d, V] and copied
+/// back in every backward.
+struct FoldSwapIntoMatMul : OpRewritePattern<MatMulOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  static Value swappedSource(Value v) {
+    auto transpose = v.getDefiningOp<TransposeOp>();
+    if (!transpose)
+      return {};
+    ArrayRef<int64_t> perm = transpose.getPermutation();
+    int64_t rank = int64_t(perm.size());
+    if (rank < 2 || perm[rank - 2] != rank - 1 || perm[rank - 1] != rank - 2)
+      return {};
+    for (int64_t i = 0; i + 2 < rank; ++i)
+      if (perm[i] != i)
+        return {};
+    return transpose.getInput();
+  }
+
+  LogicalResult matchAndRewrite(MatMulOp op,
+                                PatternRewriter &rewriter) const override {
+    Value lhs = op.getLhs(), rhs = op.getRhs();
+    bool transposeLhs = op.getTransposeLhs();
+    bool transposeRhs = op.getTransposeRhs();
+    if (Value source = swappedSource(lhs)) {
+      lhs = source;
+      transposeLhs = !transposeLhs;
+    }
+    if (Value source = swappedSource(rhs)) {
+      rhs = source;
+      transposeRhs = !transposeRhs;
+    }
+    if (lhs == op.getLhs() && rhs == op.getRhs())
+      return rewriter.notifyMatchFailure(op, "no operand swapped");
+    auto folded = MatMulOp::create(rewriter, op.getLoc(), lhs, rhs,
+                                   transposeLhs, transposeRhs);
+    // Stage and other discardable annotations stay with the product.
+    folded->setDiscardableAttrs(op->getDiscardableAttrDictionary());
+    rewriter.replaceOp(op, folded.getResult());
+    return success();
+  }
+};
+} // namespace
+
+void MatMulOp::getCanonicalizationPatterns(RewritePatternSet &results,
+                                           MLIRContext *context) {
+  results.add<FoldSwapIntoMatMul>(context);
+}
+
 LogicalResult MatMulOp::inferReturnTypes(MLIRContext *,
                                          std::optional<Location> loc,
                                          Adaptor adaptor,

@@ -76,6 +76,9 @@ def Weft_MatMulOp : Weft_Op<"matmul", [Pure, InferTypeOpAdaptor,
   let results = (outs Weft_FloatTensor:$result);
   let assemblyFormat =
       "$lhs `,` $rhs attr-dict `:` functional-type(operands, results)";
+  // An operand transposed by a weft.transpose of its last two axes is read
+  // transposed instead (the flag flips).
+  let hasCanonicalizer = 1;
 }
 
 //===----------------------------------------------------------------------===//
