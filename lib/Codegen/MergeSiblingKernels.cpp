@@ -45,6 +45,8 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "DeduplicateFunctions.h"
+
 #include "weft/Dialect/Weft/IR/WeftDialect.h"
 #include "weft/Codegen/Passes.h"
 
@@ -64,7 +66,6 @@
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/SetVector.h"
 
-#include <map>
 
 namespace weft {
 #define GEN_PASS_DEF_MERGESIBLINGKERNELSPASS
@@ -221,7 +222,7 @@ struct MergeSiblingKernelsPass
         if (failed(mergeRun(run, symbols)))
           return signalPassFailure();
       }
-      deduplicate(symbols);
+      weft::deduplicateFunctions(function, rowFunctions, symbols);
     }
   }
 
@@ -434,33 +435,6 @@ struct MergeSiblingKernelsPass
     rewriter.eraseOp(region);
     rowFunctions.push_back(*rows);
     return success();
-  }
-
-  /// Equal row functions (same signature and body) become the first one.
-  void deduplicate(SymbolTable &symbols) {
-    std::map<std::string, func::FuncOp> seen;
-    llvm::DenseMap<StringAttr, func::FuncOp> replacement;
-    for (func::FuncOp rows : rowFunctions) {
-      std::string key;
-      llvm::raw_string_ostream os(key);
-      StringAttr name = rows.getSymNameAttr();
-      rows.setSymName("rows");
-      rows->print(os, OpPrintingFlags().useLocalScope().printGenericOpForm());
-      rows.setSymNameAttr(name);
-      auto [it, inserted] = seen.try_emplace(std::move(key), rows);
-      if (!inserted)
-        replacement[name] = it->second;
-    }
-    if (replacement.empty())
-      return;
-    function.walk([&](func::CallOp call) {
-      if (func::FuncOp target =
-              replacement.lookup(call.getCalleeAttr().getAttr()))
-        call.setCallee(target.getSymName());
-    });
-    for (func::FuncOp rows : rowFunctions)
-      if (replacement.count(rows.getSymNameAttr()))
-        symbols.erase(rows);
   }
 
   func::FuncOp function;

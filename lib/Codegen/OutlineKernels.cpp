@@ -11,6 +11,8 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "DeduplicateFunctions.h"
+
 #include "weft/Dialect/Weft/IR/WeftDialect.h"
 #include "weft/Codegen/Passes.h"
 
@@ -23,7 +25,6 @@
 #include "mlir/IR/SymbolTable.h"
 #include "mlir/Transforms/RegionUtils.h"
 
-#include <map>
 
 namespace weft {
 #define GEN_PASS_DEF_OUTLINEKERNELSPASS
@@ -71,35 +72,7 @@ struct OutlineKernelsPass
         return signalPassFailure();
       outlined.push_back(*fn);
     }
-    deduplicate(fn, outlined, symbols);
-  }
-
-  /// Layers repeat: the kernels of layer 7 are those of layer 0 on other
-  /// buffers. Identical kernels (same signature, same body) become one
-  /// function, the first in program order, so LLVM compiles each once.
-  static void deduplicate(func::FuncOp entry, ArrayRef<func::FuncOp> kernels,
-                          SymbolTable &symbols) {
-    std::map<std::string, func::FuncOp> seen;
-    llvm::DenseMap<StringAttr, func::FuncOp> replacement;
-    for (func::FuncOp kernel : kernels) {
-      std::string key;
-      llvm::raw_string_ostream os(key);
-      StringAttr name = kernel.getSymNameAttr();
-      kernel.setSymName("kernel");
-      kernel->print(os, OpPrintingFlags().useLocalScope().printGenericOpForm());
-      kernel.setSymNameAttr(name);
-      auto [it, inserted] = seen.try_emplace(std::move(key), kernel);
-      if (!inserted)
-        replacement[name] = it->second;
-    }
-    entry.walk([&](func::CallOp call) {
-      if (func::FuncOp target =
-              replacement.lookup(call.getCalleeAttr().getAttr()))
-        call.setCallee(target.getSymName());
-    });
-    for (func::FuncOp kernel : kernels)
-      if (replacement.count(kernel.getSymNameAttr()))
-        symbols.erase(kernel);
+    weft::deduplicateFunctions(fn, outlined, symbols);
   }
 
   /// Wraps `kernel` in an scf.execute_region, clones the constants it uses
