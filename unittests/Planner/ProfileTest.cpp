@@ -174,15 +174,19 @@ TEST(ProfileMeasure, QuickMeasurementsAreSane) {
   ASSERT_TRUE(measureTriad(o, r).ok());
   Status st = measureCollectives(o, r);
   ASSERT_TRUE(st.ok()) << st.message;
-  int fp32 = 0;
+  int fp32 = 0, bf16 = 0;
   for (const GemmMeasurement &g : r.gemms) {
     fp32 += g.dtype == "fp32";
+    bf16 += g.dtype == "bf16";
     // Anything from a slow emulator to a large server core.
     EXPECT_GT(g.gflops, 0.01) << g.shapeClass;
     EXPECT_LT(g.gflops, 1e4) << g.shapeClass;
     EXPECT_STREQ(g.shapeClass.c_str(), gemmShapeClass(g.m, g.n, g.k));
   }
   EXPECT_EQ(3, fp32);
+  // bf16 goes through the runtime's bf16 GEMM, which always exists.
+  EXPECT_EQ(3, bf16);
+  EXPECT_EQ(0u, r.unmeasured.count("bf16"));
   EXPECT_EQ(1u, r.unmeasured.count("fp16"));
   EXPECT_GT(r.triadGBps, 0.1);
   // 3 collectives and send/recv, 2 sizes each, for the one group of 2.
@@ -191,7 +195,9 @@ TEST(ProfileMeasure, QuickMeasurementsAreSane) {
     EXPECT_EQ(2, m.group);
     EXPECT_GT(m.us, 0) << m.collective;
   }
-  EXPECT_EQ(int(r.gemms.size() + 1 + r.collectives.size()), lines);
+  // One line names the GEMM library, one per product, one for the triad
+  // and one per collective.
+  EXPECT_EQ(int(1 + r.gemms.size() + 1 + r.collectives.size()), lines);
 }
 
 TEST(ProfileMetrics, MedianLeavesOutWarmUpAndSkippedSteps) {
