@@ -1043,18 +1043,26 @@ LogicalResult Driver::emitNative(ArrayRef<Program> programs,
     output->keep();
     return success();
   }
-  std::string object =
-      emit == Stage::Obj ? options.output : temps.file("model.o");
+  if (emit == Stage::Obj) {
+    TimingScope t = timing.nest("Object emission");
+    return emitObjectFile(*llvmModule, *machine, options.output, loc());
+  }
+  // An executable's object code is emitted in two parts on two threads (a
+  // fixed count, so the executable does not depend on this machine).
+  SmallVector<std::string> objects;
   {
     TimingScope t = timing.nest("Object emission");
-    if (failed(emitObjectFile(*llvmModule, *machine, object, loc())))
+    if (failed(emitObjectFiles(
+            std::move(llvmModule), options.target, /*parts=*/2,
+            [&](unsigned i) {
+              return temps.file("model-" + std::to_string(i) + ".o");
+            },
+            objects, loc())))
       return failure();
   }
-  if (emit == Stage::Obj)
-    return success();
   LinkOptions link;
   link.output = options.output;
-  link.objects = {object};
+  link.objects.assign(objects.begin(), objects.end());
   link.runtimeDir = runtime;
   link.extraArgs = options.linkArgs;
   link.verbose = options.saveTemps;

@@ -70,6 +70,20 @@ mlir::LogicalResult emitObjectFile(llvm::Module &module,
                                    llvm::TargetMachine &machine,
                                    llvm::StringRef path, mlir::Location loc);
 
+/// Writes `module` as up to `parts` object files to be linked together,
+/// one per part of the module (llvm::SplitModule), each compiled by a
+/// thread of its own with a target machine of `options`; `pathFor(i)`
+/// names part i's file and `written` receives the files written. The parts
+/// depend only on the module, not on this machine. A module with
+/// module-level assembly (the .incbin of embedded weights) is written
+/// whole, as one file. Errors at `loc`.
+mlir::LogicalResult
+emitObjectFiles(std::unique_ptr<llvm::Module> module,
+                const CpuTargetOptions &options, unsigned parts,
+                llvm::function_ref<std::string(unsigned)> pathFor,
+                llvm::SmallVectorImpl<std::string> &written,
+                mlir::Location loc);
+
 /// The folder holding libWeftRuntimeMain.a, libWeftRuntime.a and
 /// libWeftFormats.a: `override`
 /// when given, else next to the compiler (`<bin>/../lib/Runtime` in a build

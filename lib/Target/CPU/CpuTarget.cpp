@@ -17,6 +17,8 @@
 
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Target/LLVMIR/Export.h"
+#include "llvm/Bitcode/BitcodeReader.h"
+#include "llvm/Bitcode/BitcodeWriter.h"
 #include "llvm/IR/LLVMContext.h"
 #include "llvm/IR/LegacyPassManager.h"
 #include "llvm/IR/Module.h"
@@ -29,8 +31,11 @@
 #include "llvm/Target/TargetMachine.h"
 #include "llvm/TargetParser/Host.h"
 #include "llvm/TargetParser/SubtargetFeature.h"
+#include "llvm/Transforms/Utils/SplitModule.h"
 
 #include "llvm/MC/MCSubtargetInfo.h"
+
+#include <thread>
 
 using namespace mlir;
 
@@ -209,5 +214,75 @@ LogicalResult weft::emitObjectFile(llvm::Module &module,
   if (os.has_error())
     return emitError(loc) << "cannot write " << path << ": "
                           << os.error().message();
+  return success();
+}
+
+LogicalResult
+weft::emitObjectFiles(std::unique_ptr<llvm::Module> module,
+                      const CpuTargetOptions &options, unsigned parts,
+                      llvm::function_ref<std::string(unsigned)> pathFor,
+                      SmallVectorImpl<std::string> &written, Location loc) {
+  // Object emission is single-threaded in LLVM; each part gets a context
+  // of its own (a context is not thread-safe), reached through bitcode.
+  // Functions are dealt to parts largest first, so parts take similar time.
+  if (parts <= 1 || !module->getModuleInlineAsm().empty()) {
+    std::unique_ptr<llvm::TargetMachine> machine =
+        createCpuTargetMachine(options, loc);
+    written.push_back(pathFor(0));
+    return success(machine && succeeded(emitObjectFile(
+                                  *module, *machine, written.back(), loc)));
+  }
+  SmallVector<SmallVector<char, 0>> bitcode;
+  llvm::SplitModule(
+      *module, parts,
+      [&](std::unique_ptr<llvm::Module> part) {
+        llvm::raw_svector_ostream os(bitcode.emplace_back());
+        llvm::WriteBitcodeToFile(*part, os);
+      },
+      /*PreserveLocals=*/false, /*RoundRobin=*/true);
+  module.reset();
+  SmallVector<std::unique_ptr<llvm::TargetMachine>> machines;
+  for (unsigned i = 0; i < bitcode.size(); ++i) {
+    machines.push_back(createCpuTargetMachine(options, loc));
+    if (!machines.back())
+      return failure();
+    written.push_back(pathFor(i));
+  }
+  SmallVector<std::string> errors(bitcode.size());
+  std::vector<std::thread> threads;
+  for (unsigned i = 0; i < bitcode.size(); ++i)
+    threads.emplace_back([&, i] {
+      llvm::LLVMContext context;
+      llvm::Expected<std::unique_ptr<llvm::Module>> part =
+          llvm::parseBitcodeFile(
+              llvm::MemoryBufferRef(
+                  StringRef(bitcode[i].data(), bitcode[i].size()), "part"),
+              context);
+      if (!part) {
+        errors[i] = llvm::toString(part.takeError());
+        return;
+      }
+      std::error_code ec;
+      llvm::raw_fd_ostream os(written[i], ec, llvm::sys::fs::OF_None);
+      if (ec) {
+        errors[i] = "cannot write " + written[i] + ": " + ec.message();
+        return;
+      }
+      llvm::legacy::PassManager passes;
+      if (machines[i]->addPassesToEmitFile(passes, os, nullptr,
+                                           llvm::CodeGenFileType::ObjectFile)) {
+        errors[i] = "the target cannot emit object files";
+        return;
+      }
+      passes.run(**part);
+      os.flush();
+      if (os.has_error())
+        errors[i] = "cannot write " + written[i] + ": " + os.error().message();
+    });
+  for (std::thread &thread : threads)
+    thread.join();
+  for (const std::string &error : errors)
+    if (!error.empty())
+      return emitError(loc) << error;
   return success();
 }
