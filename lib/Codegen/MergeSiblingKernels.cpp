@@ -45,7 +45,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "DeduplicateFunctions.h"
+#include "KernelFunctions.h"
 
 #include "weft/Dialect/Weft/IR/WeftDialect.h"
 #include "weft/Codegen/Passes.h"
@@ -421,16 +421,7 @@ struct MergeSiblingKernelsPass
         rewriter, region.getLoc(), region.getRegion(), name, &call);
     if (failed(rows))
       return region.emitError("could not outline this kernel's rows");
-    symbols.insert(*rows);
-    rows->setPrivate();
-    (*rows)->setAttr("no_inline", rewriter.getUnitAttr());
-    auto isPlain = [](Type type) {
-      auto memref = dyn_cast<MemRefType>(type);
-      return !memref ||
-             (memref.hasStaticShape() && memref.getLayout().isIdentity());
-    };
-    if (llvm::all_of(rows->getArgumentTypes(), isPlain))
-      (*rows)->setAttr("llvm.bareptr", rewriter.getUnitAttr());
+    weft::finishKernelFunction(*rows, symbols);
     call->moveBefore(region);
     rewriter.eraseOp(region);
     rowFunctions.push_back(*rows);

@@ -11,7 +11,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "DeduplicateFunctions.h"
+#include "KernelFunctions.h"
 
 #include "weft/Dialect/Weft/IR/WeftDialect.h"
 #include "weft/Codegen/Passes.h"
@@ -106,24 +106,13 @@ struct OutlineKernelsPass
       kernel->emitError("could not outline this loop nest");
       return failure();
     }
-    symbols.insert(*outlined);
-    outlined->setPrivate();
-    (*outlined)->setAttr("no_inline", rewriter.getUnitAttr());
+    weft::finishKernelFunction(*outlined, symbols);
     // The function is the kernel now: the tag moves to it, so that the
     // kernels of different layers compare equal.
     outlined->walk([&](Operation *op) {
       if (op->removeAttr(weft::WeftDialect::kKernelAttrName))
         (*outlined)->setAttr(weft::WeftDialect::kKernelAttrName, rewriter.getUnitAttr());
     });
-    // Plain buffers pass as one pointer each; a strided view needs the
-    // full memref descriptor.
-    auto isPlain = [](Type type) {
-      auto memref = dyn_cast<MemRefType>(type);
-      return !memref ||
-             (memref.hasStaticShape() && memref.getLayout().isIdentity());
-    };
-    if (llvm::all_of(outlined->getArgumentTypes(), isPlain))
-      (*outlined)->setAttr("llvm.bareptr", rewriter.getUnitAttr());
     call->moveBefore(region);
     rewriter.eraseOp(region);
     return *outlined;

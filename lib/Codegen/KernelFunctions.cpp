@@ -1,10 +1,10 @@
-//===- DeduplicateFunctions.cpp - One function per distinct body ----------===//
+//===- KernelFunctions.cpp - Kernels outlined as functions ----------------===//
 //
 // Part of the Weft project.
 //
 //===----------------------------------------------------------------------===//
 
-#include "DeduplicateFunctions.h"
+#include "KernelFunctions.h"
 
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/Support/raw_ostream.h"
@@ -13,6 +13,20 @@
 #include <string>
 
 using namespace mlir;
+
+void weft::finishKernelFunction(func::FuncOp function, SymbolTable &symbols) {
+  symbols.insert(function);
+  function.setPrivate();
+  UnitAttr unit = UnitAttr::get(function.getContext());
+  function->setAttr("no_inline", unit);
+  auto isPlain = [](Type type) {
+    auto memref = dyn_cast<MemRefType>(type);
+    return !memref ||
+           (memref.hasStaticShape() && memref.getLayout().isIdentity());
+  };
+  if (llvm::all_of(function.getArgumentTypes(), isPlain))
+    function->setAttr("llvm.bareptr", unit);
+}
 
 void weft::deduplicateFunctions(Operation *scope,
                                 ArrayRef<func::FuncOp> functions,
@@ -35,7 +49,8 @@ void weft::deduplicateFunctions(Operation *scope,
   if (replacement.empty())
     return;
   scope->walk([&](func::CallOp call) {
-    if (func::FuncOp target = replacement.lookup(call.getCalleeAttr().getAttr()))
+    if (func::FuncOp target =
+            replacement.lookup(call.getCalleeAttr().getAttr()))
       call.setCallee(target.getSymName());
   });
   for (func::FuncOp function : functions)

@@ -1,16 +1,24 @@
-//===- DeduplicateFunctions.h - One function per distinct body --*- C++ -*-===//
+//===- KernelFunctions.h - Kernels outlined as functions ---*- C++ -*-===//
 //
 // Part of the Weft project.
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef WEFT_LIB_CODEGEN_DEDUPLICATEFUNCTIONS_H
-#define WEFT_LIB_CODEGEN_DEDUPLICATEFUNCTIONS_H
+#ifndef WEFT_LIB_CODEGEN_KERNELFUNCTIONS_H
+#define WEFT_LIB_CODEGEN_KERNELFUNCTIONS_H
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/SymbolTable.h"
 
 namespace weft {
+
+/// A function just outlined from a kernel (--weft-outline-kernels) or from
+/// merged kernels' rows (--weft-merge-sibling-kernels): added to `symbols`,
+/// private and never inlined back, and taking bare pointers when every
+/// buffer it takes is plain (static, identity layout): a strided view
+/// needs the full memref descriptor.
+void finishKernelFunction(mlir::func::FuncOp function,
+                          mlir::SymbolTable &symbols);
 
 /// Equal functions among `functions` (same signature and body, whatever
 /// their names) become the first of them: calls inside `scope` to the
@@ -23,4 +31,4 @@ void deduplicateFunctions(mlir::Operation *scope,
 
 } // namespace weft
 
-#endif // WEFT_LIB_CODEGEN_DEDUPLICATEFUNCTIONS_H
+#endif // WEFT_LIB_CODEGEN_KERNELFUNCTIONS_H
