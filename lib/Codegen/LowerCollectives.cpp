@@ -28,6 +28,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "weft/Codegen/Passes.h"
+#include "weft/Dialect/Weft/IR/RuntimeCalls.h"
 #include "weft/Dialect/Weft/IR/WeftDialect.h"
 #include "weft/Dialect/Weft/IR/WeftOps.h"
 
@@ -167,27 +168,8 @@ private:
   }
 
   func::FuncOp getOrDeclare(Operation *op, StringRef name, FunctionType type) {
-    auto module = getOperation();
-    if (auto existing = module.lookupSymbol<func::FuncOp>(name)) {
-      if (existing.getFunctionType() == type)
-        return existing;
-      op->emitError() << "needs @" << name << " of type " << type
-                      << ", but the module declares it as "
-                      << existing.getFunctionType();
-      return nullptr;
-    }
-    OpBuilder b = OpBuilder::atBlockBegin(module.getBody());
-    auto fn = func::FuncOp::create(b, module.getLoc(), name, type);
-    fn.setPrivate();
-    return fn;
-  }
-
-  /// An `!llvm.ptr` to the first element of `memref` (identity layout).
-  static Value pointerTo(OpBuilder &b, Location loc, Value memref) {
-    Value index = memref::ExtractAlignedPointerAsIndexOp::create(b, loc, memref);
-    Value i64 = arith::IndexCastOp::create(b, loc, b.getI64Type(), index);
-    return LLVM::IntToPtrOp::create(
-        b, loc, LLVM::LLVMPointerType::get(b.getContext()), i64);
+    OpBuilder b(op->getContext());
+    return weft::getOrDeclareRuntimeFunction(b, getOperation(), op, name, type);
   }
 
   /// One bucket: a put per member where it stands, the start after the
@@ -295,7 +277,8 @@ private:
           b, loc, put,
           ValueRange{context, constI64(b, loc, *mask), constI64(b, loc, id),
                      constI64(b, loc, kind), constI64(b, loc, region),
-                     constI64(b, loc, offsets[i]), pointerTo(b, loc, inBuf),
+                     constI64(b, loc, offsets[i]),
+                     weft::pointerToBuffer(b, loc, inBuf),
                      constI64(b, loc, outers[i]), constI64(b, loc, inners[i])});
     }
     {
@@ -319,7 +302,8 @@ private:
       func::CallOp::create(
           b, loc, get,
           ValueRange{context, constI64(b, loc, *mask), constI64(b, loc, id),
-                     constI64(b, loc, offsets[i]), pointerTo(b, loc, outBuf),
+                     constI64(b, loc, offsets[i]),
+                     weft::pointerToBuffer(b, loc, outBuf),
                      constI64(b, loc, outers[i]), constI64(b, loc, inners[i])});
       Value result = bufferization::ToTensorOp::create(
           b, loc, outType, outBuf, /*restrict=*/true, /*writable=*/true);
@@ -442,8 +426,9 @@ private:
                                                     /*read_only=*/true);
     Value outBuf = memref::AllocOp::create(b, loc, outBufType,
                                            b.getI64IntegerAttr(64));
-    SmallVector<Value> args = {context, constI64(*mask), pointerTo(b, loc, inBuf),
-                               pointerTo(b, loc, outBuf)};
+    SmallVector<Value> args = {context, constI64(*mask),
+                               weft::pointerToBuffer(b, loc, inBuf),
+                               weft::pointerToBuffer(b, loc, outBuf)};
     for (int64_t size : sizes)
       args.push_back(constI64(size));
     func::CallOp::create(b, loc, fn, args);
@@ -492,7 +477,7 @@ private:
     };
     func::CallOp::create(b, loc, fn,
                          ValueRange{context, constI64(mask),
-                                    pointerTo(b, loc, buffer),
+                                    weft::pointerToBuffer(b, loc, buffer),
                                     constI64(type.getNumElements()),
                                     constI64(peer), constI64(tag)});
     if (recv) {

@@ -20,6 +20,7 @@
 
 #include "Lowerings.h"
 
+#include "weft/Dialect/Weft/IR/RuntimeCalls.h"
 #include "weft/Dialect/Weft/IR/WeftOps.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -68,20 +69,8 @@ func::FuncOp declareKernel(ConversionPatternRewriter &rewriter, Operation *op,
   args.push_back(Float32Type::get(ctx));
   args.push_back(IntegerType::get(ctx, 32));
   args.append(pointers, LLVM::LLVMPointerType::get(ctx));
-  auto type = FunctionType::get(ctx, args, {});
-  if (auto existing = module.lookupSymbol<func::FuncOp>(name)) {
-    if (existing.getFunctionType() == type)
-      return existing;
-    op->emitError() << "needs @" << name << " of type " << type
-                    << ", but the module declares it as "
-                    << existing.getFunctionType();
-    return nullptr;
-  }
-  OpBuilder::InsertionGuard guard(rewriter);
-  rewriter.setInsertionPointToStart(module.getBody());
-  auto fn = func::FuncOp::create(rewriter, module.getLoc(), name, type);
-  fn.setPrivate();
-  return fn;
+  return getOrDeclareRuntimeFunction(rewriter, module, op, name,
+                                     FunctionType::get(ctx, args, {}));
 }
 
 /// The kernel call's leading scalar arguments.
@@ -97,13 +86,6 @@ SmallVector<Value> scalarArgs(OpBuilder &b, Location loc, const Sizes &n,
   return args;
 }
 
-Value pointerTo(OpBuilder &b, Location loc, Value memref) {
-  Value index = memref::ExtractAlignedPointerAsIndexOp::create(b, loc, memref);
-  Value i64 = arith::IndexCastOp::create(b, loc, b.getI64Type(), index);
-  return LLVM::IntToPtrOp::create(
-      b, loc, LLVM::LLVMPointerType::get(b.getContext()), i64);
-}
-
 /// A pointer to `tensor`'s buffer. The backward's reads are not marked
 /// read-only, only so that they differ from the forward's: CSE would
 /// otherwise merge the backward's bufferization.to_buffer of q, k and v
@@ -116,7 +98,7 @@ Value readPointer(OpBuilder &b, Location loc, Value tensor, bool readOnly) {
   Value buffer = bufferization::ToBufferOp::create(
       b, loc, MemRefType::get(type.getShape(), type.getElementType()), tensor,
       readOnly);
-  return pointerTo(b, loc, buffer);
+  return pointerToBuffer(b, loc, buffer);
 }
 
 /// A fresh buffer for a result of `type`.
@@ -149,7 +131,7 @@ LogicalResult lowerToCall(ConversionPatternRewriter &rewriter, Operation *op,
   SmallVector<Value> buffers;
   for (Type t : op->getResultTypes()) {
     buffers.push_back(freshBuffer(rewriter, loc, t));
-    args.push_back(pointerTo(rewriter, loc, buffers.back()));
+    args.push_back(pointerToBuffer(rewriter, loc, buffers.back()));
   }
   func::CallOp::create(rewriter, loc, fn, args);
   SmallVector<Value> results;
