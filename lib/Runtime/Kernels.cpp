@@ -45,16 +45,23 @@
 
 namespace {
 
-/// Whether cblas_sgemm accepts these sizes: its integers are `blasint`
-/// (32-bit in Debian's OpenBLAS) and it requires each leading dimension to
-/// be at least the stored row length.
+/// Whether sizes and leading dimensions describe row-major matrices a BLAS
+/// interface with 64-bit integers (oneDNN's) accepts: each leading
+/// dimension at least the stored row length.
+bool fitsRowMajor(bool transA, bool transB, int64_t m, int64_t n, int64_t k,
+                  int64_t lda, int64_t ldb, int64_t ldc) {
+  int64_t aCols = transA ? m : k, bCols = transB ? k : n;
+  return m >= 0 && n >= 0 && k >= 0 && lda >= std::max<int64_t>(1, aCols) &&
+         ldb >= std::max<int64_t>(1, bCols) && ldc >= std::max<int64_t>(1, n);
+}
+
+/// Whether cblas_sgemm accepts these sizes: as fitsRowMajor, and its
+/// integers are `blasint` (32-bit in Debian's OpenBLAS).
 bool fitsCblas(bool transA, bool transB, int64_t m, int64_t n, int64_t k,
                int64_t lda, int64_t ldb, int64_t ldc) {
-  auto fits = [](int64_t v) { return v >= 0 && v <= INT_MAX; };
-  int64_t aCols = transA ? m : k, bCols = transB ? k : n;
-  return fits(m) && fits(n) && fits(k) && fits(lda) && fits(ldb) && fits(ldc) &&
-         lda >= std::max<int64_t>(1, aCols) &&
-         ldb >= std::max<int64_t>(1, bCols) && ldc >= std::max<int64_t>(1, n);
+  auto fits = [](int64_t v) { return v <= INT_MAX; };
+  return fitsRowMajor(transA, transB, m, n, k, lda, ldb, ldc) && fits(m) &&
+         fits(n) && fits(k) && fits(lda) && fits(ldb) && fits(ldc);
 }
 
 /// f32 to bf16 rounded to nearest, ties to even (as arith.truncf); a NaN
@@ -91,15 +98,6 @@ void naiveGemm(bool transA, bool transB, int64_t m, int64_t n, int64_t k,
 void *oneDnnLibrary() {
   static void *const lib = dlopen("libdnnl.so.2", RTLD_NOW | RTLD_LOCAL);
   return lib;
-}
-
-/// Whether leading dimensions and sizes describe row-major matrices a
-/// 64-bit BLAS interface (oneDNN's) accepts.
-bool fitsRowMajor(bool transA, bool transB, int64_t m, int64_t n, int64_t k,
-                  int64_t lda, int64_t ldb, int64_t ldc) {
-  int64_t aCols = transA ? m : k, bCols = transB ? k : n;
-  return m >= 0 && n >= 0 && k >= 0 && lda >= std::max<int64_t>(1, aCols) &&
-         ldb >= std::max<int64_t>(1, bCols) && ldc >= std::max<int64_t>(1, n);
 }
 
 /// oneDNN's extern "C" dnnl_sgemm (row-major; dnnl_dim_t is int64_t);
@@ -142,7 +140,7 @@ DnnlSgemmFn f32Library() {
 void sgemmOne(bool ta, bool tb, int64_t m, int64_t n, int64_t k,
               const float *a, int64_t lda, const float *b, int64_t ldb,
               float *c, int64_t ldc, bool accumulate = false) {
-  static const DnnlSgemmFn oneDnn = f32Library();
+  DnnlSgemmFn oneDnn = f32Library();
   float beta = accumulate ? 1.0f : 0.0f;
   if (k <= 0) {
     if (!accumulate)
