@@ -15,6 +15,7 @@
 
 using namespace mlir;
 using namespace weft;
+using weft::detail::expectShape;
 using weft::detail::getRanked;
 
 namespace {
@@ -73,17 +74,6 @@ FailureOr<AttentionSizes> readSizes(std::optional<Location> loc, Value query,
     return emitOptionalError(loc, "attention needs at least one key, got key ",
                              formatShape(k.getShape()));
   return s;
-}
-
-LogicalResult expectShape(std::optional<Location> loc, Value v, StringRef what,
-                          ArrayRef<int64_t> expected) {
-  RankedTensorType t = getRanked(loc, v, what);
-  if (!t)
-    return failure();
-  if (t.getShape() != expected)
-    return emitOptionalError(loc, what, " must be ", formatShape(expected),
-                             ", got ", formatShape(t.getShape()));
-  return success();
 }
 
 /// Score elements one (batch, head) computes: a causal mask skips the

@@ -67,6 +67,18 @@ RankedTensorType weft::detail::getRanked(std::optional<Location> loc, Value v,
   return type;
 }
 
+LogicalResult weft::detail::expectShape(std::optional<Location> loc, Value v,
+                                        StringRef what,
+                                        ArrayRef<int64_t> expected) {
+  RankedTensorType t = getRanked(loc, v, what);
+  if (!t)
+    return failure();
+  if (t.getShape() != expected)
+    return emitOptionalError(loc, what, " must be ", formatShape(expected),
+                             ", got ", formatShape(t.getShape()));
+  return success();
+}
+
 SmallVector<int64_t> weft::detail::gatherShape(ArrayRef<int64_t> input,
                                                ArrayRef<int64_t> indices,
                                                int64_t axis) {

@@ -15,6 +15,7 @@
 
 using namespace mlir;
 using namespace weft;
+using weft::detail::expectShape;
 using weft::detail::getRanked;
 
 namespace {
@@ -47,17 +48,6 @@ FailureOr<RecurrenceSizes> readSizes(std::optional<Location> loc,
     return emitOptionalError(loc, "the sequence is empty: ", gatesName, " is ",
                              formatShape(x.getShape()));
   return s;
-}
-
-LogicalResult expectShape(std::optional<Location> loc, Value v, StringRef what,
-                          ArrayRef<int64_t> expected) {
-  RankedTensorType t = getRanked(loc, v, what);
-  if (!t)
-    return failure();
-  if (t.getShape() != expected)
-    return emitOptionalError(loc, what, " must be ", formatShape(expected),
-                             ", got ", formatShape(t.getShape()));
-  return success();
 }
 
 /// 2 B H (gates H) per step for `h @ recurrence^T`, plus `pointwise`

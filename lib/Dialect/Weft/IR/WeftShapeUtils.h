@@ -26,6 +26,12 @@ namespace detail {
 mlir::RankedTensorType getRanked(std::optional<mlir::Location> loc,
                                  mlir::Value v, llvm::StringRef what);
 
+/// Whether `v` is a ranked tensor of shape `expected`; else failure after an
+/// error at `loc` naming the operand `what` and both shapes.
+mlir::LogicalResult expectShape(std::optional<mlir::Location> loc,
+                                mlir::Value v, llvm::StringRef what,
+                                llvm::ArrayRef<int64_t> expected);
+
 /// The shape of gathering `indices` from an `input`-shaped tensor along
 /// `axis` (which must be in range): input[:axis] + indices + input[axis+1:].
 llvm::SmallVector<int64_t> gatherShape(llvm::ArrayRef<int64_t> input,
