@@ -32,6 +32,16 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 
 
+def write_data(work, samples, width):
+    """x.npy (normal features) and y.npy (10 classes) for the deep MLP."""
+    import numpy as np
+    rng = np.random.default_rng(1)
+    np.save(os.path.join(work, "x.npy"),
+            rng.standard_normal((samples, width), dtype=np.float32))
+    np.save(os.path.join(work, "y.npy"),
+            rng.integers(0, 10, samples).astype(np.int64))
+
+
 def export(work, layers, width, batch):
     import numpy as np
     import torch
@@ -67,17 +77,12 @@ def main():
                    default=os.path.join(ROOT, "build", "bin", "weftrun"))
     p.add_argument("--json")
     args = p.parse_args()
-    import numpy as np
 
     work = args.work or tempfile.mkdtemp(prefix="weft-bubble-")
     os.makedirs(work, exist_ok=True)
     onnx_path = export(work, args.layers, args.width, args.micro_batch)
     m = args.micro_batches
-    rng = np.random.default_rng(1)
-    n = args.steps * m * args.micro_batch
-    np.save(os.path.join(work, "x.npy"),
-            rng.standard_normal((n, args.width), dtype=np.float32))
-    np.save(os.path.join(work, "y.npy"), rng.integers(0, 10, n).astype(np.int64))
+    write_data(work, args.steps * m * args.micro_batch, args.width)
     env = dict(os.environ, OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1")
     rows = {}
     for schedule in args.schedules.split(","):

@@ -34,7 +34,7 @@ import tempfile
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
-from pipeline_bubble import export  # noqa: E402
+from pipeline_bubble import export, write_data  # noqa: E402
 
 
 def main():
@@ -56,17 +56,12 @@ def main():
     p.add_argument("--work")
     p.add_argument("--json")
     args = p.parse_args()
-    import numpy as np
 
     work = args.work or tempfile.mkdtemp(prefix="weft-ppdp-")
     os.makedirs(work, exist_ok=True)
     onnx_path = export(work, args.layers, args.width, args.micro_batch)
     m = args.micro_batches
-    rng = np.random.default_rng(1)
-    n = args.steps * m * args.micro_batch
-    np.save(os.path.join(work, "x.npy"),
-            rng.standard_normal((n, args.width), dtype=np.float32))
-    np.save(os.path.join(work, "y.npy"), rng.integers(0, 10, n).astype(np.int64))
+    write_data(work, args.steps * m * args.micro_batch, args.width)
     flags = ["--mesh", "pp=2,dp=2", "--micro-batches", str(m),
              "--schedule", args.schedule, "--optimizer", "adamw",
              "--bucket-mb", args.bucket_mb]
