@@ -101,28 +101,14 @@ inline void gemm(bool transA, bool transB, int64_t m, int64_t n, int64_t k,
   weft_rt_sgemm(1, transA, transB, m, n, k, a, lda, 0, b, ldb, 0, c, ldc, 0);
 }
 
-/// C += op(A) op(B) (m x n), through `tmp` (the runtime's GEMM overwrites).
-inline void gemmAdd(bool transA, bool transB, int64_t m, int64_t n,
-                    int64_t k, const float *a, int64_t lda, const float *b,
-                    int64_t ldb, float *c, int64_t ldc, float *tmp) {
-  gemm(transA, transB, m, n, k, a, lda, b, ldb, tmp, n);
-  for (int64_t i = 0; i < m; ++i) {
-    float *crow = c + i * ldc;
-    const float *trow = tmp + i * n;
-#pragma omp simd
-    for (int64_t j = 0; j < n; ++j)
-      crow[j] += trow[j];
-  }
-}
-
-/// Per-thread blocks: scores (then probabilities) and their adjoints, a
-/// product before it is added, and the forward's running maximum, sum and
-/// rescaling per row.
+/// Per-thread blocks: scores (then probabilities) and their adjoints, the
+/// forward's block product before it is rescaled in, and its running
+/// maximum, sum and rescaling per row.
 struct Scratch {
   std::vector<float> scores, grads, product, rowMax, rowSum, rowScale;
   Scratch(int64_t d, int64_t dv)
       : scores(kBlockQ * kBlockK), grads(kBlockQ * kBlockK),
-        product(kBlockK * std::max(d, dv)), rowMax(kBlockQ), rowSum(kBlockQ),
+        product(kBlockQ * dv), rowMax(kBlockQ), rowSum(kBlockQ),
         rowScale(kBlockQ) {}
 };
 
@@ -233,13 +219,13 @@ WEFT_MULTIVERSION void backwardHead(int64_t t, int64_t s, int64_t d, int64_t dvW
         std::fill(prow + seen, prow + cols, 0.0f);
         std::fill(dsrow + seen, dsrow + cols, 0.0f);
       }
-      float *tmp = w.product.data();
-      gemmAdd(false, false, rows, d, cols, ds, kBlockK, k + k0 * d, d,
-              dq + q0 * d, d, tmp);
-      gemmAdd(true, false, cols, d, rows, ds, kBlockK, q + q0 * d, d,
-              dk + k0 * d, d, tmp);
-      gemmAdd(true, false, cols, dvWidth, rows, p, kBlockK,
-              dout + q0 * dvWidth, dvWidth, dv + k0 * dvWidth, dvWidth, tmp);
+      weft_rt_sgemm_accumulate(false, false, rows, d, cols, ds, kBlockK,
+                               k + k0 * d, d, dq + q0 * d, d);
+      weft_rt_sgemm_accumulate(true, false, cols, d, rows, ds, kBlockK,
+                               q + q0 * d, d, dk + k0 * d, d);
+      weft_rt_sgemm_accumulate(true, false, cols, dvWidth, rows, p, kBlockK,
+                               dout + q0 * dvWidth, dvWidth, dv + k0 * dvWidth,
+                               dvWidth);
     }
   }
 }

@@ -327,6 +327,17 @@ extern "C" void weft_rt_sgemm_batch_sum(int64_t batch, int32_t transA,
              b + i * strideB, ldb, c, ldc, /*accumulate=*/i > 0);
 }
 
+extern "C" void weft_rt_sgemm_accumulate(int32_t transA, int32_t transB,
+                                         int64_t m, int64_t n, int64_t k,
+                                         const float *a, int64_t lda,
+                                         const float *b, int64_t ldb, float *c,
+                                         int64_t ldc) {
+  if (m <= 0 || n <= 0)
+    return;
+  sgemmOne(transA != 0, transB != 0, m, n, k, a, lda, b, ldb, c, ldc,
+           /*accumulate=*/true);
+}
+
 extern "C" const char *weft_rt_gemm_library(void) {
   return f32Library() ? "oneDNN" : "OpenBLAS";
 }

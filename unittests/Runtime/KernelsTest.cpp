@@ -307,3 +307,30 @@ TEST(KernelsTest, GemmLibraryIsOneDnnWhereItLoads) {
                     "f32 GEMMs run on OpenBLAS";
   dlclose(oneDnn);
 }
+
+// C += op(A) op(B) keeps what C held and adds the product (the fused
+// attention's backward sums its block products this way).
+TEST(KernelsTest, SgemmAccumulateAddsToC) {
+  for (bool ta : {false, true})
+    for (bool tb : {false, true}) {
+      const int64_t m = 3, n = 5, k = 4;
+      std::vector<float> a(m * k), b(k * n), c(m * n), expect(m * n);
+      for (size_t i = 0; i < a.size(); ++i)
+        a[i] = float(i % 7) - 3.0f;
+      for (size_t i = 0; i < b.size(); ++i)
+        b[i] = float(i % 5) * 0.5f - 1.0f;
+      for (int64_t i = 0; i < m; ++i)
+        for (int64_t j = 0; j < n; ++j) {
+          c[i * n + j] = float(i * n + j);
+          double sum = 0;
+          for (int64_t p = 0; p < k; ++p)
+            sum += double(ta ? a[p * m + i] : a[i * k + p]) *
+                   double(tb ? b[j * k + p] : b[p * n + j]);
+          expect[i * n + j] = float(double(c[i * n + j]) + sum);
+        }
+      weft_rt_sgemm_accumulate(ta, tb, m, n, k, a.data(), ta ? m : k, b.data(),
+                               tb ? k : n, c.data(), n);
+      for (int64_t i = 0; i < m * n; ++i)
+        EXPECT_FLOAT_EQ(expect[i], c[i]) << "ta=" << ta << " tb=" << tb;
+    }
+}

@@ -41,6 +41,13 @@ void weft_rt_sgemm_batch_sum(int64_t batch, int32_t transA, int32_t transB,
                              int64_t ldb, int64_t strideB, float *c,
                              int64_t ldc);
 
+/* C += op(A) * op(B) (beta = 1), one matrix, operands as weft_rt_sgemm's;
+   k <= 0 leaves C as it was. */
+void weft_rt_sgemm_accumulate(int32_t transA, int32_t transB, int64_t m,
+                              int64_t n, int64_t k, const float *a, int64_t lda,
+                              const float *b, int64_t ldb, float *c,
+                              int64_t ldc);
+
 /* "oneDNN" or "OpenBLAS": the library weft_rt_sgemm multiplies with in
    this process (chosen on the first call of either function). */
 const char *weft_rt_gemm_library(void);
