@@ -1,0 +1,98 @@
+//===- Cuda.h - The runtime's NVIDIA GPU: driver, memory, GEMMs -*- C++ -*-===//
+//
+// Part of the Weft project.
+//
+//===----------------------------------------------------------------------===//
+//
+// What an executable compiled with `weftc --target cuda` needs from the
+// device, behind one small interface. The CUDA driver (libcuda.so.1) and
+// cuBLASLt (libcublasLt.so.13) are loaded with dlopen when the first
+// function here runs, so a CUDA executable starts on a machine without a GPU
+// and says what it needs instead of failing in the dynamic loader, and CPU
+// executables never depend on either library.
+//
+// All work is queued on one stream per process (the step stream): kernel
+// launches (through the mgpu* entry points the generated host code calls),
+// GEMMs, copies and fills run in queue order, so the step needs no
+// synchronization inside; the trainer synchronizes once per step, when it
+// reads the loss.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef WEFT_RUNTIME_CUDA_H
+#define WEFT_RUNTIME_CUDA_H
+
+#include "weft/Formats/HostArray.h"
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+namespace weft::rt::cuda {
+
+/// Loads the driver, selects device `device` (0-based among the visible
+/// devices), makes its primary context current on the calling thread and
+/// creates the step stream. Idempotent for the same device. The error names
+/// what is missing and the fix: no libcuda.so.1 ("this executable was
+/// compiled for NVIDIA GPUs (weftc --target cuda) and needs the NVIDIA driver
+/// ...; compile without --target cuda to train on the CPU"), no device, a
+/// device index out of range, or a driver too old for the embedded code.
+Status initialize(int device);
+bool initialized();
+
+/// Number of visible devices; 0 (not an error) without a driver or GPU.
+int deviceCount();
+/// "NVIDIA H200 (sm_90, 139.8 GiB)" for the initialized device.
+std::string deviceDescription();
+
+/// Device memory (cuMemAlloc: 256-byte aligned at least). Errors name the
+/// byte count and the free memory the device reports.
+Status allocate(size_t bytes, void **ptr);
+void release(void *ptr);
+
+/// Copies queued on the step stream. toHost waits for the copy (and so for
+/// all work queued before it); toDevice returns once the source may be
+/// reused (the host buffer is staged when it is not pinned).
+Status copyToDevice(void *dst, const void *src, size_t bytes);
+Status copyToHost(void *dst, const void *src, size_t bytes);
+/// Waits for all work queued on the step stream; reports an error a kernel
+/// or GEMM raised asynchronously, naming it.
+Status synchronize();
+
+/// The step stream (a CUstream), for WeftRuntimeContext::stream.
+void *stream();
+
+} // namespace weft::rt::cuda
+
+/* The device GEMMs the generated host code calls: the same contract as the
+   CPU's weft_rt_sgemm family (Kernels.h: row-major, batch strides, stride 0
+   broadcasts), on device pointers, through cuBLASLt with f32 accumulation,
+   queued on the step stream. */
+extern "C" {
+void weft_rt_cuda_sgemm(int64_t batch, int32_t transA, int32_t transB,
+                        int64_t m, int64_t n, int64_t k, const float *a,
+                        int64_t lda, int64_t strideA, const float *b,
+                        int64_t ldb, int64_t strideB, float *c, int64_t ldc,
+                        int64_t strideC);
+void weft_rt_cuda_sgemm_batch_sum(int64_t batch, int32_t transA,
+                                  int32_t transB, int64_t m, int64_t n,
+                                  int64_t k, const float *a, int64_t lda,
+                                  int64_t strideA, const float *b, int64_t ldb,
+                                  int64_t strideB, float *c, int64_t ldc);
+void weft_rt_cuda_sgemm_accumulate(int32_t transA, int32_t transB, int64_t m,
+                                   int64_t n, int64_t k, const float *a,
+                                   int64_t lda, const float *b, int64_t ldb,
+                                   float *c, int64_t ldc);
+void weft_rt_cuda_sbgemm(int64_t batch, int32_t transA, int32_t transB,
+                         int64_t m, int64_t n, int64_t k, const uint16_t *a,
+                         int64_t lda, int64_t strideA, const uint16_t *b,
+                         int64_t ldb, int64_t strideB, float *c, int64_t ldc,
+                         int64_t strideC);
+void weft_rt_cuda_sbgemm_bf16(int64_t batch, int32_t transA, int32_t transB,
+                              int64_t m, int64_t n, int64_t k,
+                              const uint16_t *a, int64_t lda, int64_t strideA,
+                              const uint16_t *b, int64_t ldb, int64_t strideB,
+                              uint16_t *c, int64_t ldc, int64_t strideC);
+}
+
+#endif // WEFT_RUNTIME_CUDA_H
