@@ -480,10 +480,20 @@ Status weft::rt::loadModelSpec(const WeftModel &model, ModelSpec &out) {
     return Status::error("compiled model has an invalid argument table");
   if (model.weightsSize && !model.weights)
     return Status::error("compiled model has no weights image");
+  if (model.deviceType != WEFT_DEVICE_CPU &&
+      model.deviceType != WEFT_DEVICE_CUDA)
+    return Status::error("compiled model runs on device type " +
+                         std::to_string(model.deviceType) +
+                         ", which this runtime does not know (it runs " +
+                         std::to_string(WEFT_DEVICE_CPU) + ": the CPU, " +
+                         std::to_string(WEFT_DEVICE_CUDA) +
+                         ": NVIDIA GPUs); rebuild the model with a matching "
+                         "weftc");
 
   ModelSpec spec;
   spec.modelJson = model.modelJson ? model.modelJson : "";
   spec.workspaceBytes = model.workspaceBytes;
+  spec.deviceType = model.deviceType;
   std::set<std::string> argNames, resultNames;
   for (int i = 0; i < model.numArgs; ++i) {
     TensorSpec t;

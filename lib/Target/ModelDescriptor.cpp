@@ -320,11 +320,11 @@ public:
     //                    results, weights, weightsSize, weightsFile,
     //                    weightsFileSize, weightsFileChecksum,
     //                    workspaceBytes, trainStep, numPrograms,
-    //                    programs }
+    //                    programs, deviceType }
     model = llvm::StructType::create(
         ctx,
         {i32, ptr, i32, ptr, i32, ptr, ptr, i64, ptr, i64, i64, i64, ptr, i32,
-         ptr},
+         ptr, i32},
         "struct.WeftModel");
   }
 
@@ -519,7 +519,8 @@ std::string weft::addModelDescriptor(llvm::Module &module,
       llvm::ConstantInt::get(b.i64, descriptor.workspaceBytes),
       b.wrapper(step, takesContext, abi.args.size(), abi.results.size()),
       llvm::ConstantInt::get(b.i32, numPrograms),
-      programs};
+      programs,
+      llvm::ConstantInt::get(b.i32, descriptor.deviceType)};
   auto *model = new llvm::GlobalVariable(
       module, b.model, true,
       multi ? llvm::GlobalValue::ExternalLinkage

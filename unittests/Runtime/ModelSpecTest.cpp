@@ -103,6 +103,25 @@ TEST(ModelSpecTest, MicroBatchLayout) {
   EXPECT_EQ(spec.batchLayout.axes, std::vector<std::string>{"dp"});
 }
 
+TEST(ModelSpecTest, ReadsTheDeviceTypeAndRefusesUnknownOnes) {
+  auto m = makeSharded(R"({"axes": [{"name": "dp", "size": 1}]})", "");
+  ModelSpec cpu;
+  ASSERT_TRUE(loadModelSpec(m->model(), cpu).ok());
+  EXPECT_EQ(cpu.deviceType, WEFT_DEVICE_CPU);
+  m->setDeviceType(WEFT_DEVICE_CUDA);
+  ModelSpec cuda;
+  Status s = loadModelSpec(m->model(), cuda);
+  ASSERT_TRUE(s.ok()) << s.message;
+  EXPECT_EQ(cuda.deviceType, WEFT_DEVICE_CUDA);
+  m->setDeviceType(7);
+  ModelSpec unknown;
+  s = loadModelSpec(m->model(), unknown);
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.message, "compiled model runs on device type 7, which this "
+                       "runtime does not know (it runs 0: the CPU, 1: NVIDIA "
+                       "GPUs); rebuild the model with a matching weftc");
+}
+
 TEST(ModelSpecTest, Errors) {
   struct Case {
     const char *mesh, *shardings, *message;

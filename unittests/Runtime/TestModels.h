@@ -57,6 +57,8 @@ public:
 
   /// The table; makes this the model whose step runs.
   const WeftModel &model();
+  /// Sets the table's deviceType (WEFT_DEVICE_CPU by default).
+  void setDeviceType(int32_t deviceType) { table.deviceType = deviceType; }
 
   int arg(const std::string &name) const;
   int result(const std::string &name) const;

@@ -17,8 +17,9 @@ extern "C" {
 
 /* Bumped whenever the structs below change layout or meaning.
    2: the step takes a WeftRuntimeContext.
-   3: a pipeline executable holds one program per pipeline rank. */
-#define WEFT_MODEL_ABI_VERSION 3
+   3: a pipeline executable holds one program per pipeline rank.
+   4: WeftModel.deviceType: where the step's buffers live (weftc --target). */
+#define WEFT_MODEL_ABI_VERSION 4
 
 /* The communicator of one mesh axis ("dp", "tp", ...): the ranks that share
    this rank's coordinates on every other axis. */
@@ -118,6 +119,11 @@ typedef struct WeftModel {
      share the weights. 1 and NULL for an executable of one program. */
   int32_t numPrograms;
   const struct WeftModel *const *programs;
+  /* Where the step runs: WEFT_DEVICE_CPU, or WEFT_DEVICE_CUDA (weftc
+     --target cuda), whose trainStep takes device pointers for args,
+     results and the workspace and queues its work on ctx->stream. The
+     runtime refuses any other value. */
+  int32_t deviceType;
 } WeftModel;
 
 /* Defined by the generated code. */

@@ -144,6 +144,8 @@ struct ModelSpec {
   contract::StepSignature signature;
   std::string modelJson;
   uint64_t workspaceBytes = 0;
+  /// WEFT_DEVICE_CPU, or WEFT_DEVICE_CUDA: the step takes device pointers.
+  int32_t deviceType = WEFT_DEVICE_CPU;
 
   /// Indices into `args`, in argument order.
   std::vector<int> paramArgs, stateArgs, bufferArgs;

@@ -18,6 +18,8 @@
 #ifndef WEFT_TARGET_MODELDESCRIPTOR_H
 #define WEFT_TARGET_MODELDESCRIPTOR_H
 
+#include "weft/Runtime/ModelABI.h"
+
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Support/LLVM.h"
 
@@ -121,6 +123,9 @@ struct ModelDescriptor {
   /// weights program 0's module embeds.
   int32_t programIndex = 0, numPrograms = 1;
   bool sharedWeights = false;
+  /// WEFT_DEVICE_CPU or WEFT_DEVICE_CUDA (ModelABI.h): whether the step
+  /// function takes host or device pointers.
+  int32_t deviceType = WEFT_DEVICE_CPU;
 };
 
 /// Adds `weft_get_model()` and the `trainStep` wrapper to `module`, which
