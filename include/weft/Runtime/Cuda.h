@@ -95,4 +95,47 @@ void weft_rt_cuda_sbgemm_bf16(int64_t batch, int32_t transA, int32_t transB,
                               uint16_t *c, int64_t ldc, int64_t strideC);
 }
 
+/* The entry points MLIR 22's gpu-to-llvm lowering and gpu.binary translation
+   make the generated host code call (the names and signatures are MLIR's;
+   MLIR's CudaRuntimeWrappers library is not linked). Handles are opaque:
+   a module is a blob recorded by mgpuModuleLoad and loaded on the first
+   mgpuModuleGetFunction after initialize() (global constructors register
+   modules before main); a function is the runtime's handle of a kernel and
+   its name. mgpuStreamCreate returns the step stream, which
+   mgpuStreamDestroy leaves alone; mgpuStreamSynchronize and the events do
+   not wait (one in-order queue; the trainer synchronizes once per step).
+   A driver error ends the process with a message naming the entry point,
+   the kernel and the CUresult. See Cuda.cpp. */
+extern "C" {
+void *mgpuModuleLoad(void *data, size_t size);
+void *mgpuModuleLoadJIT(void *ptx, int optLevel);
+void mgpuModuleUnload(void *module);
+void *mgpuModuleGetFunction(void *module, const char *name);
+void mgpuLaunchKernel(void *function, intptr_t gridX, intptr_t gridY,
+                      intptr_t gridZ, intptr_t blockX, intptr_t blockY,
+                      intptr_t blockZ, int32_t sharedMemoryBytes, void *stream,
+                      void **params, void **extra, size_t paramsCount);
+void mgpuLaunchClusterKernel(void *function, intptr_t clusterX,
+                             intptr_t clusterY, intptr_t clusterZ,
+                             intptr_t gridX, intptr_t gridY, intptr_t gridZ,
+                             intptr_t blockX, intptr_t blockY, intptr_t blockZ,
+                             int32_t sharedMemoryBytes, void *stream,
+                             void **params, void **extra);
+void *mgpuStreamCreate(void);
+void mgpuStreamDestroy(void *stream);
+void mgpuStreamSynchronize(void *stream);
+void mgpuStreamWaitEvent(void *stream, void *event);
+void *mgpuEventCreate(void);
+void mgpuEventDestroy(void *event);
+void mgpuEventSynchronize(void *event);
+void mgpuEventRecord(void *event, void *stream);
+void *mgpuMemAlloc(uint64_t bytes, void *stream, bool isHostShared);
+void mgpuMemFree(void *ptr, void *stream);
+void mgpuMemcpy(void *dst, void *src, size_t bytes, void *stream);
+void mgpuMemset32(void *dst, unsigned value, size_t count, void *stream);
+void mgpuMemset16(void *dst, unsigned short value, size_t count,
+                  void *stream);
+void mgpuSetDefaultDevice(int32_t device);
+}
+
 #endif // WEFT_RUNTIME_CUDA_H

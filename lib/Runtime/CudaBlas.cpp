@@ -1,0 +1,493 @@
+//===- CudaBlas.cpp - The device GEMMs, through cuBLASLt ------------------===//
+//
+// Part of the Weft project.
+//
+//===----------------------------------------------------------------------===//
+//
+// weft_rt_cuda_sgemm and its family keep the CPU functions' contract
+// (Kernels.h: row-major, row strides, batch strides, stride 0 broadcasts)
+// on device pointers. cuBLASLt (libcublasLt.so.13, dlopen'ed on the first
+// GEMM) is column-major; mapRowMajorGemm turns each call into the product
+// C^T = op(B)^T op(A)^T it computes. f32 products use CUBLAS_COMPUTE_32F,
+// never TF32, so that losses match the CPU's; bf16 operands are multiplied
+// and summed in f32.
+//
+// Each distinct shape (sizes, transposes, strides, pointer alignments) gets
+// a matmul descriptor, layouts and one heuristic query, cached for the
+// process: a training step repeats the same few dozen shapes. All GEMMs
+// share one 32 MiB workspace, allocated once, and run on the step stream.
+//
+//===----------------------------------------------------------------------===//
+
+#include "weft/Runtime/Cuda.h"
+
+#include "CudaInternal.h"
+
+#include <dlfcn.h>
+
+#include <algorithm>
+#include <climits>
+#include <cstring>
+#include <map>
+#include <mutex>
+#include <string>
+#include <vector>
+
+using namespace weft::rt::cuda;
+using namespace weft::rt::cuda::api;
+
+//===----------------------------------------------------------------------===//
+// The mapping (CudaApi.h)
+//===----------------------------------------------------------------------===//
+
+LtGemm api::mapRowMajorGemm(int64_t batch, bool transA, bool transB, int64_t m,
+                            int64_t n, int64_t k, int64_t lda, int64_t strideA,
+                            int64_t ldb, int64_t strideB, int64_t ldc,
+                            int64_t strideC) {
+  LtGemm g;
+  g.m = uint64_t(n);
+  g.n = uint64_t(m);
+  g.k = uint64_t(k);
+  g.batch = batch;
+  bool batched = batch > 1;
+  // cuBLASLt's A is op(b)^T, n x k. Stored b read column-major is b^T:
+  // k x n for b (k x n row-major) itself, so transposed back; n x k when
+  // the caller's b is stored transposed (n x k row-major), so as it is.
+  g.a.op = transB ? CUBLAS_OP_T : CUBLAS_OP_N;
+  g.a.rows = uint64_t(transB ? k : n);
+  g.a.cols = uint64_t(transB ? n : k);
+  g.a.ld = ldb;
+  g.a.batchStride = batched ? strideB : 0;
+  // cuBLASLt's B is op(a)^T, k x m, likewise.
+  g.b.op = transA ? CUBLAS_OP_T : CUBLAS_OP_N;
+  g.b.rows = uint64_t(transA ? m : k);
+  g.b.cols = uint64_t(transA ? k : m);
+  g.b.ld = lda;
+  g.b.batchStride = batched ? strideA : 0;
+  // D = C^T, n x m.
+  g.c.rows = uint64_t(n);
+  g.c.cols = uint64_t(m);
+  g.c.ld = ldc;
+  g.c.batchStride = batched ? strideC : 0;
+  return g;
+}
+
+bool api::fitsCublasLt(const LtGemm &g) {
+  auto fits = [](const LtOperand &o) {
+    return o.ld >= 1 && uint64_t(o.ld) >= o.rows;
+  };
+  return g.batch >= 1 && g.batch <= INT32_MAX && fits(g.a) && fits(g.b) &&
+         fits(g.c);
+}
+
+namespace {
+
+//===----------------------------------------------------------------------===//
+// cuBLASLt
+//===----------------------------------------------------------------------===//
+
+struct Lt {
+#define WEFT_DECLARE_POINTER(name, symbol, ret, ...)                           \
+  ret (*name)(__VA_ARGS__) = nullptr;
+  WEFT_CUBLASLT_FUNCTIONS(WEFT_DECLARE_POINTER)
+#undef WEFT_DECLARE_POINTER
+};
+
+constexpr size_t kWorkspaceBytes = 32u << 20;
+
+/// A cached shape: descriptor, layouts and the heuristic's algorithm.
+struct Plan {
+  cublasLtMatmulDesc_t desc = nullptr;
+  cublasLtMatrixLayout_t a = nullptr, b = nullptr, c = nullptr;
+  cublasLtMatmulAlgo_t algo = {};
+};
+
+/// A device buffer that only grows: the dense copies of operands cuBLASLt
+/// cannot read in place.
+struct Scratch {
+  CUdeviceptr ptr = 0;
+  size_t bytes = 0;
+};
+
+struct BlasState {
+  std::mutex mutex;
+  bool ready = false;
+  Lt lt;
+  cublasLtHandle_t handle = nullptr;
+  CUdeviceptr workspace = 0;
+  std::map<std::vector<int64_t>, Plan> plans;
+  Scratch scratch[2];
+};
+
+BlasState &blas() {
+  static BlasState *s = new BlasState;
+  return *s;
+}
+
+void checkLt(cublasStatus_t status, const char *call, const char *function,
+             const std::string &shape) {
+  if (status == CUBLAS_STATUS_SUCCESS)
+    return;
+  const Lt &lt = blas().lt;
+  const char *name =
+      lt.cublasLtGetStatusName ? lt.cublasLtGetStatusName(status) : nullptr;
+  const char *text =
+      lt.cublasLtGetStatusString ? lt.cublasLtGetStatusString(status) : nullptr;
+  detail::fatal(call,
+                std::string(function) + " failed for " + shape + ": " +
+                    (name ? name : "cublasStatus " + std::to_string(status)) +
+                    (text ? std::string(" (") + text + ")" : ""));
+}
+
+/// Loads cuBLASLt, creates the handle and the workspace, once. Holds the
+/// mutex.
+void readyLocked(BlasState &s, const char *call) {
+  if (s.ready)
+    return;
+  void *lib = dlopen("libcublasLt.so.13", RTLD_NOW | RTLD_LOCAL);
+  if (!lib)
+    lib = dlopen("libcublasLt.so", RTLD_NOW | RTLD_LOCAL);
+  if (!lib) {
+    const char *why = dlerror();
+    detail::fatal(call, std::string("cuBLASLt could not be loaded (") +
+                            (why ? why : "libcublasLt.so.13 not found") +
+                            "); the GEMMs of a --target cuda executable need "
+                            "cuBLAS 13 (the CUDA 13 toolkit's libcublasLt, or "
+                            "the nvidia-cublas package) on the library path");
+  }
+  std::string missing;
+#define WEFT_LOOK_UP(name, symbol, ret, ...)                                   \
+  s.lt.name = reinterpret_cast<ret (*)(__VA_ARGS__)>(dlsym(lib, symbol));      \
+  if (!s.lt.name)                                                              \
+    missing += std::string(missing.empty() ? "" : ", ") + symbol;
+  WEFT_CUBLASLT_FUNCTIONS(WEFT_LOOK_UP)
+#undef WEFT_LOOK_UP
+  if (!missing.empty())
+    detail::fatal(call, "the loaded cuBLASLt lacks " + missing +
+                            "; install cuBLAS 13");
+  checkLt(s.lt.cublasLtCreate(&s.handle), call, "cublasLtCreate", "the handle");
+  detail::check(detail::driver().cuMemAlloc(&s.workspace, kWorkspaceBytes),
+                call, nullptr, "cuMemAlloc (the cuBLASLt workspace)");
+  s.ready = true;
+}
+
+/// The largest power of two up to 256 dividing the address of every matrix
+/// of the batch: what cuBLASLt's heuristic may assume.
+uint32_t alignmentOf(const void *ptr, int64_t batchStride, size_t elementSize,
+                     int64_t batch) {
+  uint64_t v = reinterpret_cast<uintptr_t>(ptr);
+  if (batch > 1)
+    v |= uint64_t(batchStride) * elementSize;
+  if (v == 0)
+    return 256;
+  return uint32_t(std::min<uint64_t>(256, v & (~v + 1)));
+}
+
+std::string shapeOf(const char *call, int64_t batch, bool ta, bool tb,
+                    int64_t m, int64_t n, int64_t k) {
+  return std::string(call) + " batch " + std::to_string(batch) + ", " +
+         std::to_string(m) + "x" + std::to_string(n) + "x" + std::to_string(k) +
+         (ta ? ", A transposed" : "") + (tb ? ", B transposed" : "");
+}
+
+/// The cached plan of `g` on these types and alignments (of cuBLASLt's A,
+/// B and C); made (with a
+/// heuristic query) the first time. Holds the mutex.
+Plan &planLocked(BlasState &s, const LtGemm &g, int inType, int outType,
+                 uint32_t alignA, uint32_t alignB, uint32_t alignC,
+                 const char *call, const std::string &shape) {
+  std::vector<int64_t> key = {inType,
+                              outType,
+                              g.a.op,
+                              int64_t(g.a.rows),
+                              int64_t(g.a.cols),
+                              g.a.ld,
+                              g.a.batchStride,
+                              g.b.op,
+                              int64_t(g.b.rows),
+                              int64_t(g.b.cols),
+                              g.b.ld,
+                              g.b.batchStride,
+                              g.c.ld,
+                              g.c.batchStride,
+                              int64_t(g.m),
+                              int64_t(g.n),
+                              int64_t(g.k),
+                              g.batch,
+                              alignA,
+                              alignB,
+                              alignC};
+  auto found = s.plans.find(key);
+  if (found != s.plans.end())
+    return found->second;
+  const Lt &lt = s.lt;
+  Plan p;
+  checkLt(lt.cublasLtMatmulDescCreate(&p.desc, CUBLAS_COMPUTE_32F, CUDA_R_32F),
+          call, "cublasLtMatmulDescCreate", shape);
+  int32_t opA = g.a.op, opB = g.b.op;
+  checkLt(lt.cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_TRANSA,
+                                            &opA, sizeof(opA)),
+          call, "cublasLtMatmulDescSetAttribute", shape);
+  checkLt(lt.cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_TRANSB,
+                                            &opB, sizeof(opB)),
+          call, "cublasLtMatmulDescSetAttribute", shape);
+  auto layout = [&](cublasLtMatrixLayout_t &l, int type, const LtOperand &o) {
+    checkLt(lt.cublasLtMatrixLayoutCreate(&l, type, o.rows, o.cols, o.ld), call,
+            "cublasLtMatrixLayoutCreate", shape);
+    if (g.batch > 1) {
+      int32_t count = int32_t(g.batch);
+      int64_t stride = o.batchStride;
+      checkLt(lt.cublasLtMatrixLayoutSetAttribute(
+                  l, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &count, sizeof(count)),
+              call, "cublasLtMatrixLayoutSetAttribute", shape);
+      checkLt(lt.cublasLtMatrixLayoutSetAttribute(
+                  l, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &stride,
+                  sizeof(stride)),
+              call, "cublasLtMatrixLayoutSetAttribute", shape);
+    }
+  };
+  layout(p.a, inType, g.a);
+  layout(p.b, inType, g.b);
+  layout(p.c, outType, g.c);
+  cublasLtMatmulPreference_t pref = nullptr;
+  checkLt(lt.cublasLtMatmulPreferenceCreate(&pref), call,
+          "cublasLtMatmulPreferenceCreate", shape);
+  uint64_t workspace = kWorkspaceBytes;
+  lt.cublasLtMatmulPreferenceSetAttribute(
+      pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &workspace,
+      sizeof(workspace));
+  // Without these the heuristic assumes 256-byte aligned matrices, and a
+  // product on a view into a buffer fails or reads wrongly aligned.
+  lt.cublasLtMatmulPreferenceSetAttribute(
+      pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, &alignA,
+      sizeof(alignA));
+  lt.cublasLtMatmulPreferenceSetAttribute(
+      pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, &alignB,
+      sizeof(alignB));
+  lt.cublasLtMatmulPreferenceSetAttribute(
+      pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, &alignC,
+      sizeof(alignC));
+  lt.cublasLtMatmulPreferenceSetAttribute(
+      pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &alignC,
+      sizeof(alignC));
+  cublasLtMatmulHeuristicResult_t result = {};
+  int found_count = 0;
+  checkLt(lt.cublasLtMatmulAlgoGetHeuristic(s.handle, p.desc, p.a, p.b, p.c,
+                                            p.c, pref, 1, &result,
+                                            &found_count),
+          call, "cublasLtMatmulAlgoGetHeuristic", shape);
+  lt.cublasLtMatmulPreferenceDestroy(pref);
+  if (found_count < 1)
+    detail::fatal(call, "cuBLASLt has no algorithm for " + shape);
+  p.algo = result.algo;
+  return s.plans.emplace(std::move(key), p).first->second;
+}
+
+/// Copies an operand cuBLASLt cannot read in place (a row stride shorter
+/// than the row, as a stride of 0 broadcasting one row) into dense scratch,
+/// on the step stream, and describes the copy in `o`. The stored matrix is
+/// o.cols rows of o.rows elements, rows ld apart.
+const void *densify(const void *src, LtOperand &o, int64_t batch,
+                    size_t elementSize, Scratch &scratch, const char *call) {
+  const detail::Driver &d = detail::driver();
+  CUstream stream = detail::stepStream();
+  uint64_t rows = o.cols, rowBytes = o.rows * elementSize;
+  int64_t copies = o.batchStride == 0 ? 1 : batch;
+  size_t need = size_t(copies) * rows * rowBytes;
+  if (need > scratch.bytes) {
+    // Queued GEMMs may still read the old buffer.
+    if (scratch.ptr) {
+      detail::check(d.cuStreamSynchronize(stream), call, nullptr,
+                    "cuStreamSynchronize");
+      detail::check(d.cuMemFree(scratch.ptr), call, nullptr, "cuMemFree");
+    }
+    scratch = {};
+    detail::check(d.cuMemAlloc(&scratch.ptr, need), call, nullptr,
+                  "cuMemAlloc (a dense copy of a GEMM operand)");
+    scratch.bytes = need;
+  }
+  auto base = reinterpret_cast<CUdeviceptr>(src);
+  for (int64_t i = 0; i < copies; ++i) {
+    CUdeviceptr from = base + CUdeviceptr(i * o.batchStride * elementSize);
+    CUdeviceptr to = scratch.ptr + CUdeviceptr(i * rows * rowBytes);
+    if (o.ld == 0) {
+      // Every row is the first: copy it, then double what is there.
+      detail::check(d.cuMemcpyAsync(to, from, rowBytes, stream), call, nullptr,
+                    "cuMemcpyAsync");
+      for (uint64_t have = 1; have < rows; have *= 2) {
+        uint64_t more = std::min(have, rows - have);
+        detail::check(
+            d.cuMemcpyAsync(to + have * rowBytes, to, more * rowBytes, stream),
+            call, nullptr, "cuMemcpyAsync");
+      }
+    } else {
+      for (uint64_t r = 0; r < rows; ++r)
+        detail::check(
+            d.cuMemcpyAsync(to + r * rowBytes,
+                            from + CUdeviceptr(r * o.ld * elementSize),
+                            rowBytes, stream),
+            call, nullptr, "cuMemcpyAsync");
+    }
+  }
+  o.ld = int64_t(o.rows);
+  if (o.batchStride != 0)
+    o.batchStride = int64_t(rows * o.rows);
+  return reinterpret_cast<const void *>(scratch.ptr);
+}
+
+/// Zeroes batch m x n matrices of C (k = 0: an empty sum).
+void zeroC(void *c, int64_t batch, int64_t m, int64_t n, int64_t ldc,
+           int64_t strideC, size_t elementSize, const char *call) {
+  const detail::Driver &d = detail::driver();
+  CUstream stream = detail::stepStream();
+  for (int64_t i = 0; i < (strideC == 0 ? 1 : batch); ++i) {
+    CUdeviceptr to = reinterpret_cast<CUdeviceptr>(c) +
+                     CUdeviceptr(i * strideC * int64_t(elementSize));
+    size_t pitch = size_t(ldc) * elementSize;
+    if (elementSize == 4)
+      detail::check(
+          d.cuMemsetD2D32Async(to, pitch, 0, size_t(n), size_t(m), stream),
+          call, nullptr, "cuMemsetD2D32Async");
+    else
+      detail::check(
+          d.cuMemsetD2D16Async(to, pitch, 0, size_t(n), size_t(m), stream),
+          call, nullptr, "cuMemsetD2D16Async");
+  }
+  detail::noteQueued(call, call);
+}
+
+/// C = op(A) op(B) + beta C for each matrix of the batch, on the step
+/// stream; the sizes are positive.
+void gemm(const char *call, int inType, int outType, int64_t batch, bool ta,
+          bool tb, int64_t m, int64_t n, int64_t k, const void *a, int64_t lda,
+          int64_t strideA, const void *b, int64_t ldb, int64_t strideB, void *c,
+          int64_t ldc, int64_t strideC, float beta) {
+  detail::requireInitialized(call, nullptr);
+  if (lda < 0 || ldb < 0 || ldc < 0 || strideA < 0 || strideB < 0 ||
+      strideC < 0)
+    detail::fatal(call, shapeOf(call, batch, ta, tb, m, n, k) +
+                            ": a negative leading dimension or batch stride");
+  size_t inSize = inType == CUDA_R_32F ? 4 : 2;
+  size_t outSize = outType == CUDA_R_32F ? 4 : 2;
+  if (k <= 0) {
+    if (beta == 0.0f)
+      zeroC(c, batch, m, n, ldc, strideC, outSize, call);
+    return;
+  }
+  // Every matrix of a batch writing one C: the last product is what stays,
+  // as on the CPU.
+  if (batch > 1 && strideC == 0) {
+    a = static_cast<const char *>(a) + (batch - 1) * strideA * int64_t(inSize);
+    b = static_cast<const char *>(b) + (batch - 1) * strideB * int64_t(inSize);
+    batch = 1;
+  }
+  BlasState &s = blas();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  readyLocked(s, call);
+  std::string shape = shapeOf(call, batch, ta, tb, m, n, k);
+  // cuBLASLt's batch count is an int32: larger batches go in pieces.
+  for (int64_t done = 0; done < batch; done += INT32_MAX) {
+    int64_t piece = std::min<int64_t>(INT32_MAX, batch - done);
+    const void *pa =
+        static_cast<const char *>(a) + done * strideA * int64_t(inSize);
+    const void *pb =
+        static_cast<const char *>(b) + done * strideB * int64_t(inSize);
+    void *pc = static_cast<char *>(c) + done * strideC * int64_t(outSize);
+    LtGemm g = mapRowMajorGemm(piece, ta, tb, m, n, k, lda, strideA, ldb,
+                               strideB, ldc, strideC);
+    if (uint64_t(g.c.ld) < g.c.rows)
+      detail::fatal(call, shape + ": ldc " + std::to_string(ldc) +
+                              " is shorter than a row of C (" +
+                              std::to_string(n) + ")");
+    // Lt's A is the caller's b.
+    const void *ltA = pb, *ltB = pa;
+    if (uint64_t(g.a.ld) < std::max<uint64_t>(1, g.a.rows))
+      ltA = densify(ltA, g.a, piece, inSize, s.scratch[0], call);
+    if (uint64_t(g.b.ld) < std::max<uint64_t>(1, g.b.rows))
+      ltB = densify(ltB, g.b, piece, inSize, s.scratch[1], call);
+    Plan &p = planLocked(
+        s, g, inType, outType, alignmentOf(ltA, g.a.batchStride, inSize, piece),
+        alignmentOf(ltB, g.b.batchStride, inSize, piece),
+        alignmentOf(pc, g.c.batchStride, outSize, piece), call, shape);
+    float alpha = 1.0f;
+    checkLt(s.lt.cublasLtMatmul(s.handle, p.desc, &alpha, ltA, p.a, ltB, p.b,
+                                &beta, pc, p.c, pc, p.c, &p.algo,
+                                reinterpret_cast<void *>(s.workspace),
+                                kWorkspaceBytes, detail::stepStream()),
+            call, "cublasLtMatmul", shape);
+  }
+  detail::noteQueued(call, call);
+}
+
+} // namespace
+
+extern "C" void weft_rt_cuda_sgemm(int64_t batch, int32_t transA,
+                                   int32_t transB, int64_t m, int64_t n,
+                                   int64_t k, const float *a, int64_t lda,
+                                   int64_t strideA, const float *b, int64_t ldb,
+                                   int64_t strideB, float *c, int64_t ldc,
+                                   int64_t strideC) {
+  if (batch <= 0 || m <= 0 || n <= 0)
+    return;
+  gemm("weft_rt_cuda_sgemm", CUDA_R_32F, CUDA_R_32F, batch, transA != 0,
+       transB != 0, m, n, k, a, lda, strideA, b, ldb, strideB, c, ldc, strideC,
+       0.0f);
+}
+
+extern "C" void weft_rt_cuda_sgemm_batch_sum(
+    int64_t batch, int32_t transA, int32_t transB, int64_t m, int64_t n,
+    int64_t k, const float *a, int64_t lda, int64_t strideA, const float *b,
+    int64_t ldb, int64_t strideB, float *c, int64_t ldc) {
+  const char *call = "weft_rt_cuda_sgemm_batch_sum";
+  if (m <= 0 || n <= 0)
+    return;
+  if (batch <= 0) {
+    detail::requireInitialized(call, nullptr);
+    zeroC(c, 1, m, n, ldc, 0, sizeof(float), call);
+    return;
+  }
+  // The first product overwrites C, the others add to it in batch order,
+  // as on the CPU.
+  for (int64_t i = 0; i < batch; ++i)
+    gemm(call, CUDA_R_32F, CUDA_R_32F, 1, transA != 0, transB != 0, m, n, k,
+         a + i * strideA, lda, 0, b + i * strideB, ldb, 0, c, ldc, 0,
+         i == 0 ? 0.0f : 1.0f);
+}
+
+extern "C" void weft_rt_cuda_sgemm_accumulate(int32_t transA, int32_t transB,
+                                              int64_t m, int64_t n, int64_t k,
+                                              const float *a, int64_t lda,
+                                              const float *b, int64_t ldb,
+                                              float *c, int64_t ldc) {
+  if (m <= 0 || n <= 0)
+    return;
+  gemm("weft_rt_cuda_sgemm_accumulate", CUDA_R_32F, CUDA_R_32F, 1, transA != 0,
+       transB != 0, m, n, k, a, lda, 0, b, ldb, 0, c, ldc, 0, 1.0f);
+}
+
+extern "C" void weft_rt_cuda_sbgemm(int64_t batch, int32_t transA,
+                                    int32_t transB, int64_t m, int64_t n,
+                                    int64_t k, const uint16_t *a, int64_t lda,
+                                    int64_t strideA, const uint16_t *b,
+                                    int64_t ldb, int64_t strideB, float *c,
+                                    int64_t ldc, int64_t strideC) {
+  if (batch <= 0 || m <= 0 || n <= 0)
+    return;
+  gemm("weft_rt_cuda_sbgemm", CUDA_R_16BF, CUDA_R_32F, batch, transA != 0,
+       transB != 0, m, n, k, a, lda, strideA, b, ldb, strideB, c, ldc, strideC,
+       0.0f);
+}
+
+extern "C" void weft_rt_cuda_sbgemm_bf16(int64_t batch, int32_t transA,
+                                         int32_t transB, int64_t m, int64_t n,
+                                         int64_t k, const uint16_t *a,
+                                         int64_t lda, int64_t strideA,
+                                         const uint16_t *b, int64_t ldb,
+                                         int64_t strideB, uint16_t *c,
+                                         int64_t ldc, int64_t strideC) {
+  if (batch <= 0 || m <= 0 || n <= 0)
+    return;
+  gemm("weft_rt_cuda_sbgemm_bf16", CUDA_R_16BF, CUDA_R_16BF, batch, transA != 0,
+       transB != 0, m, n, k, a, lda, strideA, b, ldb, strideB, c, ldc, strideC,
+       0.0f);
+}

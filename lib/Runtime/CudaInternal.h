@@ -1,0 +1,54 @@
+//===- CudaInternal.h - What Cuda.cpp shares with CudaBlas.cpp --*- C++ -*-===//
+//
+// Part of the Weft project.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef WEFT_LIB_RUNTIME_CUDAINTERNAL_H
+#define WEFT_LIB_RUNTIME_CUDAINTERNAL_H
+
+#include "weft/Runtime/CudaApi.h"
+
+#include <string>
+
+namespace weft::rt::cuda::detail {
+
+using namespace weft::rt::cuda::api;
+
+/// The driver's entry points, looked up once (dlsym on libcuda.so.1).
+struct Driver {
+#define WEFT_DECLARE_POINTER(name, symbol, ret, ...)                           \
+  ret (*name)(__VA_ARGS__) = nullptr;
+  WEFT_CUDA_DRIVER_FUNCTIONS(WEFT_DECLARE_POINTER)
+#undef WEFT_DECLARE_POINTER
+};
+
+/// The driver of an initialized process. Callers have passed
+/// requireInitialized.
+const Driver &driver();
+/// The step stream.
+api::CUstream stepStream();
+
+/// Ends the process unless initialize() succeeded, naming `call` and, when
+/// not null, `kernel`: the generated code's entry points cannot return an
+/// error, and none of them may be the first to touch the driver. Also makes
+/// the device's context current on the calling thread.
+void requireInitialized(const char *call, const char *kernel);
+
+/// Ends the process when `result` is not CUDA_SUCCESS, with a message
+/// naming `call` (the entry point), `kernel` (when not null), the driver
+/// function and the CUresult's name and description.
+void check(api::CUresult result, const char *call, const char *kernel,
+           const char *driverFunction);
+/// Ends the process with "error: CUDA: <call>: <message>".
+[[noreturn]] void fatal(const char *call, const std::string &message);
+
+/// Records what was just queued on the step stream (a static string or a
+/// kernel's name that lives as long as the process), so that an error the
+/// next synchronization reports names its candidates; with WEFT_CUDA_SYNC=1
+/// also waits for it, so that the error names exactly the culprit.
+void noteQueued(const char *call, const char *what);
+
+} // namespace weft::rt::cuda::detail
+
+#endif // WEFT_LIB_RUNTIME_CUDAINTERNAL_H

@@ -1,0 +1,713 @@
+//===- CudaTest.cpp - The runtime's CUDA layer ----------------------------===//
+//
+// Part of the Weft project.
+//
+//===----------------------------------------------------------------------===//
+//
+// Everywhere: the errors without a driver or device, the mgpu* entry points
+// refusing to run before initialize(), module registration not touching the
+// driver, the row-major to cuBLASLt mapping evaluated on the host, and,
+// where the build found the CUDA toolkit, CudaApi.h's values, layouts and
+// symbol names against cuda.h and cublasLt.h.
+//
+// With a CUDA device (otherwise they skip, saying so): every GEMM entry
+// point against its CPU counterpart on random data, copies, the mgpu*
+// memory functions and a kernel launched from a cubin and from PTX.
+//
+// Death tests use the "threadsafe" style: the child re-executes this binary
+// and runs only that test, so it starts without CUDA state whatever the
+// parent did.
+//
+//===----------------------------------------------------------------------===//
+
+#include "weft/Runtime/Cuda.h"
+#include "weft/Runtime/CudaApi.h"
+#include "weft/Runtime/Kernels.h"
+
+#include "CudaTestKernel.h"
+#ifdef WEFT_TEST_CUBIN
+#include "CudaTestKernel.cubin.h"
+#endif
+
+#include <gtest/gtest.h>
+
+#include <dlfcn.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#ifdef WEFT_TEST_CUDA_HEADERS
+#include <cublasLt.h>
+#include <cuda.h>
+#endif
+
+using namespace weft::rt;
+namespace api = weft::rt::cuda::api;
+
+namespace {
+
+//===----------------------------------------------------------------------===//
+// Without a device
+//===----------------------------------------------------------------------===//
+
+TEST(CudaTest, InitializeWithoutDeviceSaysWhatIsMissing) {
+  if (cuda::deviceCount() > 0)
+    GTEST_SKIP() << "a CUDA device is present; "
+                    "InitializeRejectsAMissingDevice covers the error";
+  weft::rt::Status s = cuda::initialize(0);
+  ASSERT_FALSE(s.ok());
+  EXPECT_FALSE(cuda::initialized());
+  // Without libcuda.so.1 the message names it and the flag; with a driver
+  // but no GPU it says no GPU is visible. Both say how to train on the CPU.
+  EXPECT_NE(s.message.find("compile without --target cuda"), std::string::npos)
+      << s.message;
+  void *driver = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+  if (!driver) {
+    EXPECT_NE(s.message.find("libcuda.so.1"), std::string::npos) << s.message;
+    EXPECT_NE(s.message.find("weftc --target cuda"), std::string::npos)
+        << s.message;
+  } else {
+    dlclose(driver);
+  }
+  EXPECT_TRUE(cuda::deviceDescription().empty());
+}
+
+TEST(CudaTest, DeviceCountIsZeroWithoutDriver) {
+  void *driver = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+  if (driver) {
+    dlclose(driver);
+    EXPECT_GE(cuda::deviceCount(), 0);
+    GTEST_SKIP() << "libcuda.so.1 loads here; counted " << cuda::deviceCount()
+                 << " devices";
+  }
+  EXPECT_EQ(cuda::deviceCount(), 0);
+}
+
+/// The generated code's entry points cannot return errors; before the
+/// trainer initialized the device they end the process, naming themselves.
+TEST(CudaTest, EntryPointsBeforeInitializeEndTheProcess) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_EXIT(mgpuStreamCreate(), testing::ExitedWithCode(1),
+              "error: CUDA: mgpuStreamCreate: called before "
+              "weft::rt::cuda::initialize\\(\\)");
+  EXPECT_EXIT(
+      {
+        void *module =
+            mgpuModuleLoad(const_cast<char *>(kTestPtx), sizeof(kTestPtx));
+        mgpuModuleGetFunction(module, "scale_add");
+      },
+      testing::ExitedWithCode(1),
+      "mgpuModuleGetFunction: kernel \"scale_add\": called before "
+      "weft::rt::cuda::initialize");
+  EXPECT_EXIT(mgpuMemAlloc(16, nullptr, false), testing::ExitedWithCode(1),
+              "mgpuMemAlloc: called before");
+  EXPECT_EXIT(weft_rt_cuda_sgemm(1, 0, 0, 2, 2, 2, nullptr, 2, 0, nullptr, 2, 0,
+                                 nullptr, 2, 0),
+              testing::ExitedWithCode(1), "weft_rt_cuda_sgemm: called before");
+}
+
+/// Global constructors register modules before main: that must not load
+/// (or even open) the driver.
+TEST(CudaTest, ModuleLoadDoesNotTouchTheDriver) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_EXIT(
+      {
+        void *module =
+            mgpuModuleLoad(const_cast<char *>(kTestPtx), sizeof(kTestPtx));
+        void *jit = mgpuModuleLoadJIT(const_cast<char *>(kTestPtx), 2);
+        bool opened = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_NOLOAD);
+        // Unloading a module never loaded needs no driver either (global
+        // destructors of a process that never initialized).
+        mgpuModuleUnload(module);
+        mgpuModuleUnload(jit);
+        std::exit(module && jit && !opened && !cuda::initialized() ? 0 : 2);
+      },
+      testing::ExitedWithCode(0), "");
+}
+
+//===----------------------------------------------------------------------===//
+// The row-major to cuBLASLt mapping, evaluated on the host
+//===----------------------------------------------------------------------===//
+
+/// D = op(A) op(B) for one matrix of cuBLASLt's batch, column-major, as
+/// cuBLASLt defines it, with `a` and `b` the pointers it is given.
+void evaluateLt(const api::LtGemm &g, const float *a, const float *b,
+                float *d) {
+  for (int64_t bi = 0; bi < g.batch; ++bi)
+    for (uint64_t i = 0; i < g.m; ++i)
+      for (uint64_t j = 0; j < g.n; ++j) {
+        double sum = 0;
+        for (uint64_t p = 0; p < g.k; ++p) {
+          const float *ab = a + bi * g.a.batchStride;
+          const float *bb = b + bi * g.b.batchStride;
+          // op(A) is m x k: A itself (rows x cols = m x k) or A^T.
+          double av = g.a.op == api::CUBLAS_OP_N ? ab[i + p * g.a.ld]
+                                                 : ab[p + i * g.a.ld];
+          double bv = g.b.op == api::CUBLAS_OP_N ? bb[p + j * g.b.ld]
+                                                 : bb[j + p * g.b.ld];
+          sum += av * bv;
+        }
+        d[bi * g.c.batchStride + i + j * g.c.ld] = float(sum);
+      }
+}
+
+struct Case {
+  int64_t batch;
+  bool ta, tb;
+  int64_t m, n, k;
+  int64_t padA = 0, padB = 0, padC = 0;        ///< Row stride beyond the row.
+  bool broadcastA = false, broadcastB = false; ///< Batch stride 0.
+};
+
+/// The CPU call of a case: leading dimensions and batch strides.
+struct Call {
+  int64_t lda, ldb, ldc, sa, sb, sc;
+  size_t aSize, bSize, cSize;
+};
+
+Call callOf(const Case &c) {
+  Call r;
+  int64_t aRows = c.ta ? c.k : c.m, aCols = c.ta ? c.m : c.k;
+  int64_t bRows = c.tb ? c.n : c.k, bCols = c.tb ? c.k : c.n;
+  r.lda = aCols + c.padA;
+  r.ldb = bCols + c.padB;
+  r.ldc = c.n + c.padC;
+  r.sa = c.broadcastA ? 0 : aRows * r.lda;
+  r.sb = c.broadcastB ? 0 : bRows * r.ldb;
+  r.sc = c.m * r.ldc;
+  r.aSize = size_t(c.broadcastA ? 1 : c.batch) * aRows * r.lda;
+  r.bSize = size_t(c.broadcastB ? 1 : c.batch) * bRows * r.ldb;
+  r.cSize = size_t(c.batch) * c.m * r.ldc;
+  return r;
+}
+
+std::vector<Case> cases() {
+  std::vector<Case> out;
+  for (bool ta : {false, true})
+    for (bool tb : {false, true}) {
+      out.push_back({1, ta, tb, 1, 1, 1});
+      out.push_back({1, ta, tb, 7, 5, 3});
+      out.push_back({3, ta, tb, 13, 9, 17, 1, 2, 3});
+      out.push_back({4, ta, tb, 33, 65, 31, 0, 0, 0, true, false});
+      out.push_back({2, ta, tb, 64, 48, 96, 5, 0, 7, false, true});
+      out.push_back({5, ta, tb, 1, 40, 24, 0, 1, 0, true, true});
+    }
+  return out;
+}
+
+std::vector<float> randomFloats(size_t n, std::mt19937 &gen) {
+  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+  std::vector<float> v(n);
+  for (float &x : v)
+    x = dist(gen);
+  return v;
+}
+
+TEST(CudaTest, RowMajorGemmMapsToCublasLtColumnMajor) {
+  std::mt19937 gen(7);
+  for (const Case &c : cases()) {
+    Call call = callOf(c);
+    std::vector<float> a = randomFloats(call.aSize, gen);
+    std::vector<float> b = randomFloats(call.bSize, gen);
+    std::vector<float> want(call.cSize, -7.0f), got(call.cSize, -7.0f);
+    weft_rt_sgemm(c.batch, c.ta, c.tb, c.m, c.n, c.k, a.data(), call.lda,
+                  call.sa, b.data(), call.ldb, call.sb, want.data(), call.ldc,
+                  call.sc);
+    api::LtGemm g =
+        api::mapRowMajorGemm(c.batch, c.ta, c.tb, c.m, c.n, c.k, call.lda,
+                             call.sa, call.ldb, call.sb, call.ldc, call.sc);
+    EXPECT_TRUE(api::fitsCublasLt(g));
+    // cuBLASLt's A is the caller's B.
+    evaluateLt(g, b.data(), a.data(), got.data());
+    std::string what = "batch " + std::to_string(c.batch) + " " +
+                       std::to_string(c.m) + "x" + std::to_string(c.n) + "x" +
+                       std::to_string(c.k) + " ta " + std::to_string(c.ta) +
+                       " tb " + std::to_string(c.tb);
+    for (size_t i = 0; i < call.cSize; ++i)
+      ASSERT_NEAR(got[i], want[i], 1e-5f * float(c.k)) << what << " at " << i;
+    // The layouts describe the stored matrices: the row stride is the
+    // leading dimension, the column-major rows are the stored row length.
+    EXPECT_EQ(g.a.ld, call.ldb);
+    EXPECT_EQ(g.b.ld, call.lda);
+    EXPECT_EQ(g.a.rows, uint64_t(c.tb ? c.k : c.n));
+    EXPECT_EQ(g.b.rows, uint64_t(c.ta ? c.m : c.k));
+    EXPECT_EQ(g.c.rows, uint64_t(c.n));
+    EXPECT_EQ(g.c.cols, uint64_t(c.m));
+  }
+}
+
+TEST(CudaTest, BroadcastRowsNeedADenseCopy) {
+  // A row stride of 0 (every row of B the same) is valid for the CPU
+  // functions but no cuBLASLt layout: the device GEMM copies it first.
+  api::LtGemm g = api::mapRowMajorGemm(1, false, false, 4, 8, 3, 3, 0,
+                                       /*ldb=*/0, 0, 8, 0);
+  EXPECT_FALSE(api::fitsCublasLt(g));
+  g = api::mapRowMajorGemm(1, false, false, 4, 8, 3, 3, 0, 8, 0, 8, 0);
+  EXPECT_TRUE(api::fitsCublasLt(g));
+  // Transposed, the stored row is op(A)'s column: lda >= m.
+  g = api::mapRowMajorGemm(1, true, false, 4, 8, 3, /*lda=*/3, 0, 8, 0, 8, 0);
+  EXPECT_FALSE(api::fitsCublasLt(g));
+}
+
+//===----------------------------------------------------------------------===//
+// CudaApi.h against the toolkit's headers
+//===----------------------------------------------------------------------===//
+
+#ifdef WEFT_TEST_CUDA_HEADERS
+#define WEFT_STRINGIFY2(x) #x
+#define WEFT_STRINGIFY(x) WEFT_STRINGIFY2(x)
+
+/// The sizes of a function type's result and parameters.
+template <typename R, typename... Args>
+std::vector<size_t> sizesOf(R (*)(Args...)) {
+  return {sizeof(R), sizeof(Args)...};
+}
+
+TEST(CudaTest, DeclarationsMatchTheToolkitHeaders) {
+  EXPECT_EQ(api::CUDA_SUCCESS, CUDA_SUCCESS);
+  EXPECT_EQ(api::CUDA_ERROR_INVALID_VALUE, CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(api::CUDA_ERROR_OUT_OF_MEMORY, CUDA_ERROR_OUT_OF_MEMORY);
+  EXPECT_EQ(api::CUDA_ERROR_DEINITIALIZED, CUDA_ERROR_DEINITIALIZED);
+  EXPECT_EQ(api::CUDA_ERROR_NO_DEVICE, CUDA_ERROR_NO_DEVICE);
+  EXPECT_EQ(api::CUDA_ERROR_NO_BINARY_FOR_GPU, CUDA_ERROR_NO_BINARY_FOR_GPU);
+  EXPECT_EQ(api::CUDA_ERROR_UNSUPPORTED_PTX_VERSION,
+            CUDA_ERROR_UNSUPPORTED_PTX_VERSION);
+  EXPECT_EQ(api::CU_STREAM_NON_BLOCKING, unsigned(CU_STREAM_NON_BLOCKING));
+  EXPECT_EQ(api::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR,
+            CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR);
+  EXPECT_EQ(api::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR,
+            CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR);
+  EXPECT_EQ(api::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN,
+            CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN);
+  EXPECT_EQ(api::CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED,
+            CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED);
+  EXPECT_EQ(api::CU_POINTER_ATTRIBUTE_MEMORY_TYPE,
+            CU_POINTER_ATTRIBUTE_MEMORY_TYPE);
+  EXPECT_EQ(api::CU_MEMORYTYPE_HOST, unsigned(CU_MEMORYTYPE_HOST));
+  EXPECT_EQ(api::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+            CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES);
+  EXPECT_EQ(api::CU_MEMPOOL_ATTR_RELEASE_THRESHOLD,
+            CU_MEMPOOL_ATTR_RELEASE_THRESHOLD);
+  EXPECT_EQ(api::CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER);
+  EXPECT_EQ(api::CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES,
+            CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES);
+  EXPECT_EQ(api::CU_JIT_OPTIMIZATION_LEVEL, CU_JIT_OPTIMIZATION_LEVEL);
+  EXPECT_EQ(api::CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION,
+            CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION);
+  EXPECT_EQ(sizeof(api::CUdeviceptr), sizeof(CUdeviceptr));
+  EXPECT_EQ(sizeof(api::CUdevice), sizeof(CUdevice));
+
+  EXPECT_EQ(sizeof(api::CUlaunchAttribute), sizeof(CUlaunchAttribute));
+  EXPECT_EQ(offsetof(api::CUlaunchAttribute, value),
+            offsetof(CUlaunchAttribute, value));
+  EXPECT_EQ(offsetof(api::CUlaunchAttribute, value.clusterDim.z),
+            offsetof(CUlaunchAttribute, value.clusterDim.z));
+  EXPECT_EQ(sizeof(api::CUlaunchConfig), sizeof(CUlaunchConfig));
+  EXPECT_EQ(offsetof(api::CUlaunchConfig, sharedMemBytes),
+            offsetof(CUlaunchConfig, sharedMemBytes));
+  EXPECT_EQ(offsetof(api::CUlaunchConfig, hStream),
+            offsetof(CUlaunchConfig, hStream));
+  EXPECT_EQ(offsetof(api::CUlaunchConfig, attrs),
+            offsetof(CUlaunchConfig, attrs));
+  EXPECT_EQ(offsetof(api::CUlaunchConfig, numAttrs),
+            offsetof(CUlaunchConfig, numAttrs));
+
+  EXPECT_EQ(api::CUBLAS_STATUS_SUCCESS, CUBLAS_STATUS_SUCCESS);
+  EXPECT_EQ(api::CUDA_R_32F, CUDA_R_32F);
+  EXPECT_EQ(api::CUDA_R_16BF, CUDA_R_16BF);
+  EXPECT_EQ(api::CUBLAS_COMPUTE_32F, CUBLAS_COMPUTE_32F);
+  EXPECT_EQ(api::CUBLAS_OP_N, CUBLAS_OP_N);
+  EXPECT_EQ(api::CUBLAS_OP_T, CUBLAS_OP_T);
+  EXPECT_EQ(api::CUBLASLT_MATMUL_DESC_TRANSA, CUBLASLT_MATMUL_DESC_TRANSA);
+  EXPECT_EQ(api::CUBLASLT_MATMUL_DESC_TRANSB, CUBLASLT_MATMUL_DESC_TRANSB);
+  EXPECT_EQ(api::CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT,
+            CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT);
+  EXPECT_EQ(api::CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET,
+            CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET);
+  EXPECT_EQ(api::CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
+            CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES);
+  EXPECT_EQ(api::CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES,
+            CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES);
+  EXPECT_EQ(api::CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
+            CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES);
+  EXPECT_EQ(api::CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES,
+            CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES);
+  EXPECT_EQ(api::CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES,
+            CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES);
+  EXPECT_EQ(sizeof(api::cublasLtMatmulAlgo_t), sizeof(cublasLtMatmulAlgo_t));
+  EXPECT_EQ(sizeof(api::cublasLtMatmulHeuristicResult_t),
+            sizeof(cublasLtMatmulHeuristicResult_t));
+  EXPECT_EQ(offsetof(api::cublasLtMatmulHeuristicResult_t, workspaceSize),
+            offsetof(cublasLtMatmulHeuristicResult_t, workspaceSize));
+  EXPECT_EQ(offsetof(api::cublasLtMatmulHeuristicResult_t, state),
+            offsetof(cublasLtMatmulHeuristicResult_t, state));
+
+  // The symbol each function is looked up by is the one cuda.h's macros
+  // pick (cuMemAlloc is cuMemAlloc_v2), and the signature is the header's.
+  // Handles are distinct types on both sides; the sizes of the result and
+  // of every parameter must agree (decltype: no reference to the symbol).
+#define WEFT_CHECK_FUNCTION(name, symbol, ret, ...)                            \
+  EXPECT_STREQ(symbol, WEFT_STRINGIFY(name)) << #name;                         \
+  EXPECT_EQ(sizesOf(static_cast<ret (*)(__VA_ARGS__)>(nullptr)),               \
+            sizesOf(static_cast<decltype(&name)>(nullptr)))                    \
+      << #name;
+  WEFT_CUDA_DRIVER_FUNCTIONS(WEFT_CHECK_FUNCTION)
+  WEFT_CUBLASLT_FUNCTIONS(WEFT_CHECK_FUNCTION)
+#undef WEFT_CHECK_FUNCTION
+}
+#endif
+
+//===----------------------------------------------------------------------===//
+// With a device
+//===----------------------------------------------------------------------===//
+
+/// Initializes device 0 once; false (the caller skips) without one.
+bool haveDevice() {
+  static const bool have = [] {
+    if (cuda::deviceCount() == 0)
+      return false;
+    weft::rt::Status s = cuda::initialize(0);
+    EXPECT_TRUE(s.ok()) << s.message;
+    return s.ok();
+  }();
+  return have;
+}
+
+#define REQUIRE_DEVICE()                                                       \
+  if (!haveDevice())                                                           \
+  GTEST_SKIP() << "no CUDA device: this test needs an NVIDIA GPU and driver"
+
+/// A device copy of `host` that frees itself.
+struct DeviceBuffer {
+  void *ptr = nullptr;
+  size_t bytes = 0;
+  DeviceBuffer(const void *host, size_t n) : bytes(n) {
+    weft::rt::Status s = cuda::allocate(n, &ptr);
+    EXPECT_TRUE(s.ok()) << s.message;
+    if (host && n) {
+      s = cuda::copyToDevice(ptr, host, n);
+      EXPECT_TRUE(s.ok()) << s.message;
+    }
+  }
+  template <typename T>
+  explicit DeviceBuffer(const std::vector<T> &v)
+      : DeviceBuffer(v.data(), v.size() * sizeof(T)) {}
+  ~DeviceBuffer() { cuda::release(ptr); }
+  template <typename T> std::vector<T> read(size_t count) const {
+    std::vector<T> out(count);
+    weft::rt::Status s = cuda::copyToHost(out.data(), ptr, count * sizeof(T));
+    EXPECT_TRUE(s.ok()) << s.message;
+    return out;
+  }
+  template <typename T> T *as() const { return static_cast<T *>(ptr); }
+};
+
+TEST(CudaTest, InitializeRejectsAMissingDevice) {
+  REQUIRE_DEVICE();
+  EXPECT_TRUE(cuda::initialize(0).ok());
+  int count = cuda::deviceCount();
+  weft::rt::Status s = cuda::initialize(count);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message.find("already initialized on device 0"),
+            std::string::npos)
+      << s.message;
+  EXPECT_NE(cuda::deviceDescription().find("(sm_"), std::string::npos)
+      << cuda::deviceDescription();
+  EXPECT_NE(cuda::stream(), nullptr);
+  EXPECT_EQ(mgpuStreamCreate(), cuda::stream());
+}
+
+TEST(CudaTest, CopiesRoundTrip) {
+  REQUIRE_DEVICE();
+  std::mt19937 gen(1);
+  std::vector<float> host = randomFloats(100003, gen);
+  DeviceBuffer d(host);
+  EXPECT_EQ(d.read<float>(host.size()), host);
+  // A copy at an odd offset, and one of no bytes.
+  std::vector<float> part(7, 3.5f);
+  ASSERT_TRUE(cuda::copyToDevice(d.as<float>() + 11, part.data(),
+                                 part.size() * sizeof(float))
+                  .ok());
+  ASSERT_TRUE(cuda::copyToDevice(d.as<float>(), part.data(), 0).ok());
+  std::vector<float> back = d.read<float>(20);
+  for (int i = 0; i < 20; ++i)
+    EXPECT_EQ(back[i], i >= 11 && i < 18 ? 3.5f : host[i]) << i;
+  EXPECT_TRUE(cuda::synchronize().ok());
+}
+
+TEST(CudaTest, MgpuMemoryFunctions) {
+  REQUIRE_DEVICE();
+  void *stream = mgpuStreamCreate();
+  auto *a = static_cast<uint32_t *>(mgpuMemAlloc(1000 * 4, stream, false));
+  auto *b = static_cast<uint32_t *>(mgpuMemAlloc(1000 * 4, stream, false));
+  ASSERT_NE(a, nullptr);
+  mgpuMemset32(a, 0x3F800000u, 1000, stream);
+  mgpuMemset16(b, 0xABCD, 2000, stream);
+  mgpuMemcpy(b + 500, a + 100, 200 * 4, stream);
+  void *event = mgpuEventCreate();
+  mgpuEventRecord(event, stream);
+  mgpuStreamWaitEvent(stream, event);
+  mgpuEventSynchronize(event);
+  mgpuEventDestroy(event);
+  mgpuStreamSynchronize(stream);
+  std::vector<uint32_t> got(1000);
+  ASSERT_TRUE(cuda::copyToHost(got.data(), b, 4000).ok());
+  for (int i = 0; i < 1000; ++i)
+    ASSERT_EQ(got[i], i >= 500 && i < 700 ? 0x3F800000u : 0xABCDABCDu) << i;
+  mgpuMemFree(a, stream);
+  mgpuMemFree(b, stream);
+  mgpuStreamDestroy(stream);
+  EXPECT_EQ(mgpuMemAlloc(0, stream, false), nullptr);
+  EXPECT_TRUE(cuda::synchronize().ok());
+}
+
+/// Launches scale_add (out = 2 in + 1) from `module` through the entry
+/// points the generated host code calls.
+void launchScaleAdd(void *module) {
+  const int n = 1000;
+  std::vector<float> in(n);
+  for (int i = 0; i < n; ++i)
+    in[i] = float(i) * 0.25f;
+  DeviceBuffer din(in), dout(nullptr, n * sizeof(float));
+  static const char name[] = "scale_add";
+  void *function = mgpuModuleGetFunction(module, name);
+  // Asked again (before every launch): the same handle.
+  EXPECT_EQ(mgpuModuleGetFunction(module, name), function);
+  void *inPtr = din.ptr, *outPtr = dout.ptr;
+  int32_t count = n;
+  void *params[] = {&inPtr, &outPtr, &count};
+  void *stream = mgpuStreamCreate();
+  mgpuLaunchKernel(function, (n + 127) / 128, 1, 1, 128, 1, 1, 0, stream,
+                   params, nullptr, 3);
+  mgpuStreamSynchronize(stream);
+  mgpuStreamDestroy(stream);
+  std::vector<float> out = dout.read<float>(n);
+  for (int i = 0; i < n; ++i)
+    ASSERT_EQ(out[i], 2.0f * in[i] + 1.0f) << i;
+}
+
+TEST(CudaTest, LaunchesAKernel) {
+  REQUIRE_DEVICE();
+#ifdef WEFT_TEST_CUBIN
+  // A cubin, as gpu.binary embeds (cubin-format=bin).
+  void *cubin = mgpuModuleLoad(const_cast<unsigned char *>(weftTestCubin),
+                               sizeof(weftTestCubin));
+  launchScaleAdd(cubin);
+  mgpuModuleUnload(cubin);
+#endif
+  // PTX the driver compiles (cubin-format=isa).
+  void *ptx = mgpuModuleLoadJIT(const_cast<char *>(kTestPtx), 2);
+  launchScaleAdd(ptx);
+  mgpuModuleUnload(ptx);
+  EXPECT_TRUE(cuda::synchronize().ok());
+}
+
+TEST(CudaTest, DriverErrorsNameTheKernel) {
+  REQUIRE_DEVICE();
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_EXIT(
+      {
+        if (!cuda::initialize(0).ok())
+          std::exit(3);
+        void *m = mgpuModuleLoadJIT(const_cast<char *>(kTestPtx), 2);
+        mgpuModuleGetFunction(m, "no_such_kernel");
+      },
+      testing::ExitedWithCode(1),
+      "error: CUDA: mgpuModuleGetFunction: kernel \"no_such_kernel\": "
+      "cuModuleGetFunction failed: CUDA_ERROR_NOT_FOUND");
+  EXPECT_EXIT(
+      {
+        if (!cuda::initialize(0).ok())
+          std::exit(3);
+        void *m = mgpuModuleLoadJIT(const_cast<char *>(kTestPtx), 2);
+        void *f = mgpuModuleGetFunction(m, "scale_add");
+        // 2048 threads a block: more than any device allows.
+        mgpuLaunchKernel(f, 1, 1, 1, 2048, 1, 1, 0, mgpuStreamCreate(), nullptr,
+                         nullptr, 0);
+      },
+      testing::ExitedWithCode(1),
+      "mgpuLaunchKernel: kernel \"scale_add\": cuLaunchKernel failed: "
+      "CUDA_ERROR_INVALID_VALUE");
+}
+
+//===----------------------------------------------------------------------===//
+// The device GEMMs against the CPU's
+//===----------------------------------------------------------------------===//
+
+uint16_t toBf16(float f) {
+  uint32_t bits;
+  std::memcpy(&bits, &f, 4);
+  return uint16_t((bits + 0x7FFFu + ((bits >> 16) & 1u)) >> 16);
+}
+float fromBf16(uint16_t h) {
+  uint32_t bits = uint32_t(h) << 16;
+  float f;
+  std::memcpy(&f, &bits, 4);
+  return f;
+}
+
+/// Device buffers start `offset` elements into an allocation, so that the
+/// GEMMs see pointers aligned to less than cuBLASLt's default 256 bytes.
+constexpr size_t kOffset = 1;
+
+std::string describe(const Case &c) {
+  return "batch " + std::to_string(c.batch) + " " + std::to_string(c.m) + "x" +
+         std::to_string(c.n) + "x" + std::to_string(c.k) + " ta " +
+         std::to_string(c.ta) + " tb " + std::to_string(c.tb) +
+         (c.broadcastA ? " A broadcast" : "") +
+         (c.broadcastB ? " B broadcast" : "");
+}
+
+void expectClose(const std::vector<float> &got, const std::vector<float> &want,
+                 float tolerance, const std::string &what) {
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < got.size(); ++i)
+    ASSERT_NEAR(got[i], want[i], tolerance * (1.0f + std::fabs(want[i])))
+        << what << " at " << i;
+}
+
+TEST(CudaTest, SgemmMatchesTheCpu) {
+  REQUIRE_DEVICE();
+  std::mt19937 gen(11);
+  for (const Case &c : cases()) {
+    Call call = callOf(c);
+    std::vector<float> a = randomFloats(call.aSize + kOffset, gen);
+    std::vector<float> b = randomFloats(call.bSize + kOffset, gen);
+    std::vector<float> want(call.cSize + kOffset, -7.0f);
+    DeviceBuffer da(a), db(b), dc(want);
+    weft_rt_sgemm(c.batch, c.ta, c.tb, c.m, c.n, c.k, a.data() + kOffset,
+                  call.lda, call.sa, b.data() + kOffset, call.ldb, call.sb,
+                  want.data() + kOffset, call.ldc, call.sc);
+    weft_rt_cuda_sgemm(c.batch, c.ta, c.tb, c.m, c.n, c.k,
+                       da.as<float>() + kOffset, call.lda, call.sa,
+                       db.as<float>() + kOffset, call.ldb, call.sb,
+                       dc.as<float>() + kOffset, call.ldc, call.sc);
+    // f32 accumulation, not TF32: within a few f32 roundings.
+    expectClose(dc.read<float>(want.size()), want, 1e-5f, describe(c));
+  }
+}
+
+TEST(CudaTest, SgemmBatchSumAndAccumulateMatchTheCpu) {
+  REQUIRE_DEVICE();
+  std::mt19937 gen(12);
+  for (const Case &c : cases()) {
+    Call call = callOf(c);
+    std::vector<float> a = randomFloats(call.aSize, gen);
+    std::vector<float> b = randomFloats(call.bSize, gen);
+    // One C: whatever it held (NaN too) is overwritten.
+    size_t cSize = size_t(c.m) * call.ldc;
+    std::vector<float> want(cSize, std::nanf(""));
+    DeviceBuffer da(a), db(b), dc(want);
+    weft_rt_sgemm_batch_sum(c.batch, c.ta, c.tb, c.m, c.n, c.k, a.data(),
+                            call.lda, call.sa, b.data(), call.ldb, call.sb,
+                            want.data(), call.ldc);
+    weft_rt_cuda_sgemm_batch_sum(
+        c.batch, c.ta, c.tb, c.m, c.n, c.k, da.as<float>(), call.lda, call.sa,
+        db.as<float>(), call.ldb, call.sb, dc.as<float>(), call.ldc);
+    expectClose(dc.read<float>(cSize), want, 1e-5f * float(c.batch),
+                "batch_sum " + describe(c));
+
+    // C += op(A) op(B) on the first matrices.
+    std::vector<float> acc = randomFloats(cSize, gen);
+    DeviceBuffer dacc(acc);
+    weft_rt_sgemm_accumulate(c.ta, c.tb, c.m, c.n, c.k, a.data(), call.lda,
+                             b.data(), call.ldb, acc.data(), call.ldc);
+    weft_rt_cuda_sgemm_accumulate(c.ta, c.tb, c.m, c.n, c.k, da.as<float>(),
+                                  call.lda, db.as<float>(), call.ldb,
+                                  dacc.as<float>(), call.ldc);
+    expectClose(dacc.read<float>(cSize), acc, 1e-5f,
+                "accumulate " + describe(c));
+  }
+}
+
+TEST(CudaTest, EmptySumsAndBroadcastRows) {
+  REQUIRE_DEVICE();
+  std::mt19937 gen(13);
+  // k = 0 zeroes C (rows ldc apart, the padding kept); accumulate leaves it.
+  std::vector<float> c = randomFloats(4 * 6, gen);
+  DeviceBuffer dc(c);
+  weft_rt_cuda_sgemm(1, 0, 0, 4, 5, 0, nullptr, 1, 0, nullptr, 5, 0,
+                     dc.as<float>(), 6, 0);
+  std::vector<float> got = dc.read<float>(c.size());
+  for (int i = 0; i < 24; ++i)
+    EXPECT_EQ(got[i], i % 6 == 5 ? c[i] : 0.0f) << i;
+  DeviceBuffer dc2(c);
+  weft_rt_cuda_sgemm_accumulate(0, 0, 4, 5, 0, nullptr, 1, nullptr, 5,
+                                dc2.as<float>(), 6);
+  EXPECT_EQ(dc2.read<float>(c.size()), c);
+  DeviceBuffer dc3(c);
+  weft_rt_cuda_sgemm_batch_sum(0, 0, 0, 4, 5, 3, nullptr, 3, 0, nullptr, 5, 0,
+                               dc3.as<float>(), 6);
+  got = dc3.read<float>(c.size());
+  for (int i = 0; i < 24; ++i)
+    EXPECT_EQ(got[i], i % 6 == 5 ? c[i] : 0.0f) << i;
+
+  // Row strides of 0 (one row broadcast) and shorter than a row, which no
+  // cuBLASLt layout expresses, on A and B, batched.
+  for (int64_t ld : {int64_t(0), int64_t(2)}) {
+    const int64_t batch = 3, m = 37, n = 19, k = 5;
+    std::vector<float> a = randomFloats(size_t(batch) * m * k, gen);
+    std::vector<float> b = randomFloats(size_t(batch) * k * n, gen);
+    std::vector<float> want(size_t(batch) * m * n, -7.0f);
+    DeviceBuffer da(a), db(b), dd(want);
+    weft_rt_sgemm(batch, 0, 0, m, n, k, a.data(), ld, m * k, b.data(), ld,
+                  k * n, want.data(), n, m * n);
+    weft_rt_cuda_sgemm(batch, 0, 0, m, n, k, da.as<float>(), ld, m * k,
+                       db.as<float>(), ld, k * n, dd.as<float>(), n, m * n);
+    expectClose(dd.read<float>(want.size()), want, 1e-5f,
+                "row stride " + std::to_string(ld));
+  }
+}
+
+TEST(CudaTest, Bf16GemmsMatchTheCpu) {
+  REQUIRE_DEVICE();
+  std::mt19937 gen(14);
+  for (const Case &c : cases()) {
+    Call call = callOf(c);
+    std::vector<uint16_t> a(call.aSize + kOffset), b(call.bSize + kOffset);
+    std::vector<float> af = randomFloats(a.size(), gen),
+                       bf = randomFloats(b.size(), gen);
+    for (size_t i = 0; i < a.size(); ++i)
+      a[i] = toBf16(af[i]);
+    for (size_t i = 0; i < b.size(); ++i)
+      b[i] = toBf16(bf[i]);
+    DeviceBuffer da(a), db(b);
+
+    std::vector<float> want(call.cSize + kOffset, -7.0f);
+    DeviceBuffer dc(want);
+    weft_rt_sbgemm(c.batch, c.ta, c.tb, c.m, c.n, c.k, a.data() + kOffset,
+                   call.lda, call.sa, b.data() + kOffset, call.ldb, call.sb,
+                   want.data() + kOffset, call.ldc, call.sc);
+    weft_rt_cuda_sbgemm(c.batch, c.ta, c.tb, c.m, c.n, c.k,
+                        da.as<uint16_t>() + kOffset, call.lda, call.sa,
+                        db.as<uint16_t>() + kOffset, call.ldb, call.sb,
+                        dc.as<float>() + kOffset, call.ldc, call.sc);
+    // bf16 products are exact in f32; only the sums round.
+    expectClose(dc.read<float>(want.size()), want, 1e-5f,
+                "sbgemm " + describe(c));
+
+    std::vector<uint16_t> wantH(call.cSize + kOffset, 0x7777);
+    DeviceBuffer dh(wantH);
+    weft_rt_sbgemm_bf16(c.batch, c.ta, c.tb, c.m, c.n, c.k, a.data() + kOffset,
+                        call.lda, call.sa, b.data() + kOffset, call.ldb,
+                        call.sb, wantH.data() + kOffset, call.ldc, call.sc);
+    weft_rt_cuda_sbgemm_bf16(c.batch, c.ta, c.tb, c.m, c.n, c.k,
+                             da.as<uint16_t>() + kOffset, call.lda, call.sa,
+                             db.as<uint16_t>() + kOffset, call.ldb, call.sb,
+                             dh.as<uint16_t>() + kOffset, call.ldc, call.sc);
+    std::vector<uint16_t> gotH = dh.read<uint16_t>(wantH.size());
+    // Both round an f32 sum to bf16: equal, or one bf16 step apart where
+    // the sums differ near a rounding boundary.
+    for (size_t i = 0; i < wantH.size(); ++i) {
+      float g = fromBf16(gotH[i]), w = fromBf16(wantH[i]);
+      ASSERT_NEAR(g, w, std::ldexp(1.0f, -7) * (std::fabs(w) + 1e-3f))
+          << "sbgemm_bf16 " << describe(c) << " at " << i;
+    }
+  }
+}
+
+} // namespace
