@@ -565,9 +565,13 @@ std::string describe(const Case &c) {
 void expectClose(const std::vector<float> &got, const std::vector<float> &want,
                  float tolerance, const std::string &what) {
   ASSERT_EQ(got.size(), want.size());
-  for (size_t i = 0; i < got.size(); ++i)
+  for (size_t i = 0; i < got.size(); ++i) {
+    // Padding both sides left as it was (a NaN in batch_sum's C).
+    if (std::isnan(got[i]) && std::isnan(want[i]))
+      continue;
     ASSERT_NEAR(got[i], want[i], tolerance * (1.0f + std::fabs(want[i])))
         << what << " at " << i;
+  }
 }
 
 TEST(CudaTest, SgemmMatchesTheCpu) {
