@@ -26,6 +26,7 @@
 #include <dlfcn.h>
 
 #include <algorithm>
+#include <array>
 #include <climits>
 #include <cstring>
 #include <map>
@@ -109,13 +110,16 @@ struct Scratch {
   size_t bytes = 0;
 };
 
+/// What a plan depends on: types, the mapped shape, alignments.
+using PlanKey = std::array<int64_t, 21>;
+
 struct BlasState {
   std::mutex mutex;
   bool ready = false;
   Lt lt;
   cublasLtHandle_t handle = nullptr;
   CUdeviceptr workspace = 0;
-  std::map<std::vector<int64_t>, Plan> plans;
+  std::map<PlanKey, Plan> plans;
   Scratch scratch[2];
 };
 
@@ -124,8 +128,23 @@ BlasState &blas() {
   return *s;
 }
 
+/// A GEMM call as its error messages name it; the text is made only for
+/// an error.
+struct Shape {
+  const char *call;
+  int64_t batch;
+  bool ta, tb;
+  int64_t m, n, k;
+  std::string str() const {
+    return std::string(call) + " batch " + std::to_string(batch) + ", " +
+           std::to_string(m) + "x" + std::to_string(n) + "x" +
+           std::to_string(k) + (ta ? ", A transposed" : "") +
+           (tb ? ", B transposed" : "");
+  }
+};
+
 void checkLt(cublasStatus_t status, const char *call, const char *function,
-             const std::string &shape) {
+             const Shape *shape) {
   if (status == CUBLAS_STATUS_SUCCESS)
     return;
   const Lt &lt = blas().lt;
@@ -134,7 +153,8 @@ void checkLt(cublasStatus_t status, const char *call, const char *function,
   const char *text =
       lt.cublasLtGetStatusString ? lt.cublasLtGetStatusString(status) : nullptr;
   detail::fatal(call,
-                std::string(function) + " failed for " + shape + ": " +
+                std::string(function) + " failed for " +
+                    (shape ? shape->str() : "the handle") + ": " +
                     (name ? name : "cublasStatus " + std::to_string(status)) +
                     (text ? std::string(" (") + text + ")" : ""));
 }
@@ -165,7 +185,7 @@ void readyLocked(BlasState &s, const char *call) {
   if (!missing.empty())
     detail::fatal(call, "the loaded cuBLASLt lacks " + missing +
                             "; install cuBLAS 13");
-  checkLt(s.lt.cublasLtCreate(&s.handle), call, "cublasLtCreate", "the handle");
+  checkLt(s.lt.cublasLtCreate(&s.handle), call, "cublasLtCreate", nullptr);
   detail::check(detail::driver().cuMemAlloc(&s.workspace, kWorkspaceBytes),
                 call, nullptr, "cuMemAlloc (the cuBLASLt workspace)");
   s.ready = true;
@@ -183,67 +203,60 @@ uint32_t alignmentOf(const void *ptr, int64_t batchStride, size_t elementSize,
   return uint32_t(std::min<uint64_t>(256, v & (~v + 1)));
 }
 
-std::string shapeOf(const char *call, int64_t batch, bool ta, bool tb,
-                    int64_t m, int64_t n, int64_t k) {
-  return std::string(call) + " batch " + std::to_string(batch) + ", " +
-         std::to_string(m) + "x" + std::to_string(n) + "x" + std::to_string(k) +
-         (ta ? ", A transposed" : "") + (tb ? ", B transposed" : "");
-}
-
 /// The cached plan of `g` on these types and alignments (of cuBLASLt's A,
-/// B and C); made (with a
-/// heuristic query) the first time. Holds the mutex.
+/// B and C); made, with a heuristic query, the first time. Holds the
+/// mutex.
 Plan &planLocked(BlasState &s, const LtGemm &g, int inType, int outType,
                  uint32_t alignA, uint32_t alignB, uint32_t alignC,
-                 const char *call, const std::string &shape) {
-  std::vector<int64_t> key = {inType,
-                              outType,
-                              g.a.op,
-                              int64_t(g.a.rows),
-                              int64_t(g.a.cols),
-                              g.a.ld,
-                              g.a.batchStride,
-                              g.b.op,
-                              int64_t(g.b.rows),
-                              int64_t(g.b.cols),
-                              g.b.ld,
-                              g.b.batchStride,
-                              g.c.ld,
-                              g.c.batchStride,
-                              int64_t(g.m),
-                              int64_t(g.n),
-                              int64_t(g.k),
-                              g.batch,
-                              alignA,
-                              alignB,
-                              alignC};
+                 const char *call, const Shape &shape) {
+  PlanKey key = {inType,
+                 outType,
+                 g.a.op,
+                 int64_t(g.a.rows),
+                 int64_t(g.a.cols),
+                 g.a.ld,
+                 g.a.batchStride,
+                 g.b.op,
+                 int64_t(g.b.rows),
+                 int64_t(g.b.cols),
+                 g.b.ld,
+                 g.b.batchStride,
+                 g.c.ld,
+                 g.c.batchStride,
+                 int64_t(g.m),
+                 int64_t(g.n),
+                 int64_t(g.k),
+                 g.batch,
+                 alignA,
+                 alignB,
+                 alignC};
   auto found = s.plans.find(key);
   if (found != s.plans.end())
     return found->second;
   const Lt &lt = s.lt;
   Plan p;
   checkLt(lt.cublasLtMatmulDescCreate(&p.desc, CUBLAS_COMPUTE_32F, CUDA_R_32F),
-          call, "cublasLtMatmulDescCreate", shape);
+          call, "cublasLtMatmulDescCreate", &shape);
   int32_t opA = g.a.op, opB = g.b.op;
   checkLt(lt.cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_TRANSA,
                                             &opA, sizeof(opA)),
-          call, "cublasLtMatmulDescSetAttribute", shape);
+          call, "cublasLtMatmulDescSetAttribute", &shape);
   checkLt(lt.cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_TRANSB,
                                             &opB, sizeof(opB)),
-          call, "cublasLtMatmulDescSetAttribute", shape);
+          call, "cublasLtMatmulDescSetAttribute", &shape);
   auto layout = [&](cublasLtMatrixLayout_t &l, int type, const LtOperand &o) {
     checkLt(lt.cublasLtMatrixLayoutCreate(&l, type, o.rows, o.cols, o.ld), call,
-            "cublasLtMatrixLayoutCreate", shape);
+            "cublasLtMatrixLayoutCreate", &shape);
     if (g.batch > 1) {
       int32_t count = int32_t(g.batch);
       int64_t stride = o.batchStride;
       checkLt(lt.cublasLtMatrixLayoutSetAttribute(
                   l, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &count, sizeof(count)),
-              call, "cublasLtMatrixLayoutSetAttribute", shape);
+              call, "cublasLtMatrixLayoutSetAttribute", &shape);
       checkLt(lt.cublasLtMatrixLayoutSetAttribute(
                   l, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &stride,
                   sizeof(stride)),
-              call, "cublasLtMatrixLayoutSetAttribute", shape);
+              call, "cublasLtMatrixLayoutSetAttribute", &shape);
     }
   };
   layout(p.a, inType, g.a);
@@ -251,7 +264,7 @@ Plan &planLocked(BlasState &s, const LtGemm &g, int inType, int outType,
   layout(p.c, outType, g.c);
   cublasLtMatmulPreference_t pref = nullptr;
   checkLt(lt.cublasLtMatmulPreferenceCreate(&pref), call,
-          "cublasLtMatmulPreferenceCreate", shape);
+          "cublasLtMatmulPreferenceCreate", &shape);
   uint64_t workspace = kWorkspaceBytes;
   lt.cublasLtMatmulPreferenceSetAttribute(
       pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &workspace,
@@ -275,10 +288,10 @@ Plan &planLocked(BlasState &s, const LtGemm &g, int inType, int outType,
   checkLt(lt.cublasLtMatmulAlgoGetHeuristic(s.handle, p.desc, p.a, p.b, p.c,
                                             p.c, pref, 1, &result,
                                             &found_count),
-          call, "cublasLtMatmulAlgoGetHeuristic", shape);
+          call, "cublasLtMatmulAlgoGetHeuristic", &shape);
   lt.cublasLtMatmulPreferenceDestroy(pref);
   if (found_count < 1)
-    detail::fatal(call, "cuBLASLt has no algorithm for " + shape);
+    detail::fatal(call, "cuBLASLt has no algorithm for " + shape.str());
   p.algo = result.algo;
   return s.plans.emplace(std::move(key), p).first->second;
 }
@@ -365,7 +378,7 @@ void gemm(const char *call, int inType, int outType, int64_t batch, bool ta,
   detail::requireInitialized(call, nullptr);
   if (lda < 0 || ldb < 0 || ldc < 0 || strideA < 0 || strideB < 0 ||
       strideC < 0)
-    detail::fatal(call, shapeOf(call, batch, ta, tb, m, n, k) +
+    detail::fatal(call, Shape{call, batch, ta, tb, m, n, k}.str() +
                             ": a negative leading dimension or batch stride");
   size_t inSize = inType == CUDA_R_32F ? 4 : 2;
   size_t outSize = outType == CUDA_R_32F ? 4 : 2;
@@ -384,7 +397,7 @@ void gemm(const char *call, int inType, int outType, int64_t batch, bool ta,
   BlasState &s = blas();
   std::lock_guard<std::mutex> lock(s.mutex);
   readyLocked(s, call);
-  std::string shape = shapeOf(call, batch, ta, tb, m, n, k);
+  Shape shape{call, batch, ta, tb, m, n, k};
   // cuBLASLt's batch count is an int32: larger batches go in pieces.
   for (int64_t done = 0; done < batch; done += INT32_MAX) {
     int64_t piece = std::min<int64_t>(INT32_MAX, batch - done);
@@ -396,7 +409,7 @@ void gemm(const char *call, int inType, int outType, int64_t batch, bool ta,
     LtGemm g = mapRowMajorGemm(piece, ta, tb, m, n, k, lda, strideA, ldb,
                                strideB, ldc, strideC);
     if (uint64_t(g.c.ld) < g.c.rows)
-      detail::fatal(call, shape + ": ldc " + std::to_string(ldc) +
+      detail::fatal(call, shape.str() + ": ldc " + std::to_string(ldc) +
                               " is shorter than a row of C (" +
                               std::to_string(n) + ")");
     // Lt's A is the caller's b.
@@ -414,7 +427,7 @@ void gemm(const char *call, int inType, int outType, int64_t batch, bool ta,
                                 &beta, pc, p.c, pc, p.c, &p.algo,
                                 reinterpret_cast<void *>(s.workspace),
                                 kWorkspaceBytes, detail::stepStream()),
-            call, "cublasLtMatmul", shape);
+            call, "cublasLtMatmul", &shape);
   }
   detail::noteQueued(call, call);
 }

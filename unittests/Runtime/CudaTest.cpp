@@ -466,8 +466,9 @@ TEST(CudaTest, MgpuMemoryFunctions) {
 }
 
 /// Launches scale_add (out = 2 in + 1) from `module` through the entry
-/// points the generated host code calls.
-void launchScaleAdd(void *module) {
+/// points the generated host code calls; in clusters of `cluster` blocks
+/// when not 0.
+void launchScaleAdd(void *module, int cluster = 0) {
   const int n = 1000;
   std::vector<float> in(n);
   for (int i = 0; i < n; ++i)
@@ -481,8 +482,12 @@ void launchScaleAdd(void *module) {
   int32_t count = n;
   void *params[] = {&inPtr, &outPtr, &count};
   void *stream = mgpuStreamCreate();
-  mgpuLaunchKernel(function, (n + 127) / 128, 1, 1, 128, 1, 1, 0, stream,
-                   params, nullptr, 3);
+  if (cluster)
+    mgpuLaunchClusterKernel(function, cluster, 1, 1, 8, 1, 1, 128, 1, 1, 0,
+                            stream, params, nullptr);
+  else
+    mgpuLaunchKernel(function, 8, 1, 1, 128, 1, 1, 0, stream, params, nullptr,
+                     3);
   mgpuStreamSynchronize(stream);
   mgpuStreamDestroy(stream);
   std::vector<float> out = dout.read<float>(n);
@@ -502,6 +507,11 @@ TEST(CudaTest, LaunchesAKernel) {
   // PTX the driver compiles (cubin-format=isa).
   void *ptx = mgpuModuleLoadJIT(const_cast<char *>(kTestPtx), 2);
   launchScaleAdd(ptx);
+  // Thread block clusters (gpu.launch_func's clusters) need sm_90.
+  if (cuda::deviceDescription().find("(sm_") != std::string::npos &&
+      std::atoi(cuda::deviceDescription().c_str() +
+                cuda::deviceDescription().find("(sm_") + 4) >= 90)
+    launchScaleAdd(ptx, /*cluster=*/2);
   mgpuModuleUnload(ptx);
   EXPECT_TRUE(cuda::synchronize().ok());
 }
