@@ -5,6 +5,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "weft/Runtime/Context.h"
+#include "weft/Runtime/Cuda.h"
 #include "weft/Runtime/Kernels.h"
 
 #include <cblas.h>
@@ -367,6 +368,20 @@ RuntimeContext::RuntimeContext(const LaunchInfo &launch, int threads)
   context.numThreads = count;
   context.threadPool = pool.get();
   context.parallelFor = &parallelForThunk;
+}
+
+int weft::rt::cudaDeviceForLocalRank(int localRank, int deviceCount) {
+  return deviceCount > 0 ? std::max(localRank, 0) % deviceCount : 0;
+}
+
+Status RuntimeContext::useCudaDevice() {
+  int device = cudaDeviceForLocalRank(info.localRank, cuda::deviceCount());
+  if (Status s = cuda::initialize(device); !s.ok())
+    return s;
+  context.deviceType = WEFT_DEVICE_CUDA;
+  context.deviceIndex = device;
+  context.stream = cuda::stream();
+  return Status::success();
 }
 
 void RuntimeContext::beat(int64_t progress) const {

@@ -388,6 +388,52 @@ int ModelSpec::findArg(const std::string &name, const std::string &kind) const {
   return -1;
 }
 
+DeviceArenaPlan weft::rt::planDeviceArena(const ModelSpec &spec) {
+  DeviceArenaPlan plan;
+  plan.argOffsets.assign(spec.args.size(), 0);
+  plan.resultOffsets.assign(spec.results.size(), 0);
+  plan.scalarArg.assign(spec.args.size(), false);
+  plan.outputResult.assign(spec.results.size(), true);
+  std::set<int> batch(spec.batchArgs.begin(), spec.batchArgs.end());
+  for (size_t i = 0; i < spec.args.size(); ++i) {
+    plan.scalarArg[i] = spec.signature.args[i].role == contract::Role::Input &&
+                        !batch.count(int(i));
+    if (int r = spec.resultForArg[i]; r >= 0)
+      plan.outputResult[size_t(r)] = false;
+  }
+  uint64_t end = 0;
+  auto place = [&](uint64_t bytes) {
+    uint64_t offset = (end + DeviceArenaPlan::kAlignment - 1) /
+                      DeviceArenaPlan::kAlignment *
+                      DeviceArenaPlan::kAlignment;
+    end = offset + bytes;
+    return offset;
+  };
+  auto align = [&] { return place(0); };
+  plan.scalarsBegin = align();
+  for (size_t i = 0; i < spec.args.size(); ++i)
+    if (plan.scalarArg[i])
+      plan.argOffsets[i] = place(spec.args[i].bytes);
+  plan.scalarsEnd = end;
+  plan.outputsBegin = align();
+  for (size_t r = 0; r < spec.results.size(); ++r)
+    if (plan.outputResult[r])
+      plan.resultOffsets[r] = place(spec.results[r].bytes);
+  plan.outputsEnd = end;
+  for (const std::vector<int> *group :
+       {&spec.paramArgs, &spec.stateArgs, &spec.bufferArgs})
+    for (int i : *group)
+      plan.argOffsets[size_t(i)] = place(spec.args[size_t(i)].bytes);
+  for (size_t r = 0; r < spec.results.size(); ++r)
+    if (!plan.outputResult[r])
+      plan.resultOffsets[r] = place(spec.results[r].bytes);
+  for (int i : spec.batchArgs)
+    plan.argOffsets[size_t(i)] = place(spec.args[size_t(i)].bytes);
+  plan.workspaceOffset = place(spec.workspaceBytes);
+  plan.totalBytes = align();
+  return plan;
+}
+
 std::optional<bool> weft::rt::cpuSupports(const std::string &feature) {
 #if defined(__x86_64__) && defined(__GNUC__)
   __builtin_cpu_init();

@@ -8,8 +8,10 @@
 // step into a second set of buffers, swap the new params and state into the
 // argument slots, record metrics, checkpoint when due. Everything the step
 // reads and writes is 64-byte aligned and allocated once, before the first
-// step. CLI11 reports errors by throwing, so this file is compiled with
-// exceptions and runTraining catches everything at its boundary.
+// step. A --target cuda step runs the same loop on device buffers (see
+// Trainer: one arena, the state kept on the device, a host mirror for
+// checkpoints). CLI11 reports errors by throwing, so this file is compiled
+// with exceptions and runTraining catches everything at its boundary.
 //
 //===----------------------------------------------------------------------===//
 
@@ -18,6 +20,7 @@
 #include "weft/Runtime/AlignedBuffer.h"
 #include "weft/Runtime/Context.h"
 #include "weft/Runtime/Checkpoint.h"
+#include "weft/Runtime/Cuda.h"
 #include "weft/Runtime/DataLoader.h"
 #include "weft/Runtime/Kernels.h"
 #include "weft/Runtime/Metrics.h"
@@ -313,7 +316,33 @@ void storeScalar(DType dtype, void *dst, double v) {
   std::memcpy(dst, a.data.data(), a.data.size());
 }
 
+/// Device memory, released with its owner.
+class DeviceAllocation {
+public:
+  DeviceAllocation() = default;
+  DeviceAllocation(const DeviceAllocation &) = delete;
+  DeviceAllocation &operator=(const DeviceAllocation &) = delete;
+  ~DeviceAllocation() { cuda::release(ptr); }
+  Status allocate(size_t bytes) { return cuda::allocate(bytes, &ptr); }
+  uint8_t *data() const { return static_cast<uint8_t *>(ptr); }
+
+private:
+  void *ptr = nullptr;
+};
+
 /// The loop's state: the step's buffers and everything around them.
+///
+/// A --target cuda step (ModelSpec::deviceType CUDA) takes device pointers.
+/// Its buffers are one device allocation planned from the spec
+/// (planDeviceArena), made before the first step; the loop allocates
+/// nothing. Params, state and buffers are loaded (weights, a checkpoint)
+/// into host buffers, uploaded once, and from then on live on the device,
+/// where each step's new values are swapped in by pointer, as the CPU path
+/// swaps its buffers. Each step copies its batch and its scalar inputs in
+/// and its outputs (loss, lr, grad norm) out; that copy is the step's one
+/// synchronization. The host buffers are a mirror that is stale while the
+/// device trains; only checkpointTensors() hands them out, and it brings
+/// them up to date first (syncHostMirror).
 class Trainer {
 public:
   Trainer(const WeftModel &model, const ModelSpec &spec,
@@ -345,14 +374,42 @@ private:
 
   std::vector<AlignedBuffer> argBufs, resultBufs;
   AlignedBuffer workspace;
+  /// The host's view of every argument and result: the step's own
+  /// pointers on the CPU. On a device, params, state and buffers point to
+  /// the mirror, scalar inputs and outputs into hostScalars and
+  /// hostOutputs, and results that carry a next value to nothing.
   std::vector<void *> argPtrs, resultPtrs;
+
+  /// A device step's buffers (empty on the CPU).
+  bool onDevice = false;
+  DeviceArenaPlan arenaPlan;
+  DeviceAllocation arena;
+  std::vector<void *> deviceArgs, deviceResults;
+  void *deviceWorkspace = nullptr;
+  /// Host copies of the arena's scalar-input and output blocks, laid out
+  /// alike, so that each is one copy per step.
+  AlignedBuffer hostScalars, hostOutputs;
+  /// Whether params, state and buffers are on the device (uploadState has
+  /// run), and whether the host mirror still equals them.
+  bool stateOnDevice = false, mirrorCurrent = true;
   std::unique_ptr<DataLoader> loader;
   /// How params, state and buffers are split over the mesh, for weights
   /// and checkpoints (empty without a mesh).
   ShardLayout layout;
 
   Status allocate();
-  std::vector<CheckpointTensor> checkpointTensors();
+  Status allocateOnDevice();
+  /// Copies params, state and buffers from the host mirror to the device,
+  /// once, after the weights and any checkpoint are loaded into it.
+  Status uploadState();
+  /// Brings the host mirror of params, state and buffers up to date with
+  /// the device (a no-op on the CPU, or when it already is).
+  Status syncHostMirror();
+  /// One step on the device: batch and scalars in, the step, outputs out.
+  Status runDeviceStep(const Batch &b, const std::vector<size_t> &batchSlot);
+  /// The tensors checkpoints write and restore read, pointing to host
+  /// buffers that are current (it syncs the mirror first).
+  Status checkpointTensors(std::vector<CheckpointTensor> &tensors);
   /// "measured vs predicted (...): step ... ms vs ... ms (+x %), ...".
   std::string predictionSummary(int64_t baselineRss) const;
   /// Per step (the first left out): the step's own time, its wait for
@@ -366,6 +423,8 @@ private:
 };
 
 Status Trainer::allocate() {
+  if (onDevice)
+    return allocateOnDevice();
   argBufs.resize(spec.args.size());
   resultBufs.resize(spec.results.size());
   std::set<int> batch(spec.batchArgs.begin(), spec.batchArgs.end());
@@ -392,14 +451,127 @@ Status Trainer::allocate() {
   return Status::success();
 }
 
-std::vector<CheckpointTensor> Trainer::checkpointTensors() {
-  std::vector<CheckpointTensor> tensors;
+Status Trainer::allocateOnDevice() {
+  arenaPlan = planDeviceArena(spec);
+  if (Status s = arena.allocate(size_t(arenaPlan.totalBytes)); !s.ok())
+    return Status::error("the step's device memory (every argument, result "
+                         "and the workspace): " + s.message);
+  uint8_t *base = arena.data();
+  deviceArgs.resize(spec.args.size());
+  deviceResults.resize(spec.results.size());
+  for (size_t i = 0; i < spec.args.size(); ++i)
+    deviceArgs[i] = base + arenaPlan.argOffsets[i];
+  for (size_t r = 0; r < spec.results.size(); ++r)
+    deviceResults[r] = base + arenaPlan.resultOffsets[r];
+  deviceWorkspace = base + arenaPlan.workspaceOffset;
+
+  auto hostBlock = [](AlignedBuffer &buf, uint64_t bytes, const char *what) {
+    return buf.allocate(size_t(bytes))
+               ? Status::success()
+               : Status::error("out of memory: " + std::to_string(bytes) +
+                               " bytes of host " + what);
+  };
+  if (Status s = hostBlock(hostScalars,
+                           arenaPlan.scalarsEnd - arenaPlan.scalarsBegin,
+                           "scalar inputs");
+      !s.ok())
+    return s;
+  if (Status s = hostBlock(hostOutputs,
+                           arenaPlan.outputsEnd - arenaPlan.outputsBegin,
+                           "outputs");
+      !s.ok())
+    return s;
+  argBufs.resize(spec.args.size());
+  argPtrs.assign(spec.args.size(), nullptr);
+  resultPtrs.assign(spec.results.size(), nullptr);
+  for (const std::vector<int> *group :
+       {&spec.paramArgs, &spec.stateArgs, &spec.bufferArgs})
+    for (int i : *group) {
+      if (!argBufs[i].allocate(spec.args[i].bytes))
+        return Status::error("out of memory: " +
+                             std::to_string(spec.args[i].bytes) +
+                             " bytes for the host copy of argument " +
+                             quote(spec.args[i].name));
+      argPtrs[i] = argBufs[i].data();
+    }
+  for (size_t i = 0; i < spec.args.size(); ++i)
+    if (arenaPlan.scalarArg[i])
+      argPtrs[i] = hostScalars.data() +
+                   (arenaPlan.argOffsets[i] - arenaPlan.scalarsBegin);
+  for (size_t r = 0; r < spec.results.size(); ++r)
+    if (arenaPlan.outputResult[r])
+      resultPtrs[r] = hostOutputs.data() +
+                      (arenaPlan.resultOffsets[r] - arenaPlan.outputsBegin);
+  return Status::success();
+}
+
+Status Trainer::uploadState() {
+  if (!onDevice)
+    return Status::success();
+  for (const std::vector<int> *group :
+       {&spec.paramArgs, &spec.stateArgs, &spec.bufferArgs})
+    for (int i : *group)
+      if (Status s = cuda::copyToDevice(deviceArgs[i], argPtrs[i],
+                                        spec.args[i].bytes);
+          !s.ok())
+        return Status::error("copying " + quote(spec.args[i].name) +
+                             " to the GPU: " + s.message);
+  stateOnDevice = true;
+  mirrorCurrent = true;
+  return Status::success();
+}
+
+Status Trainer::syncHostMirror() {
+  if (!stateOnDevice || mirrorCurrent)
+    return Status::success();
+  for (const std::vector<int> *group :
+       {&spec.paramArgs, &spec.stateArgs, &spec.bufferArgs})
+    for (int i : *group)
+      if (Status s = cuda::copyToHost(argPtrs[i], deviceArgs[i],
+                                      spec.args[i].bytes);
+          !s.ok())
+        return Status::error("copying " + quote(spec.args[i].name) +
+                             " from the GPU: " + s.message);
+  mirrorCurrent = true;
+  return Status::success();
+}
+
+Status Trainer::runDeviceStep(const Batch &b,
+                              const std::vector<size_t> &batchSlot) {
+  for (size_t k = 0; k < spec.batchArgs.size(); ++k) {
+    int i = spec.batchArgs[k];
+    if (Status s = cuda::copyToDevice(deviceArgs[i],
+                                      b.inputs[batchSlot[k]].data(),
+                                      spec.args[i].bytes);
+        !s.ok())
+      return Status::error("copying the batch's " + quote(spec.args[i].name) +
+                           " to the GPU: " + s.message);
+  }
+  if (Status s = cuda::copyToDevice(arena.data() + arenaPlan.scalarsBegin,
+                                    hostScalars.data(), hostScalars.size());
+      !s.ok())
+    return Status::error("copying step, lr and the other scalar inputs to "
+                         "the GPU: " + s.message);
+  model.trainStep(context.get(), deviceArgs.data(), deviceResults.data(),
+                  deviceWorkspace);
+  if (Status s = cuda::copyToHost(hostOutputs.data(),
+                                  arena.data() + arenaPlan.outputsBegin,
+                                  hostOutputs.size());
+      !s.ok())
+    return Status::error("the step on the GPU: " + s.message);
+  return Status::success();
+}
+
+Status Trainer::checkpointTensors(std::vector<CheckpointTensor> &tensors) {
+  if (Status s = syncHostMirror(); !s.ok())
+    return s;
+  tensors.clear();
   std::set<std::string> held;
   for (const auto *group : {&spec.paramArgs, &spec.stateArgs, &spec.bufferArgs})
     for (int i : *group) {
       tensors.push_back({spec.args[i].name, spec.args[i].kind,
                          spec.args[i].dtype, spec.args[i].shape,
-                         argBufs[i].data()});
+                         argPtrs[i]});
       held.insert(spec.args[i].name);
     }
   // A pipeline rank describes the other ranks' tensors too, without data:
@@ -417,7 +589,7 @@ std::vector<CheckpointTensor> Trainer::checkpointTensors() {
             local[d] /= a.size;
     tensors.push_back({t.name, t.kind, t.dtype, local, nullptr});
   }
-  return tensors;
+  return Status::success();
 }
 
 std::string Trainer::predictionSummary(int64_t baselineRss) const {
@@ -469,7 +641,10 @@ Status Trainer::checkpoint(int64_t completed) {
   std::string path;
   auto t0 = std::chrono::steady_clock::now();
   const WeftRuntimeContext &ctx = *context.get();
-  if (Status s = writeCheckpoint(opts.checkpointDir, meta, checkpointTensors(),
+  std::vector<CheckpointTensor> tensors;
+  if (Status s = checkpointTensors(tensors); !s.ok())
+    return s;
+  if (Status s = writeCheckpoint(opts.checkpointDir, meta, tensors,
                                  layout, ctx.rank, ctx.worldSize,
                                  opts.keepCheckpoints, path);
       !s.ok())
@@ -501,6 +676,7 @@ int Trainer::run(bool seedGiven) {
   // report it next to the peak, so the model's own memory is the
   // difference (docs/planner.md, "Memory model against measured peaks").
   int64_t baselineRss = currentRssBytes();
+  onDevice = spec.deviceType == WEFT_DEVICE_CUDA;
   if (Status s = allocate(); !s.ok())
     return fail(s);
   for (const MeshAxisSpec &a : spec.mesh)
@@ -565,9 +741,12 @@ int Trainer::run(bool seedGiven) {
     if (Status s = prepareCheckpointDir(opts.checkpointDir, ctx.rank); !s.ok())
       return fail(s);
     RestoreResult restored;
-    Status s = restoreLatestCheckpoint(opts.checkpointDir, checkpointTensors(),
-                                       layout, ctx.rank, spec.modelJson,
-                                       restored);
+    // Restoring writes into the host buffers, before uploadState.
+    std::vector<CheckpointTensor> tensors;
+    if (Status s = checkpointTensors(tensors); !s.ok())
+      return fail(s);
+    Status s = restoreLatestCheckpoint(opts.checkpointDir, tensors, layout,
+                                       ctx.rank, spec.modelJson, restored);
     for (const std::string &w : restored.warnings)
       err << w << "\n";
     if (!s.ok())
@@ -595,6 +774,11 @@ int Trainer::run(bool seedGiven) {
     return 0;
   }
 
+  // The weights and any checkpoint are in the host buffers: a device step
+  // takes them from here on.
+  if (Status s = uploadState(); !s.ok())
+    return fail(s);
+
   int64_t savedSamples = dataState.numSamples;
   if (Status s = DataLoader::open(dataOpts, dataState, loader); !s.ok())
     return fail(s);
@@ -618,8 +802,13 @@ int Trainer::run(bool seedGiven) {
   out << "data: " << loader->description() << "\n";
   out << "training " << spec.numParameters() << " parameters, batch " << batch
       << ", " << loader->batchesPerEpoch() << " batches per epoch, steps "
-      << start << ".." << opts.steps << " (" << ctx.numThreads
-      << " threads, GEMMs on " << weft_rt_gemm_library() << ")\n";
+      << start << ".." << opts.steps << " (";
+  if (onDevice)
+    out << "on GPU " << ctx.deviceIndex << ": " << cuda::deviceDescription()
+        << ")\n";
+  else
+    out << ctx.numThreads << " threads, GEMMs on " << weft_rt_gemm_library()
+        << ")\n";
 
   ProgressLog progress(opts.steps, batch, tokensPerStep);
   float *loss = reinterpret_cast<float *>(resultPtrs[spec.lossResult]);
@@ -653,8 +842,9 @@ int Trainer::run(bool seedGiven) {
     Batch b;
     if (Status s = loader->next(b); !s.ok())
       return fail(s);
-    for (size_t k = 0; k < spec.batchArgs.size(); ++k)
-      argPtrs[spec.batchArgs[k]] = b.inputs[batchSlot[k]].data();
+    if (!onDevice)
+      for (size_t k = 0; k < spec.batchArgs.size(); ++k)
+        argPtrs[spec.batchArgs[k]] = b.inputs[batchSlot[k]].data();
     *reinterpret_cast<int64_t *>(argPtrs[spec.stepArg]) = step;
     // Dropout's masks derive from the run's seed (the checkpoint's on a
     // resume) and the step, so a resumed run repeats them.
@@ -667,8 +857,13 @@ int Trainer::run(bool seedGiven) {
     // shows as behind the ranks waiting for it in the step's collectives.
     context.beat(2 * step + 1);
     auto computeStart = std::chrono::steady_clock::now();
-    model.trainStep(context.get(), argPtrs.data(), resultPtrs.data(),
-                    workspace.data());
+    if (onDevice) {
+      if (Status s = runDeviceStep(b, batchSlot); !s.ok())
+        return fail(s);
+    } else {
+      model.trainStep(context.get(), argPtrs.data(), resultPtrs.data(),
+                      workspace.data());
+    }
     if (Status s = context.drainTransfers(); !s.ok())
       return fail(Status::error("rank " + std::to_string(ctx.rank) +
                                 ": a pipeline send failed: " + s.message));
@@ -713,7 +908,12 @@ int Trainer::run(bool seedGiven) {
              "skip such steps\n";
       return 1;
     }
-    if (finite) {
+    if (finite && onDevice) {
+      for (size_t i = 0; i < spec.args.size(); ++i)
+        if (int r = spec.resultForArg[i]; r >= 0)
+          std::swap(deviceArgs[i], deviceResults[r]);
+      mirrorCurrent = false;
+    } else if (finite) {
       for (size_t i = 0; i < spec.args.size(); ++i) {
         int r = spec.resultForArg[i];
         if (r < 0)
@@ -792,6 +992,10 @@ int Trainer::run(bool seedGiven) {
   if (!opts.checkpointDir.empty())
     if (Status s = checkpoint(opts.steps); !s.ok())
       return fail(s);
+  // The run ends with the trained state on the host, and with any error the
+  // device still holds reported.
+  if (Status s = syncHostMirror(); !s.ok())
+    return fail(s);
   double total =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - runStart)
           .count();
@@ -1108,6 +1312,30 @@ int runTrainingImpl(const WeftModel &executable, int argc,
       fault.action = Fault::None;
   }
   RuntimeContext context(launch, opts.threads);
+  if (spec.deviceType == WEFT_DEVICE_CUDA) {
+    // A step compiled for a mesh would need its collectives on NCCL,
+    // which generated CUDA code does not call yet: refused rather than
+    // trained wrong.
+    if (!spec.mesh.empty() || launch.worldSize > 1) {
+      err << "error: --target cuda executables run one rank per GPU without "
+             "a mesh for now; "
+          << (spec.mesh.empty()
+                  ? launch.launcher + "'s environment says this is rank " +
+                        std::to_string(launch.rank) + " of " +
+                        std::to_string(launch.worldSize)
+                  : "this one was compiled for --mesh " + spec.describeMesh())
+          << ". Run one process of an executable compiled without --mesh, "
+             "or compile without --target cuda to train on a mesh of CPU "
+             "ranks\n";
+      return 1;
+    }
+    // Before anything else touches the device; without a GPU the run ends
+    // here, saying what it needs.
+    if (Status s = context.useCudaDevice(); !s.ok()) {
+      err << ("error: " + s.message + "\n");
+      return 1;
+    }
+  }
   // A partitioned step's ranks meet before anything else; a one-device
   // step never touches the network.
   std::ostream *progress = &out;

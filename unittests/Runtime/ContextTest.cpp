@@ -208,6 +208,18 @@ TEST(ThreadPoolTest, RunsOnSeveralThreads) {
   EXPECT_GT(ids.size(), 1u);
 }
 
+TEST(RuntimeContextTest, OneGpuPerLocalRank) {
+  // Eight ranks on a node of eight GPUs each take their own; a launcher
+  // that shows each process one GPU (CUDA_VISIBLE_DEVICES) gets device 0.
+  for (int rank = 0; rank < 8; ++rank) {
+    EXPECT_EQ(cudaDeviceForLocalRank(rank, 8), rank);
+    EXPECT_EQ(cudaDeviceForLocalRank(rank, 1), 0);
+  }
+  EXPECT_EQ(cudaDeviceForLocalRank(5, 4), 1);
+  // No device: device 0, whose initialization says what is missing.
+  EXPECT_EQ(cudaDeviceForLocalRank(3, 0), 0);
+}
+
 TEST(RuntimeContextTest, FillsTheAbiStruct) {
   LaunchInfo launch;
   RuntimeContext context(launch, 3);

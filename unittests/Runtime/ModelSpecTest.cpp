@@ -9,6 +9,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 using namespace weft::rt;
 using namespace weft::rt::test;
 
@@ -86,6 +88,58 @@ TEST(ModelSpecTest, NoMeshIsOneDevice) {
   EXPECT_TRUE(spec.mesh.empty());
   EXPECT_EQ(spec.meshDevices(), 1);
   EXPECT_TRUE(spec.batchLayout.axes.empty());
+}
+
+TEST(ModelSpecTest, DeviceArenaHoldsEverySlotOnceAligned) {
+  auto m = makeLinearModel(/*features=*/5, /*batch=*/3);
+  ModelSpec spec;
+  ASSERT_TRUE(loadModelSpec(m->model(), spec).ok());
+  DeviceArenaPlan plan = planDeviceArena(spec);
+  // [offset, end) of every slot: aligned, inside the arena, disjoint.
+  std::vector<std::pair<uint64_t, uint64_t>> slots;
+  for (size_t i = 0; i < spec.args.size(); ++i)
+    slots.emplace_back(plan.argOffsets[i],
+                       plan.argOffsets[i] + spec.args[i].bytes);
+  for (size_t r = 0; r < spec.results.size(); ++r)
+    slots.emplace_back(plan.resultOffsets[r],
+                       plan.resultOffsets[r] + spec.results[r].bytes);
+  slots.emplace_back(plan.workspaceOffset,
+                     plan.workspaceOffset + spec.workspaceBytes);
+  std::sort(slots.begin(), slots.end());
+  for (size_t k = 0; k < slots.size(); ++k) {
+    EXPECT_EQ(slots[k].first % DeviceArenaPlan::kAlignment, 0u);
+    EXPECT_LE(slots[k].second, plan.totalBytes);
+    if (k > 0)
+      EXPECT_LE(slots[k - 1].second, slots[k].first);
+  }
+  EXPECT_EQ(plan.totalBytes % DeviceArenaPlan::kAlignment, 0u);
+
+  // The scalars (step, lr, hp.momentum) and the outputs (loss, lr) are
+  // each one block, holding exactly those slots.
+  auto inBlock = [](uint64_t offset, uint64_t bytes, uint64_t begin,
+                    uint64_t end) {
+    return offset >= begin && offset + bytes <= end;
+  };
+  for (size_t i = 0; i < spec.args.size(); ++i) {
+    bool scalar = spec.args[i].kind == "input" && spec.args[i].shape.empty();
+    EXPECT_EQ(bool(plan.scalarArg[i]), scalar) << spec.args[i].name;
+    EXPECT_EQ(inBlock(plan.argOffsets[i], spec.args[i].bytes,
+                      plan.scalarsBegin, plan.scalarsEnd),
+              scalar)
+        << spec.args[i].name;
+  }
+  for (size_t r = 0; r < spec.results.size(); ++r) {
+    bool output = spec.results[r].kind == "output";
+    EXPECT_EQ(bool(plan.outputResult[r]), output) << spec.results[r].name;
+    EXPECT_EQ(inBlock(plan.resultOffsets[r], spec.results[r].bytes,
+                      plan.outputsBegin, plan.outputsEnd),
+              output)
+        << spec.results[r].name;
+  }
+  EXPECT_EQ(plan.scalarsEnd - plan.scalarsBegin,
+            2 * DeviceArenaPlan::kAlignment + 4);
+  EXPECT_EQ(plan.outputsEnd - plan.outputsBegin,
+            DeviceArenaPlan::kAlignment + 4);
 }
 
 TEST(ModelSpecTest, MicroBatchLayout) {

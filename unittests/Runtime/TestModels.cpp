@@ -6,8 +6,10 @@
 
 #include "TestModels.h"
 
-#include "weft/Runtime/Kernels.h"
 #include "weft/Formats/SafeTensors.h"
+#include "weft/Runtime/AlignedBuffer.h"
+#include "weft/Runtime/Cuda.h"
+#include "weft/Runtime/Kernels.h"
 
 #include <cstring>
 #include <fstream>
@@ -124,16 +126,55 @@ void TestModel::trampoline(const WeftRuntimeContext *ctx, void *const *a,
   if (!ctx || ctx->abiVersion != WEFT_MODEL_ABI_VERSION || !ctx->parallelFor)
     throw std::runtime_error("step called without a runtime context");
   m.contexts.push_back(*ctx);
+  m.argPointers.emplace_back(a, a + m.args.size());
   // The runtime promises a 64-byte aligned workspace and buffers.
   if (reinterpret_cast<uintptr_t>(ws) % 64 != 0)
     throw std::runtime_error("unaligned workspace");
   for (size_t i = 0; i < m.args.size(); ++i)
     if (reinterpret_cast<uintptr_t>(a[i]) % 64 != 0)
       throw std::runtime_error("unaligned argument " + m.args[i].name);
+  if (m.table.deviceType == WEFT_DEVICE_CUDA) {
+    m.runOnDevice(*ctx, a, res);
+    return;
+  }
   m.record(a);
   if (m.onStep)
     m.onStep(m.records.back().step);
   m.step(m, a, res);
+}
+
+void TestModel::runOnDevice(const WeftRuntimeContext &ctx, void *const *a,
+                            void *const *res) {
+  if (ctx.deviceType != WEFT_DEVICE_CUDA || !cuda::initialized() ||
+      ctx.stream != cuda::stream() || !ctx.stream)
+    throw std::runtime_error("a CUDA step called without its device in the "
+                             "context");
+  auto bytes = [](const TestTensor &t) {
+    size_t n = 0;
+    computeByteSize(t.dtype, t.shape, n);
+    return n;
+  };
+  auto check = [](Status s) {
+    if (!s.ok())
+      throw std::runtime_error(s.message);
+  };
+  std::vector<AlignedBuffer> hostArgs(args.size()), hostResults(results.size());
+  std::vector<void *> argPtrs, resultPtrs;
+  for (size_t i = 0; i < args.size(); ++i) {
+    hostArgs[i].allocate(bytes(args[i]));
+    check(cuda::copyToHost(hostArgs[i].data(), a[i], bytes(args[i])));
+    argPtrs.push_back(hostArgs[i].data());
+  }
+  for (size_t r = 0; r < results.size(); ++r) {
+    hostResults[r].allocate(bytes(results[r]));
+    resultPtrs.push_back(hostResults[r].data());
+  }
+  record(argPtrs.data());
+  if (onStep)
+    onStep(records.back().step);
+  step(*this, argPtrs.data(), resultPtrs.data());
+  for (size_t r = 0; r < results.size(); ++r)
+    check(cuda::copyToDevice(res[r], resultPtrs[r], bytes(results[r])));
 }
 
 std::unique_ptr<TestModel> weft::rt::test::makeLinearModel(int64_t d,

@@ -57,7 +57,10 @@ public:
 
   /// The table; makes this the model whose step runs.
   const WeftModel &model();
-  /// Sets the table's deviceType (WEFT_DEVICE_CPU by default).
+  /// Sets the table's deviceType (WEFT_DEVICE_CPU by default). A CUDA
+  /// model's step receives device pointers: it copies its arguments to the
+  /// host (Cuda.h), runs the same hand-written step there and copies the
+  /// results back, so the trainer's device path runs against the CPU's.
   void setDeviceType(int32_t deviceType) { table.deviceType = deviceType; }
 
   int arg(const std::string &name) const;
@@ -66,6 +69,8 @@ public:
   std::vector<StepRecord> records;
   /// The context each step received, in order.
   std::vector<WeftRuntimeContext> contexts;
+  /// The argument pointers each step received, in order.
+  std::vector<std::vector<void *>> argPointers;
   /// Called at the start of every step with the step index (tests use it
   /// to raise signals).
   std::function<void(int64_t)> onStep;
@@ -80,6 +85,8 @@ private:
 
   static void trampoline(const WeftRuntimeContext *ctx, void *const *args,
                          void *const *results, void *ws);
+  void runOnDevice(const WeftRuntimeContext &ctx, void *const *args,
+                   void *const *results);
   void record(void *const *args);
 };
 

@@ -12,6 +12,7 @@
 #include "TestModels.h"
 
 #include "weft/Runtime/Checkpoint.h"
+#include "weft/Runtime/Cuda.h"
 #include "weft/Formats/Npy.h"
 #include "weft/Formats/SafeTensors.h"
 #include "weft/Runtime/TrainMain.h"
@@ -19,10 +20,12 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <csignal>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <sstream>
 
 #include <unistd.h>
@@ -494,11 +497,15 @@ protected:
   /// Trains to `steps` with checkpoints in `ckpt`, shuffled with seed 3.
   RunResult run(int64_t steps, const std::string &ckpt,
                 std::vector<std::string> extra = {}) {
+    return runModel(*model, steps, ckpt, std::move(extra));
+  }
+  RunResult runModel(TestModel &m, int64_t steps, const std::string &ckpt,
+                     std::vector<std::string> extra = {}) {
     std::vector<std::string> args = linearArgs(steps);
     args.insert(args.end(), {"--seed", "3", "--checkpoint-dir", path(ckpt),
                              "--metrics", path(ckpt + ".jsonl")});
     args.insert(args.end(), extra.begin(), extra.end());
-    return train(*model, args);
+    return train(m, args);
   }
 
   std::string ckptPath(const std::string &ckpt, int64_t step) {
@@ -670,6 +677,145 @@ TEST_F(CheckpointTrainTest, RefusesACheckpointOfAnotherModel) {
       << r.err;
   EXPECT_TRUE(model->records.empty());
   EXPECT_TRUE(fs::exists(ckptPath("b", 2)));
+}
+
+//===----------------------------------------------------------------------===//
+// A --target cuda model (deviceType CUDA)
+//===----------------------------------------------------------------------===//
+
+TEST_F(TrainTest, CudaModelWithoutAGpuStopsBeforeItsStep) {
+  if (cuda::deviceCount() > 0)
+    GTEST_SKIP() << "a CUDA device is visible; the DeviceStep tests run on it";
+  writeLinearData(10, 3);
+  auto m = makeLinearModel();
+  m->setDeviceType(WEFT_DEVICE_CUDA);
+  m->contexts.clear();
+  RunResult r = train(*m, linearArgs(2));
+  EXPECT_EQ(r.code, 1);
+  EXPECT_EQ(r.err.rfind("error: ", 0), 0u) << r.err;
+  EXPECT_TRUE(contains(r.err, "this executable was compiled for NVIDIA GPUs "
+                              "(weftc --target cuda)"))
+      << r.err;
+  EXPECT_TRUE(contains(r.err, "compile without --target cuda to train on "
+                              "the CPU"))
+      << r.err;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  EXPECT_TRUE(r.out.empty()) << r.out;
+  EXPECT_TRUE(m->contexts.empty());
+}
+
+TEST_F(TrainTest, CudaModelRefusesSeveralRanksAndAMesh) {
+  writeLinearData(10, 3);
+  auto m = makeLinearModel();
+  m->setDeviceType(WEFT_DEVICE_CUDA);
+  ::setenv("RANK", "1", 1);
+  ::setenv("WORLD_SIZE", "2", 1);
+  RunResult several = train(*m, linearArgs(2));
+  ::unsetenv("RANK");
+  ::unsetenv("WORLD_SIZE");
+  EXPECT_EQ(several.code, 1);
+  EXPECT_EQ(several.err,
+            "error: --target cuda executables run one rank per GPU without a "
+            "mesh for now; torchrun's environment says this is rank 1 of 2. "
+            "Run one process of an executable compiled without --mesh, or "
+            "compile without --target cuda to train on a mesh of CPU ranks\n");
+
+  // A step compiled for a mesh is refused before its ranks meet.
+  std::vector<TestTensor> args = {{"w", "param", DType::F32, {2, 3}},
+                                  {"input", "input", DType::F32, {2, 3}},
+                                  {"step", "input", DType::I64, {}},
+                                  {"lr", "input", DType::F32, {}}};
+  std::vector<TestTensor> results = {{"w", "param", DType::F32, {2, 3}},
+                                     {"loss", "output", DType::F32, {}}};
+  TestModel meshed(args, results,
+                   R"({"mesh": {"axes": [{"name": "dp", "size": 2}]}})", {},
+                   [](TestModel &, void *const *, void *const *) {});
+  meshed.setDeviceType(WEFT_DEVICE_CUDA);
+  RunResult mesh = train(meshed, {"--data", path("x.npy"), "--steps", "1",
+                                  "--lr", "0.1"});
+  EXPECT_EQ(mesh.code, 1);
+  EXPECT_TRUE(contains(mesh.err, "error: --target cuda executables run one "
+                                 "rank per GPU without a mesh for now; this "
+                                 "one was compiled for --mesh dp=2."))
+      << mesh.err;
+  EXPECT_TRUE(m->contexts.empty());
+  EXPECT_TRUE(meshed.contexts.empty());
+}
+
+/// The linear model's step on the GPU (its buffers there, its arithmetic
+/// on host copies): everything the trainer does on a device must give the
+/// CPU run's numbers bit for bit.
+class DeviceStepTest : public CheckpointTrainTest {
+protected:
+  std::unique_ptr<TestModel> device = makeLinearModel();
+
+  void SetUp() override {
+    if (cuda::deviceCount() == 0)
+      GTEST_SKIP() << "no CUDA device: the trainer's device path is not run "
+                      "(CudaModelWithoutAGpuStopsBeforeItsStep covers this "
+                      "machine)";
+    CheckpointTrainTest::SetUp();
+    device->setDeviceType(WEFT_DEVICE_CUDA);
+  }
+};
+
+TEST_F(DeviceStepTest, MatchesTheCpuStepAndCheckpointsAndResumes) {
+  RunResult cpu = run(7, "cpu", {"--checkpoint-every", "3"});
+  ASSERT_EQ(cpu.code, 0) << cpu.err;
+  device->contexts.clear();
+  device->argPointers.clear();
+  RunResult gpu = runModel(*device, 7, "gpu", {"--checkpoint-every", "3"});
+  ASSERT_EQ(gpu.code, 0) << gpu.err;
+  EXPECT_TRUE(contains(gpu.out, "(on GPU 0: ")) << gpu.out;
+  EXPECT_EQ(lossCurve("cpu"), lossCurve("gpu"));
+  for (int64_t step : {3, 6, 7})
+    expectSameTensors(ckptPath("cpu", step), ckptPath("gpu", step));
+
+  ASSERT_EQ(device->contexts.size(), 7u);
+  for (const WeftRuntimeContext &c : device->contexts) {
+    EXPECT_EQ(c.deviceType, WEFT_DEVICE_CUDA);
+    EXPECT_EQ(c.deviceIndex, 0);
+    EXPECT_EQ(c.stream, cuda::stream());
+  }
+  // Planned once, swapped by pointer: "w" alternates between two device
+  // buffers, and the batch is always copied into the same one.
+  int w = device->arg("w"), input = device->arg("input");
+  std::set<void *> wPointers, inputPointers;
+  for (size_t k = 0; k < device->argPointers.size(); ++k) {
+    wPointers.insert(device->argPointers[k][w]);
+    inputPointers.insert(device->argPointers[k][input]);
+    if (k >= 2)
+      EXPECT_EQ(device->argPointers[k][w], device->argPointers[k - 2][w]);
+  }
+  EXPECT_EQ(wPointers.size(), 2u);
+  EXPECT_EQ(inputPointers.size(), 1u);
+
+  // A resumed run uploads the checkpoint it restored.
+  ASSERT_EQ(runModel(*device, 4, "resumed").code, 0);
+  RunResult resumed = runModel(*device, 7, "resumed");
+  ASSERT_EQ(resumed.code, 0) << resumed.err;
+  EXPECT_TRUE(contains(resumed.out, "at step 4")) << resumed.out;
+  expectSameTensors(ckptPath("cpu", 7), ckptPath("resumed", 7));
+}
+
+TEST_F(DeviceStepTest, SkipsNonFiniteStepsAsTheCpuDoes) {
+  // --lr 1e30 sends the loss to infinity from the second step on: those
+  // steps' results must not be swapped in, on the device either.
+  std::vector<std::string> extra = {"--lr", "1e30", "--skip-nonfinite"};
+  RunResult cpu = run(6, "cpu", extra);
+  ASSERT_EQ(cpu.code, 0) << cpu.err;
+  ASSERT_TRUE(contains(cpu.err, "warning: skipped step 2")) << cpu.err;
+  RunResult gpu = runModel(*device, 6, "gpu", extra);
+  ASSERT_EQ(gpu.code, 0) << gpu.err;
+  EXPECT_EQ(cpu.err, gpu.err);
+  expectSameTensors(ckptPath("cpu", 6), ckptPath("gpu", 6));
+  std::vector<nlohmann::json> a = readJsonLines(path("cpu.jsonl")),
+                              b = readJsonLines(path("gpu.jsonl"));
+  ASSERT_EQ(a.size(), b.size());
+  for (size_t k = 0; k < a.size(); ++k) {
+    EXPECT_EQ(a[k]["loss"].dump(), b[k]["loss"].dump()) << k;
+    EXPECT_EQ(a[k].value("skipped", false), b[k].value("skipped", false)) << k;
+  }
 }
 
 TEST_F(CheckpointTrainTest, KeepsTheNewestK) {

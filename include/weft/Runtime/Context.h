@@ -76,6 +76,13 @@ std::string firstSlurmHost(const std::string &list);
 /// reach.
 std::string peerAddress(const LaunchInfo &info);
 
+/// The CUDA device (0-based among the visible ones) that the process of
+/// local rank `localRank` trains on: one GPU per local rank, the local rank
+/// modulo `deviceCount` (so a launcher that gives each process its own
+/// GPU through CUDA_VISIBLE_DEVICES gets device 0 everywhere). 0 when no
+/// device is visible: initializing it then reports that.
+int cudaDeviceForLocalRank(int localRank, int deviceCount);
+
 /// A fixed set of worker threads behind WeftRuntimeContext::parallelFor.
 /// Threads start on the first parallel loop, so a step that never asks for
 /// one costs none.
@@ -127,6 +134,15 @@ public:
   /// the others are waiting for it in a collective. A failure to write is
   /// not the run's problem and is ignored.
   void beat(int64_t progress) const;
+
+  /// For a --target cuda step, before anything else touches the device:
+  /// initializes the GPU of this process's local rank
+  /// (cudaDeviceForLocalRank over cuda::deviceCount()) and sets the
+  /// context's deviceType (CUDA), deviceIndex and stream (the step
+  /// stream). The error is cuda::initialize's: without a driver or a GPU
+  /// it says the executable needs an NVIDIA GPU and how to compile it for
+  /// the CPU.
+  Status useCudaDevice();
 
   /// For a step compiled for `mesh` (lib/Runtime/MeshCollectives.cpp): the
   /// launch must have the mesh's number of ranks (an error names both and

@@ -194,6 +194,35 @@ struct ModelSpec {
   int findArg(const std::string &name, const std::string &kind) const;
 };
 
+/// Where every buffer of a device step (ModelSpec::deviceType CUDA) lies in
+/// its one device allocation, planned once before the first step so that
+/// the loop allocates nothing. Every slot starts at a multiple of
+/// kAlignment. The scalar inputs (step, seed, lr, hp.*) are one block, and
+/// so are the results that carry no argument's next value (loss, lr,
+/// grad_norm): each step copies the first in and the second out with one
+/// copy each.
+struct DeviceArenaPlan {
+  /// cuMemAlloc's alignment: generated kernels may use their widest
+  /// vector accesses on any slot.
+  static constexpr uint64_t kAlignment = 256;
+  /// Byte offsets of each argument, result and the workspace.
+  std::vector<uint64_t> argOffsets, resultOffsets;
+  uint64_t workspaceOffset = 0;
+  /// [begin, end) of the scalar inputs and of the outputs; a host block of
+  /// end - begin bytes with the same layout mirrors each.
+  uint64_t scalarsBegin = 0, scalarsEnd = 0;
+  uint64_t outputsBegin = 0, outputsEnd = 0;
+  /// Bytes to allocate.
+  uint64_t totalBytes = 0;
+  /// Whether argument `i` is a scalar input, result `r` an output.
+  std::vector<bool> scalarArg, outputResult;
+};
+
+/// Plans the device arena of `spec`: the scalars block, the outputs block,
+/// then params, state and buffers, their results, the batch inputs and the
+/// workspace (workspaceBytes).
+DeviceArenaPlan planDeviceArena(const ModelSpec &spec);
+
 /// Validates `model` and fills `out`. Errors name the argument or result
 /// that is wrong; they mean weftc and this runtime disagree. A model whose
 /// code needs instructions this CPU lacks is refused (checkCpuFeatures).
