@@ -453,6 +453,14 @@ private:
     auto recv = dyn_cast<weft::RecvOp>(op);
     auto type = cast<RankedTensorType>(send ? send.getInput().getType()
                                             : recv.getResult().getType());
+    // A bf16 step's activations travel widened to f32 (exactly: every bf16
+    // is an f32) and are narrowed back on arrival, so the runtime keeps one
+    // element type for transfers.
+    RankedTensorType narrow;
+    if (isa<BFloat16Type, Float16Type>(type.getElementType())) {
+      narrow = type;
+      type = type.clone(b.getF32Type());
+    }
     if (!type.getElementType().isF32())
       return op->emitError()
              << "has element type " << type.getElementType()
@@ -465,9 +473,12 @@ private:
     if (!fn)
       return failure();
     auto bufType = MemRefType::get(type.getShape(), type.getElementType());
+    Value input = send ? send.getInput() : Value();
+    if (send && narrow)
+      input = weft::CastOp::create(b, loc, type, input);
     Value buffer =
         send ? Value(bufferization::ToBufferOp::create(
-                   b, loc, bufType, send.getInput(), /*read_only=*/true))
+                   b, loc, bufType, input, /*read_only=*/true))
              : Value(memref::AllocOp::create(b, loc, bufType,
                                              b.getI64IntegerAttr(64)));
     int64_t peer = int64_t(send ? send.getPeer() : recv.getPeer());
@@ -483,6 +494,8 @@ private:
     if (recv) {
       Value result = bufferization::ToTensorOp::create(
           b, loc, type, buffer, /*restrict=*/true, /*writable=*/true);
+      if (narrow)
+        result = weft::CastOp::create(b, loc, narrow, result);
       recv.getResult().replaceAllUsesWith(result);
     }
     op->erase();

@@ -239,10 +239,30 @@ module attributes {weft.mesh = #weft.mesh<dp = 2, pp = 2>} {
 
 // -----
 
+// A bf16 activation travels widened to f32 and is narrowed on arrival.
+// CHECK-LABEL: func.func @train_step(
+// CHECK-SAME: tensor<4xbf16>
+// CHECK: %[[W:.*]] = weft.cast %{{.*}} : tensor<4xbf16> -> tensor<4xf32>
+// CHECK: bufferization.to_buffer %[[W]]
+// CHECK: call @weft_rt_send_f32(
+// CHECK: call @weft_rt_recv_f32(
+// CHECK: %[[R:.*]] = bufferization.to_tensor
+// CHECK: %[[N:.*]] = weft.cast %[[R]] : tensor<4xf32> -> tensor<4xbf16>
+// CHECK: return %[[N]]
 module attributes {weft.mesh = #weft.mesh<pp = 2>} {
-  func.func @train_step(%x: tensor<4xbf16> {weft.input = "x"}) {
-    // expected-error @+1 {{has element type 'bf16': the runtime's send and recv take f32 (cast around them)}}
+  func.func @train_step(%x: tensor<4xbf16> {weft.input = "x"}) -> (tensor<4xbf16> {weft.output = "y"}) {
     weft.send %x {axes = ["pp"], peer = 1 : i64, tag = 0 : i64} : tensor<4xbf16>
+    %y = weft.recv {axes = ["pp"], peer = 1 : i64, tag = 1 : i64} : tensor<4xbf16>
+    return %y : tensor<4xbf16>
+  }
+}
+
+// -----
+
+module attributes {weft.mesh = #weft.mesh<pp = 2>} {
+  func.func @train_step(%x: tensor<4xf64> {weft.input = "x"}) {
+    // expected-error @+1 {{has element type 'f64': the runtime's send and recv take f32 (cast around them)}}
+    weft.send %x {axes = ["pp"], peer = 1 : i64, tag = 0 : i64} : tensor<4xf64>
     return
   }
 }

@@ -18,6 +18,8 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/Verifier.h"
 
+#include <map>
+
 namespace weft {
 #define GEN_PASS_DEF_MIXEDPRECISIONPASS
 #include "weft/Transforms/Train/Passes.h.inc"
@@ -53,13 +55,27 @@ struct MixedPrecisionPass
     OpBuilder b(fn.getContext());
     b.setInsertionPointToStart(&body);
 
-    // One cast per f32 argument, shared by all its uses.
+    // One cast per f32 argument, shared by all its uses -- of one pipeline
+    // stage: a parameter two stages read (a tied embedding and head) is
+    // narrowed in each, as --weft-assign-stages copies weight-only ops, so
+    // the stages share the parameter rather than a value one of them makes.
+    StringRef stageAttr = WeftDialect::kStageAttrName;
     for (BlockArgument arg : body.getArguments()) {
       if (!isF32Tensor(arg.getType()) || arg.use_empty())
         continue;
-      Value narrow =
-          CastOp::create(b, arg.getLoc(), toBF16(arg.getType()), arg);
-      arg.replaceAllUsesExcept(narrow, narrow.getDefiningOp());
+      std::map<int64_t, SmallVector<OpOperand *>> byStage;
+      for (OpOperand &use : arg.getUses()) {
+        auto stage = use.getOwner()->getAttrOfType<IntegerAttr>(stageAttr);
+        byStage[stage ? stage.getInt() : -1].push_back(&use);
+      }
+      for (auto &[stage, uses] : byStage) {
+        auto narrow =
+            CastOp::create(b, arg.getLoc(), toBF16(arg.getType()), arg);
+        if (stage >= 0)
+          narrow->setAttr(stageAttr, b.getI64IntegerAttr(stage));
+        for (OpOperand *use : uses)
+          use->set(narrow);
+      }
     }
 
     for (Operation &op : llvm::make_early_inc_range(body)) {
