@@ -60,3 +60,22 @@ if probe.returncode == 0:
 else:
     lit_config.note("multi-node tests skipped: " + probe.stderr.strip())
 config.substitutions.append(("%cluster", cluster))
+
+# weftc --target cuda compiles its kernels with the CUDA toolkit's ptxas and
+# fatbinary (docs/gpu.md); without them those tests are UNSUPPORTED, and
+# this says why.
+cuda_bin = "/usr/local/cuda/bin"
+if all(os.access(os.path.join(cuda_bin, t), os.X_OK) for t in ["ptxas", "fatbinary"]):
+    config.available_features.add("cuda-toolkit")
+    config.substitutions.append(("%ptxas", os.path.join(cuda_bin, "ptxas")))
+else:
+    lit_config.note("--target cuda tests skipped: no CUDA toolkit (ptxas, "
+                    "fatbinary) under /usr/local/cuda")
+# A machine with the NVIDIA driver (and so, here, a GPU) runs the CUDA
+# executables; elsewhere they must refuse to start with a clear message.
+import ctypes
+try:
+    ctypes.CDLL("libcuda.so.1")
+    config.available_features.add("cuda-driver")
+except OSError:
+    lit_config.note("CUDA executables not run: no NVIDIA driver (libcuda.so.1)")

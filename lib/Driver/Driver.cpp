@@ -14,6 +14,7 @@
 #include "weft/Formats/SafeTensors.h"
 #include "weft/Import/OnnxImporter.h"
 #include "weft/Import/Weights.h"
+#include "weft/Target/CUDA.h"
 #include "weft/Target/Registration.h"
 #include "weft/Transforms/Parallel/Passes.h"
 #include "weft/Transforms/Pipeline/Passes.h"
@@ -158,6 +159,7 @@ private:
 
   LogicalResult checkOutput();
   LogicalResult checkMesh();
+  LogicalResult checkCuda();
   LogicalResult checkPipelineOptions();
   int64_t stepMicroBatches(ModuleOp module) const;
   LogicalResult checkPipelineStages(size_t numStages, int64_t microBatches);
@@ -999,6 +1001,8 @@ LogicalResult Driver::emitNative(ArrayRef<Program> programs,
             WeftDialect::kWorkspaceBytesAttrName))
       descriptor.workspaceBytes = ws.getInt();
     descriptor.programIndex = int32_t(index);
+    if (options.device == "cuda")
+      descriptor.deviceType = WEFT_DEVICE_CUDA;
     descriptor.numPrograms = int32_t(programs.size());
     if (appended) {
       descriptor.weightsAppended = true;
@@ -1280,6 +1284,23 @@ LogicalResult Driver::checkPlanBatch(ModuleOp module) {
   return success();
 }
 
+/// --target cuda: one device, the toolkit for native stages, and the GPU
+/// dialects.
+LogicalResult Driver::checkCuda() {
+  if (!options.mesh.empty())
+    return fail("--target cuda does not yet support --mesh: compile one "
+                "device's step (no --mesh), or leave out --target cuda to "
+                "train on CPUs");
+  if (options.emit >= Stage::Llvm && !isScheduleStage(options.emit) &&
+      failed(checkCudaToolkit(CudaTargetOptions(), loc())))
+    return failure();
+  DialectRegistry registry;
+  registerCudaDialects(registry);
+  context.appendDialectRegistry(registry);
+  context.loadAllAvailableDialects();
+  return success();
+}
+
 LogicalResult Driver::run() {
   if (failed(checkOutput()))
     return failure();
@@ -1291,6 +1312,8 @@ LogicalResult Driver::run() {
   if (!options.plan.empty() && failed(applyPlan()))
     return failure();
   if (failed(checkMesh()) || failed(checkPipelineOptions()))
+    return failure();
+  if (options.device == "cuda" && failed(checkCuda()))
     return failure();
   if (options.mesh.empty() && options.emit == Stage::Partitioned)
     return fail("--emit=partitioned needs a mesh: add --mesh dp=N (or "
@@ -1347,6 +1370,7 @@ LogicalResult Driver::run() {
                       : emit == Stage::Memref ? CodegenStage::Buffers
                                               : CodegenStage::LLVM;
   codegen.mergeSiblingKernels = options.mergeSiblingKernels;
+  codegen.target = options.device;
   buildCodegenPipeline(pm, codegen);
   if (failed(pm.run(*module)))
     return failure();

@@ -6,6 +6,7 @@
 
 #include "weft/Driver/Pipelines.h"
 #include "weft/Conversion/Passes.h"
+#include "weft/Target/CUDA.h"
 #include "weft/Transforms/Pipeline/Passes.h"
 
 #include "mlir/Conversion/AffineToStandard/AffineToStandard.h"
@@ -239,9 +240,12 @@ void weft::buildCodegenPipeline(OpPassManager &pm,
   pm.addNestedPass<func::FuncOp>(createLowerCopiesPass());
   // The optimizer's per-parameter kernels (and other independent
   // neighbours) as one parallel loop, before its rows are chunked.
-  if (options.mergeSiblingKernels)
+  // Both group a kernel's rows for a few CPU threads; a GPU wants them all.
+  bool cuda = options.target == "cuda";
+  if (options.mergeSiblingKernels && !cuda)
     pm.addPass(createMergeSiblingKernelsPass());
-  pm.addPass(createChunkParallelLoopsPass());
+  if (!cuda)
+    pm.addPass(createChunkParallelLoopsPass());
   PlanBuffersPassOptions plan;
   plan.function = options.entry;
   pm.addPass(createPlanBuffersPass(plan));
@@ -252,6 +256,10 @@ void weft::buildCodegenPipeline(OpPassManager &pm,
   if (options.stopAfter == Stage::Buffers)
     return;
 
+  if (cuda) {
+    buildCudaLoweringPipeline(pm, options.entry, CudaTargetOptions());
+    return;
+  }
   // Loops and the LLVM dialect. The entry is marked `llvm.bareptr`
   // (--weft-select-entry): it takes one pointer per buffer, which is what the
   // descriptor's trainStep wrapper passes. Kernels take memref descriptors.

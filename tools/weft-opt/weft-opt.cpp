@@ -8,6 +8,7 @@
 #include "weft/Dialect/Weft/IR/WeftDialect.h"
 #include "weft/Driver/Pipelines.h"
 #include "weft/Support/Version.h"
+#include "weft/Target/CUDA.h"
 #include "weft/Target/Registration.h"
 #include "weft/Codegen/Passes.h"
 #include "weft/Transforms/Parallel/Passes.h"
@@ -64,6 +65,7 @@ int main(int argc, char **argv) {
   mlir::tensor::registerBufferizableOpInterfaceExternalModels(registry);
   // Tiling, value-bounds and subset models for --weft-fuse-kernels.
   weft::registerCodegenDialects(registry);
+  weft::registerCudaDialects(registry);
 
   mlir::registerCanonicalizerPass();
   mlir::registerCSEPass();
@@ -73,6 +75,7 @@ int main(int argc, char **argv) {
   weft::registerWeftParallelPasses();
   weft::registerWeftPipelinePasses();
   weft::registerWeftCodegenPasses();
+  weft::registerCudaPasses();
   weft::registerWeftConversionPasses();
   weft::registerWeftPipelines();
   llvm::cl::SetVersionPrinter([](llvm::raw_ostream &os) {

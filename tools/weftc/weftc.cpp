@@ -314,6 +314,13 @@ cl::opt<std::string>
                  "generic (any machine of the host's architecture), native "
                  "(this machine), or an LLVM CPU name"),
         cl::init("default"), cl::cat(codegenCategory));
+cl::opt<std::string> deviceTarget(
+    "target",
+    cl::desc("Device the step runs on: cpu, or cuda (NVIDIA GPUs, sm_80 "
+             "and newer: kernels as CUDA kernels, GEMMs through cuBLASLt; "
+             "needs the CUDA toolkit at /usr/local/cuda to compile and the "
+             "NVIDIA driver to run; docs/gpu.md)"),
+    cl::init("cpu"), cl::cat(codegenCategory));
 cl::opt<bool> mergeSiblingKernels(
     "merge-sibling-kernels",
     cl::desc("Run independent neighbouring kernels, such as the optimizer "
@@ -472,6 +479,17 @@ bool mapOptions(DriverOptions &driver, TrainPipelineOptions &train,
     return fail("--fused-attention must be auto, on or off, got '" +
                 fusedAttention + "'");
   train.fusedAttention = fusedAttention;
+  if (deviceTarget != "cpu" && deviceTarget != "cuda")
+    return fail("--target must be cpu or cuda, got '" + deviceTarget + "'");
+  driver.device = deviceTarget;
+  if (deviceTarget == "cuda") {
+    // The fused attention kernel is the CPU runtime's; on the GPU the
+    // attention runs as GEMMs and fused kernels.
+    if (fusedAttention == "on")
+      return fail("--fused-attention=on has no GPU kernel yet: leave it out "
+                  "(or give --fused-attention=off) with --target cuda");
+    train.fusedAttention = "off";
+  }
   return true;
 }
 } // namespace

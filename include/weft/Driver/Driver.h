@@ -103,6 +103,8 @@ struct DriverOptions {
 
   // Native code.
   CpuTargetOptions target;
+  /// --target: the step's device, "cpu" or "cuda" (docs/gpu.md).
+  std::string device = "cpu";
   /// Independent neighbouring kernels (the optimizer update of every
   /// parameter) run as one parallel loop (--weft-merge-sibling-kernels).
   bool mergeSiblingKernels = true;

@@ -230,6 +230,11 @@ struct CodegenPipelineOptions
                      "update of every parameter) as one parallel loop "
                      "(--weft-merge-sibling-kernels)"),
       llvm::cl::init(true)};
+  Option<std::string> target{
+      *this, "target",
+      llvm::cl::desc("cpu, or cuda: kernels as gpu.launch, GEMMs through "
+                     "cuBLASLt, one fatbin (docs/gpu.md)"),
+      llvm::cl::init("cpu")};
 };
 
 /// weft training step -> LLVM dialect: select and inline the entry,

@@ -1,0 +1,98 @@
+//===- Passes.td - Passes of the CUDA target --------------*- tablegen -*-===//
+//
+// Part of the Weft project.
+//
+//===----------------------------------------------------------------------===//
+//
+// `weftc --target cuda` (docs/gpu.md): the planned, outlined step on
+// buffers becomes gpu.launch ops, their kernels one gpu.module, and that
+// module one fatbin. One `def` per pass, implemented in
+// lib/Target/CUDA/<Name>.cpp.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef WEFT_TARGET_CUDA_PASSES_TD
+#define WEFT_TARGET_CUDA_PASSES_TD
+
+include "mlir/Pass/PassBase.td"
+
+def GpuMapStepPass : Pass<"weft-gpu-map-step", "mlir::ModuleOp"> {
+  let summary = "Run every loop nest of the step on the GPU (gpu.launch)";
+  let description = [{
+    Runs on the output of `--weft-outline-kernels` (without
+    `--weft-chunk-parallel-loops` and `--weft-merge-sibling-kernels`, which
+    group rows for CPU threads). Every buffer of `function` is device
+    memory, so every op that reads or writes one must run on the GPU:
+
+    1. Each kernel call is inlined back into `function`; the kernels'
+       `scf.forall` become `scf.parallel`, linalg ops become loops
+       (parallel dimensions first, so a column reduction is one thread per
+       column reading along rows) and `memref.copy` a copy loop.
+    2. A top-level `scf.parallel` whose body is pure address arithmetic
+       around one inner `scf.parallel` is collapsed with it. Its iteration
+       space is linearized and launched as `ceil(N / block-size)` blocks of
+       `block-size` threads (fewer when N is smaller): thread `g` runs
+       iteration `g` (row-major), guarded by `g < N`. Consecutive threads
+       take consecutive innermost indices, so contiguous rows are read
+       coalesced.
+    3. Remaining sequential ops (a full reduction's `scf.for`, scalar
+       updates) run on one thread of a launch of their own.
+    4. Constants (`memref.get_global`) are moved into the launches that
+       read them, so they are copied into the kernel module.
+    5. GEMM calls become their device versions (`weft_rt_sgemm` ->
+       `weft_rt_cuda_sgemm`, ...; include/weft/Runtime/Cuda.h).
+
+    Launches are ordered as the ops were, on one stream, so no
+    synchronization is added. Errors: a runtime call without a device
+    version (collectives, fused attention, point-to-point transfers), a
+    constant passed to a GEMM, or a value computed by device code and
+    used on the host.
+  }];
+  let options = [
+    Option<"function", "function", "std::string", "\"train_step\"",
+           "The step function to map">,
+    Option<"blockSize", "block-size", "int64_t", "256",
+           "Threads per block of a parallel loop's launch">,
+  ];
+  let dependentDialects = [
+    "::mlir::gpu::GPUDialect", "::mlir::scf::SCFDialect",
+    "::mlir::arith::ArithDialect", "::mlir::memref::MemRefDialect",
+    "::mlir::func::FuncDialect"
+  ];
+}
+
+def GpuMergeModulesPass : Pass<"weft-gpu-merge-modules", "mlir::ModuleOp"> {
+  let summary = "Move every kernel into one gpu.module";
+  let description = [{
+    Runs after `--gpu-kernel-outlining`, which makes one `gpu.module` per
+    launch. Their kernels (and the constants they read, once) move into
+    one `gpu.module @weft_kernels`, and every `gpu.launch_func` names its
+    kernel there: the executable then carries one fatbin, compiled by one
+    `ptxas` run per architecture, instead of one per kernel.
+  }];
+  let dependentDialects = ["::mlir::gpu::GPUDialect"];
+}
+
+def GpuFatbinPass : Pass<"weft-gpu-fatbin", "mlir::ModuleOp"> {
+  let summary = "Replace each gpu.binary's PTX by a fatbin for several GPUs";
+  let description = [{
+    Runs after `--gpu-module-to-binary{format=isa}`: every `gpu.binary`
+    holds the PTX of its module. `ptxas` (from `toolkit`/bin) compiles it
+    for each architecture of `archs` (one process each, in parallel), and
+    `fatbinary` packs the cubins with the PTX (for GPUs newer than all of
+    them, which the driver compiles at load time) into the single object
+    the binary then holds; the driver's `cuModuleLoadData` picks the
+    matching cubin. Errors name the tool, its command line and its
+    output.
+  }];
+  let options = [
+    Option<"toolkit", "toolkit", "std::string", "\"/usr/local/cuda\"",
+           "The CUDA toolkit (ptxas and fatbinary under bin/)">,
+    ListOption<"archs", "archs", "std::string",
+               "GPU architectures to compile cubins for (sm_90,sm_80)">,
+    Option<"ptxArch", "ptx-arch", "std::string", "\"compute_80\"",
+           "The virtual architecture the embedded PTX targets">,
+  ];
+}
+
+#endif // WEFT_TARGET_CUDA_PASSES_TD

@@ -1,0 +1,485 @@
+//===- GpuMapStep.cpp - The step's loop nests as gpu.launch ---------------===//
+//
+// Part of the Weft project.
+//
+//===----------------------------------------------------------------------===//
+//
+// For --target cuda every buffer the step touches lives in device memory,
+// so nothing may read or write one on the host: the step keeps only
+// address arithmetic, GEMM calls (cuBLASLt, through the runtime) and
+// launches. Kernels are the CPU path's outlined kernels, unchanged up to
+// here (docs/gpu.md, Numerics); this pass only decides which thread runs
+// which iteration.
+//
+//===----------------------------------------------------------------------===//
+
+#include "weft/Target/CUDA/Passes.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Linalg/Transforms/Transforms.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/SCF/Transforms/Transforms.h"
+#include "mlir/IR/IRMapping.h"
+#include "mlir/IR/Matchers.h"
+#include "mlir/IR/PatternMatch.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "mlir/Interfaces/ViewLikeInterface.h"
+
+#include "llvm/ADT/StringMap.h"
+
+namespace weft {
+#define GEN_PASS_DEF_GPUMAPSTEPPASS
+#include "weft/Target/CUDA/Passes.h.inc"
+} // namespace weft
+
+using namespace mlir;
+
+namespace {
+
+/// The runtime's GEMMs and their device versions (Cuda.h): the same
+/// signatures on device pointers.
+const llvm::StringMap<StringRef> &deviceGemms() {
+  static const llvm::StringMap<StringRef> map = {
+      {"weft_rt_sgemm", "weft_rt_cuda_sgemm"},
+      {"weft_rt_sgemm_batch_sum", "weft_rt_cuda_sgemm_batch_sum"},
+      {"weft_rt_sgemm_accumulate", "weft_rt_cuda_sgemm_accumulate"},
+      {"weft_rt_sbgemm", "weft_rt_cuda_sbgemm"},
+      {"weft_rt_sbgemm_bf16", "weft_rt_cuda_sbgemm_bf16"}};
+  return map;
+}
+
+/// What to do instead, for a runtime call without a device version.
+std::string fixFor(StringRef callee) {
+  if (callee.starts_with("weft_rt_attention"))
+    return "compile with --fused-attention=off (the attention then runs as "
+           "GEMMs and fused kernels)";
+  if (callee.contains("send") || callee.contains("recv") ||
+      callee.contains("all_reduce") || callee.contains("all_gather") ||
+      callee.contains("reduce_scatter") || callee.contains("all_to_all") ||
+      callee.contains("broadcast") || callee.contains("collective"))
+    return "--target cuda does not yet support --mesh: compile one rank's "
+           "step (no --mesh), or leave out --target cuda to train on CPUs";
+  return "leave out --target cuda to compile for the CPU";
+}
+
+/// Ops that stay on the host: they only compute addresses, sizes and
+/// scalars from values the host has.
+bool isHostOp(Operation *op) {
+  if (isa<arith::ConstantOp, arith::IndexCastOp, arith::IndexCastUIOp,
+          memref::ExtractStridedMetadataOp,
+          memref::ExtractAlignedPointerAsIndexOp, memref::ViewOp,
+          memref::SubViewOp, memref::ExpandShapeOp, memref::CollapseShapeOp,
+          memref::ReinterpretCastOp, memref::CastOp, memref::DimOp,
+          LLVM::IntToPtrOp, LLVM::GEPOp, LLVM::ConstantOp, func::CallOp,
+          func::ReturnOp, memref::GetGlobalOp>(op))
+    return true;
+  // Other pure arithmetic on host values (a scalar computed from sizes).
+  if (op->getDialect() && isa<arith::ArithDialect>(op->getDialect()) &&
+      isMemoryEffectFree(op))
+    return true;
+  return false;
+}
+
+Value cst(OpBuilder &b, Location loc, int64_t v) {
+  return arith::ConstantIndexOp::create(b, loc, v);
+}
+
+/// The kernel functions called from `step`, inlined back: the step holds
+/// every loop nest again, now on its views of the workspace.
+LogicalResult inlineKernels(ModuleOp module, func::FuncOp step) {
+  SmallVector<func::CallOp> calls;
+  step.walk([&](func::CallOp call) { calls.push_back(call); });
+  SetVector<func::FuncOp> inlined;
+  for (func::CallOp call : calls) {
+    auto callee = module.lookupSymbol<func::FuncOp>(call.getCallee());
+    if (!callee || callee.isDeclaration())
+      continue;
+    if (!callee.getBody().hasOneBlock())
+      return callee.emitError("kernel ")
+             << callee.getName()
+             << " has more than one block: --target cuda expects the "
+                "structured loops --weft-outline-kernels makes";
+    OpBuilder b(call);
+    IRMapping map;
+    Block &body = callee.getBody().front();
+    map.map(body.getArguments(), call.getOperands());
+    for (Operation &op : body.without_terminator())
+      b.clone(op, map);
+    call.erase();
+    inlined.insert(callee);
+  }
+  for (func::FuncOp f : inlined)
+    if (f.symbolKnownUseEmpty(module))
+      f.erase();
+  return success();
+}
+
+/// Loops in place of linalg ops and copies, parallel dimensions outermost;
+/// scf.forall as scf.parallel.
+LogicalResult lowerToLoops(func::FuncOp step) {
+  IRRewriter rewriter(step.getContext());
+  SmallVector<scf::ForallOp> foralls;
+  step.walk([&](scf::ForallOp f) { foralls.push_back(f); });
+  for (scf::ForallOp f : foralls) {
+    rewriter.setInsertionPoint(f);
+    if (failed(scf::forallToParallelLoop(rewriter, f)))
+      return f.emitError("cannot run this scf.forall as scf.parallel");
+  }
+  SmallVector<memref::CopyOp> copies;
+  step.walk([&](memref::CopyOp c) { copies.push_back(c); });
+  for (memref::CopyOp c : copies) {
+    rewriter.setInsertionPoint(c);
+    linalg::CopyOp::create(rewriter, c.getLoc(), c.getSource(), c.getTarget());
+    rewriter.eraseOp(c);
+  }
+  SmallVector<linalg::LinalgOp> ops;
+  step.walk([&](linalg::LinalgOp op) { ops.push_back(op); });
+  for (linalg::LinalgOp op : ops) {
+    if (auto generic = dyn_cast<linalg::GenericOp>(op.getOperation())) {
+      SmallVector<unsigned> perm;
+      SmallVector<utils::IteratorType> iters =
+          generic.getIteratorTypesArray();
+      for (unsigned i = 0; i < iters.size(); ++i)
+        if (iters[i] == utils::IteratorType::parallel)
+          perm.push_back(i);
+      for (unsigned i = 0; i < iters.size(); ++i)
+        if (iters[i] != utils::IteratorType::parallel)
+          perm.push_back(i);
+      bool identity = true;
+      for (unsigned i = 0; i < perm.size(); ++i)
+        identity &= perm[i] == i;
+      if (!identity) {
+        rewriter.setInsertionPoint(generic);
+        FailureOr<linalg::GenericOp> swapped =
+            linalg::interchangeGenericOp(rewriter, generic, perm);
+        if (failed(swapped))
+          return generic.emitError("cannot move its parallel loops first");
+        op = *swapped;
+      }
+    }
+    rewriter.setInsertionPoint(op);
+    if (failed(linalg::linalgOpToParallelLoops(rewriter, op)))
+      return op->emitError("cannot lower this op to loops for the GPU");
+    rewriter.eraseOp(op);
+  }
+  return success();
+}
+
+bool isConstantIndex(Value v) { return matchPattern(v, m_Constant()); }
+
+/// `outer` whose body is pure address arithmetic around one scf.parallel
+/// with constant bounds: one scf.parallel over both iteration spaces.
+scf::ParallelOp collapseNest(scf::ParallelOp outer) {
+  while (true) {
+    if (outer.getNumResults())
+      return outer;
+    scf::ParallelOp inner;
+    for (Operation &op : outer.getBody()->without_terminator()) {
+      if (auto p = dyn_cast<scf::ParallelOp>(op)) {
+        if (inner)
+          return outer;
+        inner = p;
+        continue;
+      }
+      if (!isMemoryEffectFree(&op) || op.getNumRegions())
+        return outer;
+    }
+    if (!inner || inner.getNumResults() ||
+        !llvm::all_of(inner.getLowerBound(), isConstantIndex) ||
+        !llvm::all_of(inner.getUpperBound(), isConstantIndex) ||
+        !llvm::all_of(inner.getStep(), isConstantIndex))
+      return outer;
+    OpBuilder b(outer);
+    IRMapping outside;
+    auto hoist = [&](ValueRange values) {
+      SmallVector<Value> out;
+      for (Value v : values)
+        out.push_back(b.clone(*v.getDefiningOp(), outside)->getResult(0));
+      return out;
+    };
+    SmallVector<Value> lbs(outer.getLowerBound()), ubs(outer.getUpperBound()),
+        steps(outer.getStep());
+    llvm::append_range(lbs, hoist(inner.getLowerBound()));
+    llvm::append_range(ubs, hoist(inner.getUpperBound()));
+    llvm::append_range(steps, hoist(inner.getStep()));
+    auto merged = scf::ParallelOp::create(b, outer.getLoc(), lbs, ubs, steps);
+    Block *body = merged.getBody();
+    OpBuilder in = OpBuilder::atBlockBegin(body);
+    IRMapping map;
+    unsigned n = outer.getNumLoops();
+    for (unsigned i = 0; i < n; ++i)
+      map.map(outer.getInductionVars()[i], merged.getInductionVars()[i]);
+    for (unsigned i = 0; i < inner.getNumLoops(); ++i)
+      map.map(inner.getInductionVars()[i], merged.getInductionVars()[n + i]);
+    for (Operation &op : outer.getBody()->without_terminator())
+      if (&op != inner.getOperation())
+        in.clone(op, map);
+    for (Operation &op : inner.getBody()->without_terminator())
+      in.clone(op, map);
+    outer.erase();
+    outer = merged;
+  }
+}
+
+/// A new launch of `grid` x `block` threads before `at`, with an empty body
+/// ending in gpu.terminator; the builder is set inside it.
+gpu::LaunchOp createLaunch(OpBuilder &b, Location loc, Value grid,
+                           Value block, TypeRange shared = {}) {
+  Value one = cst(b, loc, 1);
+  auto launch = gpu::LaunchOp::create(b, loc, grid, one, one, block, one, one,
+                                      /*dynamicSharedMemorySize=*/nullptr,
+                                      /*asyncTokenType=*/nullptr,
+                                      /*asyncDependencies=*/{}, shared);
+  b.setInsertionPointToEnd(&launch.getBody().front());
+  gpu::TerminatorOp::create(b, loc);
+  b.setInsertionPointToStart(&launch.getBody().front());
+  return launch;
+}
+
+/// Trip counts of `loop`'s dimensions as index values before it.
+SmallVector<Value> tripCounts(OpBuilder &b, scf::ParallelOp loop) {
+  Location loc = loop.getLoc();
+  SmallVector<Value> counts;
+  for (auto [lb, ub, step] : llvm::zip(loop.getLowerBound(),
+                                       loop.getUpperBound(), loop.getStep())) {
+    Value span = arith::SubIOp::create(b, loc, ub, lb);
+    counts.push_back(arith::CeilDivSIOp::create(b, loc, span, step));
+  }
+  return counts;
+}
+
+/// Runs `loop` with one thread per iteration.
+void launchParallel(scf::ParallelOp loop, int64_t blockSize) {
+  OpBuilder b(loop);
+  Location loc = loop.getLoc();
+  SmallVector<Value> counts = tripCounts(b, loop);
+  Value total = cst(b, loc, 1);
+  for (Value c : counts)
+    total = arith::MulIOp::create(b, loc, total, c);
+  // Fewer threads than a block when there are fewer iterations.
+  Value block =
+      arith::MinSIOp::create(b, loc, total, cst(b, loc, blockSize));
+  block = arith::MaxSIOp::create(b, loc, block, cst(b, loc, 1));
+  Value grid = arith::CeilDivSIOp::create(b, loc, total, block);
+  grid = arith::MaxSIOp::create(b, loc, grid, cst(b, loc, 1));
+  gpu::LaunchOp launch = createLaunch(b, loc, grid, block);
+  Value g = arith::AddIOp::create(
+      b, loc,
+      arith::MulIOp::create(b, loc, launch.getBlockIds().x,
+                            launch.getBlockSize().x),
+      launch.getThreadIds().x);
+  Value inRange =
+      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, g, total);
+  auto guard = scf::IfOp::create(b, loc, inRange, /*withElseRegion=*/false);
+  b.setInsertionPointToStart(&guard.getThenRegion().front());
+  IRMapping map;
+  // Row-major: the last dimension varies fastest across threads.
+  Value rest = g;
+  for (int i = int(counts.size()) - 1; i >= 0; --i) {
+    Value idx = i == 0 ? rest : arith::RemSIOp::create(b, loc, rest, counts[i]);
+    if (i > 0)
+      rest = arith::DivSIOp::create(b, loc, rest, counts[i]);
+    Value iv = arith::AddIOp::create(
+        b, loc, loop.getLowerBound()[i],
+        arith::MulIOp::create(b, loc, idx, loop.getStep()[i]));
+    map.map(loop.getInductionVars()[i], iv);
+  }
+  for (Operation &op : loop.getBody()->without_terminator())
+    b.clone(op, map);
+  loop.erase();
+}
+
+/// Runs `ops` (consecutive, sequential) on one thread.
+void launchSequential(ArrayRef<Operation *> ops) {
+  OpBuilder b(ops.front());
+  Location loc = ops.front()->getLoc();
+  Value one = cst(b, loc, 1);
+  gpu::LaunchOp launch = createLaunch(b, loc, one, one);
+  Block &body = launch.getBody().front();
+  for (Operation *op : ops)
+    op->moveBefore(body.getTerminator());
+}
+
+/// Clones a chain of host ops rooted at a memref.get_global into `launch`
+/// for each use inside it: constants are data of the kernel module.
+LogicalResult sinkGlobals(gpu::LaunchOp launch) {
+  Block &body = launch.getBody().front();
+  DenseMap<Value, Value> cloned;
+  std::function<Value(Value)> sink = [&](Value v) -> Value {
+    if (Value c = cloned.lookup(v))
+      return c;
+    Operation *def = v.getDefiningOp();
+    if (!def || launch->isAncestor(def))
+      return v;
+    bool fromGlobal = isa<memref::GetGlobalOp>(def);
+    if (!fromGlobal && isa<ViewLikeOpInterface>(def))
+      fromGlobal = sink(def->getOperand(0)) != def->getOperand(0);
+    if (!fromGlobal)
+      return v;
+    OpBuilder b = OpBuilder::atBlockBegin(&body);
+    IRMapping map;
+    for (Value operand : def->getOperands()) {
+      Value s = sink(operand);
+      if (s != operand)
+        map.map(operand, s);
+    }
+    // After the values it reads, which were cloned first.
+    Operation *last = nullptr;
+    for (Value operand : def->getOperands())
+      if (Operation *d = map.lookupOrDefault(operand).getDefiningOp())
+        if (launch->isAncestor(d) && (!last || last->isBeforeInBlock(d)))
+          last = d;
+    if (last)
+      b.setInsertionPointAfter(last);
+    Value c = b.clone(*def, map)->getResult(0);
+    cloned[v] = c;
+    return c;
+  };
+  launch.getBody().walk([&](Operation *op) {
+    for (OpOperand &operand : op->getOpOperands()) {
+      Value s = sink(operand.get());
+      if (s != operand.get())
+        operand.set(s);
+    }
+  });
+  return success();
+}
+
+struct GpuMapStepPass : weft::impl::GpuMapStepPassBase<GpuMapStepPass> {
+  using Base::Base;
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    auto step = module.lookupSymbol<func::FuncOp>(function);
+    if (!step || step.isDeclaration()) {
+      module.emitError("--weft-gpu-map-step: no function @") << function;
+      return signalPassFailure();
+    }
+    if (blockSize < 1 || blockSize > 1024) {
+      module.emitError("--weft-gpu-map-step: block-size must be 1 to 1024");
+      return signalPassFailure();
+    }
+    if (failed(inlineKernels(module, step)) || failed(lowerToLoops(step)) ||
+        failed(mapCalls(module, step)))
+      return signalPassFailure();
+    if (!step.getBody().hasOneBlock()) {
+      step.emitError("--target cuda expects a step of one block");
+      return signalPassFailure();
+    }
+    Block &block = step.getBody().front();
+    // Parallel nests first; what is left and is not host arithmetic runs
+    // on one thread, in runs of consecutive ops.
+    SmallVector<scf::ParallelOp> nests;
+    for (auto p : block.getOps<scf::ParallelOp>())
+      nests.push_back(p);
+    for (scf::ParallelOp p : nests) {
+      if (p.getNumResults()) {
+        p.emitError("--target cuda: a parallel loop with results");
+        return signalPassFailure();
+      }
+      launchParallel(collapseNest(p), blockSize);
+    }
+    SmallVector<SmallVector<Operation *>> runs;
+    SmallVector<Operation *> run;
+    // Arithmetic on a value loaded from device memory is device code too.
+    DenseSet<Operation *> onDevice;
+    for (Operation &op : block) {
+      bool device = !isa<gpu::LaunchOp>(op) &&
+                    (!isHostOp(&op) ||
+                     llvm::any_of(op.getOperands(), [&](Value v) {
+                       return onDevice.contains(v.getDefiningOp());
+                     }));
+      if (device)
+        onDevice.insert(&op);
+      if (device) {
+        run.push_back(&op);
+        continue;
+      }
+      if (!run.empty())
+        runs.push_back(std::move(run));
+      run.clear();
+    }
+    for (ArrayRef<Operation *> r : runs) {
+      // A value computed on the device cannot be read by the host.
+      for (Operation *op : r)
+        for (Value result : op->getResults())
+          for (Operation *user : result.getUsers())
+            if (!llvm::is_contained(r, user) &&
+                !llvm::any_of(r, [&](Operation *o) {
+                  return o->isProperAncestor(user);
+                })) {
+              op->emitError("--target cuda: this value is computed on the "
+                            "GPU but used outside its kernel");
+              return signalPassFailure();
+            }
+      launchSequential(r);
+    }
+    WalkResult sunk = step.walk([&](gpu::LaunchOp launch) {
+      return failed(sinkGlobals(launch)) ? WalkResult::interrupt()
+                                         : WalkResult::advance();
+    });
+    if (sunk.wasInterrupted())
+      return signalPassFailure();
+    // A constant left on the host would hand a host pointer to device code.
+    for (auto global :
+         llvm::make_early_inc_range(block.getOps<memref::GetGlobalOp>())) {
+      if (global.use_empty()) {
+        global.erase();
+        continue;
+      }
+      // Views of it that only launches read are dead now.
+      SmallVector<Operation *> dead;
+      std::function<bool(Operation *)> onlyDead = [&](Operation *op) {
+        for (Operation *user : op->getUsers())
+          if (!isa<ViewLikeOpInterface>(user) || !onlyDead(user))
+            return false;
+        dead.push_back(op);
+        return true;
+      };
+      if (onlyDead(global)) {
+        for (Operation *op : dead)
+          op->erase();
+        continue;
+      }
+      global.emitError("--target cuda: the constant ")
+          << global.getName()
+          << " is read by a GEMM or another host call; device code can only "
+             "read constants inside its kernels";
+      return signalPassFailure();
+    }
+  }
+
+  /// GEMMs to their device versions; every other call is an error.
+  LogicalResult mapCalls(ModuleOp module, func::FuncOp step) {
+    SmallVector<func::CallOp> calls;
+    step.walk([&](func::CallOp call) { calls.push_back(call); });
+    for (func::CallOp call : calls) {
+      StringRef callee = call.getCallee();
+      auto it = deviceGemms().find(callee);
+      if (it == deviceGemms().end())
+        return call.emitError("--target cuda: ")
+               << callee << " has no GPU version: " << fixFor(callee);
+      auto decl = module.lookupSymbol<func::FuncOp>(callee);
+      auto device = module.lookupSymbol<func::FuncOp>(it->second);
+      if (!device) {
+        OpBuilder b(decl);
+        device = cast<func::FuncOp>(b.clone(*decl));
+        device.setName(it->second);
+      }
+      call.setCallee(it->second);
+    }
+    for (auto &[name, device] : deviceGemms()) {
+      auto decl = module.lookupSymbol<func::FuncOp>(name);
+      if (decl && decl.symbolKnownUseEmpty(module))
+        decl.erase();
+    }
+    return success();
+  }
+};
+
+} // namespace
