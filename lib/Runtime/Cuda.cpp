@@ -532,7 +532,8 @@ Status synchronize() {
       "CUDA: the device reported " + describe(r) +
       " for work queued since "
       "the last synchronization (" +
-      std::to_string(n) + " operations; the last: " + what +
+      std::to_string(n) + (n == 1 ? " operation" : " operations") +
+      "; the last: " + what +
       "); run with WEFT_CUDA_SYNC=1 to wait after each and name the one "
       "that failed");
 }

@@ -27,6 +27,7 @@
 #include "CudaTestKernel.h"
 #ifdef WEFT_TEST_CUBIN
 #include "CudaTestKernel.cubin.h"
+#include "CudaTestKernel.fatbin.h"
 #endif
 
 #include <gtest/gtest.h>
@@ -34,6 +35,7 @@
 #include <dlfcn.h>
 
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <random>
@@ -503,6 +505,11 @@ TEST(CudaTest, LaunchesAKernel) {
                                sizeof(weftTestCubin));
   launchScaleAdd(cubin);
   mgpuModuleUnload(cubin);
+  // A fatbin of sm_80 and sm_90 cubins and the PTX, as weftc embeds.
+  void *fatbin = mgpuModuleLoad(const_cast<unsigned char *>(weftTestFatbin),
+                                sizeof(weftTestFatbin));
+  launchScaleAdd(fatbin);
+  mgpuModuleUnload(fatbin);
 #endif
   // PTX the driver compiles (cubin-format=isa).
   void *ptx = mgpuModuleLoadJIT(const_cast<char *>(kTestPtx), 2);
@@ -542,6 +549,47 @@ TEST(CudaTest, DriverErrorsNameTheKernel) {
       testing::ExitedWithCode(1),
       "mgpuLaunchKernel: kernel \"scale_add\": cuLaunchKernel failed: "
       "CUDA_ERROR_INVALID_VALUE");
+}
+
+/// A kernel's fault surfaces at the next synchronization, which names what
+/// was queued since the last; with WEFT_CUDA_SYNC=1 the launch itself ends
+/// the process naming the kernel. Each in a child: the fault spoils the
+/// context.
+TEST(CudaTest, DeviceFaultsNameTheKernel) {
+  REQUIRE_DEVICE();
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  auto launchTrap = [] {
+    if (!cuda::initialize(0).ok())
+      std::exit(3);
+    void *m = mgpuModuleLoadJIT(const_cast<char *>(kTestPtx), 2);
+    void *f = mgpuModuleGetFunction(m, "fail_trap");
+    mgpuLaunchKernel(f, 1, 1, 1, 1, 1, 1, 0, mgpuStreamCreate(), nullptr,
+                     nullptr, 0);
+    mgpuStreamSynchronize(mgpuStreamCreate()); // does not wait
+  };
+  EXPECT_EXIT(
+      {
+        launchTrap();
+        weft::rt::Status s = cuda::synchronize();
+        std::fprintf(stderr, "%s\n", s.message.c_str());
+        std::exit(s.ok() ? 0 : 4);
+      },
+      testing::ExitedWithCode(4),
+      "CUDA: the device reported CUDA_ERROR_.* for work queued since the "
+      "last synchronization \\(1 operation; the last: fail_trap\\); run "
+      "with WEFT_CUDA_SYNC=1");
+  // initialize() reads it, and the child (this binary again) initializes
+  // before the statement runs: set in its environment.
+  setenv("WEFT_CUDA_SYNC", "1", 1);
+  EXPECT_EXIT(
+      {
+        launchTrap();
+        std::exit(0);
+      },
+      testing::ExitedWithCode(1),
+      "error: CUDA: mgpuLaunchKernel: fail_trap failed on the device "
+      "\\(WEFT_CUDA_SYNC=1 waits after each\\): CUDA_ERROR_");
+  unsetenv("WEFT_CUDA_SYNC");
 }
 
 //===----------------------------------------------------------------------===//
