@@ -567,19 +567,22 @@ extern "C" void mgpuModuleUnload(void *module) {
   if (!m)
     return;
   State &s = state();
-  {
-    std::lock_guard<std::mutex> lock(s.mutex);
-    if (m->module) {
-      // From a global destructor the driver may already be shut down; the
-      // module goes with the process then.
-      CUresult r = s.driver.cuModuleUnload(m->module);
-      if (r != CUDA_ERROR_DEINITIALIZED)
-        detail::check(r, "mgpuModuleUnload", nullptr, "cuModuleUnload");
-    }
+  std::lock_guard<std::mutex> lock(s.mutex);
+  if (m->module) {
+    // From a global destructor the driver may already be shut down; the
+    // module goes with the process then.
+    CUresult r = s.driver.cuModuleUnload(m->module);
+    if (r != CUDA_ERROR_DEINITIALIZED)
+      detail::check(r, "mgpuModuleUnload", nullptr, "cuModuleUnload");
+    m->module = nullptr;
   }
-  for (Kernel *k : m->kernels)
-    delete k;
-  delete m;
+  // The handles stay (a few bytes per kernel, unloaded at exit): the
+  // names recorded for error messages point into them, and a module asked
+  // for again is loaded again.
+  for (Kernel *k : m->kernels) {
+    k->function = nullptr;
+    k->sharedMemoryLimit = kDefaultSharedMemory;
+  }
 }
 
 extern "C" void *mgpuModuleGetFunction(void *module, const char *name) {
@@ -594,11 +597,11 @@ extern "C" void *mgpuModuleGetFunction(void *module, const char *name) {
   // The generated code asks before every launch, with its kernel name's
   // constant: the pointer finds the handle without a string comparison.
   for (Kernel *k : m->kernels)
-    if (k->namePointer == name)
+    if (k->namePointer == name || k->name == name) {
+      if (!k->function)
+        resolveLocked(*k);
       return k;
-  for (Kernel *k : m->kernels)
-    if (k->name == name)
-      return k;
+    }
   auto *k = new Kernel;
   k->module = m;
   k->namePointer = name;

@@ -520,6 +520,9 @@ TEST(CudaTest, LaunchesAKernel) {
                 cuda::deviceDescription().find("(sm_") + 4) >= 90)
     launchScaleAdd(ptx, /*cluster=*/2);
   mgpuModuleUnload(ptx);
+  // Unloaded, then asked for again: loaded again.
+  launchScaleAdd(ptx);
+  mgpuModuleUnload(ptx);
   EXPECT_TRUE(cuda::synchronize().ok());
 }
 
