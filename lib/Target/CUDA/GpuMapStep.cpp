@@ -15,6 +15,7 @@
 
 #include "weft/Target/CUDA/Passes.h"
 
+#include "mlir/Dialect/Affine/IR/AffineOps.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
@@ -31,6 +32,8 @@
 #include "mlir/Interfaces/ViewLikeInterface.h"
 
 #include "llvm/ADT/StringMap.h"
+#include "llvm/ADT/TypeSwitch.h"
+#include "llvm/Support/MathExtras.h"
 
 namespace weft {
 #define GEN_PASS_DEF_GPUMAPSTEPPASS
@@ -294,6 +297,148 @@ void launchParallel(scf::ParallelOp loop, int64_t blockSize) {
   loop.erase();
 }
 
+/// The combining op of a linalg reduction whose yielded value is
+/// `combine(out, f(ins))` with `out` used only there, and its kind.
+std::optional<std::pair<Operation *, arith::AtomicRMWKind>>
+matchCombiner(linalg::GenericOp op) {
+  Block &body = op.getRegion().front();
+  BlockArgument out = body.getArguments().back();
+  auto yield = cast<linalg::YieldOp>(body.getTerminator());
+  Operation *combine = yield.getOperand(0).getDefiningOp();
+  if (!combine || !out.hasOneUse() || combine->getNumOperands() != 2 ||
+      (combine->getOperand(0) != out && combine->getOperand(1) != out))
+    return std::nullopt;
+  std::optional<arith::AtomicRMWKind> kind =
+      llvm::TypeSwitch<Operation *, std::optional<arith::AtomicRMWKind>>(
+          combine)
+          .Case([](arith::AddFOp) { return arith::AtomicRMWKind::addf; })
+          .Case([](arith::MulFOp) { return arith::AtomicRMWKind::mulf; })
+          .Case([](arith::MaximumFOp) {
+            return arith::AtomicRMWKind::maximumf;
+          })
+          .Case([](arith::MinimumFOp) {
+            return arith::AtomicRMWKind::minimumf;
+          })
+          .Case([](arith::MaxNumFOp) { return arith::AtomicRMWKind::maxnumf; })
+          .Case([](arith::MinNumFOp) { return arith::AtomicRMWKind::minnumf; })
+          .Default([](Operation *) { return std::nullopt; });
+  if (!kind)
+    return std::nullopt;
+  return std::make_pair(combine, *kind);
+}
+
+/// A linalg op of `step` that reduces all of its loops into one element
+/// (a sum of squares of the gradient norm, a mean loss) on one block of
+/// `threads` threads: each thread combines a strided slice of the
+/// linearized iteration space into a register, then the block combines the
+/// partial results in shared memory as a tree, and thread 0 combines the
+/// total into the output element. One block, so no atomics and a
+/// deterministic result. Returns false (changing nothing) for other ops.
+bool launchFullReduction(linalg::GenericOp op, int64_t threads) {
+  if (op.getNumDpsInits() != 1 || !op.hasPureBufferSemantics() ||
+      op.getNumReductionLoops() != op.getNumLoops() || op.getNumLoops() == 0)
+    return false;
+  OpOperand *init = op.getDpsInitOperand(0);
+  auto outType = dyn_cast<MemRefType>(init->get().getType());
+  if (!outType || outType.getRank() != 0 ||
+      !isa<FloatType>(outType.getElementType()))
+    return false;
+  std::optional<std::pair<Operation *, arith::AtomicRMWKind>> combiner =
+      matchCombiner(op);
+  if (!combiner)
+    return false;
+  SmallVector<int64_t> ranges = op.getStaticLoopRanges();
+  int64_t total = 1;
+  for (int64_t r : ranges) {
+    if (ShapedType::isDynamic(r))
+      return false;
+    total *= r;
+  }
+  threads = std::min<int64_t>(threads, llvm::PowerOf2Ceil(total));
+  threads = std::max<int64_t>(threads, 32);
+
+  MLIRContext *ctx = op.getContext();
+  Location loc = op.getLoc();
+  Type elt = outType.getElementType();
+  auto sharedType = MemRefType::get(
+      {threads}, elt, MemRefLayoutAttrInterface(),
+      gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Workgroup));
+  OpBuilder b(op);
+  Value one = cst(b, loc, 1);
+  gpu::LaunchOp launch =
+      createLaunch(b, loc, one, cst(b, loc, threads), {sharedType});
+  Value shared = launch.getWorkgroupAttributions().front();
+  Value tid = launch.getThreadIds().x;
+  arith::AtomicRMWKind kind = combiner->second;
+  Value identity = arith::getIdentityValue(kind, elt, b, loc);
+
+  // This thread's slice: iterations tid, tid + threads, ...
+  auto loop = scf::ForOp::create(b, loc, tid, cst(b, loc, total),
+                                 cst(b, loc, threads), ValueRange{identity});
+  {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(loop.getBody());
+    SmallVector<Value> ivs(ranges.size());
+    Value rest = loop.getInductionVar();
+    for (int i = int(ranges.size()) - 1; i >= 0; --i) {
+      Value size = cst(b, loc, ranges[i]);
+      ivs[i] = i == 0 ? rest : arith::RemSIOp::create(b, loc, rest, size);
+      if (i > 0)
+        rest = arith::DivSIOp::create(b, loc, rest, size);
+    }
+    Block &body = op.getRegion().front();
+    IRMapping map;
+    for (OpOperand *input : op.getDpsInputOperands()) {
+      AffineMap m = op.getMatchingIndexingMap(input);
+      SmallVector<Value> indices;
+      for (AffineExpr e : m.getResults())
+        indices.push_back(affine::AffineApplyOp::create(
+            b, loc, AffineMap::get(m.getNumDims(), 0, e), ivs));
+      Value v = input->get();
+      Value loaded = isa<MemRefType>(v.getType())
+                         ? memref::LoadOp::create(b, loc, v, indices)
+                         : v;
+      map.map(op.getMatchingBlockArgument(input), loaded);
+    }
+    map.map(body.getArguments().back(), loop.getRegionIterArgs().front());
+    for (Operation &inner : body.without_terminator())
+      b.clone(inner, map);
+    scf::YieldOp::create(
+        b, loc, map.lookup(body.getTerminator()->getOperand(0)));
+  }
+  memref::StoreOp::create(b, loc, loop.getResult(0), shared, tid);
+  gpu::BarrierOp::create(b, loc);
+  // The tree: at each level the lower half adds the upper half.
+  for (int64_t half = threads / 2; half >= 1; half /= 2) {
+    Value active = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult,
+                                         tid, cst(b, loc, half));
+    auto ifOp = scf::IfOp::create(b, loc, active, false);
+    {
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(&ifOp.getThenRegion().front());
+      Value mine = memref::LoadOp::create(b, loc, shared, tid);
+      Value other = memref::LoadOp::create(
+          b, loc, shared,
+          ValueRange{arith::AddIOp::create(b, loc, tid, cst(b, loc, half))});
+      memref::StoreOp::create(
+          b, loc, arith::getReductionOp(kind, b, loc, mine, other), shared,
+          tid);
+    }
+    gpu::BarrierOp::create(b, loc);
+  }
+  Value first = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, tid,
+                                      cst(b, loc, 0));
+  auto ifOp = scf::IfOp::create(b, loc, first, false);
+  b.setInsertionPointToStart(&ifOp.getThenRegion().front());
+  Value sum = memref::LoadOp::create(b, loc, shared, cst(b, loc, 0));
+  Value old = memref::LoadOp::create(b, loc, init->get(), ValueRange{});
+  memref::StoreOp::create(b, loc,
+                          arith::getReductionOp(kind, b, loc, old, sum),
+                          init->get(), ValueRange{});
+  op.erase();
+  return true;
+}
+
 /// Runs `ops` (consecutive, sequential) on one thread.
 void launchSequential(ArrayRef<Operation *> ops) {
   OpBuilder b(ops.front());
@@ -364,8 +509,18 @@ struct GpuMapStepPass : weft::impl::GpuMapStepPassBase<GpuMapStepPass> {
       module.emitError("--weft-gpu-map-step: block-size must be 1 to 1024");
       return signalPassFailure();
     }
-    if (failed(inlineKernels(module, step)) || failed(lowerToLoops(step)) ||
-        failed(mapCalls(module, step)))
+    if (reduceBlockSize < 32 || reduceBlockSize > 1024 ||
+        !llvm::isPowerOf2_64(reduceBlockSize)) {
+      module.emitError("--weft-gpu-map-step: reduce-block-size must be a "
+                       "power of two from 32 to 1024");
+      return signalPassFailure();
+    }
+    if (failed(inlineKernels(module, step)))
+      return signalPassFailure();
+    for (auto op : llvm::make_early_inc_range(
+             step.getBody().front().getOps<linalg::GenericOp>()))
+      launchFullReduction(op, reduceBlockSize);
+    if (failed(lowerToLoops(step)) || failed(mapCalls(module, step)))
       return signalPassFailure();
     if (!step.getBody().hasOneBlock()) {
       step.emitError("--target cuda expects a step of one block");

@@ -95,10 +95,13 @@ module {
 // CHECK:           scf.for
 // CHECK:             arith.addf
 // CHECK:           gpu.terminator
-// The full reduction: one thread; the constant is read inside the kernel.
-// CHECK:         gpu.launch blocks({{.*}}) in ({{.*}} = %{{c1.*}}, {{.*}}) threads({{.*}}) in ({{.*}} = %{{c1.*}},
+// The full reduction: one block (8 elements: the smallest block, 32
+// threads) with its shared-memory buffer; the constant is read inside.
+// CHECK:         gpu.launch blocks({{.*}}) in ({{.*}} = %{{c1.*}}, {{.*}}) threads({{.*}}) in ({{.*}} = %c32,
+// CHECK-SAME:      workgroup(%[[SH:.*]] : memref<32xf32, #gpu.address_space<workgroup>>)
 // CHECK:           memref.get_global @__constant_8xf32
 // CHECK:           scf.for
+// CHECK:           gpu.barrier
 // CHECK:           gpu.terminator
 // CHECK-NOT:     gpu.launch
 // CHECK:         return

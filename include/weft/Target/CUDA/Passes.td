@@ -35,11 +35,21 @@ def GpuMapStepPass : Pass<"weft-gpu-map-step", "mlir::ModuleOp"> {
        iteration `g` (row-major), guarded by `g < N`. Consecutive threads
        take consecutive innermost indices, so contiguous rows are read
        coalesced.
-    3. Remaining sequential ops (a full reduction's `scf.for`, scalar
-       updates) run on one thread of a launch of their own.
-    4. Constants (`memref.get_global`) are moved into the launches that
+    3. A reduction of a whole iteration space into one element (a
+       `linalg.generic` whose loops are all reductions, such as the
+       gradient norm's sums of squares or a mean loss, combining with
+       `arith.addf`, `mulf`, `maximumf`, `minimumf`, `maxnumf` or
+       `minnumf`) runs on one block of up to `reduce-block-size` threads:
+       each thread combines a strided slice of the linearized iterations
+       into a register, the block combines the partial results in shared
+       memory as a tree (a barrier between levels), and thread 0 combines
+       the total into the output element. One block: no atomics, and the
+       result does not depend on scheduling.
+    4. Remaining sequential ops (scalar updates) run on one thread of a
+       launch of their own.
+    5. Constants (`memref.get_global`) are moved into the launches that
        read them, so they are copied into the kernel module.
-    5. GEMM calls become their device versions (`weft_rt_sgemm` ->
+    6. GEMM calls become their device versions (`weft_rt_sgemm` ->
        `weft_rt_cuda_sgemm`, ...; include/weft/Runtime/Cuda.h).
 
     Launches are ordered as the ops were, on one stream, so no
@@ -53,9 +63,12 @@ def GpuMapStepPass : Pass<"weft-gpu-map-step", "mlir::ModuleOp"> {
            "The step function to map">,
     Option<"blockSize", "block-size", "int64_t", "256",
            "Threads per block of a parallel loop's launch">,
+    Option<"reduceBlockSize", "reduce-block-size", "int64_t", "512",
+           "Most threads of a full reduction's block (a power of two)">,
   ];
   let dependentDialects = [
     "::mlir::gpu::GPUDialect", "::mlir::scf::SCFDialect",
+    "::mlir::affine::AffineDialect",
     "::mlir::arith::ArithDialect", "::mlir::memref::MemRefDialect",
     "::mlir::func::FuncDialect"
   ];

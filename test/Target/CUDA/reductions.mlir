@@ -1,0 +1,120 @@
+// RUN: weft-opt %s --weft-gpu-map-step --canonicalize | FileCheck %s
+// RUN: weft-opt %s --weft-gpu-map-step=reduce-block-size=64 --canonicalize | FileCheck %s --check-prefix=R64
+// RUN: not weft-opt %s --weft-gpu-map-step=reduce-block-size=48 2>&1 | FileCheck %s --check-prefix=BAD
+
+// Reductions of a planned step: a whole tensor into one element runs on one
+// block with a shared-memory tree; a row reduction is a thread per row.
+
+#id2 = affine_map<(d0, d1) -> (d0, d1)>
+#row = affine_map<(d0, d1) -> (d0)>
+#all = affine_map<(d0, d1) -> ()>
+module {
+  // The gradient norm's sum of squares, in f64, over 1000 x 300 elements.
+  func.func private @train_step.rows_0(%g: memref<1000x300xf32>, %n: memref<f64>) attributes {llvm.bareptr, no_inline} {
+    linalg.generic {indexing_maps = [#id2, #all], iterator_types = ["reduction", "reduction"]} ins(%g : memref<1000x300xf32>) outs(%n : memref<f64>) {
+    ^bb0(%in: f32, %out: f64):
+      %e = arith.extf %in : f32 to f64
+      %s = arith.mulf %e, %e : f64
+      %a = arith.addf %out, %s fastmath<reassoc> : f64
+      linalg.yield %a : f64
+    }
+    return
+  }
+  // A maximum over a tensor.
+  func.func private @train_step.rows_1(%g: memref<1000x300xf32>, %m: memref<f32>) attributes {llvm.bareptr, no_inline} {
+    linalg.generic {indexing_maps = [#id2, #all], iterator_types = ["reduction", "reduction"]} ins(%g : memref<1000x300xf32>) outs(%m : memref<f32>) {
+    ^bb0(%in: f32, %out: f32):
+      %a = arith.maximumf %in, %out : f32
+      linalg.yield %a : f32
+    }
+    return
+  }
+  // Row sums: a thread per row.
+  func.func private @train_step.rows_2(%g: memref<1000x300xf32>, %r: memref<1000xf32>) attributes {llvm.bareptr, no_inline} {
+    linalg.generic {indexing_maps = [#id2, #row], iterator_types = ["parallel", "reduction"]} ins(%g : memref<1000x300xf32>) outs(%r : memref<1000xf32>) {
+    ^bb0(%in: f32, %out: f32):
+      %a = arith.addf %out, %in : f32
+      linalg.yield %a : f32
+    }
+    return
+  }
+  // Not a combination of the output with the inputs: stays sequential.
+  func.func private @train_step.rows_3(%g: memref<1000x300xf32>, %m: memref<f32>) attributes {llvm.bareptr, no_inline} {
+    linalg.generic {indexing_maps = [#id2, #all], iterator_types = ["reduction", "reduction"]} ins(%g : memref<1000x300xf32>) outs(%m : memref<f32>) {
+    ^bb0(%in: f32, %out: f32):
+      %a = arith.subf %in, %out : f32
+      linalg.yield %a : f32
+    }
+    return
+  }
+  func.func @train_step(%g: memref<1000x300xf32>, %n: memref<f64>, %m: memref<f32>, %r: memref<1000xf32>, %q: memref<f32>) attributes {llvm.bareptr} {
+    call @train_step.rows_0(%g, %n) : (memref<1000x300xf32>, memref<f64>) -> ()
+    call @train_step.rows_1(%g, %m) : (memref<1000x300xf32>, memref<f32>) -> ()
+    call @train_step.rows_2(%g, %r) : (memref<1000x300xf32>, memref<1000xf32>) -> ()
+    call @train_step.rows_3(%g, %q) : (memref<1000x300xf32>, memref<f32>) -> ()
+    return
+  }
+}
+
+// CHECK-LABEL: func.func @train_step(
+// CHECK-DAG:     %[[ZERO:.*]] = arith.constant 0.000000e+00 : f64
+// CHECK-DAG:     %[[NINF:.*]] = arith.constant 0xFF800000 : f32
+// CHECK-DAG:     %[[C300000:.*]] = arith.constant 300000 : index
+// CHECK-DAG:     %[[C512:.*]] = arith.constant 512 : index
+// CHECK-DAG:     %[[C256:.*]] = arith.constant 256 : index
+// CHECK-DAG:     %[[C1:.*]] = arith.constant 1 : index
+// The sum: one block of 512 threads, a 512-element f64 buffer in shared
+// memory. Thread t sums iterations t, t + 512, ... (row t / 300, column
+// t % 300) from zero, in f64.
+// CHECK:         gpu.launch blocks({{.*}}) in ({{.*}} = %[[C1]], {{.*}}) threads(%[[TX:[^,]*]], {{.*}}) in ({{.*}} = %[[C512]],
+// CHECK-SAME:      workgroup(%[[SH:.*]] : memref<512xf64, #gpu.address_space<workgroup>>)
+// CHECK:           %[[PART:.*]] = scf.for %[[I:.*]] = %[[TX]] to %[[C300000]] step %[[C512]] iter_args(%[[ACC:.*]] = %[[ZERO]]) -> (f64) {
+// CHECK:             arith.remsi %[[I]]
+// CHECK:             arith.divsi %[[I]]
+// CHECK:             arith.mulf
+// CHECK:             arith.addf %[[ACC]], {{.*}} fastmath<reassoc> : f64
+// CHECK:           memref.store %[[PART]], %[[SH]][%[[TX]]]
+// CHECK-NEXT:      gpu.barrier
+// The tree: 256, 128, ..., 1; each level the lower half adds the upper.
+// CHECK-NEXT:      %[[LOW:.*]] = arith.cmpi ult, %[[TX]], %[[C256]]
+// CHECK-NEXT:      scf.if %[[LOW]] {
+// CHECK-NEXT:        %[[A:.*]] = memref.load %[[SH]][%[[TX]]]
+// CHECK-NEXT:        %[[J:.*]] = arith.addi %[[TX]], %[[C256]]
+// CHECK-NEXT:        %[[B:.*]] = memref.load %[[SH]][%[[J]]]
+// CHECK-NEXT:        %[[S:.*]] = arith.addf %[[A]], %[[B]] : f64
+// CHECK-NEXT:        memref.store %[[S]], %[[SH]][%[[TX]]]
+// CHECK-NEXT:      }
+// CHECK-NEXT:      gpu.barrier
+// CHECK-COUNT-7:   gpu.barrier
+// CHECK:           arith.cmpi ult, %[[TX]], %[[C1]]
+// CHECK:           gpu.barrier
+// Thread 0 adds the total to the output.
+// CHECK-NEXT:      %[[FIRST:.*]] = arith.cmpi eq, %[[TX]], %c0
+// CHECK-NEXT:      scf.if %[[FIRST]] {
+// CHECK-NEXT:        %[[T:.*]] = memref.load %[[SH]][%c0]
+// CHECK-NEXT:        %[[O:.*]] = memref.load %{{.*}}[] : memref<f64>
+// CHECK-NEXT:        %[[R:.*]] = arith.addf %[[O]], %[[T]] : f64
+// CHECK-NEXT:        memref.store %[[R]], %{{.*}}[] : memref<f64>
+// CHECK:           gpu.terminator
+// The maximum starts from -inf and combines with maximumf.
+// CHECK:         gpu.launch
+// CHECK-SAME:      workgroup({{.*}} : memref<512xf32, #gpu.address_space<workgroup>>)
+// CHECK:           scf.for {{.*}} iter_args({{.*}} = %[[NINF]]) -> (f32)
+// CHECK:             arith.maximumf
+// CHECK:           arith.maximumf
+// CHECK:           gpu.terminator
+// Row sums: 1000 threads in blocks of 256, each a sequential loop.
+// CHECK:         gpu.launch blocks({{.*}}) in ({{.*}} = %c4, {{.*}}) threads({{.*}}) in ({{.*}} = %[[C256]],
+// CHECK-NOT:       gpu.barrier
+// CHECK:           scf.for
+// CHECK:           gpu.terminator
+// The subtraction: one thread.
+// CHECK:         gpu.launch blocks({{.*}}) in ({{.*}} = %[[C1]], {{.*}}) threads({{.*}}) in ({{.*}} = %[[C1]],
+// CHECK-NOT:       gpu.barrier
+// CHECK:           arith.subf
+// CHECK:           gpu.terminator
+
+// R64: gpu.launch {{.*}} threads({{.*}}) in ({{.*}} = %c64,
+// R64-SAME: workgroup({{.*}} : memref<64xf64, #gpu.address_space<workgroup>>)
+
+// BAD: reduce-block-size must be a power of two from 32 to 1024
