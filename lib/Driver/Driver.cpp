@@ -370,6 +370,13 @@ LogicalResult Driver::checkPipelineOptions() {
     return fail(std::string(options.devices ? "--devices" : "--micro-batch-size") +
                 " pins what --emit=plan searches: add --emit=plan "
                 "--cluster FILE");
+  // Stage cuts and the partitioner rebuild ops without the clones' marks,
+  // and the CSE after them would fold the recomputation away unseen.
+  if (train.recompute != "none" && !options.mesh.empty())
+    return fail("--recompute=" + train.recompute + " with --mesh " +
+                options.mesh +
+                ": recomputation is compiled for one device only so far; "
+                "leave out --recompute (or the mesh)");
   if (pipelineRanks == 0) {
     if (!options.stageCuts.empty())
       return fail("--stage-cuts places the cuts between pipeline stages: "
@@ -1119,11 +1126,13 @@ LogicalResult Driver::applyPlan() {
       !s.ok())
     return fail(s.message);
   const planner::LayoutChoice &l = plan.layout;
-  if (plan.recompute != planner::Recompute::None)
-    return fail("--plan " + options.plan + ": the plan recomputes " +
-                planner::recomputeName(plan.recompute) +
-                " activations, which weftc does not compile yet; plan with "
-                "weftc --emit=plan (which plans without recomputation)");
+  // The plan's recomputation is --recompute (--weft-recompute).
+  std::string planRecompute = planner::recomputeName(plan.recompute);
+  if (train.recompute != "none" && train.recompute != planRecompute)
+    return fail("--plan " + options.plan + " recomputes " + planRecompute +
+                " and --recompute says " + train.recompute +
+                ": leave out --recompute, the plan fixes it");
+  train.recompute = planRecompute;
   std::string mesh;
   for (auto [name, size] : {std::pair<const char *, int>{"pp", l.pp},
                             {"dp", l.dp},
@@ -1177,8 +1186,13 @@ LogicalResult Driver::searchLayout(ModuleOp module,
   // Plans weftc compiles are Weft executables: count what they hold.
   search.executableMemory = true;
   search.dtype = train.precision == Precision::BF16 ? "bf16" : "fp32";
-  // weftc does not compile recomputation yet: plan what it can build.
-  search.recompute = planner::Recompute::None;
+  // --recompute pins it (none by default: see docs/planner.md,
+  // Recomputation, for why weftc's search does not choose it yet).
+  planner::Recompute recompute = planner::Recompute::None;
+  if (rt::Status s = planner::parseRecompute(train.recompute, recompute);
+      !s.ok())
+    return fail("--recompute: " + s.message);
+  search.recompute = recompute;
   search.dp = meshDp;
   search.tp = meshTp;
   search.pp = pipelineRanks;

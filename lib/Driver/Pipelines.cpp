@@ -122,6 +122,14 @@ void weft::buildTrainPipeline(OpPassManager &pm,
   recurrent.thresholdMB = options.recurrentRecomputeMB;
   pm.addPass(createRecurrentActivationsPass(recurrent));
   pm.addPass(createAutodiffPass());
+  // On the gradient function alone, before the optimizer wraps it.
+  if (options.recompute != "none") {
+    RecomputePassOptions recompute;
+    recompute.mode = options.recompute;
+    recompute.layers.assign(options.recomputeLayers.begin(),
+                            options.recomputeLayers.end());
+    pm.addPass(createRecomputePass(recompute));
+  }
   OptimizerPassOptions optimizer;
   optimizer.optimizer = options.optimizer;
   optimizer.momentum = options.momentum;

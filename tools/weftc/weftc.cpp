@@ -185,6 +185,20 @@ cl::opt<std::string> fusedAttention(
              "T x S scores: 'on', 'off', or 'auto' (where one (batch, head)'s "
              "T x S is at least 65536, as T = S = 256; docs/training.md)"),
     cl::value_desc("auto|on|off"), cl::init("auto"), cl::cat(trainCategory));
+cl::opt<std::string> recompute(
+    "recompute",
+    cl::desc("Activations the backward recomputes instead of keeping "
+             "(--weft-recompute): 'none'; 'selective', each attention's "
+             "scores and probabilities (the T x T tensors); 'full', whole "
+             "layers, keeping only what enters each (the residual stream). "
+             "Same numbers, less memory, a longer step (docs/training.md)"),
+    cl::value_desc("none|selective|full"), cl::init("none"),
+    cl::cat(trainCategory));
+cl::list<std::string> recomputeLayers(
+    "recompute-layers",
+    cl::desc("Recompute only these layers (named as the parameters' "
+             "numbered prefix, e.g. h.0,h.3); default all"),
+    cl::value_desc("layer,..."), cl::CommaSeparated, cl::cat(trainCategory));
 cl::opt<std::string> precision("precision",
                                cl::desc("fp32, or bf16 (bf16 compute, f32 "
                                         "master weights and optimizer "
@@ -478,6 +492,15 @@ bool mapOptions(DriverOptions &driver, TrainPipelineOptions &train,
       fusedAttention != "off")
     return fail("--fused-attention must be auto, on or off, got '" +
                 fusedAttention + "'");
+  if (recompute != "none" && recompute != "selective" && recompute != "full")
+    return fail("--recompute must be none, selective or full, got '" +
+                recompute + "'");
+  if (!recomputeLayers.empty() && recompute == "none")
+    return fail("--recompute-layers names layers to recompute: give "
+                "--recompute=selective or full with it");
+  train.recompute = recompute;
+  for (const std::string &layer : recomputeLayers)
+    train.recomputeLayers.push_back(layer);
   train.fusedAttention = fusedAttention;
   if (deviceTarget != "cpu" && deviceTarget != "cuda")
     return fail("--target must be cpu or cuda, got '" + deviceTarget + "'");

@@ -115,6 +115,16 @@ struct TrainPipelineOptions
       llvm::cl::desc("auto: recompute an LSTM/GRU whose stored gates exceed "
                      "this many MiB"),
       llvm::cl::init(64.0)};
+  Option<std::string> recompute{
+      *this, "recompute",
+      llvm::cl::desc("What the backward recomputes instead of keeping "
+                     "(--weft-recompute): none, selective (attention "
+                     "scores and probabilities) or full (whole layers, "
+                     "keeping each layer's input)"),
+      llvm::cl::init("none")};
+  ListOption<std::string> recomputeLayers{
+      *this, "recompute-layers",
+      llvm::cl::desc("Recompute only these layers (e.g. h.0,h.3)")};
   Option<std::string> fusedAttention{
       *this, "fused-attention",
       llvm::cl::desc("Attention chains as weft.attention "

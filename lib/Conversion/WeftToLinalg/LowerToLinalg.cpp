@@ -40,6 +40,44 @@ using namespace weft;
 
 namespace {
 
+/// The mark --weft-recompute (and a recomputing recurrent adjoint) puts on
+/// ops the backward runs again.
+constexpr llvm::StringLiteral kRecomputedAttrName = "weft.recomputed";
+
+/// Passes `weft.recomputed` on from a weft op to the ops its pattern built:
+/// otherwise the CSE after lowering would find a recomputed op equal to the
+/// forward's and fold the recomputation away. The conversion reports its
+/// replacements once it has succeeded; the ops built for a marked op are
+/// those its results come from, back to the results of other converted ops
+/// or to ops that existed before.
+struct RecomputedMarks : public RewriterBase::Listener {
+  DenseSet<Operation *> marked, existing;
+  DenseSet<Value> replacements;
+  SmallVector<Value> roots;
+
+  void notifyOperationReplaced(Operation *op, ValueRange values) override {
+    replacements.insert(values.begin(), values.end());
+    if (marked.contains(op))
+      roots.append(values.begin(), values.end());
+  }
+
+  void mark(MLIRContext *ctx) {
+    SmallVector<Value> pending(roots);
+    DenseSet<Operation *> seen;
+    auto unit = UnitAttr::get(ctx);
+    while (!pending.empty()) {
+      Value v = pending.pop_back_val();
+      Operation *def = v.getDefiningOp();
+      if (!def || existing.contains(def) || !seen.insert(def).second)
+        continue;
+      def->setAttr(kRecomputedAttrName, unit);
+      for (Value operand : def->getOperands())
+        if (!replacements.contains(operand))
+          pending.push_back(operand);
+    }
+  }
+};
+
 struct LowerToLinalgPass
     : public weft::impl::LowerToLinalgPassBase<LowerToLinalgPass> {
   void runOnOperation() override {
@@ -68,9 +106,19 @@ struct LowerToLinalgPass
     lowering::populateRecurrentPatterns(patterns);
     lowering::populateAttentionPatterns(patterns);
 
+    RecomputedMarks marks;
+    getOperation()->walk([&](Operation *op) {
+      marks.existing.insert(op);
+      if (op->hasAttr(kRecomputedAttrName))
+        marks.marked.insert(op);
+    });
+    ConversionConfig config;
+    if (!marks.marked.empty())
+      config.listener = &marks;
     if (failed(applyPartialConversion(getOperation(), target,
-                                      std::move(patterns))))
-      signalPassFailure();
+                                      std::move(patterns), config)))
+      return signalPassFailure();
+    marks.mark(ctx);
   }
 };
 

@@ -232,6 +232,89 @@ def RecurrentActivationsPass
   ];
 }
 
+def RecomputePass : Pass<"weft-recompute", "mlir::ModuleOp"> {
+  let summary = "Recompute forward activations in the backward instead of "
+                "keeping them";
+  let description = [{
+    Runs on the gradient function `--weft-autodiff` built (`function`,
+    default `@loss_grad`): one block, the forward (every op the loss, result
+    0, depends on) and then the backward, which reads forward values. The
+    forward ops are grouped, and a forward value is recomputed when its
+    producer is in a group, every forward op reading it is in the same
+    group, and the producer is free of side effects and regions. Every
+    other forward value (a group's inputs and outputs, parameters, inputs,
+    constants, values outside any group, the loss) is kept. For each group,
+    the forward ops that make the recomputed values the backward reads are
+    cloned once, in forward order, just before the first backward op that
+    reads one of them, and the backward reads the clones. The numbers do
+    not change: the clones compute the same values from the same inputs,
+    and `weft.dropout`'s mask is a hash of its seed, `op_id` and index, so a
+    cloned dropout draws the same mask.
+
+    `mode`:
+    - `full`: a group is a layer, found from the names of the parameters
+      (and buffers) an op reads: `h.3.attn.c_attn.weight` belongs to layer
+      `h.3` (the name up to its first numeric part). An op that reads no
+      parameter joins the latest layer of its operands; one that reads an
+      unnumbered parameter (embeddings, the final norm, the head) is in no
+      layer. A model without numbered parameters (an MLP) groups by module
+      instead (`fc1.weight` -> `fc1`). Each layer keeps only what enters
+      and leaves it (the residual stream); the backward reruns the rest of
+      the layer's forward.
+    - `selective` (Korthikanti et al. 2022): a group is one attention core,
+      the score matmul of two activations, the elementwise scaling and
+      masking after it, the softmax, an optional dropout, and the
+      probabilities x V matmul. The T x T tensors inside (scores,
+      probabilities) are recomputed; q, k, v and the core's output are
+      kept. Fused `weft.attention` keeps no T x T tensor and is left alone.
+    - `none`: nothing changes.
+
+    `layers` restricts either mode to the listed layers (`h.0,h.3`),
+    Megatron's per-layer recomputation.
+
+    Clones carry the unit attribute `weft.recomputed`: CSE merges only ops
+    with equal attributes, so the canonicalize + CSE runs that follow
+    cannot fold them back into the forward's ops (which would keep the
+    activations alive again). `--weft-lower-to-linalg` passes the
+    attribute on to the ops it lowers a clone to, for the same reason.
+
+    Before (`mode=full`, layer `h.0`):
+
+    ```mlir
+    %h = weft.matmul %x, %w {transpose_rhs = true}    // reads h.0.fc.weight
+    %a = weft.tanh %h
+    %y = weft.matmul %a, %w2 {transpose_rhs = true}   // reads h.0.proj.weight
+    ... backward ...
+    %g = weft.mul %dy, %a       // reads %a
+    ```
+
+    After:
+
+    ```mlir
+    %h = weft.matmul %x, %w {transpose_rhs = true}
+    %a = weft.tanh %h
+    %y = weft.matmul %a, %w2 {transpose_rhs = true}
+    ... backward ...
+    %h2 = weft.matmul %x, %w {transpose_rhs = true, weft.recomputed}
+    %a2 = weft.tanh %h2 {weft.recomputed}
+    %g = weft.mul %dy, %a2
+    ```
+
+    Errors: an unknown `mode`, a missing or multi-block `function`, a
+    `layers` entry that names no layer of the model (the error lists the
+    layers).
+  }];
+  let options = [
+    Option<"mode", "mode", "std::string", "\"full\"",
+           "none, selective (the attention core) or full (whole layers)">,
+    ListOption<"layers", "layers", "std::string",
+               "Only these layers (e.g. h.0,h.3); all when empty">,
+    Option<"functionName", "function", "std::string", "\"loss_grad\"",
+           "The gradient function (--weft-autodiff's @<loss>_grad)">,
+  ];
+  let dependentDialects = ["::weft::WeftDialect"];
+}
+
 def MixedPrecisionPass : Pass<"weft-mixed-precision", "mlir::ModuleOp"> {
   let summary = "Run the forward function in bf16 with f32 master weights";
   let description = [{
