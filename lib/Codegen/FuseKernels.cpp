@@ -22,7 +22,12 @@
 // 4. Ops that cannot fuse because their maps compute indices (im2col
 //    gathers, pooling windows) are tiled alone along the parallel loops
 //    that every map uses as a plain index, so they run in parallel too.
-// 5. Each contraction gets its own zero fill right before it, so the BLAS
+// 5. A one-dimensional element-wise op, which step 3 does not tile (its
+//    only loop is the innermost), absorbs its one-dimensional element-wise
+//    producers even where later ops read them too, as extra results: a
+//    1-D parameter's AdamW moments are step results and inputs of its
+//    update, and were three passes over memory instead of one.
+// 6. Each contraction gets its own zero fill right before it, so the BLAS
 //    rewrite after bufferization sees `fill; matmul` on one buffer.
 //
 //===----------------------------------------------------------------------===//
@@ -244,7 +249,7 @@ struct FuseKernelsPass
       return;
     if (failed(prepare(fn)) || failed(fuseElementwise(fn)))
       return signalPassFailure();
-    if (failed(formKernels(fn)))
+    if (failed(formKernels(fn)) || failed(fuseIntoUntiledConsumers(fn)))
       return signalPassFailure();
     IRRewriter rewriter(&getContext());
     DominanceInfo dominance;
@@ -338,6 +343,63 @@ struct FuseKernelsPass
         return op->emitError("could not tile this op into a parallel kernel");
       if (!tiled->loops.empty())
         rewriter.replaceOp(op, tiled->replacements);
+    }
+    return success();
+  }
+
+  /// Fuses into each top-level element-wise op of one loop (untiled by
+  /// formKernels) its element-wise producers of one loop, also those that
+  /// later ops read: they become results of the fused op, so nothing is
+  /// computed twice. A producer read by another op before the consumer
+  /// stays whole, since the fused op would not dominate that use.
+  LogicalResult fuseIntoUntiledConsumers(func::FuncOp fn) {
+    Block &block = fn.getBody().front();
+    auto isVectorMap = [&](Operation *op) {
+      auto generic = dyn_cast_or_null<linalg::GenericOp>(op);
+      return generic && generic->getBlock() == &block &&
+             generic.getNumLoops() == 1 && generic.getNumParallelLoops() == 1 &&
+             generic.hasPureTensorSemantics() && hasStaticTensorOperands(op);
+    };
+    IRRewriter rewriter(&getContext());
+    SmallVector<Operation *> consumers;
+    for (Operation &op : block.without_terminator())
+      if (isVectorMap(&op))
+        consumers.push_back(&op);
+    for (Operation *consumer : consumers) {
+      bool changed = true;
+      while (changed) {
+        changed = false;
+        for (OpOperand &operand : consumer->getOpOperands()) {
+          Operation *producer = operand.get().getDefiningOp();
+          if (!isVectorMap(producer) ||
+              !linalg::areElementwiseOpsFusable(&operand))
+            continue;
+          bool usedBefore = llvm::any_of(producer->getUsers(), [&](auto *u) {
+            Operation *user = block.findAncestorOpInBlock(*u);
+            return user != consumer &&
+                   (!user || user->isBeforeInBlock(consumer));
+          });
+          if (usedBefore)
+            continue;
+          rewriter.setInsertionPoint(consumer);
+          FailureOr<linalg::ElementwiseOpFusionResult> fused =
+              linalg::fuseElementwiseOps(rewriter, &operand);
+          if (failed(fused))
+            continue;
+          for (auto [original, replacement] : fused->replacements)
+            rewriter.replaceUsesWithIf(
+                original, replacement, [&](OpOperand &use) {
+                  return use.getOwner() != fused->fusedOp;
+                });
+          // The consumer's uses were replaced along with the producer's.
+          rewriter.eraseOp(consumer);
+          if (producer->use_empty())
+            rewriter.eraseOp(producer);
+          consumer = fused->fusedOp;
+          changed = true;
+          break;
+        }
+      }
     }
     return success();
   }

@@ -21,6 +21,19 @@
 // for GPT-2's embedding gradient once the copy sits in a kernel where LLVM
 // no longer sees its source).
 //
+// A step's result buffer written by one copy at its end, out of a buffer
+// the step allocated, is that buffer: the allocation is replaced by the
+// result. Bufferization returns each new parameter and moment in a buffer
+// of its own, and --buffer-results-to-out-params copies it into the
+// out-parameter after the update (its hoisting of such allocations needs
+// memref's AllocationOpInterface model, and would erase an allocation
+// returned twice while another return still uses it). Those copies were a
+// second pass over the optimizer's memory; now the update writes the
+// results. Sound because an out-parameter aliases no other buffer of the
+// step (ModelABI.h: results never alias args, and each is a buffer of its
+// own): the values the allocation held before its final one, written to
+// the result instead, are seen by nobody.
+//
 //===----------------------------------------------------------------------===//
 
 #include "weft/Codegen/Passes.h"
@@ -30,6 +43,9 @@
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/MemRef/Utils/MemRefUtils.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "mlir/Interfaces/ViewLikeInterface.h"
+#include "llvm/ADT/DenseSet.h"
 
 namespace weft {
 #define GEN_PASS_DEF_LOWERCOPIESPASS
@@ -76,9 +92,68 @@ bool isContiguous(Type type) {
   return memref && memref::isStaticShapeAndContiguousRowMajor(memref);
 }
 
+/// Whether an op after `copy` in its block may write `buffer`: a user of
+/// the buffer, of a view of it, of a buffer an op returns for it or of a
+/// pointer taken from it (the BLAS calls' operands), other than a copy out
+/// of it.
+bool writtenAfter(Value buffer, memref::CopyOp copy) {
+  Block *block = copy->getBlock();
+  SmallVector<Value> worklist = {buffer};
+  llvm::DenseSet<Value> derived = {buffer};
+  while (!worklist.empty()) {
+    Value value = worklist.pop_back_val();
+    for (OpOperand &use : value.getUses()) {
+      Operation *user = use.getOwner();
+      // Buffers an op returns may alias its operands (a loop carrying the
+      // buffer): they are followed too, and so is whatever pure ops
+      // compute from the buffer (a pointer to it).
+      bool pure = isa<ViewLikeOpInterface>(user) || isMemoryEffectFree(user);
+      for (Value result : user->getResults())
+        if ((pure || isa<BaseMemRefType>(result.getType())) &&
+            derived.insert(result).second)
+          worklist.push_back(result);
+      if (pure)
+        continue;
+      Operation *top = block->findAncestorOpInBlock(*user);
+      if (!top)
+        return true;
+      if (top == copy || top->isBeforeInBlock(copy))
+        continue;
+      auto later = dyn_cast<memref::CopyOp>(user);
+      if (!later || later.getSource() != value)
+        return true;
+    }
+  }
+  return false;
+}
+
+/// Replaces each allocation whose final value is copied into an argument
+/// that nothing else touches (an out-parameter) by that argument.
+void forwardIntoOutParams(func::FuncOp fn) {
+  if (fn.isExternal())
+    return;
+  Block &entry = fn.front();
+  for (BlockArgument arg : entry.getArguments()) {
+    if (!arg.hasOneUse())
+      continue;
+    auto copy = dyn_cast<memref::CopyOp>(*arg.getUsers().begin());
+    if (!copy || copy.getTarget() != arg || copy->getBlock() != &entry)
+      continue;
+    auto alloc = copy.getSource().getDefiningOp<memref::AllocOp>();
+    if (!alloc || alloc->getBlock() != &entry ||
+        alloc.getType() != arg.getType() || writtenAfter(alloc, copy))
+      continue;
+    copy->erase();
+    alloc.getResult().replaceAllUsesWith(arg);
+    alloc->erase();
+  }
+}
+
 struct LowerCopiesPass
     : public weft::impl::LowerCopiesPassBase<LowerCopiesPass> {
   void runOnOperation() override {
+    forwardIntoOutParams(getOperation());
+
     SmallVector<Operation *> selfCopies;
     getOperation().walk([&](Operation *op) {
       if (auto copy = dyn_cast<memref::CopyOp>(op)) {

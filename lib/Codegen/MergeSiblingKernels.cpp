@@ -4,10 +4,8 @@
 //
 //===----------------------------------------------------------------------===//
 //
-// The optimizer update of a GPT is a hundred kernels and more, one per
-// parameter (three for a 1-D one: its moments are step outputs, so they are
-// not fused into the parameter's update), plus the gradient-norm
-// reductions and the copies into the step's outputs. Each kernel is an
+// The optimizer update of a GPT is a kernel per parameter, plus the
+// gradient-norm reductions and their scalars. Each kernel is an
 // OpenMP parallel region of its own (or a serial loop on the main thread),
 // so the update forks and joins the team once per kernel and most of them
 // are too small to keep two threads busy. Nothing orders them but the
@@ -26,9 +24,15 @@
 // calls kernels.
 //
 // Why levels of the dependence order and not only runs of independent
-// neighbours: a 1-D parameter's update reads the moments computed by the
-// two kernels right before it, so runs of neighbours would stop at every
-// bias; levels put all moments in one loop and all updates in the next.
+// neighbours: a kernel often reads what the one right before it wrote (the
+// gradient norm's squares, then its sum), so runs of neighbours would stop
+// at every such pair; levels put all squares in one loop and all sums in
+// the next.
+//
+// A kernel with row scratch (an update with clipping keeps the clipped
+// gradient's row, which both moments read) merges too: the scratch is
+// allocated once per iteration of the merged loop, outside it, since an
+// iteration's rows run one after another on one thread.
 //
 // Why a call per kernel in the merged loop instead of its body inline: the
 // layers' updates are the same code on other buffers, and as separate
@@ -84,7 +88,18 @@ struct Kernel {
   int64_t rows = 1;
   llvm::SmallSetVector<Value, 8> reads, writes;
   int64_t level = 0;
+  /// Row scratch: static allocations in the forall's body (a clipped
+  /// gradient's row, read by both AdamW moments).
+  SmallVector<memref::AllocOp> scratch;
 };
+
+/// Bytes of one copy of `alloc`, rounded up to the 64-byte alignment
+/// bufferization gives allocations.
+int64_t slotBytes(memref::AllocOp alloc) {
+  MemRefType type = alloc.getType();
+  int64_t bits = type.getNumElements() * type.getElementTypeBitWidth();
+  return llvm::alignTo(llvm::divideCeil(bits, 8), 64);
+}
 
 /// The buffer `value` views: the allocation, argument or global behind its
 /// chain of views; a null Value for anything else (a call's result), which
@@ -123,7 +138,7 @@ bool collectAccesses(Kernel &kernel) {
       Value buffer = bufferOf(value);
       if (!buffer)
         return WalkResult::interrupt();
-      if (root->isProperAncestor(buffer.getParentBlock()->getParentOp()))
+      if (root->isAncestor(buffer.getParentBlock()->getParentOp()))
         continue;
       if (isa<MemoryEffects::Read>(effect.getEffect()))
         kernel.reads.insert(buffer);
@@ -139,10 +154,12 @@ bool collectAccesses(Kernel &kernel) {
 }
 
 /// `op` as a kernel that may be merged, or nothing. A forall qualifies
-/// with static bounds from 0 in steps of 1, no outputs, no mapping and no
-/// allocation in its body (per-iteration scratch is what
-/// --weft-chunk-parallel-loops sizes its chunks by).
-std::optional<Kernel> asKernel(Operation *op) {
+/// with static bounds from 0 in steps of 1, no outputs, no mapping, and no
+/// allocation in its body but static ones of identity layout directly in
+/// it: per-row scratch, which the merged loop gives each of its
+/// iterations (a thread runs one iteration's rows one after another).
+std::optional<Kernel> asKernel(Operation *op, int64_t chunks,
+                               int64_t scratchBudget) {
   Kernel kernel{op};
   if (auto loop = dyn_cast<scf::ForallOp>(op)) {
     if (!loop.getOutputs().empty() || loop.getMapping())
@@ -155,14 +172,31 @@ std::optional<Kernel> asKernel(Operation *op) {
       kernel.counts.push_back(ub);
       kernel.rows *= ub;
     }
+    Block *body = loop.getBody();
     if (kernel.rows == 0 ||
-        loop.getBody()
-            ->walk([](Operation *inner) {
-              return isa<memref::AllocOp, memref::AllocaOp>(inner)
+        body->walk([&](Operation *inner) {
+              auto alloc = dyn_cast<memref::AllocOp>(inner);
+              if (alloc && alloc->getBlock() == body &&
+                  alloc.getType().hasStaticShape() &&
+                  alloc.getType().getLayout().isIdentity() &&
+                  alloc.getType().getMemorySpace() == nullptr &&
+                  alloc.getType().getElementType().isIntOrFloat() &&
+                  alloc.getAlignment().value_or(64) <= 64) {
+                kernel.scratch.push_back(alloc);
+                return WalkResult::advance();
+              }
+              return isa<memref::AllocOp, memref::AllocaOp, memref::DeallocOp>(
+                         inner)
                          ? WalkResult::interrupt()
                          : WalkResult::advance();
             })
             .wasInterrupted())
+      return std::nullopt;
+    // As --weft-chunk-parallel-loops bounds a kernel's scratch copies.
+    int64_t scratch = 0;
+    for (memref::AllocOp alloc : kernel.scratch)
+      scratch += slotBytes(alloc);
+    if (scratch * std::min(chunks, kernel.rows) > scratchBudget)
       return std::nullopt;
   } else if (auto linalgOp = dyn_cast<linalg::LinalgOp>(op)) {
     if (!linalgOp.hasPureBufferSemantics())
@@ -209,7 +243,8 @@ struct MergeSiblingKernelsPass
       for (Block &block : fn.getBody()) {
         std::vector<Kernel> run;
         for (Operation &op : llvm::make_early_inc_range(block)) {
-          if (std::optional<Kernel> kernel = asKernel(&op)) {
+          if (std::optional<Kernel> kernel =
+                  asKernel(&op, chunks, scratchBudget)) {
             run.push_back(std::move(*kernel));
             continue;
           }
@@ -315,6 +350,16 @@ struct MergeSiblingKernelsPass
     int64_t width = std::min<int64_t>(chunks, rows);
     Location loc = b.getFusedLoc(llvm::map_to_vector(
         members, [](Kernel *kernel) { return kernel->op->getLoc(); }));
+    // Each member's row scratch, once per iteration of the merged loop:
+    // bytes that iteration c views at c times the slot's size.
+    SmallVector<Value> scratchBytes;
+    for (Kernel *kernel : members)
+      for (memref::AllocOp alloc : kernel->scratch)
+        scratchBytes.push_back(memref::AllocOp::create(
+            b, alloc.getLoc(),
+            MemRefType::get({width * slotBytes(alloc)}, b.getI8Type()),
+            b.getI64IntegerAttr(64)));
+    size_t nextScratch = 0;
     auto loop = scf::ForallOp::create(
         b, loc, ArrayRef<OpFoldResult>{b.getIndexAttr(width)}, ValueRange{},
         std::nullopt);
@@ -351,15 +396,25 @@ struct MergeSiblingKernelsPass
       inner.createBlock(&region.getRegion());
       scf::YieldOp::create(inner, loc);
       inner.setInsertionPointToStart(&region.getRegion().front());
+      IRMapping scratch;
+      for (memref::AllocOp alloc : kernel->scratch) {
+        Value shift = arith::MulIOp::create(
+            inner, loc, chunk,
+            arith::ConstantIndexOp::create(inner, loc, slotBytes(alloc)));
+        scratch.map(alloc.getResult(),
+                    memref::ViewOp::create(
+                        inner, alloc.getLoc(), alloc.getType(),
+                        scratchBytes[nextScratch++], shift, ValueRange{}));
+      }
       if (kernel->rows == 1) {
-        cloneRow(inner, *kernel, Value());
+        cloneRow(inner, *kernel, Value(), scratch);
       } else {
         auto rowLoop = scf::ForOp::create(
             inner, loc, first,
             arith::ConstantIndexOp::create(inner, loc, kernel->rows),
             arith::ConstantIndexOp::create(inner, loc, width));
         inner.setInsertionPoint(rowLoop.getBody()->getTerminator());
-        cloneRow(inner, *kernel, rowLoop.getInductionVar());
+        cloneRow(inner, *kernel, rowLoop.getInductionVar(), scratch);
       }
       if (failed(outline(region, symbols)))
         return failure();
@@ -371,7 +426,9 @@ struct MergeSiblingKernelsPass
 
   /// The body of `kernel` for its row `row` (row-major over its forall's
   /// indices; none: its only row), or the whole op when it is not a forall.
-  static void cloneRow(OpBuilder &b, const Kernel &kernel, Value row) {
+  /// `mapping` holds the views that replace its row scratch.
+  static void cloneRow(OpBuilder &b, const Kernel &kernel, Value row,
+                       IRMapping &mapping) {
     auto loop = dyn_cast<scf::ForallOp>(kernel.op);
     if (!loop) {
       b.clone(*kernel.op)->removeAttr(weft::WeftDialect::kKernelAttrName);
@@ -380,7 +437,6 @@ struct MergeSiblingKernelsPass
     Location loc = loop.getLoc();
     if (!row)
       row = arith::ConstantIndexOp::create(b, loc, 0);
-    IRMapping mapping;
     for (int64_t d = int64_t(kernel.counts.size()) - 1; d >= 0; --d) {
       Value iv = loop.getInductionVar(d);
       if (d == 0) {
@@ -392,7 +448,8 @@ struct MergeSiblingKernelsPass
       row = arith::DivUIOp::create(b, loc, row, extent);
     }
     for (Operation &op : loop.getBody()->without_terminator())
-      b.clone(op, mapping);
+      if (!isa<memref::AllocOp>(op) || !mapping.contains(op.getResult(0)))
+        b.clone(op, mapping);
   }
 
   /// Replaces `region` by a call of a new private function holding its

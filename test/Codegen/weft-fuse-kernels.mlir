@@ -398,3 +398,68 @@ func.func @pool_grad_wide_window(%g: tensor<2x3x3x3xf32>, %w: tensor<2x2xf32>) -
   } -> tensor<2x3x4x4xf32>
   return %r : tensor<2x3x4x4xf32>
 }
+
+// -----
+
+// A 1-D parameter's AdamW update: both moments are step results and inputs
+// of the update. The loop is not tiled (its only loop is the innermost), so
+// the moments are fused into the update as results of its one generic: one
+// pass reading g, m, v, p and writing m', v', p'. The square of g, also
+// read by the gradient norm before the update, stays on its own.
+#v = affine_map<(i) -> (i)>
+#s = affine_map<(i) -> ()>
+// CHECK-LABEL: func.func @adamw_1d
+// CHECK: %[[SQ:.*]] = linalg.generic {{.*}} ins(%arg0 : tensor<8xf32>)
+// CHECK: linalg.generic {{.*}} ins(%[[SQ]]
+// CHECK-SAME: outs(%{{.*}} : tensor<f32>)
+// CHECK: %[[U:.*]]:3 = linalg.generic
+// CHECK-SAME: iterator_types = ["parallel"]
+// CHECK-SAME: outs(%{{.*}}, %{{.*}}, %{{.*}} : tensor<8xf32>, tensor<8xf32>, tensor<8xf32>)
+// CHECK-NOT: linalg.generic
+// CHECK: return %[[U]]#{{[0-9]}}, %[[U]]#{{[0-9]}}, %[[U]]#{{[0-9]}}, %{{.*}} :
+func.func @adamw_1d(%g: tensor<8xf32>, %m: tensor<8xf32>, %v: tensor<8xf32>,
+                    %p: tensor<8xf32>, %lr: tensor<f32>)
+    -> (tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<f32>) {
+  %cst = arith.constant 0.9 : f32
+  %cst2 = arith.constant 0.999 : f32
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<8xf32>
+  %sq = linalg.generic {indexing_maps = [#v, #v], iterator_types = ["parallel"]}
+      ins(%g : tensor<8xf32>) outs(%e : tensor<8xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %r = arith.mulf %a, %a : f32
+    linalg.yield %r : f32
+  } -> tensor<8xf32>
+  %e0 = tensor.empty() : tensor<f32>
+  %z = linalg.fill ins(%zero : f32) outs(%e0 : tensor<f32>) -> tensor<f32>
+  %norm = linalg.generic {indexing_maps = [#v, #s], iterator_types = ["reduction"]}
+      ins(%sq : tensor<8xf32>) outs(%z : tensor<f32>) {
+  ^bb0(%a: f32, %o: f32):
+    %r = arith.addf %o, %a : f32
+    linalg.yield %r : f32
+  } -> tensor<f32>
+  %m2 = linalg.generic {indexing_maps = [#v, #v, #v], iterator_types = ["parallel"]}
+      ins(%m, %g : tensor<8xf32>, tensor<8xf32>) outs(%e : tensor<8xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %r = arith.mulf %a, %cst : f32
+    %r2 = arith.addf %r, %b : f32
+    linalg.yield %r2 : f32
+  } -> tensor<8xf32>
+  %v2 = linalg.generic {indexing_maps = [#v, #v, #v], iterator_types = ["parallel"]}
+      ins(%v, %sq : tensor<8xf32>, tensor<8xf32>) outs(%e : tensor<8xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %r = arith.mulf %a, %cst2 : f32
+    %r2 = arith.addf %r, %b : f32
+    linalg.yield %r2 : f32
+  } -> tensor<8xf32>
+  %p2 = linalg.generic {indexing_maps = [#v, #v, #v, #s, #v], iterator_types = ["parallel"]}
+      ins(%p, %m2, %v2, %lr : tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<f32>) outs(%e : tensor<8xf32>) {
+  ^bb0(%a: f32, %b: f32, %c: f32, %l: f32, %o: f32):
+    %s = math.sqrt %c : f32
+    %d = arith.divf %b, %s : f32
+    %u = arith.mulf %l, %d : f32
+    %r = arith.subf %a, %u : f32
+    linalg.yield %r : f32
+  } -> tensor<8xf32>
+  return %p2, %m2, %v2, %norm : tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<f32>
+}

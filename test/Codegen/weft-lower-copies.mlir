@@ -62,3 +62,58 @@ func.func @from_constants(%out: memref<2x3xf32>) {
   memref.copy %s, %out : memref<2x3xf32> to memref<2x3xf32>
   return
 }
+
+// A buffer the function allocated and copies, at its end, into an argument
+// nothing else touches (an out-parameter) is that argument: the kernel
+// writes the result, and a second copy out of the same buffer reads the
+// first result.
+// CHECK-LABEL: func.func @into_out_params
+// CHECK-SAME: (%[[G:.*]]: memref<8xf32>, %[[P:.*]]: memref<8xf32>, %[[Q:.*]]: memref<8xf32>)
+// CHECK-NOT: memref.alloc
+// CHECK: linalg.generic {{.*}} ins(%[[G]] : memref<8xf32>) outs(%[[P]] : memref<8xf32>)
+// CHECK-NEXT: ^bb0
+// CHECK: memref.copy %[[P]], %[[Q]]
+// CHECK-NEXT: return
+func.func @into_out_params(%g: memref<8xf32>, %p: memref<8xf32>, %q: memref<8xf32>) {
+  %a = memref.alloc() {alignment = 64 : i64} : memref<8xf32>
+  linalg.generic {indexing_maps = [affine_map<(i) -> (i)>, affine_map<(i) -> (i)>],
+                  iterator_types = ["parallel"]}
+      ins(%g : memref<8xf32>) outs(%a : memref<8xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %s = arith.mulf %in, %in : f32
+    linalg.yield %s : f32
+  }
+  memref.copy %a, %p : memref<8xf32> to memref<8xf32>
+  memref.copy %a, %q : memref<8xf32> to memref<8xf32>
+  return
+}
+
+// Not forwarded: a buffer written after its copy (the copy saw an earlier
+// value), also through a view; an argument the function also reads; a
+// copy out of a view of the buffer.
+// CHECK-LABEL: func.func @kept_copies
+// CHECK-COUNT-4: memref.copy
+// CHECK-NOT: memref.copy
+func.func @kept_copies(%p: memref<8xf32>, %q: memref<8xf32>, %r: memref<8xf32>,
+                       %s: memref<4xf32>) -> f32 {
+  %c0 = arith.constant 0 : index
+  %one = arith.constant 1.0 : f32
+  %a = memref.alloc() : memref<8xf32>
+  linalg.fill ins(%one : f32) outs(%a : memref<8xf32>)
+  memref.copy %a, %p : memref<8xf32> to memref<8xf32>
+  linalg.fill ins(%one : f32) outs(%a : memref<8xf32>)
+  %b = memref.alloc() : memref<8xf32>
+  %head = memref.subview %b[0] [4] [1] : memref<8xf32> to memref<4xf32, strided<[1]>>
+  linalg.fill ins(%one : f32) outs(%b : memref<8xf32>)
+  memref.copy %b, %r : memref<8xf32> to memref<8xf32>
+  linalg.fill ins(%one : f32) outs(%head : memref<4xf32, strided<[1]>>)
+  %c = memref.alloc() : memref<8xf32>
+  linalg.fill ins(%one : f32) outs(%c : memref<8xf32>)
+  memref.copy %c, %q : memref<8xf32> to memref<8xf32>
+  %x = memref.load %q[%c0] : memref<8xf32>
+  %d = memref.alloc() : memref<8xf32>
+  linalg.fill ins(%one : f32) outs(%d : memref<8xf32>)
+  %dh = memref.subview %d[0] [4] [1] : memref<8xf32> to memref<4xf32, strided<[1]>>
+  memref.copy %dh, %s : memref<4xf32, strided<[1]>> to memref<4xf32>
+  return %x : f32
+}

@@ -2,6 +2,8 @@
 // RUN:   | FileCheck %s
 // RUN: weft-opt %s --weft-merge-sibling-kernels="chunks=4 max-kernels=3" \
 // RUN:   -split-input-file | FileCheck %s --check-prefix=CAP
+// RUN: weft-opt %s --weft-merge-sibling-kernels="chunks=4 scratch-budget=255" \
+// RUN:   -split-input-file | FileCheck %s --check-prefix=BUDGET
 // RUN: not weft-opt %s --weft-merge-sibling-kernels=max-kernels=1 \
 // RUN:   -split-input-file 2>&1 | FileCheck %s --check-prefix=ERR
 // ERR: error: --weft-merge-sibling-kernels: max-kernels must be at least 2 (got 1)
@@ -167,16 +169,15 @@ func.func @moments_then_params(%g1: memref<8xf32>, %g2: memref<8xf32>,
 // -----
 
 // Nothing merges across a call (a BLAS call, a collective), nor a forall
-// with scratch allocated in its body (--weft-chunk-parallel-loops sizes its
-// chunks by that scratch), nor a write after a read of the same buffer
-// (through a view).
+// with scratch on the stack of its body, nor a write after a read of the
+// same buffer (through a view).
 
 // CHECK-LABEL: func.func @barriers
 // CHECK:       scf.forall (%{{.*}}) in (6) {
 // CHECK-NOT:     scf.for
 // CHECK:       call @blas
 // CHECK:       scf.forall (%{{.*}}) in (6) {
-// CHECK:         memref.alloc
+// CHECK:         memref.alloca
 // CHECK:       scf.forall (%{{.*}}) in (6) {
 // CHECK-NOT:     scf.for
 // CHECK:       memref.copy
@@ -189,7 +190,7 @@ func.func @barriers(%a: memref<6xf32>, %b: memref<6xf32>, %c: memref<6xf32>) {
   }
   call @blas(%c) : (memref<6xf32>) -> ()
   scf.forall (%i) in (6) {
-    %s = memref.alloc() : memref<1xf32>
+    %s = memref.alloca() : memref<1xf32>
     memref.store %cst, %b[%i] : memref<6xf32>
   }
   scf.forall (%i) in (6) {
@@ -198,5 +199,47 @@ func.func @barriers(%a: memref<6xf32>, %b: memref<6xf32>, %c: memref<6xf32>) {
   }
   %view = memref.subview %a[0] [6] [1] : memref<6xf32> to memref<6xf32, strided<[1]>>
   memref.copy %b, %view : memref<6xf32> to memref<6xf32, strided<[1]>>
+  return
+}
+
+// -----
+
+// Two updates with row scratch (a clipped gradient's row that both moments
+// read): merged, each row's scratch a view, at 64 bytes times the merged
+// loop's iteration, of 4 x 64 bytes allocated once before the loop. With
+// `scratch-budget` below 4 x 64 bytes they stay apart.
+// CHECK-LABEL: func.func private @scratch_rows.rows_0(
+// CHECK-SAME:      %[[C:[^:]*]]: index, %[[BYTES:[^:]*]]: memref<256xi8>
+// CHECK:         %[[SHIFT:.*]] = arith.muli %[[C]], %{{.*}} : index
+// CHECK:         %[[ROW:.*]] = memref.view %[[BYTES]][%[[SHIFT]]][] : memref<256xi8> to memref<2xf32>
+// CHECK:         scf.for
+// CHECK:           memref.store %{{.*}}, %[[ROW]]
+// CHECK-LABEL: func.func @scratch_rows(
+// CHECK:       memref.alloc() {alignment = 64 : i64} : memref<256xi8>
+// CHECK:       memref.alloc() {alignment = 64 : i64} : memref<256xi8>
+// CHECK-NEXT:  scf.forall (%{{.*}}) in (4) {
+// CHECK-NOT:     memref.alloc
+// CHECK:       } {weft.kernel = "siblings_0"}
+// CHECK-NEXT:  return
+// BUDGET-LABEL: func.func @scratch_rows(
+// BUDGET-COUNT-2: memref.alloc() : memref<2xf32>
+// BUDGET-NOT: siblings
+func.func @scratch_rows(%g1: memref<6x2xf32>, %g2: memref<3x2xf32>,
+                        %o1: memref<6x2xf32>, %o2: memref<3x2xf32>) {
+  %c0 = arith.constant 0 : index
+  scf.forall (%i) in (6) {
+    %row = memref.alloc() : memref<2xf32>
+    %g = memref.load %g1[%i, %c0] : memref<6x2xf32>
+    memref.store %g, %row[%c0] : memref<2xf32>
+    %r = memref.load %row[%c0] : memref<2xf32>
+    memref.store %r, %o1[%i, %c0] : memref<6x2xf32>
+  } {weft.kernel = "fused_0"}
+  scf.forall (%i) in (3) {
+    %row = memref.alloc() : memref<2xf32>
+    %g = memref.load %g2[%i, %c0] : memref<3x2xf32>
+    memref.store %g, %row[%c0] : memref<2xf32>
+    %r = memref.load %row[%c0] : memref<2xf32>
+    memref.store %r, %o2[%i, %c0] : memref<3x2xf32>
+  } {weft.kernel = "fused_1"}
   return
 }

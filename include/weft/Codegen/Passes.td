@@ -316,7 +316,11 @@ def LowerCopiesPass : Pass<"weft-lower-copies", "mlir::func::FuncOp"> {
     what bufferization leaves where a tile is computed in place — moves
     nothing and is erased; a copy out of a constant global holding one
     value everywhere (bufferized splat constants) becomes a `linalg.fill`,
-    so the executable does not carry the constant.
+    so the executable does not carry the constant. An allocation whose
+    final value is copied into a function argument that nothing else
+    touches (an out-parameter of `--buffer-results-to-out-params`, which
+    aliases no other buffer) is replaced by that argument: the kernels
+    write the step's results directly, without a copy after them.
 
     Before:
 
@@ -415,8 +419,10 @@ def MergeSiblingKernelsPass
 
     The function body is cut into runs of consecutive ops holding only
     kernels (top-level `scf.forall`s with static bounds from 0 in steps of
-    1, no outputs, no mapping and no allocation in their body; linalg ops
-    on buffers; `memref.copy`), allocations and ops without memory
+    1, no outputs, no mapping and no allocation in their body but static
+    ones directly in it, row scratch, of at most `scratch-budget` bytes
+    for `chunks` iterations; linalg ops on buffers;
+    `memref.copy`), allocations and ops without memory
     effects; any other op (a BLAS or runtime call, a loop) ends a run.
     Within a run each kernel gets a level: one more than that of the
     latest kernel before it that writes a buffer it reads or writes, or
@@ -429,7 +435,10 @@ def MergeSiblingKernelsPass
     kernels, so iterations get equal shares whatever the kernels' sizes; a
     linalg op or copy is one row, run by one iteration under an `scf.if`).
     A kernel's rows of an iteration become a call of a private `no_inline`
-    function `@<function>.rows_N` taking the first row; kernels with equal
+    function `@<function>.rows_N` taking the first row; its row scratch
+    becomes a view, at `c` times the scratch's size, of bytes allocated
+    before the loop for all `chunks` iterations `c` (an iteration's rows
+    run one after another on one thread); kernels with equal
     bodies (the layers' updates) share one. Levels keep their order: a
     level's loop takes the place of its last kernel, or follows the
     previous level's. A level of more than `max-kernels` kernels becomes
@@ -471,6 +480,10 @@ def MergeSiblingKernelsPass
     Option<"maxKernels", "max-kernels", "int64_t", "16",
            "Most kernels one merged loop runs (a larger level becomes "
            "several loops)">,
+    Option<"scratchBudget", "scratch-budget", "int64_t", "64 << 20",
+           "Most bytes of a kernel's row scratch times its iterations "
+           "(as --weft-chunk-parallel-loops's); a kernel needing more "
+           "stays alone">,
   ];
   let dependentDialects = ["::mlir::arith::ArithDialect",
                            "::mlir::func::FuncDialect",
