@@ -24,6 +24,8 @@
 #include "llvm/ADT/SetVector.h"
 #include "llvm/ADT/StringExtras.h"
 
+#include <climits>
+
 namespace weft {
 #define GEN_PASS_DEF_RECOMPUTEPASS
 #include "weft/Transforms/Train/Passes.h.inc"
@@ -82,8 +84,8 @@ struct RecomputePass
   void runOnOperation() override;
 
 private:
-  /// Layer index of every forward op (-1: none), layers in order of first
-  /// appearance in `names`.
+  /// Layer index of every forward op (-1: none, the prologue and
+  /// epilogue), layers in order of first use in `names`.
   void findLayers(func::FuncOp fn, ArrayRef<Operation *> forward,
                   DenseMap<Operation *, int> &layer,
                   SmallVectorImpl<std::string> &names);
@@ -99,35 +101,83 @@ void RecomputePass::findLayers(func::FuncOp fn, ArrayRef<Operation *> forward,
   bool numbered = llvm::any_of(fn.getArguments(), [&](BlockArgument arg) {
     return !layerOfName(weightName(fn, arg), /*numbered=*/true).empty();
   });
+  // The layers in order of first use, and where the last one's own
+  // weights are last read.
   llvm::StringMap<int> index;
+  DenseMap<Operation *, unsigned> position;
+  for (Operation *op : forward) {
+    position[op] = position.size();
+    for (Value operand : op->getOperands()) {
+      StringRef key = layerOfName(weightName(fn, operand), numbered);
+      if (!key.empty() && index.try_emplace(key, int(names.size())).second)
+        names.push_back(key.str());
+    }
+  }
+  const int epilogue = int(names.size());
+  unsigned lastLayerUse = 0;
+  for (Operation *op : forward)
+    for (Value operand : op->getOperands()) {
+      StringRef key = layerOfName(weightName(fn, operand), numbered);
+      if (!key.empty() && index.lookup(key) == epilogue - 1)
+        lastLayerUse = position.lookup(op);
+    }
+
+  // Forward, as the planner's ModelStats: an op is in the latest layer its
+  // operands and numbered weights come from. Weights without a layer (an
+  // importer's folded `onnx::MatMul_305`) do not place an op, except past
+  // the last layer's own weights, where reading one (the final norm, the
+  // head) opens the epilogue, which is no layer.
+  DenseSet<Operation *> readsWeights;
   for (Operation *op : forward) {
     int own = -1;
-    bool weights = false, unlayered = false;
+    bool unlayered = false;
     for (Value operand : op->getOperands()) {
       StringRef name = weightName(fn, operand);
       if (name.empty()) {
         if (Operation *def = operand.getDefiningOp())
-          if (auto it = layer.find(def); it != layer.end())
-            own = std::max(own, it->second);
+          own = std::max(own, layer.lookup(def));
         continue;
       }
-      weights = true;
+      readsWeights.insert(op);
       StringRef key = layerOfName(name, numbered);
-      if (key.empty()) {
+      if (key.empty())
         unlayered = true;
-        continue;
-      }
-      auto [it, inserted] = index.try_emplace(key, int(names.size()));
-      if (inserted)
-        names.push_back(key.str());
-      own = std::max(own, it->second);
+      else
+        own = std::max(own, index.lookup(key));
     }
-    // The embeddings, the final norm and the head read weights of no
-    // layer: they stay outside, as the planner's prologue and epilogue.
-    if (weights && unlayered)
-      own = -1;
+    if (unlayered && own == epilogue - 1 && position.lookup(op) > lastLayerUse)
+      own = epilogue;
     layer[op] = own;
   }
+  // Backward: an op that reads no weights and feeds only later layers (the
+  // start of a decomposed norm of the previous layer's output) joins the
+  // earliest of them, so a layer's input is the residual stream itself.
+  for (Operation *op : llvm::reverse(forward)) {
+    int own = layer.lookup(op);
+    if (own < 0 || own >= epilogue || readsWeights.contains(op) ||
+        llvm::any_of(op->getOperands(), [&](Value v) {
+          Operation *def = v.getDefiningOp();
+          return def && readsWeights.contains(def);
+        }))
+      continue;
+    int earliest = INT_MAX;
+    for (Operation *user : op->getUsers()) {
+      auto it = layer.find(user);
+      if (it == layer.end()) // the backward
+        continue;
+      if (it->second <= own) {
+        earliest = INT_MAX;
+        break;
+      }
+      earliest = std::min(earliest, it->second);
+    }
+    if (earliest != INT_MAX && earliest < epilogue)
+      layer[op] = earliest;
+  }
+  // The epilogue is in no layer.
+  for (auto &[op, l] : layer)
+    if (l == epilogue)
+      l = -1;
 }
 
 void RecomputePass::findAttentionCores(ArrayRef<Operation *> forward,
