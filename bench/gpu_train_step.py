@@ -2,16 +2,17 @@
 """GPT-2 124M training steps on one GPU: Weft's `--target cuda` executable
 against the same model in PyTorch, step time, tokens/s and MFU (issue 15).
 
-Run on the GPU machine (docs/gpu.md, "Benchmark"; .devrun/bench.sh runs it):
+Run on the GPU machine (docs/gpu.md, "Benchmark"; bench/gpu_bench.sh runs
+it):
 
   python3 bench/gpu_train_step.py --exe DIR/train --pack DIR/train.weights.pack
       [--steps 30] [--warmup 5] [--heads 12] [--out $OUT]
 
-The executable is compiled elsewhere (weftc ... --target cuda --precision bf16
---optimizer adamw --embed-weights-limit 0) and its weights file rebuilt here
-from the pack (bench/gpu_weights.py: every parameter is an integer formula of
-its name and index, so the file is byte-identical and passes the runtime's
-checksums). The model's size is read from the pack's header (wte, wpe, h.N)
+The executable is compiled elsewhere (bench/gpu_bundle.sh: weftc --target cuda
+--precision bf16 --optimizer adamw --embed-weights-limit 0) and its weights
+file rebuilt here from the pack (bench/gpu_weights.py: every parameter is an
+integer formula of its name and index, so the file is byte-identical and
+passes the runtime's checksums). The model's size is read from the pack's header (wte, wpe, h.N)
 and the batch from the executable's --help.
 
 Both sides start from the same weights (PyTorch's parameters get the same
@@ -306,6 +307,9 @@ def table(results, dims, batch, fpt, args):
                dims["block"], batch, dims["params"], batch * dims["block"],
                fpt / 1e6, dims["params"] - dims["block"] * dims["embd"],
                args.peak_tflops))
+    info = next((r for r in results if r.get("gpu")), None)
+    if info:
+        head += "\n%s, torch %s" % (info["gpu"], info["torch"])
     return head + "\n\n" + "\n".join(lines)
 
 
