@@ -44,8 +44,9 @@ struct CudaTargetOptions {
 /// pipeline and the translation of its output need.
 void registerCudaDialects(mlir::DialectRegistry &registry);
 
-/// Registers --weft-gpu-map-step, --weft-gpu-merge-modules and
-/// --weft-gpu-fatbin.
+/// Registers --weft-gpu-map-step, --weft-gpu-merge-modules,
+/// --weft-gpu-fatbin and the upstream GPU passes (--gpu-kernel-outlining,
+/// --gpu-module-to-binary, ...).
 void registerCudaPasses();
 
 /// Fails, after an error at `loc` naming the toolkit and the fix, unless

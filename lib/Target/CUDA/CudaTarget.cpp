@@ -55,7 +55,11 @@ void weft::registerCudaDialects(DialectRegistry &registry) {
   ub::registerConvertUBToLLVMInterface(registry);
 }
 
-void weft::registerCudaPasses() { registerWeftCudaPasses(); }
+void weft::registerCudaPasses() {
+  registerWeftCudaPasses();
+  // The upstream passes of the pipeline, for tests that run its steps.
+  registerGPUPasses();
+}
 
 LogicalResult weft::checkCudaToolkit(const CudaTargetOptions &options,
                                      Location loc) {

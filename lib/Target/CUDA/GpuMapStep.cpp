@@ -92,12 +92,37 @@ Value cst(OpBuilder &b, Location loc, int64_t v) {
   return arith::ConstantIndexOp::create(b, loc, v);
 }
 
-/// The kernel functions called from `step`, inlined back: the step holds
-/// every loop nest again, now on its views of the workspace.
-LogicalResult inlineKernels(ModuleOp module, func::FuncOp step) {
+/// The memref.get_global (or a view of one) that `v` is, if any.
+Operation *constantRoot(Value v) {
+  Operation *def = v.getDefiningOp();
+  while (def && isa<ViewLikeOpInterface>(def) && def->getNumOperands() >= 1)
+    def = def->getOperand(0).getDefiningOp();
+  return def && isa<memref::GetGlobalOp>(def) ? def : nullptr;
+}
+
+/// Clones the ops that make `v` (a get_global and views of it) at `b`.
+Value cloneConstant(OpBuilder &b, Value v, IRMapping &map) {
+  Operation *def = v.getDefiningOp();
+  if (map.contains(v))
+    return map.lookup(v);
+  for (Value operand : def->getOperands())
+    if (operand.getDefiningOp() && !map.contains(operand) &&
+        constantRoot(operand))
+      cloneConstant(b, operand, map);
+  return b.clone(*def, map)->getResult(0);
+}
+
+/// The kernels `step` calls, each once. A kernel called with a constant
+/// (a module's memref.global) reads it in its own body instead: the
+/// constant becomes data of the kernel module, the argument the host
+/// passes is left unread. A kernel called with constants from several
+/// call sites gets a copy per call.
+FailureOr<SmallVector<func::FuncOp>> collectKernels(ModuleOp module,
+                                                    func::FuncOp step) {
+  SymbolTable symbols(module);
+  SetVector<func::FuncOp> kernels;
   SmallVector<func::CallOp> calls;
   step.walk([&](func::CallOp call) { calls.push_back(call); });
-  SetVector<func::FuncOp> inlined;
   for (func::CallOp call : calls) {
     auto callee = module.lookupSymbol<func::FuncOp>(call.getCallee());
     if (!callee || callee.isDeclaration())
@@ -107,23 +132,35 @@ LogicalResult inlineKernels(ModuleOp module, func::FuncOp step) {
              << callee.getName()
              << " has more than one block: --target cuda expects the "
                 "structured loops --weft-outline-kernels makes";
-    OpBuilder b(call);
-    IRMapping map;
-    Block &body = callee.getBody().front();
-    map.map(body.getArguments(), call.getOperands());
-    for (Operation &op : body.without_terminator())
-      b.clone(op, map);
-    call.erase();
-    inlined.insert(callee);
+    SmallVector<unsigned> constantArgs;
+    for (auto [i, operand] : llvm::enumerate(call.getOperands()))
+      if (constantRoot(operand))
+        constantArgs.push_back(i);
+    if (!constantArgs.empty()) {
+      auto copy = cast<func::FuncOp>(callee->clone());
+      copy.setName((callee.getName() + ".const").str());
+      symbols.insert(copy, Block::iterator(callee));
+      OpBuilder b = OpBuilder::atBlockBegin(&copy.getBody().front());
+      IRMapping map;
+      for (unsigned i : constantArgs)
+        copy.getArgument(i).replaceAllUsesWith(
+            cloneConstant(b, call.getOperand(i), map));
+      call.setCallee(copy.getName());
+      if (callee.symbolKnownUseEmpty(module)) {
+        kernels.remove(callee);
+        callee.erase();
+      }
+      callee = copy;
+    }
+    kernels.insert(callee);
   }
-  for (func::FuncOp f : inlined)
-    if (f.symbolKnownUseEmpty(module))
-      f.erase();
-  return success();
+  return SmallVector<func::FuncOp>(kernels.begin(), kernels.end());
 }
 
 /// Loops in place of linalg ops and copies, parallel dimensions outermost;
 /// scf.forall as scf.parallel.
+linalg::LinalgOp parallelFirst(RewriterBase &rewriter, linalg::LinalgOp op);
+
 LogicalResult lowerToLoops(func::FuncOp step) {
   IRRewriter rewriter(step.getContext());
   SmallVector<scf::ForallOp> foralls;
@@ -143,28 +180,7 @@ LogicalResult lowerToLoops(func::FuncOp step) {
   SmallVector<linalg::LinalgOp> ops;
   step.walk([&](linalg::LinalgOp op) { ops.push_back(op); });
   for (linalg::LinalgOp op : ops) {
-    if (auto generic = dyn_cast<linalg::GenericOp>(op.getOperation())) {
-      SmallVector<unsigned> perm;
-      SmallVector<utils::IteratorType> iters =
-          generic.getIteratorTypesArray();
-      for (unsigned i = 0; i < iters.size(); ++i)
-        if (iters[i] == utils::IteratorType::parallel)
-          perm.push_back(i);
-      for (unsigned i = 0; i < iters.size(); ++i)
-        if (iters[i] != utils::IteratorType::parallel)
-          perm.push_back(i);
-      bool identity = true;
-      for (unsigned i = 0; i < perm.size(); ++i)
-        identity &= perm[i] == i;
-      if (!identity) {
-        rewriter.setInsertionPoint(generic);
-        FailureOr<linalg::GenericOp> swapped =
-            linalg::interchangeGenericOp(rewriter, generic, perm);
-        if (failed(swapped))
-          return generic.emitError("cannot move its parallel loops first");
-        op = *swapped;
-      }
-    }
+    op = parallelFirst(rewriter, op);
     rewriter.setInsertionPoint(op);
     if (failed(linalg::linalgOpToParallelLoops(rewriter, op)))
       return op->emitError("cannot lower this op to loops for the GPU");
@@ -327,77 +343,91 @@ matchCombiner(linalg::GenericOp op) {
   return std::make_pair(combine, *kind);
 }
 
-/// A linalg op of `step` that reduces all of its loops into one element
-/// (a sum of squares of the gradient norm, a mean loss) on one block of
-/// `threads` threads: each thread combines a strided slice of the
-/// linearized iteration space into a register, then the block combines the
-/// partial results in shared memory as a tree, and thread 0 combines the
-/// total into the output element. One block, so no atomics and a
-/// deterministic result. Returns false (changing nothing) for other ops.
-bool launchFullReduction(linalg::GenericOp op, int64_t threads) {
+/// A linalg reduction into one element: every parallel loop has extent 1,
+/// the loops are static, the element is a float and the yield combines it
+/// (matchCombiner).
+struct ElementReduction {
+  arith::AtomicRMWKind kind;
+  int64_t total;
+  Type type;
+};
+std::optional<ElementReduction> matchElementReduction(linalg::GenericOp op) {
   if (op.getNumDpsInits() != 1 || !op.hasPureBufferSemantics() ||
-      op.getNumReductionLoops() != op.getNumLoops() || op.getNumLoops() == 0)
-    return false;
-  OpOperand *init = op.getDpsInitOperand(0);
-  auto outType = dyn_cast<MemRefType>(init->get().getType());
-  if (!outType || outType.getRank() != 0 ||
-      !isa<FloatType>(outType.getElementType()))
-    return false;
+      op.getNumReductionLoops() == 0)
+    return std::nullopt;
+  auto outType = dyn_cast<MemRefType>(op.getDpsInitOperand(0)->get().getType());
+  if (!outType || !isa<FloatType>(outType.getElementType()))
+    return std::nullopt;
   std::optional<std::pair<Operation *, arith::AtomicRMWKind>> combiner =
       matchCombiner(op);
   if (!combiner)
-    return false;
+    return std::nullopt;
   SmallVector<int64_t> ranges = op.getStaticLoopRanges();
+  SmallVector<utils::IteratorType> iters = op.getIteratorTypesArray();
   int64_t total = 1;
-  for (int64_t r : ranges) {
-    if (ShapedType::isDynamic(r))
-      return false;
+  for (auto [r, it] : llvm::zip(ranges, iters)) {
+    if (ShapedType::isDynamic(r) ||
+        (it == utils::IteratorType::parallel && r != 1))
+      return std::nullopt;
     total *= r;
   }
-  threads = std::min<int64_t>(threads, llvm::PowerOf2Ceil(total));
-  threads = std::max<int64_t>(threads, 32);
+  return ElementReduction{combiner->second, total, outType.getElementType()};
+}
 
-  MLIRContext *ctx = op.getContext();
+/// The values of `op`'s loop indices for linear iteration `i` (row-major).
+SmallVector<Value> delinearize(OpBuilder &b, Location loc, Value i,
+                               ArrayRef<int64_t> ranges) {
+  SmallVector<Value> ivs(ranges.size());
+  Value rest = i;
+  for (int d = int(ranges.size()) - 1; d >= 0; --d) {
+    Value size = cst(b, loc, ranges[d]);
+    ivs[d] = d == 0 ? rest : arith::RemSIOp::create(b, loc, rest, size);
+    if (d > 0)
+      rest = arith::DivSIOp::create(b, loc, rest, size);
+  }
+  return ivs;
+}
+
+/// `op`'s operand `operand` indexed at `ivs` through its indexing map.
+SmallVector<Value> indicesAt(OpBuilder &b, Location loc, linalg::GenericOp op,
+                             OpOperand *operand, ValueRange ivs) {
+  AffineMap m = op.getMatchingIndexingMap(operand);
+  SmallVector<Value> indices;
+  for (AffineExpr e : m.getResults())
+    indices.push_back(affine::AffineApplyOp::create(
+        b, loc, AffineMap::get(m.getNumDims(), 0, e), ivs));
+  return indices;
+}
+
+/// Emits, at `b`, `op` (an ElementReduction) computed by the `threads`
+/// threads of a block with ids `tid`: thread t combines iterations t,
+/// t + threads, ... into a register, the block combines the partials in
+/// `shared` (`threads` elements of workgroup memory) as a tree, a barrier
+/// between levels, and thread 0 combines the total into the output
+/// element. Every thread of the block must reach it (it holds barriers).
+void emitBlockReduction(OpBuilder &b, linalg::GenericOp op,
+                        const ElementReduction &red, Value tid,
+                        int64_t threads, Value shared) {
   Location loc = op.getLoc();
-  Type elt = outType.getElementType();
-  auto sharedType = MemRefType::get(
-      {threads}, elt, MemRefLayoutAttrInterface(),
-      gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Workgroup));
-  OpBuilder b(op);
-  Value one = cst(b, loc, 1);
-  gpu::LaunchOp launch =
-      createLaunch(b, loc, one, cst(b, loc, threads), {sharedType});
-  Value shared = launch.getWorkgroupAttributions().front();
-  Value tid = launch.getThreadIds().x;
-  arith::AtomicRMWKind kind = combiner->second;
-  Value identity = arith::getIdentityValue(kind, elt, b, loc);
-
-  // This thread's slice: iterations tid, tid + threads, ...
-  auto loop = scf::ForOp::create(b, loc, tid, cst(b, loc, total),
+  SmallVector<int64_t> ranges = op.getStaticLoopRanges();
+  Value identity = arith::getIdentityValue(red.kind, red.type, b, loc);
+  auto loop = scf::ForOp::create(b, loc, tid, cst(b, loc, red.total),
                                  cst(b, loc, threads), ValueRange{identity});
   {
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(loop.getBody());
-    SmallVector<Value> ivs(ranges.size());
-    Value rest = loop.getInductionVar();
-    for (int i = int(ranges.size()) - 1; i >= 0; --i) {
-      Value size = cst(b, loc, ranges[i]);
-      ivs[i] = i == 0 ? rest : arith::RemSIOp::create(b, loc, rest, size);
-      if (i > 0)
-        rest = arith::DivSIOp::create(b, loc, rest, size);
-    }
+    SmallVector<Value> ivs =
+        delinearize(b, loc, loop.getInductionVar(), ranges);
     Block &body = op.getRegion().front();
     IRMapping map;
     for (OpOperand *input : op.getDpsInputOperands()) {
-      AffineMap m = op.getMatchingIndexingMap(input);
-      SmallVector<Value> indices;
-      for (AffineExpr e : m.getResults())
-        indices.push_back(affine::AffineApplyOp::create(
-            b, loc, AffineMap::get(m.getNumDims(), 0, e), ivs));
       Value v = input->get();
-      Value loaded = isa<MemRefType>(v.getType())
-                         ? memref::LoadOp::create(b, loc, v, indices)
-                         : v;
+      Value loaded =
+          isa<MemRefType>(v.getType())
+              ? memref::LoadOp::create(b, loc, v,
+                                       indicesAt(b, loc, op, input, ivs))
+                    .getResult()
+              : v;
       map.map(op.getMatchingBlockArgument(input), loaded);
     }
     map.map(body.getArguments().back(), loop.getRegionIterArgs().front());
@@ -421,21 +451,218 @@ bool launchFullReduction(linalg::GenericOp op, int64_t threads) {
           b, loc, shared,
           ValueRange{arith::AddIOp::create(b, loc, tid, cst(b, loc, half))});
       memref::StoreOp::create(
-          b, loc, arith::getReductionOp(kind, b, loc, mine, other), shared,
-          tid);
+          b, loc, arith::getReductionOp(red.kind, b, loc, mine, other),
+          shared, tid);
     }
     gpu::BarrierOp::create(b, loc);
   }
   Value first = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, tid,
                                       cst(b, loc, 0));
   auto ifOp = scf::IfOp::create(b, loc, first, false);
+  OpBuilder::InsertionGuard guard(b);
   b.setInsertionPointToStart(&ifOp.getThenRegion().front());
-  Value sum = memref::LoadOp::create(b, loc, shared, cst(b, loc, 0));
-  Value old = memref::LoadOp::create(b, loc, init->get(), ValueRange{});
+  Value total = memref::LoadOp::create(b, loc, shared, cst(b, loc, 0));
+  OpOperand *init = op.getDpsInitOperand(0);
+  SmallVector<Value> zeros(ranges.size(), cst(b, loc, 0));
+  SmallVector<Value> at = indicesAt(b, loc, op, init, zeros);
+  Value old = memref::LoadOp::create(b, loc, init->get(), at);
   memref::StoreOp::create(b, loc,
-                          arith::getReductionOp(kind, b, loc, old, sum),
-                          init->get(), ValueRange{});
+                          arith::getReductionOp(red.kind, b, loc, old, total),
+                          init->get(), at);
+}
+
+MemRefType sharedBuffer(MLIRContext *ctx, int64_t threads, Type type) {
+  return MemRefType::get(
+      {threads}, type, MemRefLayoutAttrInterface(),
+      gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Workgroup));
+}
+
+/// A linalg op of a kernel function that reduces its whole iteration space
+/// into one element (a sum of squares of the gradient norm, a mean loss)
+/// runs on one block of up to `threads` threads (emitBlockReduction). One
+/// block, so no atomics and a deterministic result. Returns false
+/// (changing nothing) for other ops.
+bool launchFullReduction(linalg::GenericOp op, int64_t threads) {
+  std::optional<ElementReduction> red = matchElementReduction(op);
+  if (!red)
+    return false;
+  threads = std::min<int64_t>(threads, llvm::PowerOf2Ceil(red->total));
+  threads = std::max<int64_t>(threads, 32);
+  Location loc = op.getLoc();
+  OpBuilder b(op);
+  gpu::LaunchOp launch =
+      createLaunch(b, loc, cst(b, loc, 1), cst(b, loc, threads),
+                   {sharedBuffer(op.getContext(), threads, red->type)});
+  emitBlockReduction(b, op, *red, launch.getThreadIds().x, threads,
+                     launch.getWorkgroupAttributions().front());
   op.erase();
+  return true;
+}
+
+/// Moves the parallel loops of a generic op first (no-op for others).
+linalg::LinalgOp parallelFirst(RewriterBase &rewriter, linalg::LinalgOp op) {
+  auto generic = dyn_cast<linalg::GenericOp>(op.getOperation());
+  if (!generic)
+    return op;
+  SmallVector<unsigned> perm;
+  SmallVector<utils::IteratorType> iters = generic.getIteratorTypesArray();
+  for (unsigned i = 0; i < iters.size(); ++i)
+    if (iters[i] == utils::IteratorType::parallel)
+      perm.push_back(i);
+  for (unsigned i = 0; i < iters.size(); ++i)
+    if (iters[i] != utils::IteratorType::parallel)
+      perm.push_back(i);
+  if (llvm::equal(perm, llvm::seq<unsigned>(0, perm.size())))
+    return op;
+  rewriter.setInsertionPoint(generic);
+  FailureOr<linalg::GenericOp> swapped =
+      linalg::interchangeGenericOp(rewriter, generic, perm);
+  return failed(swapped) ? op : linalg::LinalgOp(*swapped);
+}
+
+/// A kernel's rows as blocks, for row kernels with reductions (softmax,
+/// layer norm, cross-entropy and their gradients): block r runs iteration
+/// r of `forall`, its threads sharing each op of the row. An op of
+/// parallel loops is split over the threads (thread t takes elements t,
+/// t + threads, ...: consecutive threads, consecutive addresses); a
+/// reduction of the row into one element is a block reduction in shared
+/// memory (emitBlockReduction); a reduction into several elements is a
+/// thread per element; a barrier follows each op, since the next reads
+/// what other threads wrote. Returns false (changing nothing) when the
+/// body holds anything else, or is a single elementwise op (a thread per
+/// element of the whole nest is better).
+FailureOr<bool> launchRowsAsBlocks(scf::ForallOp forall,
+                                   int64_t maxThreads) {
+  if (!forall.getOutputs().empty() || forall.getMapping() ||
+      !forall.isNormalized())
+    return false;
+  std::optional<SmallVector<int64_t>> rowRanges =
+      getConstantIntValues(forall.getMixedUpperBound());
+  if (!rowRanges)
+    return false;
+  bool reduces = false;
+  int64_t widest = 1, memoryOps = 0;
+  SmallVector<Type> sharedTypes;
+  for (Operation &op : forall.getBody()->without_terminator()) {
+    if (isa<memref::CopyOp>(op)) {
+      ++memoryOps;
+      auto type = cast<MemRefType>(op.getOperand(0).getType());
+      if (!type.hasStaticShape())
+        return false;
+      widest = std::max(widest, type.getNumElements());
+      continue;
+    }
+    if (auto linalgOp = dyn_cast<linalg::LinalgOp>(op)) {
+      if (!linalgOp.hasPureBufferSemantics())
+        return false;
+      int64_t work = 1;
+      for (int64_t r : linalgOp.getStaticLoopRanges()) {
+        if (ShapedType::isDynamic(r))
+          return false;
+        work *= r;
+      }
+      widest = std::max(widest, work);
+      ++memoryOps;
+      reduces |= linalgOp.getNumReductionLoops() > 0;
+      if (auto generic = dyn_cast<linalg::GenericOp>(op))
+        if (std::optional<ElementReduction> red =
+                matchElementReduction(generic)) {
+          if (!llvm::is_contained(sharedTypes, red->type))
+            sharedTypes.push_back(red->type);
+        }
+      continue;
+    }
+    if (op.getNumRegions() || !isMemoryEffectFree(&op))
+      return false;
+  }
+  // One elementwise op: a thread per element of the whole nest is better.
+  if (!reduces && memoryOps <= 1)
+    return false;
+  int64_t threads = std::clamp<int64_t>(llvm::PowerOf2Ceil(widest), 32,
+                                        maxThreads);
+  MLIRContext *ctx = forall.getContext();
+  Location loc = forall.getLoc();
+  OpBuilder b(forall);
+  int64_t rows = 1;
+  for (int64_t r : *rowRanges)
+    rows *= r;
+  SmallVector<Type> shared;
+  for (Type t : sharedTypes)
+    shared.push_back(sharedBuffer(ctx, threads, t));
+  gpu::LaunchOp launch = createLaunch(b, loc, cst(b, loc, rows),
+                                      cst(b, loc, threads), shared);
+  Value tid = launch.getThreadIds().x;
+  IRMapping map;
+  SmallVector<Value> rowIvs =
+      delinearize(b, loc, launch.getBlockIds().x, *rowRanges);
+  map.map(forall.getInductionVars(), rowIvs);
+  IRRewriter rewriter(ctx);
+  for (Operation &original : forall.getBody()->without_terminator()) {
+    Operation *op = b.clone(original, map);
+    if (auto copy = dyn_cast<memref::CopyOp>(op)) {
+      op = linalg::CopyOp::create(b, loc, copy.getSource(), copy.getTarget());
+      copy.erase();
+    }
+    auto linalgOp = dyn_cast<linalg::LinalgOp>(op);
+    if (!linalgOp)
+      continue;
+    auto generic = dyn_cast<linalg::GenericOp>(op);
+    std::optional<ElementReduction> red =
+        generic ? matchElementReduction(generic) : std::nullopt;
+    if (red) {
+      unsigned index = llvm::find(sharedTypes, red->type) - sharedTypes.begin();
+      emitBlockReduction(b, generic, *red, tid, threads,
+                         launch.getWorkgroupAttributions()[index]);
+      generic.erase();
+    } else if (linalgOp.getNumLoops() == 0) {
+      // A scalar op: one thread, or the others would race on its output.
+      Value first = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
+                                          tid, cst(b, loc, 0));
+      auto ifOp = scf::IfOp::create(b, loc, first, false);
+      linalgOp->moveBefore(ifOp.getThenRegion().front().getTerminator());
+      rewriter.setInsertionPoint(linalgOp);
+      if (failed(linalg::linalgOpToLoops(rewriter, linalgOp)))
+        return linalgOp->emitError("cannot lower this op to loops");
+      rewriter.eraseOp(linalgOp);
+    } else {
+      // Parallel loops over the threads; a remaining reduction loop (a
+      // reduction into several elements) runs inside each thread.
+      linalgOp = parallelFirst(rewriter, linalgOp);
+      rewriter.setInsertionPoint(linalgOp);
+      FailureOr<linalg::LinalgLoops> loops =
+          linalg::linalgOpToParallelLoops(rewriter, linalgOp);
+      if (failed(loops) || loops->empty())
+        return linalgOp->emitError("cannot lower this op to parallel loops");
+      rewriter.eraseOp(linalgOp);
+      auto nest = cast<scf::ParallelOp>(loops->front());
+      b.setInsertionPoint(nest);
+      SmallVector<Value> counts = tripCounts(b, nest);
+      Value total = cst(b, loc, 1);
+      for (Value c : counts)
+        total = arith::MulIOp::create(b, loc, total, c);
+      auto strided =
+          scf::ForOp::create(b, loc, tid, total, cst(b, loc, threads));
+      OpBuilder in = OpBuilder::atBlockBegin(strided.getBody());
+      IRMapping inner;
+      Value rest = strided.getInductionVar();
+      for (int i = int(counts.size()) - 1; i >= 0; --i) {
+        Value idx =
+            i == 0 ? rest : arith::RemSIOp::create(in, loc, rest, counts[i]);
+        if (i > 0)
+          rest = arith::DivSIOp::create(in, loc, rest, counts[i]);
+        inner.map(nest.getInductionVars()[i],
+                  arith::AddIOp::create(
+                      in, loc, nest.getLowerBound()[i],
+                      arith::MulIOp::create(in, loc, idx, nest.getStep()[i])));
+      }
+      for (Operation &o : nest.getBody()->without_terminator())
+        in.clone(o, inner);
+      nest.erase();
+    }
+    b.setInsertionPoint(launch.getBody().front().getTerminator());
+    gpu::BarrierOp::create(b, loc);
+  }
+  forall.erase();
   return true;
 }
 
@@ -515,28 +742,41 @@ struct GpuMapStepPass : weft::impl::GpuMapStepPassBase<GpuMapStepPass> {
                        "power of two from 32 to 1024");
       return signalPassFailure();
     }
-    if (failed(inlineKernels(module, step)))
+    FailureOr<SmallVector<func::FuncOp>> kernels =
+        collectKernels(module, step);
+    if (failed(kernels) || failed(mapCalls(module, step)))
       return signalPassFailure();
-    for (auto op : llvm::make_early_inc_range(
-             step.getBody().front().getOps<linalg::GenericOp>()))
+    // Each kernel function launches its loops: the host code stays many
+    // small functions, which LLVM optimizes in linear time, and a kernel
+    // shared by several layers is compiled once.
+    for (func::FuncOp f : *kernels)
+      if (failed(mapFunction(f)))
+        return signalPassFailure();
+    if (failed(mapFunction(step)))
+      return signalPassFailure();
+  }
+
+  LogicalResult mapFunction(func::FuncOp f) {
+    if (!f.getBody().hasOneBlock())
+      return f.emitError("--target cuda expects functions of one block");
+    Block &block = f.getBody().front();
+    for (auto op : llvm::make_early_inc_range(block.getOps<linalg::GenericOp>()))
       launchFullReduction(op, reduceBlockSize);
-    if (failed(lowerToLoops(step)) || failed(mapCalls(module, step)))
-      return signalPassFailure();
-    if (!step.getBody().hasOneBlock()) {
-      step.emitError("--target cuda expects a step of one block");
-      return signalPassFailure();
-    }
-    Block &block = step.getBody().front();
+    if (rowBlocks)
+      for (auto forall :
+           llvm::make_early_inc_range(block.getOps<scf::ForallOp>()))
+        if (failed(launchRowsAsBlocks(forall, rowBlockSize)))
+          return failure();
+    if (failed(lowerToLoops(f)))
+      return failure();
     // Parallel nests first; what is left and is not host arithmetic runs
     // on one thread, in runs of consecutive ops.
     SmallVector<scf::ParallelOp> nests;
     for (auto p : block.getOps<scf::ParallelOp>())
       nests.push_back(p);
     for (scf::ParallelOp p : nests) {
-      if (p.getNumResults()) {
-        p.emitError("--target cuda: a parallel loop with results");
-        return signalPassFailure();
-      }
+      if (p.getNumResults())
+        return p.emitError("--target cuda: a parallel loop with results");
       launchParallel(collapseNest(p), blockSize);
     }
     SmallVector<SmallVector<Operation *>> runs;
@@ -549,9 +789,8 @@ struct GpuMapStepPass : weft::impl::GpuMapStepPassBase<GpuMapStepPass> {
                      llvm::any_of(op.getOperands(), [&](Value v) {
                        return onDevice.contains(v.getDefiningOp());
                      }));
-      if (device)
-        onDevice.insert(&op);
       if (device) {
+        onDevice.insert(&op);
         run.push_back(&op);
         continue;
       }
@@ -567,46 +806,49 @@ struct GpuMapStepPass : weft::impl::GpuMapStepPassBase<GpuMapStepPass> {
             if (!llvm::is_contained(r, user) &&
                 !llvm::any_of(r, [&](Operation *o) {
                   return o->isProperAncestor(user);
-                })) {
-              op->emitError("--target cuda: this value is computed on the "
-                            "GPU but used outside its kernel");
-              return signalPassFailure();
-            }
+                }))
+              return op->emitError("--target cuda: this value is computed "
+                                   "on the GPU but used outside its kernel");
       launchSequential(r);
     }
-    WalkResult sunk = step.walk([&](gpu::LaunchOp launch) {
+    WalkResult sunk = f.walk([&](gpu::LaunchOp launch) {
       return failed(sinkGlobals(launch)) ? WalkResult::interrupt()
                                          : WalkResult::advance();
     });
     if (sunk.wasInterrupted())
-      return signalPassFailure();
-    // A constant left on the host would hand a host pointer to device code.
+      return failure();
+    // A constant left on the host would hand a host pointer to device
+    // code; a kernel function it is passed to reads its own copy.
+    ModuleOp module = f->getParentOfType<ModuleOp>();
     for (auto global :
          llvm::make_early_inc_range(block.getOps<memref::GetGlobalOp>())) {
-      if (global.use_empty()) {
-        global.erase();
-        continue;
-      }
-      // Views of it that only launches read are dead now.
       SmallVector<Operation *> dead;
-      std::function<bool(Operation *)> onlyDead = [&](Operation *op) {
-        for (Operation *user : op->getUsers())
-          if (!isa<ViewLikeOpInterface>(user) || !onlyDead(user))
+      std::function<bool(Operation *)> harmless = [&](Operation *op) {
+        for (Operation *user : op->getUsers()) {
+          if (auto call = dyn_cast<func::CallOp>(user)) {
+            auto callee = module.lookupSymbol<func::FuncOp>(call.getCallee());
+            if (callee && !callee.isDeclaration())
+              continue;
             return false;
-        dead.push_back(op);
+          }
+          if (!isa<ViewLikeOpInterface>(user) || !harmless(user))
+            return false;
+        }
+        if (op->use_empty())
+          dead.push_back(op);
         return true;
       };
-      if (onlyDead(global)) {
+      if (harmless(global)) {
         for (Operation *op : dead)
           op->erase();
         continue;
       }
-      global.emitError("--target cuda: the constant ")
-          << global.getName()
-          << " is read by a GEMM or another host call; device code can only "
-             "read constants inside its kernels";
-      return signalPassFailure();
+      return global.emitError("--target cuda: the constant ")
+             << global.getName()
+             << " is read by a GEMM or another host call; device code can "
+                "only read constants inside its kernels";
     }
+    return success();
   }
 
   /// GEMMs to their device versions; every other call is an error.
@@ -615,6 +857,9 @@ struct GpuMapStepPass : weft::impl::GpuMapStepPassBase<GpuMapStepPass> {
     step.walk([&](func::CallOp call) { calls.push_back(call); });
     for (func::CallOp call : calls) {
       StringRef callee = call.getCallee();
+      auto kernel = module.lookupSymbol<func::FuncOp>(callee);
+      if (kernel && !kernel.isDeclaration())
+        continue;
       auto it = deviceGemms().find(callee);
       if (it == deviceGemms().end())
         return call.emitError("--target cuda: ")

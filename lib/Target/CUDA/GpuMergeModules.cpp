@@ -17,7 +17,9 @@
 #include "mlir/IR/OperationSupport.h"
 #include "mlir/IR/SymbolTable.h"
 
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringMap.h"
+#include "llvm/ADT/StringSet.h"
 
 namespace weft {
 #define GEN_PASS_DEF_GPUMERGEMODULESPASS
@@ -39,6 +41,7 @@ struct GpuMergeModulesPass
     auto merged =
         gpu::GPUModuleOp::create(b, kernels.front().getLoc(), "weft_kernels");
     llvm::StringMap<Operation *> mergedSymbols;
+    llvm::StringSet<> usedNames;
     // kernel module name -> its kernel's new name in the merged module.
     llvm::StringMap<StringAttr> renamed;
     for (gpu::GPUModuleOp kernel : kernels) {
@@ -52,8 +55,18 @@ struct GpuMergeModulesPass
         }
         if (auto func = dyn_cast<gpu::GPUFuncOp>(op);
             func && func.isKernel()) {
-          // Module names are unique; the kernels inside are not.
-          func.setName(kernel.getName());
+          // Module names are unique; the kernels inside are not. PTX
+          // names are [A-Za-z0-9_$]: the driver looks kernels up by the
+          // name the host code holds, so it must survive NVPTX unchanged.
+          std::string name = kernel.getName().str();
+          for (char &c : name)
+            if (!llvm::isAlnum(c) && c != '_')
+              c = '_';
+          std::string unique = name;
+          for (int i = 0; usedNames.contains(unique); ++i)
+            unique = name + "_" + std::to_string(i);
+          usedNames.insert(unique);
+          func.setName(unique);
           renamed[kernel.getName()] = func.getNameAttr();
           op.moveBefore(merged.getBody(), merged.getBody()->end());
           continue;

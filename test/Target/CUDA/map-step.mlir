@@ -1,8 +1,9 @@
 // RUN: weft-opt %s --weft-gpu-map-step --canonicalize | FileCheck %s
+// RUN: weft-opt %s --weft-gpu-map-step --gpu-kernel-outlining --weft-gpu-merge-modules | FileCheck %s --check-prefix=MERGED
 // RUN: weft-opt %s --weft-gpu-map-step=block-size=64 --canonicalize | FileCheck %s --check-prefix=B64
 
-// The planned step's kernels run as launches in their order; the step keeps
-// address arithmetic and GEMM calls.
+// Each kernel function of the planned step launches its loops; the step
+// keeps address arithmetic, kernel calls and GEMM calls.
 
 #id2 = affine_map<(d0, d1) -> (d0, d1)>
 #row = affine_map<(d0, d1) -> (d0)>
@@ -35,9 +36,8 @@ module {
     }
     return
   }
-  // A full reduction into a scalar reading a constant.
-  func.func private @train_step.kernel_2(%s: memref<8xf32>, %n: memref<f32>) attributes {llvm.bareptr, no_inline} {
-    %c = memref.get_global @__constant_8xf32 : memref<8xf32>
+  // A full reduction into a scalar, reading a constant the step passes.
+  func.func private @train_step.kernel_2(%s: memref<8xf32>, %c: memref<8xf32>, %n: memref<f32>) attributes {llvm.bareptr, no_inline} {
     linalg.generic {indexing_maps = [affine_map<(d0) -> (d0)>, affine_map<(d0) -> (d0)>, affine_map<(d0) -> ()>], iterator_types = ["reduction"]} ins(%s, %c : memref<8xf32>, memref<8xf32>) outs(%n : memref<f32>) {
     ^bb0(%in: f32, %w: f32, %out: f32):
       %m = arith.mulf %in, %w : f32
@@ -66,44 +66,64 @@ module {
     %k = arith.constant 8 : i64
     call @weft_rt_sgemm(%one, %i0, %i0, %m, %k, %k, %pp, %k, %zero, %wp, %k, %zero, %pp, %k, %zero) : (i64, i32, i32, i64, i64, i64, !llvm.ptr, i64, i64, !llvm.ptr, i64, i64, !llvm.ptr, i64, i64) -> ()
     call @train_step.kernel_1(%y, %z) : (memref<300x8xf32>, memref<8xf32>) -> ()
-    call @train_step.kernel_2(%z, %n) : (memref<8xf32>, memref<f32>) -> ()
+    %k8 = memref.get_global @__constant_8xf32 : memref<8xf32>
+    call @train_step.kernel_2(%z, %k8, %n) : (memref<8xf32>, memref<8xf32>, memref<f32>) -> ()
     return
   }
 }
 
-// The kernels are inlined and gone; the GEMM is the device one.
-// CHECK-NOT: func.func private @train_step.
-// CHECK-LABEL: func.func @train_step(
 // 300 x 8 = 2400 iterations: 10 blocks of 256 threads, each thread one
 // element (row g / 8, column g % 8), guarded against the last block's tail.
+// CHECK-LABEL: func.func private @train_step.fused_0(
 // CHECK-DAG:     %[[C8:.*]] = arith.constant 8 : index
 // CHECK-DAG:     %[[C2400:.*]] = arith.constant 2400 : index
 // CHECK-DAG:     %[[C10:.*]] = arith.constant 10 : index
 // CHECK-DAG:     %[[C256:.*]] = arith.constant 256 : index
-// CHECK:         gpu.launch blocks({{.*}}) in ({{.*}} = %[[C10]], {{.*}}) threads({{.*}}) in ({{.*}} = %[[C256]],
-// CHECK:           %[[G:.*]] = arith.addi
+// CHECK:         gpu.launch blocks(%[[BX:[^,]*]], {{.*}}) in ({{.*}} = %[[C10]], {{.*}}) threads(%[[TX:[^,]*]], {{.*}}) in (%[[BDX:[^ ]*]] = %[[C256]],
+// CHECK:           %[[BASE:.*]] = arith.muli %[[BX]], %[[BDX]]
+// CHECK:           %[[G:.*]] = arith.addi %[[BASE]], %[[TX]]
 // CHECK:           arith.cmpi slt, %[[G]], %[[C2400]]
 // CHECK:           scf.if
 // CHECK-DAG:         arith.remsi %[[G]], %[[C8]]
 // CHECK-DAG:         arith.divsi %[[G]], %[[C8]]
 // CHECK:             math.exp
 // CHECK:           gpu.terminator
-// CHECK:         call @weft_rt_cuda_sgemm(
 // The column reduction: 8 threads in one block, each summing its column
 // over the 300 rows.
-// CHECK:         gpu.launch blocks({{.*}}) in ({{.*}} = %{{c1.*}}, {{.*}}) threads({{.*}}) in ({{.*}} = %[[C8]],
+// CHECK-LABEL: func.func private @train_step.kernel_1(
+// CHECK:         gpu.launch blocks({{.*}}) in ({{.*}} = %{{c1.*}}, {{.*}}) threads({{.*}}) in ({{.*}} = %c8,
 // CHECK:           scf.for
 // CHECK:             arith.addf
 // CHECK:           gpu.terminator
 // The full reduction: one block (8 elements: the smallest block, 32
-// threads) with its shared-memory buffer; the constant is read inside.
+// threads) with its shared-memory buffer. The constant the step passes is
+// read inside the kernel (a copy of the kernel reads it there).
+// CHECK-LABEL: func.func private @train_step.kernel_2.const(
 // CHECK:         gpu.launch blocks({{.*}}) in ({{.*}} = %{{c1.*}}, {{.*}}) threads({{.*}}) in ({{.*}} = %c32,
 // CHECK-SAME:      workgroup(%[[SH:.*]] : memref<32xf32, #gpu.address_space<workgroup>>)
 // CHECK:           memref.get_global @__constant_8xf32
 // CHECK:           scf.for
 // CHECK:           gpu.barrier
 // CHECK:           gpu.terminator
+// The step: no launch of its own, the device GEMM between the kernels.
+// CHECK-LABEL: func.func @train_step(
+// CHECK-NOT:     gpu.launch
+// CHECK:         call @train_step.fused_0(
+// CHECK:         call @weft_rt_cuda_sgemm(
+// CHECK:         call @train_step.kernel_1(
+// CHECK:         call @train_step.kernel_2.const(
 // CHECK-NOT:     gpu.launch
 // CHECK:         return
+
+// One gpu.module holds the kernels, named as PTX allows.
+// MERGED: gpu.launch_func {{ *}}@weft_kernels::@train_step_fused_0_kernel
+// MERGED: gpu.module @weft_kernels {
+// MERGED-DAG: gpu.func @train_step_fused_0_kernel(
+// MERGED-DAG: gpu.func @train_step_kernel_1_kernel(
+// MERGED-DAG: gpu.func @train_step_kernel_2_const_kernel(
+// MERGED-DAG: memref.global "private" constant @__constant_8xf32
+// MERGED: gpu.launch_func {{ *}}@weft_kernels::@train_step_kernel_1_kernel
+// MERGED: gpu.launch_func {{ *}}@weft_kernels::@train_step_kernel_2_const_kernel
+// MERGED-NOT: gpu.module
 
 // B64: gpu.launch blocks({{.*}}) in ({{.*}} = %c38, {{.*}}) threads({{.*}}) in ({{.*}} = %c64,

@@ -56,16 +56,15 @@ module {
   }
 }
 
-// CHECK-LABEL: func.func @train_step(
+// The sum: one block of 512 threads, a 512-element f64 buffer in shared
+// memory. Thread t sums iterations t, t + 512, ... (row t / 300, column
+// t % 300) from zero, in f64.
+// CHECK-LABEL: func.func private @train_step.rows_0(
 // CHECK-DAG:     %[[ZERO:.*]] = arith.constant 0.000000e+00 : f64
-// CHECK-DAG:     %[[NINF:.*]] = arith.constant 0xFF800000 : f32
 // CHECK-DAG:     %[[C300000:.*]] = arith.constant 300000 : index
 // CHECK-DAG:     %[[C512:.*]] = arith.constant 512 : index
 // CHECK-DAG:     %[[C256:.*]] = arith.constant 256 : index
 // CHECK-DAG:     %[[C1:.*]] = arith.constant 1 : index
-// The sum: one block of 512 threads, a 512-element f64 buffer in shared
-// memory. Thread t sums iterations t, t + 512, ... (row t / 300, column
-// t % 300) from zero, in f64.
 // CHECK:         gpu.launch blocks({{.*}}) in ({{.*}} = %[[C1]], {{.*}}) threads(%[[TX:[^,]*]], {{.*}}) in ({{.*}} = %[[C512]],
 // CHECK-SAME:      workgroup(%[[SH:.*]] : memref<512xf64, #gpu.address_space<workgroup>>)
 // CHECK:           %[[PART:.*]] = scf.for %[[I:.*]] = %[[TX]] to %[[C300000]] step %[[C512]] iter_args(%[[ACC:.*]] = %[[ZERO]]) -> (f64) {
@@ -97,6 +96,8 @@ module {
 // CHECK-NEXT:        memref.store %[[R]], %{{.*}}[] : memref<f64>
 // CHECK:           gpu.terminator
 // The maximum starts from -inf and combines with maximumf.
+// CHECK-LABEL: func.func private @train_step.rows_1(
+// CHECK-DAG:     %[[NINF:.*]] = arith.constant 0xFF800000 : f32
 // CHECK:         gpu.launch
 // CHECK-SAME:      workgroup({{.*}} : memref<512xf32, #gpu.address_space<workgroup>>)
 // CHECK:           scf.for {{.*}} iter_args({{.*}} = %[[NINF]]) -> (f32)
@@ -104,12 +105,14 @@ module {
 // CHECK:           arith.maximumf
 // CHECK:           gpu.terminator
 // Row sums: 1000 threads in blocks of 256, each a sequential loop.
-// CHECK:         gpu.launch blocks({{.*}}) in ({{.*}} = %c4, {{.*}}) threads({{.*}}) in ({{.*}} = %[[C256]],
+// CHECK-LABEL: func.func private @train_step.rows_2(
+// CHECK:         gpu.launch blocks({{.*}}) in ({{.*}} = %c4, {{.*}}) threads({{.*}}) in ({{.*}} = %c256,
 // CHECK-NOT:       gpu.barrier
 // CHECK:           scf.for
 // CHECK:           gpu.terminator
 // The subtraction: one thread.
-// CHECK:         gpu.launch blocks({{.*}}) in ({{.*}} = %[[C1]], {{.*}}) threads({{.*}}) in ({{.*}} = %[[C1]],
+// CHECK-LABEL: func.func private @train_step.rows_3(
+// CHECK:         gpu.launch blocks({{.*}}) in ({{.*}} = %c1, {{.*}}) threads({{.*}}) in ({{.*}} = %c1,
 // CHECK-NOT:       gpu.barrier
 // CHECK:           arith.subf
 // CHECK:           gpu.terminator

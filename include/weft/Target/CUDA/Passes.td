@@ -24,10 +24,14 @@ def GpuMapStepPass : Pass<"weft-gpu-map-step", "mlir::ModuleOp"> {
     group rows for CPU threads). Every buffer of `function` is device
     memory, so every op that reads or writes one must run on the GPU:
 
-    1. Each kernel call is inlined back into `function`; the kernels'
-       `scf.forall` become `scf.parallel`, linalg ops become loops
-       (parallel dimensions first, so a column reduction is one thread per
-       column reading along rows) and `memref.copy` a copy loop.
+    1. Each kernel function `function` calls launches its own loops (the
+       host code stays many small functions, and a kernel shared by
+       several layers is compiled once); `function` keeps the calls. A
+       kernel passed a constant (`memref.get_global`) gets a copy that
+       reads the constant itself. The kernels' `scf.forall` become
+       `scf.parallel`, linalg ops loops (parallel dimensions first, so a
+       column reduction is one thread per column reading along rows) and
+       `memref.copy` a copy loop.
     2. A top-level `scf.parallel` whose body is pure address arithmetic
        around one inner `scf.parallel` is collapsed with it. Its iteration
        space is linearized and launched as `ceil(N / block-size)` blocks of
@@ -45,11 +49,23 @@ def GpuMapStepPass : Pass<"weft-gpu-map-step", "mlir::ModuleOp"> {
        memory as a tree (a barrier between levels), and thread 0 combines
        the total into the output element. One block: no atomics, and the
        result does not depend on scheduling.
-    4. Remaining sequential ops (scalar updates) run on one thread of a
+    4. A row kernel (softmax, layer norm, cross-entropy and their
+       gradients: an `scf.forall` whose body holds linalg ops, copies and
+       address arithmetic, more than one of them or a reduction) runs a
+       block per row (`row-blocks`), of up to
+       `row-block-size` threads (a power of two, at least 32, no more
+       than the row's widest op needs). The threads share each op in
+       turn: an op of parallel loops is split over them (thread t takes
+       elements t, t + threads, ...: consecutive threads, consecutive
+       addresses), a reduction of the row into one element is a block
+       reduction as in 3., a reduction into several elements a thread
+       per element, an op without loops runs on thread 0, and a barrier
+       follows each op. Other kernels keep a thread per iteration (2.).
+    5. Remaining sequential ops (scalar updates) run on one thread of a
        launch of their own.
-    5. Constants (`memref.get_global`) are moved into the launches that
+    6. Constants (`memref.get_global`) are moved into the launches that
        read them, so they are copied into the kernel module.
-    6. GEMM calls become their device versions (`weft_rt_sgemm` ->
+    7. GEMM calls become their device versions (`weft_rt_sgemm` ->
        `weft_rt_cuda_sgemm`, ...; include/weft/Runtime/Cuda.h).
 
     Launches are ordered as the ops were, on one stream, so no
@@ -65,6 +81,10 @@ def GpuMapStepPass : Pass<"weft-gpu-map-step", "mlir::ModuleOp"> {
            "Threads per block of a parallel loop's launch">,
     Option<"reduceBlockSize", "reduce-block-size", "int64_t", "512",
            "Most threads of a full reduction's block (a power of two)">,
+    Option<"rowBlocks", "row-blocks", "bool", "true",
+           "Run a row kernel with reductions as a block per row">,
+    Option<"rowBlockSize", "row-block-size", "int64_t", "256",
+           "Most threads of a row's block (a power of two)">,
   ];
   let dependentDialects = [
     "::mlir::gpu::GPUDialect", "::mlir::scf::SCFDialect",
