@@ -103,7 +103,12 @@ def make_data(path, dims, batch, steps):
 
 
 def summarize(name, times, losses, warmup, tokens, fpt, peak):
-    kept = times[warmup:] if len(times) > warmup else []
+    kept, note = times[warmup:], None
+    if not kept and len(times) >= 2:
+        # Too slow for the time limit: the steps after the first still say
+        # more than nothing, flagged.
+        kept = times[1:]
+        note = "only %d steps: timed all but the first" % len(times)
     if not kept:
         return {"name": name, "ok": False, "steps": len(times),
                 "losses": losses,
@@ -115,7 +120,8 @@ def summarize(name, times, losses, warmup, tokens, fpt, peak):
             "timed_steps": len(kept), "step_ms": ms,
             "step_ms_min": min(kept) * 1e3, "step_ms_max": max(kept) * 1e3,
             "tokens_per_s": tps, "tflops": tps * fpt / 1e12,
-            "mfu": tps * fpt / (peak * 1e12), "losses": losses}
+            "mfu": tps * fpt / (peak * 1e12), "losses": losses,
+            "note": note}
 
 
 def run_weft(args, dims, batch, work):
@@ -164,7 +170,8 @@ def run_weft(args, dims, batch, work):
                   batch * dims["block"], flops_per_token(dims), args.peak_tflops)
     r["rc"], r["wall_s"] = str(rc), wall
     if rc != 0 and not r.get("error"):
-        r["note"] = "exit %s after %d steps" % (rc, len(rows))
+        r["note"] = "; ".join(filter(None, [
+            r.get("note"), "exit %s after %d steps" % (rc, len(rows))]))
     return r
 
 
@@ -285,7 +292,9 @@ def table(results, dims, batch, fpt, args):
             continue
         lines.append("| %s | %d | %.1f | %.1f-%.1f | %.0f | %.1f | %.1f%% | "
                      "%.4f | %.4f |" % (
-                         r["name"], r["timed_steps"], r["step_ms"],
+                         r["name"] + (" (%s)" % r["note"] if r.get("note")
+                                      else ""),
+                         r["timed_steps"], r["step_ms"],
                          r["step_ms_min"], r["step_ms_max"], r["tokens_per_s"],
                          r["tflops"], 100 * r["mfu"], r["losses"][0],
                          r["losses"][-1]))
