@@ -191,7 +191,8 @@ cl::opt<std::string> recompute(
              "(--weft-recompute): 'none'; 'selective', each attention's "
              "scores and probabilities (the T x T tensors); 'full', whole "
              "layers, keeping only what enters each (the residual stream). "
-             "Same numbers, less memory, a longer step (docs/training.md)"),
+             "Same numbers, less memory, a longer step; one device only; "
+             "--emit=plan plans with this mode (docs/training.md)"),
     cl::value_desc("none|selective|full"), cl::init("none"),
     cl::cat(trainCategory));
 cl::list<std::string> recomputeLayers(
