@@ -87,6 +87,10 @@ void weft::buildCudaLoweringPipeline(OpPassManager &pm, StringRef entry,
   // polynomial exp/tanh/erf/log (docs/gpu.md, Numerics).
   pm.addNestedPass<func::FuncOp>(createPromoteAccumulatorsPass());
   pm.addNestedPass<func::FuncOp>(createApproximateMathPass());
+  // Constants into the kernels: loop bounds and strides become immediates,
+  // so a division by a row length is a multiply and shift, not a 64-bit
+  // division by a kernel parameter.
+  pm.addPass(createGpuLaunchSinkIndexComputationsPass());
   pm.addPass(createGpuKernelOutliningPass());
   pm.addPass(createGpuMergeModulesPass());
 

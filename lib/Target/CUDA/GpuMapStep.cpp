@@ -499,6 +499,155 @@ bool launchFullReduction(linalg::GenericOp op, int64_t threads) {
   return true;
 }
 
+/// A reduction of a kernel function into several elements over a long
+/// reduction (the bias gradients' sums over every row, a column of a
+/// weight's statistics) on blocks of two-dimensional threads: one axis of
+/// the block walks output elements, the other splits each element's
+/// reduction, and the partials meet in a shared-memory tree along that
+/// axis. The axis over the input's innermost dimension takes consecutive
+/// threads, so a warp reads consecutive addresses whether the reduction
+/// runs along rows or columns. Returns false (changing nothing) for other
+/// ops: those with a short reduction keep a thread per output element.
+bool launchPartialReduction(RewriterBase &rewriter, linalg::GenericOp op) {
+  if (op.getNumDpsInits() != 1 || !op.hasPureBufferSemantics() ||
+      op.getNumReductionLoops() == 0 || op.getNumParallelLoops() == 0 ||
+      op.getNumDpsInputs() == 0)
+    return false;
+  auto outType = dyn_cast<MemRefType>(op.getDpsInitOperand(0)->get().getType());
+  if (!outType || !isa<FloatType>(outType.getElementType()))
+    return false;
+  std::optional<std::pair<Operation *, arith::AtomicRMWKind>> combiner =
+      matchCombiner(op);
+  if (!combiner)
+    return false;
+  auto swapped = dyn_cast<linalg::GenericOp>(
+      parallelFirst(rewriter, cast<linalg::LinalgOp>(op.getOperation()))
+          .getOperation());
+  if (!swapped)
+    return false;
+  op = swapped;
+  SmallVector<int64_t> ranges = op.getStaticLoopRanges();
+  unsigned numParallel = op.getNumParallelLoops();
+  int64_t outputs = 1, length = 1;
+  for (auto [d, r] : llvm::enumerate(ranges)) {
+    if (ShapedType::isDynamic(r))
+      return false;
+    (d < numParallel ? outputs : length) *= r;
+  }
+  if (length < 32 || outputs < 2)
+    return false;
+  // Reduce along x (consecutive threads) when the first input's innermost
+  // index is a reduction loop.
+  AffineMap inMap = op.getMatchingIndexingMap(op.getDpsInputOperand(0));
+  bool alongX = false;
+  if (inMap.getNumResults())
+    if (auto dim = dyn_cast<AffineDimExpr>(inMap.getResults().back()))
+      alongX = dim.getPosition() >= numParallel;
+  int64_t tx = alongX ? 32 : std::min<int64_t>(32, llvm::PowerOf2Ceil(outputs));
+  int64_t ty = 256 / tx;
+  int64_t perBlock = alongX ? ty : tx, lanes = alongX ? tx : ty;
+  Type elt = outType.getElementType();
+  MLIRContext *ctx = op.getContext();
+  Location loc = op.getLoc();
+  auto sharedType = MemRefType::get(
+      {ty, tx}, elt, MemRefLayoutAttrInterface(),
+      gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Workgroup));
+  OpBuilder b(op);
+  Value one = cst(b, loc, 1);
+  auto launch = gpu::LaunchOp::create(
+      b, loc, cst(b, loc, llvm::divideCeil(outputs, perBlock)), one, one,
+      cst(b, loc, tx), cst(b, loc, ty), one, nullptr, nullptr, {},
+      TypeRange{sharedType});
+  b.setInsertionPointToEnd(&launch.getBody().front());
+  gpu::TerminatorOp::create(b, loc);
+  b.setInsertionPointToStart(&launch.getBody().front());
+  Value shared = launch.getWorkgroupAttributions().front();
+  Value x = launch.getThreadIds().x, y = launch.getThreadIds().y;
+  Value lane = alongX ? x : y;
+  Value element = arith::AddIOp::create(
+      b, loc,
+      arith::MulIOp::create(b, loc, launch.getBlockIds().x,
+                            cst(b, loc, perBlock)),
+      alongX ? y : x);
+  Value valid = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt,
+                                      element, cst(b, loc, outputs));
+  arith::AtomicRMWKind kind = combiner->second;
+  Value identity = arith::getIdentityValue(kind, elt, b, loc);
+  ArrayRef<int64_t> parallelRanges(ranges.begin(), numParallel);
+  ArrayRef<int64_t> reductionRanges(ranges.begin() + numParallel,
+                                    ranges.end());
+  auto partial = scf::IfOp::create(b, loc, TypeRange{elt}, valid, true);
+  {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(&partial.getElseRegion().front());
+    scf::YieldOp::create(b, loc, identity);
+    b.setInsertionPointToStart(&partial.getThenRegion().front());
+    SmallVector<Value> outer = delinearize(b, loc, element, parallelRanges);
+    auto loop = scf::ForOp::create(b, loc, lane, cst(b, loc, length),
+                                   cst(b, loc, lanes), ValueRange{identity});
+    scf::YieldOp::create(b, loc, loop.getResult(0));
+    b.setInsertionPointToStart(loop.getBody());
+    SmallVector<Value> ivs(outer);
+    llvm::append_range(ivs, delinearize(b, loc, loop.getInductionVar(),
+                                        reductionRanges));
+    Block &body = op.getRegion().front();
+    IRMapping map;
+    for (OpOperand *input : op.getDpsInputOperands()) {
+      Value v = input->get();
+      Value loaded =
+          isa<MemRefType>(v.getType())
+              ? memref::LoadOp::create(b, loc, v,
+                                       indicesAt(b, loc, op, input, ivs))
+                    .getResult()
+              : v;
+      map.map(op.getMatchingBlockArgument(input), loaded);
+    }
+    map.map(body.getArguments().back(), loop.getRegionIterArgs().front());
+    for (Operation &inner : body.without_terminator())
+      b.clone(inner, map);
+    scf::YieldOp::create(
+        b, loc, map.lookup(body.getTerminator()->getOperand(0)));
+  }
+  memref::StoreOp::create(b, loc, partial.getResult(0), shared,
+                          ValueRange{y, x});
+  gpu::BarrierOp::create(b, loc);
+  for (int64_t half = lanes / 2; half >= 1; half /= 2) {
+    Value active = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult,
+                                         lane, cst(b, loc, half));
+    auto ifOp = scf::IfOp::create(b, loc, active, false);
+    {
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(&ifOp.getThenRegion().front());
+      Value mine = memref::LoadOp::create(b, loc, shared, ValueRange{y, x});
+      Value step = cst(b, loc, half);
+      Value otherY = alongX ? y : arith::AddIOp::create(b, loc, y, step);
+      Value otherX = alongX ? arith::AddIOp::create(b, loc, x, step) : x;
+      Value other =
+          memref::LoadOp::create(b, loc, shared, ValueRange{otherY, otherX});
+      memref::StoreOp::create(
+          b, loc, arith::getReductionOp(kind, b, loc, mine, other), shared,
+          ValueRange{y, x});
+    }
+    gpu::BarrierOp::create(b, loc);
+  }
+  Value first = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, lane,
+                                      cst(b, loc, 0));
+  auto write = scf::IfOp::create(
+      b, loc, arith::AndIOp::create(b, loc, first, valid), false);
+  b.setInsertionPointToStart(&write.getThenRegion().front());
+  Value total = memref::LoadOp::create(b, loc, shared, ValueRange{y, x});
+  SmallVector<Value> ivs = delinearize(b, loc, element, parallelRanges);
+  ivs.append(reductionRanges.size(), cst(b, loc, 0));
+  OpOperand *init = op.getDpsInitOperand(0);
+  SmallVector<Value> at = indicesAt(b, loc, op, init, ivs);
+  Value old = memref::LoadOp::create(b, loc, init->get(), at);
+  memref::StoreOp::create(b, loc,
+                          arith::getReductionOp(kind, b, loc, old, total),
+                          init->get(), at);
+  op.erase();
+  return true;
+}
+
 /// Moves the parallel loops of a generic op first (no-op for others).
 linalg::LinalgOp parallelFirst(RewriterBase &rewriter, linalg::LinalgOp op) {
   auto generic = dyn_cast<linalg::GenericOp>(op.getOperation());
@@ -760,8 +909,10 @@ struct GpuMapStepPass : weft::impl::GpuMapStepPassBase<GpuMapStepPass> {
     if (!f.getBody().hasOneBlock())
       return f.emitError("--target cuda expects functions of one block");
     Block &block = f.getBody().front();
+    IRRewriter rewriter(f.getContext());
     for (auto op : llvm::make_early_inc_range(block.getOps<linalg::GenericOp>()))
-      launchFullReduction(op, reduceBlockSize);
+      if (!launchFullReduction(op, reduceBlockSize) && partialReductions)
+        launchPartialReduction(rewriter, op);
     if (rowBlocks)
       for (auto forall :
            llvm::make_early_inc_range(block.getOps<scf::ForallOp>()))

@@ -88,12 +88,18 @@ module {
 // CHECK-DAG:         arith.divsi %[[G]], %[[C8]]
 // CHECK:             math.exp
 // CHECK:           gpu.terminator
-// The column reduction: 8 threads in one block, each summing its column
-// over the 300 rows.
+// The column reduction: one block of 8 x 32 threads, x walking the 8
+// columns (consecutive addresses), y splitting the 300 rows; the partial
+// sums meet in a shared-memory tree along y.
 // CHECK-LABEL: func.func private @train_step.kernel_1(
-// CHECK:         gpu.launch blocks({{.*}}) in ({{.*}} = %{{c1.*}}, {{.*}}) threads({{.*}}) in ({{.*}} = %c8,
-// CHECK:           scf.for
+// CHECK:         gpu.launch blocks({{.*}}) in ({{.*}} = %c1, {{.*}}) threads(%[[CX:[^,]*]], %[[CY:[^,]*]], {{.*}}) in ({{.*}} = %c8, {{.*}} = %c32,
+// CHECK-SAME:      workgroup(%[[CS:.*]] : memref<32x8xf32, #gpu.address_space<workgroup>>)
+// CHECK:           scf.for %[[R:.*]] = %[[CY]] to %c300 step %c32 iter_args(
+// CHECK:             memref.load %{{.*}}[%[[R]], %[[CX]]]
 // CHECK:             arith.addf
+// CHECK:           memref.store %{{.*}}, %[[CS]][%[[CY]], %[[CX]]]
+// CHECK-NEXT:      gpu.barrier
+// CHECK-NEXT:      arith.cmpi ult, %[[CY]], %c16
 // CHECK:           gpu.terminator
 // The full reduction: one block (8 elements: the smallest block, 32
 // threads) with its shared-memory buffer. The constant the step passes is

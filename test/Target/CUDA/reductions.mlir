@@ -1,5 +1,6 @@
 // RUN: weft-opt %s --weft-gpu-map-step --canonicalize | FileCheck %s
 // RUN: weft-opt %s --weft-gpu-map-step=reduce-block-size=64 --canonicalize | FileCheck %s --check-prefix=R64
+// RUN: weft-opt %s --weft-gpu-map-step=partial-reductions=false --canonicalize | FileCheck %s --check-prefix=SEQ
 // RUN: not weft-opt %s --weft-gpu-map-step=reduce-block-size=48 2>&1 | FileCheck %s --check-prefix=BAD
 
 // Reductions of a planned step: a whole tensor into one element runs on one
@@ -104,11 +105,17 @@ module {
 // CHECK:             arith.maximumf
 // CHECK:           arith.maximumf
 // CHECK:           gpu.terminator
-// Row sums: 1000 threads in blocks of 256, each a sequential loop.
+// Row sums over 300 columns: blocks of 32 x 8 threads, 8 rows a block (125
+// blocks); the 32 lanes of a warp split a row, reading consecutive
+// addresses, and meet in a tree along x.
 // CHECK-LABEL: func.func private @train_step.rows_2(
-// CHECK:         gpu.launch blocks({{.*}}) in ({{.*}} = %c4, {{.*}}) threads({{.*}}) in ({{.*}} = %c256,
-// CHECK-NOT:       gpu.barrier
-// CHECK:           scf.for
+// CHECK:         gpu.launch blocks({{.*}}) in ({{.*}} = %c125, {{.*}}) threads(%[[RX:[^,]*]], %[[RY:[^,]*]], {{.*}}) in ({{.*}} = %c32, {{.*}} = %c8,
+// CHECK-SAME:      workgroup(%[[RS:.*]] : memref<8x32xf32, #gpu.address_space<workgroup>>)
+// CHECK:           scf.for %[[C:.*]] = %[[RX]] to %c300 step %c32 iter_args(
+// CHECK:             memref.load %{{.*}}[%{{.*}}, %[[C]]]
+// CHECK:           memref.store %{{.*}}, %[[RS]][%[[RY]], %[[RX]]]
+// CHECK-NEXT:      gpu.barrier
+// CHECK-NEXT:      arith.cmpi ult, %[[RX]], %c16
 // CHECK:           gpu.terminator
 // The subtraction: one thread.
 // CHECK-LABEL: func.func private @train_step.rows_3(
@@ -119,5 +126,13 @@ module {
 
 // R64: gpu.launch {{.*}} threads({{.*}}) in ({{.*}} = %c64,
 // R64-SAME: workgroup({{.*}} : memref<64xf64, #gpu.address_space<workgroup>>)
+
+// Without partial reductions: a thread per row, 4 blocks of 256, each
+// summing its row alone.
+// SEQ-LABEL: func.func private @train_step.rows_2(
+// SEQ:         gpu.launch blocks({{.*}}) in ({{.*}} = %c4, {{.*}}) threads({{.*}}) in ({{.*}} = %c256,
+// SEQ-NOT:       gpu.barrier
+// SEQ:           scf.for
+// SEQ:           gpu.terminator
 
 // BAD: reduce-block-size must be a power of two from 32 to 1024

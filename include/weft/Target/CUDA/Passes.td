@@ -49,7 +49,16 @@ def GpuMapStepPass : Pass<"weft-gpu-map-step", "mlir::ModuleOp"> {
        memory as a tree (a barrier between levels), and thread 0 combines
        the total into the output element. One block: no atomics, and the
        result does not depend on scheduling.
-    4. A row kernel (softmax, layer norm, cross-entropy and their
+    4. A reduction into several elements over 32 or more iterations each
+       (bias gradients summing every row; `partial-reductions`) runs on
+       blocks of 256 threads in two dimensions: one axis walks output
+       elements, the other splits each element's reduction, and the
+       partial results meet in a shared-memory tree along it; thread 0 of
+       that axis combines the total into the element. The axis over the
+       first input's innermost dimension is x (32 consecutive threads),
+       so a warp reads consecutive addresses for column and row sums
+       alike.
+    5. A row kernel (softmax, layer norm, cross-entropy and their
        gradients: an `scf.forall` whose body holds linalg ops, copies and
        address arithmetic, more than one of them or a reduction) runs a
        block per row (`row-blocks`), of up to
@@ -61,11 +70,11 @@ def GpuMapStepPass : Pass<"weft-gpu-map-step", "mlir::ModuleOp"> {
        reduction as in 3., a reduction into several elements a thread
        per element, an op without loops runs on thread 0, and a barrier
        follows each op. Other kernels keep a thread per iteration (2.).
-    5. Remaining sequential ops (scalar updates) run on one thread of a
+    6. Remaining sequential ops (scalar updates) run on one thread of a
        launch of their own.
-    6. Constants (`memref.get_global`) are moved into the launches that
+    7. Constants (`memref.get_global`) are moved into the launches that
        read them, so they are copied into the kernel module.
-    7. GEMM calls become their device versions (`weft_rt_sgemm` ->
+    8. GEMM calls become their device versions (`weft_rt_sgemm` ->
        `weft_rt_cuda_sgemm`, ...; include/weft/Runtime/Cuda.h).
 
     Launches are ordered as the ops were, on one stream, so no
@@ -81,6 +90,9 @@ def GpuMapStepPass : Pass<"weft-gpu-map-step", "mlir::ModuleOp"> {
            "Threads per block of a parallel loop's launch">,
     Option<"reduceBlockSize", "reduce-block-size", "int64_t", "512",
            "Most threads of a full reduction's block (a power of two)">,
+    Option<"partialReductions", "partial-reductions", "bool", "true",
+           "Share a long reduction into several elements among a block's "
+           "threads">,
     Option<"rowBlocks", "row-blocks", "bool", "true",
            "Run a row kernel with reductions as a block per row">,
     Option<"rowBlockSize", "row-block-size", "int64_t", "256",
