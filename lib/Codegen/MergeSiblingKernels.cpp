@@ -29,6 +29,10 @@
 // at every such pair; levels put all squares in one loop and all sums in
 // the next.
 //
+// A reduction's accumulator init (the copy of a zero into a gradient
+// norm's f64 sum) runs in the reduction's row: as kernels of their own,
+// the inits of a level of reductions were a level, and a loop, before it.
+//
 // A kernel with row scratch (an update with clipping keeps the clipped
 // gradient's row, which both moments read) merges too: the scratch is
 // allocated once per iteration of the merged loop, outside it, since an
@@ -91,7 +95,23 @@ struct Kernel {
   /// Row scratch: static allocations in the forall's body (a clipped
   /// gradient's row, read by both AdamW moments).
   SmallVector<memref::AllocOp> scratch;
+  /// The fill or copy right before a one-row kernel that initializes its
+  /// accumulator (a gradient norm's f64 sum): run in the kernel's row.
+  Operation *init = nullptr;
 };
+
+/// Whether `init`, a fill or copy, only initializes the accumulator of
+/// `kernel`, a one-row linalg op right after it: it writes one buffer,
+/// which the kernel reads and writes.
+bool initializes(const Kernel &init, const Kernel &kernel) {
+  if (!isa<linalg::FillOp, memref::CopyOp>(init.op) || init.init ||
+      !isa<linalg::LinalgOp>(kernel.op) || kernel.init)
+    return false;
+  if (init.writes.size() != 1)
+    return false;
+  Value buffer = init.writes.front();
+  return kernel.reads.contains(buffer) && kernel.writes.contains(buffer);
+}
 
 /// Bytes of one copy of `alloc`, rounded up to the 64-byte alignment
 /// bufferization gives allocations.
@@ -245,6 +265,15 @@ struct MergeSiblingKernelsPass
         for (Operation &op : llvm::make_early_inc_range(block)) {
           if (std::optional<Kernel> kernel =
                   asKernel(&op, chunks, scratchBudget)) {
+            // An accumulator's init joins its kernel: otherwise the inits
+            // of a level of reductions are a level, and a loop, of their
+            // own.
+            if (!run.empty() && initializes(run.back(), *kernel)) {
+              kernel->init = run.back().op;
+              kernel->reads.insert(run.back().reads.begin(),
+                                   run.back().reads.end());
+              run.pop_back();
+            }
             run.push_back(std::move(*kernel));
             continue;
           }
@@ -303,7 +332,7 @@ struct MergeSiblingKernelsPass
       bool behind = previous && last->isBeforeInBlock(previous);
       if (members.size() == 1) {
         if (behind)
-          last->moveAfter(previous);
+          moveKernelBefore(*members.back(), previous->getNextNode());
         previous = last;
         continue;
       }
@@ -324,7 +353,7 @@ struct MergeSiblingKernelsPass
         if (group.size() == 1) {
           Operation *op = group.front()->op;
           if (b.getInsertionPoint() != op->getIterator())
-            op->moveBefore(b.getInsertionBlock(), b.getInsertionPoint());
+            moveKernelBefore(*group.front(), &*b.getInsertionPoint());
           previous = op;
         } else {
           FailureOr<Operation *> loop = merge(b, group, symbols);
@@ -336,6 +365,13 @@ struct MergeSiblingKernelsPass
       }
     }
     return success();
+  }
+
+  /// Moves `kernel` (its init first) before `next`.
+  static void moveKernelBefore(const Kernel &kernel, Operation *next) {
+    kernel.op->moveBefore(next);
+    if (kernel.init)
+      kernel.init->moveBefore(kernel.op);
   }
 
   /// One forall over min(chunks, rows) iterations running every member's
@@ -420,6 +456,8 @@ struct MergeSiblingKernelsPass
         return failure();
       offset += kernel->rows;
       kernel->op->erase();
+      if (kernel->init)
+        kernel->init->erase();
     }
     return loop.getOperation();
   }
@@ -431,6 +469,8 @@ struct MergeSiblingKernelsPass
                        IRMapping &mapping) {
     auto loop = dyn_cast<scf::ForallOp>(kernel.op);
     if (!loop) {
+      if (kernel.init)
+        b.clone(*kernel.init);
       b.clone(*kernel.op)->removeAttr(weft::WeftDialect::kKernelAttrName);
       return;
     }

@@ -243,3 +243,42 @@ func.func @scratch_rows(%g1: memref<6x2xf32>, %g2: memref<3x2xf32>,
   } {weft.kernel = "fused_1"}
   return
 }
+
+// -----
+
+// Two sums of squares (a gradient norm's terms), each after the copy that
+// initializes its accumulator: each copy runs in its reduction's row, so
+// the two are one loop, not a loop of copies and then a loop of sums.
+// CHECK-LABEL: func.func private @init_then_sum.rows_0(
+// BUDGET-LABEL: func.func private @init_then_sum.rows_0(
+// CHECK:         memref.copy
+// CHECK-NEXT:    linalg.generic
+// CHECK-LABEL: func.func @init_then_sum(
+// CHECK-NOT:     memref.copy
+// CHECK:         scf.forall (%{{.*}}) in (2) {
+// CHECK-NOT:     memref.copy
+// CHECK:         } {weft.kernel = "siblings_0"}
+// CHECK-NEXT:    return
+func.func @init_then_sum(%g1: memref<6xf32>, %g2: memref<3xf32>,
+                         %zero: memref<f32>, %n1: memref<f32>,
+                         %n2: memref<f32>) {
+  memref.copy %zero, %n1 : memref<f32> to memref<f32>
+  linalg.generic {indexing_maps = [affine_map<(i) -> (i)>, affine_map<(i) -> ()>],
+                  iterator_types = ["reduction"]}
+      ins(%g1 : memref<6xf32>) outs(%n1 : memref<f32>) {
+  ^bb0(%g: f32, %acc: f32):
+    %sq = arith.mulf %g, %g : f32
+    %sum = arith.addf %acc, %sq : f32
+    linalg.yield %sum : f32
+  }
+  memref.copy %zero, %n2 : memref<f32> to memref<f32>
+  linalg.generic {indexing_maps = [affine_map<(i) -> (i)>, affine_map<(i) -> ()>],
+                  iterator_types = ["reduction"]}
+      ins(%g2 : memref<3xf32>) outs(%n2 : memref<f32>) {
+  ^bb0(%g: f32, %acc: f32):
+    %sq = arith.mulf %g, %g : f32
+    %sum = arith.addf %acc, %sq : f32
+    linalg.yield %sum : f32
+  }
+  return
+}

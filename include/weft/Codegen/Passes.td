@@ -423,7 +423,10 @@ def MergeSiblingKernelsPass
     ones directly in it, row scratch, of at most `scratch-budget` bytes
     for `chunks` iterations; linalg ops on buffers;
     `memref.copy`), allocations and ops without memory
-    effects; any other op (a BLAS or runtime call, a loop) ends a run.
+    effects; any other op (a BLAS or runtime call, a loop) ends a run. A
+    fill or copy right before a linalg op that reads and writes the one
+    buffer it writes (the zero a reduction's accumulator starts from) is
+    part of that op's kernel.
     Within a run each kernel gets a level: one more than that of the
     latest kernel before it that writes a buffer it reads or writes, or
     reads a buffer it writes (buffers compared by their allocation or
