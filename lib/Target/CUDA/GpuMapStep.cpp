@@ -20,6 +20,7 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Linalg/Transforms/Transforms.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
@@ -399,20 +400,58 @@ SmallVector<Value> indicesAt(OpBuilder &b, Location loc, linalg::GenericOp op,
   return indices;
 }
 
+/// Combines the `threads` values in `shared` into its element 0: at each
+/// level the lower half adds the upper half, a barrier between levels.
+void emitTree(OpBuilder &b, Location loc, arith::AtomicRMWKind kind,
+              Value shared, Value tid, int64_t threads) {
+  for (int64_t half = threads / 2; half >= 1; half /= 2) {
+    Value active = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult,
+                                         tid, cst(b, loc, half));
+    auto ifOp = scf::IfOp::create(b, loc, active, false);
+    {
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(&ifOp.getThenRegion().front());
+      Value mine = memref::LoadOp::create(b, loc, shared, tid);
+      Value other = memref::LoadOp::create(
+          b, loc, shared,
+          ValueRange{arith::AddIOp::create(b, loc, tid, cst(b, loc, half))});
+      memref::StoreOp::create(
+          b, loc, arith::getReductionOp(kind, b, loc, mine, other), shared,
+          tid);
+    }
+    gpu::BarrierOp::create(b, loc);
+  }
+}
+
+/// Combines `total` into `op`'s output element.
+void emitCombineInto(OpBuilder &b, linalg::GenericOp op,
+                     arith::AtomicRMWKind kind, Value total) {
+  Location loc = op.getLoc();
+  OpOperand *init = op.getDpsInitOperand(0);
+  SmallVector<Value> zeros(op.getNumLoops(), cst(b, loc, 0));
+  SmallVector<Value> at = indicesAt(b, loc, op, init, zeros);
+  Value old = memref::LoadOp::create(b, loc, init->get(), at);
+  memref::StoreOp::create(b, loc,
+                          arith::getReductionOp(kind, b, loc, old, total),
+                          init->get(), at);
+}
+
 /// Emits, at `b`, `op` (an ElementReduction) computed by the `threads`
-/// threads of a block with ids `tid`: thread t combines iterations t,
-/// t + threads, ... into a register, the block combines the partials in
-/// `shared` (`threads` elements of workgroup memory) as a tree, a barrier
-/// between levels, and thread 0 combines the total into the output
-/// element. Every thread of the block must reach it (it holds barriers).
-void emitBlockReduction(OpBuilder &b, linalg::GenericOp op,
-                        const ElementReduction &red, Value tid,
-                        int64_t threads, Value shared) {
+/// threads of a block with ids `tid`: thread t combines iterations
+/// `start`, `start + step`, ... (`start` from t, `step` at least
+/// `threads`) into a register, the block combines the partials in
+/// `shared` (`threads` elements of workgroup memory) as a tree, and
+/// thread 0 hands the block's total to `finish`. Every thread of the block
+/// must reach it (it holds barriers).
+void emitBlockReduction(
+    OpBuilder &b, linalg::GenericOp op, const ElementReduction &red,
+    Value tid, int64_t threads, Value shared, Value start, Value step,
+    function_ref<void(OpBuilder &, Value)> finish) {
   Location loc = op.getLoc();
   SmallVector<int64_t> ranges = op.getStaticLoopRanges();
   Value identity = arith::getIdentityValue(red.kind, red.type, b, loc);
-  auto loop = scf::ForOp::create(b, loc, tid, cst(b, loc, red.total),
-                                 cst(b, loc, threads), ValueRange{identity});
+  auto loop = scf::ForOp::create(b, loc, start, cst(b, loc, red.total), step,
+                                 ValueRange{identity});
   {
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(loop.getBody());
@@ -438,37 +477,24 @@ void emitBlockReduction(OpBuilder &b, linalg::GenericOp op,
   }
   memref::StoreOp::create(b, loc, loop.getResult(0), shared, tid);
   gpu::BarrierOp::create(b, loc);
-  // The tree: at each level the lower half adds the upper half.
-  for (int64_t half = threads / 2; half >= 1; half /= 2) {
-    Value active = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult,
-                                         tid, cst(b, loc, half));
-    auto ifOp = scf::IfOp::create(b, loc, active, false);
-    {
-      OpBuilder::InsertionGuard guard(b);
-      b.setInsertionPointToStart(&ifOp.getThenRegion().front());
-      Value mine = memref::LoadOp::create(b, loc, shared, tid);
-      Value other = memref::LoadOp::create(
-          b, loc, shared,
-          ValueRange{arith::AddIOp::create(b, loc, tid, cst(b, loc, half))});
-      memref::StoreOp::create(
-          b, loc, arith::getReductionOp(red.kind, b, loc, mine, other),
-          shared, tid);
-    }
-    gpu::BarrierOp::create(b, loc);
-  }
+  emitTree(b, loc, red.kind, shared, tid, threads);
   Value first = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, tid,
                                       cst(b, loc, 0));
   auto ifOp = scf::IfOp::create(b, loc, first, false);
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPointToStart(&ifOp.getThenRegion().front());
-  Value total = memref::LoadOp::create(b, loc, shared, cst(b, loc, 0));
-  OpOperand *init = op.getDpsInitOperand(0);
-  SmallVector<Value> zeros(ranges.size(), cst(b, loc, 0));
-  SmallVector<Value> at = indicesAt(b, loc, op, init, zeros);
-  Value old = memref::LoadOp::create(b, loc, init->get(), at);
-  memref::StoreOp::create(b, loc,
-                          arith::getReductionOp(red.kind, b, loc, old, total),
-                          init->get(), at);
+  finish(b, memref::LoadOp::create(b, loc, shared, cst(b, loc, 0)));
+}
+
+/// The single-block form: thread 0 combines the total into the output.
+void emitBlockReduction(OpBuilder &b, linalg::GenericOp op,
+                        const ElementReduction &red, Value tid,
+                        int64_t threads, Value shared) {
+  emitBlockReduction(b, op, red, tid, threads, shared, tid,
+                     cst(b, op.getLoc(), threads),
+                     [&](OpBuilder &b, Value total) {
+                       emitCombineInto(b, op, red.kind, total);
+                     });
 }
 
 MemRefType sharedBuffer(MLIRContext *ctx, int64_t threads, Type type) {
@@ -482,19 +508,120 @@ MemRefType sharedBuffer(MLIRContext *ctx, int64_t threads, Type type) {
 /// runs on one block of up to `threads` threads (emitBlockReduction). One
 /// block, so no atomics and a deterministic result. Returns false
 /// (changing nothing) for other ops.
-bool launchFullReduction(linalg::GenericOp op, int64_t threads) {
+bool launchFullReduction(linalg::GenericOp op, int64_t threads,
+                         int64_t blocksFrom) {
   std::optional<ElementReduction> red = matchElementReduction(op);
   if (!red)
     return false;
   threads = std::min<int64_t>(threads, llvm::PowerOf2Ceil(red->total));
   threads = std::max<int64_t>(threads, 32);
   Location loc = op.getLoc();
+  MLIRContext *ctx = op.getContext();
   OpBuilder b(op);
+  if (red->total < blocksFrom) {
+    gpu::LaunchOp launch =
+        createLaunch(b, loc, cst(b, loc, 1), cst(b, loc, threads),
+                     {sharedBuffer(ctx, threads, red->type)});
+    emitBlockReduction(b, op, *red, launch.getThreadIds().x, threads,
+                       launch.getWorkgroupAttributions().front());
+    op.erase();
+    return true;
+  }
+  // Long reductions on many blocks (one block is bound by one SM's memory
+  // latency): each block reduces a grid-strided slice and leaves its total
+  // in a device buffer; the last block to finish (an atomic count) combines
+  // the totals in block order. The result does not depend on which block
+  // finishes last, so it is the same every run.
+  int64_t blocks = std::min<int64_t>(
+      llvm::divideCeil(red->total, threads * 8), 256);
+  auto module = op->getParentOfType<ModuleOp>();
+  SymbolTable symbols(module);
+  OpBuilder mb = OpBuilder::atBlockBegin(module.getBody());
+  auto partialsType = MemRefType::get({blocks}, red->type);
+  auto counterType = MemRefType::get({1}, mb.getI32Type());
+  auto partialsGlobal = memref::GlobalOp::create(
+      mb, loc, "__weft_block_totals", mb.getStringAttr("private"),
+      partialsType, mb.getUnitAttr(), /*constant=*/false,
+      /*alignment=*/nullptr);
+  symbols.insert(partialsGlobal);
+  auto counterGlobal = memref::GlobalOp::create(
+      mb, loc, "__weft_blocks_done", mb.getStringAttr("private"), counterType,
+      DenseElementsAttr::get(RankedTensorType::get({1}, mb.getI32Type()),
+                             mb.getI32IntegerAttr(0).getValue()),
+      /*constant=*/false, /*alignment=*/nullptr);
+  symbols.insert(counterGlobal);
+
+  auto flagType = MemRefType::get(
+      {1}, b.getI32Type(), MemRefLayoutAttrInterface(),
+      gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Workgroup));
   gpu::LaunchOp launch =
-      createLaunch(b, loc, cst(b, loc, 1), cst(b, loc, threads),
-                   {sharedBuffer(op.getContext(), threads, red->type)});
-  emitBlockReduction(b, op, *red, launch.getThreadIds().x, threads,
-                     launch.getWorkgroupAttributions().front());
+      createLaunch(b, loc, cst(b, loc, blocks), cst(b, loc, threads),
+                   {sharedBuffer(ctx, threads, red->type), flagType});
+  Value shared = launch.getWorkgroupAttributions()[0];
+  Value flag = launch.getWorkgroupAttributions()[1];
+  Value tid = launch.getThreadIds().x, bid = launch.getBlockIds().x;
+  Value partials = memref::GetGlobalOp::create(b, loc, partialsType,
+                                               partialsGlobal.getSymName());
+  Value counter = memref::GetGlobalOp::create(b, loc, counterType,
+                                              counterGlobal.getSymName());
+  Value start = arith::AddIOp::create(
+      b, loc, arith::MulIOp::create(b, loc, bid, cst(b, loc, threads)), tid);
+  Value zero = cst(b, loc, 0);
+  emitBlockReduction(
+      b, op, *red, tid, threads, shared, start,
+      cst(b, loc, blocks * threads), [&](OpBuilder &b, Value total) {
+        memref::StoreOp::create(b, loc, total, partials, bid);
+        // The total is visible to every block before the count says so.
+        NVVM::MembarOp::create(b, loc, NVVM::MemScopeKind::GPU);
+        Value one = arith::ConstantIntOp::create(b, loc, 1, 32);
+        Value done = memref::AtomicRMWOp::create(
+            b, loc, arith::AtomicRMWKind::addi, one, counter, zero);
+        Value last = arith::CmpIOp::create(
+            b, loc, arith::CmpIPredicate::eq, done,
+            arith::ConstantIntOp::create(b, loc, blocks - 1, 32));
+        memref::StoreOp::create(b, loc, arith::ExtUIOp::create(
+                                            b, loc, b.getI32Type(), last),
+                                flag, zero);
+      });
+  gpu::BarrierOp::create(b, loc);
+  Value isLast = arith::CmpIOp::create(
+      b, loc, arith::CmpIPredicate::ne,
+      memref::LoadOp::create(b, loc, flag, zero),
+      arith::ConstantIntOp::create(b, loc, 0, 32));
+  // isLast is the same for the whole block, so its barriers are uniform.
+  auto lastBlock = scf::IfOp::create(b, loc, isLast, false);
+  b.setInsertionPointToStart(&lastBlock.getThenRegion().front());
+  NVVM::MembarOp::create(b, loc, NVVM::MemScopeKind::GPU);
+  Value identity = arith::getIdentityValue(red->kind, red->type, b, loc);
+  auto loop = scf::ForOp::create(b, loc, tid, cst(b, loc, blocks),
+                                 cst(b, loc, threads), ValueRange{identity});
+  {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(loop.getBody());
+    // Read through the atomic unit: other blocks' totals, never a stale
+    // cached line.
+    Value zeroValue = arith::ConstantOp::create(
+        b, loc, red->type, b.getFloatAttr(red->type, 0.0));
+    Value other = memref::AtomicRMWOp::create(
+        b, loc, arith::AtomicRMWKind::addf, zeroValue, partials,
+        loop.getInductionVar());
+    scf::YieldOp::create(
+        b, loc,
+        arith::getReductionOp(red->kind, b, loc,
+                              loop.getRegionIterArgs().front(), other));
+  }
+  memref::StoreOp::create(b, loc, loop.getResult(0), shared, tid);
+  gpu::BarrierOp::create(b, loc);
+  emitTree(b, loc, red->kind, shared, tid, threads);
+  Value first = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, tid,
+                                      zero);
+  auto write = scf::IfOp::create(b, loc, first, false);
+  b.setInsertionPointToStart(&write.getThenRegion().front());
+  emitCombineInto(b, op, red->kind,
+                  memref::LoadOp::create(b, loc, shared, zero));
+  // Ready for the next launch of this kernel.
+  memref::StoreOp::create(b, loc, arith::ConstantIntOp::create(b, loc, 0, 32),
+                          counter, zero);
   op.erase();
   return true;
 }
@@ -645,6 +772,157 @@ bool launchPartialReduction(RewriterBase &rewriter, linalg::GenericOp op) {
                           arith::getReductionOp(kind, b, loc, old, total),
                           init->get(), at);
   op.erase();
+  return true;
+}
+
+/// The function argument or other root a memref value is a view of.
+Value rootOf(Value v) {
+  while (Operation *def = v.getDefiningOp()) {
+    auto view = dyn_cast<ViewLikeOpInterface>(def);
+    if (!view)
+      break;
+    v = view.getViewSource();
+  }
+  return v;
+}
+
+/// A sequential loop around a row-parallel loop, as a scatter-add leaves
+/// it (the embedding gradient: for each token in order, add its gradient
+/// row into the row of its id), with the loops swapped: a thread per
+/// column runs the whole sequential loop for its column. Each element
+/// still sees the tokens in order, so the result is the CPU's, bit for
+/// bit. Legal when every access of the inner loop's body reads or writes
+/// column j of its buffer at its innermost index, from a buffer whose
+/// innermost dimension is the column (stride 1, offset 0, the loop's
+/// extent): then no thread touches another's column. Returns false
+/// (changing nothing) for other loops.
+bool launchColumnsOfSequentialLoop(scf::ForOp loop, int64_t blockSize) {
+  if (loop.getNumResults())
+    return false;
+  scf::ParallelOp inner;
+  SmallVector<Value> readRoots;
+  for (Operation &op : loop.getBody()->without_terminator()) {
+    if (auto p = dyn_cast<scf::ParallelOp>(op)) {
+      if (inner)
+        return false;
+      inner = p;
+      continue;
+    }
+    if (auto load = dyn_cast<memref::LoadOp>(op)) {
+      readRoots.push_back(rootOf(load.getMemRef()));
+      continue;
+    }
+    if (op.getNumRegions() || !isMemoryEffectFree(&op))
+      return false;
+  }
+  if (!inner || inner.getNumResults())
+    return false;
+  // One dimension of columns; the others (a row's unit dimensions) have
+  // one iteration.
+  std::optional<unsigned> columns;
+  std::optional<int64_t> ub;
+  for (unsigned d = 0; d < inner.getNumLoops(); ++d) {
+    std::optional<int64_t> l = getConstantIntValue(inner.getLowerBound()[d]);
+    std::optional<int64_t> u = getConstantIntValue(inner.getUpperBound()[d]);
+    std::optional<int64_t> st = getConstantIntValue(inner.getStep()[d]);
+    if (!l || !u || !st || *l != 0 || *st != 1)
+      return false;
+    if (*u == 1)
+      continue;
+    if (columns)
+      return false;
+    columns = d;
+    ub = *u;
+  }
+  if (!columns)
+    return false;
+  Value j = inner.getInductionVars()[*columns];
+  // Whether `index` is j (directly, or through the identity affine.apply
+  // the loop lowering leaves).
+  auto isColumn = [&](Value index) {
+    if (auto apply = index.getDefiningOp<affine::AffineApplyOp>())
+      if (apply.getAffineMap().isIdentity() && apply.getNumOperands() == 1)
+        index = apply.getOperand(0);
+    return index == j;
+  };
+  auto columnAccess = [&](Value memref, ValueRange indices) {
+    auto type = dyn_cast<MemRefType>(memref.getType());
+    if (!type || indices.empty() || !isColumn(indices.back()) ||
+        type.getShape().back() != *ub)
+      return false;
+    if (llvm::any_of(indices.drop_back(), isColumn))
+      return false;
+    SmallVector<int64_t> strides;
+    int64_t offset;
+    if (failed(type.getStridesAndOffset(strides, offset)) ||
+        strides.back() != 1)
+      return false;
+    // Through subviews: each keeps the innermost dimension whole.
+    for (Value v = memref; Operation *def = v.getDefiningOp();) {
+      auto sub = dyn_cast<memref::SubViewOp>(def);
+      if (!sub)
+        break;
+      if (sub.getStaticOffsets().back() != 0 ||
+          sub.getStaticSizes().back() != *ub ||
+          sub.getStaticStrides().back() != 1 ||
+          cast<MemRefType>(sub.getSource().getType()).getShape().back() != *ub)
+        return false;
+      v = sub.getSource();
+    }
+    return true;
+  };
+  SmallVector<Value> writeRoots;
+  for (Operation &op : inner.getBody()->without_terminator()) {
+    if (auto load = dyn_cast<memref::LoadOp>(op)) {
+      if (!columnAccess(load.getMemRef(), load.getIndices()))
+        return false;
+      continue;
+    }
+    if (auto store = dyn_cast<memref::StoreOp>(op)) {
+      if (!columnAccess(store.getMemRef(), store.getIndices()))
+        return false;
+      writeRoots.push_back(rootOf(store.getMemRef()));
+      continue;
+    }
+    if (op.getNumRegions() || !isMemoryEffectFree(&op))
+      return false;
+  }
+  // What the sequential loop reads for itself (the ids) is not written.
+  for (Value root : readRoots)
+    if (llvm::is_contained(writeRoots, root))
+      return false;
+
+  OpBuilder b(loop);
+  Location loc = loop.getLoc();
+  int64_t threads = std::min<int64_t>(*ub, blockSize);
+  gpu::LaunchOp launch =
+      createLaunch(b, loc, cst(b, loc, llvm::divideCeil(*ub, threads)),
+                   cst(b, loc, threads));
+  Value column = arith::AddIOp::create(
+      b, loc,
+      arith::MulIOp::create(b, loc, launch.getBlockIds().x,
+                            cst(b, loc, threads)),
+      launch.getThreadIds().x);
+  Value inRange = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt,
+                                        column, cst(b, loc, *ub));
+  auto guard = scf::IfOp::create(b, loc, inRange, false);
+  b.setInsertionPointToStart(&guard.getThenRegion().front());
+  IRMapping map;
+  for (Value iv : inner.getInductionVars())
+    map.map(iv, iv == j ? column : cst(b, loc, 0));
+  auto seq = scf::ForOp::create(b, loc, loop.getLowerBound(),
+                                loop.getUpperBound(), loop.getStep());
+  map.map(loop.getInductionVar(), seq.getInductionVar());
+  b.setInsertionPointToStart(seq.getBody());
+  for (Operation &op : loop.getBody()->without_terminator()) {
+    if (&op == inner.getOperation()) {
+      for (Operation &o : inner.getBody()->without_terminator())
+        b.clone(o, map);
+      continue;
+    }
+    b.clone(op, map);
+  }
+  loop.erase();
   return true;
 }
 
@@ -911,7 +1189,8 @@ struct GpuMapStepPass : weft::impl::GpuMapStepPassBase<GpuMapStepPass> {
     Block &block = f.getBody().front();
     IRRewriter rewriter(f.getContext());
     for (auto op : llvm::make_early_inc_range(block.getOps<linalg::GenericOp>()))
-      if (!launchFullReduction(op, reduceBlockSize) && partialReductions)
+      if (!launchFullReduction(op, reduceBlockSize, reduceBlocksFrom) &&
+          partialReductions)
         launchPartialReduction(rewriter, op);
     if (rowBlocks)
       for (auto forall :
@@ -930,6 +1209,8 @@ struct GpuMapStepPass : weft::impl::GpuMapStepPassBase<GpuMapStepPass> {
         return p.emitError("--target cuda: a parallel loop with results");
       launchParallel(collapseNest(p), blockSize);
     }
+    for (auto loop : llvm::make_early_inc_range(block.getOps<scf::ForOp>()))
+      launchColumnsOfSequentialLoop(loop, blockSize);
     SmallVector<SmallVector<Operation *>> runs;
     SmallVector<Operation *> run;
     // Arithmetic on a value loaded from device memory is device code too.

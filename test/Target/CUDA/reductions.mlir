@@ -1,4 +1,5 @@
-// RUN: weft-opt %s --weft-gpu-map-step --canonicalize | FileCheck %s
+// RUN: weft-opt %s --weft-gpu-map-step=reduce-blocks-from=1000000 --canonicalize | FileCheck %s
+// RUN: weft-opt %s --weft-gpu-map-step --canonicalize | FileCheck %s --check-prefix=MULTI
 // RUN: weft-opt %s --weft-gpu-map-step=reduce-block-size=64 --canonicalize | FileCheck %s --check-prefix=R64
 // RUN: weft-opt %s --weft-gpu-map-step=partial-reductions=false --canonicalize | FileCheck %s --check-prefix=SEQ
 // RUN: not weft-opt %s --weft-gpu-map-step=reduce-block-size=48 2>&1 | FileCheck %s --check-prefix=BAD
@@ -125,7 +126,7 @@ module {
 // CHECK:           gpu.terminator
 
 // R64: gpu.launch {{.*}} threads({{.*}}) in ({{.*}} = %c64,
-// R64-SAME: workgroup({{.*}} : memref<64xf64, #gpu.address_space<workgroup>>)
+// R64-SAME: workgroup({{.*}} : memref<64xf64, #gpu.address_space<workgroup>>,
 
 // Without partial reductions: a thread per row, 4 blocks of 256, each
 // summing its row alone.
@@ -134,5 +135,34 @@ module {
 // SEQ-NOT:       gpu.barrier
 // SEQ:           scf.for
 // SEQ:           gpu.terminator
+
+// From 65536 iterations (by default) a full reduction runs on many
+// blocks: 300000 / (512 x 8) -> 74 blocks over grid-strided slices, each
+// leaving its total in a device buffer; the last block to count itself
+// done combines the 74 totals in order, then resets the count.
+// MULTI:      memref.global "private" @[[$TOTALS:__weft_block_totals[_0-9]*]] : memref<74xf64> = uninitialized
+// MULTI-NEXT: memref.global "private" @[[$DONE:__weft_blocks_done[_0-9]*]] : memref<1xi32> = dense<0>
+// MULTI-LABEL: func.func private @train_step.rows_0(
+// MULTI:         gpu.launch blocks(%[[B:[^,]*]], {{.*}}) in ({{.*}} = %c74, {{.*}}) threads(%[[T:[^,]*]], {{.*}}) in ({{.*}} = %c512,
+// MULTI-SAME:      workgroup(%[[SH:.*]] : memref<512xf64, #gpu.address_space<workgroup>>, %[[FLAG:.*]] : memref<1xi32, #gpu.address_space<workgroup>>)
+// MULTI-DAG:       %[[TOT:.*]] = memref.get_global @[[$TOTALS]]
+// MULTI-DAG:       %[[CNT:.*]] = memref.get_global @[[$DONE]]
+// MULTI:           %[[BASE:.*]] = arith.muli %[[B]], %c512
+// MULTI:           %[[START:.*]] = arith.addi %[[BASE]], %[[T]]
+// MULTI:           scf.for %{{.*}} = %[[START]] to %c300000 step %c37888 iter_args(
+// MULTI:           gpu.barrier
+// MULTI:           memref.store %{{.*}}, %[[TOT]][%[[B]]]
+// MULTI-NEXT:      nvvm.memory.barrier <gpu>
+// MULTI-NEXT:      %[[N:.*]] = memref.atomic_rmw addi %{{.*}}, %[[CNT]][%c0]
+// MULTI-NEXT:      %[[LAST:.*]] = arith.cmpi eq, %[[N]], %c73_i32
+// MULTI:           memref.store %{{.*}}, %[[FLAG]][%c0]
+// MULTI:           gpu.barrier
+// MULTI:           scf.if
+// MULTI:             scf.for %[[J:.*]] = %[[T]] to %c74 step %c512
+// MULTI:               memref.atomic_rmw addf %{{.*}}, %[[TOT]][%[[J]]]
+// MULTI:             gpu.barrier
+// MULTI:             memref.store %{{.*}}, %{{.*}}[] : memref<f64>
+// MULTI:             memref.store %c0_i32, %[[CNT]][%c0]
+// MULTI:         gpu.terminator
 
 // BAD: reduce-block-size must be a power of two from 32 to 1024

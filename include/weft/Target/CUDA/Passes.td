@@ -47,8 +47,14 @@ def GpuMapStepPass : Pass<"weft-gpu-map-step", "mlir::ModuleOp"> {
        each thread combines a strided slice of the linearized iterations
        into a register, the block combines the partial results in shared
        memory as a tree (a barrier between levels), and thread 0 combines
-       the total into the output element. One block: no atomics, and the
-       result does not depend on scheduling.
+       the total into the output element. From `reduce-blocks-from`
+       iterations it runs on up to 256 such blocks over grid-strided
+       slices: each block leaves its total in a device buffer of the
+       kernel module, counts itself done with an atomic add after a
+       memory fence, and the last block combines the totals in block
+       order (reading them with atomic adds of zero, which bypass stale
+       caches) and resets the count. Either way no result depends on
+       scheduling.
     4. A reduction into several elements over 32 or more iterations each
        (bias gradients summing every row; `partial-reductions`) runs on
        blocks of 256 threads in two dimensions: one axis walks output
@@ -70,11 +76,18 @@ def GpuMapStepPass : Pass<"weft-gpu-map-step", "mlir::ModuleOp"> {
        reduction as in 3., a reduction into several elements a thread
        per element, an op without loops runs on thread 0, and a barrier
        follows each op. Other kernels keep a thread per iteration (2.).
-    6. Remaining sequential ops (scalar updates) run on one thread of a
+    6. A sequential loop around a row's parallel loop (a scatter-add:
+       the embedding gradient adds each token's row into the row of its
+       id, in token order) runs a thread per column, each walking the
+       whole sequential loop for its column, when every access of the
+       row's body reads or writes the thread's column (the innermost
+       index, of a buffer whose innermost dimension is the whole column
+       range): each element sees the same additions in the same order.
+    7. Remaining sequential ops (scalar updates) run on one thread of a
        launch of their own.
-    7. Constants (`memref.get_global`) are moved into the launches that
+    8. Constants (`memref.get_global`) are moved into the launches that
        read them, so they are copied into the kernel module.
-    8. GEMM calls become their device versions (`weft_rt_sgemm` ->
+    9. GEMM calls become their device versions (`weft_rt_sgemm` ->
        `weft_rt_cuda_sgemm`, ...; include/weft/Runtime/Cuda.h).
 
     Launches are ordered as the ops were, on one stream, so no
@@ -90,6 +103,8 @@ def GpuMapStepPass : Pass<"weft-gpu-map-step", "mlir::ModuleOp"> {
            "Threads per block of a parallel loop's launch">,
     Option<"reduceBlockSize", "reduce-block-size", "int64_t", "512",
            "Most threads of a full reduction's block (a power of two)">,
+    Option<"reduceBlocksFrom", "reduce-blocks-from", "int64_t", "65536",
+           "Iterations from which a full reduction runs on many blocks">,
     Option<"partialReductions", "partial-reductions", "bool", "true",
            "Share a long reduction into several elements among a block's "
            "threads">,
@@ -100,7 +115,7 @@ def GpuMapStepPass : Pass<"weft-gpu-map-step", "mlir::ModuleOp"> {
   ];
   let dependentDialects = [
     "::mlir::gpu::GPUDialect", "::mlir::scf::SCFDialect",
-    "::mlir::affine::AffineDialect",
+    "::mlir::affine::AffineDialect", "::mlir::NVVM::NVVMDialect",
     "::mlir::arith::ArithDialect", "::mlir::memref::MemRefDialect",
     "::mlir::func::FuncDialect"
   ];
