@@ -378,6 +378,17 @@ void RecomputePass::runOnOperation() {
     llvm::sort(ordered, [&](Operation *a, Operation *b) {
       return position.lookup(a) < position.lookup(b);
     });
+    // The clones read kept values where the backward first needs them; a
+    // forward op placed after that (hand-written IR) leaves the group
+    // stored rather than break dominance.
+    unsigned at = position.lookup(need.first);
+    if (llvm::any_of(ordered, [&](Operation *op) {
+          return llvm::any_of(op->getOperands(), [&](Value v) {
+            Operation *def = v.getDefiningOp();
+            return def && !ops.contains(def) && position.lookup(def) >= at;
+          });
+        }))
+      continue;
     OpBuilder b(need.first);
     IRMapping mapping;
     DenseSet<Operation *> clones;
