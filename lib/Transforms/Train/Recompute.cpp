@@ -20,8 +20,8 @@
 #include "mlir/IR/IRMapping.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "llvm/ADT/MapVector.h"
-#include "llvm/ADT/SmallBitVector.h"
 #include "llvm/ADT/SetVector.h"
+#include "llvm/ADT/SmallBitVector.h"
 #include "llvm/ADT/StringExtras.h"
 
 #include <climits>
@@ -77,8 +77,7 @@ bool isClonable(Operation *op) {
          op->getNumResults() > 0;
 }
 
-struct RecomputePass
-    : public weft::impl::RecomputePassBase<RecomputePass> {
+struct RecomputePass : public weft::impl::RecomputePassBase<RecomputePass> {
   using Base::Base;
 
   void runOnOperation() override;
