@@ -317,11 +317,11 @@ void launchParallel(scf::ParallelOp loop, int64_t blockSize) {
 /// The combining op of a linalg reduction whose yielded value is
 /// `combine(out, f(ins))` with `out` used only there, and its kind.
 std::optional<std::pair<Operation *, arith::AtomicRMWKind>>
-matchCombiner(linalg::GenericOp op) {
+matchCombiner(linalg::GenericOp op, unsigned result = 0) {
   Block &body = op.getRegion().front();
-  BlockArgument out = body.getArguments().back();
+  BlockArgument out = op.getMatchingBlockArgument(op.getDpsInitOperand(result));
   auto yield = cast<linalg::YieldOp>(body.getTerminator());
-  Operation *combine = yield.getOperand(0).getDefiningOp();
+  Operation *combine = yield.getOperand(result).getDefiningOp();
   if (!combine || !out.hasOneUse() || combine->getNumOperands() != 2 ||
       (combine->getOperand(0) != out && combine->getOperand(1) != out))
     return std::nullopt;
@@ -470,8 +470,13 @@ void emitBlockReduction(
       map.map(op.getMatchingBlockArgument(input), loaded);
     }
     map.map(body.getArguments().back(), loop.getRegionIterArgs().front());
-    for (Operation &inner : body.without_terminator())
+    for (Operation &inner : body.without_terminator()) {
+      if (auto index = dyn_cast<linalg::IndexOp>(inner)) {
+        map.map(index.getResult(), ivs[index.getDim()]);
+        continue;
+      }
       b.clone(inner, map);
+    }
     scf::YieldOp::create(
         b, loc, map.lookup(body.getTerminator()->getOperand(0)));
   }
@@ -636,17 +641,29 @@ bool launchFullReduction(linalg::GenericOp op, int64_t threads,
 /// runs along rows or columns. Returns false (changing nothing) for other
 /// ops: those with a short reduction keep a thread per output element.
 bool launchPartialReduction(RewriterBase &rewriter, linalg::GenericOp op) {
-  if (op.getNumDpsInits() != 1 || !op.hasPureBufferSemantics() ||
+  if (op.getNumDpsInits() == 0 || !op.hasPureBufferSemantics() ||
       op.getNumReductionLoops() == 0 || op.getNumParallelLoops() == 0 ||
       op.getNumDpsInputs() == 0)
     return false;
-  auto outType = dyn_cast<MemRefType>(op.getDpsInitOperand(0)->get().getType());
-  if (!outType || !isa<FloatType>(outType.getElementType()))
-    return false;
-  std::optional<std::pair<Operation *, arith::AtomicRMWKind>> combiner =
-      matchCombiner(op);
-  if (!combiner)
-    return false;
+  // Every output a float combined with its own running value (the
+  // cross-entropy's sum of exponentials and picked logit reduce together).
+  unsigned numResults = op.getNumDpsInits();
+  SmallVector<arith::AtomicRMWKind> kinds;
+  SmallVector<Type> types;
+  AffineMap outMap = op.getMatchingIndexingMap(op.getDpsInitOperand(0));
+  for (unsigned r = 0; r < numResults; ++r) {
+    OpOperand *init = op.getDpsInitOperand(r);
+    auto outType = dyn_cast<MemRefType>(init->get().getType());
+    if (!outType || !isa<FloatType>(outType.getElementType()) ||
+        op.getMatchingIndexingMap(init) != outMap)
+      return false;
+    std::optional<std::pair<Operation *, arith::AtomicRMWKind>> combiner =
+        matchCombiner(op, r);
+    if (!combiner)
+      return false;
+    kinds.push_back(combiner->second);
+    types.push_back(outType.getElementType());
+  }
   auto swapped = dyn_cast<linalg::GenericOp>(
       parallelFirst(rewriter, cast<linalg::LinalgOp>(op.getOperation()))
           .getOperation());
@@ -673,22 +690,23 @@ bool launchPartialReduction(RewriterBase &rewriter, linalg::GenericOp op) {
   int64_t tx = alongX ? 32 : std::min<int64_t>(32, llvm::PowerOf2Ceil(outputs));
   int64_t ty = 256 / tx;
   int64_t perBlock = alongX ? ty : tx, lanes = alongX ? tx : ty;
-  Type elt = outType.getElementType();
   MLIRContext *ctx = op.getContext();
   Location loc = op.getLoc();
-  auto sharedType = MemRefType::get(
-      {ty, tx}, elt, MemRefLayoutAttrInterface(),
-      gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Workgroup));
+  SmallVector<Type> sharedTypes;
+  for (Type t : types)
+    sharedTypes.push_back(MemRefType::get(
+        {ty, tx}, t, MemRefLayoutAttrInterface(),
+        gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Workgroup)));
   OpBuilder b(op);
   Value one = cst(b, loc, 1);
   auto launch = gpu::LaunchOp::create(
       b, loc, cst(b, loc, llvm::divideCeil(outputs, perBlock)), one, one,
       cst(b, loc, tx), cst(b, loc, ty), one, nullptr, nullptr, {},
-      TypeRange{sharedType});
+      sharedTypes);
   b.setInsertionPointToEnd(&launch.getBody().front());
   gpu::TerminatorOp::create(b, loc);
   b.setInsertionPointToStart(&launch.getBody().front());
-  Value shared = launch.getWorkgroupAttributions().front();
+  ValueRange shared = launch.getWorkgroupAttributions();
   Value x = launch.getThreadIds().x, y = launch.getThreadIds().y;
   Value lane = alongX ? x : y;
   Value element = arith::AddIOp::create(
@@ -698,21 +716,22 @@ bool launchPartialReduction(RewriterBase &rewriter, linalg::GenericOp op) {
       alongX ? y : x);
   Value valid = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt,
                                       element, cst(b, loc, outputs));
-  arith::AtomicRMWKind kind = combiner->second;
-  Value identity = arith::getIdentityValue(kind, elt, b, loc);
+  SmallVector<Value> identities;
+  for (auto [kind, type] : llvm::zip(kinds, types))
+    identities.push_back(arith::getIdentityValue(kind, type, b, loc));
   ArrayRef<int64_t> parallelRanges(ranges.begin(), numParallel);
   ArrayRef<int64_t> reductionRanges(ranges.begin() + numParallel,
                                     ranges.end());
-  auto partial = scf::IfOp::create(b, loc, TypeRange{elt}, valid, true);
+  auto partial = scf::IfOp::create(b, loc, TypeRange(types), valid, true);
   {
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(&partial.getElseRegion().front());
-    scf::YieldOp::create(b, loc, identity);
+    scf::YieldOp::create(b, loc, identities);
     b.setInsertionPointToStart(&partial.getThenRegion().front());
     SmallVector<Value> outer = delinearize(b, loc, element, parallelRanges);
     auto loop = scf::ForOp::create(b, loc, lane, cst(b, loc, length),
-                                   cst(b, loc, lanes), ValueRange{identity});
-    scf::YieldOp::create(b, loc, loop.getResult(0));
+                                   cst(b, loc, lanes), identities);
+    scf::YieldOp::create(b, loc, loop.getResults());
     b.setInsertionPointToStart(loop.getBody());
     SmallVector<Value> ivs(outer);
     llvm::append_range(ivs, delinearize(b, loc, loop.getInductionVar(),
@@ -729,14 +748,25 @@ bool launchPartialReduction(RewriterBase &rewriter, linalg::GenericOp op) {
               : v;
       map.map(op.getMatchingBlockArgument(input), loaded);
     }
-    map.map(body.getArguments().back(), loop.getRegionIterArgs().front());
-    for (Operation &inner : body.without_terminator())
+    for (unsigned r = 0; r < numResults; ++r)
+      map.map(op.getMatchingBlockArgument(op.getDpsInitOperand(r)),
+              loop.getRegionIterArgs()[r]);
+    // linalg.index reads the loop indices.
+    for (Operation &inner : body.without_terminator()) {
+      if (auto index = dyn_cast<linalg::IndexOp>(inner)) {
+        map.map(index.getResult(), ivs[index.getDim()]);
+        continue;
+      }
       b.clone(inner, map);
-    scf::YieldOp::create(
-        b, loc, map.lookup(body.getTerminator()->getOperand(0)));
+    }
+    SmallVector<Value> next;
+    for (Value v : body.getTerminator()->getOperands())
+      next.push_back(map.lookup(v));
+    scf::YieldOp::create(b, loc, next);
   }
-  memref::StoreOp::create(b, loc, partial.getResult(0), shared,
-                          ValueRange{y, x});
+  for (unsigned r = 0; r < numResults; ++r)
+    memref::StoreOp::create(b, loc, partial.getResult(r), shared[r],
+                            ValueRange{y, x});
   gpu::BarrierOp::create(b, loc);
   for (int64_t half = lanes / 2; half >= 1; half /= 2) {
     Value active = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult,
@@ -745,15 +775,18 @@ bool launchPartialReduction(RewriterBase &rewriter, linalg::GenericOp op) {
     {
       OpBuilder::InsertionGuard guard(b);
       b.setInsertionPointToStart(&ifOp.getThenRegion().front());
-      Value mine = memref::LoadOp::create(b, loc, shared, ValueRange{y, x});
       Value step = cst(b, loc, half);
       Value otherY = alongX ? y : arith::AddIOp::create(b, loc, y, step);
       Value otherX = alongX ? arith::AddIOp::create(b, loc, x, step) : x;
-      Value other =
-          memref::LoadOp::create(b, loc, shared, ValueRange{otherY, otherX});
-      memref::StoreOp::create(
-          b, loc, arith::getReductionOp(kind, b, loc, mine, other), shared,
-          ValueRange{y, x});
+      for (unsigned r = 0; r < numResults; ++r) {
+        Value mine =
+            memref::LoadOp::create(b, loc, shared[r], ValueRange{y, x});
+        Value other = memref::LoadOp::create(b, loc, shared[r],
+                                             ValueRange{otherY, otherX});
+        memref::StoreOp::create(
+            b, loc, arith::getReductionOp(kinds[r], b, loc, mine, other),
+            shared[r], ValueRange{y, x});
+      }
     }
     gpu::BarrierOp::create(b, loc);
   }
@@ -762,15 +795,18 @@ bool launchPartialReduction(RewriterBase &rewriter, linalg::GenericOp op) {
   auto write = scf::IfOp::create(
       b, loc, arith::AndIOp::create(b, loc, first, valid), false);
   b.setInsertionPointToStart(&write.getThenRegion().front());
-  Value total = memref::LoadOp::create(b, loc, shared, ValueRange{y, x});
   SmallVector<Value> ivs = delinearize(b, loc, element, parallelRanges);
   ivs.append(reductionRanges.size(), cst(b, loc, 0));
-  OpOperand *init = op.getDpsInitOperand(0);
-  SmallVector<Value> at = indicesAt(b, loc, op, init, ivs);
-  Value old = memref::LoadOp::create(b, loc, init->get(), at);
-  memref::StoreOp::create(b, loc,
-                          arith::getReductionOp(kind, b, loc, old, total),
-                          init->get(), at);
+  for (unsigned r = 0; r < numResults; ++r) {
+    Value total =
+        memref::LoadOp::create(b, loc, shared[r], ValueRange{y, x});
+    OpOperand *init = op.getDpsInitOperand(r);
+    SmallVector<Value> at = indicesAt(b, loc, op, init, ivs);
+    Value old = memref::LoadOp::create(b, loc, init->get(), at);
+    memref::StoreOp::create(
+        b, loc, arith::getReductionOp(kinds[r], b, loc, old, total),
+        init->get(), at);
+  }
   op.erase();
   return true;
 }

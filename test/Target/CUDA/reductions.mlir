@@ -49,7 +49,26 @@ module {
     }
     return
   }
-  func.func @train_step(%g: memref<1000x300xf32>, %n: memref<f64>, %m: memref<f32>, %r: memref<1000xf32>, %q: memref<f32>) attributes {llvm.bareptr} {
+  // Cross-entropy's two sums over a row of logits (the exponentials and
+  // the label's logit, picked with linalg.index) reduce together.
+  func.func private @train_step.rows_4(%l: memref<64x5000xf32>, %mx: memref<64xf32>, %lab: memref<64xi64>, %se: memref<64xf32>, %pick: memref<64xf32>) attributes {llvm.bareptr, no_inline} {
+    %zero = arith.constant 0.0 : f32
+    linalg.generic {indexing_maps = [#id2, #row, #row, #row, #row], iterator_types = ["parallel", "reduction"]} ins(%l, %mx, %lab : memref<64x5000xf32>, memref<64xf32>, memref<64xi64>) outs(%se, %pick : memref<64xf32>, memref<64xf32>) {
+    ^bb0(%in: f32, %m: f32, %y: i64, %o1: f32, %o2: f32):
+      %d = arith.subf %in, %m : f32
+      %e = math.exp %d : f32
+      %i = linalg.index 1 : index
+      %ii = arith.index_cast %i : index to i64
+      %hit = arith.cmpi eq, %ii, %y : i64
+      %v = arith.select %hit, %in, %zero : f32
+      %a = arith.addf %o1, %e : f32
+      %b = arith.addf %o2, %v : f32
+      linalg.yield %a, %b : f32, f32
+    }
+    return
+  }
+  func.func @train_step(%g: memref<1000x300xf32>, %n: memref<f64>, %m: memref<f32>, %r: memref<1000xf32>, %q: memref<f32>, %l: memref<64x5000xf32>, %mx: memref<64xf32>, %lab: memref<64xi64>, %se: memref<64xf32>, %pick: memref<64xf32>) attributes {llvm.bareptr} {
+    call @train_step.rows_4(%l, %mx, %lab, %se, %pick) : (memref<64x5000xf32>, memref<64xf32>, memref<64xi64>, memref<64xf32>, memref<64xf32>) -> ()
     call @train_step.rows_0(%g, %n) : (memref<1000x300xf32>, memref<f64>) -> ()
     call @train_step.rows_1(%g, %m) : (memref<1000x300xf32>, memref<f32>) -> ()
     call @train_step.rows_2(%g, %r) : (memref<1000x300xf32>, memref<1000xf32>) -> ()
@@ -127,6 +146,22 @@ module {
 
 // R64: gpu.launch {{.*}} threads({{.*}}) in ({{.*}} = %c64,
 // R64-SAME: workgroup({{.*}} : memref<64xf64, #gpu.address_space<workgroup>>,
+
+// Both sums: 8 rows a block (8 blocks), 32 lanes a row, a shared buffer
+// and a tree each; the lane's column is the label test's index.
+// CHECK-LABEL: func.func private @train_step.rows_4(
+// CHECK:         gpu.launch blocks({{.*}}) in ({{.*}} = %c8, {{.*}}) threads(%[[LX:[^,]*]], %[[LY:[^,]*]], {{.*}}) in ({{.*}} = %c32, {{.*}} = %c8,
+// CHECK-SAME:      workgroup(%[[S1:.*]] : memref<8x32xf32, #gpu.address_space<workgroup>>, %[[S2:.*]] : memref<8x32xf32, #gpu.address_space<workgroup>>)
+// CHECK:           scf.for %[[C:.*]] = %[[LX]] to %c5000 step %c32 iter_args(%[[A1:.*]] = %{{.*}}, %[[A2:.*]] = %{{.*}}) -> (f32, f32)
+// CHECK:             math.exp
+// CHECK:             arith.index_cast %[[C]] : index to i64
+// CHECK:             arith.addf %[[A1]]
+// CHECK:             arith.addf %[[A2]]
+// CHECK:           memref.store %{{.*}}#0, %[[S1]][%[[LY]], %[[LX]]]
+// CHECK-NEXT:      memref.store %{{.*}}#1, %[[S2]][%[[LY]], %[[LX]]]
+// CHECK-NEXT:      gpu.barrier
+// CHECK-NOT:       linalg.index
+// CHECK:           gpu.terminator
 
 // Without partial reductions: a thread per row, 4 blocks of 256, each
 // summing its row alone.

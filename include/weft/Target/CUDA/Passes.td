@@ -56,7 +56,9 @@ def GpuMapStepPass : Pass<"weft-gpu-map-step", "mlir::ModuleOp"> {
        caches) and resets the count. Either way no result depends on
        scheduling.
     4. A reduction into several elements over 32 or more iterations each
-       (bias gradients summing every row; `partial-reductions`) runs on
+       (bias gradients summing every row, cross-entropy's sums over the
+       vocabulary; several outputs reduce together when each combines
+       its own running value; `partial-reductions`) runs on
        blocks of 256 threads in two dimensions: one axis walks output
        elements, the other splits each element's reduction, and the
        partial results meet in a shared-memory tree along it; thread 0 of
