@@ -1041,14 +1041,18 @@ FailureOr<bool> launchRowsAsBlocks(scf::ForallOp forall,
   // One elementwise op: a thread per element of the whole nest is better.
   if (!reduces && memoryOps <= 1)
     return false;
+  int64_t rows = 1;
+  for (int64_t r : *rowRanges)
+    rows *= r;
+  // Fewer rows than a GPU has multiprocessors (an attention head's
+  // T x T block per row): the largest blocks, or most of the GPU idles.
+  if (rows < 128)
+    maxThreads = 1024;
   int64_t threads = std::clamp<int64_t>(llvm::PowerOf2Ceil(widest), 32,
                                         maxThreads);
   MLIRContext *ctx = forall.getContext();
   Location loc = forall.getLoc();
   OpBuilder b(forall);
-  int64_t rows = 1;
-  for (int64_t r : *rowRanges)
-    rows *= r;
   SmallVector<Type> shared;
   for (Type t : sharedTypes)
     shared.push_back(sharedBuffer(ctx, threads, t));

@@ -84,15 +84,16 @@ module {
 // CHECK:           gpu.barrier
 // CHECK-NEXT:      gpu.terminator
 
-// 4 blocks of 256 threads (the row's 512 elements, capped), no shared
-// buffer: the fill, then each of the 8 maxima on a thread of its own over
-// the 64 elements.
+// 4 blocks of 512 threads (the row's 512 elements: with fewer rows than
+// a GPU's multiprocessors, blocks may grow to 1024), no shared buffer: the
+// fill, then each of the 8 maxima on a thread of its own over the 64
+// elements.
 // CHECK-LABEL: func.func private @train_step.fused_1(
-// CHECK:         gpu.launch blocks({{.*}}) in ({{.*}} = %c4, {{.*}}) threads(%[[TX1:[^,]*]], {{.*}}) in ({{.*}} = %c256,
+// CHECK:         gpu.launch blocks({{.*}}) in ({{.*}} = %c4, {{.*}}) threads(%[[TX1:[^,]*]], {{.*}}) in ({{.*}} = %c512,
 // CHECK-NOT:       workgroup
-// CHECK:           scf.for %{{.*}} = %[[TX1]] to %c8 step %c256 {
+// CHECK:           scf.for %{{.*}} = %[[TX1]] to %c8 step %c512 {
 // CHECK:           gpu.barrier
-// CHECK:           scf.for %{{.*}} = %[[TX1]] to %c8 step %c256 {
+// CHECK:           scf.for %{{.*}} = %[[TX1]] to %c8 step %c512 {
 // CHECK:             scf.for %{{.*}} = %c0 to %c64 step %c1 {
 // CHECK:               arith.maximumf
 // CHECK:           gpu.barrier

@@ -70,8 +70,9 @@ def GpuMapStepPass : Pass<"weft-gpu-map-step", "mlir::ModuleOp"> {
        gradients: an `scf.forall` whose body holds linalg ops, copies and
        address arithmetic, more than one of them or a reduction) runs a
        block per row (`row-blocks`), of up to
-       `row-block-size` threads (a power of two, at least 32, no more
-       than the row's widest op needs). The threads share each op in
+       `row-block-size` threads, or 1024 when there are fewer than 128
+       rows (a power of two, at least 32, no more than the row's widest
+       op needs). The threads share each op in
        turn: an op of parallel loops is split over them (thread t takes
        elements t, t + threads, ...: consecutive threads, consecutive
        addresses), a reduction of the row into one element is a block
