@@ -1,4 +1,5 @@
-//===- CUDA.h - The CUDA target of weftc --------------------------*- C++ -*-===//
+//===- CUDA.h - The CUDA target of weftc --------------------------*- C++
+//-*-===//
 //
 // Part of the Weft project.
 //

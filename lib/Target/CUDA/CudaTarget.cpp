@@ -4,8 +4,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "weft/Target/CUDA.h"
 #include "weft/Codegen/Passes.h"
+#include "weft/Target/CUDA.h"
 #include "weft/Target/CUDA/Passes.h"
 
 #include "mlir/Conversion/AffineToStandard/AffineToStandard.h"

@@ -101,8 +101,8 @@ struct GpuFatbinPass : weft::impl::GpuFatbinPassBase<GpuFatbinPass> {
       std::error_code ec;
       llvm::raw_fd_ostream os(*ptx, ec);
       if (ec)
-        return binary.emitError("cannot write ") << *ptx << ": "
-                                                 << ec.message();
+        return binary.emitError("cannot write ")
+               << *ptx << ": " << ec.message();
       os << object.getObject().getValue();
     }
     // One ptxas per architecture, at the same time.
@@ -144,8 +144,9 @@ struct GpuFatbinPass : weft::impl::GpuFatbinPassBase<GpuFatbinPass> {
       return binary.emitError("cannot create a temporary file");
     std::vector<std::string> args = {fatbinary, "-64", "--create=" + *fatbin};
     for (auto [job, arch] : llvm::zip(jobs, archList))
-      args.push_back("--image3=kind=elf,sm=" + StringRef(arch).drop_front(3).str() +
-                     ",file=" + job.cubin);
+      args.push_back(
+          "--image3=kind=elf,sm=" + StringRef(arch).drop_front(3).str() +
+          ",file=" + job.cubin);
     args.push_back("--image3=kind=ptx,sm=" +
                    StringRef(ptxArch).drop_front(8).str() + ",file=" + *ptx);
     SmallVector<StringRef> argv(args.begin(), args.end());
@@ -154,9 +155,8 @@ struct GpuFatbinPass : weft::impl::GpuFatbinPassBase<GpuFatbinPass> {
     std::string error;
     if (llvm::sys::ExecuteAndWait(fatbinary, argv, std::nullopt, redirects, 0,
                                   0, &error) != 0)
-      return binary.emitError("fatbinary failed: ")
-             << commandLine(args) << "\n"
-             << readFile(*log) << error;
+      return binary.emitError("fatbinary failed: ") << commandLine(args) << "\n"
+                                                    << readFile(*log) << error;
     std::string bytes = readFile(*fatbin);
     if (bytes.empty())
       return binary.emitError("fatbinary wrote nothing to ") << *fatbin;
@@ -165,9 +165,9 @@ struct GpuFatbinPass : weft::impl::GpuFatbinPassBase<GpuFatbinPass> {
     NamedAttrList properties(object.getProperties());
     properties.set(gpu::elfSectionName, b.getStringAttr(".nv_fatbin"));
     auto packed = gpu::ObjectAttr::get(
-        binary.getContext(), object.getTarget(),
-        gpu::CompilationTarget::Fatbin, b.getStringAttr(bytes),
-        properties.getDictionary(binary.getContext()), object.getKernels());
+        binary.getContext(), object.getTarget(), gpu::CompilationTarget::Fatbin,
+        b.getStringAttr(bytes), properties.getDictionary(binary.getContext()),
+        object.getKernels());
     binary.setObjectsAttr(b.getArrayAttr({packed}));
     return success();
   }

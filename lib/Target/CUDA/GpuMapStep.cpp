@@ -246,10 +246,10 @@ scf::ParallelOp collapseNest(scf::ParallelOp outer) {
   }
 }
 
-/// A new launch of `grid` x `block` threads before `at`, with an empty body
-/// ending in gpu.terminator; the builder is set inside it.
-gpu::LaunchOp createLaunch(OpBuilder &b, Location loc, Value grid,
-                           Value block, TypeRange shared = {}) {
+/// A new launch of `grid` x `block` threads at `b`'s insertion point, with
+/// an empty body ending in gpu.terminator; `b` is left inside it.
+gpu::LaunchOp createLaunch(OpBuilder &b, Location loc, Value grid, Value block,
+                           TypeRange shared = {}) {
   Value one = cst(b, loc, 1);
   auto launch = gpu::LaunchOp::create(b, loc, grid, one, one, block, one, one,
                                       /*dynamicSharedMemorySize=*/nullptr,
@@ -265,8 +265,8 @@ gpu::LaunchOp createLaunch(OpBuilder &b, Location loc, Value grid,
 SmallVector<Value> tripCounts(OpBuilder &b, scf::ParallelOp loop) {
   Location loc = loop.getLoc();
   SmallVector<Value> counts;
-  for (auto [lb, ub, step] : llvm::zip(loop.getLowerBound(),
-                                       loop.getUpperBound(), loop.getStep())) {
+  for (auto [lb, ub, step] :
+       llvm::zip(loop.getLowerBound(), loop.getUpperBound(), loop.getStep())) {
     Value span = arith::SubIOp::create(b, loc, ub, lb);
     counts.push_back(arith::CeilDivSIOp::create(b, loc, span, step));
   }
@@ -282,8 +282,7 @@ void launchParallel(scf::ParallelOp loop, int64_t blockSize) {
   for (Value c : counts)
     total = arith::MulIOp::create(b, loc, total, c);
   // Fewer threads than a block when there are fewer iterations.
-  Value block =
-      arith::MinSIOp::create(b, loc, total, cst(b, loc, blockSize));
+  Value block = arith::MinSIOp::create(b, loc, total, cst(b, loc, blockSize));
   block = arith::MaxSIOp::create(b, loc, block, cst(b, loc, 1));
   Value grid = arith::CeilDivSIOp::create(b, loc, total, block);
   grid = arith::MaxSIOp::create(b, loc, grid, cst(b, loc, 1));
@@ -330,12 +329,10 @@ matchCombiner(linalg::GenericOp op, unsigned result = 0) {
           combine)
           .Case([](arith::AddFOp) { return arith::AtomicRMWKind::addf; })
           .Case([](arith::MulFOp) { return arith::AtomicRMWKind::mulf; })
-          .Case([](arith::MaximumFOp) {
-            return arith::AtomicRMWKind::maximumf;
-          })
-          .Case([](arith::MinimumFOp) {
-            return arith::AtomicRMWKind::minimumf;
-          })
+          .Case(
+              [](arith::MaximumFOp) { return arith::AtomicRMWKind::maximumf; })
+          .Case(
+              [](arith::MinimumFOp) { return arith::AtomicRMWKind::minimumf; })
           .Case([](arith::MaxNumFOp) { return arith::AtomicRMWKind::maxnumf; })
           .Case([](arith::MinNumFOp) { return arith::AtomicRMWKind::minnumf; })
           .Default([](Operation *) { return std::nullopt; });
@@ -405,8 +402,8 @@ SmallVector<Value> indicesAt(OpBuilder &b, Location loc, linalg::GenericOp op,
 void emitTree(OpBuilder &b, Location loc, arith::AtomicRMWKind kind,
               Value shared, Value tid, int64_t threads) {
   for (int64_t half = threads / 2; half >= 1; half /= 2) {
-    Value active = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult,
-                                         tid, cst(b, loc, half));
+    Value active = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, tid,
+                                         cst(b, loc, half));
     auto ifOp = scf::IfOp::create(b, loc, active, false);
     {
       OpBuilder::InsertionGuard guard(b);
@@ -415,9 +412,9 @@ void emitTree(OpBuilder &b, Location loc, arith::AtomicRMWKind kind,
       Value other = memref::LoadOp::create(
           b, loc, shared,
           ValueRange{arith::AddIOp::create(b, loc, tid, cst(b, loc, half))});
-      memref::StoreOp::create(
-          b, loc, arith::getReductionOp(kind, b, loc, mine, other), shared,
-          tid);
+      memref::StoreOp::create(b, loc,
+                              arith::getReductionOp(kind, b, loc, mine, other),
+                              shared, tid);
     }
     gpu::BarrierOp::create(b, loc);
   }
@@ -431,9 +428,8 @@ void emitCombineInto(OpBuilder &b, linalg::GenericOp op,
   SmallVector<Value> zeros(op.getNumLoops(), cst(b, loc, 0));
   SmallVector<Value> at = indicesAt(b, loc, op, init, zeros);
   Value old = memref::LoadOp::create(b, loc, init->get(), at);
-  memref::StoreOp::create(b, loc,
-                          arith::getReductionOp(kind, b, loc, old, total),
-                          init->get(), at);
+  memref::StoreOp::create(
+      b, loc, arith::getReductionOp(kind, b, loc, old, total), init->get(), at);
 }
 
 /// Emits, at `b`, `op` (an ElementReduction) computed by the `threads`
@@ -443,10 +439,10 @@ void emitCombineInto(OpBuilder &b, linalg::GenericOp op,
 /// `shared` (`threads` elements of workgroup memory) as a tree, and
 /// thread 0 hands the block's total to `finish`. Every thread of the block
 /// must reach it (it holds barriers).
-void emitBlockReduction(
-    OpBuilder &b, linalg::GenericOp op, const ElementReduction &red,
-    Value tid, int64_t threads, Value shared, Value start, Value step,
-    function_ref<void(OpBuilder &, Value)> finish) {
+void emitBlockReduction(OpBuilder &b, linalg::GenericOp op,
+                        const ElementReduction &red, Value tid, int64_t threads,
+                        Value shared, Value start, Value step,
+                        function_ref<void(OpBuilder &, Value)> finish) {
   Location loc = op.getLoc();
   SmallVector<int64_t> ranges = op.getStaticLoopRanges();
   Value identity = arith::getIdentityValue(red.kind, red.type, b, loc);
@@ -461,12 +457,11 @@ void emitBlockReduction(
     IRMapping map;
     for (OpOperand *input : op.getDpsInputOperands()) {
       Value v = input->get();
-      Value loaded =
-          isa<MemRefType>(v.getType())
-              ? memref::LoadOp::create(b, loc, v,
-                                       indicesAt(b, loc, op, input, ivs))
-                    .getResult()
-              : v;
+      Value loaded = isa<MemRefType>(v.getType())
+                         ? memref::LoadOp::create(
+                               b, loc, v, indicesAt(b, loc, op, input, ivs))
+                               .getResult()
+                         : v;
       map.map(op.getMatchingBlockArgument(input), loaded);
     }
     map.map(body.getArguments().back(), loop.getRegionIterArgs().front());
@@ -477,8 +472,8 @@ void emitBlockReduction(
       }
       b.clone(inner, map);
     }
-    scf::YieldOp::create(
-        b, loc, map.lookup(body.getTerminator()->getOperand(0)));
+    scf::YieldOp::create(b, loc,
+                         map.lookup(body.getTerminator()->getOperand(0)));
   }
   memref::StoreOp::create(b, loc, loop.getResult(0), shared, tid);
   gpu::BarrierOp::create(b, loc);
@@ -493,8 +488,8 @@ void emitBlockReduction(
 
 /// The single-block form: thread 0 combines the total into the output.
 void emitBlockReduction(OpBuilder &b, linalg::GenericOp op,
-                        const ElementReduction &red, Value tid,
-                        int64_t threads, Value shared) {
+                        const ElementReduction &red, Value tid, int64_t threads,
+                        Value shared) {
   emitBlockReduction(b, op, red, tid, threads, shared, tid,
                      cst(b, op.getLoc(), threads),
                      [&](OpBuilder &b, Value total) {
@@ -509,10 +504,11 @@ MemRefType sharedBuffer(MLIRContext *ctx, int64_t threads, Type type) {
 }
 
 /// A linalg op of a kernel function that reduces its whole iteration space
-/// into one element (a sum of squares of the gradient norm, a mean loss)
-/// runs on one block of up to `threads` threads (emitBlockReduction). One
-/// block, so no atomics and a deterministic result. Returns false
-/// (changing nothing) for other ops.
+/// into one element (a sum of squares of the gradient norm, a mean loss):
+/// below `blocksFrom` iterations on one block of up to `threads` threads
+/// (emitBlockReduction), from there on many blocks whose totals the last
+/// one combines in block order. Either way the result does not depend on
+/// scheduling. Returns false (changing nothing) for other ops.
 bool launchFullReduction(linalg::GenericOp op, int64_t threads,
                          int64_t blocksFrom) {
   std::optional<ElementReduction> red = matchElementReduction(op);
@@ -537,16 +533,16 @@ bool launchFullReduction(linalg::GenericOp op, int64_t threads,
   // in a device buffer; the last block to finish (an atomic count) combines
   // the totals in block order. The result does not depend on which block
   // finishes last, so it is the same every run.
-  int64_t blocks = std::min<int64_t>(
-      llvm::divideCeil(red->total, threads * 8), 256);
+  int64_t blocks =
+      std::min<int64_t>(llvm::divideCeil(red->total, threads * 8), 256);
   auto module = op->getParentOfType<ModuleOp>();
   SymbolTable symbols(module);
   OpBuilder mb = OpBuilder::atBlockBegin(module.getBody());
   auto partialsType = MemRefType::get({blocks}, red->type);
   auto counterType = MemRefType::get({1}, mb.getI32Type());
   auto partialsGlobal = memref::GlobalOp::create(
-      mb, loc, "__weft_block_totals", mb.getStringAttr("private"),
-      partialsType, mb.getUnitAttr(), /*constant=*/false,
+      mb, loc, "__weft_block_totals", mb.getStringAttr("private"), partialsType,
+      mb.getUnitAttr(), /*constant=*/false,
       /*alignment=*/nullptr);
   symbols.insert(partialsGlobal);
   auto counterGlobal = memref::GlobalOp::create(
@@ -573,8 +569,8 @@ bool launchFullReduction(linalg::GenericOp op, int64_t threads,
       b, loc, arith::MulIOp::create(b, loc, bid, cst(b, loc, threads)), tid);
   Value zero = cst(b, loc, 0);
   emitBlockReduction(
-      b, op, *red, tid, threads, shared, start,
-      cst(b, loc, blocks * threads), [&](OpBuilder &b, Value total) {
+      b, op, *red, tid, threads, shared, start, cst(b, loc, blocks * threads),
+      [&](OpBuilder &b, Value total) {
         memref::StoreOp::create(b, loc, total, partials, bid);
         // The total is visible to every block before the count says so.
         NVVM::MembarOp::create(b, loc, NVVM::MemScopeKind::GPU);
@@ -584,15 +580,15 @@ bool launchFullReduction(linalg::GenericOp op, int64_t threads,
         Value last = arith::CmpIOp::create(
             b, loc, arith::CmpIPredicate::eq, done,
             arith::ConstantIntOp::create(b, loc, blocks - 1, 32));
-        memref::StoreOp::create(b, loc, arith::ExtUIOp::create(
-                                            b, loc, b.getI32Type(), last),
-                                flag, zero);
+        memref::StoreOp::create(
+            b, loc, arith::ExtUIOp::create(b, loc, b.getI32Type(), last), flag,
+            zero);
       });
   gpu::BarrierOp::create(b, loc);
-  Value isLast = arith::CmpIOp::create(
-      b, loc, arith::CmpIPredicate::ne,
-      memref::LoadOp::create(b, loc, flag, zero),
-      arith::ConstantIntOp::create(b, loc, 0, 32));
+  Value isLast =
+      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne,
+                            memref::LoadOp::create(b, loc, flag, zero),
+                            arith::ConstantIntOp::create(b, loc, 0, 32));
   // isLast is the same for the whole block, so its barriers are uniform.
   auto lastBlock = scf::IfOp::create(b, loc, isLast, false);
   b.setInsertionPointToStart(&lastBlock.getThenRegion().front());
@@ -605,21 +601,21 @@ bool launchFullReduction(linalg::GenericOp op, int64_t threads,
     b.setInsertionPointToStart(loop.getBody());
     // Read through the atomic unit: other blocks' totals, never a stale
     // cached line.
-    Value zeroValue = arith::ConstantOp::create(
-        b, loc, red->type, b.getFloatAttr(red->type, 0.0));
+    Value zeroValue = arith::ConstantOp::create(b, loc, red->type,
+                                                b.getFloatAttr(red->type, 0.0));
     Value other = memref::AtomicRMWOp::create(
         b, loc, arith::AtomicRMWKind::addf, zeroValue, partials,
         loop.getInductionVar());
-    scf::YieldOp::create(
-        b, loc,
-        arith::getReductionOp(red->kind, b, loc,
-                              loop.getRegionIterArgs().front(), other));
+    scf::YieldOp::create(b, loc,
+                         arith::getReductionOp(red->kind, b, loc,
+                                               loop.getRegionIterArgs().front(),
+                                               other));
   }
   memref::StoreOp::create(b, loc, loop.getResult(0), shared, tid);
   gpu::BarrierOp::create(b, loc);
   emitTree(b, loc, red->kind, shared, tid, threads);
-  Value first = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, tid,
-                                      zero);
+  Value first =
+      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, tid, zero);
   auto write = scf::IfOp::create(b, loc, first, false);
   b.setInsertionPointToStart(&write.getThenRegion().front());
   emitCombineInto(b, op, red->kind,
@@ -701,8 +697,7 @@ bool launchPartialReduction(RewriterBase &rewriter, linalg::GenericOp op) {
   Value one = cst(b, loc, 1);
   auto launch = gpu::LaunchOp::create(
       b, loc, cst(b, loc, llvm::divideCeil(outputs, perBlock)), one, one,
-      cst(b, loc, tx), cst(b, loc, ty), one, nullptr, nullptr, {},
-      sharedTypes);
+      cst(b, loc, tx), cst(b, loc, ty), one, nullptr, nullptr, {}, sharedTypes);
   b.setInsertionPointToEnd(&launch.getBody().front());
   gpu::TerminatorOp::create(b, loc);
   b.setInsertionPointToStart(&launch.getBody().front());
@@ -720,8 +715,7 @@ bool launchPartialReduction(RewriterBase &rewriter, linalg::GenericOp op) {
   for (auto [kind, type] : llvm::zip(kinds, types))
     identities.push_back(arith::getIdentityValue(kind, type, b, loc));
   ArrayRef<int64_t> parallelRanges(ranges.begin(), numParallel);
-  ArrayRef<int64_t> reductionRanges(ranges.begin() + numParallel,
-                                    ranges.end());
+  ArrayRef<int64_t> reductionRanges(ranges.begin() + numParallel, ranges.end());
   auto partial = scf::IfOp::create(b, loc, TypeRange(types), valid, true);
   {
     OpBuilder::InsertionGuard guard(b);
@@ -734,18 +728,17 @@ bool launchPartialReduction(RewriterBase &rewriter, linalg::GenericOp op) {
     scf::YieldOp::create(b, loc, loop.getResults());
     b.setInsertionPointToStart(loop.getBody());
     SmallVector<Value> ivs(outer);
-    llvm::append_range(ivs, delinearize(b, loc, loop.getInductionVar(),
-                                        reductionRanges));
+    llvm::append_range(
+        ivs, delinearize(b, loc, loop.getInductionVar(), reductionRanges));
     Block &body = op.getRegion().front();
     IRMapping map;
     for (OpOperand *input : op.getDpsInputOperands()) {
       Value v = input->get();
-      Value loaded =
-          isa<MemRefType>(v.getType())
-              ? memref::LoadOp::create(b, loc, v,
-                                       indicesAt(b, loc, op, input, ivs))
-                    .getResult()
-              : v;
+      Value loaded = isa<MemRefType>(v.getType())
+                         ? memref::LoadOp::create(
+                               b, loc, v, indicesAt(b, loc, op, input, ivs))
+                               .getResult()
+                         : v;
       map.map(op.getMatchingBlockArgument(input), loaded);
     }
     for (unsigned r = 0; r < numResults; ++r)
@@ -798,14 +791,13 @@ bool launchPartialReduction(RewriterBase &rewriter, linalg::GenericOp op) {
   SmallVector<Value> ivs = delinearize(b, loc, element, parallelRanges);
   ivs.append(reductionRanges.size(), cst(b, loc, 0));
   for (unsigned r = 0; r < numResults; ++r) {
-    Value total =
-        memref::LoadOp::create(b, loc, shared[r], ValueRange{y, x});
+    Value total = memref::LoadOp::create(b, loc, shared[r], ValueRange{y, x});
     OpOperand *init = op.getDpsInitOperand(r);
     SmallVector<Value> at = indicesAt(b, loc, op, init, ivs);
     Value old = memref::LoadOp::create(b, loc, init->get(), at);
-    memref::StoreOp::create(
-        b, loc, arith::getReductionOp(kinds[r], b, loc, old, total),
-        init->get(), at);
+    memref::StoreOp::create(b, loc,
+                            arith::getReductionOp(kinds[r], b, loc, old, total),
+                            init->get(), at);
   }
   op.erase();
   return true;
@@ -994,8 +986,7 @@ linalg::LinalgOp parallelFirst(RewriterBase &rewriter, linalg::LinalgOp op) {
 /// what other threads wrote. Returns false (changing nothing) when the
 /// body holds anything else, or is a single elementwise op (a thread per
 /// element of the whole nest is better).
-FailureOr<bool> launchRowsAsBlocks(scf::ForallOp forall,
-                                   int64_t maxThreads) {
+FailureOr<bool> launchRowsAsBlocks(scf::ForallOp forall, int64_t maxThreads) {
   if (!forall.getOutputs().empty() || forall.getMapping() ||
       !forall.isNormalized())
     return false;
@@ -1048,16 +1039,16 @@ FailureOr<bool> launchRowsAsBlocks(scf::ForallOp forall,
   // T x T block per row): the largest blocks, or most of the GPU idles.
   if (rows < 128)
     maxThreads = 1024;
-  int64_t threads = std::clamp<int64_t>(llvm::PowerOf2Ceil(widest), 32,
-                                        maxThreads);
+  int64_t threads =
+      std::clamp<int64_t>(llvm::PowerOf2Ceil(widest), 32, maxThreads);
   MLIRContext *ctx = forall.getContext();
   Location loc = forall.getLoc();
   OpBuilder b(forall);
   SmallVector<Type> shared;
   for (Type t : sharedTypes)
     shared.push_back(sharedBuffer(ctx, threads, t));
-  gpu::LaunchOp launch = createLaunch(b, loc, cst(b, loc, rows),
-                                      cst(b, loc, threads), shared);
+  gpu::LaunchOp launch =
+      createLaunch(b, loc, cst(b, loc, rows), cst(b, loc, threads), shared);
   Value tid = launch.getThreadIds().x;
   IRMapping map;
   SmallVector<Value> rowIvs =
@@ -1083,8 +1074,8 @@ FailureOr<bool> launchRowsAsBlocks(scf::ForallOp forall,
       generic.erase();
     } else if (linalgOp.getNumLoops() == 0) {
       // A scalar op: one thread, or the others would race on its output.
-      Value first = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
-                                          tid, cst(b, loc, 0));
+      Value first = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, tid,
+                                          cst(b, loc, 0));
       auto ifOp = scf::IfOp::create(b, loc, first, false);
       linalgOp->moveBefore(ifOp.getThenRegion().front().getTerminator());
       rewriter.setInsertionPoint(linalgOp);
@@ -1209,8 +1200,7 @@ struct GpuMapStepPass : weft::impl::GpuMapStepPassBase<GpuMapStepPass> {
                        "power of two from 32 to 1024");
       return signalPassFailure();
     }
-    FailureOr<SmallVector<func::FuncOp>> kernels =
-        collectKernels(module, step);
+    FailureOr<SmallVector<func::FuncOp>> kernels = collectKernels(module, step);
     if (failed(kernels) || failed(mapCalls(module, step)))
       return signalPassFailure();
     // Each kernel function launches its loops: the host code stays many
@@ -1228,7 +1218,8 @@ struct GpuMapStepPass : weft::impl::GpuMapStepPassBase<GpuMapStepPass> {
       return f.emitError("--target cuda expects functions of one block");
     Block &block = f.getBody().front();
     IRRewriter rewriter(f.getContext());
-    for (auto op : llvm::make_early_inc_range(block.getOps<linalg::GenericOp>()))
+    for (auto op :
+         llvm::make_early_inc_range(block.getOps<linalg::GenericOp>()))
       if (!launchFullReduction(op, reduceBlockSize, reduceBlocksFrom) &&
           partialReductions)
         launchPartialReduction(rewriter, op);
@@ -1256,11 +1247,11 @@ struct GpuMapStepPass : weft::impl::GpuMapStepPassBase<GpuMapStepPass> {
     // Arithmetic on a value loaded from device memory is device code too.
     DenseSet<Operation *> onDevice;
     for (Operation &op : block) {
-      bool device = !isa<gpu::LaunchOp>(op) &&
-                    (!isHostOp(&op) ||
-                     llvm::any_of(op.getOperands(), [&](Value v) {
-                       return onDevice.contains(v.getDefiningOp());
-                     }));
+      bool device =
+          !isa<gpu::LaunchOp>(op) &&
+          (!isHostOp(&op) || llvm::any_of(op.getOperands(), [&](Value v) {
+            return onDevice.contains(v.getDefiningOp());
+          }));
       if (device) {
         onDevice.insert(&op);
         run.push_back(&op);
@@ -1276,9 +1267,8 @@ struct GpuMapStepPass : weft::impl::GpuMapStepPassBase<GpuMapStepPass> {
         for (Value result : op->getResults())
           for (Operation *user : result.getUsers())
             if (!llvm::is_contained(r, user) &&
-                !llvm::any_of(r, [&](Operation *o) {
-                  return o->isProperAncestor(user);
-                }))
+                !llvm::any_of(
+                    r, [&](Operation *o) { return o->isProperAncestor(user); }))
               return op->emitError("--target cuda: this value is computed "
                                    "on the GPU but used outside its kernel");
       launchSequential(r);

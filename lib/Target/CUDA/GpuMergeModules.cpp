@@ -53,8 +53,7 @@ struct GpuMergeModulesPass
                        "module");
           return signalPassFailure();
         }
-        if (auto func = dyn_cast<gpu::GPUFuncOp>(op);
-            func && func.isKernel()) {
+        if (auto func = dyn_cast<gpu::GPUFuncOp>(op); func && func.isKernel()) {
           // Module names are unique; the kernels inside are not. PTX
           // names are [A-Za-z0-9_$]: the driver looks kernels up by the
           // name the host code holds, so it must survive NVPTX unchanged.
@@ -90,8 +89,7 @@ struct GpuMergeModulesPass
       StringAttr root = launch.getKernelModuleName();
       auto it = renamed.find(root.getValue());
       if (it == renamed.end()) {
-        launch.emitError("--weft-gpu-merge-modules: no kernel module ")
-            << root;
+        launch.emitError("--weft-gpu-merge-modules: no kernel module ") << root;
         return WalkResult::interrupt();
       }
       launch.setKernelAttr(SymbolRefAttr::get(
