@@ -219,6 +219,7 @@ private:
   LogicalResult writePlan(ModuleOp module);
   LogicalResult autoPlan();
   LogicalResult checkPlanBatch(ModuleOp module);
+  LogicalResult applyMicroBatchSize();
   void report(StringRef memory);
   LogicalResult writeIR(ModuleOp module);
   /// `text` to `path` ("-": stdout).
@@ -250,9 +251,11 @@ private:
   }
   pipeline::ScheduleKind scheduleKind = pipeline::ScheduleKind::OneFOneB;
   int virtualStages = 1;
-  /// With --plan: samples in one micro-batch of the plan (dp x its
-  /// micro_batch_size), which the model's batch must be; 0 without.
+  /// With --plan or --micro-batch-size: samples in one micro-batch over
+  /// the dp ranks (dp x micro-batch size), which the model's batch must
+  /// be; 0 without. `planBatchFlag` names the flag that set it.
   int64_t planMicroBatch = 0;
+  std::string planBatchFlag;
   /// With --plan: what the plan predicts, for the model JSON.
   std::optional<llvm::json::Object> prediction;
 };
@@ -366,10 +369,11 @@ LogicalResult Driver::checkPipelineOptions() {
     return fail(std::string(options.devices ? "--devices" : "--micro-batch-size") +
                 " pins what --emit=plan searches; with --plan FILE the plan "
                 "fixes it: leave it out");
-  if (options.devices || options.microBatchSize)
-    return fail(std::string(options.devices ? "--devices" : "--micro-batch-size") +
-                " pins what --emit=plan searches: add --emit=plan "
+  if (options.devices)
+    return fail("--devices pins what --emit=plan searches: add --emit=plan "
                 "--cluster FILE");
+  if (options.microBatchSize && failed(applyMicroBatchSize()))
+    return failure();
   // Stage cuts and the partitioner rebuild ops without the clones' marks,
   // and the CSE after them would fold the recomputation away unseen.
   if (train.recompute != "none" && !options.mesh.empty())
@@ -1151,6 +1155,7 @@ LogicalResult Driver::applyPlan() {
   }
   train.accumSteps = l.microBatches;
   planMicroBatch = int64_t(plan.microBatchSize) * l.dp;
+  planBatchFlag = "--plan " + options.plan;
   // The executable reports what it measures next to this.
   std::string layout = "dp=" + std::to_string(l.dp) +
                        ",tp=" + std::to_string(l.tp) +
@@ -1274,8 +1279,63 @@ LogicalResult Driver::autoPlan() {
   return success();
 }
 
-/// With --plan: the model's batch is one micro-batch of the plan (its dp
-/// ranks' samples together), as weftc's micro-batches are.
+/// --micro-batch-size B when compiling. weftc takes the model's batch as
+/// one micro-batch over the dp ranks, so that batch must be dp x B
+/// (checkPlanBatch, once the model is loaded). An --input-shape gives the
+/// step's batch instead (a model exported with a dynamic batch axis): the
+/// model is imported at dp x B and the step runs the rest as micro-batches,
+/// so `--input-shape ids=64x1024 --mesh pp=2,dp=2 --micro-batch-size 4`
+/// is 8 micro-batches of 4 samples per rank.
+LogicalResult Driver::applyMicroBatchSize() {
+  int64_t micro = options.microBatchSize * std::max(meshDp, 1);
+  std::string flag =
+      "--micro-batch-size " + std::to_string(options.microBatchSize);
+  if (meshDp > 1)
+    flag += " with dp=" + std::to_string(meshDp);
+  planMicroBatch = micro;
+  planBatchFlag = flag;
+  int64_t steps = 0;
+  std::string first;
+  for (std::string &spec : options.inputShapes) {
+    std::string name;
+    std::vector<int64_t> shape;
+    if (failed(parseInputShape(spec, name, shape, loc())))
+      return failure();
+    if (shape.empty())
+      continue;
+    if (shape[0] % micro != 0)
+      return fail("--input-shape " + spec + ": a step's batch of " +
+                  std::to_string(shape[0]) + " samples does not split into " +
+                  "micro-batches of " + std::to_string(micro) + " (" + flag +
+                  "); give a batch that is a multiple of " +
+                  std::to_string(micro));
+    int64_t m = shape[0] / micro;
+    if (steps && m != steps)
+      return fail("--input-shape " + spec + " and " + first +
+                  " give the step different batches; give every batch "
+                  "input the same first dimension");
+    steps = m;
+    first = spec;
+    shape[0] = micro;
+    std::string rewritten = name + "=";
+    for (size_t d = 0; d < shape.size(); ++d)
+      rewritten += (d ? "x" : "") + std::to_string(shape[d]);
+    spec = rewritten;
+  }
+  if (!steps)
+    return success();
+  if (train.accumSteps != 1 && train.accumSteps != steps)
+    return fail(first + " with " + flag + " is " + std::to_string(steps) +
+                " micro-batches, but --micro-batches (or --accum-steps) says " +
+                std::to_string(train.accumSteps) + ": give one of them");
+  train.accumSteps = steps;
+  if (pipelineRanks)
+    options.microBatchesGiven = true;
+  return success();
+}
+
+/// With --plan or --micro-batch-size: the model's batch is one micro-batch
+/// (its dp ranks' samples together), as weftc's micro-batches are.
 LogicalResult Driver::checkPlanBatch(ModuleOp module) {
   auto forward = module.lookupSymbol<func::FuncOp>("forward");
   if (!planMicroBatch || !forward)
@@ -1287,13 +1347,16 @@ LogicalResult Driver::checkPlanBatch(ModuleOp module) {
     if (!type || type.getRank() == 0)
       continue;
     if (type.getDimSize(0) != planMicroBatch)
-      return fail("--plan " + options.plan + ": a micro-batch of the plan is " +
-                  std::to_string(planMicroBatch) +
-                  " samples (dp x micro_batch_size), but the model's batch is " +
-                  std::to_string(type.getDimSize(0)) +
-                  "; weftc takes the model's batch as one micro-batch: "
-                  "export the model with batch " +
-                  std::to_string(planMicroBatch));
+      return fail(
+          planBatchFlag + ": a micro-batch is " +
+          std::to_string(planMicroBatch) +
+          " samples (dp x micro-batch size), but the model's batch is " +
+          std::to_string(type.getDimSize(0)) +
+          "; weftc takes the model's batch as one micro-batch: "
+          "export the model with batch " +
+          std::to_string(planMicroBatch) +
+          ", or with a dynamic batch axis and give the step's batch "
+          "with --input-shape");
     return success();
   }
   return success();

@@ -305,7 +305,11 @@ cl::opt<int> devices("devices",
                      cl::value_desc("N"), cl::init(0), cl::cat(planCategory));
 cl::opt<int64_t> microBatchSize(
     "micro-batch-size",
-    cl::desc("Pin the plan's samples per micro-batch on one rank"),
+    cl::desc("Samples per micro-batch on one rank. With --emit=plan it "
+             "pins the plan's; when compiling, the model's batch (one "
+             "micro-batch over the dp ranks) must be dp x B, or, with "
+             "--input-shape giving the step's batch (a dynamic batch "
+             "axis), the step is cut into micro-batches of B per rank"),
     cl::value_desc("B"), cl::init(0), cl::cat(planCategory));
 cl::opt<std::string> planFile(
     "plan",
