@@ -27,8 +27,12 @@
 //    which waits, and the trainer calls synchronize() once per step when it
 //    reads the loss. Copies to host memory through mgpuMemcpy land in
 //    pageable memory (the runtime pins none for generated code), for which
-//    the driver returns only once the copy is done. Events are therefore
-//    placeholders: recording, waiting on and destroying them does nothing.
+//    the driver returns only once the copy is done. For the same reason an
+//    event needs no driver object: everything recorded is on the step
+//    stream, so recording one and making the stream wait for it are
+//    already satisfied by queue order, and waiting for one from the host
+//    waits for the step stream (which includes everything before the
+//    record). Weft's lowering emits no events; MLIR's async lowering would.
 //  - A driver error ends the process with a message naming the entry point,
 //    the kernel and the CUresult: these functions cannot return one, and a
 //    step that went on would train on garbage. Errors raised asynchronously
@@ -260,8 +264,9 @@ void allowSharedMemory(Kernel &k, int32_t bytes, const char *call) {
   k.sharedMemoryLimit = bytes;
 }
 
-/// A distinct address standing for every event (see the file comment).
-char eventPlaceholder;
+/// The handle of every event: all of them mark a point of the step stream
+/// (see the file comment).
+char stepStreamEvent;
 
 } // namespace
 
@@ -688,12 +693,15 @@ extern "C" void mgpuStreamWaitEvent(void *stream, void * /*event*/) {
 
 extern "C" void *mgpuEventCreate() {
   detail::requireInitialized("mgpuEventCreate", nullptr);
-  return &eventPlaceholder;
+  return &stepStreamEvent;
 }
 
 extern "C" void mgpuEventDestroy(void * /*event*/) {}
 
-extern "C" void mgpuEventSynchronize(void * /*event*/) {}
+extern "C" void mgpuEventSynchronize(void * /*event*/) {
+  if (Status status = synchronize(); !status.ok())
+    detail::fatal("mgpuEventSynchronize", status.message);
+}
 
 extern "C" void mgpuEventRecord(void * /*event*/, void *stream) {
   checkStream(stream, "mgpuEventRecord", nullptr);
@@ -753,32 +761,33 @@ extern "C" void mgpuMemcpy(void *dst, void *src, size_t bytes, void *stream) {
   detail::noteQueued(call, "mgpuMemcpy");
 }
 
-extern "C" void mgpuMemset32(void *dst, unsigned value, size_t count,
-                             void *stream) {
-  const char *call = "mgpuMemset32";
+namespace {
+/// `count` elements of `value` from `dst`, queued on the step stream by
+/// `set` (cuMemsetD32Async or cuMemsetD16Async).
+template <typename Value, typename Set>
+void memsetOnStepStream(const char *call, const char *driverCall, void *dst,
+                        Value value, size_t count, void *stream, Set set) {
   detail::requireInitialized(call, nullptr);
   checkStream(stream, call, nullptr);
   if (count == 0)
     return;
   State &s = state();
-  detail::check(
-      s.driver.cuMemsetD32Async(CUdeviceptr(dst), value, count, s.stream), call,
-      nullptr, "cuMemsetD32Async");
-  detail::noteQueued(call, "mgpuMemset32");
+  detail::check(set(CUdeviceptr(dst), value, count, s.stream), call, nullptr,
+                driverCall);
+  detail::noteQueued(call, call);
+}
+} // namespace
+
+extern "C" void mgpuMemset32(void *dst, unsigned value, size_t count,
+                             void *stream) {
+  memsetOnStepStream("mgpuMemset32", "cuMemsetD32Async", dst, value, count,
+                     stream, state().driver.cuMemsetD32Async);
 }
 
 extern "C" void mgpuMemset16(void *dst, unsigned short value, size_t count,
                              void *stream) {
-  const char *call = "mgpuMemset16";
-  detail::requireInitialized(call, nullptr);
-  checkStream(stream, call, nullptr);
-  if (count == 0)
-    return;
-  State &s = state();
-  detail::check(
-      s.driver.cuMemsetD16Async(CUdeviceptr(dst), value, count, s.stream), call,
-      nullptr, "cuMemsetD16Async");
-  detail::noteQueued(call, "mgpuMemset16");
+  memsetOnStepStream("mgpuMemset16", "cuMemsetD16Async", dst, value, count,
+                     stream, state().driver.cuMemsetD16Async);
 }
 
 extern "C" void mgpuSetDefaultDevice(int32_t device) {

@@ -397,6 +397,38 @@ SmallVector<Value> indicesAt(OpBuilder &b, Location loc, linalg::GenericOp op,
   return indices;
 }
 
+/// Emits at `b` one iteration of `op`'s body, at loop indices `ivs`: its
+/// memory inputs loaded there, its outputs' block arguments bound to
+/// `accumulators` (one per result), linalg.index read from `ivs`. Returns
+/// what the body yields.
+SmallVector<Value> emitBodyAt(OpBuilder &b, Location loc, linalg::GenericOp op,
+                              ValueRange ivs, ValueRange accumulators) {
+  IRMapping map;
+  for (OpOperand *input : op.getDpsInputOperands()) {
+    Value v = input->get();
+    Value loaded = isa<MemRefType>(v.getType())
+                       ? memref::LoadOp::create(
+                             b, loc, v, indicesAt(b, loc, op, input, ivs))
+                             .getResult()
+                       : v;
+    map.map(op.getMatchingBlockArgument(input), loaded);
+  }
+  for (auto [init, acc] : llvm::zip(op.getDpsInitsMutable(), accumulators))
+    map.map(op.getMatchingBlockArgument(&init), acc);
+  Block &body = op.getRegion().front();
+  for (Operation &inner : body.without_terminator()) {
+    if (auto index = dyn_cast<linalg::IndexOp>(inner)) {
+      map.map(index.getResult(), ivs[index.getDim()]);
+      continue;
+    }
+    b.clone(inner, map);
+  }
+  SmallVector<Value> yielded;
+  for (Value v : body.getTerminator()->getOperands())
+    yielded.push_back(map.lookup(v));
+  return yielded;
+}
+
 /// Combines the `threads` values in `shared` into its element 0: at each
 /// level the lower half adds the upper half, a barrier between levels.
 void emitTree(OpBuilder &b, Location loc, arith::AtomicRMWKind kind,
@@ -453,27 +485,8 @@ void emitBlockReduction(OpBuilder &b, linalg::GenericOp op,
     b.setInsertionPointToStart(loop.getBody());
     SmallVector<Value> ivs =
         delinearize(b, loc, loop.getInductionVar(), ranges);
-    Block &body = op.getRegion().front();
-    IRMapping map;
-    for (OpOperand *input : op.getDpsInputOperands()) {
-      Value v = input->get();
-      Value loaded = isa<MemRefType>(v.getType())
-                         ? memref::LoadOp::create(
-                               b, loc, v, indicesAt(b, loc, op, input, ivs))
-                               .getResult()
-                         : v;
-      map.map(op.getMatchingBlockArgument(input), loaded);
-    }
-    map.map(body.getArguments().back(), loop.getRegionIterArgs().front());
-    for (Operation &inner : body.without_terminator()) {
-      if (auto index = dyn_cast<linalg::IndexOp>(inner)) {
-        map.map(index.getResult(), ivs[index.getDim()]);
-        continue;
-      }
-      b.clone(inner, map);
-    }
     scf::YieldOp::create(b, loc,
-                         map.lookup(body.getTerminator()->getOperand(0)));
+                         emitBodyAt(b, loc, op, ivs, loop.getRegionIterArgs()));
   }
   memref::StoreOp::create(b, loc, loop.getResult(0), shared, tid);
   gpu::BarrierOp::create(b, loc);
@@ -730,32 +743,8 @@ bool launchPartialReduction(RewriterBase &rewriter, linalg::GenericOp op) {
     SmallVector<Value> ivs(outer);
     llvm::append_range(
         ivs, delinearize(b, loc, loop.getInductionVar(), reductionRanges));
-    Block &body = op.getRegion().front();
-    IRMapping map;
-    for (OpOperand *input : op.getDpsInputOperands()) {
-      Value v = input->get();
-      Value loaded = isa<MemRefType>(v.getType())
-                         ? memref::LoadOp::create(
-                               b, loc, v, indicesAt(b, loc, op, input, ivs))
-                               .getResult()
-                         : v;
-      map.map(op.getMatchingBlockArgument(input), loaded);
-    }
-    for (unsigned r = 0; r < numResults; ++r)
-      map.map(op.getMatchingBlockArgument(op.getDpsInitOperand(r)),
-              loop.getRegionIterArgs()[r]);
-    // linalg.index reads the loop indices.
-    for (Operation &inner : body.without_terminator()) {
-      if (auto index = dyn_cast<linalg::IndexOp>(inner)) {
-        map.map(index.getResult(), ivs[index.getDim()]);
-        continue;
-      }
-      b.clone(inner, map);
-    }
-    SmallVector<Value> next;
-    for (Value v : body.getTerminator()->getOperands())
-      next.push_back(map.lookup(v));
-    scf::YieldOp::create(b, loc, next);
+    scf::YieldOp::create(b, loc,
+                         emitBodyAt(b, loc, op, ivs, loop.getRegionIterArgs()));
   }
   for (unsigned r = 0; r < numResults; ++r)
     memref::StoreOp::create(b, loc, partial.getResult(r), shared[r],
