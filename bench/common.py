@@ -19,6 +19,7 @@ oneDNN's too).
 
 import json
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -191,6 +192,16 @@ def compile_exe(name, work, weftc, precision="f32", extra=()):
     subprocess.run([weftc, onnx_path, "--emit=exe", "--optimizer", "adamw",
                     "-o", exe] + flags, check=True, stderr=subprocess.DEVNULL)
     return exe, time.time() - start
+
+
+def cpu_seconds(command, env):
+    """User + system CPU seconds `command` (run to completion, stdout
+    dropped) spent: steadier than wall time on a shared machine."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    subprocess.run(command, check=True, stdout=subprocess.DEVNULL, env=env)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return (after.ru_utime + after.ru_stime) - (before.ru_utime +
+                                                before.ru_stime)
 
 
 def thread_env(threads, extra=None):

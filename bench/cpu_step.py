@@ -17,7 +17,6 @@ steps in DIR/cpu_step/. --torch adds PyTorch's training loop
 
 import argparse
 import os
-import resource
 import subprocess
 import sys
 
@@ -25,14 +24,6 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import common  # noqa: E402
-
-
-def cpu_seconds(command, env):
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    subprocess.run(command, check=True, stdout=subprocess.DEVNULL, env=env)
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return (after.ru_utime + after.ru_stime) - (before.ru_utime +
-                                                before.ru_stime)
 
 
 def main():
@@ -78,7 +69,7 @@ def main():
             out = subprocess.run([common.PYTHON, "-c", code], check=True,
                                  stdout=subprocess.PIPE, env=env, text=True)
             return float(out.stdout.split()[-1])
-        return cpu_seconds(
+        return common.cpu_seconds(
             [run, "--data", os.path.join(data, "x.npy"), "--labels",
              os.path.join(data, "y.npy"), "--steps", str(steps), "--lr",
              str(common.LR), "--no-shuffle", "--threads", "1",

@@ -24,6 +24,28 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
 from export import GPT, make_params_distinct  # noqa: E402
 
 
+def export_onnx(model, idx, out, constant_folding):
+    """Exports `model` on input `idx` to OUT/gpt.onnx (opset 17), its
+    weights in one external file beside it (OUT/gpt.onnx.data); returns
+    the path."""
+    import onnx
+    os.makedirs(out, exist_ok=True)
+    path = os.path.join(out, "gpt.onnx")
+    with torch.enable_grad():
+        torch.onnx.export(model, (idx,), path, export_params=True,
+                          opset_version=17,
+                          do_constant_folding=constant_folding,
+                          input_names=["input"], output_names=["output"])
+    m = onnx.load(path)
+    data = "gpt.onnx.data"
+    if os.path.exists(os.path.join(out, data)):
+        os.remove(os.path.join(out, data))
+    onnx.save_model(m, path, save_as_external_data=True,
+                    all_tensors_to_one_file=True, location=data,
+                    size_threshold=1024)
+    return path
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--out", required=True)
@@ -35,8 +57,6 @@ def main(argv=None):
     p.add_argument("--batch", type=int, default=1)
     args = p.parse_args(argv)
 
-    import onnx
-
     start = time.time()
     torch.manual_seed(0)
     model = GPT(vocab=args.vocab, block_size=args.block, n_embd=args.embd,
@@ -45,19 +65,7 @@ def main(argv=None):
     model.eval()
     idx = torch.randint(0, args.vocab, (args.batch, args.block),
                         generator=torch.Generator().manual_seed(1))
-    os.makedirs(args.out, exist_ok=True)
-    path = os.path.join(args.out, "gpt.onnx")
-    with torch.enable_grad():
-        torch.onnx.export(model, (idx,), path, export_params=True,
-                          opset_version=17, do_constant_folding=True,
-                          input_names=["input"], output_names=["output"])
-    m = onnx.load(path)
-    data = "gpt.onnx.data"
-    if os.path.exists(os.path.join(args.out, data)):
-        os.remove(os.path.join(args.out, data))
-    onnx.save_model(m, path, save_as_external_data=True,
-                    all_tensors_to_one_file=True, location=data,
-                    size_threshold=1024)
+    path = export_onnx(model, idx, args.out, constant_folding=True)
     params = sum(t.numel() for t in model.parameters())
     print("gpt: %d layers, d_model %d, %d heads, vocab %d, T %d, batch %d: "
           "%.1fM parameters -> %s (%.0f s)"

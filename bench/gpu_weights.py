@@ -186,31 +186,17 @@ def set_formula_weights(model):
 
 def export(args):
     import torch
-    import onnx
-    here = os.path.dirname(os.path.abspath(__file__))
-    sys.path.insert(0, os.path.join(here, "..", "examples", "models"))
-    from export import GPT  # noqa: E402
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from export_gpt import GPT, export_onnx  # noqa: E402
 
     model = GPT(vocab=args.vocab, block_size=args.block, n_embd=args.embd,
                 n_head=args.heads, n_layer=args.layers)
     set_formula_weights(model)
     model.eval()
     idx = torch.zeros((args.batch, args.block), dtype=torch.int64)
-    os.makedirs(args.out, exist_ok=True)
-    path = os.path.join(args.out, "gpt.onnx")
     # No constant folding: keeps every parameter under its PyTorch name
     # (the formula's key) and lm_head tied to wte, as GPT-2.
-    with torch.enable_grad():
-        torch.onnx.export(model, (idx,), path, export_params=True,
-                          opset_version=17, do_constant_folding=False,
-                          input_names=["input"], output_names=["output"])
-    m = onnx.load(path)
-    data = "gpt.onnx.data"
-    if os.path.exists(os.path.join(args.out, data)):
-        os.remove(os.path.join(args.out, data))
-    onnx.save_model(m, path, save_as_external_data=True,
-                    all_tensors_to_one_file=True, location=data,
-                    size_threshold=1024)
+    path = export_onnx(model, idx, args.out, constant_folding=False)
     params = sum(p.numel() for p in model.parameters())
     print("export: gpt %d layers, d %d, %d heads, vocab %d, T %d, batch %d: "
           "%d parameters -> %s" % (args.layers, args.embd, args.heads,

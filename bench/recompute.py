@@ -23,7 +23,6 @@ import argparse
 import json
 import os
 import re
-import resource
 import subprocess
 import sys
 
@@ -38,14 +37,6 @@ MODES = ("none", "selective", "full")
 
 def weftc():
     return os.path.join(HERE, "..", "build", "bin", "weftc")
-
-
-def cpu_seconds(command, env):
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    subprocess.run(command, check=True, stdout=subprocess.DEVNULL, env=env)
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return (after.ru_utime + after.ru_stime) - (before.ru_utime +
-                                                before.ru_stime)
 
 
 def main():
@@ -122,8 +113,8 @@ def main():
             run = [rows[mode]["exe"], "--data", x, "--labels", y, "--lr",
                    "0.001", "--no-shuffle", "--threads", "1",
                    "--log-every", "100000", "--steps"]
-            long_s = cpu_seconds(run + [str(args.long)], env)
-            short_s = cpu_seconds(run + [str(args.short)], env)
+            long_s = common.cpu_seconds(run + [str(args.long)], env)
+            short_s = common.cpu_seconds(run + [str(args.short)], env)
             rows[mode]["ms"].append(1e3 * (long_s - short_s) /
                                     (args.long - args.short))
     common.print_load("end")
