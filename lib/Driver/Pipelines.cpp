@@ -5,6 +5,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "weft/Driver/Pipelines.h"
+#include "weft/Codegen/Passes.h"
 #include "weft/Conversion/Passes.h"
 #include "weft/Target/CUDA.h"
 #include "weft/Transforms/Pipeline/Passes.h"
@@ -90,7 +91,15 @@ void addLoopsToLLVMPasses(OpPassManager &pm, bool codegen) {
   if (codegen)
     pm.addPass(createConvertOpenMPToLLVMPass());
   pm.addPass(createReconcileUnrealizedCastsPass());
+  // bf16 is storage only by now; as i16 it vectorizes on CPUs without
+  // bfloat registers.
+  if (codegen)
+    pm.addPass(weft::createBf16StorageAsI16Pass());
   pm.addPass(createCanonicalizerPass());
+  // After canonicalization, which folds the memref descriptors away: each
+  // access's pointer is then a GEP chain from an argument.
+  if (codegen)
+    pm.addPass(weft::createScopeNoAliasAccessesPass());
 }
 
 } // namespace
@@ -261,6 +270,11 @@ void weft::buildCodegenPipeline(OpPassManager &pm,
   outline.function = options.entry;
   pm.addPass(createOutlineKernelsPass(outline));
   pm.addPass(createReassociateReductionsPass());
+  if (!cuda) {
+    MarkDisjointArgsPassOptions disjoint;
+    disjoint.function = options.entry;
+    pm.addPass(createMarkDisjointArgsPass(disjoint));
+  }
   if (options.stopAfter == Stage::Buffers)
     return;
 

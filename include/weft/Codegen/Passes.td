@@ -694,4 +694,107 @@ def ApproximateMathPass : Pass<"weft-approximate-math", "mlir::func::FuncOp"> {
   ];
 }
 
+def Bf16StorageAsI16Pass
+    : Pass<"weft-bf16-storage-as-i16", "mlir::ModuleOp"> {
+  let summary = "Carry bf16 values as i16 in the LLVM dialect";
+  let description = [{
+    Runs last, on the LLVM dialect. After `--arith-expand` with
+    `include-bf16`, a bf16 value is only ever loaded, stored, selected,
+    passed between blocks, or bit-cast to and from i16 (its arithmetic is
+    f32). LLVM's instcombine moves those bit casts across selects, so a
+    vectorized kernel ends up selecting and storing `<8 x bfloat>`, which
+    x86 without AVX512-BF16 has no registers for: every lane is extracted,
+    compared and stored on its own (a third of a bf16 CNN's kernel time).
+    Carried as i16, the same values stay in vector registers.
+
+    Every bf16 in a function's types and attributes becomes i16 (constants
+    keep their bits); the bit casts between i16 and bf16 disappear. A
+    function in which bf16 is used by anything else (arithmetic, a call
+    passing it by value) is left as it is.
+
+    Before:
+
+    ```mlir
+    %b = llvm.bitcast %i : i16 to bf16
+    %s = llvm.select %c, %b, %zero : i1, bf16
+    llvm.store %s, %p : bf16, !llvm.ptr
+    ```
+
+    After:
+
+    ```mlir
+    %s = llvm.select %c, %i, %zero : i1, i16
+    llvm.store %s, %p : i16, !llvm.ptr
+    ```
+  }];
+  let statistics = [
+    Statistic<"numFunctionsKept", "functions-kept",
+              "Functions left with bf16 values (used by arithmetic or calls)">,
+  ];
+}
+
+def MarkDisjointArgsPass : Pass<"weft-mark-disjoint-args", "mlir::ModuleOp"> {
+  let summary = "Mark kernel buffer arguments that overlap no other as noalias";
+  let description = [{
+    Runs on buffers, after `--weft-outline-kernels` (CPU target). Follows
+    every call path from `function` to each kernel and tracks each buffer
+    argument to a root and a byte range: the workspace (`weft.workspace`,
+    an allocation of its own) with the offsets of its `memref.view`s, the
+    step's other arguments (one root: a caller may pass overlapping
+    buffers, so they are never disjoint from each other), or an allocation.
+    Subviews and reshapes keep their source's range. A kernel argument
+    whose range, on every path, overlaps no other buffer argument's gets
+    `llvm.noalias`; `--weft-scope-noalias-accesses` turns that into alias
+    scopes that survive OpenMP outlining. With it LLVM vectorizes the copies
+    of im2col gathers and transposes, which it otherwise keeps scalar
+    because a store might feed the next load.
+
+    Before:
+
+    ```mlir
+    %a = memref.view %ws[%c0][] : memref<4096xi8> to memref<512xf32>
+    %b = memref.view %ws[%c2048][] : memref<4096xi8> to memref<512xf32>
+    call @train_step.kernel_0(%a, %b) : (memref<512xf32>, memref<512xf32>) -> ()
+    ```
+
+    After:
+
+    ```mlir
+    func.func private @train_step.kernel_0(%arg0: memref<512xf32> {llvm.noalias},
+                                           %arg1: memref<512xf32> {llvm.noalias})
+    ```
+  }];
+  let options = [
+    Option<"function", "function", "std::string", "\"train_step\"",
+           "The step whose call paths are followed">,
+  ];
+  let statistics = [
+    Statistic<"numMarked", "arguments-marked", "Kernel arguments marked noalias">,
+  ];
+}
+
+def ScopeNoAliasAccessesPass
+    : Pass<"weft-scope-noalias-accesses", "mlir::ModuleOp"> {
+  let summary = "Turn noalias pointer arguments into alias scopes on accesses";
+  let description = [{
+    Runs on the LLVM dialect (CPU target). A kernel's parallel loop is
+    outlined into an OpenMP body function when it is translated, and that
+    function's pointer arguments carry no `noalias`. Alias-scope metadata
+    on each access survives the outlining: as LLVM's inliner does, every
+    load and store through a `noalias` argument gets the argument's scope
+    and is marked not to alias the other noalias arguments' scopes; one
+    through any other argument aliases none of them. An access whose
+    pointer is not traced to an argument (through GEPs and casts) gets no
+    metadata.
+
+    ```mlir
+    %v = llvm.load %p {alias_scopes = [#arg0], noalias_scopes = [#arg1]} : !llvm.ptr -> f32
+    llvm.store %v, %q {alias_scopes = [#arg1], noalias_scopes = [#arg0]} : f32, !llvm.ptr
+    ```
+  }];
+  let statistics = [
+    Statistic<"numScoped", "accesses-scoped", "Loads and stores given scopes">,
+  ];
+}
+
 #endif // WEFT_CODEGEN_PASSES_TD

@@ -16,7 +16,9 @@
 // bounds, which keeps every access an affine map. max_pool2d_grad first
 // computes each window's winner (the first maximum in row-major window
 // order, NaN winning, as the evaluator's scan) as a flat input index, then
-// a cell takes the gradient of the windows it won.
+// a cell takes the gradient of the windows it won. Windows that tile the
+// input (kernel <= stride, no padding: the usual 2x2/2) need no sum: the
+// gradient is written once per cell, with no sum.
 //
 //===----------------------------------------------------------------------===//
 
@@ -185,6 +187,67 @@ Value padWindows(OpBuilder &b, Location loc, Value v, const Axis &ay,
       b, loc, v, {ay.lowPad(), ax.lowPad(), ay.highPad(), ax.highPad()}, value);
 }
 
+/// Windows that never overlap and leave no cell out of place: kernel <=
+/// stride, no padding, and the input is exactly `out` windows long. Each
+/// cell then belongs to at most one window.
+bool tilesInput(const Axis &a) {
+  return a.kernel <= a.stride && a.pad == 0 && a.size == a.out * a.stride;
+}
+
+/// max_pool2d_grad of non-overlapping windows (`tilesInput`): cell (h, w)
+/// takes window (h / sy, w / sx)'s gradient if it won it. No sum, so no
+/// fill and no read-modify-write of the result. The loops are
+/// (n, c, h, x, j) with w = x * sx + j: the innermost loop (j, sx long) is
+/// unrolled and the x loop vectorizes, reading windows contiguously and
+/// storing interleaved; a loop over w would read window w / sx, which LLVM
+/// can only gather.
+Value gradOfTiles(OpBuilder &b, Location loc, Value winners, Value grad,
+                  ArrayRef<int64_t> in, const Axis &ay, const Axis &ax,
+                  Type elementType) {
+  MLIRContext *ctx = b.getContext();
+  SmallVector<AffineExpr> d;
+  for (unsigned k = 0; k < 5; ++k)
+    d.push_back(getAffineDimExpr(k, ctx));
+  AffineMap windowMap =
+      AffineMap::get(5, 0, {d[0], d[1], d[2].floorDiv(ay.stride), d[3]}, ctx);
+  AffineMap tapMap = AffineMap::get(5, 0, {d[4]}, ctx);
+  AffineMap cellMap =
+      AffineMap::get(5, 0, {d[0], d[1], d[2], d[3] * ax.stride + d[4]}, ctx);
+  Type acc = computeType(elementType);
+  // The taps appear only inside the cell map: an operand of the stride's
+  // length gives the j loop its size.
+  Value taps = emptyTensor(b, loc, {ax.stride}, b.getI1Type());
+  auto type = RankedTensorType::get(in, elementType);
+  Value init = emptyTensor(b, loc, in, elementType);
+  SmallVector<utils::IteratorType> iterators(5, utils::IteratorType::parallel);
+  return linalg::GenericOp::create(
+             b, loc, TypeRange{type}, ValueRange{winners, grad, taps},
+             ValueRange{init},
+             ArrayRef<AffineMap>{windowMap, windowMap, tapMap, cellMap},
+             iterators,
+             [&](OpBuilder &b, Location l, ValueRange args) {
+               Value w = arith::AddIOp::create(
+                   b, l,
+                   arith::MulIOp::create(b, l, linalg::IndexOp::create(b, l, 3),
+                                         idx(b, l, ax.stride)),
+                   linalg::IndexOp::create(b, l, 4));
+               Value cell = arith::AddIOp::create(
+                   b, l,
+                   arith::MulIOp::create(b, l, linalg::IndexOp::create(b, l, 2),
+                                         idx(b, l, ax.size)),
+                   w);
+               Value won = arith::CmpIOp::create(
+                   b, l, arith::CmpIPredicate::eq, args[0],
+                   arith::IndexCastOp::create(b, l, b.getI64Type(), cell));
+               Value term =
+                   arith::SelectOp::create(b, l, won, toCompute(b, l, args[1]),
+                                           scalarConstant(b, l, acc, 0));
+               linalg::YieldOp::create(
+                   b, l, ValueRange{fromCompute(b, l, term, elementType)});
+             })
+      .getResult(0);
+}
+
 struct MaxPool2DGradLowering : OpConversionPattern<MaxPool2DGradOp> {
   using OpConversionPattern::OpConversionPattern;
   LogicalResult
@@ -263,6 +326,13 @@ struct MaxPool2DGradLowering : OpConversionPattern<MaxPool2DGradOp> {
           return {arith::SelectOp::create(b, l, take, v, bestValue),
                   arith::SelectOp::create(b, l, take, flat64, winner)};
         });
+
+    if (tilesInput(ay) && tilesInput(ax)) {
+      rewriter.replaceOp(op,
+                         gradOfTiles(rewriter, loc, best[1], adaptor.getGrad(),
+                                     in, ay, ax, elementType));
+      return success();
+    }
 
     // Every input cell sums the gradients of the windows it won.
     Gather g = gatherLoops(rewriter, loc, in, ay, ax);

@@ -35,6 +35,27 @@ func.func @max_pool2d_grad(%g1: tensor<2x3x3x3xf32>, %x1: tensor<2x3x6x7xf32>,
   return %0, %1, %2 : tensor<2x3x6x7xf32>, tensor<1x2x5x5xf32>, tensor<1x2x5x5xf32>
 }
 
+// Windows that tile the input (kernel <= stride, no padding, exact fit)
+// take the per-cell path without a sum; ties again go to the first maximum.
+// CHECK: OK @max_pool2d_grad_tiles
+func.func @max_pool2d_grad_tiles(%g1: tensor<2x3x3x3xf32>, %x1: tensor<2x3x6x6xf32>,
+                                 %g2: tensor<1x2x2x3xf32>, %x2: tensor<1x2x6x6xf32>,
+                                 %t: tensor<2x3x6x6xi64> {check.range = [0, 2]})
+    -> (tensor<2x3x6x6xf32>, tensor<1x2x6x6xf32>, tensor<2x3x6x6xf32>) {
+  %0 = weft.max_pool2d_grad %g1, %x1 {kernel = array<i64: 2, 2>, strides = array<i64: 2, 2>, padding = array<i64: 0, 0, 0, 0>} : (tensor<2x3x3x3xf32>, tensor<2x3x6x6xf32>) -> tensor<2x3x6x6xf32>
+  %1 = weft.max_pool2d_grad %g2, %x2 {kernel = array<i64: 2, 1>, strides = array<i64: 3, 2>, padding = array<i64: 0, 0, 0, 0>} : (tensor<1x2x2x3xf32>, tensor<1x2x6x6xf32>) -> tensor<1x2x6x6xf32>
+  %tied = weft.cast %t : tensor<2x3x6x6xi64> -> tensor<2x3x6x6xf32>
+  %2 = weft.max_pool2d_grad %g1, %tied {kernel = array<i64: 2, 2>, strides = array<i64: 2, 2>, padding = array<i64: 0, 0, 0, 0>} : (tensor<2x3x3x3xf32>, tensor<2x3x6x6xf32>) -> tensor<2x3x6x6xf32>
+  return %0, %1, %2 : tensor<2x3x6x6xf32>, tensor<1x2x6x6xf32>, tensor<2x3x6x6xf32>
+}
+
+// CHECK: OK @max_pool2d_grad_tiles_bf16
+func.func @max_pool2d_grad_tiles_bf16(%g: tensor<2x3x3x3xbf16>, %x: tensor<2x3x6x6xbf16>)
+    -> tensor<2x3x6x6xbf16> {
+  %0 = weft.max_pool2d_grad %g, %x {kernel = array<i64: 2, 2>, strides = array<i64: 2, 2>, padding = array<i64: 0, 0, 0, 0>} : (tensor<2x3x3x3xbf16>, tensor<2x3x6x6xbf16>) -> tensor<2x3x6x6xbf16>
+  return %0 : tensor<2x3x6x6xbf16>
+}
+
 // A NaN wins its windows; -inf cells still beat padding.
 // CHECK: OK @max_pool2d_special
 func.func @max_pool2d_special(%g: tensor<1x1x2x2xf32>)

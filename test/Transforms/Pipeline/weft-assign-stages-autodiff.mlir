@@ -8,12 +8,12 @@
 // gradient, and the relu's adjoint: stage 1; the first weight's gradient:
 // stage 0. The loss (added after the cut) has none: it runs last.
 // GRAD: %[[A0:.*]] = weft.matmul %arg2, %arg0 {transpose_rhs = true, weft.stage = 0 : i64}
-// GRAD: weft.relu %[[A0]] {weft.stage = 1 : i64}
+// GRAD: %[[R0:.*]] = weft.relu %[[A0]] {weft.stage = 1 : i64}
 // GRAD: weft.mse
 // GRAD-NOT: weft.stage
 // GRAD: weft.matmul %{{.*}}, %arg1 {weft.stage = 1 : i64}
 // GRAD: weft.matmul %{{.*}}, %{{.*}} {transpose_lhs = true, weft.stage = 1 : i64}
-// GRAD: weft.cmp gt, %[[A0]], %{{.*}} {weft.stage = 1 : i64}
+// GRAD: weft.cmp gt, %[[R0]], %{{.*}} {weft.stage = 1 : i64}
 // GRAD: weft.matmul %{{.*}}, %arg2 {transpose_lhs = true, weft.stage = 0 : i64}
 module {
   func.func @forward(%w0: tensor<64x64xf32> {weft.param = "l0.weight"},

@@ -89,7 +89,7 @@ module {
                      %w1: tensor<64x64xf32> {weft.param = "l1.weight"},
                      %x: tensor<8x64xf32> {weft.input = "x"}) -> tensor<8x64xf32> {
     %a0 = weft.matmul %x, %w0 {transpose_rhs = true} : (tensor<8x64xf32>, tensor<64x64xf32>) -> tensor<8x64xf32>
-    %r0 = weft.relu %a0 : tensor<8x64xf32>
+    %r0 = weft.gelu %a0 : tensor<8x64xf32>
     %a1 = weft.matmul %r0, %w1 {transpose_rhs = true} : (tensor<8x64xf32>, tensor<64x64xf32>) -> tensor<8x64xf32>
     return %a1 : tensor<8x64xf32>
   }

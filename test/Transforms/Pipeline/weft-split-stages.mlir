@@ -1,12 +1,13 @@
 // RUN: weft-opt %s --pass-pipeline='builtin.module(weft-assign-stages{cuts=l1},weft-attach-loss{kind=mse},weft-autodiff,weft-split-stages)' | FileCheck %s
 
-// Two layers cut between them. Stage 0's forward piece passes its relu's
+// Two layers cut between them. Stage 0's forward piece passes its GELU's
 // output on and keeps what its backward piece needs (its matmul's result,
-// for the relu's adjoint); stage 1's forward piece returns the loss and
-// what its backward needs; stage 1's backward piece returns l1's gradient
-// and the adjoint of the activation it received, which stage 0's backward
-// piece takes with the input to make l0's gradient. @loss_grad calls the
-// pieces in pipeline order and returns what it did.
+// for the GELU's adjoint, which needs its input); stage 1's forward piece
+// returns the loss and what its backward needs; stage 1's backward piece
+// returns l1's gradient and the adjoint of the activation it received,
+// which stage 0's backward piece takes with the input to make l0's
+// gradient. @loss_grad calls the pieces in pipeline order and returns what
+// it did.
 
 // CHECK-LABEL: func.func private @loss_grad.forward0(
 // CHECK-SAME: %{{.*}}: tensor<8x64xf32> {weft.input = "x"{{.*}}}, %{{.*}}: tensor<64x64xf32> {weft.param = "l0.weight"{{.*}}})
@@ -31,7 +32,7 @@ module {
                      %w1: tensor<64x64xf32> {weft.param = "l1.weight"},
                      %x: tensor<8x64xf32> {weft.input = "x"}) -> tensor<8x64xf32> {
     %a0 = weft.matmul %x, %w0 {transpose_rhs = true} : (tensor<8x64xf32>, tensor<64x64xf32>) -> tensor<8x64xf32>
-    %r0 = weft.relu %a0 : tensor<8x64xf32>
+    %r0 = weft.gelu %a0 : tensor<8x64xf32>
     %a1 = weft.matmul %r0, %w1 {transpose_rhs = true} : (tensor<8x64xf32>, tensor<64x64xf32>) -> tensor<8x64xf32>
     return %a1 : tensor<8x64xf32>
   }

@@ -209,8 +209,11 @@ LogicalResult ReluOp::buildGradient(OpBuilder &b, ValueRange resultGrads,
     return success();
   Location loc = getLoc();
   Value zero = scalar(b, loc, getType().getElementType(), 0);
+  // relu(x) > 0 exactly where x > 0 (NaN and -0 included). Testing the
+  // result, which the next layer keeps anyway, leaves the input dead after
+  // the forward: a bias add fused with its ReLU never stores its sum.
   operandGrads.push_back(
-      WhereOp::create(b, loc, cmp(b, loc, CmpPredicate::gt, getInput(), zero),
+      WhereOp::create(b, loc, cmp(b, loc, CmpPredicate::gt, getResult(), zero),
                       resultGrads[0], zero));
   return success();
 }
