@@ -28,6 +28,11 @@ using namespace mlir;
 namespace {
 
 bool holdsBf16(Type type) {
+  if (isa<BFloat16Type>(type))
+    return true;
+  // Scalars and pointers, nearly every type here, have nothing inside.
+  if (type.isIntOrIndexOrFloat() || isa<LLVM::LLVMPointerType>(type))
+    return false;
   bool found = false;
   type.walk([&](BFloat16Type) { found = true; });
   return found;
@@ -43,16 +48,19 @@ bool movesBitsOnly(Operation *op) {
       op);
 }
 
-/// True when every use of bf16 in `func` only moves bits.
-bool storageOnly(LLVM::LLVMFuncOp func) {
+/// True when every use of bf16 in `func` only moves bits; `found` tells
+/// whether there is any.
+bool storageOnly(LLVM::LLVMFuncOp func, bool &found) {
+  found = false;
   if (holdsBf16(func.getFunctionType()))
     return false;
-  WalkResult result = func.walk([](Operation *op) {
+  WalkResult result = func.walk([&](Operation *op) {
     bool touches = llvm::any_of(op->getOperandTypes(), holdsBf16) ||
                    llvm::any_of(op->getResultTypes(), holdsBf16);
     for (Region &region : op->getRegions())
       for (Block &block : region)
         touches |= llvm::any_of(block.getArgumentTypes(), holdsBf16);
+    found |= touches;
     if (touches && !movesBitsOnly(op) && !isa<LLVM::LLVMFuncOp>(op))
       return WalkResult::interrupt();
     return WalkResult::advance();
@@ -83,10 +91,13 @@ struct Bf16StorageAsI16Pass
     for (auto func : getOperation().getOps<LLVM::LLVMFuncOp>()) {
       if (func.isExternal())
         continue;
-      if (!storageOnly(func)) {
+      bool found;
+      if (!storageOnly(func, found)) {
         ++numFunctionsKept;
         continue;
       }
+      if (!found)
+        continue;
       replacer.recursivelyReplaceElementsIn(func, /*replaceAttrs=*/true,
                                             /*replaceLocs=*/false,
                                             /*replaceTypes=*/true);
