@@ -405,8 +405,15 @@ struct MergeSiblingKernelsPass
     Value chunk = loop.getInductionVar(0);
     int64_t offset = 0;
     for (Kernel *kernel : members) {
-      // Row r of this member runs in iteration (r + offset) mod width.
+      // Row r of this member runs in iteration (r * stride + offset) mod
+      // width. A member with fewer rows than the loop has iterations is
+      // spread over all of them (stride > 1): OpenMP hands each thread a
+      // contiguous block of iterations, and a member's rows packed into
+      // one block (a bias gradient's 32 heavy rows next to 32 light ones)
+      // would all run on one thread while the others wait.
       int64_t shift = (width - offset % width) % width;
+      int64_t stride =
+          kernel->rows > 1 && kernel->rows < width ? width / kernel->rows : 1;
       Value first = chunk;
       if (shift != 0)
         first = arith::RemUIOp::create(
@@ -414,6 +421,18 @@ struct MergeSiblingKernelsPass
             arith::AddIOp::create(
                 b, loc, chunk, arith::ConstantIndexOp::create(b, loc, shift)),
             arith::ConstantIndexOp::create(b, loc, width));
+      if (stride > 1) {
+        // Iteration d (counted from the member's first) runs row d / stride
+        // where stride divides d; elsewhere none (a first row past the end).
+        Value step = arith::ConstantIndexOp::create(b, loc, stride);
+        Value onRow =
+            arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
+                                  arith::RemUIOp::create(b, loc, first, step),
+                                  arith::ConstantIndexOp::create(b, loc, 0));
+        first = arith::SelectOp::create(
+            b, loc, onRow, arith::DivUIOp::create(b, loc, first, step),
+            arith::ConstantIndexOp::create(b, loc, kernel->rows));
+      }
       // The member's rows of this iteration, outlined below. An op that is
       // not a forall is one row, run under an scf.if and not as a loop of
       // at most one trip: --weft-promote-accumulators would load and

@@ -282,3 +282,41 @@ func.func @init_then_sum(%g1: memref<6xf32>, %g2: memref<3xf32>,
   }
   return
 }
+
+// -----
+
+// A kernel with fewer rows than the loop has iterations is spread over all
+// of them: OpenMP gives each thread a contiguous block of iterations, and
+// the 2 rows of @spread's second kernel packed into iterations 2 and 3 (a
+// bias gradient's heavy rows next to light ones) would run on one thread
+// of two. Its row r runs in iteration (2 r + 2) mod 4: iterations 2 and 0.
+// CHECK-LABEL: func.func @spread(
+// CHECK:       scf.forall (%[[C:.*]]) in (4) {
+// CHECK-NEXT:    call @spread.rows_0({{.*}}, %[[C]])
+// CHECK-DAG:     %[[W:.*]] = arith.constant 4 : index
+// CHECK-DAG:     %[[TWO:.*]] = arith.constant 2 : index
+// CHECK:         %[[S:.*]] = arith.addi %[[C]], %[[TWO]] : index
+// CHECK:         %[[D:.*]] = arith.remui %[[S]], %[[W]] : index
+// CHECK:         %[[STRIDE:.*]] = arith.constant 2 : index
+// CHECK:         %[[M:.*]] = arith.remui %[[D]], %[[STRIDE]] : index
+// CHECK:         %[[ON:.*]] = arith.cmpi eq, %[[M]], %{{.*}} : index
+// CHECK:         %[[END:.*]] = arith.constant 2 : index
+// CHECK:         %[[Q:.*]] = arith.divui %[[D]], %[[STRIDE]] : index
+// CHECK:         %[[F:.*]] = arith.select %[[ON]], %[[Q]], %[[END]] : index
+// CHECK:         call @spread.rows_1({{.*}}, %[[F]])
+// CHECK-NEXT:  } {weft.kernel = "siblings_0"}
+#sid = affine_map<(i) -> (i)>
+func.func @spread(%a: memref<6xf32>, %b: memref<2xf32>,
+                  %oa: memref<6xf32>, %ob: memref<2xf32>) {
+  scf.forall (%i) in (6) {
+    %x = memref.load %a[%i] : memref<6xf32>
+    %y = arith.addf %x, %x : f32
+    memref.store %y, %oa[%i] : memref<6xf32>
+  } {weft.kernel = "fused_0"}
+  scf.forall (%i) in (2) {
+    %x = memref.load %b[%i] : memref<2xf32>
+    %y = arith.mulf %x, %x : f32
+    memref.store %y, %ob[%i] : memref<2xf32>
+  } {weft.kernel = "fused_1"}
+  return
+}

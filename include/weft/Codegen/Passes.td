@@ -433,10 +433,15 @@ def MergeSiblingKernelsPass
     function argument; the ABI has no aliasing arguments). The kernels of
     one level are independent, so their rows may run in any order: they
     become one `scf.forall` over `chunks` iterations in which kernel k's
-    row r runs in iteration `(r + o_k) mod chunks`, `o_k` the rows of the
-    kernels before it in the level (rows are dealt round-robin across
+    row r runs in iteration `(r * s_k + o_k) mod chunks`, `o_k` the rows of
+    the kernels before it in the level (rows are dealt round-robin across
     kernels, so iterations get equal shares whatever the kernels' sizes; a
     linalg op or copy is one row, run by one iteration under an `scf.if`).
+    `s_k` is 1, or `chunks / rows` for a kernel of fewer rows than
+    iterations: OpenMP gives each thread a contiguous block of iterations,
+    and such a kernel's rows, packed together, would all land in one
+    thread's block (a bias gradient's few heavy rows next to many light
+    ones: one thread works while the others wait).
     A kernel's rows of an iteration become a call of a private `no_inline`
     function `@<function>.rows_N` taking the first row; its row scratch
     becomes a view, at `c` times the scratch's size, of bytes allocated
