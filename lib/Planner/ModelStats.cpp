@@ -152,11 +152,13 @@ Status computeModelStats(ModuleOp module, ModelStats &out) {
     return Status::error("@forward has no input with a static batch "
                          "dimension (an argument without weft.param); the "
                          "planner needs the batch to cost one sample");
-  if (numbers.empty())
-    return Status::error(
-        "@forward has no parameters named with a layer number (such as "
-        "'h.0.attn.c_attn.weight' or 'layers.0.attention.wq.weight'); the "
-        "planner cuts pipeline stages between numbered blocks");
+  // No parameter names a layer (an LSTM's weights exported as
+  // `onnx::LSTM_225`, a model of named modules): the whole model is one
+  // block, which data and tensor parallelism, ZeRO and recomputation still
+  // apply to; pipeline stages, cut between blocks, do not.
+  const bool oneBlock = numbers.empty();
+  if (oneBlock)
+    numbers.insert(0);
   std::map<int64_t, int> blockOf;
   for (int64_t n : numbers)
     blockOf.emplace(n, int(blockOf.size()));
@@ -169,7 +171,9 @@ Status computeModelStats(ModuleOp module, ModelStats &out) {
     if (name) {
       vi.param = true;
       vi.weight = true;
-      if (auto n = layerNumber(name.getValue()))
+      if (oneBlock)
+        vi.tag = 0;
+      else if (auto n = layerNumber(name.getValue()))
         vi.tag = blockOf[*n];
       else
         vi.unnumbered = true;

@@ -108,8 +108,9 @@ struct ModelStats {
 /// come from, ops past the last block's parameters that read an unnumbered
 /// parameter (the final norm, the head) start the epilogue, and ops that
 /// read no weight and feed only later layers join the earliest of them
-/// (docs/planner.md, "Model statistics"). Errors name what is missing: no
-/// @forward, no batch, no numbered blocks.
+/// (docs/planner.md, "Model statistics"). A model whose parameters name no
+/// layer number is one block. Errors name what is missing: no @forward, no
+/// batch.
 Status computeModelStats(mlir::ModuleOp module, ModelStats &out);
 
 /// Parses the file at `path` (weft dialect) and computes its stats.
