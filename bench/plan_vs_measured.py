@@ -132,8 +132,10 @@ def main():
         m1 = os.path.join(work, "one.jsonl")
         if os.path.exists(m1):
             os.remove(m1)
-        run([one] + data + ["--steps", str(args.steps), "--metrics", m1],
-            cwd=work)
+        # One thread: a device of the spec is one core (a rank of the
+        # 2-rank runs gets one), and the calibration prices one device.
+        run([one] + data + ["--steps", str(args.steps), "--threads", "1",
+                            "--metrics", m1], cwd=work)
         cal = os.path.join(work, "calibrated.yaml")
         p = run([os.path.join(b, "weft-profile-cluster"), "--from-metrics", m1,
                  "--model", ir, "--spec", spec, "--dtype", "fp32", "-o", cal])

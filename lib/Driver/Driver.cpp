@@ -215,7 +215,8 @@ private:
                            TimingScope &timing);
   LogicalResult compilePipeline(ModuleOp module, TimingScope &timing);
   LogicalResult applyPlan();
-  LogicalResult searchLayout(ModuleOp module, planner::SearchResult &result);
+  LogicalResult searchLayout(ModuleOp module, planner::SearchResult &result,
+                             bool compiling = false);
   LogicalResult writePlan(ModuleOp module);
   LogicalResult autoPlan();
   LogicalResult checkPlanBatch(ModuleOp module);
@@ -1185,8 +1186,13 @@ LogicalResult Driver::applyPlan() {
 
 /// The planner's search on `module` with weftc's flags as pins.
 LogicalResult Driver::searchLayout(ModuleOp module,
-                                   planner::SearchResult &result) {
+                                   planner::SearchResult &result,
+                                   bool compiling) {
   planner::SearchOptions search;
+  // A plan built from this model takes its batch as one micro-batch
+  // (checkPlanBatch): one micro-batch per step, unless the micro-batch
+  // size is given.
+  search.oneMicroBatch = compiling && !options.microBatchSize;
   search.devices = options.devices;
   // Plans weftc compiles are Weft executables: count what they hold.
   search.executableMemory = true;
@@ -1256,7 +1262,7 @@ LogicalResult Driver::autoPlan() {
   if (failed(pm.run(*model)))
     return failure();
   planner::SearchResult result;
-  if (failed(searchLayout(*model, result)))
+  if (failed(searchLayout(*model, result, /*compiling=*/true)))
     return failure();
   std::string base = options.output == "-" ? "train" : options.output;
   std::string json = base + ".plan.json", svg = base + ".plan.svg";

@@ -243,7 +243,8 @@ ClusterSpec::Device readDevice(Reader &r, const YAML::Node &node) {
                       "peak dense TFLOP/s per device for fp32, bf16 and fp16"},
                      {"efficiency", false, ""},
                      {"gemm_efficiency", false, ""},
-                     {"memory_bandwidth_GBps", false, ""}});
+                     {"memory_bandwidth_GBps", false, ""},
+                     {"comm_overlap", false, ""}});
   ClusterSpec::Device device;
   device.memoryGB = r.positive(f["memory_GB"], "device.memory_GB",
                                "memory of one device in GB, e.g. 80");
@@ -300,6 +301,16 @@ ClusterSpec::Device readDevice(Reader &r, const YAML::Node &node) {
         r.positive(f["memory_bandwidth_GBps"], "device.memory_bandwidth_GBps",
                    "measured memory bandwidth of one device in GB/s, e.g. "
                    "2039 for an A100 80GB");
+  if (f.count("comm_overlap")) {
+    const char *hint = "fraction of the computation that overlapped "
+                       "communication hides behind, from 0 (CPU ranks) to 1";
+    double o = r.number(f["comm_overlap"], "device.comm_overlap", hint);
+    if (!(o >= 0 && o <= 1))
+      r.fail(f["comm_overlap"],
+             std::string("device.comm_overlap must be from 0 to 1 (") + hint +
+                 "), got " + f["comm_overlap"].Scalar());
+    device.commOverlap = o;
+  }
   return device;
 }
 

@@ -319,6 +319,8 @@ ClusterSpec specFromProfile(const ProfileResult &r, const ProfileOptions &o,
   }
   if (r.triadGBps > 0)
     spec.device.memoryBandwidthGBps = round4(r.triadGBps);
+  // A device here is a core: its collectives run on the cores that compute.
+  spec.device.commOverlap = 0;
   double latency = 0, bandwidth = 0;
   if (!fitLink(r.collectives, latency, bandwidth)) {
     // One device (which never uses the link), or a --quick run without
@@ -377,6 +379,10 @@ formatClusterSpec(const ClusterSpec &spec,
     comment("device.memory_bandwidth_GBps", "  ");
     os << "  memory_bandwidth_GBps: " << number(spec.device.memoryBandwidthGBps)
        << "\n";
+  }
+  if (spec.device.commOverlap != 1) {
+    comment("device.comm_overlap", "  ");
+    os << "  comm_overlap: " << number(spec.device.commOverlap) << "\n";
   }
   os << "  peak_TFLOPs:\n";
   for (const char *dt : kClusterDTypes) {

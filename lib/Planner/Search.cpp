@@ -139,6 +139,10 @@ double dpExposedSeconds(const ClusterSpec &spec, int zeroStage, int dp,
     return collectiveSeconds(spec, kind, bytes, dp, crossesNodes,
                              Algorithm::Ring);
   };
+  // Only the share of the computation the device overlaps for real hides
+  // communication (none on CPU ranks).
+  forwardSeconds *= spec.device.commOverlap;
+  backwardSeconds *= spec.device.commOverlap;
   switch (zeroStage) {
   case 0:
     return exposedCommSeconds(coll(Collective::AllReduce, gradBytes),
@@ -714,7 +718,8 @@ Status searchPlan(const ModelStats &model, const ClusterSpec &spec,
   auto mbsFor = [&](int dp) {
     std::vector<int> out;
     for (int b : divisorsOf(model.batch / dp))
-      if (!o.microBatchSize || b == o.microBatchSize)
+      if ((!o.microBatchSize || b == o.microBatchSize) &&
+          (!o.oneMicroBatch || b == model.batch / dp))
         out.push_back(b);
     return out;
   };
@@ -903,8 +908,9 @@ Status searchPlan(const ModelStats &model, const ClusterSpec &spec,
     explain(result.alternatives.back(), result.best);
   }
   const Plan &c = result.best;
-  bool pinned = o.dp || o.tp || o.pp || o.microBatchSize || o.zeroStage >= 0 ||
-                o.schedule || o.recompute || o.sequenceParallel;
+  bool pinned = o.dp || o.tp || o.pp || o.microBatchSize || o.oneMicroBatch ||
+                o.zeroStage >= 0 || o.schedule || o.recompute ||
+                o.sequenceParallel;
   return Status::error(
       std::string(pinned ? "with the pinned choices, " : "") + "needs " +
       gb(c.memory.total) + " per device at best (" + describeChoice(c) +

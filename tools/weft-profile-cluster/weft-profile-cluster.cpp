@@ -143,6 +143,8 @@ int profile(int devices, bool quick, const std::string &name,
       " GB over " + std::to_string(devices) + " devices.";
   notes["device.memory_bandwidth_GBps"] =
       "STREAM triad on one thread, three arrays, no write-allocate counted.";
+  notes["device.comm_overlap"] =
+      "A device is a core: its collectives run on the cores that compute.";
   for (const char *dt : kClusterDTypes) {
     std::string path = std::string("device.peak_TFLOPs.") + dt;
     auto un = r.unmeasured.find(dt);

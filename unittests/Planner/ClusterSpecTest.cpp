@@ -206,6 +206,16 @@ TEST(ClusterSpec, OutOfRangeValuesAreRefused) {
   EXPECT_NE(errorOf(edit("memory_GB", "  memory_GB: .nan"))
                 .find("device.memory_GB must be a number"),
             std::string::npos);
+  EXPECT_NE(errorOf(edit("fp16", "    fp16: 312\n  comm_overlap: 1.5"))
+                .find("device.comm_overlap must be from 0 to 1"),
+            std::string::npos);
+  {
+    ClusterSpec cpu;
+    Status s = parseClusterSpec(
+        edit("fp16", "    fp16: 312\n  comm_overlap: 0"), "c.yaml", cpu);
+    ASSERT_TRUE(s.ok()) << s.message;
+    EXPECT_EQ(cpu.device.commOverlap, 0);
+  }
   // Zero latency is allowed (an idealized link).
   ClusterSpec spec;
   EXPECT_TRUE(

@@ -164,6 +164,15 @@ TEST(SearchPieces, DataParallelExposure) {
   expectNear(0.320, dpExposedSeconds(spec, 3, 4, false, g, p, 0.01, 0.02, 8));
   // Nothing to reduce at dp = 1.
   EXPECT_EQ(0, dpExposedSeconds(spec, 3, 1, false, g, p, 0.01, 0.02, 8));
+
+  // CPU ranks (device.comm_overlap 0): nothing hides, every collective is
+  // exposed: ZeRO 0's 60 ms, ZeRO 3's 8 * (30 + 30 + 30) ms.
+  spec.device.commOverlap = 0;
+  expectNear(0.060, dpExposedSeconds(spec, 0, 4, false, g, p, 0.02, 0.05, 8));
+  expectNear(0.720, dpExposedSeconds(spec, 3, 4, false, g, p, 0.01, 0.02, 8));
+  // Half: ZeRO 0's all-reduce behind 25 of the backward's 50 ms.
+  spec.device.commOverlap = 0.5;
+  expectNear(0.035, dpExposedSeconds(spec, 0, 4, false, g, p, 0.02, 0.05, 8));
 }
 
 /// One block structure: 1 TFLOP forward per sample (tp splits it), 1e9

@@ -73,6 +73,12 @@ struct ClusterSpec {
     /// triad); 0 where the spec has none. The roofline's memory side uses
     /// it when the caller gives no bandwidth of its own.
     double memoryBandwidthGBps = 0;
+    /// Optional fraction of the computation that communication said to
+    /// overlap it really hides behind, in [0, 1]; 1 where the spec has none
+    /// (a GPU's copy engines and NICs move data while its SMs compute). 0
+    /// for CPU ranks: gloo's transfers run on the cores that compute, so
+    /// nothing is hidden (weft-profile-cluster writes 0).
+    double commOverlap = 1;
   } device;
 
   /// One direction of one device's link: bandwidth in GB/s (10^9 bytes per

@@ -60,6 +60,10 @@ struct SearchOptions {
   /// Pins; unset parts are searched.
   int dp = 0, tp = 0, pp = 0;
   int microBatchSize = 0;
+  /// One micro-batch per step: the micro-batch size is the batch over dp.
+  /// weftc builds its plan with the model's batch as one micro-batch, so a
+  /// plan it compiles without a re-exported model has one.
+  bool oneMicroBatch = false;
   int zeroStage = -1;
   std::optional<Schedule> schedule;
   int virtualStages = 0;
