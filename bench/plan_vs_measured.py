@@ -134,8 +134,20 @@ def main():
             os.remove(m1)
         # One thread: a device of the spec is one core (a rank of the
         # 2-rank runs gets one), and the calibration prices one device.
-        run([one] + data + ["--steps", str(args.steps), "--threads", "1",
-                            "--metrics", m1], cwd=work)
+        # A twin of the run keeps the other core as busy as the 2-rank
+        # runs do (shared caches, memory bandwidth, clocks); only the
+        # first one's metrics are read.
+        twin = os.path.join(work, "twin.jsonl")
+        procs = [subprocess.Popen(
+            [one] + data + ["--steps", str(args.steps), "--threads", "1",
+                            "--metrics", m], cwd=work,
+            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+            for m in (m1, twin)]
+        for proc in procs:
+            _, err = proc.communicate()
+            if proc.returncode != 0:
+                sys.exit("plan_vs_measured: the 1-rank calibration run "
+                         "failed (%d):\n%s" % (proc.returncode, err[-3000:]))
         cal = os.path.join(work, "calibrated.yaml")
         p = run([os.path.join(b, "weft-profile-cluster"), "--from-metrics", m1,
                  "--model", ir, "--spec", spec, "--dtype", "fp32", "-o", cal])
