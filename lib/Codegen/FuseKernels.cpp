@@ -20,8 +20,9 @@
 //    iteration computes a disjoint slice of them; those used after the
 //    kernel are yielded by it.
 // 4. Ops that cannot fuse because their maps compute indices (im2col
-//    gathers, pooling windows) are tiled alone along the parallel loops
-//    that every map uses as a plain index, so they run in parallel too.
+//    gathers, pooling windows, named pooling and grouped convolution ops)
+//    are tiled alone along the parallel loops that every map uses as a
+//    plain index, so they run in parallel too.
 // 5. A one-dimensional element-wise op, which step 3 does not tile (its
 //    only loop is the innermost), absorbs its one-dimensional element-wise
 //    producers even where later ops read them too, as extra results: a
@@ -324,9 +325,13 @@ struct FuseKernelsPass
     ops.clear();
     for (Operation &op : block.without_terminator())
       ops.push_back(&op);
+    // Pooling and grouped convolutions (named ops with windows; groups-free
+    // convolutions are im2col + GEMM by now) are windowed ops too: they ran
+    // on one thread while the others waited. Products stay whole for BLAS.
     for (Operation *op : ops) {
       auto linalgOp = dyn_cast<linalg::LinalgOp>(op);
-      if (!linalgOp || isFusible(op) || isContractionLike(op) ||
+      bool windowed = linalgOp && linalg::isaConvolutionOpInterface(linalgOp);
+      if (!linalgOp || isFusible(op) || (isContractionLike(op) && !windowed) ||
           isa<linalg::FillOp>(op) || !isa<TilingInterface>(op) ||
           !linalgOp.hasPureTensorSemantics() || !hasStaticTensorOperands(op))
         continue;

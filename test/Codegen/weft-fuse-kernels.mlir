@@ -463,3 +463,22 @@ func.func @adamw_1d(%g: tensor<8xf32>, %m: tensor<8xf32>, %v: tensor<8xf32>,
   } -> tensor<8xf32>
   return %p2, %m2, %v2, %norm : tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<f32>
 }
+
+// -----
+
+// A named pooling op (a convolution-like op with a window, which stays
+// named) is tiled along the batch and channel loops like the other
+// windowed ops: before, it ran on one thread.
+// CHECK-LABEL: func.func @max_pool
+// CHECK: scf.forall (%{{.*}}, %{{.*}}) in (2, 3)
+// CHECK: linalg.pooling_nchw_max {{.*}} ins(%{{.*}}, %{{.*}} : tensor<1x1x4x4xf32>, tensor<2x2xf32>) outs(%{{.*}} : tensor<1x1x2x2xf32>)
+func.func @max_pool(%x: tensor<2x3x4x4xf32>) -> tensor<2x3x2x2xf32> {
+  %ninf = arith.constant 0xFF800000 : f32
+  %e = tensor.empty() : tensor<2x3x2x2xf32>
+  %init = linalg.fill ins(%ninf : f32) outs(%e : tensor<2x3x2x2xf32>) -> tensor<2x3x2x2xf32>
+  %w = tensor.empty() : tensor<2x2xf32>
+  %r = linalg.pooling_nchw_max {dilations = dense<1> : tensor<2xi64>, strides = dense<2> : tensor<2xi64>}
+      ins(%x, %w : tensor<2x3x4x4xf32>, tensor<2x2xf32>)
+      outs(%init : tensor<2x3x2x2xf32>) -> tensor<2x3x2x2xf32>
+  return %r : tensor<2x3x2x2xf32>
+}

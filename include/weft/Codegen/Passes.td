@@ -223,10 +223,10 @@ def FuseKernelsPass : Pass<"weft-fuse-kernels", "mlir::func::FuncOp"> {
     own zero fill, so `--weft-linalg-to-blas` can drop it. A lone parallel
     dimension with reductions inside it (a bias gradient's channels) is
     tiled too. Ops whose maps compute indices (an im2col gather, a pooling
-    window of the form `d0 * s + d1`) fuse with nothing but are tiled alone
-    along the parallel dimensions every map uses as a plain index, so they
-    run in parallel as well; other index maps (a pooling gradient's
-    floordiv) stay whole.
+    window of the form `d0 * s + d1`, a named pooling or grouped
+    convolution op) fuse with nothing but are tiled alone along the
+    parallel dimensions every map uses as a plain index, so they run in
+    parallel as well; index maps that are not monotone stay whole.
 
     The outermost loop of every kernel carries `weft.kernel = "fused_N"`,
     numbered in program order: the unit a GPU target maps to `gpu.launch`.
