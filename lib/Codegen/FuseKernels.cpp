@@ -66,18 +66,21 @@ namespace {
 /// GEMM-like and convolution-like ops: they go to BLAS or kernels of their
 /// own and are never fused into or out of. A contraction without an M or N
 /// dimension (a row dot product) is an ordinary reduction.
-bool isContractionLike(Operation *op) {
+/// A product with M, N and K dimensions: what BLAS runs.
+bool isMatmulLike(Operation *op) {
   auto linalgOp = dyn_cast<linalg::LinalgOp>(op);
-  if (!linalgOp)
-    return false;
-  if (linalg::isaConvolutionOpInterface(linalgOp))
-    return true;
-  if (!linalg::isaContractionOpInterface(linalgOp))
+  if (!linalgOp || !linalg::isaContractionOpInterface(linalgOp))
     return false;
   FailureOr<linalg::ContractionDimensions> dims =
       linalg::inferContractionDims(linalgOp);
   return succeeded(dims) && !dims->m.empty() && !dims->n.empty() &&
          !dims->k.empty();
+}
+
+bool isContractionLike(Operation *op) {
+  auto linalgOp = dyn_cast<linalg::LinalgOp>(op);
+  return linalgOp &&
+         (linalg::isaConvolutionOpInterface(linalgOp) || isMatmulLike(op));
 }
 
 bool hasStaticTensorOperands(Operation *op) {
@@ -330,8 +333,7 @@ struct FuseKernelsPass
     // on one thread while the others waited. Products stay whole for BLAS.
     for (Operation *op : ops) {
       auto linalgOp = dyn_cast<linalg::LinalgOp>(op);
-      bool windowed = linalgOp && linalg::isaConvolutionOpInterface(linalgOp);
-      if (!linalgOp || isFusible(op) || (isContractionLike(op) && !windowed) ||
+      if (!linalgOp || isFusible(op) || isMatmulLike(op) ||
           isa<linalg::FillOp>(op) || !isa<TilingInterface>(op) ||
           !linalgOp.hasPureTensorSemantics() || !hasStaticTensorOperands(op))
         continue;

@@ -24,6 +24,7 @@
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/IR/Matchers.h"
 #include "mlir/IR/SymbolTable.h"
+#include "mlir/Interfaces/ViewLikeInterface.h"
 
 #include "llvm/ADT/DenseMap.h"
 
@@ -98,10 +99,10 @@ struct MarkDisjointArgsPass
       }
       return p;
     }
-    // Views inside a buffer stay within its range.
-    if (isa<memref::SubViewOp, memref::CollapseShapeOp, memref::ExpandShapeOp,
-            memref::CastOp, memref::ReinterpretCastOp, memref::TransposeOp>(op))
-      return placeOf(op->getOperand(0), args, fn);
+    // Other views (subviews, reshapes, casts) stay within their source's
+    // range.
+    if (auto view = dyn_cast<ViewLikeOpInterface>(op))
+      return placeOf(view.getViewSource(), args, fn);
     if (isa<memref::AllocOp, memref::AllocaOp, memref::GetGlobalOp>(op)) {
       auto [it, inserted] = allocationRoots.try_emplace(op, nextRoot);
       if (inserted)

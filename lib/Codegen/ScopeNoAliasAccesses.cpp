@@ -55,13 +55,17 @@ struct ScopeNoAliasAccessesPass
       Block *entry = &fn.getBody().front();
       DenseMap<BlockArgument, LLVM::AliasScopeAttr> scopes;
       SmallVector<Attribute> allScopes;
-      auto domain = LLVM::AliasScopeDomainAttr::get(
-          ctx, StringAttr::get(ctx, fn.getName()));
+      LLVM::AliasScopeDomainAttr domain;
       for (BlockArgument arg : entry->getArguments()) {
         if (!isa<LLVM::LLVMPointerType>(arg.getType()) ||
             !fn.getArgAttr(arg.getArgNumber(),
                            LLVM::LLVMDialect::getNoAliasAttrName()))
           continue;
+        // Only functions with scopes get a domain: each is a distinct
+        // attribute the context keeps.
+        if (!domain)
+          domain = LLVM::AliasScopeDomainAttr::get(
+              ctx, StringAttr::get(ctx, fn.getName()));
         auto scope = LLVM::AliasScopeAttr::get(
             domain,
             StringAttr::get(ctx, "arg" + std::to_string(arg.getArgNumber())));
