@@ -234,6 +234,10 @@ public:
     return transfer(/*sending=*/false, data, count, peer, tag);
   }
 
+  /// Each transfer has its own slots (kTransferSlotPrefix, kind, tag), and
+  /// gloo's pairs take unbound-buffer operations from any thread.
+  bool concurrentTransfers() const override { return true; }
+
 private:
   using Clock = std::chrono::steady_clock;
 
@@ -397,6 +401,9 @@ public:
   }
   Status recv(float *data, size_t count, int peer, uint64_t tag) override {
     return world->recv(data, count, peer, tag);
+  }
+  bool concurrentTransfers() const override {
+    return world->concurrentTransfers();
   }
 
 private:

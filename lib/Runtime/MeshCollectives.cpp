@@ -184,7 +184,7 @@ Status RuntimeContext::drainTransfers() {
     if (!group || group->sends.empty())
       continue;
     auto start = std::chrono::steady_clock::now();
-    Status s = group->thread->waitAll();
+    Status s = group->sender().waitAll();
     group->sends.clear();
     group->transferSeconds += secondsSince(start);
     if (!s.ok())
@@ -406,7 +406,7 @@ extern "C" void weft_rt_send_f32(const WeftRuntimeContext *ctx,
   // order of transfers; RuntimeContext::drainTransfers waits for the
   // rest once the step is done.
   while (!group.sends.empty() &&
-         group.thread->finished(group.sends.front().first))
+         group.sender().finished(group.sends.front().first))
     group.sends.pop_front();
   // A bad peer or tag fails here, at the op, not at the drain.
   check(ctx, "send", axisMask,
@@ -416,7 +416,7 @@ extern "C" void weft_rt_send_f32(const WeftRuntimeContext *ctx,
             int(peer), uint64_t(tag)));
   std::vector<float> copy(in, in + count);
   CommThread::Ticket ticket =
-      group.thread->send(copy.data(), size_t(count), int(peer), uint64_t(tag));
+      group.sender().send(copy.data(), size_t(count), int(peer), uint64_t(tag));
   group.sends.emplace_back(ticket, std::move(copy));
   group.transferSeconds += secondsSince(start);
 }

@@ -266,12 +266,33 @@ def cmd_same_npy_dirs(args):
                          sorted(set(other) - set(names)), args.b))
     if not names:
         raise Failure("no .npy files in %s" % args.a)
+    near = {n: args.rtol for n in names} if args.rtol else {}
+    for item in args.close:
+        name, _, rtol = item.partition("=")
+        if name + ".npy" not in names or not rtol:
+            raise Failure("--close takes NAME=RTOL for an array of %s, not %r"
+                          % (args.a, item))
+        near[name + ".npy"] = float(rtol)
     for name in names:
         a = np.load(os.path.join(args.a, name))
         b = np.load(os.path.join(args.b, name))
-        if a.shape != b.shape or a.dtype != b.dtype or not np.array_equal(a, b):
+        if a.shape != b.shape or a.dtype != b.dtype:
             raise Failure("%s differs between %s and %s" % (name, args.a, args.b))
-    print("same-npy-dirs: %d arrays, bitwise identical" % len(names))
+        if name in near:
+            err = close(a, b, near[name])
+            if err > near[name]:
+                raise Failure("%s differs between %s and %s by %.2e relative "
+                              "(> %g)" % (name, args.a, args.b, err, near[name]))
+        elif not np.array_equal(a, b):
+            raise Failure("%s differs between %s and %s" % (name, args.a, args.b))
+    if args.rtol:
+        print("same-npy-dirs: %d arrays within %g (%d of them within their "
+              "--close)" % (len(names), args.rtol, len(args.close)))
+    elif near:
+        print("same-npy-dirs: %d arrays, bitwise identical but %d within "
+              "their --close" % (len(names), len(near)))
+    else:
+        print("same-npy-dirs: %d arrays, bitwise identical" % len(names))
 
 
 def close(a, b, rtol):
@@ -459,6 +480,13 @@ def make_parser():
     q = sub.add_parser("same-npy-dirs")
     q.add_argument("a")
     q.add_argument("b")
+    q.add_argument("--close", action="append", default=[],
+                   help="NAME=RTOL: the array NAME.npy may differ by RTOL "
+                   "relative to its largest magnitude (a sum added in "
+                   "another order); the rest must be bitwise equal")
+    q.add_argument("--rtol", type=float, default=0.0,
+                   help="every array may differ by this much relative "
+                   "(default 0: bitwise equal); --close overrides it")
 
     for name in ("close-metrics", "close-tensors"):
         q = sub.add_parser(name)

@@ -77,6 +77,9 @@ public:
   virtual Status send(const float *data, size_t count, int peer,
                       uint64_t tag) = 0;
   virtual Status recv(float *data, size_t count, int peer, uint64_t tag) = 0;
+  /// Whether sends and recvs with distinct tags may run on two threads at
+  /// once (gloo), so that a rank's sends need not wait behind its recvs.
+  virtual bool concurrentTransfers() const { return false; }
 
   /// Tags fit in 48 bits: gloo's message slots keep the rest for the kind
   /// of message. The ABI's limit, which weft.send and weft.recv verify.
@@ -227,7 +230,13 @@ struct AxisGroup {
   };
 
   explicit AxisGroup(std::unique_ptr<Communicator> c)
-      : comm(std::move(c)), thread(std::make_unique<CommThread>(*comm)) {}
+      : comm(std::move(c)), thread(std::make_unique<CommThread>(*comm)) {
+    if (comm->concurrentTransfers())
+      sendThread = std::make_unique<CommThread>(*comm);
+  }
+
+  /// The thread a send runs on: its own where the communicator allows.
+  CommThread &sender() { return sendThread ? *sendThread : *thread; }
 
   std::unique_ptr<Communicator> comm;
   /// Sends still running on `thread`, each with its own copy of the data:
@@ -236,6 +245,13 @@ struct AxisGroup {
   std::deque<std::pair<CommThread::Ticket, std::vector<float>>> sends;
   /// Declared after `comm`: it stops (finishing what was issued) first.
   std::unique_ptr<CommThread> thread;
+  /// Sends, apart from `thread`: a send returns only once the peer has
+  /// posted its recv, and on `thread` it would hold up this rank's own
+  /// next recv (a pipeline stage waiting for a gradient behind the
+  /// activation it sent): the ranks would move in lock step, idle between
+  /// messages, or wait for each other until the timeout. Null where the
+  /// communicator runs one transfer at a time.
+  std::unique_ptr<CommThread> sendThread;
   std::vector<Bucket> buckets;
   /// The mesh's groups by axis mask (bit i: axis i), this one among them:
   /// how a collective over several axes finds its group from the context.
