@@ -26,6 +26,9 @@
 
 #include <algorithm>
 #include <cstring>
+#include <mutex>
+#include <set>
+#include <tuple>
 #include <stdexcept>
 #include <vector>
 
@@ -269,20 +272,34 @@ private:
           std::chrono::milliseconds(0));
     };
     std::string them = "rank " + std::to_string(peer);
+    // A compiled step sends the same sizes under the same tags every step:
+    // once both sides have agreed on one, the swap (two more messages,
+    // each a round trip through both ranks' threads) is skipped.
+    auto key = std::make_tuple(sending, peer, tag, bytes);
+    bool agreed;
+    {
+      std::lock_guard<std::mutex> lock(agreedMutex);
+      agreed = agreedSizes.count(key) != 0;
+    }
     try {
-      uint64_t mine = bytes, theirs = 0;
-      auto out = context->createUnboundBuffer(&mine, sizeof mine);
-      auto in = context->createUnboundBuffer(&theirs, sizeof theirs);
-      out->send(peer, transferSlot(sending ? kSenderSize : kReceiverSize, tag));
-      in->recv(peer, transferSlot(sending ? kReceiverSize : kSenderSize, tag));
-      if (!in->waitRecv(left()) || !out->waitSend(left()))
-        throw std::runtime_error("the transfer was aborted");
-      if (theirs != mine)
-        return Status::error(
-            what + " failed: " + them + (sending ? " receives " : " sends ") +
-            std::to_string(theirs) +
-            " bytes with this tag; a send and its recv must have the same "
-            "size (no data moved)");
+      if (!agreed) {
+        uint64_t mine = bytes, theirs = 0;
+        auto out = context->createUnboundBuffer(&mine, sizeof mine);
+        auto in = context->createUnboundBuffer(&theirs, sizeof theirs);
+        out->send(peer,
+                  transferSlot(sending ? kSenderSize : kReceiverSize, tag));
+        in->recv(peer, transferSlot(sending ? kReceiverSize : kSenderSize, tag));
+        if (!in->waitRecv(left()) || !out->waitSend(left()))
+          throw std::runtime_error("the transfer was aborted");
+        if (theirs != mine)
+          return Status::error(
+              what + " failed: " + them + (sending ? " receives " : " sends ") +
+              std::to_string(theirs) +
+              " bytes with this tag; a send and its recv must have the same "
+              "size (no data moved)");
+        std::lock_guard<std::mutex> lock(agreedMutex);
+        agreedSizes.insert(key);
+      }
       if (bytes == 0)
         return Status::success();
       auto payload = context->createUnboundBuffer(data, bytes);
@@ -332,6 +349,10 @@ private:
   static constexpr uint8_t kTransferSlotPrefix = 0x52;
 
   std::shared_ptr<gloo::Context> context;
+  /// (sending, peer, tag, bytes) of the transfers whose sizes both sides
+  /// have swapped and agreed on.
+  std::mutex agreedMutex;
+  std::set<std::tuple<bool, int, uint64_t, size_t>> agreedSizes;
   std::chrono::milliseconds timeout;
   uint32_t tag = 0;
 };

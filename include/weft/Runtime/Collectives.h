@@ -65,7 +65,9 @@ public:
   /// ring, even ranks send first and odd ranks receive first).
   ///
   /// Both sides must agree on the size: a send and its recv of different
-  /// sizes fail on both ranks, naming both sizes, and move no data. Sends
+  /// sizes fail on both ranks, naming both sizes, and move no data (on
+  /// gloo checked at a (peer, tag, size)'s first transfer: a tag keeps the
+  /// size it was first sent with, as a compiled step's tags do). Sends
   /// and recvs between two ranks with one tag match in the order they are
   /// issued; with distinct tags they may be posted in any order (from
   /// several threads at once on gloo; NCCL has no tags and matches in
