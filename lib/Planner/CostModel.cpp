@@ -66,6 +66,18 @@ double computeSeconds(const ClusterSpec &spec, double flops, double bytes,
   return std::max(flops / flopsPerSecond, bytes / bytesPerSecond);
 }
 
+double updateSeconds(double paramsHere, double paramsUpdated, int microBatches,
+                     double bytesPerParam, double bytesPerGrad,
+                     double optimizerBytesPerParam,
+                     double memoryBandwidthGBps) {
+  if (!(memoryBandwidthGBps > 0))
+    return 0;
+  double accumulate = std::max(microBatches - 1, 0) * paramsHere * 3 * bytesPerGrad;
+  double update = paramsUpdated * (2 * bytesPerParam + bytesPerGrad +
+                                   2 * optimizerBytesPerParam);
+  return (accumulate + update) / (memoryBandwidthGBps * 1e9);
+}
+
 //===----------------------------------------------------------------------===//
 // Layouts and memory
 //===----------------------------------------------------------------------===//

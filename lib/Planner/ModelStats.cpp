@@ -189,7 +189,9 @@ Status computeModelStats(ModuleOp module, ModelStats &out) {
       return acc[0];
     return acc[1 + std::min(tag, numBlocks)];
   };
-  llvm::DenseSet<Value> ownedParams;
+  llvm::DenseSet<Value> ownedParams, tiedParams;
+  llvm::DenseMap<Value, LayerAcc *> ownerOf;
+  double tiedElements = 0;
   auto isSeqBySeq = [&](Value v) {
     auto t = dyn_cast<RankedTensorType>(v.getType());
     return seq > 1 && t && t.getRank() >= 3 &&
@@ -288,9 +290,17 @@ Status computeModelStats(ModuleOp module, ModelStats &out) {
     bool inBlock = tag >= 0 && tag < numBlocks;
 
     // Parameters belong to the first layer that reads them.
-    for (Value v : op.getOperands())
-      if (info[v].param && ownedParams.insert(v).second)
+    for (Value v : op.getOperands()) {
+      if (!info[v].param)
+        continue;
+      if (ownedParams.insert(v).second) {
         layer.stats.params += elementsOf(v);
+        ownerOf[v] = &layer;
+      } else if (ownerOf[v] == &acc.front() && &layer == &acc.back() &&
+                 tiedParams.insert(v).second) {
+        tiedElements += elementsOf(v);
+      }
+    }
 
     // Megatron's split: a matmul with a weight is column-parallel on a
     // replicated input (its output split) and row-parallel on a split one
@@ -466,6 +476,7 @@ Status computeModelStats(ModuleOp module, ModelStats &out) {
   stats.batch = batch;
   stats.seq = seq;
   stats.tpDivisor = divisor;
+  stats.tiedElements = tiedElements;
   for (Type t : forward.getFunctionType().getResults())
     if (auto ranked = dyn_cast<RankedTensorType>(t);
         ranked && ranked.hasStaticShape())

@@ -414,12 +414,22 @@ void price(Pricer &pr, const RankLayout &rl, const LayoutChoice &l, int mbs,
   const int p = l.pp, m = l.microBatches, v = l.virtualStages;
   const int dpn = int(spec.devicesPerNode);
 
-  double p2p = 0;
-  if (p > 1)
+  double p2p = 0, tied = 0;
+  if (p > 1) {
     p2p = 2.0 * v *
           collectiveSeconds(spec, Collective::SendRecv, mbs * rl.boundary, 2,
                             l.dp * l.tp >= dpn, Algorithm::Ring);
-  double slowest = -1, compute = 0, comm = 0, dpExposed = 0;
+    // After the schedule the first and last stages swap their shares of a
+    // tied parameter's gradient (both ways at once), exposed.
+    if (pr.model.tiedElements > 0)
+      tied = collectiveSeconds(spec, Collective::SendRecv,
+                               pr.model.tiedElements / l.tp * pr.bytes.grad,
+                               2, l.dp * l.tp >= dpn, Algorithm::Ring);
+  }
+  double slowest = -1, compute = 0, comm = 0, dpExposed = 0, update = 0;
+  double bandwidth = pr.options.memoryBandwidthGBps > 0
+                         ? pr.options.memoryBandwidthGBps
+                         : spec.device.memoryBandwidthGBps;
   MemoryEstimate worst;
   worst.total = -1;
   int worstRank = 0;
@@ -441,6 +451,10 @@ void price(Pricer &pr, const RankLayout &rl, const LayoutChoice &l, int mbs,
     }
     double forwardMB = mbs * g.forward;
     double here = g.params / l.tp;
+    update = std::max(
+        update, updateSeconds(here, here / (l.zeroStage >= 1 ? l.dp : 1), m,
+                              pr.bytes.param, pr.bytes.grad,
+                              pr.bytes.optimizer, bandwidth));
     dpExposed = std::max(
         dpExposed, dpExposedSeconds(spec, l.zeroStage, l.dp, dpCrosses,
                                     here * pr.bytes.grad, here * pr.bytes.param,
@@ -482,9 +496,9 @@ void price(Pricer &pr, const RankLayout &rl, const LayoutChoice &l, int mbs,
   plan.microBatchSize = mbs;
   plan.recompute = rec;
   plan.blocksPerRank = rl.blocksPerRank;
-  plan.stepSeconds = makespan + dpExposed;
-  plan.computeSeconds = m * compute;
-  plan.exposedCommSeconds = m * comm + dpExposed;
+  plan.stepSeconds = makespan + dpExposed + update + tied;
+  plan.computeSeconds = m * compute + update;
+  plan.exposedCommSeconds = m * comm + dpExposed + tied;
   plan.bubbleSeconds = makespan - busy;
   plan.memory = worst;
   plan.memoryRank = worstRank;

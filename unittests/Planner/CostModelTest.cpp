@@ -83,6 +83,19 @@ TEST(CostModelCompute, ElementwiseIsMemoryBound) {
   expectNear(6e8 / 2039e9, computeSeconds(a100, 1e8, 6e8, 2039, "bf16"));
 }
 
+TEST(CostModelCompute, UpdateAndAccumulationAreMemoryTraffic) {
+  // 1e9 f32 parameters under AdamW (8 B of state each), 4 micro-batches,
+  // 100 GB/s: 3 later micro-batches add 1e9 x 3 x 4 B = 36 GB, the update
+  // reads and writes 1e9 x (2 x 4 + 4 + 2 x 8) = 28 GB: 0.64 s.
+  expectNear(0.64, updateSeconds(1e9, 1e9, 4, 4, 4, 8, 100));
+  // ZeRO-1 over 4 ranks updates a quarter: 0.36 + 0.07 s.
+  expectNear(0.43, updateSeconds(1e9, 0.25e9, 4, 4, 4, 8, 100));
+  // One micro-batch: nothing to accumulate.
+  expectNear(0.28, updateSeconds(1e9, 1e9, 1, 4, 4, 8, 100));
+  // No measured bandwidth: not priced.
+  EXPECT_EQ(0.0, updateSeconds(1e9, 1e9, 4, 4, 4, 8, 0));
+}
+
 TEST(CostModelCompute, MeasuredEfficiencyScalesThePeak) {
   ClusterSpec spec = dgxA100(1);
   spec.device.efficiency["bf16"] = 0.7;

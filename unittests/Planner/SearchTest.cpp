@@ -283,10 +283,52 @@ TEST(SearchPieces, MemoryBoundOpsWithABandwidth) {
   // backward, 8 samples: 240 us.
   expectNear(240e-6, atPeak.computeSeconds);
   // 1000 GB/s: 2e9 bytes (bf16) take 2 ms forward, 6 ms with the
-  // backward, 8 samples: 48 ms.
+  // backward, 8 samples: 48 ms. The optimizer's update now has a price
+  // too: 1e9 parameters x 30 B (bf16 weight written and gradient read;
+  // f32 master weight and two moments read and written) = 30 ms.
   o.memoryBandwidthGBps = 1000;
   ASSERT_TRUE(evaluatePlan(model, spec, o, l, 8, Recompute::None, bound).ok());
-  expectNear(0.048, bound.computeSeconds);
+  expectNear(0.048 + 0.030, bound.computeSeconds);
+  expectNear(0.078, bound.stepSeconds);
+  // Two micro-batches of 4: the second's gradients join the first's
+  // (3 x 2 B per parameter): 6 ms more. ZeRO-1 over dp = 2 halves the
+  // update (15 ms) of each rank.
+  spec = cluster(1, 2);
+  l.dp = 2;
+  l.zeroStage = 1;
+  l.microBatches = 2;
+  Plan accumulated;
+  ASSERT_TRUE(
+      evaluatePlan(model, spec, o, l, 2, Recompute::None, accumulated).ok());
+  expectNear(2 * 2 * 0.006 + 0.006 + 0.015, accumulated.computeSeconds);
+}
+
+TEST(SearchPieces, PipelineStagesSwapATiedParameterGradient) {
+  // GPT's embedding and head: 1e8 elements the prologue owns and the
+  // epilogue reads. At pp = 2 the first and last ranks swap their bf16
+  // gradient shares once a step: 2e8 B at 100 GB/s = 2 ms, exposed.
+  ModelStats model = simpleModel(2, 8);
+  ClusterSpec spec = cluster(1, 2);
+  SearchOptions o;
+  LayoutChoice l;
+  l.pp = 2;
+  l.microBatches = 8;
+  Plan untied, tied;
+  ASSERT_TRUE(evaluatePlan(model, spec, o, l, 1, Recompute::None, untied).ok());
+  model.tiedElements = 1e8;
+  ASSERT_TRUE(evaluatePlan(model, spec, o, l, 1, Recompute::None, tied).ok());
+  expectNear(0.002, tied.exposedCommSeconds - untied.exposedCommSeconds);
+  expectNear(0.002, tied.stepSeconds - untied.stepSeconds);
+  // One rank holds both ends: nothing crosses.
+  l.pp = 1;
+  l.microBatches = 8;
+  Plan one;
+  ASSERT_TRUE(evaluatePlan(model, spec, o, l, 1, Recompute::None, one).ok());
+  model.tiedElements = 0;
+  Plan oneUntied;
+  ASSERT_TRUE(
+      evaluatePlan(model, spec, o, l, 1, Recompute::None, oneUntied).ok());
+  expectNear(oneUntied.stepSeconds, one.stepSeconds);
 }
 
 TEST(SearchPieces, InterleavedChunksAndTheirMemory) {

@@ -61,6 +61,18 @@ double gemmEfficiencyFor(const ClusterSpec &spec, const std::string &dtype,
 double computeSeconds(const ClusterSpec &spec, double flops, double bytes,
                       double memoryBandwidthGBps, const std::string &dtype);
 
+/// Seconds of memory traffic a step spends outside the layers, at
+/// `memoryBandwidthGBps` (0: not priced): each micro-batch's gradients
+/// after the first added into the running sum (both read, the sum
+/// written: 3 x bytesPerGrad per local parameter), and the optimizer's
+/// update of the `paramsUpdated` parameters this device owns (parameter,
+/// gradient and state read; parameter and state written: 2 x bytesPerParam
+/// + bytesPerGrad + 2 x optimizerBytesPerParam each; AdamW in f32: 28).
+double updateSeconds(double paramsHere, double paramsUpdated, int microBatches,
+                     double bytesPerParam, double bytesPerGrad,
+                     double optimizerBytesPerParam,
+                     double memoryBandwidthGBps);
+
 //===----------------------------------------------------------------------===//
 // Layouts and memory
 //===----------------------------------------------------------------------===//

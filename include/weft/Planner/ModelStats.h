@@ -96,6 +96,11 @@ struct ModelStats {
   /// S x V): what the training step's loss turns into probabilities and
   /// their gradient, outside the layers' saved activations.
   double outputElements = 0;
+  /// Parameter elements the epilogue reads that the prologue owns (GPT's
+  /// embedding, tied to the head): under pipeline parallelism the first
+  /// and last stages each hold them and swap their gradient shares once a
+  /// step.
+  double tiedElements = 0;
 
   double totalParams() const;
   /// Forward FLOPs of one sample, all layers.
