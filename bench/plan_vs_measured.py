@@ -88,7 +88,10 @@ def main():
                     help="--profile, then set the spec's fp32 efficiency "
                     "from a 1-rank run of the model (weft-profile-cluster "
                     "--from-metrics): the whole step's efficiency, measured "
-                    "on a layout that is not one of those compared")
+                    "on a layout that is not one of those compared; then "
+                    "device.collective_overhead_us from a 2-rank tp=2 run "
+                    "(no sequence parallelism, micro-batches of 4, "
+                    "--fit collective-overhead)")
     ap.add_argument("--repeat", type=int, default=1,
                     help="run the layouts round-robin this many times and "
                     "take the median of their medians (a shared host's load "
@@ -153,6 +156,26 @@ def main():
                  "--model", ir, "--spec", spec, "--dtype", "fp32", "-o", cal])
         print("calibration: " + p.stderr.strip().splitlines()[-1])
         spec = cal
+        # Then what each collective costs a step beyond its idle time, from
+        # a 2-rank run of a layout the comparison does not use: tp=2 without
+        # sequence parallelism, micro-batches of 4.
+        tp_exe = os.path.join(work, "calib-tp2")
+        run([os.path.join(b, "weftc"), export(args.model, work, 4)[0],
+             "--mesh", "tp=2", "--accum-steps", "2", "--optimizer", "adamw",
+             "-o", tp_exe])
+        m2 = os.path.join(work, "calib-tp2.jsonl")
+        if os.path.exists(m2):
+            os.remove(m2)
+        run([os.path.join(b, "weftrun"), "--nproc-per-node", "2",
+             "--master-port", str(args.port + 9), tp_exe] + data +
+            ["--steps", str(args.steps), "--metrics", m2], cwd=work)
+        cal2 = os.path.join(work, "calibrated-overhead.yaml")
+        p = run([os.path.join(b, "weft-profile-cluster"), "--from-metrics", m2,
+                 "--model", ir, "--spec", spec, "--dtype", "fp32",
+                 "--mesh", "tp=2", "--micro-batch-size", "4",
+                 "--fit", "collective-overhead", "-o", cal2])
+        print("calibration: " + p.stderr.strip().splitlines()[-1])
+        spec = cal2
     run([os.path.join(b, "weftc"), onnx, "--emit=plan-json", "--cluster",
          spec, "-o", plan_file] + args.plan_flags.split())
     with open(plan_file) as f:

@@ -244,7 +244,8 @@ ClusterSpec::Device readDevice(Reader &r, const YAML::Node &node) {
                      {"efficiency", false, ""},
                      {"gemm_efficiency", false, ""},
                      {"memory_bandwidth_GBps", false, ""},
-                     {"comm_overlap", false, ""}});
+                     {"comm_overlap", false, ""},
+                     {"collective_overhead_us", false, ""}});
   ClusterSpec::Device device;
   device.memoryGB = r.positive(f["memory_GB"], "device.memory_GB",
                                "memory of one device in GB, e.g. 80");
@@ -310,6 +311,18 @@ ClusterSpec::Device readDevice(Reader &r, const YAML::Node &node) {
              std::string("device.comm_overlap must be from 0 to 1 (") + hint +
                  "), got " + f["comm_overlap"].Scalar());
     device.commOverlap = o;
+  }
+  if (f.count("collective_overhead_us")) {
+    const char *hint = "microseconds each collective costs a step beyond "
+                       "its time on idle devices, zero or more";
+    double o = r.number(f["collective_overhead_us"],
+                        "device.collective_overhead_us", hint);
+    if (!(o >= 0))
+      r.fail(f["collective_overhead_us"],
+             std::string("device.collective_overhead_us must be zero or "
+                         "more (") +
+                 hint + "), got " + f["collective_overhead_us"].Scalar());
+    device.collectiveOverheadUs = o;
   }
   return device;
 }

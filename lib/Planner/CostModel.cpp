@@ -273,10 +273,18 @@ double collectiveSeconds(const ClusterSpec &spec, Collective kind,
                          double bytes, int groupSize, bool crossesNodes,
                          Algorithm algo) {
   // A measurement is of what the library really does, whatever algorithm
-  // it picked, so it wins over every formula.
+  // it picked, so it wins over every formula. Either is timed on idle
+  // devices; what a call costs a step beyond that is the overhead.
+  double overhead = spec.device.collectiveOverheadUs * 1e-6;
   double measured;
   if (measuredSeconds(spec, kind, bytes, groupSize, measured))
-    return measured;
+    return measured + overhead;
+  return overhead + linkSeconds(spec, kind, bytes, groupSize, crossesNodes,
+                                algo);
+}
+
+double linkSeconds(const ClusterSpec &spec, Collective kind, double bytes,
+                   int groupSize, bool crossesNodes, Algorithm algo) {
 
   AlphaBeta link = alphaBeta(crossesNodes ? spec.interNode : spec.intraNode);
   int n = groupSize;

@@ -384,6 +384,11 @@ formatClusterSpec(const ClusterSpec &spec,
     comment("device.comm_overlap", "  ");
     os << "  comm_overlap: " << number(spec.device.commOverlap) << "\n";
   }
+  if (spec.device.collectiveOverheadUs != 0) {
+    comment("device.collective_overhead_us", "  ");
+    os << "  collective_overhead_us: "
+       << number(spec.device.collectiveOverheadUs) << "\n";
+  }
   os << "  peak_TFLOPs:\n";
   for (const char *dt : kClusterDTypes) {
     comment(std::string("device.peak_TFLOPs.") + dt, "    ");
@@ -548,6 +553,67 @@ Status calibrateEfficiency(const ModelStats &model, ClusterSpec &spec,
   if (Status s = predict(out.efficiency, out.predictedAfter); !s.ok())
     return s;
   spec.device.efficiency[dt] = out.efficiency;
+  return Status::success();
+}
+
+Status calibrateCollectiveOverhead(const ModelStats &model, ClusterSpec &spec,
+                                   const SearchOptions &options,
+                                   const LayoutChoice &layout,
+                                   int microBatchSize, const RunMetrics &run,
+                                   OverheadCalibration &out) {
+  out = OverheadCalibration();
+  out.previousUs = spec.device.collectiveOverheadUs;
+  out.measured = run.medianStepSeconds;
+  if (int64_t(layout.dp) * layout.tp * layout.pp < 2)
+    return Status::error(
+        "the run's layout is one device, which runs no collectives: "
+        "calibrate the overhead from a run of 2 or more ranks (--mesh), and "
+        "the efficiency from the 1-rank run");
+  auto predict = [&](double us, double &seconds) -> Status {
+    ClusterSpec trial = spec;
+    trial.device.collectiveOverheadUs = us;
+    Plan plan;
+    if (Status s = evaluatePlan(model, trial, options, layout, microBatchSize,
+                                Recompute::None, plan);
+        !s.ok())
+      return s;
+    seconds = plan.stepSeconds;
+    return Status::success();
+  };
+  if (Status s = predict(out.previousUs, out.predictedBefore); !s.ok())
+    return s;
+  double none = 0;
+  if (Status s = predict(0, none); !s.ok())
+    return s;
+  if (none > out.measured)
+    return Status::error(
+        "the run took " + fmt("%.4g s per step", out.measured) +
+        ", faster than the plan predicts with no overhead at all (" +
+        fmt("%.4g s", none) +
+        "): calibrate device.efficiency from a 1-rank run first "
+        "(--fit efficiency), or check the links and collectives tables");
+  // The step grows with the overhead, by at least one call's worth per
+  // microsecond; bisect between none and the whole measured step.
+  double lo = 0, hi = out.measured * 1e6, tHi = 0;
+  if (Status s = predict(hi, tHi); !s.ok())
+    return s;
+  if (tHi < out.measured)
+    return Status::error(
+        "even an overhead of the whole step per collective predicts " +
+        fmt("%.4g s", tHi) + ", less than the " +
+        fmt("%.4g s", out.measured) +
+        " measured: the layout communicates nothing the plan prices. Check "
+        "that --mesh and --micro-batch-size describe the run");
+  for (int i = 0; i < 60; ++i) {
+    double mid = 0.5 * (lo + hi), t = 0;
+    if (Status s = predict(mid, t); !s.ok())
+      return s;
+    (t > out.measured ? hi : lo) = mid;
+  }
+  out.overheadUs = round4(0.5 * (lo + hi));
+  if (Status s = predict(out.overheadUs, out.predictedAfter); !s.ok())
+    return s;
+  spec.device.collectiveOverheadUs = out.overheadUs;
   return Status::success();
 }
 

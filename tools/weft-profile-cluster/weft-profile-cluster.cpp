@@ -7,7 +7,8 @@
 //   weft-profile-cluster [--devices N] [--quick] [--name NAME] [-o FILE]
 //   weft-profile-cluster --from-metrics RUN.jsonl --model M.mlir
 //       --spec IN.yaml [--mesh dp=A,tp=B,pp=C] [--zero K]
-//       [--micro-batch-size B] [--dtype D] [-o FILE]
+//       [--micro-batch-size B] [--dtype D]
+//       [--fit efficiency|collective-overhead] [-o FILE]
 //
 // Maps flags onto lib/Planner/Profile.h and writes what it returns; the
 // measurements and the calibration method live in the library.
@@ -21,6 +22,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <iostream>
+#include <map>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -37,7 +39,7 @@ const char *const kUsage =
     "       weft-profile-cluster --from-metrics RUN.jsonl --model M.mlir "
     "--spec IN.yaml\n"
     "           [--mesh dp=A,tp=B,pp=C] [--zero K] [--micro-batch-size B]\n"
-    "           [--dtype D] [-o FILE]\n"
+    "           [--dtype D] [--fit efficiency|collective-overhead] [-o FILE]\n"
     "\n"
     "Measures this machine and writes a cluster spec (YAML; weft-cluster\n"
     "check reads it): GEMM throughput per dtype and shape class (the\n"
@@ -56,7 +58,12 @@ const char *const kUsage =
     "executable's --metrics file; the first step is left out when there are\n"
     "three or more). M.mlir is the model in the weft dialect (weftc\n"
     "model.onnx --emit=weft, or weft-modelgen); the layout defaults to one\n"
-    "device with the whole batch; --dtype defaults to fp32.\n";
+    "device with the whole batch; --dtype defaults to fp32.\n"
+    "  --fit collective-overhead  instead set device.collective_overhead_us,\n"
+    "                  what each collective or transfer costs a step beyond\n"
+    "                  its time on idle devices, from a run of 2 or more\n"
+    "                  ranks (--mesh; its efficiency calibrated first from a\n"
+    "                  1-rank run)\n";
 
 int usageError(const std::string &msg) {
   std::cerr << "weft-profile-cluster: " << msg << "\n"
@@ -180,7 +187,8 @@ int profile(int devices, bool quick, const std::string &name,
 
 int fromMetrics(const std::string &metricsPath, const std::string &modelPath,
                 const std::string &specPath, const SearchOptions &options,
-                int microBatchSize, const std::string &outPath) {
+                int microBatchSize, bool fitOverhead,
+                const std::string &outPath) {
   bool ok = false;
   std::string text = readFile(metricsPath, ok);
   if (!ok)
@@ -213,6 +221,33 @@ int fromMetrics(const std::string &metricsPath, const std::string &modelPath,
   layout.microBatches = int(model.batch / (int64_t(layout.dp) * mbs));
   SearchOptions o = options;
   o.devices = layout.dp * layout.tp * layout.pp;
+  std::map<std::string, std::string> notes;
+  notes[""] = "Recalibrated by weft-profile-cluster --from-metrics " +
+              metricsPath + " from " + specPath +
+              " (its comments are not carried over).";
+  if (fitOverhead) {
+    OverheadCalibration c;
+    if (Status s = calibrateCollectiveOverhead(model, spec, o, layout, mbs,
+                                               run, c);
+        !s.ok()) {
+      std::cerr << "weft-profile-cluster: " << s.message << "\n";
+      return 1;
+    }
+    std::cerr << "weft-profile-cluster: " << metricsPath << ": median step "
+              << fixed("%.6g", run.medianStepSeconds) << " s over " << run.used
+              << " of " << run.steps << " steps; collective_overhead_us "
+              << fixed("%.4g", c.previousUs) << " -> "
+              << fixed("%.4g", c.overheadUs) << " (predicted step "
+              << fixed("%.6g", c.predictedBefore) << " -> "
+              << fixed("%.6g", c.predictedAfter) << " s)\n";
+    notes["device.collective_overhead_us"] =
+        "So that the plan of the run's layout (" +
+        std::to_string(layout.dp) + " x " + std::to_string(layout.tp) +
+        " x " + std::to_string(layout.pp) +
+        " dp x tp x pp) predicts its median step of " +
+        fixed("%.6g", run.medianStepSeconds) + " s.";
+    return writeOut(outPath, formatClusterSpec(spec, notes));
+  }
   Calibration c;
   if (Status s = calibrateEfficiency(model, spec, o, layout, mbs, run, c);
       !s.ok()) {
@@ -226,10 +261,6 @@ int fromMetrics(const std::string &metricsPath, const std::string &modelPath,
             << fixed("%.4g", c.efficiency) << " (predicted step "
             << fixed("%.6g", c.predictedBefore) << " -> "
             << fixed("%.6g", c.predictedAfter) << " s)\n";
-  std::map<std::string, std::string> notes;
-  notes[""] = "Recalibrated by weft-profile-cluster --from-metrics " +
-              metricsPath + " from " + specPath +
-              " (its comments are not carried over).";
   notes["device.efficiency." + c.dtype] =
       "So that the plan of the run's layout predicts its median step of " +
       fixed("%.6g", run.medianStepSeconds) + " s.";
@@ -247,6 +278,7 @@ int main(int argc, char **argv) {
   SearchOptions search;
   search.dtype = "fp32";
   int mbs = 0;
+  bool fitOverhead = false;
   std::string commandLine = "Command:";
   for (int i = 0; i < argc; ++i)
     commandLine += std::string(" ") + argv[i];
@@ -266,7 +298,7 @@ int main(int argc, char **argv) {
                                 arg == "--from-metrics" || arg == "--model" ||
                                 arg == "--spec" || arg == "--mesh" ||
                                 arg == "--zero" || arg == "--dtype" ||
-                                arg == "--micro-batch-size"
+                                arg == "--micro-batch-size" || arg == "--fit"
                             ? arg + " needs a value"
                             : "unknown argument '" + arg + "'");
     std::string value = argv[++i];
@@ -296,6 +328,11 @@ int main(int argc, char **argv) {
       if (!parseInt(value, mbs))
         return usageError("--micro-batch-size takes a positive integer, got '" +
                           value + "'");
+    } else if (arg == "--fit") {
+      if (value != "efficiency" && value != "collective-overhead")
+        return usageError("--fit takes efficiency or collective-overhead, got '" +
+                          value + "'");
+      fitOverhead = value == "collective-overhead";
     } else if (arg == "--mesh") {
       std::stringstream parts(value);
       std::string part;
@@ -322,7 +359,8 @@ int main(int argc, char **argv) {
     if (metrics.empty() || model.empty() || specPath.empty())
       return usageError("recalibration needs all of --from-metrics RUN.jsonl, "
                         "--model M.mlir and --spec IN.yaml");
-    return fromMetrics(metrics, model, specPath, search, mbs, outPath);
+    return fromMetrics(metrics, model, specPath, search, mbs, fitOverhead,
+                       outPath);
   }
   return profile(devices, quick, name, outPath, commandLine);
 }

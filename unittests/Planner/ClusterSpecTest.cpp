@@ -209,12 +209,23 @@ TEST(ClusterSpec, OutOfRangeValuesAreRefused) {
   EXPECT_NE(errorOf(edit("fp16", "    fp16: 312\n  comm_overlap: 1.5"))
                 .find("device.comm_overlap must be from 0 to 1"),
             std::string::npos);
+  EXPECT_NE(errorOf(edit("fp16", "    fp16: 312\n  collective_overhead_us: -5"))
+                .find("device.collective_overhead_us must be zero or more"),
+            std::string::npos);
   {
     ClusterSpec cpu;
     Status s = parseClusterSpec(
         edit("fp16", "    fp16: 312\n  comm_overlap: 0"), "c.yaml", cpu);
     ASSERT_TRUE(s.ok()) << s.message;
     EXPECT_EQ(cpu.device.commOverlap, 0);
+  }
+  {
+    ClusterSpec cpu;
+    Status s = parseClusterSpec(
+        edit("fp16", "    fp16: 312\n  collective_overhead_us: 850"), "c.yaml",
+        cpu);
+    ASSERT_TRUE(s.ok()) << s.message;
+    EXPECT_EQ(cpu.device.collectiveOverheadUs, 850);
   }
   // Zero latency is allowed (an idealized link).
   ClusterSpec spec;

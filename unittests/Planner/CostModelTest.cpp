@@ -363,6 +363,24 @@ TEST(CostModelComm, OneSampleExtrapolatesThroughTheOrigin) {
   EXPECT_FALSE(measuredSeconds(spec, Collective::AllGather, 3e6, 4, seconds));
 }
 
+TEST(CostModelComm, OverheadIsPaidOncePerCall) {
+  ClusterSpec cpu = dgxA100(1);
+  double idle = collectiveSeconds(cpu, Collective::AllGather, 1 << 20, 8,
+                                  false, Algorithm::Ring);
+  double p2p = collectiveSeconds(cpu, Collective::SendRecv, 4096, 2, false,
+                                 Algorithm::Ring);
+  cpu.device.collectiveOverheadUs = 250;
+  expectNear(idle + 250e-6, collectiveSeconds(cpu, Collective::AllGather,
+                                              1 << 20, 8, false,
+                                              Algorithm::Ring));
+  expectNear(p2p + 250e-6, collectiveSeconds(cpu, Collective::SendRecv, 4096,
+                                             2, false, Algorithm::Ring));
+  // A measured table is of idle devices too: the overhead adds to it.
+  cpu.collectives["all_reduce"] = {{8, 1 << 20, 100}};
+  expectNear(350e-6, collectiveSeconds(cpu, Collective::AllReduce, 1 << 20, 8,
+                                       false, Algorithm::Ring));
+}
+
 TEST(CostModelComm, CollectiveChecksNameTheFix) {
   ClusterSpec a100 = dgxA100(2);
   EXPECT_TRUE(checkCollective(a100, Collective::AllReduce, 16,

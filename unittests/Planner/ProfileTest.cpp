@@ -105,6 +105,7 @@ TEST(ProfileSpec, WrittenYamlReadsBackAndIsStable) {
   o.devices = 2;
   ClusterSpec s = specFromProfile(handResult(), o, "here");
   s.device.efficiency["fp32"] = 0.5;
+  s.device.collectiveOverheadUs = 812.5;
   std::string text =
       formatClusterSpec(s, {{"", "top\nsecond line"},
                             {"device.peak_TFLOPs.bf16", "not measured"}});
@@ -121,6 +122,8 @@ TEST(ProfileSpec, WrittenYamlReadsBackAndIsStable) {
   EXPECT_EQ(s.device.efficiency, back.device.efficiency);
   EXPECT_EQ(s.device.gemmEfficiency, back.device.gemmEfficiency);
   EXPECT_EQ(s.device.memoryBandwidthGBps, back.device.memoryBandwidthGBps);
+  EXPECT_EQ(s.device.commOverlap, back.device.commOverlap);
+  EXPECT_EQ(812.5, back.device.collectiveOverheadUs);
   EXPECT_EQ(s.intraNode.bandwidthGBps, back.intraNode.bandwidthGBps);
   EXPECT_EQ(s.intraNode.latencyUs, back.intraNode.latencyUs);
   ASSERT_EQ(s.collectives.size(), back.collectives.size());
@@ -278,6 +281,48 @@ TEST(ProfileMetrics, CalibratedEfficiencyReproducesTheRun) {
   ASSERT_FALSE(st.ok());
   EXPECT_NE(std::string::npos,
             st.message.find("device.peak_TFLOPs.fp32 (1) is understated"))
+      << st.message;
+}
+
+TEST(ProfileMetrics, CalibratedOverheadReproducesAMultiRankRun) {
+  // The block all-reduces two tensors over tp in the forward and two in
+  // the backward: at tp=2, one micro-batch, a step makes 4 calls.
+  ModelStats model = computeOnlyModel();
+  model.classes[0].tpAllReduceElements = {10, 10};
+  ClusterSpec spec = oneDevice(1);
+  SearchOptions o;
+  o.dtype = "fp32";
+  o.devices = 2;
+  LayoutChoice l;
+  l.tp = 2;
+  Plan idle;
+  ASSERT_TRUE(evaluatePlan(model, spec, o, l, 2, Recompute::None, idle).ok());
+  // Measured 2 ms more than the plan without overhead: 500 us a call.
+  RunMetrics run;
+  run.medianStepSeconds = idle.stepSeconds + 4 * 500e-6;
+  OverheadCalibration c;
+  Status st = calibrateCollectiveOverhead(model, spec, o, l, 2, run, c);
+  ASSERT_TRUE(st.ok()) << st.message;
+  EXPECT_NEAR(500, c.overheadUs, 0.1);
+  EXPECT_NEAR(500, spec.device.collectiveOverheadUs, 0.1);
+  EXPECT_EQ(0.0, c.previousUs);
+  EXPECT_NEAR(idle.stepSeconds, c.predictedBefore, 1e-12);
+  EXPECT_NEAR(run.medianStepSeconds, c.predictedAfter, 1e-6);
+
+  // Faster than the plan with no overhead: the compute side is off.
+  spec.device.collectiveOverheadUs = 0;
+  run.medianStepSeconds = idle.stepSeconds * 0.9;
+  st = calibrateCollectiveOverhead(model, spec, o, l, 2, run, c);
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(std::string::npos, st.message.find("--fit efficiency"))
+      << st.message;
+
+  // One device runs no collectives.
+  LayoutChoice one;
+  o.devices = 1;
+  st = calibrateCollectiveOverhead(model, spec, o, one, 2, run, c);
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(std::string::npos, st.message.find("2 or more ranks"))
       << st.message;
 }
 

@@ -79,6 +79,13 @@ struct ClusterSpec {
     /// for CPU ranks: gloo's transfers run on the cores that compute, so
     /// nothing is hidden (weft-profile-cluster writes 0).
     double commOverlap = 1;
+    /// Optional time in microseconds each collective or point-to-point
+    /// transfer costs a step beyond what the links and `collectives`
+    /// tables say (those are timed on idle devices): on CPU ranks, waking
+    /// the threads that run it on cores that are computing. 0 where the
+    /// spec has none; weft-profile-cluster --from-metrics --fit
+    /// collective-overhead measures it from a multi-rank run.
+    double collectiveOverheadUs = 0;
   } device;
 
   /// One direction of one device's link: bandwidth in GB/s (10^9 bytes per

@@ -186,10 +186,17 @@ Status checkCollective(const ClusterSpec &spec, Collective kind, int groupSize,
 /// the message of a send/recv. `crossesNodes` picks the inter-node link
 /// (otherwise the intra-node one); hierarchical uses both. Where the spec
 /// has measured samples for this collective and group size they replace
-/// the formula (see measuredSeconds).
+/// the formula (see measuredSeconds). Either way the device's
+/// collective_overhead_us is added: what a call costs a step beyond its
+/// time on idle devices.
 double collectiveSeconds(const ClusterSpec &spec, Collective kind,
                          double bytes, int groupSize, bool crossesNodes,
                          Algorithm algo);
+
+/// The α–β formula of collectiveSeconds alone: no measured table, no
+/// overhead.
+double linkSeconds(const ClusterSpec &spec, Collective kind, double bytes,
+                   int groupSize, bool crossesNodes, Algorithm algo);
 
 /// Interpolates the spec's measured samples of `kind` for `groupSize` at
 /// `bytes`: linear in bytes between the two neighbouring samples; below the

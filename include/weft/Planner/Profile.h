@@ -141,6 +141,25 @@ Status calibrateEfficiency(const ModelStats &model, ClusterSpec &spec,
                            const LayoutChoice &layout, int microBatchSize,
                            const RunMetrics &run, Calibration &out);
 
+/// What calibrateCollectiveOverhead found.
+struct OverheadCalibration {
+  double overheadUs = 0, previousUs = 0;
+  double predictedBefore = 0, predictedAfter = 0, measured = 0;
+};
+
+/// Sets spec.device.collective_overhead_us so that evaluatePlan of a
+/// multi-rank run's layout predicts its measured median step: the step
+/// grows with the overhead (every collective and transfer pays it once),
+/// so a bisection finds it. The compute side (efficiency) must be
+/// calibrated first, from a 1-rank run. Fails, naming what to revise, when
+/// the layout communicates nothing (one device) or when the plan without
+/// any overhead already predicts a slower step than measured.
+Status calibrateCollectiveOverhead(const ModelStats &model, ClusterSpec &spec,
+                                   const SearchOptions &options,
+                                   const LayoutChoice &layout,
+                                   int microBatchSize, const RunMetrics &run,
+                                   OverheadCalibration &out);
+
 } // namespace planner
 } // namespace weft
 
