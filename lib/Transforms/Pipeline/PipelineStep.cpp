@@ -226,16 +226,42 @@ private:
     return stage ? rankOf(stage.getInt()) : -1;
   }
 
+  /// The one rank whose pieces `v` is computed from; -1 if none (it reads
+  /// only arguments and constants), -2 if several.
+  int64_t sourceRank(Value v) {
+    if (auto it = sourceRanks.find(v); it != sourceRanks.end())
+      return it->second;
+    int64_t rank = pieceRank(v);
+    Operation *def = v.getDefiningOp();
+    if (rank < 0 && def && !isa<ConstantOp>(def)) {
+      for (Value operand : def->getOperands()) {
+        int64_t r = sourceRank(operand);
+        if (r == -1 || r == rank)
+          continue;
+        rank = rank == -1 && r >= 0 ? r : -2;
+        if (rank == -2)
+          break;
+      }
+    }
+    sourceRanks[v] = rank;
+    return rank;
+  }
+
   /// A tied parameter's gradient is a sum over micro-batches of sums over
   /// stages, (a0 + b0) + (a1 + b1) + ...: as written, every share crosses
   /// to every rank holding the parameter, one tensor per micro-batch (the
   /// bench GPT's 8 MB embedding gradient, 8 micro-batches: 128 MB a step
   /// between two ranks). Summed as (a0 + a1 + ...) + (b0 + b1 + ...), each
-  /// rank's part is its own glue, and one tensor crosses per rank. The
+  /// rank's part is its own glue, and one tensor crosses per rank. So for
+  /// any sum whose terms come from several ranks: the squared gradient
+  /// norm, a sum over parameters in argument order, sent one scalar per
+  /// parameter (43 messages a step on the bench GPT at pp=2), is one per
+  /// rank. The
   /// additions are reassociated, so the sum may differ from the 1-rank
   /// step's in the last bits; every rank still adds the parts in one order
   /// (by rank), so the ranks holding the parameter keep equal values.
   void regroupMixedSums() {
+    sourceRanks.clear();
     Block &body = work.front();
     auto sameTypeAdd = [](Operation *op, Type type) {
       return isa_and_nonnull<AddOp>(op) && op->getResult(0).getType() == type &&
@@ -267,15 +293,14 @@ private:
         leaves.push_back(v);
       };
       walk(root->getResult(0));
+      // By the rank whose pieces each leaf comes from (-1: none, -2:
+      // several, as a tied gradient's total).
       std::map<int64_t, SmallVector<Value>> byRank;
-      bool allPieces = true;
-      for (Value leaf : leaves) {
-        int64_t rank = pieceRank(leaf);
-        allPieces &= rank >= 0;
-        byRank[rank].push_back(leaf);
-      }
-      if (!allPieces || byRank.size() < 2 ||
-          llvm::all_of(byRank, [](auto &kv) { return kv.second.size() < 2; }))
+      for (Value leaf : leaves)
+        byRank[sourceRank(leaf)].push_back(leaf);
+      if (byRank.size() < 2 || llvm::none_of(byRank, [](auto &kv) {
+            return kv.first >= 0 && kv.second.size() >= 2;
+          }))
         continue;
       OpBuilder b(root);
       Value total;
@@ -290,6 +315,8 @@ private:
       // Parents before children: each is unused once its reader is gone.
       for (Operation *add : adds)
         add->erase();
+      // New values may take the erased ones' addresses.
+      sourceRanks.clear();
     }
   }
 
@@ -822,6 +849,8 @@ private:
   }
 
   int64_t numStages = 1, microBatches = 1;
+  /// sourceRank's answers.
+  llvm::DenseMap<Value, int64_t> sourceRanks;
   /// Whether the backward pieces come as input- and weight-gradient parts.
   bool splitBackward = false;
   func::FuncOp work;
