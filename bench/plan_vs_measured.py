@@ -15,14 +15,25 @@ OpenBLAS's buffers) with the plan's `predicted.step_time_s`.
 written next to the runs, is then the spec planned with), so that the
 spec and the runs see the same load on a shared machine.
 
+--calibrate also sets device.collective_overhead_us from a run of every
+rank in a layout the comparison does not use (weft-profile-cluster
+--from-metrics --fit collective-overhead).
+
+--nodes N runs 2 ranks on each of N emulated nodes (scripts/cluster.sh:
+network namespaces joined by a link shaped to --rate; needs root): the
+spec's inter_node bandwidth is the link's rate, and the calibration's
+1-rank run has as many twins as there are ranks (4 ranks on this host's 2
+cores each get half of one).
+
 Usage: bench/plan_vs_measured.py [--model example|bench] [--cluster SPEC |
-       --profile | --calibrate] [--steps 30] [--repeat R] [--work DIR]
-       [--build build] [--port 29471]
+       --profile | --calibrate] [--nodes N [--rate 400mbit]] [--steps 30]
+       [--repeat R] [--work DIR] [--build build] [--port 29471]
 """
 import argparse
 import json
 import os
 import statistics
+import signal
 import subprocess
 import sys
 import time
@@ -72,6 +83,54 @@ def describe(pl):
     return s
 
 
+CLUSTER = os.path.join(ROOT, "scripts", "cluster.sh")
+CLUSTER_ENV = dict(os.environ, WEFT_CLUSTER_PREFIX="weftpvm")
+
+
+def launch(b, nodes, exe, args, port, cwd):
+    """Runs `exe` on 2 ranks per node: through weftrun on this host, or
+    over emulated nodes (scripts/cluster.sh, up already), one weftrun per
+    node; fails naming the node whose run failed."""
+    if nodes == 1:
+        run([os.path.join(b, "weftrun"), "--nproc-per-node", "2",
+             "--master-port", str(port), exe] + args, cwd=cwd)
+        return
+    procs = []
+    for node in reversed(range(nodes)):
+        cmd = [CLUSTER, "run", str(node), os.path.join(b, "weftrun"),
+               "--nnodes", str(nodes), "--node-rank", str(node),
+               "--nproc-per-node", "2", "--master-addr", "10.77.0.1",
+               "--master-port", str(port), exe] + (
+                   args if node == 0 else
+                   [a for i, a in enumerate(args)
+                    if a != "--metrics" and (i == 0 or args[i - 1] != "--metrics")])
+        procs.append((node, subprocess.Popen(
+            cmd, cwd=cwd, env=dict(CLUSTER_ENV, GLOO_SOCKET_IFNAME="eth0"),
+            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+            start_new_session=True)))
+    failed = None
+    for node, proc in procs:
+        _, err = proc.communicate()
+        if proc.returncode != 0 and failed is None:
+            failed = (node, err)
+            for _, other in procs:
+                if other.poll() is None:
+                    os.killpg(other.pid, signal.SIGKILL)
+    if failed:
+        sys.exit("plan_vs_measured: node %d's run of %s failed:\n%s"
+                 % (failed[0], exe, failed[1][-3000:]))
+
+
+def rate_gbps(rate):
+    """tc's rate (400mbit, 2gbit) in GB/s."""
+    units = {"kbit": 1e3, "mbit": 1e6, "gbit": 1e9}
+    for u, f in units.items():
+        if rate.endswith(u):
+            return float(rate[:-len(u)]) * f / 8 / 1e9
+    sys.exit("plan_vs_measured: --rate takes NUMBER{kbit,mbit,gbit}, got "
+             + rate)
+
+
 def loadavg():
     with open("/proc/loadavg") as f:
         return f.read().split()[0]
@@ -103,7 +162,26 @@ def main():
     ap.add_argument("--work", default="/tmp/weft-plan-vs-measured")
     ap.add_argument("--build", default=os.path.join(ROOT, "build"))
     ap.add_argument("--port", type=int, default=29471)
+    ap.add_argument("--nodes", type=int, default=1,
+                    help="emulated nodes of 2 ranks each (scripts/cluster.sh: "
+                    "network namespaces joined by a link shaped to --rate; "
+                    "needs root); 1: 2 ranks on this host")
+    ap.add_argument("--rate", default="400mbit",
+                    help="the link between emulated nodes, as tc tbf takes "
+                    "it (default 400mbit)")
     args = ap.parse_args()
+    ranks = 2 * args.nodes
+    if args.nodes > 1:
+        subprocess.run([CLUSTER, "up", str(args.nodes), "--rate", args.rate],
+                       env=CLUSTER_ENV, check=True)
+    try:
+        return measure(args, ranks)
+    finally:
+        if args.nodes > 1:
+            subprocess.run([CLUSTER, "down"], env=CLUSTER_ENV)
+
+
+def measure(args, ranks):
     b = os.path.join(args.build, "bin")
     os.makedirs(args.work, exist_ok=True)
     work = os.path.abspath(args.work)
@@ -113,6 +191,19 @@ def main():
         spec = os.path.join(work, "local.yaml")
         run([os.path.join(b, "weft-profile-cluster"), "--devices", "2",
              "-o", spec])
+        if args.nodes > 1:
+            # The profile measures one host's loopback; the nodes are
+            # joined by the shaped link, whose rate is known and whose
+            # latency is the loopback's (tbf adds no delay).
+            with open(spec) as f:
+                text = f.read()
+            text = text.replace("\nnodes: 1\n", "\nnodes: %d\n" % args.nodes)
+            head, sep, tail = text.partition("\ninter_node:\n")
+            lines = tail.split("\n")
+            lines[0] = "  bandwidth_GBps: %g" % rate_gbps(args.rate)
+            text = head + sep + "\n".join(lines)
+            with open(spec, "w") as f:
+                f.write(text)
     batch0 = None
     if args.calibrate:
         # One rank, the whole batch: its median step fixes the efficiency.
@@ -135,17 +226,18 @@ def main():
         m1 = os.path.join(work, "one.jsonl")
         if os.path.exists(m1):
             os.remove(m1)
-        # One thread: a device of the spec is one core (a rank of the
-        # 2-rank runs gets one), and the calibration prices one device.
-        # A twin of the run keeps the other core as busy as the 2-rank
-        # runs do (shared caches, memory bandwidth, clocks); only the
-        # first one's metrics are read.
-        twin = os.path.join(work, "twin.jsonl")
+        # One thread: a device of the spec is one rank, and the
+        # calibration prices one device. Twins of the run keep the cores
+        # as busy as the runs compared do (shared cores, caches, memory
+        # bandwidth, clocks: 4 ranks on this host's 2 cores each get half
+        # of one); only the first one's metrics are read.
+        twins = [os.path.join(work, "twin%d.jsonl" % i)
+                 for i in range(1, ranks)]
         procs = [subprocess.Popen(
             [one] + data + ["--steps", str(args.steps), "--threads", "1",
                             "--metrics", m], cwd=work,
             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-            for m in (m1, twin)]
+            for m in [m1] + twins]
         for proc in procs:
             _, err = proc.communicate()
             if proc.returncode != 0:
@@ -157,22 +249,25 @@ def main():
         print("calibration: " + p.stderr.strip().splitlines()[-1])
         spec = cal
         # Then what each collective costs a step beyond its idle time, from
-        # a 2-rank run of a layout the comparison does not use: tp=2 without
-        # sequence parallelism, micro-batches of 4.
+        # a run of every rank in a layout the comparison does not use:
+        # tp=2 without sequence parallelism, micro-batches of 4 (with 2
+        # nodes, dp=2 over them, micro-batches of 2).
+        mesh, mbs = ("tp=2", 4) if ranks == 2 else ("dp=%d,tp=2" % (ranks // 2), 2)
+        dpc = ranks // 2
         tp_exe = os.path.join(work, "calib-tp2")
-        run([os.path.join(b, "weftc"), export(args.model, work, 4)[0],
-             "--mesh", "tp=2", "--accum-steps", "2", "--optimizer", "adamw",
-             "-o", tp_exe])
+        run([os.path.join(b, "weftc"), export(args.model, work, dpc * mbs)[0],
+             "--mesh", mesh, "--accum-steps", str(batch // (dpc * mbs)),
+             "--optimizer", "adamw", "-o", tp_exe])
         m2 = os.path.join(work, "calib-tp2.jsonl")
         if os.path.exists(m2):
             os.remove(m2)
-        run([os.path.join(b, "weftrun"), "--nproc-per-node", "2",
-             "--master-port", str(args.port + 9), tp_exe] + data +
-            ["--steps", str(args.steps), "--metrics", m2], cwd=work)
+        launch(b, args.nodes, tp_exe, data + ["--steps", str(args.steps),
+                                              "--metrics", m2],
+               args.port + 9, work)
         cal2 = os.path.join(work, "calibrated-overhead.yaml")
         p = run([os.path.join(b, "weft-profile-cluster"), "--from-metrics", m2,
                  "--model", ir, "--spec", spec, "--dtype", "fp32",
-                 "--mesh", "tp=2", "--micro-batch-size", "4",
+                 "--mesh", mesh, "--micro-batch-size", str(mbs),
                  "--fit", "collective-overhead", "-o", cal2])
         print("calibration: " + p.stderr.strip().splitlines()[-1])
         spec = cal2
@@ -203,9 +298,9 @@ def main():
             if os.path.exists(metrics):
                 os.remove(metrics)
             load = loadavg()
-            run([os.path.join(b, "weftrun"), "--nproc-per-node", "2",
-                 "--master-port", str(args.port + k), exe] + data +
-                ["--steps", str(args.steps), "--metrics", metrics], cwd=work)
+            launch(b, args.nodes, exe, data + ["--steps", str(args.steps),
+                                               "--metrics", metrics],
+                   args.port + k, work)
             with open(metrics) as f:
                 lines = [json.loads(l) for l in f if l.strip()]
             steps = [l for l in lines if "step_time_s" in l][1:]
@@ -222,9 +317,11 @@ def main():
                      statistics.median(x[1] for x in res),
                      "%.1f-%.1f" % (min(x[2] for x in res),
                                     max(x[2] for x in res))))
-    print("model: %s (%s), spec: %s, %d steps x %d runs, 2 ranks%s" %
+    print("model: %s (%s), spec: %s, %d steps x %d runs, %d ranks%s%s" %
           (args.model, os.path.basename(onnx), os.path.relpath(spec, ROOT)
-           if spec.startswith(ROOT) else spec, args.steps, args.repeat,
+           if spec.startswith(ROOT) else spec, args.steps, args.repeat, ranks,
+           " on %d emulated nodes (%s link)" % (args.nodes, args.rate)
+           if args.nodes > 1 else "",
            ", pins: " + args.plan_flags if args.plan_flags else ""))
     print("| plan | layout | predicted step (ms) | measured median (ms) | "
           "error | predicted exposed comm (ms) | measured comm wait (ms) | "

@@ -275,9 +275,13 @@ double collectiveSeconds(const ClusterSpec &spec, Collective kind,
   // A measurement is of what the library really does, whatever algorithm
   // it picked, so it wins over every formula. Either is timed on idle
   // devices; what a call costs a step beyond that is the overhead.
+  // A group no larger than a node that still crosses nodes (dp over
+  // nodes, tp inside them) is not what a sample of its size measured:
+  // those ran inside a node.
   double overhead = spec.device.collectiveOverheadUs * 1e-6;
   double measured;
-  if (measuredSeconds(spec, kind, bytes, groupSize, measured))
+  bool sampled = !crossesNodes || groupSize > spec.devicesPerNode;
+  if (sampled && measuredSeconds(spec, kind, bytes, groupSize, measured))
     return measured + overhead;
   return overhead + linkSeconds(spec, kind, bytes, groupSize, crossesNodes,
                                 algo);

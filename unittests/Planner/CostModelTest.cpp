@@ -381,6 +381,24 @@ TEST(CostModelComm, OverheadIsPaidOncePerCall) {
                                        false, Algorithm::Ring));
 }
 
+TEST(CostModelComm, SamplesOfANodeDoNotPriceAGroupAcrossNodes) {
+  // Two nodes of 2 devices, the sample of 2 ranks taken inside a node: a
+  // 2-rank group across the nodes (dp over them) is priced on the slow
+  // link's formula, one inside a node on the sample.
+  ClusterSpec s;
+  s.nodes = 2;
+  s.devicesPerNode = 2;
+  s.intraNode = {4, 100};
+  s.interNode = {0.05, 100};
+  s.collectives["all_reduce"] = {{2, 1 << 20, 400}};
+  expectNear(400e-6, collectiveSeconds(s, Collective::AllReduce, 1 << 20, 2,
+                                       false, Algorithm::Ring));
+  // Ring, n = 2: bytes / 0.05 GB/s + 2 x 100 us.
+  expectNear(double(1 << 20) / 0.05e9 + 200e-6,
+             collectiveSeconds(s, Collective::AllReduce, 1 << 20, 2, true,
+                               Algorithm::Ring));
+}
+
 TEST(CostModelComm, CollectiveChecksNameTheFix) {
   ClusterSpec a100 = dgxA100(2);
   EXPECT_TRUE(checkCollective(a100, Collective::AllReduce, 16,

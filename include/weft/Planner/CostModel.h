@@ -186,7 +186,9 @@ Status checkCollective(const ClusterSpec &spec, Collective kind, int groupSize,
 /// the message of a send/recv. `crossesNodes` picks the inter-node link
 /// (otherwise the intra-node one); hierarchical uses both. Where the spec
 /// has measured samples for this collective and group size they replace
-/// the formula (see measuredSeconds). Either way the device's
+/// the formula (see measuredSeconds), except for a group of at most a
+/// node's devices that crosses nodes (samples that small ran inside one
+/// node). Either way the device's
 /// collective_overhead_us is added: what a call costs a step beyond its
 /// time on idle devices.
 double collectiveSeconds(const ClusterSpec &spec, Collective kind,
