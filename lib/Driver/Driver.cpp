@@ -259,6 +259,9 @@ private:
   std::string planBatchFlag;
   /// With --plan: what the plan predicts, for the model JSON.
   std::optional<llvm::json::Object> prediction;
+  /// With --plan under pipeline parallelism: the plan's numbered layers
+  /// per stage, so the stages compiled are those it costed.
+  std::vector<int64_t> planBlocksPerStage;
 };
 
 /// Takes the stage from the output's extension when no stage was asked
@@ -647,6 +650,8 @@ LogicalResult Driver::runImportAndTrain(ModuleOp module, TimingScope &timing) {
     AssignStagesPassOptions assign;
     assign.stages = int64_t(pipelineRanks) * virtualStages;
     assign.cuts.assign(options.stageCuts.begin(), options.stageCuts.end());
+    assign.blocksPerStage.assign(planBlocksPerStage.begin(),
+                                 planBlocksPerStage.end());
     pm.addPass(createAssignStagesPass(assign));
   }
   if (buildStep) {
@@ -1153,6 +1158,11 @@ LogicalResult Driver::applyPlan() {
     if (l.virtualStages > 1)
       options.virtualStages = l.virtualStages;
     options.microBatchesGiven = true;
+    // The stages the plan costed, cut between its layers (interleaved
+    // chunks are equal runs of layers, as weftc balances them anyway).
+    if (l.virtualStages == 1)
+      planBlocksPerStage.assign(plan.blocksPerRank.begin(),
+                                plan.blocksPerRank.end());
   }
   train.accumSteps = l.microBatches;
   planMicroBatch = int64_t(plan.microBatchSize) * l.dp;

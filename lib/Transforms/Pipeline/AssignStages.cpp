@@ -17,6 +17,7 @@
 #include <algorithm>
 #include <limits>
 #include <map>
+#include <set>
 
 namespace weft {
 #define GEN_PASS_DEF_ASSIGNSTAGESPASS
@@ -86,6 +87,11 @@ struct AssignStagesPass
                          << numStages;
       return signalPassFailure();
     }
+    if (!blocksPerStage.empty() && !cuts.empty()) {
+      module.emitError("give the stages' cuts or their layers per stage, "
+                       "not both");
+      return signalPassFailure();
+    }
     if (!cuts.empty() && int64_t(cuts.size()) != numStages - 1) {
       module.emitError() << numStages << " pipeline stages need "
                          << numStages - 1 << " cuts, but " << cuts.size()
@@ -94,8 +100,9 @@ struct AssignStagesPass
     }
     collect(forward);
     SmallVector<size_t> starts;
-    if (failed(cuts.empty() ? balancedCuts(forward, numStages, starts)
-                            : givenCuts(forward, starts)))
+    if (failed(!blocksPerStage.empty() ? blockCuts(forward, numStages, starts)
+               : cuts.empty()          ? balancedCuts(forward, numStages, starts)
+                                       : givenCuts(forward, starts)))
       return signalPassFailure();
     tag(forward, starts);
   }
@@ -234,26 +241,90 @@ private:
 
   /// Each cut starts its stage at the first op reading a parameter under
   /// the cut's name.
+  /// The layer number a parameter's name gives (its first part that is a
+  /// number: `h.3.attn.weight` is 3), as the planner's model statistics
+  /// number the blocks.
+  static std::optional<int64_t> layerNumber(StringRef name) {
+    SmallVector<StringRef> parts;
+    name.split(parts, '.');
+    for (StringRef p : parts) {
+      int64_t n;
+      if (!p.empty() && !p.getAsInteger(10, n))
+        return n;
+    }
+    return std::nullopt;
+  }
+
+  /// Cuts before the first layer of each stage after the first.
+  LogicalResult blockCuts(func::FuncOp forward, int64_t numStages,
+                          SmallVector<size_t> &starts) {
+    std::set<int64_t> numbers;
+    for (BlockArgument arg : forward.getArguments())
+      if (StringAttr name =
+              getArgName(forward, arg.getArgNumber(), contract::Role::Param))
+        if (auto n = layerNumber(name.getValue()))
+          numbers.insert(*n);
+    int64_t total = 0;
+    for (int64_t b : blocksPerStage)
+      total += b;
+    if (int64_t(blocksPerStage.size()) != numStages ||
+        total != int64_t(numbers.size()) ||
+        llvm::any_of(blocksPerStage, [](int64_t b) { return b < 1; }))
+      return forward.emitError()
+             << "the plan's blocks_per_stage (" << blocksPerStage.size()
+             << " stages, " << total << " layers) does not fit this model ("
+             << numStages << " stages, " << numbers.size()
+             << " numbered layers): compile the plan with the model it was "
+                "made for";
+    std::vector<int64_t> ordered(numbers.begin(), numbers.end());
+    starts = {0};
+    int64_t next = 0;
+    for (int64_t s = 0; s + 1 < numStages; ++s) {
+      next += blocksPerStage[size_t(s)];
+      int64_t layer = ordered[size_t(next)];
+      std::optional<size_t> first = firstReader(forward, [&](StringRef name) {
+        return layerNumber(name) == layer;
+      });
+      if (!first || *first <= starts.back())
+        return forward.emitError()
+               << "the plan's stage " << s + 1 << " starts at layer " << layer
+               << ", whose first op is not after the previous stage's: the "
+                  "model's layers do not run in the order of their numbers; "
+                  "give --stage-cuts by hand";
+      starts.push_back(*first);
+    }
+    return success();
+  }
+
+  /// The first computing op that reads a parameter `matches` names.
+  template <typename Matches>
+  std::optional<size_t> firstReader(func::FuncOp forward, Matches matches) {
+    std::optional<size_t> first;
+    for (BlockArgument arg : forward.getArguments()) {
+      StringAttr name =
+          getArgName(forward, arg.getArgNumber(), contract::Role::Param);
+      if (!name || !matches(name.getValue()))
+        continue;
+      // Through weight-only ops (a transpose) to the ops computing.
+      SmallVector<Operation *> users(arg.getUsers().begin(),
+                                     arg.getUsers().end());
+      while (!users.empty()) {
+        Operation *user = users.pop_back_val();
+        if (weightOps.contains(user))
+          users.append(user->getUsers().begin(), user->getUsers().end());
+        else if (auto it = index.find(user); it != index.end())
+          first = first ? std::min(*first, it->second) : it->second;
+      }
+    }
+    return first;
+  }
+
   LogicalResult givenCuts(func::FuncOp forward, SmallVector<size_t> &starts) {
     starts = {0};
     for (const std::string &cut : cuts) {
-      std::optional<size_t> first;
-      for (BlockArgument arg : forward.getArguments()) {
-        StringAttr name =
-            getArgName(forward, arg.getArgNumber(), contract::Role::Param);
-        if (!name || !underPrefix(name.getValue(), cut))
-          continue;
-        // Through weight-only ops (a transpose) to the ops computing.
-        SmallVector<Operation *> users(arg.getUsers().begin(),
-                                       arg.getUsers().end());
-        while (!users.empty()) {
-          Operation *user = users.pop_back_val();
-          if (weightOps.contains(user))
-            users.append(user->getUsers().begin(), user->getUsers().end());
-          else if (auto it = index.find(user); it != index.end())
-            first = first ? std::min(*first, it->second) : it->second;
-        }
-      }
+      std::optional<size_t> first = firstReader(forward, [&](StringRef name) {
+        return underPrefix(name, cut);
+      });
       if (!first)
         return forward.emitError()
                << "--stage-cuts '" << cut

@@ -36,8 +36,14 @@ def AssignStagesPass : Pass<"weft-assign-stages", "mlir::ModuleOp"> {
     %h = weft.matmul %x, %w0 {weft.stage = 0 : i64} ...
     %y = weft.matmul %h, %w1 {weft.stage = 1 : i64} ...
     ```
+    With `blocks-per-stage` (what weftc --plan passes from the plan's
+    `blocks_per_stage`) the stages are cut between the numbered layers the
+    planner costed (the layers in order of the first number in their
+    parameters' names): the compiled stages are the plan's.
+
     Errors: `stages` < 1, or more stages than the forward pass has places
-    to cut; a `cuts` entry that names no parameter, cuts out of program
+    to cut; `blocks-per-stage` whose count is not `stages` or whose sum is
+    not the model's number of numbered layers; a `cuts` entry that names no parameter, cuts out of program
     order, or a count of cuts that is not `stages` - 1; a module that is
     already a training step (stages are cut on the model).
   }];
@@ -45,7 +51,12 @@ def AssignStagesPass : Pass<"weft-assign-stages", "mlir::ModuleOp"> {
     Option<"stages", "stages", "int64_t", /*default=*/"0",
            "Number of pipeline stages (0: one more than the cuts given)">,
     ListOption<"cuts", "cuts", "std::string",
-               "Parameter names (or name prefixes) that start stages 1..N-1">
+               "Parameter names (or name prefixes) that start stages 1..N-1">,
+    ListOption<"blocksPerStage", "blocks-per-stage", "int64_t",
+               "Numbered layers per stage, in order (a plan's "
+               "blocks_per_stage): stage s starts at the first op reading a "
+               "parameter of its first layer (layers by the first number in "
+               "their parameters' names, h.3.*, layers.12.*)">
   ];
   let dependentDialects = ["weft::WeftDialect"];
 }
