@@ -495,6 +495,20 @@ Status readRunMetrics(const std::string &text, const std::string &source,
   return Status::success();
 }
 
+/// The step time the plan of a run's layout predicts on `spec`.
+static Status predictedStep(const ModelStats &model, const ClusterSpec &spec,
+                            const SearchOptions &options,
+                            const LayoutChoice &layout, int microBatchSize,
+                            double &seconds) {
+  Plan plan;
+  if (Status s = evaluatePlan(model, spec, options, layout, microBatchSize,
+                              Recompute::None, plan);
+      !s.ok())
+    return s;
+  seconds = plan.stepSeconds;
+  return Status::success();
+}
+
 Status calibrateEfficiency(const ModelStats &model, ClusterSpec &spec,
                            const SearchOptions &options,
                            const LayoutChoice &layout, int microBatchSize,
@@ -508,13 +522,8 @@ Status calibrateEfficiency(const ModelStats &model, ClusterSpec &spec,
   auto predict = [&](double e, double &seconds) -> Status {
     ClusterSpec trial = spec;
     trial.device.efficiency[options.dtype] = e;
-    Plan plan;
-    if (Status s = evaluatePlan(model, trial, options, layout, microBatchSize,
-                                Recompute::None, plan);
-        !s.ok())
-      return s;
-    seconds = plan.stepSeconds;
-    return Status::success();
+    return predictedStep(model, trial, options, layout, microBatchSize,
+                         seconds);
   };
   if (Status s = predict(out.previous, out.predictedBefore); !s.ok())
     return s;
@@ -572,13 +581,8 @@ Status calibrateCollectiveOverhead(const ModelStats &model, ClusterSpec &spec,
   auto predict = [&](double us, double &seconds) -> Status {
     ClusterSpec trial = spec;
     trial.device.collectiveOverheadUs = us;
-    Plan plan;
-    if (Status s = evaluatePlan(model, trial, options, layout, microBatchSize,
-                                Recompute::None, plan);
-        !s.ok())
-      return s;
-    seconds = plan.stepSeconds;
-    return Status::success();
+    return predictedStep(model, trial, options, layout, microBatchSize,
+                         seconds);
   };
   if (Status s = predict(out.previousUs, out.predictedBefore); !s.ok())
     return s;

@@ -416,15 +416,20 @@ void price(Pricer &pr, const RankLayout &rl, const LayoutChoice &l, int mbs,
 
   double p2p = 0, tied = 0;
   if (p > 1) {
+    // Ranks are laid out pp-major: a pipeline wider than a node has a
+    // stage boundary between nodes (every one, when a stage fills a
+    // node), and its first and last stages on different nodes. The
+    // slowest boundary paces the schedule.
+    bool crosses = int64_t(p) * l.dp * l.tp > dpn;
     p2p = 2.0 * v *
           collectiveSeconds(spec, Collective::SendRecv, mbs * rl.boundary, 2,
-                            l.dp * l.tp >= dpn, Algorithm::Ring);
+                            crosses, Algorithm::Ring);
     // After the schedule the first and last stages swap their shares of a
     // tied parameter's gradient (both ways at once), exposed.
     if (pr.model.tiedElements > 0)
       tied = collectiveSeconds(spec, Collective::SendRecv,
                                pr.model.tiedElements / l.tp * pr.bytes.grad,
-                               2, l.dp * l.tp >= dpn, Algorithm::Ring);
+                               2, crosses, Algorithm::Ring);
   }
   double slowest = -1, compute = 0, comm = 0, dpExposed = 0, update = 0;
   double bandwidth = pr.options.memoryBandwidthGBps > 0

@@ -303,6 +303,25 @@ TEST(SearchPieces, MemoryBoundOpsWithABandwidth) {
   expectNear(2 * 2 * 0.006 + 0.006 + 0.015, accumulated.computeSeconds);
 }
 
+TEST(SearchPieces, APipelineWiderThanANodeSendsOverTheSlowLink) {
+  // pp = 4 over 2 nodes of 2: stages 1 and 2 are on different nodes, so
+  // the boundaries are paced by the inter-node link (10 GB/s, not 100):
+  // 2 samples x 1e5 x 2 B = 4e5 B, 40 us each way, 4 micro-batches.
+  ModelStats model = simpleModel(4, 8);
+  ClusterSpec spec = cluster(2, 2);
+  SearchOptions o;
+  LayoutChoice l;
+  l.pp = 4;
+  l.microBatches = 4;
+  Plan plan;
+  ASSERT_TRUE(evaluatePlan(model, spec, o, l, 2, Recompute::None, plan).ok());
+  expectNear(4 * 2 * 4e5 / 10e9, plan.exposedCommSeconds);
+  // Inside one node of 4 the same pipeline sends at 100 GB/s.
+  ClusterSpec one = cluster(1, 4);
+  ASSERT_TRUE(evaluatePlan(model, one, o, l, 2, Recompute::None, plan).ok());
+  expectNear(4 * 2 * 4e5 / 100e9, plan.exposedCommSeconds);
+}
+
 TEST(SearchPieces, PipelineStagesSwapATiedParameterGradient) {
   // GPT's embedding and head: 1e8 elements the prologue owns and the
   // epilogue reads. At pp = 2 the first and last ranks swap their bf16
