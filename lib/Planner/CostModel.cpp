@@ -72,7 +72,8 @@ double updateSeconds(double paramsHere, double paramsUpdated, int microBatches,
                      double memoryBandwidthGBps) {
   if (!(memoryBandwidthGBps > 0))
     return 0;
-  double accumulate = std::max(microBatches - 1, 0) * paramsHere * 3 * bytesPerGrad;
+  double accumulate =
+      std::max(microBatches - 1, 0) * paramsHere * 3 * bytesPerGrad;
   double update = paramsUpdated * (2 * bytesPerParam + bytesPerGrad +
                                    2 * optimizerBytesPerParam);
   return (accumulate + update) / (memoryBandwidthGBps * 1e9);
@@ -283,8 +284,8 @@ double collectiveSeconds(const ClusterSpec &spec, Collective kind,
   bool sampled = !crossesNodes || groupSize > spec.devicesPerNode;
   if (sampled && measuredSeconds(spec, kind, bytes, groupSize, measured))
     return measured + overhead;
-  return overhead + linkSeconds(spec, kind, bytes, groupSize, crossesNodes,
-                                algo);
+  return overhead +
+         linkSeconds(spec, kind, bytes, groupSize, crossesNodes, algo);
 }
 
 double linkSeconds(const ClusterSpec &spec, Collective kind, double bytes,

@@ -604,8 +604,7 @@ Status calibrateCollectiveOverhead(const ModelStats &model, ClusterSpec &spec,
   if (tHi < out.measured)
     return Status::error(
         "even an overhead of the whole step per collective predicts " +
-        fmt("%.4g s", tHi) + ", less than the " +
-        fmt("%.4g s", out.measured) +
+        fmt("%.4g s", tHi) + ", less than the " + fmt("%.4g s", out.measured) +
         " measured: the layout communicates nothing the plan prices. Check "
         "that --mesh and --micro-batch-size describe the run");
   for (int i = 0; i < 60; ++i) {

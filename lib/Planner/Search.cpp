@@ -428,8 +428,8 @@ void price(Pricer &pr, const RankLayout &rl, const LayoutChoice &l, int mbs,
     // tied parameter's gradient (both ways at once), exposed.
     if (pr.model.tiedElements > 0)
       tied = collectiveSeconds(spec, Collective::SendRecv,
-                               pr.model.tiedElements / l.tp * pr.bytes.grad,
-                               2, crosses, Algorithm::Ring);
+                               pr.model.tiedElements / l.tp * pr.bytes.grad, 2,
+                               crosses, Algorithm::Ring);
   }
   double slowest = -1, compute = 0, comm = 0, dpExposed = 0, update = 0;
   double bandwidth = pr.options.memoryBandwidthGBps > 0
@@ -456,10 +456,10 @@ void price(Pricer &pr, const RankLayout &rl, const LayoutChoice &l, int mbs,
     }
     double forwardMB = mbs * g.forward;
     double here = g.params / l.tp;
-    update = std::max(
-        update, updateSeconds(here, here / (l.zeroStage >= 1 ? l.dp : 1), m,
-                              pr.bytes.param, pr.bytes.grad,
-                              pr.bytes.optimizer, bandwidth));
+    update = std::max(update,
+                      updateSeconds(here, here / (l.zeroStage >= 1 ? l.dp : 1),
+                                    m, pr.bytes.param, pr.bytes.grad,
+                                    pr.bytes.optimizer, bandwidth));
     dpExposed = std::max(
         dpExposed, dpExposedSeconds(spec, l.zeroStage, l.dp, dpCrosses,
                                     here * pr.bytes.grad, here * pr.bytes.param,

@@ -28,8 +28,8 @@
 #include <cstring>
 #include <mutex>
 #include <set>
-#include <tuple>
 #include <stdexcept>
+#include <tuple>
 #include <vector>
 
 using namespace weft::rt;
@@ -288,7 +288,8 @@ private:
         auto in = context->createUnboundBuffer(&theirs, sizeof theirs);
         out->send(peer,
                   transferSlot(sending ? kSenderSize : kReceiverSize, tag));
-        in->recv(peer, transferSlot(sending ? kReceiverSize : kSenderSize, tag));
+        in->recv(peer,
+                 transferSlot(sending ? kReceiverSize : kSenderSize, tag));
         if (!in->waitRecv(left()) || !out->waitSend(left()))
           throw std::runtime_error("the transfer was aborted");
         if (theirs != mine)

@@ -44,7 +44,8 @@ const char *const kUsage =
     "Measures this machine and writes a cluster spec (YAML; weft-cluster\n"
     "check reads it): GEMM throughput per dtype and shape class (the\n"
     "runtime's GEMMs, as executables run them: oneDNN where libdnnl.so.2\n"
-    "loads, else OpenBLAS; one thread), memory bandwidth (STREAM triad), and all-reduce,\n"
+    "loads, else OpenBLAS; one thread), memory bandwidth (STREAM triad), and "
+    "all-reduce,\n"
     "all-gather, reduce-scatter (2..N ranks) and send/recv (2 ranks) over\n"
     "gloo on 127.0.0.1. Progress on stderr.\n"
     "  --devices N     ranks this machine runs, one core each (default: its\n"
@@ -227,8 +228,8 @@ int fromMetrics(const std::string &metricsPath, const std::string &modelPath,
               " (its comments are not carried over).";
   if (fitOverhead) {
     OverheadCalibration c;
-    if (Status s = calibrateCollectiveOverhead(model, spec, o, layout, mbs,
-                                               run, c);
+    if (Status s =
+            calibrateCollectiveOverhead(model, spec, o, layout, mbs, run, c);
         !s.ok()) {
       std::cerr << "weft-profile-cluster: " << s.message << "\n";
       return 1;
@@ -241,9 +242,8 @@ int fromMetrics(const std::string &metricsPath, const std::string &modelPath,
               << fixed("%.6g", c.predictedBefore) << " -> "
               << fixed("%.6g", c.predictedAfter) << " s)\n";
     notes["device.collective_overhead_us"] =
-        "So that the plan of the run's layout (" +
-        std::to_string(layout.dp) + " x " + std::to_string(layout.tp) +
-        " x " + std::to_string(layout.pp) +
+        "So that the plan of the run's layout (" + std::to_string(layout.dp) +
+        " x " + std::to_string(layout.tp) + " x " + std::to_string(layout.pp) +
         " dp x tp x pp) predicts its median step of " +
         fixed("%.6g", run.medianStepSeconds) + " s.";
     return writeOut(outPath, formatClusterSpec(spec, notes));
@@ -330,8 +330,9 @@ int main(int argc, char **argv) {
                           value + "'");
     } else if (arg == "--fit") {
       if (value != "efficiency" && value != "collective-overhead")
-        return usageError("--fit takes efficiency or collective-overhead, got '" +
-                          value + "'");
+        return usageError(
+            "--fit takes efficiency or collective-overhead, got '" + value +
+            "'");
       fitOverhead = value == "collective-overhead";
     } else if (arg == "--mesh") {
       std::stringstream parts(value);

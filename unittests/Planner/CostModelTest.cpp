@@ -365,16 +365,16 @@ TEST(CostModelComm, OneSampleExtrapolatesThroughTheOrigin) {
 
 TEST(CostModelComm, OverheadIsPaidOncePerCall) {
   ClusterSpec cpu = dgxA100(1);
-  double idle = collectiveSeconds(cpu, Collective::AllGather, 1 << 20, 8,
-                                  false, Algorithm::Ring);
+  double idle = collectiveSeconds(cpu, Collective::AllGather, 1 << 20, 8, false,
+                                  Algorithm::Ring);
   double p2p = collectiveSeconds(cpu, Collective::SendRecv, 4096, 2, false,
                                  Algorithm::Ring);
   cpu.device.collectiveOverheadUs = 250;
-  expectNear(idle + 250e-6, collectiveSeconds(cpu, Collective::AllGather,
-                                              1 << 20, 8, false,
-                                              Algorithm::Ring));
-  expectNear(p2p + 250e-6, collectiveSeconds(cpu, Collective::SendRecv, 4096,
-                                             2, false, Algorithm::Ring));
+  expectNear(idle + 250e-6,
+             collectiveSeconds(cpu, Collective::AllGather, 1 << 20, 8, false,
+                               Algorithm::Ring));
+  expectNear(p2p + 250e-6, collectiveSeconds(cpu, Collective::SendRecv, 4096, 2,
+                                             false, Algorithm::Ring));
   // A measured table is of idle devices too: the overhead adds to it.
   cpu.collectives["all_reduce"] = {{8, 1 << 20, 100}};
   expectNear(350e-6, collectiveSeconds(cpu, Collective::AllReduce, 1 << 20, 8,

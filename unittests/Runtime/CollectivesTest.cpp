@@ -369,25 +369,28 @@ TEST(CollectivesTest, AnAxisGroupSendDoesNotHoldUpItsRecvs) {
   ASSERT_TRUE(StoreServer::start("127.0.0.1", 0, server).ok());
   int port = server->port();
   std::vector<std::string> errs;
-  std::vector<int> codes = runRanks(2, [&](int rank) {
-    std::unique_ptr<StoreClient> client;
-    std::unique_ptr<Communicator> comm;
-    if (!joinGroup(port, rank, 2, 5s, client, comm))
-      return 3;
-    if (!comm->concurrentTransfers())
-      return 4;
-    AxisGroup group(std::move(comm));
-    int peer = 1 - rank;
-    std::vector<float> mine = message(rank, 1, 4099), got(4099);
-    CommThread::Ticket sent =
-        group.sender().send(mine.data(), mine.size(), peer, uint64_t(rank));
-    CommThread::Ticket received =
-        group.thread->recv(got.data(), got.size(), peer, uint64_t(peer));
-    if (failed(group.thread->wait(received), "recv") ||
-        failed(group.sender().wait(sent), "send"))
-      return 5;
-    return firstWrong(got, peer, 1) >= 0 ? 6 : 0;
-  }, &errs);
+  std::vector<int> codes = runRanks(
+      2,
+      [&](int rank) {
+        std::unique_ptr<StoreClient> client;
+        std::unique_ptr<Communicator> comm;
+        if (!joinGroup(port, rank, 2, 5s, client, comm))
+          return 3;
+        if (!comm->concurrentTransfers())
+          return 4;
+        AxisGroup group(std::move(comm));
+        int peer = 1 - rank;
+        std::vector<float> mine = message(rank, 1, 4099), got(4099);
+        CommThread::Ticket sent =
+            group.sender().send(mine.data(), mine.size(), peer, uint64_t(rank));
+        CommThread::Ticket received =
+            group.thread->recv(got.data(), got.size(), peer, uint64_t(peer));
+        if (failed(group.thread->wait(received), "recv") ||
+            failed(group.sender().wait(sent), "send"))
+          return 5;
+        return firstWrong(got, peer, 1) >= 0 ? 6 : 0;
+      },
+      &errs);
   EXPECT_EQ(codes, (std::vector<int>{0, 0})) << errs[0] << errs[1];
 }
 

@@ -70,8 +70,7 @@ double computeSeconds(const ClusterSpec &spec, double flops, double bytes,
 /// + bytesPerGrad + 2 x optimizerBytesPerParam each; AdamW in f32: 28).
 double updateSeconds(double paramsHere, double paramsUpdated, int microBatches,
                      double bytesPerParam, double bytesPerGrad,
-                     double optimizerBytesPerParam,
-                     double memoryBandwidthGBps);
+                     double optimizerBytesPerParam, double memoryBandwidthGBps);
 
 //===----------------------------------------------------------------------===//
 // Layouts and memory

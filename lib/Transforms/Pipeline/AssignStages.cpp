@@ -101,8 +101,8 @@ struct AssignStagesPass
     collect(forward);
     SmallVector<size_t> starts;
     if (failed(!blocksPerStage.empty() ? blockCuts(forward, numStages, starts)
-               : cuts.empty()          ? balancedCuts(forward, numStages, starts)
-                                       : givenCuts(forward, starts)))
+               : cuts.empty() ? balancedCuts(forward, numStages, starts)
+                              : givenCuts(forward, starts)))
       return signalPassFailure();
     tag(forward, starts);
   }
@@ -282,9 +282,8 @@ private:
     for (int64_t s = 0; s + 1 < numStages; ++s) {
       next += blocksPerStage[size_t(s)];
       int64_t layer = ordered[size_t(next)];
-      std::optional<size_t> first = firstReader(forward, [&](StringRef name) {
-        return layerNumber(name) == layer;
-      });
+      std::optional<size_t> first = firstReader(
+          forward, [&](StringRef name) { return layerNumber(name) == layer; });
       if (!first || *first <= starts.back())
         return forward.emitError()
                << "the plan's stage " << s + 1 << " starts at layer " << layer
@@ -322,9 +321,8 @@ private:
   LogicalResult givenCuts(func::FuncOp forward, SmallVector<size_t> &starts) {
     starts = {0};
     for (const std::string &cut : cuts) {
-      std::optional<size_t> first = firstReader(forward, [&](StringRef name) {
-        return underPrefix(name, cut);
-      });
+      std::optional<size_t> first = firstReader(
+          forward, [&](StringRef name) { return underPrefix(name, cut); });
       if (!first)
         return forward.emitError()
                << "--stage-cuts '" << cut

@@ -308,8 +308,8 @@ private:
         Value part = values.front();
         for (Value v : ArrayRef<Value>(values).drop_front())
           part = AddOp::create(b, root->getLoc(), part, v);
-        total = total ? Value(AddOp::create(b, root->getLoc(), total, part))
-                      : part;
+        total =
+            total ? Value(AddOp::create(b, root->getLoc(), total, part)) : part;
       }
       root->getResult(0).replaceAllUsesWith(total);
       // Parents before children: each is unused once its reader is gone.
