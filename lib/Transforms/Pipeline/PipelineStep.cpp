@@ -254,12 +254,12 @@ private:
   /// between two ranks). Summed as (a0 + a1 + ...) + (b0 + b1 + ...), each
   /// rank's part is its own glue, and one tensor crosses per rank. So for
   /// any sum whose terms come from several ranks: the squared gradient
-  /// norm, a sum over parameters in argument order, sent one scalar per
-  /// parameter (43 messages a step on the bench GPT at pp=2), is one per
-  /// rank. The
-  /// additions are reassociated, so the sum may differ from the 1-rank
-  /// step's in the last bits; every rank still adds the parts in one order
-  /// (by rank), so the ranks holding the parameter keep equal values.
+  /// norm, a sum over parameters in argument order, crossed one scalar per
+  /// parameter (43 messages a step on the bench GPT at pp=2), and now one
+  /// per rank. The additions are reassociated, so the sum may differ from
+  /// the 1-rank step's in the last bits; every rank still adds the parts in
+  /// one order (by rank), so the ranks holding a parameter keep equal
+  /// values.
   void regroupMixedSums() {
     sourceRanks.clear();
     Block &body = work.front();
