@@ -15,6 +15,7 @@
 
 #include "weft/Planner/ModelStats.h"
 
+#include "weft/Dialect/Weft/IR/TrainStep.h"
 #include "weft/Dialect/Weft/IR/WeftDialect.h"
 #include "weft/Dialect/Weft/IR/WeftOps.h"
 
@@ -82,19 +83,6 @@ struct ValueInfo {
   bool score = false;
 };
 
-/// The first dot-separated component of `name` that is a number: 3 for
-/// "h.3.attn.c_attn.weight", none for "wte.weight".
-std::optional<int64_t> layerNumber(llvm::StringRef name) {
-  llvm::SmallVector<llvm::StringRef> parts;
-  name.split(parts, '.');
-  for (llvm::StringRef p : parts) {
-    int64_t n;
-    if (!p.empty() && !p.getAsInteger(10, n))
-      return n;
-  }
-  return std::nullopt;
-}
-
 double elementsOf(Value v) {
   auto t = dyn_cast<RankedTensorType>(v.getType());
   if (!t || !t.hasStaticShape())
@@ -136,7 +124,7 @@ Status computeModelStats(ModuleOp module, ModelStats &out) {
     auto name = forward.getArgAttrOfType<StringAttr>(arg.getArgNumber(),
                                                      contract::kParamAttr);
     if (name) {
-      if (auto n = layerNumber(name.getValue()))
+      if (auto n = getLayerNumber(name.getValue()))
         numbers.insert(*n);
       continue;
     }
@@ -173,7 +161,7 @@ Status computeModelStats(ModuleOp module, ModelStats &out) {
       vi.weight = true;
       if (oneBlock)
         vi.tag = 0;
-      else if (auto n = layerNumber(name.getValue()))
+      else if (auto n = getLayerNumber(name.getValue()))
         vi.tag = blockOf[*n];
       else
         vi.unnumbered = true;
@@ -189,7 +177,7 @@ Status computeModelStats(ModuleOp module, ModelStats &out) {
       return acc[0];
     return acc[1 + std::min(tag, numBlocks)];
   };
-  llvm::DenseSet<Value> ownedParams, tiedParams;
+  llvm::DenseSet<Value> tiedParams;
   llvm::DenseMap<Value, LayerAcc *> ownerOf;
   double tiedElements = 0;
   auto isSeqBySeq = [&](Value v) {
@@ -293,10 +281,10 @@ Status computeModelStats(ModuleOp module, ModelStats &out) {
     for (Value v : op.getOperands()) {
       if (!info[v].param)
         continue;
-      if (ownedParams.insert(v).second) {
+      auto [owner, first] = ownerOf.try_emplace(v, &layer);
+      if (first) {
         layer.stats.params += elementsOf(v);
-        ownerOf[v] = &layer;
-      } else if (ownerOf[v] == &acc.front() && &layer == &acc.back() &&
+      } else if (owner->second == &acc.front() && &layer == &acc.back() &&
                  tiedParams.insert(v).second) {
         tiedElements += elementsOf(v);
       }

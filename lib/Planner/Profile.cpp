@@ -509,6 +509,24 @@ static Status predictedStep(const ModelStats &model, const ClusterSpec &spec,
   return Status::success();
 }
 
+/// The x in [lo, hi] at which `predict(x)` meets `measured`: 60 halvings
+/// (geometric with `logScale`, for values that span decades), the
+/// prediction growing with x if `growing`, falling otherwise; `measured`
+/// must lie between the predictions at the ends. Returns the end of the
+/// last interval on the high side.
+template <typename Predict>
+static Status bisect(Predict predict, double lo, double hi, bool logScale,
+                     bool growing, double measured, double &x) {
+  for (int i = 0; i < 60; ++i) {
+    double mid = logScale ? std::sqrt(lo * hi) : 0.5 * (lo + hi), t = 0;
+    if (Status s = predict(mid, t); !s.ok())
+      return s;
+    ((t > measured) == growing ? hi : lo) = mid;
+  }
+  x = hi;
+  return Status::success();
+}
+
 Status calibrateEfficiency(const ModelStats &model, ClusterSpec &spec,
                            const SearchOptions &options,
                            const LayoutChoice &layout, int microBatchSize,
@@ -551,14 +569,13 @@ Status calibrateEfficiency(const ModelStats &model, ClusterSpec &spec,
         fmt("%.4g s", out.measured) +
         " measured: the time is not in compute. Check that --model, "
         "--mesh and --micro-batch-size describe the run");
-  for (int i = 0; i < 60; ++i) {
-    double mid = std::sqrt(lo * hi), t = 0;
-    if (Status s = predict(mid, t); !s.ok())
-      return s;
-    (t > out.measured ? lo : hi) = mid;
-  }
+  double root = 0;
+  if (Status s = bisect(predict, lo, hi, /*logScale=*/true, /*growing=*/false,
+                        out.measured, root);
+      !s.ok())
+    return s;
   // Rounded as measurements are (step times vary by more than 0.1 %).
-  out.efficiency = std::min(1.0, round4(hi));
+  out.efficiency = std::min(1.0, round4(root));
   if (Status s = predict(out.efficiency, out.predictedAfter); !s.ok())
     return s;
   spec.device.efficiency[dt] = out.efficiency;
@@ -607,13 +624,12 @@ Status calibrateCollectiveOverhead(const ModelStats &model, ClusterSpec &spec,
         fmt("%.4g s", tHi) + ", less than the " + fmt("%.4g s", out.measured) +
         " measured: the layout communicates nothing the plan prices. Check "
         "that --mesh and --micro-batch-size describe the run");
-  for (int i = 0; i < 60; ++i) {
-    double mid = 0.5 * (lo + hi), t = 0;
-    if (Status s = predict(mid, t); !s.ok())
-      return s;
-    (t > out.measured ? hi : lo) = mid;
-  }
-  out.overheadUs = round4(0.5 * (lo + hi));
+  double root = 0;
+  if (Status s = bisect(predict, lo, hi, /*logScale=*/false, /*growing=*/true,
+                        out.measured, root);
+      !s.ok())
+    return s;
+  out.overheadUs = round4(root);
   if (Status s = predict(out.overheadUs, out.predictedAfter); !s.ok())
     return s;
   spec.device.collectiveOverheadUs = out.overheadUs;

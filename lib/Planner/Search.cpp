@@ -237,7 +237,12 @@ public:
          const SearchOptions &options)
       : model(model), spec(spec), options(options),
         bytes(bytesFor(options.dtype)),
-        peak(spec.device.peakTFLOPs.at(options.dtype) * 1e12) {}
+        peak(spec.device.peakTFLOPs.at(options.dtype) * 1e12),
+        // The option wins; else the spec's measured bandwidth, if it has
+        // one (0: memory traffic is not priced).
+        bandwidth(options.memoryBandwidthGBps > 0
+                      ? options.memoryBandwidthGBps
+                      : spec.device.memoryBandwidthGBps) {}
 
   const std::vector<LayerPrice> &prices(int tp, bool sp, Recompute rec) {
     auto [it, isNew] = priceCache.try_emplace(Key{tp, sp, rec});
@@ -281,16 +286,14 @@ public:
   const SearchOptions &options;
   DTypeBytes bytes;
   double peak;
+  /// Device memory bandwidth in GB/s.
+  double bandwidth;
 
 private:
   LayerPrice price(const LayerStats &s, int tp, bool sp, Recompute rec,
                    bool isBlock) {
     LayerPrice p;
     double attention = 0;
-    // The option wins; else the spec's measured bandwidth, if it has one.
-    double bandwidth = options.memoryBandwidthGBps > 0
-                           ? options.memoryBandwidthGBps
-                           : spec.device.memoryBandwidthGBps;
     for (const OpCost &op : s.ops) {
       double d = (op.tpSplit || sp) ? tp : 1;
       double t = bandwidth > 0
@@ -432,9 +435,6 @@ void price(Pricer &pr, const RankLayout &rl, const LayoutChoice &l, int mbs,
                                crosses, Algorithm::Ring);
   }
   double slowest = -1, compute = 0, comm = 0, dpExposed = 0, update = 0;
-  double bandwidth = pr.options.memoryBandwidthGBps > 0
-                         ? pr.options.memoryBandwidthGBps
-                         : spec.device.memoryBandwidthGBps;
   MemoryEstimate worst;
   worst.total = -1;
   int worstRank = 0;
@@ -459,7 +459,7 @@ void price(Pricer &pr, const RankLayout &rl, const LayoutChoice &l, int mbs,
     update = std::max(update,
                       updateSeconds(here, here / (l.zeroStage >= 1 ? l.dp : 1),
                                     m, pr.bytes.param, pr.bytes.grad,
-                                    pr.bytes.optimizer, bandwidth));
+                                    pr.bytes.optimizer, pr.bandwidth));
     dpExposed = std::max(
         dpExposed, dpExposedSeconds(spec, l.zeroStage, l.dp, dpCrosses,
                                     here * pr.bytes.grad, here * pr.bytes.param,

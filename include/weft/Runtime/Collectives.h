@@ -241,7 +241,7 @@ struct AxisGroup {
   CommThread &sender() { return sendThread ? *sendThread : *thread; }
 
   std::unique_ptr<Communicator> comm;
-  /// Sends still running on `thread`, each with its own copy of the data:
+  /// Sends still running on sender(), each with its own copy of the data:
   /// a pipeline stage goes on computing while its activation travels.
   /// Declared before `thread`, which finishes them when it stops.
   std::deque<std::pair<CommThread::Ticket, std::vector<float>>> sends;

@@ -241,20 +241,6 @@ private:
 
   /// Each cut starts its stage at the first op reading a parameter under
   /// the cut's name.
-  /// The layer number a parameter's name gives (its first part that is a
-  /// number: `h.3.attn.weight` is 3), as the planner's model statistics
-  /// number the blocks.
-  static std::optional<int64_t> layerNumber(StringRef name) {
-    SmallVector<StringRef> parts;
-    name.split(parts, '.');
-    for (StringRef p : parts) {
-      int64_t n;
-      if (!p.empty() && !p.getAsInteger(10, n))
-        return n;
-    }
-    return std::nullopt;
-  }
-
   /// Cuts before the first layer of each stage after the first.
   LogicalResult blockCuts(func::FuncOp forward, int64_t numStages,
                           SmallVector<size_t> &starts) {
@@ -262,7 +248,7 @@ private:
     for (BlockArgument arg : forward.getArguments())
       if (StringAttr name =
               getArgName(forward, arg.getArgNumber(), contract::Role::Param))
-        if (auto n = layerNumber(name.getValue()))
+        if (auto n = getLayerNumber(name.getValue()))
           numbers.insert(*n);
     int64_t total = 0;
     for (int64_t b : blocksPerStage)
@@ -282,8 +268,9 @@ private:
     for (int64_t s = 0; s + 1 < numStages; ++s) {
       next += blocksPerStage[size_t(s)];
       int64_t layer = ordered[size_t(next)];
-      std::optional<size_t> first = firstReader(
-          forward, [&](StringRef name) { return layerNumber(name) == layer; });
+      std::optional<size_t> first = firstReader(forward, [&](StringRef name) {
+        return getLayerNumber(name) == layer;
+      });
       if (!first || *first <= starts.back())
         return forward.emitError()
                << "the plan's stage " << s + 1 << " starts at layer " << layer

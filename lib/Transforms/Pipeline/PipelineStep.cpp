@@ -136,9 +136,11 @@ private:
     work.setName("train_step.pipeline_work");
     module.push_back(work);
     auto cleanup = llvm::make_scope_exit([&] { work.erase(); });
-    if (failed(inlineGradientCalls()))
+    if (failed(inlineGradientCalls()) || failed(findPieces()))
       return failure();
-    regroupMixedSums();
+    computeAnchors();
+    if (regroupMixedSums())
+      computeAnchors();
     if (failed(classify()))
       return failure();
     findAccumulations();
@@ -214,37 +216,16 @@ private:
     return success();
   }
 
-  /// The pipeline rank of the piece that defines `v`, or -1.
-  int64_t pieceRank(Value v) {
-    auto call = v.getDefiningOp<func::CallOp>();
-    auto callee = call ? SymbolTable::lookupNearestSymbolFrom<func::FuncOp>(
-                             call, call.getCalleeAttr())
-                       : func::FuncOp();
-    if (!callee)
-      return -1;
-    auto stage = callee->getAttrOfType<IntegerAttr>(kStageAttrName);
-    return stage ? rankOf(stage.getInt()) : -1;
-  }
-
-  /// The one rank whose pieces `v` is computed from; -1 if none (it reads
-  /// only arguments and constants), -2 if several.
-  int64_t sourceRank(Value v) {
-    if (auto it = sourceRanks.find(v); it != sourceRanks.end())
-      return it->second;
-    int64_t rank = pieceRank(v);
+  /// The one rank whose pieces `v` is computed from (computeAnchors):
+  /// kNone if none (it reads only arguments and constants), kMixed if
+  /// several.
+  int64_t anchorOfValue(Value v) const {
     Operation *def = v.getDefiningOp();
-    if (rank < 0 && def && !isa<ConstantOp>(def)) {
-      for (Value operand : def->getOperands()) {
-        int64_t r = sourceRank(operand);
-        if (r == -1 || r == rank)
-          continue;
-        rank = rank == -1 && r >= 0 ? r : -2;
-        if (rank == -2)
-          break;
-      }
-    }
-    sourceRanks[v] = rank;
-    return rank;
+    if (!def)
+      return kNone;
+    if (auto piece = pieceOf.find(def); piece != pieceOf.end())
+      return rankOf(std::get<0>(piece->second));
+    return anchorOf.lookup(def);
   }
 
   /// A tied parameter's gradient is a sum over micro-batches of sums over
@@ -260,8 +241,9 @@ private:
   /// the 1-rank step's in the last bits; every rank still adds the parts in
   /// one order (by rank), so the ranks holding a parameter keep equal
   /// values.
-  void regroupMixedSums() {
-    sourceRanks.clear();
+  /// Whether it changed anything.
+  bool regroupMixedSums() {
+    bool changed = false;
     Block &body = work.front();
     auto sameTypeAdd = [](Operation *op, Type type) {
       return isa_and_nonnull<AddOp>(op) && op->getResult(0).getType() == type &&
@@ -293,11 +275,11 @@ private:
         leaves.push_back(v);
       };
       walk(root->getResult(0));
-      // By the rank whose pieces each leaf comes from (-1: none, -2:
-      // several, as a tied gradient's total).
+      // By the rank whose pieces each leaf comes from (kNone, kMixed: a
+      // tied gradient's total, are groups of their own).
       std::map<int64_t, SmallVector<Value>> byRank;
       for (Value leaf : leaves)
-        byRank[sourceRank(leaf)].push_back(leaf);
+        byRank[anchorOfValue(leaf)].push_back(leaf);
       if (byRank.size() < 2 || llvm::none_of(byRank, [](auto &kv) {
             return kv.first >= 0 && kv.second.size() >= 2;
           }))
@@ -315,13 +297,13 @@ private:
       // Parents before children: each is unused once its reader is gone.
       for (Operation *add : adds)
         add->erase();
-      // New values may take the erased ones' addresses.
-      sourceRanks.clear();
+      changed = true;
     }
+    return changed;
   }
 
-  /// Finds the piece calls and the ranks that need each glue op.
-  LogicalResult classify() {
+  /// Finds the piece calls: (stage, phase, micro-batch) of each.
+  LogicalResult findPieces() {
     Block &body = work.front();
     for (Operation &op : body.without_terminator()) {
       auto call = dyn_cast<func::CallOp>(op);
@@ -358,7 +340,35 @@ private:
                << " virtual stages run " << numStages
                << ": cut it into as many (--stage-cuts, or let weftc choose)";
     }
+    return success();
+  }
 
+  /// Glue computed from one rank's pieces alone (the sum of a stage's
+  /// gradients, its norm) runs on that rank, which sends the result to
+  /// the others that need it: one tensor, not one per micro-batch. Glue
+  /// mixing ranks' pieces (a tied gradient's total) runs on every rank that
+  /// needs it, from the pieces' values. Each glue op's anchor, in program
+  /// order.
+  void computeAnchors() {
+    anchorOf.clear();
+    for (Operation &op : work.front().without_terminator()) {
+      if (pieceOf.count(&op))
+        continue;
+      int64_t anchor = kNone;
+      for (Value operand : op.getOperands()) {
+        int64_t from = anchorOfValue(operand);
+        if (from == kNone || from == anchor)
+          continue;
+        anchor = anchor == kNone && from != kMixed ? from : kMixed;
+      }
+      anchorOf[&op] = anchor;
+    }
+  }
+
+  /// The ranks that need each glue op, and what crosses after the
+  /// schedule.
+  LogicalResult classify() {
+    Block &body = work.front();
     // The ranks that hold each parameter (and buffer: BatchNorm's running
     // statistics): those of the stages reading it.
     llvm::StringMap<std::set<int64_t>> paramRanks;
@@ -401,30 +411,6 @@ private:
           where = it->second;
       }
       slotRanks.push_back(where);
-    }
-    // Glue computed from one rank's pieces alone (the sum of a stage's
-    // gradients, its norm) runs on that rank, which sends the result to
-    // the others that need it: one tensor, not one per micro-batch.
-    // Glue mixing ranks' pieces (a tied gradient's shares) runs on every
-    // rank that needs it, from the pieces' values.
-    constexpr int64_t kNone = -1, kMixed = -2;
-    for (Operation &op : body.without_terminator()) {
-      if (pieceOf.count(&op))
-        continue;
-      int64_t anchor = kNone;
-      for (Value operand : op.getOperands()) {
-        Operation *def = operand.getDefiningOp();
-        if (!def)
-          continue;
-        auto piece = pieceOf.find(def);
-        int64_t from = piece != pieceOf.end()
-                           ? rankOf(std::get<0>(piece->second))
-                           : anchorOf.lookup(def);
-        if (from == kNone || from == anchor)
-          continue;
-        anchor = anchor == kNone && from != kMixed ? from : kMixed;
-      }
-      anchorOf[&op] = anchor;
     }
     for (Operation &op : llvm::reverse(body.without_terminator())) {
       if (pieceOf.count(&op))
@@ -849,8 +835,8 @@ private:
   }
 
   int64_t numStages = 1, microBatches = 1;
-  /// sourceRank's answers.
-  llvm::DenseMap<Value, int64_t> sourceRanks;
+  /// Anchors that are no single rank.
+  static constexpr int64_t kNone = -1, kMixed = -2;
   /// Whether the backward pieces come as input- and weight-gradient parts.
   bool splitBackward = false;
   func::FuncOp work;

@@ -129,3 +129,14 @@ void weft::recordTrainConfig(ModuleOp module,
   module->setAttr(WeftDialect::kTrainConfigAttrName,
                   merged.getDictionary(module.getContext()));
 }
+
+std::optional<int64_t> weft::getLayerNumber(llvm::StringRef paramName) {
+  llvm::SmallVector<llvm::StringRef> parts;
+  paramName.split(parts, '.');
+  for (llvm::StringRef p : parts) {
+    int64_t n;
+    if (!p.empty() && !p.getAsInteger(10, n))
+      return n;
+  }
+  return std::nullopt;
+}

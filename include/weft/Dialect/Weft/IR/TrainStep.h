@@ -59,6 +59,12 @@ bool isContextArg(mlir::func::FuncOp fn, unsigned i);
 mlir::FailureOr<contract::StepSignature>
 readStepSignature(mlir::func::FuncOp fn);
 
+/// The layer a parameter's name numbers: its first dot-separated part that
+/// is a number (3 for "h.3.attn.c_attn.weight", none for "wte.weight"), as
+/// PyTorch's state_dict and weft-modelgen name repeated blocks. The planner
+/// counts blocks by it and pipeline stages are cut between them.
+std::optional<int64_t> getLayerNumber(llvm::StringRef paramName);
+
 /// Merges `entries` into the module's `weft.train_config` dictionary: each
 /// training pass records the options it was built with, so an executable
 /// compiled later from the IR describes how it trains.
