@@ -87,10 +87,19 @@ CLUSTER = os.path.join(ROOT, "scripts", "cluster.sh")
 CLUSTER_ENV = dict(os.environ, WEFT_CLUSTER_PREFIX="weftpvm")
 
 
-def launch(b, nodes, exe, args, port, cwd):
-    """Runs `exe` on 2 ranks per node: through weftrun on this host, or
-    over emulated nodes (scripts/cluster.sh, up already), one weftrun per
-    node; fails naming the node whose run failed."""
+def fresh(path):
+    """`path`, removed if a run before left it (metrics files append)."""
+    if os.path.exists(path):
+        os.remove(path)
+    return path
+
+
+def launch(b, nodes, exe, args, metrics, port, cwd):
+    """Runs `exe` on 2 ranks per node, rank 0 writing `metrics`: through
+    weftrun on this host, or over emulated nodes (scripts/cluster.sh, up
+    already), one weftrun per node; fails naming the node whose run
+    failed."""
+    args = args + ["--metrics", fresh(metrics)]
     if nodes == 1:
         run([os.path.join(b, "weftrun"), "--nproc-per-node", "2",
              "--master-port", str(port), exe] + args, cwd=cwd)
@@ -100,10 +109,7 @@ def launch(b, nodes, exe, args, port, cwd):
         cmd = [CLUSTER, "run", str(node), os.path.join(b, "weftrun"),
                "--nnodes", str(nodes), "--node-rank", str(node),
                "--nproc-per-node", "2", "--master-addr", "10.77.0.1",
-               "--master-port", str(port), exe] + (
-                   args if node == 0 else
-                   [a for i, a in enumerate(args)
-                    if a != "--metrics" and (i == 0 or args[i - 1] != "--metrics")])
+               "--master-port", str(port), exe] + args
         procs.append((node, subprocess.Popen(
             cmd, cwd=cwd, env=dict(CLUSTER_ENV, GLOO_SOCKET_IFNAME="eth0"),
             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
@@ -119,6 +125,16 @@ def launch(b, nodes, exe, args, port, cwd):
     if failed:
         sys.exit("plan_vs_measured: node %d's run of %s failed:\n%s"
                  % (failed[0], exe, failed[1][-3000:]))
+
+
+def recalibrate(b, metrics, ir, spec, out, flags=()):
+    """weft-profile-cluster --from-metrics on `spec`, written to `out`;
+    prints its finding and returns `out`."""
+    p = run([os.path.join(b, "weft-profile-cluster"), "--from-metrics",
+             metrics, "--model", ir, "--spec", spec, "--dtype", "fp32",
+             "-o", out] + list(flags))
+    print("calibration: " + p.stderr.strip().splitlines()[-1])
+    return out
 
 
 def rate_gbps(rate):
@@ -148,8 +164,8 @@ def main():
                     "from a 1-rank run of the model (weft-profile-cluster "
                     "--from-metrics): the whole step's efficiency, measured "
                     "on a layout that is not one of those compared; then "
-                    "device.collective_overhead_us from a 2-rank tp=2 run "
-                    "(no sequence parallelism, micro-batches of 4, "
+                    "device.collective_overhead_us from a run of every rank "
+                    "at tp=2 (dp over the nodes; no sequence parallelism; "
                     "--fit collective-overhead)")
     ap.add_argument("--repeat", type=int, default=1,
                     help="run the layouts round-robin this many times and "
@@ -204,14 +220,6 @@ def measure(args, ranks):
             text = head + sep + "\n".join(lines)
             with open(spec, "w") as f:
                 f.write(text)
-    batch0 = None
-    if args.calibrate:
-        # One rank, the whole batch: its median step fixes the efficiency.
-        one = os.path.join(work, "one")
-        run([os.path.join(b, "weftc"), onnx, "--optimizer", "adamw", "-o", one])
-        ir = os.path.join(work, "model.weft.mlir")
-        run([os.path.join(b, "weftc"), onnx, "--emit=weft", "-o", ir])
-        batch0 = True
     plan_file = os.path.join(work, "plan.json")
     batch = 8  # both models' own batch
     n = batch * max(args.steps, 8)
@@ -222,16 +230,19 @@ def measure(args, ranks):
          "--dtype", "int64", "--high", str(vocab)])
     data = ["--data", "input=" + os.path.join(work, "ids.npy"), "--labels",
             os.path.join(work, "labels.npy"), "--lr", "0.001"]
-    if batch0:
-        m1 = os.path.join(work, "one.jsonl")
-        if os.path.exists(m1):
-            os.remove(m1)
+    if args.calibrate:
+        # One rank, the whole batch: its median step fixes the efficiency.
+        one = os.path.join(work, "one")
+        run([os.path.join(b, "weftc"), onnx, "--optimizer", "adamw", "-o", one])
+        ir = os.path.join(work, "model.weft.mlir")
+        run([os.path.join(b, "weftc"), onnx, "--emit=weft", "-o", ir])
+        m1 = fresh(os.path.join(work, "one.jsonl"))
         # One thread: a device of the spec is one rank, and the
         # calibration prices one device. Twins of the run keep the cores
         # as busy as the runs compared do (shared cores, caches, memory
         # bandwidth, clocks: 4 ranks on this host's 2 cores each get half
         # of one); only the first one's metrics are read.
-        twins = [os.path.join(work, "twin%d.jsonl" % i)
+        twins = [fresh(os.path.join(work, "twin%d.jsonl" % i))
                  for i in range(1, ranks)]
         procs = [subprocess.Popen(
             [one] + data + ["--steps", str(args.steps), "--threads", "1",
@@ -243,34 +254,26 @@ def measure(args, ranks):
             if proc.returncode != 0:
                 sys.exit("plan_vs_measured: the 1-rank calibration run "
                          "failed (%d):\n%s" % (proc.returncode, err[-3000:]))
-        cal = os.path.join(work, "calibrated.yaml")
-        p = run([os.path.join(b, "weft-profile-cluster"), "--from-metrics", m1,
-                 "--model", ir, "--spec", spec, "--dtype", "fp32", "-o", cal])
-        print("calibration: " + p.stderr.strip().splitlines()[-1])
-        spec = cal
+        spec = recalibrate(b, m1, ir, spec,
+                           os.path.join(work, "calibrated.yaml"))
         # Then what each collective costs a step beyond its idle time, from
         # a run of every rank in a layout the comparison does not use:
         # tp=2 without sequence parallelism, micro-batches of 4 (with 2
         # nodes, dp=2 over them, micro-batches of 2).
-        mesh, mbs = ("tp=2", 4) if ranks == 2 else ("dp=%d,tp=2" % (ranks // 2), 2)
-        dpc = ranks // 2
+        dp = ranks // 2
+        mesh = "tp=2" if dp == 1 else "dp=%d,tp=2" % dp
+        mbs = 4 if dp == 1 else 2
         tp_exe = os.path.join(work, "calib-tp2")
-        run([os.path.join(b, "weftc"), export(args.model, work, dpc * mbs)[0],
-             "--mesh", mesh, "--accum-steps", str(batch // (dpc * mbs)),
+        run([os.path.join(b, "weftc"), export(args.model, work, dp * mbs)[0],
+             "--mesh", mesh, "--accum-steps", str(batch // (dp * mbs)),
              "--optimizer", "adamw", "-o", tp_exe])
         m2 = os.path.join(work, "calib-tp2.jsonl")
-        if os.path.exists(m2):
-            os.remove(m2)
-        launch(b, args.nodes, tp_exe, data + ["--steps", str(args.steps),
-                                              "--metrics", m2],
+        launch(b, args.nodes, tp_exe, data + ["--steps", str(args.steps)], m2,
                args.port + 9, work)
-        cal2 = os.path.join(work, "calibrated-overhead.yaml")
-        p = run([os.path.join(b, "weft-profile-cluster"), "--from-metrics", m2,
-                 "--model", ir, "--spec", spec, "--dtype", "fp32",
-                 "--mesh", mesh, "--micro-batch-size", str(mbs),
-                 "--fit", "collective-overhead", "-o", cal2])
-        print("calibration: " + p.stderr.strip().splitlines()[-1])
-        spec = cal2
+        spec = recalibrate(b, m2, ir, spec,
+                           os.path.join(work, "calibrated-overhead.yaml"),
+                           ["--mesh", mesh, "--micro-batch-size", str(mbs),
+                            "--fit", "collective-overhead"])
     run([os.path.join(b, "weftc"), onnx, "--emit=plan-json", "--cluster",
          spec, "-o", plan_file] + args.plan_flags.split())
     with open(plan_file) as f:
@@ -295,12 +298,9 @@ def measure(args, ranks):
     for r in range(args.repeat):
         for k, exe in exes.items():
             metrics = os.path.join(work, "m%d.jsonl" % k)
-            if os.path.exists(metrics):
-                os.remove(metrics)
             load = loadavg()
-            launch(b, args.nodes, exe, data + ["--steps", str(args.steps),
-                                               "--metrics", metrics],
-                   args.port + k, work)
+            launch(b, args.nodes, exe, data + ["--steps", str(args.steps)],
+                   metrics, args.port + k, work)
             with open(metrics) as f:
                 lines = [json.loads(l) for l in f if l.strip()]
             steps = [l for l in lines if "step_time_s" in l][1:]

@@ -25,6 +25,7 @@ import numpy as np
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import exe_check  # noqa: E402
 import fidelity  # noqa: E402
 import fidelity_models  # noqa: E402
 
@@ -95,8 +96,7 @@ def main(argv=None):
                 # Each rank sums its parameters' squares, then the ranks'
                 # sums are added: the one-rank step adds them in argument
                 # order.
-                return a.shape == b.shape and bool(
-                    np.all(np.abs(a - b) <= 1e-6 * np.abs(b)))
+                return a.shape == b.shape and exe_check.close(a, b, 1e-6) <= 1e-6
             return np.array_equal(a, b)
         different = [n for n in names if not same(n)]
         if different or not names:
