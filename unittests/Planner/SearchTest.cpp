@@ -340,7 +340,6 @@ TEST(SearchPieces, PipelineStagesSwapATiedParameterGradient) {
   expectNear(0.002, tied.stepSeconds - untied.stepSeconds);
   // One rank holds both ends: nothing crosses.
   l.pp = 1;
-  l.microBatches = 8;
   Plan one;
   ASSERT_TRUE(evaluatePlan(model, spec, o, l, 1, Recompute::None, one).ok());
   model.tiedElements = 0;
