@@ -492,6 +492,7 @@ struct ApplyMeshPass : public weft::impl::ApplyMeshPassBase<ApplyMeshPass> {
       return success();
     MLIRContext *context = &getContext();
     SmallVector<func::CallOp> calls(fn.getOps<func::CallOp>());
+    llvm::DenseSet<Value> pinnedSums;
     for (func::CallOp call : calls) {
       auto callee =
           SymbolTable::lookupNearestSymbolFrom<func::FuncOp>(call, call.getCalleeAttr());
@@ -517,6 +518,15 @@ struct ApplyMeshPass : public weft::impl::ApplyMeshPassBase<ApplyMeshPass> {
         if (!getResultName(callee, r, Role::Grad))
           continue;
         Value grad = call.getResult(r);
+        // Below ZeRO-2 the layout is pinned on the micro-batches' sum: a
+        // pin on each call's gradient would reduce its pending dp sum once
+        // per micro-batch instead of once a step.
+        if (zero < 2) {
+          grad = accumulatedGradient(call, r);
+          if (!pinnedSums.insert(grad).second)
+            continue;
+          b.setInsertionPointAfterValue(grad);
+        }
         auto type = cast<RankedTensorType>(grad.getType());
         contract::Slot slot{Role::Param,
                             getResultName(callee, r, Role::Grad).str()};
@@ -536,6 +546,25 @@ struct ApplyMeshPass : public weft::impl::ApplyMeshPassBase<ApplyMeshPass> {
       }
     }
     return success();
+  }
+
+  /// The sum of result `r` over every call of `call`'s callee that the
+  /// step adds up (micro-batches' gradients), or that result alone.
+  static Value accumulatedGradient(func::CallOp call, unsigned r) {
+    Value sum = call.getResult(r);
+    while (sum.hasOneUse()) {
+      auto add = dyn_cast<AddOp>(*sum.user_begin());
+      if (!add)
+        break;
+      Value other = add.getLhs() == sum ? add.getRhs() : add.getLhs();
+      // train::accumulateGradients adds each call's to the running sum.
+      auto term = other.getDefiningOp<func::CallOp>();
+      if (!term || term.getCallee() != call.getCallee() ||
+          other != term.getResult(r))
+        break;
+      sum = add.getResult();
+    }
+    return sum;
   }
 
   /// Sequence parallelism: every layer norm of the step reads its input
