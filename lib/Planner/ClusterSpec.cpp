@@ -221,18 +221,31 @@ private:
 };
 
 ClusterSpec::Link readLink(Reader &r, const YAML::Node &node,
-                           const std::string &path, const char *example) {
+                           const std::string &path, const char *example,
+                           bool mayBeShared) {
   std::string bwHint =
       std::string("one direction, GB/s per device, e.g. ") + example;
   const char *latHint = "microseconds for a small message, e.g. 5";
-  auto f = r.fields(node, path,
-                    {{"bandwidth_GBps", true, bwHint.c_str()},
-                     {"latency_us", true, latHint}});
+  std::vector<Key> keys = {{"bandwidth_GBps", true, bwHint.c_str()},
+                           {"latency_us", true, latHint}};
+  if (mayBeShared)
+    keys.push_back({"shared_by_node", false, ""});
+  auto f = r.fields(node, path, keys);
   ClusterSpec::Link link;
   link.bandwidthGBps = r.positive(f["bandwidth_GBps"],
                                   join(path, "bandwidth_GBps"), bwHint.c_str());
   link.latencyUs =
       r.nonNegative(f["latency_us"], join(path, "latency_us"), latHint);
+  if (f.count("shared_by_node")) {
+    const YAML::Node &shared = f["shared_by_node"];
+    std::string v = shared.IsScalar() ? shared.Scalar() : "";
+    if (v != "true" && v != "false")
+      r.fail(shared, join(path, "shared_by_node") +
+                         " must be true (one link per node, shared by its "
+                         "devices) or false (one per device), got " +
+                         Reader::kind(shared));
+    link.sharedByNode = v == "true";
+  }
   return link;
 }
 
@@ -377,6 +390,7 @@ void readSpec(Reader &r, const YAML::Node &root, ClusterSpec &spec) {
        {"inter_node", true,
         "a mapping with bandwidth_GBps and latency_us between devices of "
         "two nodes"},
+       {"collective_library", false, ""},
        {"collectives", false, ""}});
   if (f.count("name"))
     spec.name = r.string(f["name"], "name");
@@ -385,8 +399,18 @@ void readSpec(Reader &r, const YAML::Node &root, ClusterSpec &spec) {
   spec.devicesPerNode = r.positiveInteger(
       f["devices_per_node"], "devices_per_node", "devices per node, e.g. 8");
   spec.device = readDevice(r, f["device"]);
-  spec.intraNode = readLink(r, f["intra_node"], "intra_node", "300");
-  spec.interNode = readLink(r, f["inter_node"], "inter_node", "25");
+  spec.intraNode = readLink(r, f["intra_node"], "intra_node", "300", false);
+  spec.interNode = readLink(r, f["inter_node"], "inter_node", "25", true);
+  if (f.count("collective_library")) {
+    std::string lib =
+        r.string(f["collective_library"], "collective_library");
+    if (lib != "nccl" && lib != "gloo")
+      r.fail(f["collective_library"],
+             "collective_library must be nccl (GPUs) or gloo (CPU ranks), "
+             "got " + rt::quote(lib));
+    spec.collectiveLibrary = lib == "gloo" ? ClusterSpec::Library::Gloo
+                                           : ClusterSpec::Library::Nccl;
+  }
   if (f.count("collectives"))
     readCollectives(r, f["collectives"], spec);
 }
@@ -413,8 +437,11 @@ std::string ClusterSpec::describe() const {
   }
   os << ", intra-node " << num(intraNode.bandwidthGBps) << " GB/s "
      << num(intraNode.latencyUs) << " us, inter-node "
-     << num(interNode.bandwidthGBps) << " GB/s " << num(interNode.latencyUs)
+     << num(interNode.bandwidthGBps) << " GB/s "
+     << (interNode.sharedByNode ? "per node " : "") << num(interNode.latencyUs)
      << " us";
+  if (collectiveLibrary == Library::Gloo)
+    os << ", gloo";
   size_t samples = 0;
   for (const auto &entry : collectives)
     samples += entry.second.size();

@@ -270,22 +270,65 @@ double ringHalf(AlphaBeta l, double bytes, int n) {
 }
 } // namespace
 
-double collectiveSeconds(const ClusterSpec &spec, Collective kind,
-                         double bytes, int groupSize, bool crossesNodes,
-                         Algorithm algo) {
+namespace {
+/// collectiveSeconds without the overhead: the time on idle devices.
+double idleSeconds(const ClusterSpec &spec, Collective kind, double bytes,
+                   int groupSize, bool crossesNodes, Algorithm algo) {
   // A measurement is of what the library really does, whatever algorithm
-  // it picked, so it wins over every formula. Either is timed on idle
-  // devices; what a call costs a step beyond that is the overhead.
-  // A group no larger than a node that still crosses nodes (dp over
-  // nodes, tp inside them) is not what a sample of its size measured:
-  // those ran inside a node.
-  double overhead = spec.device.collectiveOverheadUs * 1e-6;
+  // it picked, so it wins over every formula. A group no larger than a
+  // node that still crosses nodes (dp over nodes, tp inside them) is not
+  // what a sample of its size measured: those ran inside a node.
   double measured;
   bool sampled = !crossesNodes || groupSize > spec.devicesPerNode;
   if (sampled && measuredSeconds(spec, kind, bytes, groupSize, measured))
-    return measured + overhead;
+    return measured;
+  return linkSeconds(spec, kind, bytes, groupSize, crossesNodes, algo);
+}
+} // namespace
+
+double collectiveSeconds(const ClusterSpec &spec, Collective kind,
+                         double bytes, int groupSize, bool crossesNodes,
+                         Algorithm algo) {
+  // Samples and formulas are of idle devices; what a call costs a step
+  // beyond that is the overhead.
+  return spec.device.collectiveOverheadUs * 1e-6 +
+         idleSeconds(spec, kind, bytes, groupSize, crossesNodes, algo);
+}
+
+double groupCollectiveSeconds(const ClusterSpec &spec, Collective kind,
+                              double bytes, const GroupPlacement &g) {
+  bool shared = spec.interNode.sharedByNode && g.groupsPerNode > 1;
+  bool leaders = spec.collectiveLibrary == ClusterSpec::Library::Gloo &&
+                 kind == Collective::AllReduce && g.perNode > 1;
+  if (!g.crossesNodes() || (!shared && !leaders))
+    return collectiveSeconds(spec, kind, bytes, g.size, g.crossesNodes(),
+                             Algorithm::Ring);
+  AlphaBeta inter = alphaBeta(spec.interNode);
+  // Each group's ring (or its leaders' ring) crosses a node's link once
+  // each way.
+  if (shared)
+    inter.secondsPerByte *= g.groupsPerNode;
+  double overhead = spec.device.collectiveOverheadUs * 1e-6;
+  if (!leaders) {
+    switch (kind) {
+    case Collective::AllReduce:
+      return overhead + ringAllReduce(inter, bytes, g.size);
+    case Collective::SendRecv:
+      return overhead + inter.alpha + bytes * inter.secondsPerByte;
+    default:
+      return overhead + ringHalf(inter, bytes, g.size);
+    }
+  }
+  // One runtime call: the node's all-reduce, the leaders' (the whole
+  // buffer: gloo's leaders do not split it between a node's devices), and
+  // the broadcast, a tree of depth ceil(log2 perNode).
+  AlphaBeta intra = alphaBeta(spec.intraNode);
+  double depth = std::ceil(std::log2(double(g.perNode)));
   return overhead +
-         linkSeconds(spec, kind, bytes, groupSize, crossesNodes, algo);
+         idleSeconds(spec, Collective::AllReduce, bytes, g.perNode, false,
+                     Algorithm::Ring) +
+         ringAllReduce(inter, bytes, g.size / g.perNode) +
+         depth * (intra.alpha + bytes * intra.secondsPerByte);
 }
 
 double linkSeconds(const ClusterSpec &spec, Collective kind, double bytes,

@@ -331,6 +331,10 @@ ClusterSpec specFromProfile(const ProfileResult &r, const ProfileOptions &o,
   }
   spec.intraNode = {round4(bandwidth), round4(latency)};
   spec.interNode = spec.intraNode;
+  // Cores of one host share its network link, and the ranks run Weft's
+  // gloo runtime.
+  spec.interNode.sharedByNode = true;
+  spec.collectiveLibrary = ClusterSpec::Library::Gloo;
   for (const CollectiveMeasurement &m : r.collectives)
     spec.collectives[m.collective].push_back({m.group, m.bytes, round4(m.us)});
   for (auto &[name, samples] : spec.collectives)
@@ -372,6 +376,10 @@ formatClusterSpec(const ClusterSpec &spec,
   os << "name: " << spec.name << "\n";
   os << "nodes: " << spec.nodes << "\n";
   os << "devices_per_node: " << spec.devicesPerNode << "\n";
+  if (spec.collectiveLibrary == ClusterSpec::Library::Gloo) {
+    comment("collective_library", "");
+    os << "collective_library: gloo\n";
+  }
   os << "device:\n";
   comment("device.memory_GB", "  ");
   os << "  memory_GB: " << number(spec.device.memoryGB) << "\n";
@@ -426,6 +434,8 @@ formatClusterSpec(const ClusterSpec &spec,
     os << key << ":\n";
     os << "  bandwidth_GBps: " << number(link->bandwidthGBps) << "\n";
     os << "  latency_us: " << number(link->latencyUs) << "\n";
+    if (link->sharedByNode)
+      os << "  shared_by_node: true\n";
   }
   if (!spec.collectives.empty()) {
     comment("collectives", "");

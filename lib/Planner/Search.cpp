@@ -130,14 +130,14 @@ double tpCommSeconds(const ClusterSpec &spec,
   return once * (recomputed ? 3 : 2);
 }
 
-double dpExposedSeconds(const ClusterSpec &spec, int zeroStage, int dp,
-                        bool crossesNodes, double gradBytes, double paramBytes,
-                        double forwardSeconds, double backwardSeconds, int m) {
-  if (dp < 2)
+double dpExposedSeconds(const ClusterSpec &spec, int zeroStage,
+                        const GroupPlacement &dp, double gradBytes,
+                        double paramBytes, double forwardSeconds,
+                        double backwardSeconds, int m) {
+  if (dp.size < 2)
     return 0;
   auto coll = [&](Collective kind, double bytes) {
-    return collectiveSeconds(spec, kind, bytes, dp, crossesNodes,
-                             Algorithm::Ring);
+    return groupCollectiveSeconds(spec, kind, bytes, dp);
   };
   // Only the share of the computation the device overlaps for real hides
   // communication (none on CPU ranks).
@@ -438,7 +438,15 @@ void price(Pricer &pr, const RankLayout &rl, const LayoutChoice &l, int mbs,
   MemoryEstimate worst;
   worst.total = -1;
   int worstRank = 0;
-  bool dpCrosses = l.dp * l.tp > dpn;
+  // Ranks are numbered pp, dp, tp (tp fastest): a dp group wider than a
+  // node has dpn / tp members on each node, and a node holds tp such
+  // groups.
+  GroupPlacement dpGroup;
+  dpGroup.size = dpGroup.perNode = l.dp;
+  if (l.dp * l.tp > dpn) {
+    dpGroup.perNode = std::max(1, dpn / l.tp);
+    dpGroup.groupsPerNode = std::min(l.tp, dpn);
+  }
   for (const RankGroup &g : rl.groups) {
     double tpMB = 0;
     for (size_t c = 0; c < pro; ++c)
@@ -461,7 +469,7 @@ void price(Pricer &pr, const RankLayout &rl, const LayoutChoice &l, int mbs,
                                     m, pr.bytes.param, pr.bytes.grad,
                                     pr.bytes.optimizer, pr.bandwidth));
     dpExposed = std::max(
-        dpExposed, dpExposedSeconds(spec, l.zeroStage, l.dp, dpCrosses,
+        dpExposed, dpExposedSeconds(spec, l.zeroStage, dpGroup,
                                     here * pr.bytes.grad, here * pr.bytes.param,
                                     forwardMB, computeMB - forwardMB, m));
 

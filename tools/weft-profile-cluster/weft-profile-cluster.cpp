@@ -153,6 +153,9 @@ int profile(int devices, bool quick, const std::string &name,
       "STREAM triad on one thread, three arrays, no write-allocate counted.";
   notes["device.comm_overlap"] =
       "A device is a core: its collectives run on the cores that compute.";
+  notes["collective_library"] =
+      "The ranks run Weft's gloo runtime; a host's cores share its network "
+      "link (inter_node.shared_by_node).";
   for (const char *dt : kClusterDTypes) {
     std::string path = std::string("device.peak_TFLOPs.") + dt;
     auto un = r.unmeasured.find(dt);

@@ -177,7 +177,8 @@ TEST(ClusterSpec, WrongTypesAreRefused) {
   std::string text = kValid;
   text = text.substr(0, text.find("inter_node:")) + "inter_node: 25\n";
   EXPECT_NE(errorOf(text).find("inter_node must be a mapping with keys "
-                               "bandwidth_GBps, latency_us, got '25'"),
+                               "bandwidth_GBps, latency_us, shared_by_node, "
+                               "got '25'"),
             std::string::npos);
   EXPECT_NE(errorOf(edit("latency_us: 5", "  latency_us:"))
                 .find("inter_node.latency_us has no value"),
@@ -234,11 +235,43 @@ TEST(ClusterSpec, OutOfRangeValuesAreRefused) {
           .ok());
 }
 
+TEST(ClusterSpec, SharedLinksAndTheCollectiveLibrary) {
+  ClusterSpec spec;
+  ASSERT_TRUE(parseClusterSpec(kValid, "c.yaml", spec).ok());
+  EXPECT_FALSE(spec.interNode.sharedByNode);
+  EXPECT_EQ(ClusterSpec::Library::Nccl, spec.collectiveLibrary);
+  std::string text = edit("latency_us: 5", "  latency_us: 5\n"
+                                           "  shared_by_node: true\n"
+                                           "collective_library: gloo");
+  Status st = parseClusterSpec(text, "c.yaml", spec);
+  ASSERT_TRUE(st.ok()) << st.message;
+  EXPECT_TRUE(spec.interNode.sharedByNode);
+  EXPECT_EQ(ClusterSpec::Library::Gloo, spec.collectiveLibrary);
+  EXPECT_NE(spec.describe().find("25 GB/s per node 5 us, gloo"),
+            std::string::npos)
+      << spec.describe();
+  EXPECT_EQ(errorOf(edit("latency_us: 5",
+                         "  latency_us: 5\ncollective_library: mpi")),
+            "cluster.yaml:15:21: collective_library must be nccl (GPUs) or "
+            "gloo (CPU ranks), got 'mpi'");
+  EXPECT_EQ(errorOf(edit("latency_us: 5",
+                         "  latency_us: 5\n  shared_by_node: yes")),
+            "cluster.yaml:15:19: inter_node.shared_by_node must be true (one "
+            "link per node, shared by its devices) or false (one per "
+            "device), got 'yes'");
+  // A node's own devices share no network link.
+  EXPECT_NE(errorOf(edit("latency_us: 3",
+                         "  latency_us: 3\n  shared_by_node: true"))
+                .find("unknown key 'intra_node.shared_by_node'"),
+            std::string::npos);
+}
+
 TEST(ClusterSpec, UnknownKeysAreRefusedWithSuggestion) {
   EXPECT_EQ(errorOf(edit("devices_per_node:", "devices_per_nod: 4")),
             "cluster.yaml:2:1: unknown key 'devices_per_nod'; did you mean "
             "'devices_per_node'? (valid keys: name, nodes, devices_per_node, "
-            "device, intra_node, inter_node, collectives)");
+            "device, intra_node, inter_node, collective_library, "
+            "collectives)");
   // Nested: the path names the section, the suggestion the key in it.
   EXPECT_NE(errorOf(edit("fp32", "    tf32: 156"))
                 .find("unknown key 'device.peak_TFLOPs.tf32'; did you mean "

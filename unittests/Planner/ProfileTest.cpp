@@ -126,6 +126,10 @@ TEST(ProfileSpec, WrittenYamlReadsBackAndIsStable) {
   EXPECT_EQ(812.5, back.device.collectiveOverheadUs);
   EXPECT_EQ(s.intraNode.bandwidthGBps, back.intraNode.bandwidthGBps);
   EXPECT_EQ(s.intraNode.latencyUs, back.intraNode.latencyUs);
+  // This host's ranks run gloo and share one network link.
+  EXPECT_TRUE(back.interNode.sharedByNode);
+  EXPECT_FALSE(back.intraNode.sharedByNode);
+  EXPECT_EQ(ClusterSpec::Library::Gloo, back.collectiveLibrary);
   ASSERT_EQ(s.collectives.size(), back.collectives.size());
   for (const auto &[name, samples] : s.collectives)
     for (size_t i = 0; i < samples.size(); ++i) {

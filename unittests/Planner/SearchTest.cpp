@@ -154,25 +154,25 @@ TEST(SearchPieces, DataParallelExposure) {
   // all-gather 30 ms each.
   double g = 4e9, p = 4e9;
   // ZeRO 0: 60 ms behind a 50 ms backward: 10 ms exposed.
-  expectNear(0.010, dpExposedSeconds(spec, 0, 4, false, g, p, 0.02, 0.05, 8));
+  expectNear(0.010, dpExposedSeconds(spec, 0, {4, 4, 1}, g, p, 0.02, 0.05, 8));
   // ZeRO 1: the reduce-scatter hides, the 30 ms all-gather does not.
-  expectNear(0.030, dpExposedSeconds(spec, 1, 4, false, g, p, 0.02, 0.05, 8));
+  expectNear(0.030, dpExposedSeconds(spec, 1, {4, 4, 1}, g, p, 0.02, 0.05, 8));
   // ZeRO 2 behind a 20 ms backward, 8 micro-batches: 8 * 10 ms + 30 ms.
-  expectNear(0.110, dpExposedSeconds(spec, 2, 4, false, g, p, 0.01, 0.02, 8));
+  expectNear(0.110, dpExposedSeconds(spec, 2, {4, 4, 1}, g, p, 0.01, 0.02, 8));
   // ZeRO 3, forward 10 ms, backward 20 ms, 8 micro-batches:
   // 8 * ((30 - 10) + (30 - 20) + (30 - 20)) ms = 320 ms.
-  expectNear(0.320, dpExposedSeconds(spec, 3, 4, false, g, p, 0.01, 0.02, 8));
+  expectNear(0.320, dpExposedSeconds(spec, 3, {4, 4, 1}, g, p, 0.01, 0.02, 8));
   // Nothing to reduce at dp = 1.
-  EXPECT_EQ(0, dpExposedSeconds(spec, 3, 1, false, g, p, 0.01, 0.02, 8));
+  EXPECT_EQ(0, dpExposedSeconds(spec, 3, {1, 1, 1}, g, p, 0.01, 0.02, 8));
 
   // CPU ranks (device.comm_overlap 0): nothing hides, every collective is
   // exposed: ZeRO 0's 60 ms, ZeRO 3's 8 * (30 + 30 + 30) ms.
   spec.device.commOverlap = 0;
-  expectNear(0.060, dpExposedSeconds(spec, 0, 4, false, g, p, 0.02, 0.05, 8));
-  expectNear(0.720, dpExposedSeconds(spec, 3, 4, false, g, p, 0.01, 0.02, 8));
+  expectNear(0.060, dpExposedSeconds(spec, 0, {4, 4, 1}, g, p, 0.02, 0.05, 8));
+  expectNear(0.720, dpExposedSeconds(spec, 3, {4, 4, 1}, g, p, 0.01, 0.02, 8));
   // Half: ZeRO 0's all-reduce behind 25 of the backward's 50 ms.
   spec.device.commOverlap = 0.5;
-  expectNear(0.035, dpExposedSeconds(spec, 0, 4, false, g, p, 0.02, 0.05, 8));
+  expectNear(0.035, dpExposedSeconds(spec, 0, {4, 4, 1}, g, p, 0.02, 0.05, 8));
 }
 
 /// One block structure: 1 TFLOP forward per sample (tp splits it), 1e9

@@ -93,7 +93,18 @@ struct ClusterSpec {
   struct Link {
     double bandwidthGBps = 0;
     double latencyUs = 0;
+    /// inter_node only: the bandwidth is one link per node that its devices
+    /// share (Ethernet between CPU hosts, scripts/cluster.sh's emulated
+    /// nodes), not one per device (a NIC per GPU).
+    bool sharedByNode = false;
   } intraNode, interNode;
+
+  /// The library the ranks' collectives run on, which decides how a
+  /// data-parallel all-reduce over several devices of each of several
+  /// nodes moves: NCCL rings through every device (the default); Weft's
+  /// gloo runtime reduces inside each node, then between the nodes' first
+  /// devices, then broadcasts inside each node.
+  enum class Library { Nccl, Gloo } collectiveLibrary = Library::Nccl;
 
   /// One measured collective: `group` ranks, `bytes` per rank, `us`
   /// microseconds end to end.

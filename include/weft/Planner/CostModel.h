@@ -194,6 +194,24 @@ double collectiveSeconds(const ClusterSpec &spec, Collective kind,
                          double bytes, int groupSize, bool crossesNodes,
                          Algorithm algo);
 
+/// Where the ranks of a collective's group sit: `perNode` of its `size`
+/// on each node it spans (size when it stays in one), and `groupsPerNode`
+/// groups like it on each node, communicating at the same time (dp groups
+/// differ in their tp coordinate).
+struct GroupPlacement {
+  int size = 1, perNode = 1, groupsPerNode = 1;
+  bool crossesNodes() const { return perNode < size; }
+};
+
+/// collectiveSeconds (ring) for a group placed as `g`, with what placement
+/// changes: on an inter-node link shared by a node's devices the groups
+/// crossing it at once split its bandwidth; with the gloo library an
+/// all-reduce over several devices of each of several nodes runs as Weft's
+/// runtime does it (an all-reduce inside each node, one between the
+/// nodes' first devices, a broadcast inside each node).
+double groupCollectiveSeconds(const ClusterSpec &spec, Collective kind,
+                              double bytes, const GroupPlacement &g);
+
 /// The α–β formula of collectiveSeconds alone: no measured table, no
 /// overhead.
 double linkSeconds(const ClusterSpec &spec, Collective kind, double bytes,

@@ -162,7 +162,8 @@ double tpCommSeconds(const ClusterSpec &spec,
                      const std::vector<double> &allReduceBytes, int tp,
                      bool sequenceParallel, bool recomputed);
 
-/// Data-parallel communication one rank does not hide, per step.
+/// Data-parallel communication one rank does not hide, per step, for a
+/// dp group placed as `dp`.
 /// `gradBytes` and `paramBytes` are the rank's (after tp), `forwardSeconds`
 /// and `backwardSeconds` one micro-batch's compute on the rank, m the
 /// micro-batches. ZeRO 0: an all-reduce behind the last backward;
@@ -171,9 +172,10 @@ double tpCommSeconds(const ClusterSpec &spec,
 /// stay sharded), then the all-gather; 3: per micro-batch the parameters
 /// gathered behind the forward and again behind the backward, and the
 /// gradients reduce-scattered behind the backward.
-double dpExposedSeconds(const ClusterSpec &spec, int zeroStage, int dp,
-                        bool crossesNodes, double gradBytes, double paramBytes,
-                        double forwardSeconds, double backwardSeconds, int m);
+double dpExposedSeconds(const ClusterSpec &spec, int zeroStage,
+                        const GroupPlacement &dp, double gradBytes,
+                        double paramBytes, double forwardSeconds,
+                        double backwardSeconds, int m);
 
 } // namespace planner
 } // namespace weft
