@@ -326,7 +326,9 @@ private:
     }
     p.saved *= bytes.activation;
     p.working *= bytes.activation;
-    p.boundary = s.inputElements / rep * bytes.activation;
+    // Every tp rank sends the whole boundary activation (--weft-apply-mesh
+    // pins transfers whole over tp), split for sequence parallelism or not.
+    p.boundary = s.inputElements * bytes.activation;
     for (double e : s.tpAllReduceElements)
       p.allReduce.push_back(e * bytes.activation);
     p.params = s.params;
@@ -423,16 +425,23 @@ void price(Pricer &pr, const RankLayout &rl, const LayoutChoice &l, int mbs,
     // stage boundary between nodes (every one, when a stage fills a
     // node), and its first and last stages on different nodes. The
     // slowest boundary paces the schedule.
-    bool crosses = int64_t(p) * l.dp * l.tp > dpn;
+    // Each of a stage's dp x tp ranks sends at once, so a node's shared
+    // link carries as many transfers as it holds of them.
+    GroupPlacement pair;
+    pair.size = pair.perNode = 2;
+    if (int64_t(p) * l.dp * l.tp > dpn) {
+      pair.perNode = 1;
+      pair.groupsPerNode = std::min(l.dp * l.tp, dpn);
+    }
     p2p = 2.0 * v *
-          collectiveSeconds(spec, Collective::SendRecv, mbs * rl.boundary, 2,
-                            crosses, Algorithm::Ring);
+          groupCollectiveSeconds(spec, Collective::SendRecv,
+                                 mbs * rl.boundary, pair);
     // After the schedule the first and last stages swap their shares of a
     // tied parameter's gradient (both ways at once), exposed.
     if (pr.model.tiedElements > 0)
-      tied = collectiveSeconds(spec, Collective::SendRecv,
-                               pr.model.tiedElements / l.tp * pr.bytes.grad, 2,
-                               crosses, Algorithm::Ring);
+      tied = groupCollectiveSeconds(
+          spec, Collective::SendRecv,
+          pr.model.tiedElements / l.tp * pr.bytes.grad, pair);
   }
   double slowest = -1, compute = 0, comm = 0, dpExposed = 0, update = 0;
   MemoryEstimate worst;

@@ -234,24 +234,46 @@ struct ApplyMeshPass : public weft::impl::ApplyMeshPassBase<ApplyMeshPass> {
     }
     if (failed(constrainCalls()))
       return failure();
-    pinTransfers();
+    pinTransfers(*signature);
     return success();
   }
 
   /// What one pipeline rank sends, the peer receives: both sides hold the
   /// value in one layout, fixed here, so their blocks match (each rank of
   /// a stage exchanges with the rank of the next stage at its dp and tp
-  /// coordinates). Split over dp along the first dimension when it
-  /// divides (an activation's batch: each data-parallel pipeline moves
-  /// its own rows), whole over tp.
-  void pinTransfers() {
+  /// coordinates). Whole over tp, except a value shaped like parameters
+  /// that share one tp layout (a tied parameter's gradient, swapped by
+  /// the pipeline's ends): it keeps that layout, so each tp rank sends its
+  /// own block rather than all of it. Then split over dp along the first
+  /// dimension whose block divides (an activation's batch: each
+  /// data-parallel pipeline moves its own rows).
+  void pinTransfers(const contract::StepSignature &signature) {
     MLIRContext *context = &getContext();
+    llvm::DenseMap<Type, std::optional<TensorSharding>> paramLayouts;
+    if (tp)
+      for (auto [i, slot] : llvm::enumerate(signature.args)) {
+        if (slot.role != Role::Param)
+          continue;
+        auto type = cast<RankedTensorType>(fn.getArgument(i).getType());
+        TensorSharding layout = tensorParallelLayout(slot, type);
+        auto [it, inserted] = paramLayouts.try_emplace(type, layout);
+        if (!inserted && it->second != layout)
+          it->second = std::nullopt;
+      }
     auto layoutFor = [&](Type type) {
       auto tensor = cast<RankedTensorType>(type);
       TensorSharding s = TensorSharding::replicated(tensor.getRank());
-      if (dp && tensor.getRank() > 0 && tensor.getDimSize(0) % dp == 0)
-        s.dims[0] = {dpAxis};
-      return s.toAttr(context);
+      auto shared = paramLayouts.find(type);
+      if (shared != paramLayouts.end() && shared->second)
+        s = *shared->second;
+      if (!dp || tensor.getRank() == 0)
+        return s.toAttr(context);
+      if (s.dims[0].empty()) {
+        if (tensor.getDimSize(0) % dp == 0)
+          s.dims[0] = {dpAxis};
+        return s.toAttr(context);
+      }
+      return zeroSharding(tensor, s).toAttr(context);
     };
     fn.walk([&](SendOp send) {
       OpBuilder b(send);
