@@ -326,8 +326,8 @@ private:
     }
     p.saved *= bytes.activation;
     p.working *= bytes.activation;
-    // Every tp rank sends the whole boundary activation (--weft-apply-mesh
-    // pins transfers whole over tp), split for sequence parallelism or not.
+    // The whole boundary activation: the tp ranks split what crosses
+    // (--weft-apply-mesh), with sequence parallelism or without.
     p.boundary = s.inputElements * bytes.activation;
     for (double e : s.tpAllReduceElements)
       p.allReduce.push_back(e * bytes.activation);
@@ -433,9 +433,16 @@ void price(Pricer &pr, const RankLayout &rl, const LayoutChoice &l, int mbs,
       pair.perNode = 1;
       pair.groupsPerNode = std::min(l.dp * l.tp, dpn);
     }
+    // Each tp rank sends 1/tp of the boundary; without sequence
+    // parallelism the receiving tp ranks gather it inside their node.
+    double boundary = mbs * rl.boundary;
     p2p = 2.0 * v *
-          groupCollectiveSeconds(spec, Collective::SendRecv,
-                                 mbs * rl.boundary, pair);
+          groupCollectiveSeconds(spec, Collective::SendRecv, boundary / l.tp,
+                                 pair);
+    if (l.tp > 1 && !l.sequenceParallel)
+      p2p += 2.0 * v *
+             collectiveSeconds(spec, Collective::AllGather, boundary, l.tp,
+                               l.tp > dpn, Algorithm::Ring);
     // After the schedule the first and last stages swap their shares of a
     // tied parameter's gradient (both ways at once), exposed.
     if (pr.model.tiedElements > 0)

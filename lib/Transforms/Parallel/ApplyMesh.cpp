@@ -241,12 +241,16 @@ struct ApplyMeshPass : public weft::impl::ApplyMeshPassBase<ApplyMeshPass> {
   /// What one pipeline rank sends, the peer receives: both sides hold the
   /// value in one layout, fixed here, so their blocks match (each rank of
   /// a stage exchanges with the rank of the next stage at its dp and tp
-  /// coordinates). Whole over tp, except a value shaped like parameters
-  /// that share one tp layout (a tied parameter's gradient, swapped by
-  /// the pipeline's ends): it keeps that layout, so each tp rank sends its
-  /// own block rather than all of it. Then split over dp along the first
-  /// dimension whose block divides (an activation's batch: each
-  /// data-parallel pipeline moves its own rows).
+  /// coordinates). A value shaped like parameters that share one tp
+  /// layout (a tied parameter's gradient, swapped by the pipeline's ends)
+  /// keeps that layout; any other is split over tp along its second
+  /// dimension (an activation's tokens), as Megatron-LM's scatter-gather
+  /// does: each tp rank sends 1/tp of what the receiving tp ranks all need,
+  /// and they gather it over their own fast link (with sequence
+  /// parallelism the residual stream is split so already). Either way
+  /// each tp rank sends its own block rather than all of it. Then split
+  /// over dp along the first dimension whose block divides (an
+  /// activation's batch: each data-parallel pipeline moves its own rows).
   void pinTransfers(const contract::StepSignature &signature) {
     MLIRContext *context = &getContext();
     llvm::DenseMap<Type, std::optional<TensorSharding>> paramLayouts;
@@ -260,12 +264,22 @@ struct ApplyMeshPass : public weft::impl::ApplyMeshPassBase<ApplyMeshPass> {
         if (!inserted && it->second != layout)
           it->second = std::nullopt;
       }
+    // Whether the transfer's tp split is its own (an activation's tokens)
+    // rather than the value's layout anyway (a parameter's).
+    auto splitsTokens = [&](Type type) {
+      auto tensor = cast<RankedTensorType>(type);
+      auto shared = paramLayouts.find(type);
+      return tp && (shared == paramLayouts.end() || !shared->second) &&
+             tensor.getRank() >= 2 && tensor.getDimSize(1) % tp == 0;
+    };
     auto layoutFor = [&](Type type) {
       auto tensor = cast<RankedTensorType>(type);
       TensorSharding s = TensorSharding::replicated(tensor.getRank());
       auto shared = paramLayouts.find(type);
       if (shared != paramLayouts.end() && shared->second)
         s = *shared->second;
+      else if (splitsTokens(type))
+        s.dims[1] = {tpAxis};
       if (!dp || tensor.getRank() == 0)
         return s.toAttr(context);
       if (s.dims[0].empty()) {
@@ -275,18 +289,33 @@ struct ApplyMeshPass : public weft::impl::ApplyMeshPassBase<ApplyMeshPass> {
       }
       return zeroSharding(tensor, s).toAttr(context);
     };
+    // The split is the transfer's alone: the sender cuts its block right
+    // before the send (a pin that is only a wish would split the stage's
+    // whole residual stream), and without sequence parallelism the
+    // receiver gathers it right after the receive.
     fn.walk([&](SendOp send) {
       OpBuilder b(send);
       auto pinned = ShardAsOp::create(b, send.getLoc(), send.getInput(),
                                       layoutFor(send.getInput().getType()));
+      if (splitsTokens(send.getInput().getType()))
+        pinned->setAttr(kRematerializeAttrName, UnitAttr::get(context));
       send.getInputMutable().assign(pinned);
     });
     fn.walk([&](RecvOp recv) {
       OpBuilder b(context);
       b.setInsertionPointAfter(recv);
-      auto pinned = ShardAsOp::create(b, recv.getLoc(), recv.getResult(),
-                                      layoutFor(recv.getResult().getType()));
-      recv.getResult().replaceAllUsesExcept(pinned, pinned);
+      ShardingAttr layout = layoutFor(recv.getResult().getType());
+      auto pinned =
+          ShardAsOp::create(b, recv.getLoc(), recv.getResult(), layout);
+      Value received = pinned;
+      TensorSharding split = TensorSharding::fromAttr(layout);
+      if (!sequenceParallel && splitsTokens(recv.getResult().getType())) {
+        for (AxisList &dim : split.dims)
+          llvm::erase(dim, tpAxis);
+        received = ShardAsOp::create(b, recv.getLoc(), received,
+                                     split.toAttr(context));
+      }
+      recv.getResult().replaceAllUsesExcept(received, pinned);
     });
   }
 
