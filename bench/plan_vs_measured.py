@@ -21,7 +21,8 @@ rank in a layout the comparison does not use (weft-profile-cluster
 
 --nodes N runs 2 ranks on each of N emulated nodes (scripts/cluster.sh:
 network namespaces joined by a link shaped to --rate; needs root): the
-spec's inter_node bandwidth is the link's rate, and the calibration's
+spec's inter_node link is measured across them (weft-profile-cluster
+--inter-node, one process per node), and the calibration's
 1-rank run has as many twins as there are ranks (4 ranks on this host's 2
 cores each get half of one).
 
@@ -94,12 +95,13 @@ def fresh(path):
     return path
 
 
-def launch(b, nodes, exe, args, metrics, port, cwd):
-    """Runs `exe` on 2 ranks per node, rank 0 writing `metrics`: through
-    weftrun on this host, or over emulated nodes (scripts/cluster.sh, up
-    already), one weftrun per node; fails naming the node whose run
-    failed."""
-    args = args + ["--metrics", fresh(metrics)]
+def launch(b, nodes, exe, args, metrics, port, cwd, per_node=2):
+    """Runs `exe` on `per_node` ranks per node, rank 0 writing `metrics`
+    (none: no --metrics): through weftrun on this host, or over emulated
+    nodes (scripts/cluster.sh, up already), one weftrun per node; fails
+    naming the node whose run failed."""
+    if metrics:
+        args = args + ["--metrics", fresh(metrics)]
     if nodes == 1:
         run([os.path.join(b, "weftrun"), "--nproc-per-node", "2",
              "--master-port", str(port), exe] + args, cwd=cwd)
@@ -108,7 +110,7 @@ def launch(b, nodes, exe, args, metrics, port, cwd):
     for node in reversed(range(nodes)):
         cmd = [CLUSTER, "run", str(node), os.path.join(b, "weftrun"),
                "--nnodes", str(nodes), "--node-rank", str(node),
-               "--nproc-per-node", "2", "--master-addr", "10.77.0.1",
+               "--nproc-per-node", str(per_node), "--master-addr", "10.77.0.1",
                "--master-port", str(port), exe] + args
         procs.append((node, subprocess.Popen(
             cmd, cwd=cwd, env=dict(CLUSTER_ENV, GLOO_SOCKET_IFNAME="eth0"),
@@ -135,16 +137,6 @@ def recalibrate(b, metrics, ir, spec, out, flags=()):
              "-o", out] + list(flags))
     print("calibration: " + p.stderr.strip().splitlines()[-1])
     return out
-
-
-def rate_gbps(rate):
-    """tc's rate (400mbit, 2gbit) in GB/s."""
-    units = {"kbit": 1e3, "mbit": 1e6, "gbit": 1e9}
-    for u, f in units.items():
-        if rate.endswith(u):
-            return float(rate[:-len(u)]) * f / 8 / 1e9
-    sys.exit("plan_vs_measured: --rate takes NUMBER{kbit,mbit,gbit}, got "
-             + rate)
 
 
 def loadavg():
@@ -208,18 +200,11 @@ def measure(args, ranks):
         run([os.path.join(b, "weft-profile-cluster"), "--devices", "2",
              "-o", spec])
         if args.nodes > 1:
-            # The profile measures one host's loopback; the nodes are
-            # joined by the shaped link, whose rate is known and whose
-            # latency is the loopback's (tbf adds no delay).
-            with open(spec) as f:
-                text = f.read()
-            text = text.replace("\nnodes: 1\n", "\nnodes: %d\n" % args.nodes)
-            head, sep, tail = text.partition("\ninter_node:\n")
-            lines = tail.split("\n")
-            lines[0] = "  bandwidth_GBps: %g" % rate_gbps(args.rate)
-            text = head + sep + "\n".join(lines)
-            with open(spec, "w") as f:
-                f.write(text)
+            # The profile measures one host's loopback; the link between
+            # the nodes is measured across it, one process per node.
+            launch(b, args.nodes, os.path.join(b, "weft-profile-cluster"),
+                   ["--inter-node", "--spec", spec, "-o", spec], None,
+                   args.port + 8, work, per_node=1)
     plan_file = os.path.join(work, "plan.json")
     batch = 8  # both models' own batch
     n = batch * max(args.steps, 8)

@@ -8,6 +8,7 @@
 
 #include "weft/Planner/CostModel.h"
 #include "weft/Runtime/Collectives.h"
+#include "weft/Runtime/Context.h"
 #include "weft/Runtime/Kernels.h"
 #include "weft/Runtime/Rendezvous.h"
 
@@ -167,63 +168,56 @@ std::vector<double> collectiveSizes(bool quick) {
   return {4096, 65536, 1 << 20, 16 << 20};
 }
 
-/// Runs one rank of a group: every collective at every size, each timed
-/// as the median of three batches of back-to-back calls closed by a
-/// barrier (so the slowest rank's finish is inside the time). Rank 0
-/// records the times.
-Status profileRank(int port, int rank, int group, bool quick,
+/// Runs one rank of `comm`'s group: each of `collectives` at every size,
+/// each timed as the median of three batches of back-to-back calls closed
+/// by a barrier (so the slowest rank's finish is inside the time). A
+/// send/recv is a ping-pong of ranks 0 and 1 (the others only meet at
+/// the barriers). Rank 0 records the times.
+Status profileRank(rt::Communicator &comm, bool quick,
+                   const std::vector<const char *> &collectives,
+                   const std::vector<double> &sizes,
                    std::vector<CollectiveMeasurement> &out) {
-  std::unique_ptr<rt::StoreClient> client;
-  if (Status s = rt::StoreClient::connect("127.0.0.1", port, 10s, client);
-      !s.ok())
-    return s;
-  std::unique_ptr<rt::Communicator> comm;
-  if (Status s =
-          rt::createGlooCommunicator(*client, "profile" + std::to_string(group),
-                                     rank, group, "127.0.0.1", 60s, comm);
-      !s.ok())
-    return s;
+  int rank = comm.rank(), group = comm.size();
   uint64_t tag = 0;
-  for (const char *name :
-       {"all_reduce", "all_gather", "reduce_scatter", "send_recv"}) {
+  for (const char *name : collectives) {
     bool p2p = std::strcmp(name, "send_recv") == 0;
-    if (p2p && group != 2)
-      continue;
-    for (double bytes : collectiveSizes(quick)) {
+    for (double bytes : sizes) {
       size_t total = size_t(bytes) / sizeof(float);
       size_t perRank = total / size_t(group);
       std::vector<float> in(total, 1.0f), outBuf(total, 0.0f);
       auto once = [&]() -> Status {
         std::string c = name;
         if (c == "all_reduce")
-          return comm->allReduceSum(in.data(), total);
+          return comm.allReduceSum(in.data(), total);
         if (c == "all_gather")
-          return comm->allGather(in.data(), perRank, outBuf.data());
+          return comm.allGather(in.data(), perRank, outBuf.data());
         if (c == "reduce_scatter")
-          return comm->reduceScatterSum(in.data(), perRank, outBuf.data());
+          return comm.reduceScatterSum(in.data(), perRank, outBuf.data());
         // A ping-pong: two messages per call.
         ++tag;
         if (rank == 0) {
-          if (Status s = comm->send(in.data(), total, 1, tag); !s.ok())
+          if (Status s = comm.send(in.data(), total, 1, tag); !s.ok())
             return s;
-          return comm->recv(outBuf.data(), total, 1, tag);
+          return comm.recv(outBuf.data(), total, 1, tag);
         }
-        if (Status s = comm->recv(outBuf.data(), total, 0, tag); !s.ok())
+        if (rank != 1)
+          return Status::success();
+        if (Status s = comm.recv(outBuf.data(), total, 0, tag); !s.ok())
           return s;
-        return comm->send(in.data(), total, 0, tag);
+        return comm.send(in.data(), total, 0, tag);
       };
       int calls = quick ? 2 : bytes <= 65536 ? 50 : bytes <= (1 << 20) ? 10 : 3;
       if (Status s = once(); !s.ok())
         return s;
       std::vector<double> batches;
       for (int b = 0; b < 3; ++b) {
-        if (Status s = comm->barrier(); !s.ok())
+        if (Status s = comm.barrier(); !s.ok())
           return s;
         Clock::time_point t0 = Clock::now();
         for (int i = 0; i < calls; ++i)
           if (Status s = once(); !s.ok())
             return s;
-        if (Status s = comm->barrier(); !s.ok())
+        if (Status s = comm.barrier(); !s.ok())
           return s;
         batches.push_back(since(t0) / calls / (p2p ? 2 : 1));
       }
@@ -249,7 +243,21 @@ Status measureCollectives(const ProfileOptions &o, ProfileResult &result) {
     std::vector<std::thread> ranks;
     for (int r = 0; r < group; ++r)
       ranks.emplace_back([&, r] {
-        status[r] = profileRank(server->port(), r, group, o.quick, found);
+        std::unique_ptr<rt::StoreClient> client;
+        std::unique_ptr<rt::Communicator> comm;
+        Status s = rt::StoreClient::connect("127.0.0.1", server->port(), 10s,
+                                            client);
+        if (s.ok())
+          s = rt::createGlooCommunicator(*client,
+                                         "profile" + std::to_string(group), r,
+                                         group, "127.0.0.1", 60s, comm);
+        std::vector<const char *> kinds = {"all_reduce", "all_gather",
+                                           "reduce_scatter"};
+        if (group == 2)
+          kinds.push_back("send_recv");
+        status[r] = s.ok() ? profileRank(*comm, o.quick, kinds,
+                                         collectiveSizes(o.quick), found)
+                           : s;
       });
     for (std::thread &t : ranks)
       t.join();
@@ -266,6 +274,71 @@ Status measureCollectives(const ProfileOptions &o, ProfileResult &result) {
       result.collectives.push_back(m);
     }
   }
+  return Status::success();
+}
+
+Status measureInterNode(const ProfileOptions &o,
+                        const std::function<const char *(const char *)> &getenv,
+                        ClusterSpec::Link &link, bool &measured,
+                        int &worldSize) {
+  measured = false;
+  rt::LaunchInfo info;
+  if (Status s = rt::readLaunchInfo(getenv, info); !s.ok())
+    return s;
+  worldSize = info.worldSize;
+  if (info.worldSize < 2)
+    return Status::error(
+        "--inter-node measures the network between nodes: run one process "
+        "on each of 2 or more nodes under a launcher (weftrun --nnodes 2 "
+        "--nproc-per-node 1 --node-rank I --master-addr HOST "
+        "weft-profile-cluster --inter-node ..., or torchrun, srun); this "
+        "process is alone");
+  if (info.localWorldSize != 1)
+    return Status::error(
+        "--inter-node runs one process per node, and the launcher started " +
+        std::to_string(info.localWorldSize) +
+        " on this one: use --nproc-per-node 1 (two processes of one node "
+        "would measure that node's loopback)");
+  auto timeout = std::chrono::milliseconds(60000);
+  std::unique_ptr<rt::StoreServer> server;
+  if (info.rank == 0)
+    if (Status s = rt::StoreServer::start("0.0.0.0", info.masterPort, server);
+        !s.ok())
+      return s;
+  std::unique_ptr<rt::StoreClient> client;
+  if (Status s = rt::StoreClient::connect(info.masterAddr, info.masterPort,
+                                          timeout, client);
+      !s.ok())
+    return s;
+  std::unique_ptr<rt::Communicator> comm;
+  if (Status s = rt::createGlooCommunicator(*client, "profile-inter-node",
+                                            info.rank, info.worldSize,
+                                            rt::peerAddress(info), timeout,
+                                            comm);
+      !s.ok())
+    return s;
+  say(o, "inter-node: send/recv between the first 2 of " +
+             std::to_string(info.worldSize) + " nodes");
+  std::vector<CollectiveMeasurement> found;
+  // Even --quick needs a size large enough for the bandwidth to show.
+  std::vector<double> sizes = o.quick ? std::vector<double>{1 << 20, 4 << 20}
+                                      : collectiveSizes(false);
+  if (Status s = profileRank(*comm, o.quick, {"send_recv"}, sizes, found);
+      !s.ok())
+    return s;
+  for (const CollectiveMeasurement &m : found)
+    say(o, fmt("inter-node send_recv %.0f bytes: %.1f us", m.bytes, m.us));
+  if (info.rank != 0)
+    return Status::success();
+  double latency = 0, bandwidth = 0;
+  if (!fitLink(found, latency, bandwidth))
+    return Status::error("the inter-node send/recv times do not grow with "
+                         "size, so no bandwidth fits them (a link this "
+                         "fast is noise at these sizes); run without "
+                         "--quick");
+  link.bandwidthGBps = round4(bandwidth);
+  link.latencyUs = round4(latency);
+  measured = true;
   return Status::success();
 }
 

@@ -18,6 +18,7 @@
 #include "weft/Planner/CostModel.h"
 #include "weft/Planner/Profile.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -40,6 +41,8 @@ const char *const kUsage =
     "--spec IN.yaml\n"
     "           [--mesh dp=A,tp=B,pp=C] [--zero K] [--micro-batch-size B]\n"
     "           [--dtype D] [--fit efficiency|collective-overhead] [-o FILE]\n"
+    "       weft-profile-cluster --inter-node --spec IN.yaml [--quick] "
+    "[-o FILE]\n"
     "\n"
     "Measures this machine and writes a cluster spec (YAML; weft-cluster\n"
     "check reads it): GEMM throughput per dtype and shape class (the\n"
@@ -64,7 +67,17 @@ const char *const kUsage =
     "                  what each collective or transfer costs a step beyond\n"
     "                  its time on idle devices, from a run of 2 or more\n"
     "                  ranks (--mesh; its efficiency calibrated first from a\n"
-    "                  1-rank run)\n";
+    "                  1-rank run)\n"
+    "\n"
+    "--inter-node: measure the network between nodes and write IN.yaml with\n"
+    "its inter_node link set to what was measured (send/recv ping-pong\n"
+    "between the first two nodes, fitted as latency + bytes / bandwidth) and\n"
+    "nodes to at least the nodes taking part. Run one process per node under\n"
+    "a launcher, e.g. on node I of 2:\n"
+    "  weftrun --nnodes 2 --node-rank I --nproc-per-node 1 --master-addr "
+    "HOST \\\n"
+    "      weft-profile-cluster --inter-node --spec local.yaml -o two.yaml\n"
+    "Rank 0 writes the spec; the others write nothing.\n";
 
 int usageError(const std::string &msg) {
   std::cerr << "weft-profile-cluster: " << msg << "\n"
@@ -272,6 +285,52 @@ int fromMetrics(const std::string &metricsPath, const std::string &modelPath,
 
 } // namespace
 
+int interNode(bool quick, const std::string &specPath,
+              const std::string &outPath, const std::string &commandLine) {
+  if (specPath.empty())
+    return usageError("--inter-node needs --spec IN.yaml: the spec whose "
+                      "inter_node link it measures (weft-profile-cluster "
+                      "writes one for a node)");
+  ClusterSpec spec;
+  if (Status s = loadClusterSpec(specPath, spec); !s.ok()) {
+    std::cerr << "weft-profile-cluster: " << s.message << "\n";
+    return 1;
+  }
+  ProfileOptions o;
+  o.quick = quick;
+  o.progress = [](const std::string &line) {
+    std::cerr << "weft-profile-cluster: " << line << "\n" << std::flush;
+  };
+  ClusterSpec::Link link;
+  bool measured = false;
+  int nodes = 0;
+  if (Status s = measureInterNode(
+          o, [](const char *name) { return std::getenv(name); }, link,
+          measured, nodes);
+      !s.ok()) {
+    std::cerr << "weft-profile-cluster: " << s.message << "\n";
+    return 1;
+  }
+  if (!measured)
+    return 0;
+  spec.interNode.bandwidthGBps = link.bandwidthGBps;
+  spec.interNode.latencyUs = link.latencyUs;
+  spec.nodes = std::max<int64_t>(spec.nodes, nodes);
+  std::map<std::string, std::string> notes;
+  notes[""] = "The spec of " + specPath +
+              " (its comments are not carried over) with its inter-node "
+              "link measured by weft-profile-cluster --inter-node" +
+              (quick ? " --quick (tiny sizes: a smoke test)" : "") + ".\n" +
+              commandLine;
+  notes["inter_node"] = "Measured: send/recv between the first two of " +
+                        std::to_string(nodes) +
+                        " nodes, fitted as latency + bytes / bandwidth.";
+  std::cerr << "weft-profile-cluster: inter-node link "
+            << fixed("%.4g", link.bandwidthGBps) << " GB/s, "
+            << fixed("%.4g", link.latencyUs) << " us\n";
+  return writeOut(outPath, formatClusterSpec(spec, notes));
+}
+
 int main(int argc, char **argv) {
   int devices = int(std::thread::hardware_concurrency());
   if (devices <= 0)
@@ -281,7 +340,7 @@ int main(int argc, char **argv) {
   SearchOptions search;
   search.dtype = "fp32";
   int mbs = 0;
-  bool fitOverhead = false;
+  bool fitOverhead = false, interNodeMode = false;
   std::string commandLine = "Command:";
   for (int i = 0; i < argc; ++i)
     commandLine += std::string(" ") + argv[i];
@@ -294,6 +353,10 @@ int main(int argc, char **argv) {
     }
     if (arg == "--quick") {
       quick = true;
+      continue;
+    }
+    if (arg == "--inter-node") {
+      interNodeMode = true;
       continue;
     }
     if (i + 1 >= argc)
@@ -359,6 +422,12 @@ int main(int argc, char **argv) {
     }
   }
 
+  if (interNodeMode) {
+    if (!metrics.empty() || !model.empty())
+      return usageError("--inter-node measures the network; recalibrate "
+                        "(--from-metrics) in a separate run");
+    return interNode(quick, specPath, outPath, commandLine);
+  }
   if (!metrics.empty() || !model.empty() || !specPath.empty()) {
     if (metrics.empty() || model.empty() || specPath.empty())
       return usageError("recalibration needs all of --from-metrics RUN.jsonl, "

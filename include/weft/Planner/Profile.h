@@ -78,6 +78,18 @@ Status measureTriad(const ProfileOptions &options, ProfileResult &result);
 /// thread per rank, meeting in a store on a port the system picks.
 Status measureCollectives(const ProfileOptions &options, ProfileResult &result);
 
+/// Measures the network between nodes. This process is one rank of a
+/// launch with one process per node (weftrun --nnodes N --nproc-per-node 1,
+/// torchrun, srun: the variables rt::readLaunchInfo reads, `getenv` here);
+/// ranks 0 and 1 ping-pong send/recv over gloo between the first two
+/// nodes, at the sizes measureCollectives uses, and rank 0 fits them
+/// (fitLink) into `link` and sets `measured`; elsewhere `measured` stays
+/// false. `worldSize` gets the launch's number of processes (nodes).
+Status measureInterNode(const ProfileOptions &options,
+                        const std::function<const char *(const char *)> &getenv,
+                        ClusterSpec::Link &link, bool &measured,
+                        int &worldSize);
+
 /// A least-squares fit t = alpha + bytes / beta over the send/recv
 /// measurements: latency in microseconds, bandwidth in GB/s. False where
 /// there are fewer than two sizes or the fit is not positive.
