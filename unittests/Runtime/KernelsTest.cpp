@@ -7,6 +7,7 @@
 #include "weft/Runtime/Kernels.h"
 
 #include <gtest/gtest.h>
+#include <omp.h>
 
 #include <cmath>
 #include <cstdlib>
@@ -260,6 +261,49 @@ TEST(KernelsTest, SbgemmOverwritesNaNsAndEmptySums) {
   weft_rt_sbgemm_bf16(2, 0, 0, 1, 3, 0, a.data(), 0, 0, b.data(), 3, 0,
                       ch.data(), 3, 3);
   EXPECT_EQ(ch, std::vector<uint16_t>(6, 0));
+}
+
+// A batch of small products is dealt over the OpenMP team, one product
+// per thread (a convolution's per-image GEMMs): each must come out as it
+// does alone, bit for bit, whichever thread computes it.
+TEST(KernelsTest, SmallBatchesDealtOverTheTeamMatchOneByOne) {
+  omp_set_num_threads(2);
+  const int64_t batch = 6, m = 8, n = 12, k = 10;
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<float> dist(-1, 1);
+  std::vector<float> a(batch * m * k), b(batch * k * n);
+  for (float &x : a)
+    x = dist(rng);
+  for (float &x : b)
+    x = dist(rng);
+  std::vector<uint16_t> ah(a.size()), bh(b.size());
+  for (size_t i = 0; i < a.size(); ++i)
+    ah[i] = toBf16(a[i]);
+  for (size_t i = 0; i < b.size(); ++i)
+    bh[i] = toBf16(b[i]);
+  std::vector<float> all(batch * m * n), one(batch * m * n);
+  weft_rt_sgemm(batch, 0, 0, m, n, k, a.data(), k, m * k, b.data(), n, k * n,
+                all.data(), n, m * n);
+  for (int64_t i = 0; i < batch; ++i)
+    weft_rt_sgemm(1, 0, 0, m, n, k, a.data() + i * m * k, k, 0,
+                  b.data() + i * k * n, n, 0, one.data() + i * m * n, n, 0);
+  EXPECT_EQ(all, one);
+  weft_rt_sbgemm(batch, 0, 0, m, n, k, ah.data(), k, m * k, bh.data(), n,
+                 k * n, all.data(), n, m * n);
+  for (int64_t i = 0; i < batch; ++i)
+    weft_rt_sbgemm(1, 0, 0, m, n, k, ah.data() + i * m * k, k, 0,
+                   bh.data() + i * k * n, n, 0, one.data() + i * m * n, n, 0);
+  EXPECT_EQ(all, one);
+  std::vector<uint16_t> allh(batch * m * n), oneh(batch * m * n);
+  weft_rt_sbgemm_bf16(batch, 0, 0, m, n, k, ah.data(), k, m * k, bh.data(), n,
+                      k * n, allh.data(), n, m * n);
+  for (int64_t i = 0; i < batch; ++i)
+    weft_rt_sbgemm_bf16(1, 0, 0, m, n, k, ah.data() + i * m * k, k, 0,
+                        bh.data() + i * k * n, n, 0, oneh.data() + i * m * n,
+                        n, 0);
+  EXPECT_EQ(allh, oneh);
+  // And the batch as a whole is the product (naive reference).
+  check({batch, m, n, k, false, false, false, false, 0, 0, 0}, Gemm::S);
 }
 
 TEST(KernelsTest, SbgemmToBf16RoundsToNearestEven) {
