@@ -43,6 +43,7 @@
 #include <cstring>
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace {
 
@@ -305,11 +306,14 @@ namespace {
 /// nest. Inside a parallel region already (merged kernels) nothing
 /// changes. Each product is computed as before, so the results do not
 /// depend on which thread computes it.
-bool dealOverTeam(int64_t batch, int64_t m, int64_t n, int64_t k) {
+bool smallProduct(int64_t m, int64_t n, int64_t k) {
   constexpr double kSmallProductFlops = 32e6;
+  return 2.0 * double(m) * double(n) * double(k) <= kSmallProductFlops;
+}
+bool dealOverTeam(int64_t batch, int64_t m, int64_t n, int64_t k) {
   int team = omp_get_max_threads();
   return team > 1 && !omp_in_parallel() && batch >= team &&
-         2.0 * double(m) * double(n) * double(k) <= kSmallProductFlops;
+         smallProduct(m, n, k);
 }
 } // namespace
 
@@ -345,11 +349,40 @@ extern "C" void weft_rt_sgemm_batch_sum(int64_t batch, int32_t transA,
       std::memset(c + r * ldc, 0, size_t(n) * sizeof(float));
     return;
   }
-  // The first product overwrites C (beta = 0: whatever C held, NaN
-  // included, is gone), the others add to it in batch order.
-  for (int64_t i = 0; i < batch; ++i)
-    sgemmOne(transA != 0, transB != 0, m, n, k, a + i * strideA, lda,
-             b + i * strideB, ldb, c, ldc, /*accumulate=*/i > 0);
+  // The sum of products [begin, end) into dst (row stride ld): the first
+  // overwrites it (beta = 0: whatever it held, NaN included, is gone), the
+  // others add to it in batch order.
+  auto sumRange = [&](int64_t begin, int64_t end, float *dst, int64_t ld) {
+    for (int64_t i = begin; i < end; ++i)
+      sgemmOne(transA != 0, transB != 0, m, n, k, a + i * strideA, lda,
+               b + i * strideB, ldb, dst, ld, /*accumulate=*/i > begin);
+  };
+  // Small products are summed in fixed chunks of the batch, dealt over
+  // the team, each chunk on one thread, and the chunks' sums added in
+  // order. The order of the additions depends on the batch alone, not on
+  // the team (one thread runs the same chunks in turn), so every machine
+  // and thread count gets the same bits.
+  constexpr int64_t kChunks = 8;
+  if (batch >= kChunks && smallProduct(m, n, k)) {
+    std::vector<float> partial(size_t((kChunks - 1) * m * n));
+#pragma omp parallel for schedule(static)
+    for (int64_t chunk = 0; chunk < kChunks; ++chunk) {
+      int64_t begin = batch * chunk / kChunks,
+              end = batch * (chunk + 1) / kChunks;
+      if (chunk == 0)
+        sumRange(begin, end, c, ldc);
+      else
+        sumRange(begin, end, partial.data() + (chunk - 1) * m * n, n);
+    }
+    for (int64_t chunk = 1; chunk < kChunks; ++chunk) {
+      const float *from = partial.data() + (chunk - 1) * m * n;
+      for (int64_t r = 0; r < m; ++r)
+        for (int64_t j = 0; j < n; ++j)
+          c[r * ldc + j] += from[r * n + j];
+    }
+    return;
+  }
+  sumRange(0, batch, c, ldc);
 }
 
 extern "C" void weft_rt_sgemm_accumulate(int32_t transA, int32_t transB,

@@ -222,6 +222,31 @@ TEST(KernelsTest, SgemmBatchSumMatchesNaiveForEveryTranspose) {
     }
   // A convolution's filter gradient: dW[O, C*9] = sum_n dY_n cols_n^T.
   checkBatchSum({8, 16, 27, 100, false, true, false, false, 0, 0, 0});
+  // Batches of 8 or more sum in 8 chunks, uneven ones here, into a C with
+  // padded rows.
+  checkBatchSum({13, 16, 27, 100, false, true, false, false, 0, 0, 3});
+  checkBatchSum({64, 5, 7, 4, true, false, true, false, 1, 0, 0});
+}
+
+// The chunks' order depends on the batch, not on the team: one thread and
+// two give the same bits.
+TEST(KernelsTest, SgemmBatchSumIsTheSameOnAnyTeam) {
+  const int64_t batch = 13, m = 16, n = 27, k = 100;
+  std::mt19937 rng(3);
+  std::uniform_real_distribution<float> dist(-1, 1);
+  std::vector<float> a(batch * m * k), b(batch * n * k);
+  for (float &x : a)
+    x = dist(rng);
+  for (float &x : b)
+    x = dist(rng);
+  std::vector<float> one(m * n), two(m * n);
+  omp_set_num_threads(1);
+  weft_rt_sgemm_batch_sum(batch, 0, 1, m, n, k, a.data(), k, m * k, b.data(),
+                          k, n * k, one.data(), n);
+  omp_set_num_threads(2);
+  weft_rt_sgemm_batch_sum(batch, 0, 1, m, n, k, a.data(), k, m * k, b.data(),
+                          k, n * k, two.data(), n);
+  EXPECT_EQ(one, two);
 }
 
 TEST(KernelsTest, SgemmBatchSumEmptyIsZero) {
