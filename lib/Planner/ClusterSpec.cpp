@@ -402,14 +402,14 @@ void readSpec(Reader &r, const YAML::Node &root, ClusterSpec &spec) {
   spec.intraNode = readLink(r, f["intra_node"], "intra_node", "300", false);
   spec.interNode = readLink(r, f["inter_node"], "inter_node", "25", true);
   if (f.count("collective_library")) {
-    std::string lib =
-        r.string(f["collective_library"], "collective_library");
+    std::string lib = r.string(f["collective_library"], "collective_library");
     if (lib != "nccl" && lib != "gloo")
       r.fail(f["collective_library"],
              "collective_library must be nccl (GPUs) or gloo (CPU ranks), "
-             "got " + rt::quote(lib));
-    spec.collectiveLibrary = lib == "gloo" ? ClusterSpec::Library::Gloo
-                                           : ClusterSpec::Library::Nccl;
+             "got " +
+                 rt::quote(lib));
+    spec.collectiveLibrary =
+        lib == "gloo" ? ClusterSpec::Library::Gloo : ClusterSpec::Library::Nccl;
   }
   if (f.count("collectives"))
     readCollectives(r, f["collectives"], spec);

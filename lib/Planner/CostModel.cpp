@@ -286,9 +286,8 @@ double idleSeconds(const ClusterSpec &spec, Collective kind, double bytes,
 }
 } // namespace
 
-double collectiveSeconds(const ClusterSpec &spec, Collective kind,
-                         double bytes, int groupSize, bool crossesNodes,
-                         Algorithm algo) {
+double collectiveSeconds(const ClusterSpec &spec, Collective kind, double bytes,
+                         int groupSize, bool crossesNodes, Algorithm algo) {
   // Samples and formulas are of idle devices; what a call costs a step
   // beyond that is the overhead.
   return spec.device.collectiveOverheadUs * 1e-6 +

@@ -245,8 +245,8 @@ Status measureCollectives(const ProfileOptions &o, ProfileResult &result) {
       ranks.emplace_back([&, r] {
         std::unique_ptr<rt::StoreClient> client;
         std::unique_ptr<rt::Communicator> comm;
-        Status s = rt::StoreClient::connect("127.0.0.1", server->port(), 10s,
-                                            client);
+        Status s =
+            rt::StoreClient::connect("127.0.0.1", server->port(), 10s, client);
         if (s.ok())
           s = rt::createGlooCommunicator(*client,
                                          "profile" + std::to_string(group), r,
@@ -311,18 +311,17 @@ Status measureInterNode(const ProfileOptions &o,
       !s.ok())
     return s;
   std::unique_ptr<rt::Communicator> comm;
-  if (Status s = rt::createGlooCommunicator(*client, "profile-inter-node",
-                                            info.rank, info.worldSize,
-                                            rt::peerAddress(info), timeout,
-                                            comm);
+  if (Status s = rt::createGlooCommunicator(
+          *client, "profile-inter-node", info.rank, info.worldSize,
+          rt::peerAddress(info), timeout, comm);
       !s.ok())
     return s;
   say(o, "inter-node: send/recv between the first 2 of " +
              std::to_string(info.worldSize) + " nodes");
   std::vector<CollectiveMeasurement> found;
   // Even --quick needs a size large enough for the bandwidth to show.
-  std::vector<double> sizes = o.quick ? std::vector<double>{1 << 20, 4 << 20}
-                                      : collectiveSizes(false);
+  std::vector<double> sizes =
+      o.quick ? std::vector<double>{1 << 20, 4 << 20} : collectiveSizes(false);
   if (Status s = profileRank(*comm, o.quick, {"send_recv"}, sizes, found);
       !s.ok())
     return s;

@@ -421,8 +421,8 @@ extern "C" void weft_rt_sbgemm(int64_t batch, int32_t transA, int32_t transB,
   if (dealOverTeam(batch, m, n, k)) {
 #pragma omp parallel for schedule(static)
     for (int64_t i = 0; i < batch; ++i)
-      sbgemmBatch(1, transA != 0, transB != 0, m, n, k, a + i * strideA, lda,
-                  0, b + i * strideB, ldb, 0, c + i * strideC, ldc, 0);
+      sbgemmBatch(1, transA != 0, transB != 0, m, n, k, a + i * strideA, lda, 0,
+                  b + i * strideB, ldb, 0, c + i * strideC, ldc, 0);
     return;
   }
   sbgemmBatch(batch, transA != 0, transB != 0, m, n, k, a, lda, strideA, b,

@@ -305,8 +305,8 @@ int interNode(bool quick, const std::string &specPath,
   bool measured = false;
   int nodes = 0;
   if (Status s = measureInterNode(
-          o, [](const char *name) { return std::getenv(name); }, link,
-          measured, nodes);
+          o, [](const char *name) { return std::getenv(name); }, link, measured,
+          nodes);
       !s.ok()) {
     std::cerr << "weft-profile-cluster: " << s.message << "\n";
     return 1;

@@ -254,16 +254,16 @@ TEST(ClusterSpec, SharedLinksAndTheCollectiveLibrary) {
                          "  latency_us: 5\ncollective_library: mpi")),
             "cluster.yaml:15:21: collective_library must be nccl (GPUs) or "
             "gloo (CPU ranks), got 'mpi'");
-  EXPECT_EQ(errorOf(edit("latency_us: 5",
-                         "  latency_us: 5\n  shared_by_node: yes")),
-            "cluster.yaml:15:19: inter_node.shared_by_node must be true (one "
-            "link per node, shared by its devices) or false (one per "
-            "device), got 'yes'");
+  EXPECT_EQ(
+      errorOf(edit("latency_us: 5", "  latency_us: 5\n  shared_by_node: yes")),
+      "cluster.yaml:15:19: inter_node.shared_by_node must be true (one "
+      "link per node, shared by its devices) or false (one per "
+      "device), got 'yes'");
   // A node's own devices share no network link.
-  EXPECT_NE(errorOf(edit("latency_us: 3",
-                         "  latency_us: 3\n  shared_by_node: true"))
-                .find("unknown key 'intra_node.shared_by_node'"),
-            std::string::npos);
+  EXPECT_NE(
+      errorOf(edit("latency_us: 3", "  latency_us: 3\n  shared_by_node: true"))
+          .find("unknown key 'intra_node.shared_by_node'"),
+      std::string::npos);
 }
 
 TEST(ClusterSpec, UnknownKeysAreRefusedWithSuggestion) {

@@ -328,17 +328,17 @@ TEST(CostModelComm, DataParallelGroupsOnCpuNodes) {
   double b = 21e6;
   // NCCL, a NIC per device: dp = 4 is one ring crossing the network,
   // 2 * 3/4 * 21e6 / 5e7 = 630 ms.
-  expectNear(0.630, groupCollectiveSeconds(spec, Collective::AllReduce, b,
-                                           {4, 2, 1}));
-  expectNear(0.630, collectiveSeconds(spec, Collective::AllReduce, b, 4,
-                                      true, Algorithm::Ring));
+  expectNear(0.630,
+             groupCollectiveSeconds(spec, Collective::AllReduce, b, {4, 2, 1}));
+  expectNear(0.630, collectiveSeconds(spec, Collective::AllReduce, b, 4, true,
+                                      Algorithm::Ring));
   // Weft's gloo runtime: inside each node 2 * 1/2 * 21e6 / 4e9 = 5.25 ms,
   // between the two leaders 21e6 / 5e7 = 420 ms, the broadcast inside the
   // node 5.25 ms: 430.5 ms.
   spec.collectiveLibrary = ClusterSpec::Library::Gloo;
   spec.interNode.sharedByNode = true;
-  expectNear(0.4305, groupCollectiveSeconds(spec, Collective::AllReduce, b,
-                                            {4, 2, 1}));
+  expectNear(0.4305,
+             groupCollectiveSeconds(spec, Collective::AllReduce, b, {4, 2, 1}));
   // dp = 2 over the nodes with tp = 2 inside them: two groups of one rank
   // per node, both crossing each node's one link: 10e6 / (5e7 / 2) =
   // 400 ms, twice a lone group's 200 ms.
@@ -349,15 +349,15 @@ TEST(CostModelComm, DataParallelGroupsOnCpuNodes) {
                                            {2, 1, 2}));
   // ZeRO's reduce-scatter has no leaders' form: a ring, its link shared.
   spec.interNode.sharedByNode = true;
-  expectNear(2 * 3.0 / 4 * b / 5e7, groupCollectiveSeconds(
-                                        spec, Collective::ReduceScatter, b,
-                                        {4, 2, 2}));
+  expectNear(
+      2 * 3.0 / 4 * b / 5e7,
+      groupCollectiveSeconds(spec, Collective::ReduceScatter, b, {4, 2, 2}));
   // Inside one node nothing changes, and the overhead is paid once a call.
   spec.device.collectiveOverheadUs = 1000;
-  expectNear(1e-3 + b / 4e9, groupCollectiveSeconds(
-                                 spec, Collective::AllReduce, b, {2, 2, 1}));
-  expectNear(0.4315, groupCollectiveSeconds(spec, Collective::AllReduce, b,
-                                            {4, 2, 1}));
+  expectNear(1e-3 + b / 4e9,
+             groupCollectiveSeconds(spec, Collective::AllReduce, b, {2, 2, 1}));
+  expectNear(0.4315,
+             groupCollectiveSeconds(spec, Collective::AllReduce, b, {4, 2, 1}));
 }
 
 TEST(CostModelComm, MeasuredTableIsInterpolatedOnTheCpuHost) {

@@ -241,11 +241,11 @@ TEST(KernelsTest, SgemmBatchSumIsTheSameOnAnyTeam) {
     x = dist(rng);
   std::vector<float> one(m * n), two(m * n);
   omp_set_num_threads(1);
-  weft_rt_sgemm_batch_sum(batch, 0, 1, m, n, k, a.data(), k, m * k, b.data(),
-                          k, n * k, one.data(), n);
+  weft_rt_sgemm_batch_sum(batch, 0, 1, m, n, k, a.data(), k, m * k, b.data(), k,
+                          n * k, one.data(), n);
   omp_set_num_threads(2);
-  weft_rt_sgemm_batch_sum(batch, 0, 1, m, n, k, a.data(), k, m * k, b.data(),
-                          k, n * k, two.data(), n);
+  weft_rt_sgemm_batch_sum(batch, 0, 1, m, n, k, a.data(), k, m * k, b.data(), k,
+                          n * k, two.data(), n);
   EXPECT_EQ(one, two);
 }
 
@@ -313,8 +313,8 @@ TEST(KernelsTest, SmallBatchesDealtOverTheTeamMatchOneByOne) {
     weft_rt_sgemm(1, 0, 0, m, n, k, a.data() + i * m * k, k, 0,
                   b.data() + i * k * n, n, 0, one.data() + i * m * n, n, 0);
   EXPECT_EQ(all, one);
-  weft_rt_sbgemm(batch, 0, 0, m, n, k, ah.data(), k, m * k, bh.data(), n,
-                 k * n, all.data(), n, m * n);
+  weft_rt_sbgemm(batch, 0, 0, m, n, k, ah.data(), k, m * k, bh.data(), n, k * n,
+                 all.data(), n, m * n);
   for (int64_t i = 0; i < batch; ++i)
     weft_rt_sbgemm(1, 0, 0, m, n, k, ah.data() + i * m * k, k, 0,
                    bh.data() + i * k * n, n, 0, one.data() + i * m * n, n, 0);
@@ -324,8 +324,8 @@ TEST(KernelsTest, SmallBatchesDealtOverTheTeamMatchOneByOne) {
                       k * n, allh.data(), n, m * n);
   for (int64_t i = 0; i < batch; ++i)
     weft_rt_sbgemm_bf16(1, 0, 0, m, n, k, ah.data() + i * m * k, k, 0,
-                        bh.data() + i * k * n, n, 0, oneh.data() + i * m * n,
-                        n, 0);
+                        bh.data() + i * k * n, n, 0, oneh.data() + i * m * n, n,
+                        0);
   EXPECT_EQ(allh, oneh);
   // And the batch as a whole is the product (naive reference).
   check({batch, m, n, k, false, false, false, false, 0, 0, 0}, Gemm::S);

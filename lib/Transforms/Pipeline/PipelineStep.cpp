@@ -219,13 +219,18 @@ private:
   /// The one rank whose pieces `v` is computed from (computeAnchors):
   /// kNone if none (it reads only arguments and constants), kMixed if
   /// several.
-  int64_t anchorOfValue(Value v) const {
+  int64_t anchorOfValue(Value v) const { return byPiece(v, anchorOf); }
+
+  /// `v`'s rank if a piece computes it, else what `glue` says of its
+  /// defining op; kNone for an argument.
+  int64_t byPiece(Value v,
+                  const llvm::DenseMap<Operation *, int64_t> &glue) const {
     Operation *def = v.getDefiningOp();
     if (!def)
       return kNone;
     if (auto piece = pieceOf.find(def); piece != pieceOf.end())
       return rankOf(std::get<0>(piece->second));
-    return anchorOf.lookup(def);
+    return glue.lookup(def);
   }
 
   /// A tied parameter's gradient is a sum over micro-batches of sums over
@@ -357,14 +362,6 @@ private:
   void computeAnchors() {
     anchorOf.clear();
     llvm::DenseMap<Operation *, int64_t> lowestSource;
-    auto lowestSourceOf = [&](Value v) -> int64_t {
-      Operation *def = v.getDefiningOp();
-      if (!def)
-        return kNone;
-      if (auto piece = pieceOf.find(def); piece != pieceOf.end())
-        return rankOf(std::get<0>(piece->second));
-      return lowestSource.lookup(def);
-    };
     auto elements = [](Value v) -> int64_t {
       auto type = dyn_cast<RankedTensorType>(v.getType());
       return type && type.hasStaticShape() ? type.getNumElements() : -1;
@@ -375,7 +372,7 @@ private:
       int64_t anchor = kNone, lowest = kNone;
       bool reducesMixed = false;
       for (Value operand : op.getOperands()) {
-        int64_t source = lowestSourceOf(operand);
+        int64_t source = byPiece(operand, lowestSource);
         if (source >= 0 && (lowest < 0 || source < lowest))
           lowest = source;
         int64_t from = anchorOfValue(operand);
