@@ -813,9 +813,39 @@ private:
         return failure();
       runReadyGlue();
     }
-    // What glue on other ranks reads, in one order every rank walks.
+    // What glue on other ranks reads, in one order every rank walks; but
+    // first every send that needs nothing received after the schedule.
+    // A send waits for nothing (the runtime's sender thread carries it),
+    // so a swap, the tied gradient's shares, travels both ways at once
+    // rather than one way after the other (on a slow link, twice as
+    // long).
+    llvm::DenseSet<Value> receivedLate;
+    for (const Transfer &t : late)
+      if (t.to == r)
+        receivedLate.insert(t.value);
+    llvm::DenseMap<Value, bool> waits;
+    std::function<bool(Value)> needsLateValue = [&](Value v) -> bool {
+      if (map.contains(v))
+        return false;
+      if (receivedLate.contains(v))
+        return true;
+      if (auto it = waits.find(v); it != waits.end())
+        return it->second;
+      Operation *def = v.getDefiningOp();
+      bool needs = def && !pieceOf.count(def) &&
+                   llvm::any_of(def->getOperands(), needsLateValue);
+      waits[v] = needs;
+      return needs;
+    };
+    llvm::DenseSet<int64_t> sentEarly;
+    for (const Transfer &t : late)
+      if (t.from == r && !needsLateValue(t.value)) {
+        if (failed(send(t)))
+          return failure();
+        sentEarly.insert(t.tag);
+      }
     for (const Transfer &t : late) {
-      if (t.from == r && failed(send(t)))
+      if (t.from == r && !sentEarly.contains(t.tag) && failed(send(t)))
         return failure();
       if (t.to == r)
         recv(t);

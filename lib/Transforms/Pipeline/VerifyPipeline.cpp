@@ -15,6 +15,7 @@
 #include "weft/Transforms/Pipeline/Passes.h"
 
 #include <map>
+#include <tuple>
 
 namespace weft {
 #define GEN_PASS_DEF_VERIFYPIPELINEPASS
@@ -63,6 +64,9 @@ LogicalResult weft::verifyPipelineTransfers(ModuleOp module) {
                         recv.getType()});
     });
   }
+  // A send never blocks (the runtime's sender thread carries a copy); a
+  // receive waits until its peer has sent that tag. Each rank runs as far
+  // as it can, round after round, until all are done or none can move.
   std::map<int64_t, size_t> next;
   for (auto &[r, list] : ranks)
     next[r] = 0;
@@ -72,37 +76,63 @@ LogicalResult weft::verifyPipelineTransfers(ModuleOp module) {
       return nullptr;
     return &it->second[next[r]];
   };
+  // Sent and not yet received: (from, to, tag) -> the send.
+  std::map<std::tuple<int64_t, int64_t, int64_t>, const Transfer *> sent;
+  auto doNotMeet = [](const Transfer &mine, int64_t r, const Transfer &theirs,
+                      int64_t peer) {
+    InFlightDiagnostic diag =
+        mine.op->emitError()
+        << "pipeline transfers do not meet: " << mine.describe(r)
+        << ", while " << theirs.describe(peer)
+        << "; the receive would wait until the runtime's timeout";
+    diag.attachNote(theirs.op->getLoc()) << "the other transfer";
+    return diag;
+  };
   while (true) {
     bool moved = false, left = false;
     for (auto &[r, list] : ranks) {
-      const Transfer *mine = current(r);
-      if (!mine)
-        continue;
-      left = true;
-      if (!ranks.count(mine->peer))
-        return mine->op->emitError()
-               << mine->describe(r) << ", but no function is rank "
-               << mine->peer << "'s step";
-      const Transfer *theirs = current(mine->peer);
-      // Both must be at the matching pair: rendezvous, as on the runtime.
-      if (!theirs || theirs->peer != r || theirs->send == mine->send)
-        continue;
-      if (theirs->tag != mine->tag || theirs->type != mine->type) {
-        InFlightDiagnostic diag =
-            mine->op->emitError()
-            << "pipeline transfers do not meet: " << mine->describe(r)
-            << ", while " << theirs->describe(mine->peer)
-            << "; both would wait until the runtime's timeout";
-        diag.attachNote(theirs->op->getLoc()) << "the other transfer";
-        return diag;
+      while (const Transfer *mine = current(r)) {
+        if (!ranks.count(mine->peer))
+          return mine->op->emitError()
+                 << mine->describe(r) << ", but no function is rank "
+                 << mine->peer << "'s step";
+        if (mine->send) {
+          auto [it, fresh] =
+              sent.try_emplace({r, mine->peer, mine->tag}, mine);
+          if (!fresh)
+            return mine->op->emitError()
+                   << mine->describe(r) << " while its earlier send of tag "
+                   << mine->tag << " is not received yet";
+        } else {
+          auto it = sent.find({mine->peer, r, mine->tag});
+          if (it == sent.end())
+            break;
+          if (it->second->type != mine->type)
+            return doNotMeet(*mine, r, *it->second, mine->peer);
+          sent.erase(it);
+        }
+        ++next[r];
+        moved = true;
       }
-      ++next[r];
-      ++next[mine->peer];
-      moved = true;
+      left |= current(r) != nullptr;
     }
-    if (!left)
+    if (!left) {
+      if (!sent.empty()) {
+        auto [key, send] = *sent.begin();
+        return send->op->emitError()
+               << send->describe(std::get<0>(key))
+               << ", which that rank never receives";
+      }
       return success();
+    }
     if (!moved) {
+      // A receive waiting for a tag its peer never sends, while the peer
+      // sent another: name both.
+      for (auto &[r, list] : ranks)
+        if (const Transfer *mine = current(r))
+          for (auto &[key, theirs] : sent)
+            if (std::get<0>(key) == mine->peer && std::get<1>(key) == r)
+              return doNotMeet(*mine, r, *theirs, mine->peer);
       std::string waits;
       for (auto &[r, list] : ranks)
         if (const Transfer *t = current(r))
@@ -111,8 +141,7 @@ LogicalResult weft::verifyPipelineTransfers(ModuleOp module) {
         if (const Transfer *t = current(r))
           return t->op->emitError()
                  << "pipeline ranks wait on each other and none can go on "
-                    "(each blocks until its peer reaches the matching "
-                    "transfer):"
+                    "(each receives what its peer sends only later):"
                  << waits;
       return success();
     }

@@ -156,12 +156,15 @@ def VerifyPipelinePass : Pass<"weft-verify-pipeline", "mlir::ModuleOp"> {
   let summary = "Check that the pipeline ranks' sends and receives meet";
   let description = [{
     Runs the sends and receives of every `@train_step.rank<r>` (functions
-    with `weft.pipeline_rank`) in program order, each rank blocking on a
-    transfer until its peer reaches the matching one, as the runtime's do.
-    A send that meets a receive with another tag or type, or ranks that
-    wait on each other, is an error naming the ranks, the tags and what
-    each message carries (`weft.message`); --weft-pipeline-step runs the
-    same check on what it builds.
+    with `weft.pipeline_rank`) in program order as the runtime does: a
+    send never waits (the runtime's sender thread carries a copy), a
+    receive waits until its peer has sent that tag. A receive whose tag
+    the peer never sends while it sent another, a type that differs, a
+    send never received, or ranks that wait on each other, is an error
+    naming the ranks, the tags and what each message carries
+    (`weft.message`); --weft-pipeline-step runs the same check on what it
+    builds, and puts each rank's sends after the schedule before its
+    receives, so that a swap crosses both ways at once.
   }];
 }
 

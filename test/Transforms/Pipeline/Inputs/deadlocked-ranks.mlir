@@ -1,5 +1,4 @@
-// Each rank receives before it sends: under blocking transfers neither
-// ever gets to its send.
+// Each rank receives before it sends: neither ever gets to its send.
 module attributes {weft.mesh = #weft.mesh<pp = 2>} {
   func.func @train_step.rank0(%x: tensor<4xf32>) -> tensor<4xf32> attributes {weft.pipeline_rank = 0 : i64} {
     %g = weft.recv {axes = ["pp"], peer = 1 : i64, tag = 1 : i64, weft.message = "the gradient"} : tensor<4xf32>
