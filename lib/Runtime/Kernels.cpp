@@ -37,6 +37,7 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <atomic>
 #include <climits>
 #include <cstdio>
 #include <cstdlib>
@@ -310,8 +311,17 @@ bool smallProduct(int64_t m, int64_t n, int64_t k) {
   constexpr double kSmallProductFlops = 32e6;
   return 2.0 * double(m) * double(n) * double(k) <= kSmallProductFlops;
 }
+/// The GEMM threads weft_rt_set_gemm_threads asked for (0: not set).
+std::atomic<int> gemmThreads{0};
+/// The threads a batch of GEMMs may use: the OpenMP team, capped at the
+/// GEMM threads (weft-profile-cluster measures one thread's products in a
+/// process whose team has every core).
+int gemmTeam() {
+  int team = omp_get_max_threads(), cap = gemmThreads.load();
+  return cap > 0 ? std::min(team, cap) : team;
+}
 bool dealOverTeam(int64_t batch, int64_t m, int64_t n, int64_t k) {
-  int team = omp_get_max_threads();
+  int team = gemmTeam();
   return team > 1 && !omp_in_parallel() && batch >= team &&
          smallProduct(m, n, k);
 }
@@ -325,7 +335,7 @@ extern "C" void weft_rt_sgemm(int64_t batch, int32_t transA, int32_t transB,
   if (batch <= 0 || m <= 0 || n <= 0)
     return;
   if (dealOverTeam(batch, m, n, k)) {
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for num_threads(gemmTeam()) schedule(static)
     for (int64_t i = 0; i < batch; ++i)
       sgemmOne(transA != 0, transB != 0, m, n, k, a + i * strideA, lda,
                b + i * strideB, ldb, c + i * strideC, ldc);
@@ -365,7 +375,7 @@ extern "C" void weft_rt_sgemm_batch_sum(int64_t batch, int32_t transA,
   constexpr int64_t kChunks = 8;
   if (batch >= kChunks && smallProduct(m, n, k)) {
     std::vector<float> partial(size_t((kChunks - 1) * m * n));
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for num_threads(gemmTeam()) schedule(static)
     for (int64_t chunk = 0; chunk < kChunks; ++chunk) {
       int64_t begin = batch * chunk / kChunks,
               end = batch * (chunk + 1) / kChunks;
@@ -401,9 +411,13 @@ extern "C" const char *weft_rt_gemm_library(void) {
 }
 
 extern "C" void weft_rt_set_gemm_threads(int threads) {
+  gemmThreads.store(threads);
   openblas_set_num_threads(threads);
-  // In an executable OpenBLAS's OpenMP build already set the team that
-  // oneDNN uses; elsewhere oneDNN brings its own OpenMP runtime.
+  // The OpenMP runtime this library runs on (LLVM's libomp): oneDNN's
+  // OpenMP calls bind to it too wherever it is loaded first, as in every
+  // process linking this file. Where oneDNN still brings its own runtime,
+  // that one's team as well.
+  omp_set_num_threads(threads);
   using SetThreadsFn = void (*)(int);
   if (f32Library())
     if (auto set = reinterpret_cast<SetThreadsFn>(
@@ -419,7 +433,7 @@ extern "C" void weft_rt_sbgemm(int64_t batch, int32_t transA, int32_t transB,
   if (batch <= 0 || m <= 0 || n <= 0)
     return;
   if (dealOverTeam(batch, m, n, k)) {
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for num_threads(gemmTeam()) schedule(static)
     for (int64_t i = 0; i < batch; ++i)
       sbgemmBatch(1, transA != 0, transB != 0, m, n, k, a + i * strideA, lda, 0,
                   b + i * strideB, ldb, 0, c + i * strideC, ldc, 0);
@@ -452,7 +466,7 @@ extern "C" void weft_rt_sbgemm_bf16(int64_t batch, int32_t transA,
     }
   };
   if (dealOverTeam(batch, m, n, k)) {
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for num_threads(gemmTeam()) schedule(static)
     for (int64_t i = 0; i < batch; ++i)
       one(i);
     return;

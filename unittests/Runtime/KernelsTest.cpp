@@ -228,6 +228,16 @@ TEST(KernelsTest, SgemmBatchSumMatchesNaiveForEveryTranspose) {
   checkBatchSum({64, 5, 7, 4, true, false, true, false, 1, 0, 0});
 }
 
+// weft-profile-cluster measures one thread's GEMMs in a process whose
+// OpenMP team has every core: the GEMM threads set that team too, which
+// oneDNN's products and the dealt batches run on.
+TEST(KernelsTest, GemmThreadsSetTheTeamTheLibrariesRunOn) {
+  weft_rt_set_gemm_threads(1);
+  EXPECT_EQ(1, omp_get_max_threads());
+  weft_rt_set_gemm_threads(2);
+  EXPECT_EQ(2, omp_get_max_threads());
+}
+
 // The chunks' order depends on the batch, not on the team: one thread and
 // two give the same bits.
 TEST(KernelsTest, SgemmBatchSumIsTheSameOnAnyTeam) {
