@@ -44,7 +44,6 @@
 #include <cstring>
 #include <memory>
 #include <string>
-#include <vector>
 
 namespace {
 
@@ -250,7 +249,7 @@ struct Scratch {
     return data.get();
   }
 };
-thread_local Scratch scratchA, scratchB, scratchC;
+thread_local Scratch scratchA, scratchB, scratchC, scratchSum;
 
 /// A stored rows x cols bf16 matrix (row stride ld) widened into a dense
 /// f32 one. The inner loop is a shift: it vectorizes.
@@ -320,10 +319,15 @@ int gemmTeam() {
   int team = omp_get_max_threads(), cap = gemmThreads.load();
   return cap > 0 ? std::min(team, cap) : team;
 }
-bool dealOverTeam(int64_t batch, int64_t m, int64_t n, int64_t k) {
+/// The threads a batch's products are dealt over: the team, or 1 (the
+/// loop runs on the calling thread, each product split as the library
+/// splits it).
+int dealtTeam(int64_t batch, int64_t m, int64_t n, int64_t k) {
   int team = gemmTeam();
   return team > 1 && !omp_in_parallel() && batch >= team &&
-         smallProduct(m, n, k);
+                 smallProduct(m, n, k)
+             ? team
+             : 1;
 }
 } // namespace
 
@@ -334,13 +338,8 @@ extern "C" void weft_rt_sgemm(int64_t batch, int32_t transA, int32_t transB,
                               int64_t ldc, int64_t strideC) {
   if (batch <= 0 || m <= 0 || n <= 0)
     return;
-  if (dealOverTeam(batch, m, n, k)) {
-#pragma omp parallel for num_threads(gemmTeam()) schedule(static)
-    for (int64_t i = 0; i < batch; ++i)
-      sgemmOne(transA != 0, transB != 0, m, n, k, a + i * strideA, lda,
-               b + i * strideB, ldb, c + i * strideC, ldc);
-    return;
-  }
+  int team = dealtTeam(batch, m, n, k);
+#pragma omp parallel for if (team > 1) num_threads(team) schedule(static)
   for (int64_t i = 0; i < batch; ++i)
     sgemmOne(transA != 0, transB != 0, m, n, k, a + i * strideA, lda,
              b + i * strideB, ldb, c + i * strideC, ldc);
@@ -374,7 +373,9 @@ extern "C" void weft_rt_sgemm_batch_sum(int64_t batch, int32_t transA,
   // and thread count gets the same bits.
   constexpr int64_t kChunks = 8;
   if (batch >= kChunks && smallProduct(m, n, k)) {
-    std::vector<float> partial(size_t((kChunks - 1) * m * n));
+    // The calling thread's scratch, reused: every chunk's first product
+    // overwrites its part, so nothing needs clearing.
+    float *partial = scratchSum.get((kChunks - 1) * m * n);
 #pragma omp parallel for num_threads(gemmTeam()) schedule(static)
     for (int64_t chunk = 0; chunk < kChunks; ++chunk) {
       int64_t begin = batch * chunk / kChunks,
@@ -382,10 +383,10 @@ extern "C" void weft_rt_sgemm_batch_sum(int64_t batch, int32_t transA,
       if (chunk == 0)
         sumRange(begin, end, c, ldc);
       else
-        sumRange(begin, end, partial.data() + (chunk - 1) * m * n, n);
+        sumRange(begin, end, partial + (chunk - 1) * m * n, n);
     }
     for (int64_t chunk = 1; chunk < kChunks; ++chunk) {
-      const float *from = partial.data() + (chunk - 1) * m * n;
+      const float *from = partial + (chunk - 1) * m * n;
       for (int64_t r = 0; r < m; ++r)
         for (int64_t j = 0; j < n; ++j)
           c[r * ldc + j] += from[r * n + j];
@@ -432,8 +433,8 @@ extern "C" void weft_rt_sbgemm(int64_t batch, int32_t transA, int32_t transB,
                                float *c, int64_t ldc, int64_t strideC) {
   if (batch <= 0 || m <= 0 || n <= 0)
     return;
-  if (dealOverTeam(batch, m, n, k)) {
-#pragma omp parallel for num_threads(gemmTeam()) schedule(static)
+  if (int team = dealtTeam(batch, m, n, k); team > 1) {
+#pragma omp parallel for num_threads(team) schedule(static)
     for (int64_t i = 0; i < batch; ++i)
       sbgemmBatch(1, transA != 0, transB != 0, m, n, k, a + i * strideA, lda, 0,
                   b + i * strideB, ldb, 0, c + i * strideC, ldc, 0);
@@ -465,12 +466,8 @@ extern "C" void weft_rt_sbgemm_bf16(int64_t batch, int32_t transA,
         to[j] = floatToBf16(from[j]);
     }
   };
-  if (dealOverTeam(batch, m, n, k)) {
-#pragma omp parallel for num_threads(gemmTeam()) schedule(static)
-    for (int64_t i = 0; i < batch; ++i)
-      one(i);
-    return;
-  }
+  int team = dealtTeam(batch, m, n, k);
+#pragma omp parallel for if (team > 1) num_threads(team) schedule(static)
   for (int64_t i = 0; i < batch; ++i)
     one(i);
 }

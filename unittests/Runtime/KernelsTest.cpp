@@ -56,6 +56,16 @@ float fromBf16(uint16_t h) {
 
 /// Which runtime GEMM a case calls: f32 in and out, bf16 in and f32 out,
 /// bf16 in and out.
+/// `count` values uniform in [-1, 1) from a generator seeded with `seed`.
+std::vector<float> uniform(int64_t count, unsigned seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> dist(-1, 1);
+  std::vector<float> out(static_cast<size_t>(count));
+  for (float &x : out)
+    x = dist(rng);
+  return out;
+}
+
 enum class Gemm { S, SB, SBToBf16 };
 
 struct Case {
@@ -242,13 +252,8 @@ TEST(KernelsTest, GemmThreadsSetTheTeamTheLibrariesRunOn) {
 // two give the same bits.
 TEST(KernelsTest, SgemmBatchSumIsTheSameOnAnyTeam) {
   const int64_t batch = 13, m = 16, n = 27, k = 100;
-  std::mt19937 rng(3);
-  std::uniform_real_distribution<float> dist(-1, 1);
-  std::vector<float> a(batch * m * k), b(batch * n * k);
-  for (float &x : a)
-    x = dist(rng);
-  for (float &x : b)
-    x = dist(rng);
+  std::vector<float> a = uniform(batch * m * k, 3),
+                     b = uniform(batch * n * k, 4);
   std::vector<float> one(m * n), two(m * n);
   omp_set_num_threads(1);
   weft_rt_sgemm_batch_sum(batch, 0, 1, m, n, k, a.data(), k, m * k, b.data(), k,
@@ -304,13 +309,8 @@ TEST(KernelsTest, SbgemmOverwritesNaNsAndEmptySums) {
 TEST(KernelsTest, SmallBatchesDealtOverTheTeamMatchOneByOne) {
   omp_set_num_threads(2);
   const int64_t batch = 6, m = 8, n = 12, k = 10;
-  std::mt19937 rng(7);
-  std::uniform_real_distribution<float> dist(-1, 1);
-  std::vector<float> a(batch * m * k), b(batch * k * n);
-  for (float &x : a)
-    x = dist(rng);
-  for (float &x : b)
-    x = dist(rng);
+  std::vector<float> a = uniform(batch * m * k, 7),
+                     b = uniform(batch * k * n, 8);
   std::vector<uint16_t> ah(a.size()), bh(b.size());
   for (size_t i = 0; i < a.size(); ++i)
     ah[i] = toBf16(a[i]);

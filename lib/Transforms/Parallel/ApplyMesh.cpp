@@ -266,18 +266,20 @@ struct ApplyMeshPass : public weft::impl::ApplyMeshPassBase<ApplyMeshPass> {
       }
     // Whether the transfer's tp split is its own (an activation's tokens)
     // rather than the value's layout anyway (a parameter's).
+    auto paramLayout = [&](Type type) -> std::optional<TensorSharding> {
+      auto shared = paramLayouts.find(type);
+      return shared != paramLayouts.end() ? shared->second : std::nullopt;
+    };
     auto splitsTokens = [&](Type type) {
       auto tensor = cast<RankedTensorType>(type);
-      auto shared = paramLayouts.find(type);
-      return tp && (shared == paramLayouts.end() || !shared->second) &&
-             tensor.getRank() >= 2 && tensor.getDimSize(1) % tp == 0;
+      return tp && !paramLayout(type) && tensor.getRank() >= 2 &&
+             tensor.getDimSize(1) % tp == 0;
     };
     auto layoutFor = [&](Type type) {
       auto tensor = cast<RankedTensorType>(type);
       TensorSharding s = TensorSharding::replicated(tensor.getRank());
-      auto shared = paramLayouts.find(type);
-      if (shared != paramLayouts.end() && shared->second)
-        s = *shared->second;
+      if (std::optional<TensorSharding> shared = paramLayout(type))
+        s = *shared;
       else if (splitsTokens(type))
         s.dims[1] = {tpAxis};
       if (!dp || tensor.getRank() == 0)
