@@ -169,10 +169,32 @@ def run_weft(args, dims, batch, work):
                   [r["loss"] for r in rows], args.warmup,
                   batch * dims["block"], flops_per_token(dims), args.peak_tflops)
     r["rc"], r["wall_s"] = str(rc), wall
+    if args.profile_steps and args.out:
+        profile_weft(args, cmd)
     if rc != 0 and not r.get("error"):
         r["note"] = "; ".join(filter(None, [
             r.get("note"), "exit %s after %d steps" % (rc, len(rows))]))
     return r
+
+
+def profile_weft(args, cmd):
+    """A second, short run with WEFT_CUDA_PROFILE: the device time of each
+    kernel and GEMM (docs/gpu.md, "Profiling"), kept apart from the timed
+    run because the events it records cost time on every launch."""
+    path = os.path.join(args.out, "weft_profile.txt")
+    steps = cmd.index("--steps") + 1
+    cmd = cmd[:steps] + [str(args.profile_steps)] + cmd[steps + 1:]
+    env = dict(os.environ, WEFT_CUDA_PROFILE=path)
+    try:
+        p = subprocess.run(cmd, env=env, capture_output=True, text=True,
+                           timeout=args.weft_timeout)
+        log("weft profile (%d steps): rc %d, %s" % (
+            args.profile_steps, p.returncode, path))
+    except subprocess.TimeoutExpired:
+        log("weft profile: stopped after %d s (limit)" % args.weft_timeout)
+    if os.path.exists(path):
+        with open(path) as f:
+            log("".join(f.readlines()[:30]).rstrip())
 
 
 # --------------------------------------------------------------------------
@@ -338,6 +360,9 @@ def main(argv=None):
     p.add_argument("--weft-timeout", type=int, default=75)
     p.add_argument("--torch-timeout", type=int, default=40,
                    help="seconds for eager; compile gets twice this")
+    p.add_argument("--profile-steps", type=int, default=0,
+                   help="after the timed run, this many steps again with "
+                   "WEFT_CUDA_PROFILE (OUT/weft_profile.txt)")
     p.add_argument("--out", default=os.environ.get("OUT"))
     p.add_argument("--dry-run", action="store_true")
     # child process

@@ -318,6 +318,7 @@ void detail::noteQueued(const char *call, const char *what) {
   State &s = state();
   uint64_t n = s.queued.fetch_add(1, std::memory_order_relaxed);
   s.recent[n % State::kRecent] = what;
+  profileAfter(what);
   if (s.syncEach) {
     CUresult r = s.driver.cuStreamSynchronize(s.stream);
     if (r != CUDA_SUCCESS)
@@ -428,6 +429,7 @@ Status initialize(int device) {
                   std::to_string(s.ccMinor) + ", " + gib + " GiB)";
   const char *sync = std::getenv("WEFT_CUDA_SYNC");
   s.syncEach = sync && *sync && std::strcmp(sync, "0") != 0;
+  detail::profileInitialize();
   s.deviceIndex = device;
   s.initialized = true;
   return Status::success();
@@ -486,10 +488,11 @@ Status copyToDevice(void *dst, const void *src, size_t bytes) {
     return Status::success();
   State &s = state();
   const Driver &d = s.driver;
+  detail::profileBefore(/*compute=*/false);
   if (CUresult r = d.cuMemcpyHtoDAsync(CUdeviceptr(dst), src, bytes, s.stream))
     return Status::error("CUDA: copying " + std::to_string(bytes) +
                          " bytes to the device failed: " + describe(r));
-  s.recent[s.queued.fetch_add(1) % State::kRecent] = "a copy to the device";
+  detail::noteQueued("weft::rt::cuda::copyToDevice", "a copy to the device");
   // From pageable memory the driver returns once it has staged the source.
   // From page-locked memory the copy is still in flight: wait for it, as
   // the caller may reuse the source at once.
@@ -508,11 +511,12 @@ Status copyToHost(void *dst, const void *src, size_t bytes) {
   if (bytes == 0)
     return Status::success();
   State &s = state();
+  detail::profileBefore(/*compute=*/false);
   if (CUresult r =
           s.driver.cuMemcpyDtoHAsync(dst, CUdeviceptr(src), bytes, s.stream))
     return Status::error("CUDA: copying " + std::to_string(bytes) +
                          " bytes from the device failed: " + describe(r));
-  s.recent[s.queued.fetch_add(1) % State::kRecent] = "a copy to the host";
+  detail::noteQueued("weft::rt::cuda::copyToHost", "a copy to the host");
   return synchronize();
 }
 
@@ -523,8 +527,10 @@ Status synchronize() {
   State &s = state();
   CUresult r = s.driver.cuStreamSynchronize(s.stream);
   uint64_t n = s.queued.exchange(0);
-  if (r == CUDA_SUCCESS)
+  if (r == CUDA_SUCCESS) {
+    detail::profileCollect();
     return Status::success();
+  }
   // The error was raised by something queued since the last wait; list the
   // last few, newest first.
   std::string what;
@@ -628,6 +634,7 @@ extern "C" void mgpuLaunchKernel(void *function, intptr_t gridX, intptr_t gridY,
   checkStream(stream, call, k.name.c_str());
   allowSharedMemory(k, sharedMemoryBytes, call);
   State &s = state();
+  detail::profileBefore();
   detail::check(s.driver.cuLaunchKernel(
                     k.function, checkedDim(gridX, call, k, "grid x"),
                     checkedDim(gridY, call, k, "grid y"),
@@ -669,6 +676,7 @@ extern "C" void mgpuLaunchClusterKernel(void *function, intptr_t clusterX,
   config.hStream = s.stream;
   config.attrs = &cluster;
   config.numAttrs = 1;
+  detail::profileBefore();
   detail::check(s.driver.cuLaunchKernelEx(&config, k.function, params, extra),
                 call, k.name.c_str(), "cuLaunchKernelEx");
   detail::noteQueued(call, k.name.c_str());
@@ -755,6 +763,7 @@ extern "C" void mgpuMemcpy(void *dst, void *src, size_t bytes, void *stream) {
   if (bytes == 0)
     return;
   State &s = state();
+  detail::profileBefore();
   detail::check(s.driver.cuMemcpyAsync(CUdeviceptr(dst), CUdeviceptr(src),
                                        bytes, s.stream),
                 call, nullptr, "cuMemcpyAsync");
@@ -772,6 +781,7 @@ void memsetOnStepStream(const char *call, const char *driverCall, void *dst,
   if (count == 0)
     return;
   State &s = state();
+  detail::profileBefore();
   detail::check(set(CUdeviceptr(dst), value, count, s.stream), call, nullptr,
                 driverCall);
   detail::noteQueued(call, call);

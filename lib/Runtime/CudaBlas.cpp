@@ -353,6 +353,7 @@ void zeroC(void *c, int64_t batch, int64_t m, int64_t n, int64_t ldc,
            int64_t strideC, size_t elementSize, const char *call) {
   const detail::Driver &d = detail::driver();
   CUstream stream = detail::stepStream();
+  detail::profileBefore();
   for (int64_t i = 0; i < (strideC == 0 ? 1 : batch); ++i) {
     CUdeviceptr to = reinterpret_cast<CUdeviceptr>(c) +
                      CUdeviceptr(i * strideC * int64_t(elementSize));
@@ -423,13 +424,18 @@ void gemm(const char *call, int inType, int outType, int64_t batch, bool ta,
         alignmentOf(ltB, g.b.batchStride, inSize, piece),
         alignmentOf(pc, g.c.batchStride, outSize, piece), call, shape);
     float alpha = 1.0f;
+    // After the plan lookup: the interval is the device's, not the host's.
+    if (done == 0)
+      detail::profileBefore();
     checkLt(s.lt.cublasLtMatmul(s.handle, p.desc, &alpha, ltA, p.a, ltB, p.b,
                                 &beta, pc, p.c, pc, p.c, &p.algo,
                                 reinterpret_cast<void *>(s.workspace),
                                 kWorkspaceBytes, detail::stepStream()),
             call, "cublasLtMatmul", &shape);
   }
-  detail::noteQueued(call, call);
+  detail::noteQueued(call, detail::profiling()
+                               ? detail::profileLabel(shape.str())
+                               : call);
 }
 
 } // namespace

@@ -49,6 +49,22 @@ void check(api::CUresult result, const char *call, const char *kernel,
 /// also waits for it, so that the error names exactly the culprit.
 void noteQueued(const char *call, const char *what);
 
+/// WEFT_CUDA_PROFILE (CudaProfile.cpp): read by initialize().
+void profileInitialize();
+bool profiling();
+/// Brackets one operation on the step stream when profiling: profileBefore
+/// right before it is queued, noteQueued (which calls profileAfter) after.
+/// `compute`: a kernel, GEMM or fill (not a copy between host and device),
+/// which marks a synchronization window as a step.
+void profileBefore(bool compute = true);
+void profileAfter(const char *what);
+/// A name that lives as long as the process, for a label made at run time
+/// (a GEMM's shape).
+const char *profileLabel(const std::string &label);
+/// Adds up the bracketed operations; the step stream has just been waited
+/// for.
+void profileCollect();
+
 } // namespace weft::rt::cuda::detail
 
 #endif // WEFT_LIB_RUNTIME_CUDAINTERNAL_H

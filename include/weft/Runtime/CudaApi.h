@@ -41,6 +41,7 @@ using CUmodule = struct CUmod_st *;
 using CUfunction = struct CUfunc_st *;
 using CUstream = struct CUstream_st *;
 using CUmemoryPool = struct CUmemPoolHandle_st *;
+using CUevent = struct CUevent_st *;
 
 constexpr CUresult CUDA_SUCCESS = 0;
 constexpr CUresult CUDA_ERROR_INVALID_VALUE = 1;
@@ -143,7 +144,12 @@ struct CUlaunchConfig {
     unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, CUstream,      \
     void **, void **)                                                          \
   X(cuLaunchKernelEx, "cuLaunchKernelEx", CUresult, const CUlaunchConfig *,    \
-    CUfunction, void **, void **)
+    CUfunction, void **, void **)                                              \
+  X(cuEventCreate, "cuEventCreate", CUresult, CUevent *, unsigned)             \
+  X(cuEventRecord, "cuEventRecord", CUresult, CUevent, CUstream)               \
+  X(cuEventElapsedTime, "cuEventElapsedTime_v2", CUresult, float *, CUevent,   \
+    CUevent)                                                                   \
+  X(cuEventDestroy, "cuEventDestroy_v2", CUresult, CUevent)
 
 //===----------------------------------------------------------------------===//
 // cuBLASLt (cublasLt.h, cublas_api.h, library_types.h)

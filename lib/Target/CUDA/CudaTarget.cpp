@@ -81,6 +81,7 @@ void weft::buildCudaLoweringPipeline(OpPassManager &pm, StringRef entry,
   GpuMapStepPassOptions map;
   map.function = entry.str();
   map.blockSize = options.blockSize;
+  pm.addPass(createGpuSplitRowsPass());
   pm.addPass(createGpuMapStepPass(map));
   pm.addPass(createCanonicalizerPass());
   // Kernel numerics as on the CPU: accumulators in registers, the same

@@ -341,25 +341,34 @@ matchCombiner(linalg::GenericOp op, unsigned result = 0) {
   return std::make_pair(combine, *kind);
 }
 
-/// A linalg reduction into one element: every parallel loop has extent 1,
-/// the loops are static, the element is a float and the yield combines it
-/// (matchCombiner).
+/// A linalg reduction into one element (per output): every parallel loop
+/// has extent 1, the loops are static, each output element is a float and
+/// the yield combines it with its own running value (matchCombiner).
+/// Several outputs reduce together (cross-entropy's sum of exponentials
+/// and picked logit) only where `several`.
 struct ElementReduction {
-  arith::AtomicRMWKind kind;
+  SmallVector<arith::AtomicRMWKind> kinds;
   int64_t total;
-  Type type;
+  SmallVector<Type> types;
 };
-std::optional<ElementReduction> matchElementReduction(linalg::GenericOp op) {
-  if (op.getNumDpsInits() != 1 || !op.hasPureBufferSemantics() ||
-      op.getNumReductionLoops() == 0)
+std::optional<ElementReduction> matchElementReduction(linalg::GenericOp op,
+                                                      bool several = false) {
+  if (op.getNumDpsInits() == 0 || (op.getNumDpsInits() > 1 && !several) ||
+      !op.hasPureBufferSemantics() || op.getNumReductionLoops() == 0)
     return std::nullopt;
-  auto outType = dyn_cast<MemRefType>(op.getDpsInitOperand(0)->get().getType());
-  if (!outType || !isa<FloatType>(outType.getElementType()))
-    return std::nullopt;
-  std::optional<std::pair<Operation *, arith::AtomicRMWKind>> combiner =
-      matchCombiner(op);
-  if (!combiner)
-    return std::nullopt;
+  ElementReduction red;
+  for (unsigned i = 0; i < op.getNumDpsInits(); ++i) {
+    auto outType =
+        dyn_cast<MemRefType>(op.getDpsInitOperand(i)->get().getType());
+    if (!outType || !isa<FloatType>(outType.getElementType()))
+      return std::nullopt;
+    std::optional<std::pair<Operation *, arith::AtomicRMWKind>> combiner =
+        matchCombiner(op, i);
+    if (!combiner)
+      return std::nullopt;
+    red.kinds.push_back(combiner->second);
+    red.types.push_back(outType.getElementType());
+  }
   SmallVector<int64_t> ranges = op.getStaticLoopRanges();
   SmallVector<utils::IteratorType> iters = op.getIteratorTypesArray();
   int64_t total = 1;
@@ -369,7 +378,8 @@ std::optional<ElementReduction> matchElementReduction(linalg::GenericOp op) {
       return std::nullopt;
     total *= r;
   }
-  return ElementReduction{combiner->second, total, outType.getElementType()};
+  red.total = total;
+  return red;
 }
 
 /// The values of `op`'s loop indices for linear iteration `i` (row-major).
@@ -452,11 +462,12 @@ void emitTree(OpBuilder &b, Location loc, arith::AtomicRMWKind kind,
   }
 }
 
-/// Combines `total` into `op`'s output element.
+/// Combines `total` into `op`'s output element of result `result`.
 void emitCombineInto(OpBuilder &b, linalg::GenericOp op,
-                     arith::AtomicRMWKind kind, Value total) {
+                     arith::AtomicRMWKind kind, Value total,
+                     unsigned result = 0) {
   Location loc = op.getLoc();
-  OpOperand *init = op.getDpsInitOperand(0);
+  OpOperand *init = op.getDpsInitOperand(result);
   SmallVector<Value> zeros(op.getNumLoops(), cst(b, loc, 0));
   SmallVector<Value> at = indicesAt(b, loc, op, init, zeros);
   Value old = memref::LoadOp::create(b, loc, init->get(), at);
@@ -467,19 +478,21 @@ void emitCombineInto(OpBuilder &b, linalg::GenericOp op,
 /// Emits, at `b`, `op` (an ElementReduction) computed by the `threads`
 /// threads of a block with ids `tid`: thread t combines iterations
 /// `start`, `start + step`, ... (`start` from t, `step` at least
-/// `threads`) into a register, the block combines the partials in
-/// `shared` (`threads` elements of workgroup memory) as a tree, and
-/// thread 0 hands the block's total to `finish`. Every thread of the block
-/// must reach it (it holds barriers).
+/// `threads`) into registers (one per output), the block combines the
+/// partials in `shared` (per output, `threads` elements of workgroup
+/// memory) as trees, and thread 0 hands the block's totals to `finish`.
+/// Every thread of the block must reach it (it holds barriers).
 void emitBlockReduction(OpBuilder &b, linalg::GenericOp op,
                         const ElementReduction &red, Value tid, int64_t threads,
-                        Value shared, Value start, Value step,
-                        function_ref<void(OpBuilder &, Value)> finish) {
+                        ValueRange shared, Value start, Value step,
+                        function_ref<void(OpBuilder &, ValueRange)> finish) {
   Location loc = op.getLoc();
   SmallVector<int64_t> ranges = op.getStaticLoopRanges();
-  Value identity = arith::getIdentityValue(red.kind, red.type, b, loc);
+  SmallVector<Value> identities;
+  for (auto [kind, type] : llvm::zip(red.kinds, red.types))
+    identities.push_back(arith::getIdentityValue(kind, type, b, loc));
   auto loop = scf::ForOp::create(b, loc, start, cst(b, loc, red.total), step,
-                                 ValueRange{identity});
+                                 identities);
   {
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(loop.getBody());
@@ -488,25 +501,31 @@ void emitBlockReduction(OpBuilder &b, linalg::GenericOp op,
     scf::YieldOp::create(b, loc,
                          emitBodyAt(b, loc, op, ivs, loop.getRegionIterArgs()));
   }
-  memref::StoreOp::create(b, loc, loop.getResult(0), shared, tid);
+  for (auto [partial, buffer] : llvm::zip(loop.getResults(), shared))
+    memref::StoreOp::create(b, loc, partial, buffer, tid);
   gpu::BarrierOp::create(b, loc);
-  emitTree(b, loc, red.kind, shared, tid, threads);
+  for (auto [kind, buffer] : llvm::zip(red.kinds, shared))
+    emitTree(b, loc, kind, buffer, tid, threads);
   Value first = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, tid,
                                       cst(b, loc, 0));
   auto ifOp = scf::IfOp::create(b, loc, first, false);
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPointToStart(&ifOp.getThenRegion().front());
-  finish(b, memref::LoadOp::create(b, loc, shared, cst(b, loc, 0)));
+  SmallVector<Value> totals;
+  for (Value buffer : shared)
+    totals.push_back(memref::LoadOp::create(b, loc, buffer, cst(b, loc, 0)));
+  finish(b, totals);
 }
 
-/// The single-block form: thread 0 combines the total into the output.
+/// The single-block form: thread 0 combines the totals into the outputs.
 void emitBlockReduction(OpBuilder &b, linalg::GenericOp op,
                         const ElementReduction &red, Value tid, int64_t threads,
-                        Value shared) {
+                        ValueRange shared) {
   emitBlockReduction(b, op, red, tid, threads, shared, tid,
                      cst(b, op.getLoc(), threads),
-                     [&](OpBuilder &b, Value total) {
-                       emitCombineInto(b, op, red.kind, total);
+                     [&](OpBuilder &b, ValueRange totals) {
+                       for (auto [i, total] : llvm::enumerate(totals))
+                         emitCombineInto(b, op, red.kinds[i], total, i);
                      });
 }
 
@@ -535,9 +554,9 @@ bool launchFullReduction(linalg::GenericOp op, int64_t threads,
   if (red->total < blocksFrom) {
     gpu::LaunchOp launch =
         createLaunch(b, loc, cst(b, loc, 1), cst(b, loc, threads),
-                     {sharedBuffer(ctx, threads, red->type)});
+                     {sharedBuffer(ctx, threads, red->types[0])});
     emitBlockReduction(b, op, *red, launch.getThreadIds().x, threads,
-                       launch.getWorkgroupAttributions().front());
+                       launch.getWorkgroupAttributions().take_front());
     op.erase();
     return true;
   }
@@ -551,7 +570,7 @@ bool launchFullReduction(linalg::GenericOp op, int64_t threads,
   auto module = op->getParentOfType<ModuleOp>();
   SymbolTable symbols(module);
   OpBuilder mb = OpBuilder::atBlockBegin(module.getBody());
-  auto partialsType = MemRefType::get({blocks}, red->type);
+  auto partialsType = MemRefType::get({blocks}, red->types[0]);
   auto counterType = MemRefType::get({1}, mb.getI32Type());
   auto partialsGlobal = memref::GlobalOp::create(
       mb, loc, "__weft_block_totals", mb.getStringAttr("private"), partialsType,
@@ -570,7 +589,7 @@ bool launchFullReduction(linalg::GenericOp op, int64_t threads,
       gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Workgroup));
   gpu::LaunchOp launch =
       createLaunch(b, loc, cst(b, loc, blocks), cst(b, loc, threads),
-                   {sharedBuffer(ctx, threads, red->type), flagType});
+                   {sharedBuffer(ctx, threads, red->types[0]), flagType});
   Value shared = launch.getWorkgroupAttributions()[0];
   Value flag = launch.getWorkgroupAttributions()[1];
   Value tid = launch.getThreadIds().x, bid = launch.getBlockIds().x;
@@ -583,8 +602,8 @@ bool launchFullReduction(linalg::GenericOp op, int64_t threads,
   Value zero = cst(b, loc, 0);
   emitBlockReduction(
       b, op, *red, tid, threads, shared, start, cst(b, loc, blocks * threads),
-      [&](OpBuilder &b, Value total) {
-        memref::StoreOp::create(b, loc, total, partials, bid);
+      [&](OpBuilder &b, ValueRange totals) {
+        memref::StoreOp::create(b, loc, totals[0], partials, bid);
         // The total is visible to every block before the count says so.
         NVVM::MembarOp::create(b, loc, NVVM::MemScopeKind::GPU);
         Value one = arith::ConstantIntOp::create(b, loc, 1, 32);
@@ -606,7 +625,9 @@ bool launchFullReduction(linalg::GenericOp op, int64_t threads,
   auto lastBlock = scf::IfOp::create(b, loc, isLast, false);
   b.setInsertionPointToStart(&lastBlock.getThenRegion().front());
   NVVM::MembarOp::create(b, loc, NVVM::MemScopeKind::GPU);
-  Value identity = arith::getIdentityValue(red->kind, red->type, b, loc);
+  arith::AtomicRMWKind kind = red->kinds[0];
+  Type type = red->types[0];
+  Value identity = arith::getIdentityValue(kind, type, b, loc);
   auto loop = scf::ForOp::create(b, loc, tid, cst(b, loc, blocks),
                                  cst(b, loc, threads), ValueRange{identity});
   {
@@ -614,25 +635,24 @@ bool launchFullReduction(linalg::GenericOp op, int64_t threads,
     b.setInsertionPointToStart(loop.getBody());
     // Read through the atomic unit: other blocks' totals, never a stale
     // cached line.
-    Value zeroValue = arith::ConstantOp::create(b, loc, red->type,
-                                                b.getFloatAttr(red->type, 0.0));
+    Value zeroValue =
+        arith::ConstantOp::create(b, loc, type, b.getFloatAttr(type, 0.0));
     Value other = memref::AtomicRMWOp::create(
         b, loc, arith::AtomicRMWKind::addf, zeroValue, partials,
         loop.getInductionVar());
     scf::YieldOp::create(b, loc,
-                         arith::getReductionOp(red->kind, b, loc,
+                         arith::getReductionOp(kind, b, loc,
                                                loop.getRegionIterArgs().front(),
                                                other));
   }
   memref::StoreOp::create(b, loc, loop.getResult(0), shared, tid);
   gpu::BarrierOp::create(b, loc);
-  emitTree(b, loc, red->kind, shared, tid, threads);
+  emitTree(b, loc, kind, shared, tid, threads);
   Value first =
       arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, tid, zero);
   auto write = scf::IfOp::create(b, loc, first, false);
   b.setInsertionPointToStart(&write.getThenRegion().front());
-  emitCombineInto(b, op, red->kind,
-                  memref::LoadOp::create(b, loc, shared, zero));
+  emitCombineInto(b, op, kind, memref::LoadOp::create(b, loc, shared, zero));
   // Ready for the next launch of this kernel.
   memref::StoreOp::create(b, loc, arith::ConstantIntOp::create(b, loc, 0, 32),
                           counter, zero);
@@ -964,6 +984,28 @@ linalg::LinalgOp parallelFirst(RewriterBase &rewriter, linalg::LinalgOp op) {
   return failed(swapped) ? op : linalg::LinalgOp(*swapped);
 }
 
+/// The workgroup buffers (indices into `slots`, their element types) of a
+/// block reduction of outputs of `types`: the k-th output of a type takes
+/// the k-th slot of that type, added to `slots` when missing. Ops run one
+/// after another, so they share slots.
+SmallVector<unsigned> sharedSlots(ArrayRef<Type> types,
+                                  SmallVector<Type> &slots) {
+  SmallVector<unsigned> taken;
+  for (auto [i, type] : llvm::enumerate(types)) {
+    unsigned before = llvm::count(types.take_front(i), type);
+    unsigned seen = 0, slot = slots.size();
+    for (auto [j, t] : llvm::enumerate(slots))
+      if (t == type && seen++ == before) {
+        slot = j;
+        break;
+      }
+    if (slot == slots.size())
+      slots.push_back(type);
+    taken.push_back(slot);
+  }
+  return taken;
+}
+
 /// A kernel's rows as blocks, for row kernels with reductions (softmax,
 /// layer norm, cross-entropy and their gradients): block r runs iteration
 /// r of `forall`, its threads sharing each op of the row. An op of
@@ -1009,10 +1051,8 @@ FailureOr<bool> launchRowsAsBlocks(scf::ForallOp forall, int64_t maxThreads) {
       reduces |= linalgOp.getNumReductionLoops() > 0;
       if (auto generic = dyn_cast<linalg::GenericOp>(op))
         if (std::optional<ElementReduction> red =
-                matchElementReduction(generic)) {
-          if (!llvm::is_contained(sharedTypes, red->type))
-            sharedTypes.push_back(red->type);
-        }
+                matchElementReduction(generic, /*several=*/true))
+          sharedSlots(red->types, sharedTypes);
       continue;
     }
     if (op.getNumRegions() || !isMemoryEffectFree(&op))
@@ -1055,11 +1095,13 @@ FailureOr<bool> launchRowsAsBlocks(scf::ForallOp forall, int64_t maxThreads) {
       continue;
     auto generic = dyn_cast<linalg::GenericOp>(op);
     std::optional<ElementReduction> red =
-        generic ? matchElementReduction(generic) : std::nullopt;
+        generic ? matchElementReduction(generic, /*several=*/true)
+                : std::nullopt;
     if (red) {
-      unsigned index = llvm::find(sharedTypes, red->type) - sharedTypes.begin();
-      emitBlockReduction(b, generic, *red, tid, threads,
-                         launch.getWorkgroupAttributions()[index]);
+      SmallVector<Value> buffers;
+      for (unsigned slot : sharedSlots(red->types, sharedTypes))
+        buffers.push_back(launch.getWorkgroupAttributions()[slot]);
+      emitBlockReduction(b, generic, *red, tid, threads, buffers);
       generic.erase();
     } else if (linalgOp.getNumLoops() == 0) {
       // A scalar op: one thread, or the others would race on its output.

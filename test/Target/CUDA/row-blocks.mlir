@@ -49,9 +49,34 @@ module {
     }
     return
   }
-  func.func @train_step(%x: memref<1000x300xf32>, %y: memref<1000x300xf32>, %ws: memref<4000xi8> {weft.workspace}, %l: memref<4x8x64xf32>, %m: memref<4x8xf32>) attributes {llvm.bareptr} {
+  // Two outputs reduced together, each into one element per row
+  // (cross-entropy's sum of exponentials and picked logit): one block
+  // reduction carrying both, a shared buffer and a tree each.
+  func.func private @train_step.fused_2(%l: memref<16x64xf32>, %ids: memref<16xi64>, %s: memref<16xf32>, %p: memref<16xf32>) attributes {llvm.bareptr, no_inline, weft.kernel} {
+    %zero = arith.constant 0.0 : f32
+    scf.forall (%r) in (16) {
+      %lr = memref.subview %l[%r, 0] [1, 64] [1, 1] : memref<16x64xf32> to memref<1x64xf32, strided<[64, 1], offset: ?>>
+      %ir = memref.subview %ids[%r] [1] [1] : memref<16xi64> to memref<1xi64, strided<[1], offset: ?>>
+      %sr = memref.subview %s[%r] [1] [1] : memref<16xf32> to memref<1xf32, strided<[1], offset: ?>>
+      %pr = memref.subview %p[%r] [1] [1] : memref<16xf32> to memref<1xf32, strided<[1], offset: ?>>
+      linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0)>, affine_map<(d0, d1) -> (d0)>, affine_map<(d0, d1) -> (d0)>], iterator_types = ["parallel", "reduction"]} ins(%lr, %ir : memref<1x64xf32, strided<[64, 1], offset: ?>>, memref<1xi64, strided<[1], offset: ?>>) outs(%sr, %pr : memref<1xf32, strided<[1], offset: ?>>, memref<1xf32, strided<[1], offset: ?>>) {
+      ^bb0(%in: f32, %id: i64, %acc: f32, %pick: f32):
+        %e = math.exp %in : f32
+        %j = linalg.index 1 : index
+        %jj = arith.index_cast %j : index to i64
+        %hit = arith.cmpi eq, %jj, %id : i64
+        %v = arith.select %hit, %in, %zero : f32
+        %a = arith.addf %acc, %e fastmath<reassoc> : f32
+        %b = arith.addf %pick, %v fastmath<reassoc> : f32
+        linalg.yield %a, %b : f32, f32
+      }
+    }
+    return
+  }
+  func.func @train_step(%x: memref<1000x300xf32>, %y: memref<1000x300xf32>, %ws: memref<4000xi8> {weft.workspace}, %l: memref<4x8x64xf32>, %m: memref<4x8xf32>, %l2: memref<16x64xf32>, %ids: memref<16xi64>, %s: memref<16xf32>, %p: memref<16xf32>) attributes {llvm.bareptr} {
     call @train_step.fused_0(%x, %y, %ws) : (memref<1000x300xf32>, memref<1000x300xf32>, memref<4000xi8>) -> ()
     call @train_step.fused_1(%l, %m) : (memref<4x8x64xf32>, memref<4x8xf32>) -> ()
+    call @train_step.fused_2(%l2, %ids, %s, %p) : (memref<16x64xf32>, memref<16xi64>, memref<16xf32>, memref<16xf32>) -> ()
     return
   }
 }
@@ -96,6 +121,24 @@ module {
 // CHECK:           scf.for %{{.*}} = %[[TX1]] to %c8 step %c512 {
 // CHECK:             scf.for %{{.*}} = %c0 to %c64 step %c1 {
 // CHECK:               arith.maximumf
+// CHECK:           gpu.barrier
+// CHECK-NEXT:      gpu.terminator
+
+// 16 blocks of 64 threads; both sums in one strided loop, then a tree in
+// each buffer, and thread 0 adds both totals to their outputs.
+// CHECK-LABEL: func.func private @train_step.fused_2(
+// CHECK:         gpu.launch blocks({{.*}}) in ({{.*}} = %c16, {{.*}}) threads(%[[TX2:[^,]*]], {{.*}}) in ({{.*}} = %c64,
+// CHECK-SAME:      workgroup(%[[S0:.*]] : memref<64xf32, #gpu.address_space<workgroup>>, %[[S1:.*]] : memref<64xf32, #gpu.address_space<workgroup>>)
+// CHECK:           %[[R:.*]]:2 = scf.for %{{.*}} = %[[TX2]] to %c64 step %c64 iter_args(
+// CHECK:             math.exp
+// CHECK:             arith.select
+// CHECK:           memref.store %[[R]]#0, %[[S0]][%[[TX2]]]
+// CHECK-NEXT:      memref.store %[[R]]#1, %[[S1]][%[[TX2]]]
+// CHECK-NEXT:      gpu.barrier
+// CHECK-COUNT-12:  gpu.barrier
+// CHECK:           arith.cmpi eq, %[[TX2]], %c0
+// CHECK:             memref.load %[[S0]][%c0]
+// CHECK:             memref.load %[[S1]][%c0]
 // CHECK:           gpu.barrier
 // CHECK-NEXT:      gpu.terminator
 

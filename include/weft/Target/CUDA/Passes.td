@@ -16,6 +16,45 @@
 
 include "mlir/Pass/PassBase.td"
 
+def GpuSplitRowsPass : Pass<"weft-gpu-split-rows", "mlir::ModuleOp"> {
+  let summary = "Give row kernels with few rows the next axis as rows too";
+  let description = [{
+    Runs on the outlined kernels before `--weft-gpu-map-step`. Fusion tiles
+    a kernel by its root's parallel loops but the innermost (right for a
+    few CPU threads); when the root is a per-row result of reductions over
+    a further axis (cross-entropy's loss per token, a layer norm's
+    statistics, the softmax gradient's row sums) that leaves an
+    `scf.forall` of few iterations (8 for a [8, 1024] grid of tokens), each
+    reducing whole matrices, and on a GPU few blocks whose threads each
+    reduce a strided row.
+
+    A top-level `scf.forall` of fewer than `rows-below` iterations gets the
+    axis after its own as one more loop when every op of its body (linalg
+    ops on buffers, `memref.copy`, address arithmetic) writes outputs that
+    have that axis right after the forall's unit dimensions, is parallel
+    along it, does not read its index, and reads every buffer the body
+    writes at the same index of it (so no row reads another row's
+    results); inputs the body only reads may take the axis anywhere or not
+    at all (a broadcast). Each op then works on its slice at the new
+    loop's index, its arithmetic unchanged. Kernels that
+    `--weft-gpu-map-step` would not run as a block per row (one
+    elementwise op), and splits that would leave a row fewer than
+    `min-row-work` iterations or make more than `max-rows` rows, are left
+    as they are.
+  }];
+  let options = [
+    Option<"rowsBelow", "rows-below", "int64_t", "4096",
+           "Split only foralls of fewer iterations (0: any)">,
+    Option<"maxRows", "max-rows", "int64_t", "16777216",
+           "Most iterations after the split">,
+    Option<"minRowWork", "min-row-work", "int64_t", "32",
+           "Fewest iterations of the widest op a row must keep">,
+  ];
+  let dependentDialects = [
+    "::mlir::scf::SCFDialect", "::mlir::memref::MemRefDialect"
+  ];
+}
+
 def GpuMapStepPass : Pass<"weft-gpu-map-step", "mlir::ModuleOp"> {
   let summary = "Run every loop nest of the step on the GPU (gpu.launch)";
   let description = [{
