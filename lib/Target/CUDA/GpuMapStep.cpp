@@ -719,6 +719,20 @@ bool launchPartialReduction(RewriterBase &rewriter, linalg::GenericOp op) {
   int64_t tx = alongX ? 32 : std::min<int64_t>(32, llvm::PowerOf2Ceil(outputs));
   int64_t ty = 256 / tx;
   int64_t perBlock = alongX ? ty : tx, lanes = alongX ? tx : ty;
+  int64_t columnBlocks = llvm::divideCeil(outputs, perBlock);
+  // Few blocks (a bias gradient: 768 columns summed over 8192 rows is 24
+  // blocks of 32 columns) leave most of a GPU idle and each thread walking
+  // a long strided range: the reduction range is cut into `slices` along
+  // the grid's y, each block leaving its partial results in a device
+  // buffer, and a second launch combines each element's slices in slice
+  // order (the same result every run). Each slice keeps at least 32
+  // iterations per lane.
+  int64_t slices = 1;
+  if (columnBlocks < 128)
+    slices = std::min<int64_t>(llvm::divideCeil(512, columnBlocks),
+                               length / (lanes * 32));
+  slices = std::max<int64_t>(slices, 1);
+  int64_t sliceLength = llvm::divideCeil(length, slices);
   MLIRContext *ctx = op.getContext();
   Location loc = op.getLoc();
   SmallVector<Type> sharedTypes;
@@ -728,8 +742,23 @@ bool launchPartialReduction(RewriterBase &rewriter, linalg::GenericOp op) {
         gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Workgroup)));
   OpBuilder b(op);
   Value one = cst(b, loc, 1);
+  SmallVector<Value> partials;
+  if (slices > 1) {
+    auto module = op->getParentOfType<ModuleOp>();
+    SymbolTable symbols(module);
+    OpBuilder mb = OpBuilder::atBlockBegin(module.getBody());
+    for (Type t : types) {
+      auto type = MemRefType::get({slices, outputs}, t);
+      auto global = memref::GlobalOp::create(
+          mb, loc, "__weft_reduction_slices", mb.getStringAttr("private"),
+          type, mb.getUnitAttr(), /*constant=*/false, /*alignment=*/nullptr);
+      symbols.insert(global);
+      partials.push_back(
+          memref::GetGlobalOp::create(b, loc, type, global.getSymName()));
+    }
+  }
   auto launch = gpu::LaunchOp::create(
-      b, loc, cst(b, loc, llvm::divideCeil(outputs, perBlock)), one, one,
+      b, loc, cst(b, loc, columnBlocks), cst(b, loc, slices), one,
       cst(b, loc, tx), cst(b, loc, ty), one, nullptr, nullptr, {}, sharedTypes);
   b.setInsertionPointToEnd(&launch.getBody().front());
   gpu::TerminatorOp::create(b, loc);
@@ -756,8 +785,17 @@ bool launchPartialReduction(RewriterBase &rewriter, linalg::GenericOp op) {
     scf::YieldOp::create(b, loc, identities);
     b.setInsertionPointToStart(&partial.getThenRegion().front());
     SmallVector<Value> outer = delinearize(b, loc, element, parallelRanges);
-    auto loop = scf::ForOp::create(b, loc, lane, cst(b, loc, length),
-                                   cst(b, loc, lanes), identities);
+    Value from = lane, to = cst(b, loc, length);
+    if (slices > 1) {
+      Value begin = arith::MulIOp::create(b, loc, launch.getBlockIds().y,
+                                          cst(b, loc, sliceLength));
+      from = arith::AddIOp::create(b, loc, begin, lane);
+      to = arith::MinSIOp::create(
+          b, loc, to,
+          arith::AddIOp::create(b, loc, begin, cst(b, loc, sliceLength)));
+    }
+    auto loop =
+        scf::ForOp::create(b, loc, from, to, cst(b, loc, lanes), identities);
     scf::YieldOp::create(b, loc, loop.getResults());
     b.setInsertionPointToStart(loop.getBody());
     SmallVector<Value> ivs(outer);
@@ -797,16 +835,63 @@ bool launchPartialReduction(RewriterBase &rewriter, linalg::GenericOp op) {
   auto write = scf::IfOp::create(
       b, loc, arith::AndIOp::create(b, loc, first, valid), false);
   b.setInsertionPointToStart(&write.getThenRegion().front());
-  SmallVector<Value> ivs = delinearize(b, loc, element, parallelRanges);
-  ivs.append(reductionRanges.size(), cst(b, loc, 0));
-  for (unsigned r = 0; r < numResults; ++r) {
-    Value total = memref::LoadOp::create(b, loc, shared[r], ValueRange{y, x});
+  // Combines `total` of result `r` into the output element `element`.
+  auto combineInto = [&](OpBuilder &b, unsigned r, Value element,
+                         Value total) {
+    SmallVector<Value> ivs = delinearize(b, loc, element, parallelRanges);
+    ivs.append(reductionRanges.size(), cst(b, loc, 0));
     OpOperand *init = op.getDpsInitOperand(r);
     SmallVector<Value> at = indicesAt(b, loc, op, init, ivs);
     Value old = memref::LoadOp::create(b, loc, init->get(), at);
     memref::StoreOp::create(b, loc,
                             arith::getReductionOp(kinds[r], b, loc, old, total),
                             init->get(), at);
+  };
+  for (unsigned r = 0; r < numResults; ++r) {
+    Value total = memref::LoadOp::create(b, loc, shared[r], ValueRange{y, x});
+    if (slices > 1)
+      memref::StoreOp::create(b, loc, total, partials[r],
+                              ValueRange{launch.getBlockIds().y, element});
+    else
+      combineInto(b, r, element, total);
+  }
+  if (slices > 1) {
+    // The slices of each element, in slice order: a thread per element.
+    b.setInsertionPointAfter(launch);
+    int64_t threads = std::min<int64_t>(256, llvm::PowerOf2Ceil(outputs));
+    gpu::LaunchOp combine =
+        createLaunch(b, loc, cst(b, loc, llvm::divideCeil(outputs, threads)),
+                     cst(b, loc, threads));
+    Value e = arith::AddIOp::create(
+        b, loc,
+        arith::MulIOp::create(b, loc, combine.getBlockIds().x,
+                              cst(b, loc, threads)),
+        combine.getThreadIds().x);
+    auto inRange = scf::IfOp::create(
+        b, loc,
+        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, e,
+                              cst(b, loc, outputs)),
+        false);
+    b.setInsertionPointToStart(&inRange.getThenRegion().front());
+    SmallVector<Value> start;
+    for (auto [kind, type] : llvm::zip(kinds, types))
+      start.push_back(arith::getIdentityValue(kind, type, b, loc));
+    auto loop = scf::ForOp::create(b, loc, cst(b, loc, 0), cst(b, loc, slices),
+                                   cst(b, loc, 1), start);
+    {
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(loop.getBody());
+      SmallVector<Value> next;
+      for (unsigned r = 0; r < numResults; ++r) {
+        Value slice = memref::LoadOp::create(
+            b, loc, partials[r], ValueRange{loop.getInductionVar(), e});
+        next.push_back(arith::getReductionOp(
+            kinds[r], b, loc, loop.getRegionIterArgs()[r], slice));
+      }
+      scf::YieldOp::create(b, loc, next);
+    }
+    for (unsigned r = 0; r < numResults; ++r)
+      combineInto(b, r, e, loop.getResult(r));
   }
   op.erase();
   return true;

@@ -67,8 +67,19 @@ module {
     }
     return
   }
-  func.func @train_step(%g: memref<1000x300xf32>, %n: memref<f64>, %m: memref<f32>, %r: memref<1000xf32>, %q: memref<f32>, %l: memref<64x5000xf32>, %mx: memref<64xf32>, %lab: memref<64xi64>, %se: memref<64xf32>, %pick: memref<64xf32>) attributes {llvm.bareptr} {
+  // A bias gradient: 64 columns of bf16 summed over 4096 rows.
+  func.func private @train_step.rows_5(%d: memref<4096x64xbf16>, %gb: memref<64xf32>) attributes {llvm.bareptr, no_inline} {
+    linalg.generic {indexing_maps = [#id2, affine_map<(d0, d1) -> (d1)>], iterator_types = ["reduction", "parallel"]} ins(%d : memref<4096x64xbf16>) outs(%gb : memref<64xf32>) {
+    ^bb0(%in: bf16, %out: f32):
+      %e = arith.extf %in : bf16 to f32
+      %a = arith.addf %out, %e fastmath<reassoc> : f32
+      linalg.yield %a : f32
+    }
+    return
+  }
+  func.func @train_step(%g: memref<1000x300xf32>, %n: memref<f64>, %m: memref<f32>, %r: memref<1000xf32>, %q: memref<f32>, %l: memref<64x5000xf32>, %mx: memref<64xf32>, %lab: memref<64xi64>, %se: memref<64xf32>, %pick: memref<64xf32>, %d: memref<4096x64xbf16>, %gb: memref<64xf32>) attributes {llvm.bareptr} {
     call @train_step.rows_4(%l, %mx, %lab, %se, %pick) : (memref<64x5000xf32>, memref<64xf32>, memref<64xi64>, memref<64xf32>, memref<64xf32>) -> ()
+    call @train_step.rows_5(%d, %gb) : (memref<4096x64xbf16>, memref<64xf32>) -> ()
     call @train_step.rows_0(%g, %n) : (memref<1000x300xf32>, memref<f64>) -> ()
     call @train_step.rows_1(%g, %m) : (memref<1000x300xf32>, memref<f32>) -> ()
     call @train_step.rows_2(%g, %r) : (memref<1000x300xf32>, memref<1000xf32>) -> ()
@@ -148,11 +159,21 @@ module {
 // R64-SAME: workgroup({{.*}} : memref<64xf64, #gpu.address_space<workgroup>>,
 
 // Both sums: 8 rows a block (8 blocks), 32 lanes a row, a shared buffer
-// and a tree each; the lane's column is the label test's index.
+// and a tree each; the lane's column is the label test's index. 8 blocks
+// would leave a GPU idle: the 5000 columns are cut into 4 slices of 1250
+// (grid y), each block's totals go to a device buffer per sum, and a
+// second launch adds each row's 4 slices in slice order.
 // CHECK-LABEL: func.func private @train_step.rows_4(
-// CHECK:         gpu.launch blocks({{.*}}) in ({{.*}} = %c8, {{.*}}) threads(%[[LX:[^,]*]], %[[LY:[^,]*]], {{.*}}) in ({{.*}} = %c32, {{.*}} = %c8,
+// CHECK:         gpu.launch blocks(%{{[^,]*}}, %[[BY:[^,]*]], {{.*}}) in ({{.*}} = %c8, {{.*}} = %c4, {{.*}}) threads(%[[LX:[^,]*]], %[[LY:[^,]*]], {{.*}}) in ({{.*}} = %c32, {{.*}} = %c8,
 // CHECK-SAME:      workgroup(%[[S1:.*]] : memref<8x32xf32, #gpu.address_space<workgroup>>, %[[S2:.*]] : memref<8x32xf32, #gpu.address_space<workgroup>>)
-// CHECK:           scf.for %[[C:.*]] = %[[LX]] to %c5000 step %c32 iter_args(%[[A1:.*]] = %{{.*}}, %[[A2:.*]] = %{{.*}}) -> (f32, f32)
+// CHECK-DAG:       %[[P2:.*]] = memref.get_global @__weft_reduction_slices_0 : memref<4x64xf32>
+// CHECK-DAG:       %[[P1:.*]] = memref.get_global @__weft_reduction_slices : memref<4x64xf32>
+// CHECK:           %[[ROW:.*]] = arith.addi %{{.*}}, %[[LY]] : index
+// CHECK:           %[[BEGIN:.*]] = arith.muli %[[BY]], %c1250
+// CHECK:           %[[FROM:.*]] = arith.addi %[[BEGIN]], %[[LX]]
+// CHECK:           %[[END:.*]] = arith.addi %[[BEGIN]], %c1250
+// CHECK:           %[[TO:.*]] = arith.minsi %[[END]], %c5000
+// CHECK:           scf.for %[[C:.*]] = %[[FROM]] to %[[TO]] step %c32 iter_args(%[[A1:.*]] = %{{.*}}, %[[A2:.*]] = %{{.*}}) -> (f32, f32)
 // CHECK:             math.exp
 // CHECK:             arith.index_cast %[[C]] : index to i64
 // CHECK:             arith.addf %[[A1]]
@@ -161,7 +182,33 @@ module {
 // CHECK-NEXT:      memref.store %{{.*}}#1, %[[S2]][%[[LY]], %[[LX]]]
 // CHECK-NEXT:      gpu.barrier
 // CHECK-NOT:       linalg.index
+// CHECK:           memref.store %{{.*}}, %[[P1]][%[[BY]], %[[ROW]]]
+// CHECK:           memref.store %{{.*}}, %[[P2]][%[[BY]], %[[ROW]]]
 // CHECK:           gpu.terminator
+// CHECK:         gpu.launch blocks({{.*}}) in ({{.*}} = %c1, {{.*}}) threads(%[[T:[^,]*]], {{.*}}) in ({{.*}} = %c64,
+// CHECK-DAG:       %[[Q2:.*]] = memref.get_global @__weft_reduction_slices_0
+// CHECK-DAG:       %[[Q1:.*]] = memref.get_global @__weft_reduction_slices :
+// CHECK:           scf.for %[[K:.*]] = %c0 to %c4 step %c1 iter_args(
+// CHECK:             memref.load %[[Q1]][%[[K]], %[[T]]]
+// CHECK:             arith.addf
+// CHECK:             memref.load %[[Q2]][%[[K]], %[[T]]]
+// CHECK:             arith.addf
+// CHECK:           memref.load %{{.*}}[%[[T]]] : memref<64xf32>
+// CHECK:           arith.addf
+// CHECK:           memref.store
+// CHECK:           gpu.terminator
+
+// The bias gradient: 32 columns a block on consecutive threads (2 blocks),
+// 8 lanes down the rows; the 4096 rows in 16 slices of 256 along grid y,
+// so each lane sums 32 rows; then the 16 slices of each column, in order.
+// CHECK-LABEL: func.func private @train_step.rows_5(
+// CHECK:         gpu.launch blocks(%{{[^,]*}}, %[[BY5:[^,]*]], {{.*}}) in ({{.*}} = %c2, {{.*}} = %c16, {{.*}}) threads(%[[X5:[^,]*]], %[[Y5:[^,]*]], {{.*}}) in ({{.*}} = %c32, {{.*}} = %c8,
+// CHECK:           %[[B5:.*]] = arith.muli %[[BY5]], %c256
+// CHECK:           %[[F5:.*]] = arith.addi %[[B5]], %[[Y5]]
+// CHECK:           scf.for %[[I5:.*]] = %[[F5]] to %{{.*}} step %c8 iter_args(
+// CHECK:             memref.load %{{.*}}[%[[I5]], %{{.*}}] : memref<4096x64xbf16>
+// CHECK:         gpu.launch blocks({{.*}}) in ({{.*}} = %c1, {{.*}}) threads({{.*}}) in ({{.*}} = %c64,
+// CHECK:           scf.for %{{.*}} = %c0 to %c16 step %c1 iter_args(
 
 // Without partial reductions: a thread per row, 4 blocks of 256, each
 // summing its row alone.
