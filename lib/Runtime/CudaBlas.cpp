@@ -81,19 +81,6 @@ bool api::fitsCublasLt(const LtGemm &g) {
          fits(g.c);
 }
 
-int64_t api::paddedLd(const LtGemm &g, const LtOperand &o, uint64_t address,
-                      size_t elementSize) {
-  double flops = 2.0 * double(g.m) * double(g.n) * double(g.k) * g.batch;
-  if (flops < kPadFromFlops || o.ld < 1 || uint64_t(o.ld) < o.rows)
-    return 0;
-  uint64_t bytes = uint64_t(o.ld) * elementSize;
-  uint64_t stride = g.batch > 1 ? uint64_t(o.batchStride) * elementSize : 0;
-  if (bytes % 16 == 0 && stride % 16 == 0 && address % 16 == 0)
-    return 0;
-  uint64_t per = 16 / elementSize;
-  return int64_t((o.rows + per - 1) / per * per);
-}
-
 namespace {
 
 //===----------------------------------------------------------------------===//
@@ -133,7 +120,7 @@ struct BlasState {
   cublasLtHandle_t handle = nullptr;
   CUdeviceptr workspace = 0;
   std::map<PlanKey, Plan> plans;
-  Scratch scratch[3];
+  Scratch scratch[2];
 };
 
 BlasState &blas() {
@@ -309,64 +296,6 @@ Plan &planLocked(BlasState &s, const LtGemm &g, int inType, int outType,
   return s.plans.emplace(std::move(key), p).first->second;
 }
 
-/// Grows `scratch` to `need` bytes.
-void reserve(Scratch &scratch, size_t need, const char *call) {
-  if (need <= scratch.bytes)
-    return;
-  const detail::Driver &d = detail::driver();
-  // Queued GEMMs may still read the old buffer.
-  if (scratch.ptr) {
-    detail::check(d.cuStreamSynchronize(detail::stepStream()), call, nullptr,
-                  "cuStreamSynchronize");
-    detail::check(d.cuMemFree(scratch.ptr), call, nullptr, "cuMemFree");
-  }
-  scratch = {};
-  detail::check(d.cuMemAlloc(&scratch.ptr, need), call, nullptr,
-                "cuMemAlloc (an aligned or dense copy of a GEMM operand)");
-  scratch.bytes = need;
-}
-
-/// Copies `batch` matrices of `o` (o.cols lines of o.rows elements, o.ld
-/// apart, o.batchStride between matrices) between `from` and `to` with
-/// one pitched copy each; `toLd` and `toStride` describe the other side.
-void copyPitched(CUdeviceptr from, int64_t fromLd, int64_t fromStride,
-                 CUdeviceptr to, int64_t toLd, int64_t toStride,
-                 const LtOperand &o, int64_t batch, size_t elementSize,
-                 const char *call) {
-  const detail::Driver &d = detail::driver();
-  for (int64_t i = 0; i < batch; ++i) {
-    CUDA_MEMCPY2D copy = {};
-    copy.srcMemoryType = CU_MEMORYTYPE_DEVICE;
-    copy.srcDevice = from + CUdeviceptr(i * fromStride * int64_t(elementSize));
-    copy.srcPitch = size_t(fromLd) * elementSize;
-    copy.dstMemoryType = CU_MEMORYTYPE_DEVICE;
-    copy.dstDevice = to + CUdeviceptr(i * toStride * int64_t(elementSize));
-    copy.dstPitch = size_t(toLd) * elementSize;
-    copy.WidthInBytes = size_t(o.rows) * elementSize;
-    copy.Height = size_t(o.cols);
-    detail::check(d.cuMemcpy2DAsync(&copy, detail::stepStream()), call,
-                  nullptr, "cuMemcpy2DAsync");
-  }
-}
-
-/// An aligned copy of operand `o` at leading dimension `ld` in `scratch`
-/// (paddedLd); `o` then describes the copy. With `copyIn` false only the
-/// space (an output written by the product).
-CUdeviceptr alignedCopy(const void *src, LtOperand &o, int64_t ld,
-                        int64_t batch, size_t elementSize, Scratch &scratch,
-                        bool copyIn, const char *call) {
-  int64_t copies = o.batchStride == 0 ? 1 : batch;
-  int64_t stride = ld * int64_t(o.cols);
-  reserve(scratch, size_t(copies * stride) * elementSize, call);
-  if (copyIn)
-    copyPitched(reinterpret_cast<CUdeviceptr>(src), o.ld, o.batchStride,
-                scratch.ptr, ld, stride, o, copies, elementSize, call);
-  o.ld = ld;
-  if (o.batchStride != 0)
-    o.batchStride = stride;
-  return scratch.ptr;
-}
-
 /// Copies an operand cuBLASLt cannot read in place (a row stride shorter
 /// than the row, as a stride of 0 broadcasting one row) into dense scratch,
 /// on the step stream, and describes the copy in `o`. The stored matrix is
@@ -377,7 +306,19 @@ const void *densify(const void *src, LtOperand &o, int64_t batch,
   CUstream stream = detail::stepStream();
   uint64_t rows = o.cols, rowBytes = o.rows * elementSize;
   int64_t copies = o.batchStride == 0 ? 1 : batch;
-  reserve(scratch, size_t(copies) * rows * rowBytes, call);
+  size_t need = size_t(copies) * rows * rowBytes;
+  if (need > scratch.bytes) {
+    // Queued GEMMs may still read the old buffer.
+    if (scratch.ptr) {
+      detail::check(d.cuStreamSynchronize(stream), call, nullptr,
+                    "cuStreamSynchronize");
+      detail::check(d.cuMemFree(scratch.ptr), call, nullptr, "cuMemFree");
+    }
+    scratch = {};
+    detail::check(d.cuMemAlloc(&scratch.ptr, need), call, nullptr,
+                  "cuMemAlloc (a dense copy of a GEMM operand)");
+    scratch.bytes = need;
+  }
   auto base = reinterpret_cast<CUdeviceptr>(src);
   for (int64_t i = 0; i < copies; ++i) {
     CUdeviceptr from = base + CUdeviceptr(i * o.batchStride * elementSize);
@@ -472,44 +413,25 @@ void gemm(const char *call, int inType, int outType, int64_t batch, bool ta,
       detail::fatal(call, shape.str() + ": ldc " + std::to_string(ldc) +
                               " is shorter than a row of C (" +
                               std::to_string(n) + ")");
-    // The interval includes the copies below; the first step, which makes
-    // the plans on the host, is left out of profiles.
-    if (done == 0)
-      detail::profileBefore();
     // Lt's A is the caller's b.
     const void *ltA = pb, *ltB = pa;
     if (uint64_t(g.a.ld) < std::max<uint64_t>(1, g.a.rows))
       ltA = densify(ltA, g.a, piece, inSize, s.scratch[0], call);
     if (uint64_t(g.b.ld) < std::max<uint64_t>(1, g.b.rows))
       ltB = densify(ltB, g.b, piece, inSize, s.scratch[1], call);
-    if (int64_t ld = paddedLd(g, g.a, uintptr_t(ltA), inSize))
-      ltA = reinterpret_cast<const void *>(alignedCopy(
-          ltA, g.a, ld, piece, inSize, s.scratch[0], /*copyIn=*/true, call));
-    if (int64_t ld = paddedLd(g, g.b, uintptr_t(ltB), inSize))
-      ltB = reinterpret_cast<const void *>(alignedCopy(
-          ltB, g.b, ld, piece, inSize, s.scratch[1], /*copyIn=*/true, call));
-    // An unaligned C is computed in aligned scratch and copied back.
-    LtOperand userC = g.c;
-    void *pd = pc;
-    if (int64_t ld = paddedLd(g, g.c, uintptr_t(pc), outSize))
-      pd = reinterpret_cast<void *>(alignedCopy(pc, g.c, ld, piece, outSize,
-                                                s.scratch[2], beta != 0.0f,
-                                                call));
     Plan &p = planLocked(
         s, g, inType, outType, alignmentOf(ltA, g.a.batchStride, inSize, piece),
         alignmentOf(ltB, g.b.batchStride, inSize, piece),
-        alignmentOf(pd, g.c.batchStride, outSize, piece), call, shape);
+        alignmentOf(pc, g.c.batchStride, outSize, piece), call, shape);
     float alpha = 1.0f;
+    // After the plan lookup: the interval is the device's, not the host's.
+    if (done == 0)
+      detail::profileBefore();
     checkLt(s.lt.cublasLtMatmul(s.handle, p.desc, &alpha, ltA, p.a, ltB, p.b,
-                                &beta, pd, p.c, pd, p.c, &p.algo,
+                                &beta, pc, p.c, pc, p.c, &p.algo,
                                 reinterpret_cast<void *>(s.workspace),
                                 kWorkspaceBytes, detail::stepStream()),
             call, "cublasLtMatmul", &shape);
-    if (pd != pc)
-      copyPitched(reinterpret_cast<CUdeviceptr>(pd), g.c.ld, g.c.batchStride,
-                  reinterpret_cast<CUdeviceptr>(pc), userC.ld,
-                  userC.batchStride, userC,
-                  userC.batchStride == 0 ? 1 : piece, outSize, call);
   }
   detail::noteQueued(call, detail::profiling()
                                ? detail::profileLabel(shape.str())

@@ -255,26 +255,6 @@ TEST(CudaTest, BroadcastRowsNeedADenseCopy) {
   EXPECT_FALSE(api::fitsCublasLt(g));
 }
 
-TEST(CudaTest, LargeProductsOnUnalignedRowsUseAlignedCopies) {
-  // GPT-2's logits: 8192 x 50257 f32, rows 201028 bytes apart.
-  api::LtGemm g = api::mapRowMajorGemm(1, false, true, 8192, 50257, 768, 768,
-                                       0, 768, 0, 50257, 0);
-  EXPECT_EQ(api::paddedLd(g, g.c, 4096, 4), 50260);
-  EXPECT_EQ(api::paddedLd(g, g.a, 4096, 2), 0); // 768 bf16: aligned
-  EXPECT_EQ(api::paddedLd(g, g.a, 4098, 2), 768); // the address is not
-  // bf16 rows round up to 8 elements.
-  EXPECT_EQ(api::paddedLd(g, g.c, 4096, 2), 50264);
-  // A small product keeps its layout: the copy would cost more.
-  api::LtGemm small = api::mapRowMajorGemm(1, false, true, 64, 50257, 64, 64,
-                                           0, 64, 0, 50257, 0);
-  EXPECT_EQ(api::paddedLd(small, small.c, 4096, 4), 0);
-  // A batch stride that is not aligned needs the copy too.
-  api::LtGemm batched = api::mapRowMajorGemm(8, true, false, 768, 1000, 1024,
-                                             768, 768 * 1024 + 1, 1000,
-                                             1000 * 1024, 1000, 768000);
-  EXPECT_EQ(api::paddedLd(batched, batched.b, 4096, 2), 768);
-}
-
 //===----------------------------------------------------------------------===//
 // CudaApi.h against the toolkit's headers
 //===----------------------------------------------------------------------===//
@@ -328,18 +308,6 @@ TEST(CudaTest, DeclarationsMatchTheToolkitHeaders) {
             offsetof(CUlaunchAttribute, value));
   EXPECT_EQ(offsetof(api::CUlaunchAttribute, value.clusterDim.z),
             offsetof(CUlaunchAttribute, value.clusterDim.z));
-  EXPECT_EQ(sizeof(api::CUDA_MEMCPY2D), sizeof(CUDA_MEMCPY2D));
-  EXPECT_EQ(api::CU_MEMORYTYPE_DEVICE, unsigned(CU_MEMORYTYPE_DEVICE));
-  EXPECT_EQ(offsetof(api::CUDA_MEMCPY2D, srcMemoryType),
-            offsetof(CUDA_MEMCPY2D, srcMemoryType));
-  EXPECT_EQ(offsetof(api::CUDA_MEMCPY2D, srcPitch),
-            offsetof(CUDA_MEMCPY2D, srcPitch));
-  EXPECT_EQ(offsetof(api::CUDA_MEMCPY2D, dstMemoryType),
-            offsetof(CUDA_MEMCPY2D, dstMemoryType));
-  EXPECT_EQ(offsetof(api::CUDA_MEMCPY2D, dstDevice),
-            offsetof(CUDA_MEMCPY2D, dstDevice));
-  EXPECT_EQ(offsetof(api::CUDA_MEMCPY2D, Height),
-            offsetof(CUDA_MEMCPY2D, Height));
   EXPECT_EQ(sizeof(api::CUlaunchConfig), sizeof(CUlaunchConfig));
   EXPECT_EQ(offsetof(api::CUlaunchConfig, sharedMemBytes),
             offsetof(CUlaunchConfig, sharedMemBytes));
@@ -758,37 +726,6 @@ TEST(CudaTest, EmptySumsAndBroadcastRows) {
     expectClose(dd.read<float>(want.size()), want, 1e-5f,
                 "row stride " + std::to_string(ld));
   }
-}
-
-TEST(CudaTest, UnalignedLargeGemmsMatchTheCpu) {
-  REQUIRE_DEVICE();
-  std::mt19937 gen(15);
-  // Over kPadFromFlops, with rows of an odd length (C, and A read
-  // transposed) and an odd offset: the product runs on aligned copies, C is
-  // copied back row by row (its padding untouched), and accumulating reads
-  // C's old values first.
-  const int64_t batch = 2, m = 1000, n = 1001, k = 520;
-  ASSERT_GE(2.0 * batch * m * n * k, api::kPadFromFlops);
-  const int64_t lda = m + 1, ldc = n + 2;
-  std::vector<float> a = randomFloats(size_t(batch) * k * lda + kOffset, gen);
-  std::vector<float> b = randomFloats(size_t(batch) * k * n + kOffset, gen);
-  std::vector<float> want =
-      randomFloats(size_t(batch) * m * ldc + kOffset, gen);
-  DeviceBuffer da(a), db(b), dc(want), dacc(want);
-  std::vector<float> acc = want;
-  weft_rt_sgemm(batch, 1, 0, m, n, k, a.data() + kOffset, lda, k * lda,
-                b.data() + kOffset, n, k * n, want.data() + kOffset, ldc,
-                m * ldc);
-  weft_rt_cuda_sgemm(batch, 1, 0, m, n, k, da.as<float>() + kOffset, lda,
-                     k * lda, db.as<float>() + kOffset, n, k * n,
-                     dc.as<float>() + kOffset, ldc, m * ldc);
-  expectClose(dc.read<float>(want.size()), want, 1e-4f, "sgemm");
-  weft_rt_sgemm_accumulate(1, 0, m, n, k, a.data() + kOffset, lda,
-                           b.data() + kOffset, n, acc.data() + kOffset, ldc);
-  weft_rt_cuda_sgemm_accumulate(1, 0, m, n, k, da.as<float>() + kOffset, lda,
-                                db.as<float>() + kOffset, n,
-                                dacc.as<float>() + kOffset, ldc);
-  expectClose(dacc.read<float>(acc.size()), acc, 1e-4f, "accumulate");
 }
 
 TEST(CudaTest, Bf16GemmsMatchTheCpu) {

@@ -65,25 +65,6 @@ constexpr int CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES = 6;
 constexpr int CU_JIT_OPTIMIZATION_LEVEL = 7;
 constexpr int CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION = 4;
 
-constexpr unsigned CU_MEMORYTYPE_DEVICE = 0x02;
-
-/// cuMemcpy2DAsync's description of a pitched copy (CUDA_MEMCPY2D_v2).
-struct CUDA_MEMCPY2D {
-  size_t srcXInBytes, srcY;
-  unsigned srcMemoryType;
-  const void *srcHost;
-  CUdeviceptr srcDevice;
-  void *srcArray;
-  size_t srcPitch;
-  size_t dstXInBytes, dstY;
-  unsigned dstMemoryType;
-  void *dstHost;
-  CUdeviceptr dstDevice;
-  void *dstArray;
-  size_t dstPitch;
-  size_t WidthInBytes, Height;
-};
-
 /// cuLaunchKernelEx's attribute: an id, padding to 8 bytes, and a 64-byte
 /// value union of which a cluster launch uses the first three unsigned ints.
 struct CUlaunchAttribute {
@@ -168,9 +149,7 @@ struct CUlaunchConfig {
   X(cuEventRecord, "cuEventRecord", CUresult, CUevent, CUstream)               \
   X(cuEventElapsedTime, "cuEventElapsedTime_v2", CUresult, float *, CUevent,   \
     CUevent)                                                                   \
-  X(cuEventDestroy, "cuEventDestroy_v2", CUresult, CUevent)                   \
-  X(cuMemcpy2DAsync, "cuMemcpy2DAsync_v2", CUresult, const CUDA_MEMCPY2D *,    \
-    CUstream)
+  X(cuEventDestroy, "cuEventDestroy_v2", CUresult, CUevent)
 
 //===----------------------------------------------------------------------===//
 // cuBLASLt (cublasLt.h, cublas_api.h, library_types.h)
@@ -279,17 +258,6 @@ LtGemm mapRowMajorGemm(int64_t batch, bool transA, bool transB, int64_t m,
 /// contract allows beyond that (a row stride of 0 that broadcasts one row)
 /// copy the operand densely first.
 bool fitsCublasLt(const LtGemm &g);
-
-/// Where a large product reads or writes an operand whose rows (cuBLASLt's
-/// columns) are not 16-byte aligned (a vocabulary of 50257 logits), its
-/// tensor-core kernels do not apply and it runs at a fraction of their
-/// speed; a copy at an aligned leading dimension costs a pass over the
-/// operand instead. The leading dimension to copy `o` to (its rows rounded
-/// up to 16 bytes), or 0 when it needs no copy: it is aligned (`address`,
-/// its batch stride and ld), or the product is under `kPadFromFlops`.
-constexpr double kPadFromFlops = 1e9;
-int64_t paddedLd(const LtGemm &g, const LtOperand &o, uint64_t address,
-                 size_t elementSize);
 
 } // namespace weft::rt::cuda::api
 
