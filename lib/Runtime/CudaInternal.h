@@ -61,6 +61,8 @@ void profileAfter(const char *what);
 /// A name that lives as long as the process, for a label made at run time
 /// (a GEMM's shape).
 const char *profileLabel(const std::string &label);
+/// A line for the profile's header (a GEMM's candidates and choice).
+void profileNote(const std::string &line);
 /// Adds up the bracketed operations; the step stream has just been waited
 /// for.
 void profileCollect();

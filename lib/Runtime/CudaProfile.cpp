@@ -59,6 +59,7 @@ struct Profile {
   /// Keyed by name, not pointer: a GEMM's label is interned per shape.
   std::map<std::string, Total> totals;
   std::set<std::string> labels;
+  std::vector<std::string> notes;
   double busyMs = 0, spanMs = 0;
   uint64_t windows = 0;
   /// Windows holding compute seen so far, and whether the current does.
@@ -100,6 +101,8 @@ void writeTable() {
                   "device waited for the host\n",
                p.busyMs, p.spanMs,
                p.spanMs > 0 ? 100.0 * p.busyMs / p.spanMs : 0.0);
+  for (const std::string &note : p.notes)
+    std::fprintf(f, "# %s\n", note.c_str());
   std::fprintf(f, "%10s %8s %10s %6s  %s\n", "ms", "calls", "us/call", "%",
                "operation");
   for (const auto &[name, t] : rows)
@@ -124,6 +127,14 @@ void detail::profileInitialize() {
 }
 
 bool detail::profiling() { return profile().enabled; }
+
+void detail::profileNote(const std::string &line) {
+  Profile &p = profile();
+  if (!p.enabled)
+    return;
+  std::lock_guard<std::mutex> lock(p.mutex);
+  p.notes.push_back(line);
+}
 
 void detail::profileBefore(bool compute) {
   Profile &p = profile();
