@@ -142,6 +142,21 @@ struct LinalgToBlasPass
     for (linalg::LinalgOp op : candidates)
       if (failed(rewrite(module, op)))
         return signalPassFailure();
+    // A product into bf16 (--weft-fold-gemm-rounding) promised one rounding
+    // of f32 sums; its loops would sum in bf16 instead.
+    WalkResult left = module.walk([&](linalg::LinalgOp op) {
+      if (!linalg::isaContractionOpInterface(op) || op.getNumDpsInits() != 1)
+        return WalkResult::advance();
+      Type element = getElementTypeOrSelf(op.getDpsInits()[0].getType());
+      if (!element.isBF16())
+        return WalkResult::advance();
+      op.emitError("internal: a product into bf16 did not become a "
+                   "weft_rt_sbgemm_bf16 call, and its loops would sum in "
+                   "bf16; compile with --precision fp32, or report the model");
+      return WalkResult::interrupt();
+    });
+    if (left.wasInterrupted())
+      signalPassFailure();
   }
 
   /// The runtime function `name`; the three GEMMs share one signature

@@ -243,6 +243,7 @@ void weft::buildCodegenPipeline(OpPassManager &pm,
   // Kernels on tensors.
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
+  pm.addNestedPass<func::FuncOp>(createFoldGemmRoundingPass());
   pm.addNestedPass<func::FuncOp>(createFuseKernelsPass());
   // No CSE from here on: it would merge the per-GEMM zero fills again.
   pm.addPass(createCanonicalizerPass());

@@ -58,6 +58,25 @@ def SelectEntryPass : Pass<"weft-select-entry", "mlir::ModuleOp"> {
   ];
 }
 
+def FoldGemmRoundingPass : Pass<"weft-fold-gemm-rounding",
+                                 "mlir::func::FuncOp"> {
+  let summary = "Round a bf16 product's sums to bf16 in its GEMM";
+  let description = [{
+    Runs on linalg on tensors, before `--weft-fuse-kernels`. A
+    `linalg.matmul` or `linalg.batch_matmul` of bf16 operands into a
+    zero-filled f32 tensor whose only use is an elementwise `arith.truncf`
+    to bf16 (what `--precision bf16` lowers a product to: sums in f32,
+    one rounding) becomes the same product into a zero-filled bf16
+    tensor, which `--weft-linalg-to-blas` makes one `weft_rt_sbgemm_bf16`
+    call: it sums in f32 and rounds C once, the same numbers without the
+    f32 tensor and the pass that rounds it. `--weft-linalg-to-blas` fails
+    on a bf16 product it cannot make that call, whose loops would sum in
+    bf16.
+  }];
+  let dependentDialects = ["::mlir::linalg::LinalgDialect",
+                           "::mlir::arith::ArithDialect"];
+}
+
 def FoldBatchIntoGemmPass : Pass<"weft-fold-batch-into-gemm",
                                   "mlir::func::FuncOp"> {
   let summary = "Fold the batch axes of matmuls with a 2-D side into M";
