@@ -1,8 +1,8 @@
 #!/bin/bash
 # GPT-2 124M bf16 training steps on the GPU: Weft (--target cuda) against
 # PyTorch eager and torch.compile (bench/gpu_train_step.py; issue 15).
-# From the repository root: bash bench/gpu_bench.sh   (about 3-4 minutes;
-# .devrun/bench.sh runs it)
+# From the repository root: bash bench/gpu_bench.sh   (about 30 s with eager
+# PyTorch only; bench/gpu_device_check.sh runs it)
 # .devrun/gpt2/ is made by bench/gpu_bundle.sh .devrun/gpt2 (on the build
 # machine): bundle.tar.xz holds the executable and the shared libraries it
 # needs (gloo, openblas, omp and theirs), train.weights.pack its 548 MB

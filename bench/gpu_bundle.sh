@@ -16,7 +16,8 @@
 # formula weights if missing (GPT-2 124M, batch 8, T 1024; ~90 s).
 # WEFTC (default build/bin/weftc, from the repository root) picks the
 # compiler; its runtime libraries are taken from beside it, as weftc does.
-# Then, on the GPU machine: BENCH_DIR=OUTDIR bash .devrun/bench.sh
+# Then, on the GPU machine: BENCH_DIR=OUTDIR bash bench/gpu_bench.sh
+# (bench/gpu_prepare.sh and gpu_device_check.sh do both, with more checks)
 set -euo pipefail
 out=${1:?usage: bench/gpu_bundle.sh OUTDIR [ONNX_DIR]}
 onnx=${2:-/tmp/weft-gpt2-124m}

@@ -1,0 +1,84 @@
+#!/usr/bin/python3
+"""Reads what bench/gpu_device_check.sh brought back from a GPU machine:
+
+  /usr/bin/python3 bench/gpu_compare.py OUT [--work /tmp/devprep]
+
+OUT holds all.tgz (or its contents). For each small model, the largest
+relative loss difference of the GPU executable's steps from the CPU
+executable's and from PyTorch's reference (bench/gpu_prepare.sh left both in
+WORK/small), against the tolerances of issue 15 (fp32 1e-4, bf16 1e-2);
+then the benchmark's table and the profile's head. Exit status 1 when a
+model is outside its tolerance or missing.
+"""
+
+import argparse
+import glob
+import json
+import os
+import sys
+import tarfile
+
+import numpy as np
+
+
+def losses(path):
+    with open(path) as f:
+        return {r["step"]: r["loss"] for r in map(json.loads, f) if "loss" in r}
+
+
+def worst(a, b):
+    steps = sorted(set(a) & set(b))
+    if not steps:
+        return float("inf"), 0
+    return max(abs(a[s] - b[s]) / abs(b[s]) for s in steps), len(steps)
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("out")
+    p.add_argument("--work", default="/tmp/devprep")
+    args = p.parse_args()
+    out = args.out
+    if os.path.exists(os.path.join(out, "all.tgz")):
+        dest = os.path.join(out, "all")
+        if not os.path.isdir(dest):
+            with tarfile.open(os.path.join(out, "all.tgz")) as t:
+                t.extractall(dest)
+        out = dest
+    small = os.path.join(args.work, "small")
+    checks = [  # GPU metrics, CPU metrics, PyTorch reference, tolerance
+        ("mlp_cuda", "mlp/cpu", "mlp/run/ref", 1e-4),
+        ("gpt_cuda", "gpt/cpu", "gpt/run/ref", 1e-4),
+        ("gpt_cuda_bf16", "gpt/cpu_bf16", "gpt/run/ref", 1e-2),
+        ("mid_cuda_fp32", "mid/cpu_fp32", None, 1e-4),
+        ("mid_cuda_bf16", "mid/cpu_bf16", None, 1e-2),
+    ]
+    ok = True
+    for gpu, cpu, ref, tol in checks:
+        path = os.path.join(out, gpu + ".jsonl")
+        if not os.path.exists(path):
+            print("%-14s missing" % gpu)
+            ok = False
+            continue
+        g = losses(path)
+        e, n = worst(g, losses(os.path.join(small, cpu + ".jsonl")))
+        line = "%-14s %2d steps: vs CPU %.2e" % (gpu, n, e)
+        bad = e > tol
+        if ref:
+            r = {int(os.path.basename(f)[5:-4]) + 1: float(np.load(f))
+                 for f in glob.glob(os.path.join(small, ref, "loss_*.npy"))}
+            er, _ = worst(g, r)
+            line += ", vs PyTorch %.2e" % er
+            bad |= er > tol
+        print(line + " (tolerance %g)%s" % (tol, "  FAIL" if bad else ""))
+        ok &= not bad
+    for name in ("gpu_bench.md", "weft_profile.txt"):
+        path = os.path.join(out, name)
+        if os.path.exists(path):
+            with open(path) as f:
+                print("\n" + "".join(f.readlines()[:12]).rstrip())
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,43 @@
+#!/bin/bash
+# On a lent GPU machine, from the repository root, after bench/gpu_prepare.sh
+# built .devrun/ elsewhere: the runtime's CUDA and NCCL unit tests, the small
+# models' 20 (10) steps with their metrics, a profiled run of the test GPT,
+# then GPT-2 124M against PyTorch (bench/gpu_bench.sh, eager by default,
+# TORCH_MODES=eager,compile for both) with a profiled run. Everything goes
+# into one tarball, $OUT/all.tgz (the device tool returns few files); read
+# it with bench/gpu_compare.py. About 50 s on an H100 (eager only).
+set -u
+root=$(pwd); D=$root/.devrun
+FINAL=${OUT:-/tmp/out}; OUT=/tmp/devout; rm -rf $OUT; mkdir -p $OUT $FINAL
+export OUT
+trap 'tar -czf $FINAL/all.tgz -C $OUT .' EXIT
+exec > >(tee $OUT/run.log) 2>&1
+date -u
+nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv,noheader
+echo "tools: $(command -v nsys ncu cuobjdump python3 | tr '\n' ' ')"
+python3 -c "import torch, numpy; print('torch', torch.__version__, torch.version.cuda)"
+S=/tmp/small; rm -rf $S; mkdir -p $S
+python3 -c "import tarfile,sys; tarfile.open(sys.argv[1]).extractall(sys.argv[2])" $D/small.tar.xz $S
+cublas=$(python3 -c "import nvidia, glob; print(':'.join(sorted(glob.glob(list(nvidia.__path__)[0] + '/*/lib'))))" 2>/dev/null)
+echo "pip CUDA libraries: $cublas"
+export LD_LIBRARY_PATH=$S/lib:/usr/local/cuda/lib64:${cublas:-}:${LD_LIBRARY_PATH:-}
+cd $S
+timeout 60 ./WeftRuntimeCudaTests --gtest_brief=1 2>&1 | tail -15
+timeout 60 ./WeftRuntimeNcclTests --gtest_brief=1 2>&1 | tail -8
+for e in mlp/cuda gpt/cuda gpt/cuda_bf16; do
+  m=${e%%/*}; n=$(echo $e | tr / _)
+  t0=$(date +%s%N)
+  timeout 60 ./$e --data $m/x.npy --labels $m/y.npy --steps 20 --lr 0.01 --no-shuffle \
+    --metrics $OUT/$n.jsonl 2>&1 | tail -3
+  echo "$e: rc ${PIPESTATUS[0]} $(( ($(date +%s%N) - t0) / 1000000 )) ms"
+done
+for p in fp32 bf16; do
+  timeout 60 ./mid/cuda_$p --data mid/x.npy --labels mid/y.npy --steps 10 --lr 0.001 --no-shuffle \
+    --metrics $OUT/mid_cuda_$p.jsonl 2>&1 | tail -1
+done
+WEFT_CUDA_PROFILE=$OUT/gpt_cuda_profile.txt timeout 60 ./gpt/cuda --data gpt/x.npy --labels gpt/y.npy \
+  --steps 5 --lr 0.01 --no-shuffle > /dev/null 2>&1; head -12 $OUT/gpt_cuda_profile.txt
+cd $root
+BENCH_DIR=$D/gpt2 PYTHON=python3 timeout 330 bash bench/gpu_bench.sh --steps 15 --warmup 3 \
+  --torch ${TORCH_MODES:-eager} --weft-timeout 60 --torch-timeout 45 --profile-steps 4
+date -u

@@ -1,0 +1,68 @@
+#!/bin/bash
+# Builds, on a machine without a GPU, what bench/gpu_device_check.sh needs on
+# a lent GPU machine (docs/gpu.md, "Benchmark"), from the repository root:
+#   bash bench/gpu_prepare.sh [--quick]
+# - the test MLP and GPT decoder (fp32, bf16) and a 2-layer d256 GPT (fp32,
+#   bf16) compiled --target cuda, their batches, and the CPU executable's
+#   losses and PyTorch's reference (in $W, /tmp/devprep: bench/gpu_compare.py
+#   reads them), packed with the runtime's CUDA unit tests into
+#   .devrun/small.tar.xz;
+# - the GPT-2 124M bundle (bench/gpu_bundle.sh) in .devrun/gpt2.
+# .devrun/ is neither tracked nor ignored, so the device run's copy of the
+# working tree carries it. --quick recompiles the executables only (the
+# references stay: recompiling must not change CPU numbers).
+set -euo pipefail
+root=$(pwd); D=$root/.devrun; W=/tmp/devprep
+PY=/usr/bin/python3; WEFTC=$root/build/bin/weftc
+flags="--optimizer adamw --eps 1e-6 --clip-norm 0.8 --lr-schedule warmup --warmup-steps 4"
+if [ "${1:-}" != "--quick" ]; then
+rm -rf $W && mkdir -p $W/small
+cd $W/small
+$PY $root/test/lib/torch_reference.py export mlp --out mlp --no-constant-folding \
+  + train mlp --onnx mlp/mlp.onnx --out mlp/run --steps 20 --lr 0.01 --optimizer adamw \
+      --eps 1e-6 --clip-norm 0.8 --lr-schedule warmup --warmup-steps 4 > /dev/null
+$PY $root/test/lib/torch_reference.py export gpt --out gpt --no-constant-folding \
+  + train gpt --onnx gpt/gpt.onnx --out gpt/run --steps 20 --lr 0.01 --optimizer adamw \
+      --eps 1e-6 --clip-norm 0.8 --lr-schedule warmup --warmup-steps 4 > /dev/null
+$PY $root/test/lib/exe_check.py concat mlp/run --steps 20 --data mlp/x.npy --labels mlp/y.npy
+$PY $root/test/lib/exe_check.py concat gpt/run --steps 20 --data gpt/x.npy --labels gpt/y.npy
+  :
+for m in mlp gpt; do
+  $WEFTC $m/$m.onnx $flags -o $m/cpu 2> /dev/null
+  $WEFTC $m/$m.onnx --target cuda $flags -o $m/cuda 2> /dev/null
+  $m/cpu --data $m/x.npy --labels $m/y.npy --steps 20 --lr 0.01 --no-shuffle \
+    --metrics $m/cpu.jsonl > /dev/null
+done
+$WEFTC gpt/gpt.onnx --target cuda --precision bf16 $flags -o gpt/cuda_bf16 2> /dev/null
+$WEFTC gpt/gpt.onnx --precision bf16 $flags -o gpt/cpu_bf16 2> /dev/null
+gpt/cpu_bf16 --data gpt/x.npy --labels gpt/y.npy --steps 20 --lr 0.01 --no-shuffle \
+  --metrics gpt/cpu_bf16.jsonl > /dev/null
+fi
+cd $W/small
+for m in mlp gpt; do $WEFTC $m/$m.onnx --target cuda $flags -o $m/cuda 2> /dev/null; done
+$WEFTC gpt/gpt.onnx --target cuda --precision bf16 $flags -o gpt/cuda_bf16 2> /dev/null
+if [ ! -f mid/gpt.onnx ]; then
+  $PY $root/bench/export_gpt.py --out mid --layers 2 --embd 256 --heads 4 --vocab 512 --block 128 --batch 4 > /dev/null
+  $PY -c "
+import numpy as np
+r = np.random.default_rng(0); t = r.integers(0, 512, size=(40, 129))
+np.save('mid/x.npy', t[:, :128].astype(np.int64)); np.save('mid/y.npy', t[:, 1:].astype(np.int64))"
+fi
+for p in fp32 bf16; do
+  $WEFTC mid/gpt.onnx --precision $p --optimizer adamw -o mid/cpu_$p 2> /dev/null
+  $WEFTC mid/gpt.onnx --target cuda --precision $p --optimizer adamw -o mid/cuda_$p 2> /dev/null
+  mid/cpu_$p --data mid/x.npy --labels mid/y.npy --steps 10 --lr 0.001 --no-shuffle \
+    --metrics mid/cpu_$p.jsonl > /dev/null
+done
+rm -rf lib
+mkdir -p lib
+for f in mlp/cuda gpt/cuda gpt/cuda_bf16 mid/cuda_fp32 $root/build/unittests/WeftRuntimeCudaTests $root/build/unittests/WeftRuntimeNcclTests; do
+  ldd $f | awk '$3 ~ /^\// {print $3}' |
+    grep -vE '/(libc|libm|libstdc\+\+|libgcc_s|libpthread|libdl|librt|libnccl|libcudart)\.so' |
+    while read -r lib; do cp -L "$lib" lib/; done
+done
+cp $root/build/unittests/WeftRuntimeCudaTests $root/build/unittests/WeftRuntimeNcclTests .
+tar -cJf $D/small.tar.xz mlp/cuda* mlp/x.npy mlp/y.npy gpt/cuda* gpt/x.npy gpt/y.npy mid/cuda_* mid/x.npy mid/y.npy lib WeftRuntimeCudaTests WeftRuntimeNcclTests
+cd $root
+bash bench/gpu_bundle.sh $D/gpt2
+ls -la $D $D/gpt2
