@@ -244,14 +244,12 @@ int fastestCandidate(BlasState &s, Plan &p,
         detail::check(d.cuEventRecord(start, stream), call, nullptr,
                       "cuEventRecord");
       checkLt(s.lt.cublasLtMatmul(s.handle, p.desc, &alpha, x.a, p.a, x.b, p.b,
-                                  &x.beta, x.c, p.c, x.c, p.c,
-                                  &results[i].algo,
+                                  &x.beta, x.c, p.c, x.c, p.c, &results[i].algo,
                                   reinterpret_cast<void *>(s.workspace),
                                   kWorkspaceBytes, stream),
               call, "cublasLtMatmul", &shape);
     }
-    detail::check(d.cuEventRecord(end, stream), call, nullptr,
-                  "cuEventRecord");
+    detail::check(d.cuEventRecord(end, stream), call, nullptr, "cuEventRecord");
     detail::check(d.cuStreamSynchronize(stream), call, nullptr,
                   "cuStreamSynchronize");
     float ms = 0;
@@ -369,10 +367,10 @@ Plan &planLocked(BlasState &s, const LtGemm &g, int inType, int outType,
   lt.cublasLtMatmulPreferenceDestroy(pref);
   if (found_count < 1)
     detail::fatal(call, "cuBLASLt has no algorithm for " + shape.str());
-  int chosen = tuning && found_count > 1
-                   ? fastestCandidate(s, p, results, found_count, x, call,
-                                      shape)
-                   : 0;
+  int chosen =
+      tuning && found_count > 1
+          ? fastestCandidate(s, p, results, found_count, x, call, shape)
+          : 0;
   p.algo = results[chosen].algo;
   return s.plans.emplace(std::move(key), p).first->second;
 }
@@ -500,11 +498,11 @@ void gemm(const char *call, int inType, int outType, int64_t batch, bool ta,
       ltA = densify(ltA, g.a, piece, inSize, s.scratch[0], call);
     if (uint64_t(g.b.ld) < std::max<uint64_t>(1, g.b.rows))
       ltB = densify(ltB, g.b, piece, inSize, s.scratch[1], call);
-    Plan &p = planLocked(
-        s, g, inType, outType, alignmentOf(ltA, g.a.batchStride, inSize, piece),
-        alignmentOf(ltB, g.b.batchStride, inSize, piece),
-        alignmentOf(pc, g.c.batchStride, outSize, piece), call, shape,
-        Operands{ltA, ltB, pc, beta});
+    Plan &p = planLocked(s, g, inType, outType,
+                         alignmentOf(ltA, g.a.batchStride, inSize, piece),
+                         alignmentOf(ltB, g.b.batchStride, inSize, piece),
+                         alignmentOf(pc, g.c.batchStride, outSize, piece), call,
+                         shape, Operands{ltA, ltB, pc, beta});
     float alpha = 1.0f;
     // After the plan lookup: the interval is the device's, not the host's.
     if (done == 0)
@@ -515,9 +513,8 @@ void gemm(const char *call, int inType, int outType, int64_t batch, bool ta,
                                 kWorkspaceBytes, detail::stepStream()),
             call, "cublasLtMatmul", &shape);
   }
-  detail::noteQueued(call, detail::profiling()
-                               ? detail::profileLabel(shape.str())
-                               : call);
+  detail::noteQueued(
+      call, detail::profiling() ? detail::profileLabel(shape.str()) : call);
 }
 
 } // namespace

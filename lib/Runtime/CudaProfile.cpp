@@ -97,8 +97,9 @@ void writeTable() {
                "synchronization windows after the first step (left out: "
                "one-time loading)\n",
                static_cast<unsigned long long>(p.windows));
-  std::fprintf(f, "# busy %.3f ms of a %.3f ms span (%.1f %%); the rest the "
-                  "device waited for the host\n",
+  std::fprintf(f,
+               "# busy %.3f ms of a %.3f ms span (%.1f %%); the rest the "
+               "device waited for the host\n",
                p.busyMs, p.spanMs,
                p.spanMs > 0 ? 100.0 * p.busyMs / p.spanMs : 0.0);
   for (const std::string &note : p.notes)

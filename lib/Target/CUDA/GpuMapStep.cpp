@@ -750,8 +750,8 @@ bool launchPartialReduction(RewriterBase &rewriter, linalg::GenericOp op) {
     for (Type t : types) {
       auto type = MemRefType::get({slices, outputs}, t);
       auto global = memref::GlobalOp::create(
-          mb, loc, "__weft_reduction_slices", mb.getStringAttr("private"),
-          type, mb.getUnitAttr(), /*constant=*/false, /*alignment=*/nullptr);
+          mb, loc, "__weft_reduction_slices", mb.getStringAttr("private"), type,
+          mb.getUnitAttr(), /*constant=*/false, /*alignment=*/nullptr);
       symbols.insert(global);
       partials.push_back(
           memref::GetGlobalOp::create(b, loc, type, global.getSymName()));
@@ -836,8 +836,7 @@ bool launchPartialReduction(RewriterBase &rewriter, linalg::GenericOp op) {
       b, loc, arith::AndIOp::create(b, loc, first, valid), false);
   b.setInsertionPointToStart(&write.getThenRegion().front());
   // Combines `total` of result `r` into the output element `element`.
-  auto combineInto = [&](OpBuilder &b, unsigned r, Value element,
-                         Value total) {
+  auto combineInto = [&](OpBuilder &b, unsigned r, Value element, Value total) {
     SmallVector<Value> ivs = delinearize(b, loc, element, parallelRanges);
     ivs.append(reductionRanges.size(), cst(b, loc, 0));
     OpOperand *init = op.getDpsInitOperand(r);

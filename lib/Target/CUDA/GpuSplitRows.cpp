@@ -139,9 +139,9 @@ bool splitRows(scf::ForallOp forall, int64_t maxRows, int64_t minRowWork) {
           cast<MemRefType>(copy.getSource().getType()).getShape() !=
               cast<MemRefType>(copy.getTarget().getType()).getShape())
         return false;
-      widest = std::max(widest,
-                        cast<MemRefType>(copy.getTarget().getType())
-                            .getNumElements());
+      widest = std::max(
+          widest,
+          cast<MemRefType>(copy.getTarget().getType()).getNumElements());
       splits.push_back({&op,
                         {{&op.getOpOperand(0), lead, false},
                          {&op.getOpOperand(1), lead, true}}});
@@ -156,20 +156,17 @@ bool splitRows(scf::ForallOp forall, int64_t maxRows, int64_t minRowWork) {
           outMap.getNumResults() <= lead)
         return false;
       auto d = dyn_cast<AffineDimExpr>(outMap.getResult(lead));
-      if (!d ||
-          linalgOp.getIteratorTypesArray()[d.getPosition()] !=
-              utils::IteratorType::parallel)
+      if (!d || linalgOp.getIteratorTypesArray()[d.getPosition()] !=
+                    utils::IteratorType::parallel)
         return false;
       unsigned loop = d.getPosition();
       // linalg.index of the loop would read 0 once it is split off.
       bool readsIndex = false;
-      linalgOp->walk([&](linalg::IndexOp index) {
-        readsIndex |= index.getDim() == loop;
-      });
+      linalgOp->walk(
+          [&](linalg::IndexOp index) { readsIndex |= index.getDim() == loop; });
       if (readsIndex)
         return false;
-      std::optional<SmallVector<Access>> accesses =
-          accessesOf(linalgOp, loop);
+      std::optional<SmallVector<Access>> accesses = accessesOf(linalgOp, loop);
       if (!accesses)
         return false;
       for (Value out : linalgOp.getDpsInits())
@@ -229,8 +226,8 @@ bool splitRows(scf::ForallOp forall, int64_t maxRows, int64_t minRowWork) {
       auto type = cast<MemRefType>(operand.get().getType());
       b.setInsertionPoint(clone);
       SmallVector<OpFoldResult> offsets(type.getRank(), b.getIndexAttr(0));
-      SmallVector<OpFoldResult> sizes, strides(type.getRank(),
-                                               b.getIndexAttr(1));
+      SmallVector<OpFoldResult> sizes,
+          strides(type.getRank(), b.getIndexAttr(1));
       for (int64_t size : type.getShape())
         sizes.push_back(b.getIndexAttr(size));
       offsets[*a.dim] = row;
@@ -244,8 +241,7 @@ bool splitRows(scf::ForallOp forall, int64_t maxRows, int64_t minRowWork) {
   return true;
 }
 
-struct GpuSplitRowsPass
-    : weft::impl::GpuSplitRowsPassBase<GpuSplitRowsPass> {
+struct GpuSplitRowsPass : weft::impl::GpuSplitRowsPassBase<GpuSplitRowsPass> {
   using Base::Base;
 
   void runOnOperation() override {
