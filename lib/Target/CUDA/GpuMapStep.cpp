@@ -15,6 +15,8 @@
 
 #include "weft/Target/CUDA/Passes.h"
 
+#include "ViewRoot.h"
+
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -259,6 +261,17 @@ gpu::LaunchOp createLaunch(OpBuilder &b, Location loc, Value grid, Value block,
   gpu::TerminatorOp::create(b, loc);
   b.setInsertionPointToStart(&launch.getBody().front());
   return launch;
+}
+
+/// Thread `launch`'s global index along x: block x times `threads` plus
+/// thread x.
+Value globalThread(OpBuilder &b, Location loc, gpu::LaunchOp launch,
+                   int64_t threads) {
+  return arith::AddIOp::create(b, loc,
+                               arith::MulIOp::create(b, loc,
+                                                     launch.getBlockIds().x,
+                                                     cst(b, loc, threads)),
+                               launch.getThreadIds().x);
 }
 
 /// Trip counts of `loop`'s dimensions as index values before it.
@@ -861,11 +874,7 @@ bool launchPartialReduction(RewriterBase &rewriter, linalg::GenericOp op) {
     gpu::LaunchOp combine =
         createLaunch(b, loc, cst(b, loc, llvm::divideCeil(outputs, threads)),
                      cst(b, loc, threads));
-    Value e = arith::AddIOp::create(
-        b, loc,
-        arith::MulIOp::create(b, loc, combine.getBlockIds().x,
-                              cst(b, loc, threads)),
-        combine.getThreadIds().x);
+    Value e = globalThread(b, loc, combine, threads);
     auto inRange = scf::IfOp::create(
         b, loc,
         arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, e,
@@ -896,17 +905,6 @@ bool launchPartialReduction(RewriterBase &rewriter, linalg::GenericOp op) {
   return true;
 }
 
-/// The function argument or other root a memref value is a view of.
-Value rootOf(Value v) {
-  while (Operation *def = v.getDefiningOp()) {
-    auto view = dyn_cast<ViewLikeOpInterface>(def);
-    if (!view)
-      break;
-    v = view.getViewSource();
-  }
-  return v;
-}
-
 /// A sequential loop around a row-parallel loop, as a scatter-add leaves
 /// it (the embedding gradient: for each token in order, add its gradient
 /// row into the row of its id), with the loops swapped: a thread per
@@ -930,7 +928,7 @@ bool launchColumnsOfSequentialLoop(scf::ForOp loop, int64_t blockSize) {
       continue;
     }
     if (auto load = dyn_cast<memref::LoadOp>(op)) {
-      readRoots.push_back(rootOf(load.getMemRef()));
+      readRoots.push_back(weft::cuda::viewRoot(load.getMemRef()));
       continue;
     }
     if (op.getNumRegions() || !isMemoryEffectFree(&op))
@@ -1002,7 +1000,7 @@ bool launchColumnsOfSequentialLoop(scf::ForOp loop, int64_t blockSize) {
     if (auto store = dyn_cast<memref::StoreOp>(op)) {
       if (!columnAccess(store.getMemRef(), store.getIndices()))
         return false;
-      writeRoots.push_back(rootOf(store.getMemRef()));
+      writeRoots.push_back(weft::cuda::viewRoot(store.getMemRef()));
       continue;
     }
     if (op.getNumRegions() || !isMemoryEffectFree(&op))
@@ -1019,11 +1017,7 @@ bool launchColumnsOfSequentialLoop(scf::ForOp loop, int64_t blockSize) {
   gpu::LaunchOp launch =
       createLaunch(b, loc, cst(b, loc, llvm::divideCeil(*ub, threads)),
                    cst(b, loc, threads));
-  Value column = arith::AddIOp::create(
-      b, loc,
-      arith::MulIOp::create(b, loc, launch.getBlockIds().x,
-                            cst(b, loc, threads)),
-      launch.getThreadIds().x);
+  Value column = globalThread(b, loc, launch, threads);
   Value inRange = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt,
                                         column, cst(b, loc, *ub));
   auto guard = scf::IfOp::create(b, loc, inRange, false);

@@ -24,6 +24,8 @@
 
 #include "weft/Target/CUDA/Passes.h"
 
+#include "ViewRoot.h"
+
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
@@ -44,17 +46,6 @@ namespace weft {
 using namespace mlir;
 
 namespace {
-
-/// The buffer a memref value views (through subviews and views).
-Value rootOf(Value v) {
-  while (Operation *def = v.getDefiningOp()) {
-    auto view = dyn_cast<ViewLikeOpInterface>(def);
-    if (!view)
-      break;
-    v = view.getViewSource();
-  }
-  return v;
-}
 
 /// Where one memory operand of a body op meets the new loop: the operand's
 /// dimension indexed by it, or none (it reads the same elements in every
@@ -97,7 +88,8 @@ std::optional<SmallVector<Access>> accessesOf(linalg::LinalgOp op,
 
 /// Splits `forall`'s rows along the next axis when every op of its body
 /// allows it (see the file comment). Returns whether it did.
-bool splitRows(scf::ForallOp forall, int64_t maxRows, int64_t minRowWork) {
+bool splitRows(scf::ForallOp forall, int64_t rowsBelow, int64_t maxRows,
+               int64_t minRowWork) {
   if (!forall.getOutputs().empty() || forall.getMapping() ||
       !forall.isNormalized())
     return false;
@@ -108,6 +100,8 @@ bool splitRows(scf::ForallOp forall, int64_t maxRows, int64_t minRowWork) {
   int64_t rows = 1;
   for (int64_t b : *bounds)
     rows *= b;
+  if (rowsBelow != 0 && rows >= rowsBelow)
+    return false;
   unsigned lead = bounds->size();
 
   // Every op's accesses along the new axis; the axis is the output's
@@ -195,10 +189,11 @@ bool splitRows(scf::ForallOp forall, int64_t maxRows, int64_t minRowWork) {
   for (const Split &s : splits)
     for (const Access &a : s.accesses)
       if (a.writes)
-        written[rootOf(a.operand->get())] = true;
+        written[weft::cuda::viewRoot(a.operand->get())] = true;
   for (const Split &s : splits)
     for (const Access &a : s.accesses)
-      if (written.count(rootOf(a.operand->get())) && a.dim != lead)
+      if (written.count(weft::cuda::viewRoot(a.operand->get())) &&
+          a.dim != lead)
         return false;
 
   OpBuilder b(forall);
@@ -250,20 +245,8 @@ struct GpuSplitRowsPass : weft::impl::GpuSplitRowsPassBase<GpuSplitRowsPass> {
         return;
       for (auto forall : llvm::make_early_inc_range(
                f.getBody().front().getOps<scf::ForallOp>()))
-        if (rowsBelow == 0 || forallRows(forall) < rowsBelow)
-          splitRows(forall, maxRows, minRowWork);
+        splitRows(forall, rowsBelow, maxRows, minRowWork);
     });
-  }
-
-  static int64_t forallRows(scf::ForallOp forall) {
-    std::optional<SmallVector<int64_t>> bounds =
-        getConstantIntValues(forall.getMixedUpperBound());
-    if (!bounds)
-      return INT64_MAX;
-    int64_t rows = 1;
-    for (int64_t b : *bounds)
-      rows *= b;
-    return rows;
   }
 };
 
