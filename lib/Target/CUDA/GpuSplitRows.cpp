@@ -37,6 +37,7 @@
 #include "mlir/Interfaces/ViewLikeInterface.h"
 
 #include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/DenseSet.h"
 
 namespace weft {
 #define GEN_PASS_DEF_GPUSPLITROWSPASS
@@ -184,15 +185,18 @@ bool splitRows(scf::ForallOp forall, int64_t rowsBelow, int64_t maxRows,
     return false;
 
   // A buffer written in the body must be read and written only at the
-  // row's own index: otherwise one row reads what another writes.
-  DenseMap<Value, bool> written;
+  // row's own index: otherwise one row reads what another writes. Buffers
+  // are told apart by the value they view: the outliner passes each value
+  // once, and the buffer planner gives intermediates live in one loop
+  // disjoint memory.
+  DenseSet<Value> written;
   for (const Split &s : splits)
     for (const Access &a : s.accesses)
       if (a.writes)
-        written[weft::cuda::viewRoot(a.operand->get())] = true;
+        written.insert(weft::cuda::viewRoot(a.operand->get()));
   for (const Split &s : splits)
     for (const Access &a : s.accesses)
-      if (written.count(weft::cuda::viewRoot(a.operand->get())) &&
+      if (written.contains(weft::cuda::viewRoot(a.operand->get())) &&
           a.dim != lead)
         return false;
 
