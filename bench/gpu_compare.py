@@ -47,8 +47,8 @@ def main():
         out = dest
     small = os.path.join(args.work, "small")
     checks = [  # GPU metrics, CPU metrics, PyTorch reference, tolerance
-        ("mlp_cuda", "mlp/cpu", "mlp/run/ref", 1e-4),
-        ("gpt_cuda", "gpt/cpu", "gpt/run/ref", 1e-4),
+        ("mlp_cuda", "mlp/cpu_fp32", "mlp/run/ref", 1e-4),
+        ("gpt_cuda", "gpt/cpu_fp32", "gpt/run/ref", 1e-4),
         ("gpt_cuda_bf16", "gpt/cpu_bf16", "gpt/run/ref", 1e-2),
         ("mid_cuda_fp32", "mid/cpu_fp32", None, 1e-4),
         ("mid_cuda_bf16", "mid/cpu_bf16", None, 1e-2),

@@ -8,51 +8,45 @@
 #   reads them), packed with the runtime's CUDA unit tests into
 #   .devrun/small.tar.xz;
 # - the GPT-2 124M bundle (bench/gpu_bundle.sh) in .devrun/gpt2.
-# .devrun/ is neither tracked nor ignored, so the device run's copy of the
-# working tree carries it. --quick recompiles the executables only (the
-# references stay: recompiling must not change CPU numbers).
+# .devrun/ (about 28 MB) is ignored by git: the device tool's run carries it
+# when asked (carry [".devrun"]). --quick recompiles the GPU executables
+# only; the CPU references stay.
 set -euo pipefail
 root=$(pwd); D=$root/.devrun; W=/tmp/devprep
+mkdir -p $D
 PY=/usr/bin/python3; WEFTC=$root/build/bin/weftc
 flags="--optimizer adamw --eps 1e-6 --clip-norm 0.8 --lr-schedule warmup --warmup-steps 4"
 if [ "${1:-}" != "--quick" ]; then
-rm -rf $W && mkdir -p $W/small
-cd $W/small
-$PY $root/test/lib/torch_reference.py export mlp --out mlp --no-constant-folding \
-  + train mlp --onnx mlp/mlp.onnx --out mlp/run --steps 20 --lr 0.01 --optimizer adamw \
-      --eps 1e-6 --clip-norm 0.8 --lr-schedule warmup --warmup-steps 4 > /dev/null
-$PY $root/test/lib/torch_reference.py export gpt --out gpt --no-constant-folding \
-  + train gpt --onnx gpt/gpt.onnx --out gpt/run --steps 20 --lr 0.01 --optimizer adamw \
-      --eps 1e-6 --clip-norm 0.8 --lr-schedule warmup --warmup-steps 4 > /dev/null
-$PY $root/test/lib/exe_check.py concat mlp/run --steps 20 --data mlp/x.npy --labels mlp/y.npy
-$PY $root/test/lib/exe_check.py concat gpt/run --steps 20 --data gpt/x.npy --labels gpt/y.npy
-  :
-for m in mlp gpt; do
-  $WEFTC $m/$m.onnx $flags -o $m/cpu 2> /dev/null
-  $WEFTC $m/$m.onnx --target cuda $flags -o $m/cuda 2> /dev/null
-  $m/cpu --data $m/x.npy --labels $m/y.npy --steps 20 --lr 0.01 --no-shuffle \
-    --metrics $m/cpu.jsonl > /dev/null
-done
-$WEFTC gpt/gpt.onnx --target cuda --precision bf16 $flags -o gpt/cuda_bf16 2> /dev/null
-$WEFTC gpt/gpt.onnx --precision bf16 $flags -o gpt/cpu_bf16 2> /dev/null
-gpt/cpu_bf16 --data gpt/x.npy --labels gpt/y.npy --steps 20 --lr 0.01 --no-shuffle \
-  --metrics gpt/cpu_bf16.jsonl > /dev/null
-fi
-cd $W/small
-for m in mlp gpt; do $WEFTC $m/$m.onnx --target cuda $flags -o $m/cuda 2> /dev/null; done
-$WEFTC gpt/gpt.onnx --target cuda --precision bf16 $flags -o gpt/cuda_bf16 2> /dev/null
-if [ ! -f mid/gpt.onnx ]; then
-  $PY $root/bench/export_gpt.py --out mid --layers 2 --embd 256 --heads 4 --vocab 512 --block 128 --batch 4 > /dev/null
+  rm -rf $W && mkdir -p $W/small
+  cd $W/small
+  for m in mlp gpt; do
+    $PY $root/test/lib/torch_reference.py export $m --out $m --no-constant-folding \
+      + train $m --onnx $m/$m.onnx --out $m/run --steps 20 --lr 0.01 $flags > /dev/null
+    $PY $root/test/lib/exe_check.py concat $m/run --steps 20 --data $m/x.npy --labels $m/y.npy
+  done
+  $PY $root/bench/export_gpt.py --out mid --layers 2 --embd 256 --heads 4 --vocab 512 \
+    --block 128 --batch 4 > /dev/null
   $PY -c "
 import numpy as np
 r = np.random.default_rng(0); t = r.integers(0, 512, size=(40, 129))
 np.save('mid/x.npy', t[:, :128].astype(np.int64)); np.save('mid/y.npy', t[:, 1:].astype(np.int64))"
+  # The CPU executables' losses, which the GPU's are compared with.
+  for run in "mlp fp32 20 0.01 $flags" "gpt fp32 20 0.01 $flags" \
+             "gpt bf16 20 0.01 $flags" "mid fp32 10 0.001 --optimizer adamw" \
+             "mid bf16 10 0.001 --optimizer adamw"; do
+    set -- $run
+    m=$1 p=$2 steps=$3 lr=$4; shift 4
+    onnx=$m/$m.onnx; [ $m = mid ] && onnx=mid/gpt.onnx
+    $WEFTC $onnx --precision $p "$@" -o $m/cpu_$p 2> /dev/null
+    $m/cpu_$p --data $m/x.npy --labels $m/y.npy --steps $steps --lr $lr --no-shuffle \
+      --metrics $m/cpu_$p.jsonl > /dev/null
+  done
 fi
+cd $W/small
+for m in mlp gpt; do $WEFTC $m/$m.onnx --target cuda $flags -o $m/cuda 2> /dev/null; done
+$WEFTC gpt/gpt.onnx --target cuda --precision bf16 $flags -o gpt/cuda_bf16 2> /dev/null
 for p in fp32 bf16; do
-  $WEFTC mid/gpt.onnx --precision $p --optimizer adamw -o mid/cpu_$p 2> /dev/null
   $WEFTC mid/gpt.onnx --target cuda --precision $p --optimizer adamw -o mid/cuda_$p 2> /dev/null
-  mid/cpu_$p --data mid/x.npy --labels mid/y.npy --steps 10 --lr 0.001 --no-shuffle \
-    --metrics mid/cpu_$p.jsonl > /dev/null
 done
 rm -rf lib
 mkdir -p lib

@@ -316,27 +316,22 @@ TEST(KernelsTest, SmallBatchesDealtOverTheTeamMatchOneByOne) {
     ah[i] = toBf16(a[i]);
   for (size_t i = 0; i < b.size(); ++i)
     bh[i] = toBf16(b[i]);
+  // `gemm` on the whole batch into `all`, then on each product alone.
+  auto batchMatchesAlone = [&](const char *name, auto gemm, const auto &x,
+                               const auto &y, auto &all, auto &one) {
+    SCOPED_TRACE(name);
+    gemm(batch, 0, 0, m, n, k, x.data(), k, m * k, y.data(), n, k * n,
+         all.data(), n, m * n);
+    for (int64_t i = 0; i < batch; ++i)
+      gemm(1, 0, 0, m, n, k, x.data() + i * m * k, k, 0, y.data() + i * k * n,
+           n, 0, one.data() + i * m * n, n, 0);
+    EXPECT_EQ(all, one);
+  };
   std::vector<float> all(batch * m * n), one(batch * m * n);
-  weft_rt_sgemm(batch, 0, 0, m, n, k, a.data(), k, m * k, b.data(), n, k * n,
-                all.data(), n, m * n);
-  for (int64_t i = 0; i < batch; ++i)
-    weft_rt_sgemm(1, 0, 0, m, n, k, a.data() + i * m * k, k, 0,
-                  b.data() + i * k * n, n, 0, one.data() + i * m * n, n, 0);
-  EXPECT_EQ(all, one);
-  weft_rt_sbgemm(batch, 0, 0, m, n, k, ah.data(), k, m * k, bh.data(), n, k * n,
-                 all.data(), n, m * n);
-  for (int64_t i = 0; i < batch; ++i)
-    weft_rt_sbgemm(1, 0, 0, m, n, k, ah.data() + i * m * k, k, 0,
-                   bh.data() + i * k * n, n, 0, one.data() + i * m * n, n, 0);
-  EXPECT_EQ(all, one);
+  batchMatchesAlone("sgemm", weft_rt_sgemm, a, b, all, one);
+  batchMatchesAlone("sbgemm", weft_rt_sbgemm, ah, bh, all, one);
   std::vector<uint16_t> allh(batch * m * n), oneh(batch * m * n);
-  weft_rt_sbgemm_bf16(batch, 0, 0, m, n, k, ah.data(), k, m * k, bh.data(), n,
-                      k * n, allh.data(), n, m * n);
-  for (int64_t i = 0; i < batch; ++i)
-    weft_rt_sbgemm_bf16(1, 0, 0, m, n, k, ah.data() + i * m * k, k, 0,
-                        bh.data() + i * k * n, n, 0, oneh.data() + i * m * n, n,
-                        0);
-  EXPECT_EQ(allh, oneh);
+  batchMatchesAlone("sbgemm_bf16", weft_rt_sbgemm_bf16, ah, bh, allh, oneh);
   // And the batch as a whole is the product (naive reference).
   check({batch, m, n, k, false, false, false, false, 0, 0, 0}, Gemm::S);
 }
