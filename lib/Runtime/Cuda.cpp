@@ -276,6 +276,7 @@ char stepStreamEvent;
 
 const detail::Driver &detail::driver() { return state().driver; }
 CUstream detail::stepStream() { return state().stream; }
+int detail::sharedMemoryOptIn() { return state().sharedMemoryOptIn; }
 
 void detail::fatal(const char *call, const std::string &message) {
   std::fflush(stdout);

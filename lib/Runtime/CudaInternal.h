@@ -28,6 +28,8 @@ struct Driver {
 const Driver &driver();
 /// The step stream.
 api::CUstream stepStream();
+/// The most dynamic shared memory a kernel of this device may ask for.
+int sharedMemoryOptIn();
 
 /// Ends the process unless initialize() succeeded, naming `call` and, when
 /// not null, `kernel`: the generated code's entry points cannot return an

@@ -21,6 +21,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "weft/Runtime/Cuda.h"
+#include "weft/Runtime/Attention.h"
 #include "weft/Runtime/CudaApi.h"
 #include "weft/Runtime/Kernels.h"
 
@@ -773,6 +774,187 @@ TEST(CudaTest, Bf16GemmsMatchTheCpu) {
           << "sbgemm_bf16 " << describe(c) << " at " << i;
     }
   }
+}
+
+//===----------------------------------------------------------------------===//
+// Attention: the GPU kernels against the CPU's (lib/Runtime/Attention.cpp,
+// which the evaluator tests) on random inputs
+//===----------------------------------------------------------------------===//
+
+struct AttentionCase {
+  int64_t heads, t, s, d, dv;
+  bool causal;
+};
+
+std::string describe(const AttentionCase &c) {
+  return std::to_string(c.heads) + " heads, t " + std::to_string(c.t) + ", s " +
+         std::to_string(c.s) + ", d " + std::to_string(c.d) + ", dv " +
+         std::to_string(c.dv) + (c.causal ? ", causal" : "");
+}
+
+/// max |got - want| / max |want|: the kernels sum in other orders than the
+/// CPU's (and bf16 rounds P and dS), so errors scale with the tensor.
+double relativeError(const std::vector<float> &got,
+                     const std::vector<float> &want) {
+  double err = 0, scale = 1e-30;
+  for (size_t i = 0; i < want.size(); ++i) {
+    err = std::max(err, double(std::fabs(got[i] - want[i])));
+    scale = std::max(scale, double(std::fabs(want[i])));
+  }
+  return err / scale;
+}
+
+/// The forward and backward of `c` on the CPU (f32, from the operands as
+/// given) and on the GPU (f32 or bf16 operands; bf16 ones are rounded
+/// first, and the CPU computes from the rounded values too). Returns the
+/// GPU's results in f32 for out, lse, dq, dk, dv, with the CPU's in `want`.
+using Results = std::vector<std::vector<float>>;
+Results runAttention(const AttentionCase &c, bool bf16, std::mt19937 &gen,
+                     Results &want) {
+  float scale = 1.0f / std::sqrt(float(c.d));
+  size_t nq = c.heads * c.t * c.d, nk = c.heads * c.s * c.d,
+         nv = c.heads * c.s * c.dv, no = c.heads * c.t * c.dv,
+         nl = c.heads * c.t;
+  auto operand = [&](size_t n, float range) {
+    std::vector<float> v = randomFloats(n, gen);
+    for (float &x : v)
+      x = bf16 ? fromBf16(toBf16(x * range)) : x * range;
+    return v;
+  };
+  // Wide enough scores that the softmax is far from uniform.
+  std::vector<float> q = operand(nq, 2.0f), k = operand(nk, 2.0f),
+                     v = operand(nv, 1.0f), dout = operand(no, 1.0f);
+  want.assign(5, {});
+  want[0].resize(no);
+  want[1].resize(nl);
+  weft_rt_attention_f32(c.heads, c.t, c.s, c.d, c.dv, scale, c.causal, q.data(),
+                        k.data(), v.data(), want[0].data(), want[1].data());
+  std::vector<float> out = want[0];
+  if (bf16)
+    for (float &x : out)
+      x = fromBf16(toBf16(x));
+  want[2].resize(nq);
+  want[3].resize(nk);
+  want[4].resize(nv);
+  weft_rt_attention_grad_f32(c.heads, c.t, c.s, c.d, c.dv, scale, c.causal,
+                             dout.data(), q.data(), k.data(), v.data(),
+                             out.data(), want[1].data(), want[2].data(),
+                             want[3].data(), want[4].data());
+
+  Results got(5);
+  DeviceBuffer lse(nullptr, nl * 4);
+  if (!bf16) {
+    DeviceBuffer dq_(q), dk_(k), dv_(v), ddo(dout), dout_(nullptr, no * 4),
+        gq(nullptr, nq * 4), gk(nullptr, nk * 4), gv(nullptr, nv * 4);
+    weft_rt_cuda_attention_f32(
+        c.heads, c.t, c.s, c.d, c.dv, scale, c.causal, dq_.as<float>(),
+        dk_.as<float>(), dv_.as<float>(), dout_.as<float>(), lse.as<float>());
+    // The backward reads the CPU's out, as it does the CPU's lse.
+    DeviceBuffer o(out), l(want[1]);
+    weft_rt_cuda_attention_grad_f32(
+        c.heads, c.t, c.s, c.d, c.dv, scale, c.causal, ddo.as<float>(),
+        dq_.as<float>(), dk_.as<float>(), dv_.as<float>(), o.as<float>(),
+        l.as<float>(), gq.as<float>(), gk.as<float>(), gv.as<float>());
+    got[0] = dout_.read<float>(no);
+    got[1] = lse.read<float>(nl);
+    got[2] = gq.read<float>(nq);
+    got[3] = gk.read<float>(nk);
+    got[4] = gv.read<float>(nv);
+    return got;
+  }
+  auto half = [](const std::vector<float> &x) {
+    std::vector<uint16_t> h(x.size());
+    for (size_t i = 0; i < x.size(); ++i)
+      h[i] = toBf16(x[i]);
+    return h;
+  };
+  auto widen = [](const std::vector<uint16_t> &h) {
+    std::vector<float> x(h.size());
+    for (size_t i = 0; i < h.size(); ++i)
+      x[i] = fromBf16(h[i]);
+    return x;
+  };
+  DeviceBuffer dq_(half(q)), dk_(half(k)), dv_(half(v)), ddo(half(dout)),
+      dout_(nullptr, no * 2), gq(nullptr, nq * 2), gk(nullptr, nk * 2),
+      gv(nullptr, nv * 2), o(half(out)), l(want[1]);
+  weft_rt_cuda_attention_bf16(c.heads, c.t, c.s, c.d, c.dv, scale, c.causal,
+                              dq_.as<uint16_t>(), dk_.as<uint16_t>(),
+                              dv_.as<uint16_t>(), dout_.as<uint16_t>(),
+                              lse.as<float>());
+  weft_rt_cuda_attention_grad_bf16(
+      c.heads, c.t, c.s, c.d, c.dv, scale, c.causal, ddo.as<uint16_t>(),
+      dq_.as<uint16_t>(), dk_.as<uint16_t>(), dv_.as<uint16_t>(),
+      o.as<uint16_t>(), l.as<float>(), gq.as<uint16_t>(), gk.as<uint16_t>(),
+      gv.as<uint16_t>());
+  got[0] = widen(dout_.read<uint16_t>(no));
+  got[1] = lse.read<float>(nl);
+  got[2] = widen(gq.read<uint16_t>(nq));
+  got[3] = widen(gk.read<uint16_t>(nk));
+  got[4] = widen(gv.read<uint16_t>(nv));
+  return got;
+}
+
+void checkAttention(const std::vector<AttentionCase> &cases, bool bf16,
+                    double tolerance, double gradTolerance) {
+  std::mt19937 gen(bf16 ? 17 : 16);
+  const char *names[] = {"out", "lse", "dq", "dk", "dv"};
+  for (const AttentionCase &c : cases) {
+    Results want;
+    Results got = runAttention(c, bf16, gen, want);
+    for (int i = 0; i < 5; ++i) {
+      double err = relativeError(got[i], want[i]);
+      EXPECT_LE(err, i < 2 ? tolerance : gradTolerance)
+          << (bf16 ? "bf16 " : "f32 ") << names[i] << ", " << describe(c);
+      std::printf("[ attention ] %s %-4s %-40s relative error %.2e\n",
+                  bf16 ? "bf16" : "f32", names[i], describe(c).c_str(), err);
+    }
+  }
+}
+
+// Tails of 64-row blocks, cross attention (t != s), both head widths (64
+// and 128 after padding), d != dv.
+TEST(CudaTest, AttentionF32MatchesTheCpu) {
+  REQUIRE_DEVICE();
+  checkAttention({{3, 100, 100, 40, 24, true},
+                  {3, 100, 100, 40, 24, false},
+                  {2, 50, 90, 16, 16, false},
+                  {2, 130, 130, 64, 64, true}},
+                 /*bf16=*/false, 1e-5, 1e-5);
+}
+
+TEST(CudaTest, AttentionBf16MatchesTheCpu) {
+  REQUIRE_DEVICE();
+  // bf16 outputs round to 8 bits (2^-9 relative) and the kernels round P
+  // and dS to bf16 for their products.
+  checkAttention({{2, 200, 200, 64, 64, true},
+                  {2, 70, 70, 128, 128, false},
+                  {3, 100, 100, 40, 24, true}},
+                 /*bf16=*/true, 1e-2, 2e-2);
+}
+
+TEST(CudaTest, AttentionIsDeterministic) {
+  REQUIRE_DEVICE();
+  AttentionCase c{4, 300, 300, 64, 64, true};
+  std::mt19937 gen1(5), gen2(5);
+  Results w1, w2;
+  Results a = runAttention(c, /*bf16=*/true, gen1, w1);
+  Results b = runAttention(c, /*bf16=*/true, gen2, w2);
+  for (int i = 0; i < 5; ++i)
+    EXPECT_EQ(std::memcmp(a[i].data(), b[i].data(), a[i].size() * 4), 0)
+        << "result " << i;
+}
+
+TEST(CudaTest, AttentionRefusesWideHeads) {
+  REQUIRE_DEVICE();
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_DEATH(weft_rt_cuda_attention_bf16(1, 4, 4, 160, 64, 1.0f, 0, nullptr,
+                                           nullptr, nullptr, nullptr, nullptr),
+               "head dimension 160 is over the GPU attention kernels' 128 "
+               "for bf16 operands: compile with --fused-attention=off");
+  EXPECT_DEATH(weft_rt_cuda_attention_f32(1, 4, 4, 96, 64, 1.0f, 0, nullptr,
+                                          nullptr, nullptr, nullptr, nullptr),
+               "head dimension 96 is over the GPU attention kernels' 64 "
+               "for f32 operands");
 }
 
 } // namespace

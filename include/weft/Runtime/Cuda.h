@@ -74,11 +74,11 @@ void weft_rt_cuda_sgemm(int64_t batch, int32_t transA, int32_t transB,
                         int64_t lda, int64_t strideA, const float *b,
                         int64_t ldb, int64_t strideB, float *c, int64_t ldc,
                         int64_t strideC);
-void weft_rt_cuda_sgemm_batch_sum(int64_t batch, int32_t transA,
-                                  int32_t transB, int64_t m, int64_t n,
-                                  int64_t k, const float *a, int64_t lda,
-                                  int64_t strideA, const float *b, int64_t ldb,
-                                  int64_t strideB, float *c, int64_t ldc);
+void weft_rt_cuda_sgemm_batch_sum(int64_t batch, int32_t transA, int32_t transB,
+                                  int64_t m, int64_t n, int64_t k,
+                                  const float *a, int64_t lda, int64_t strideA,
+                                  const float *b, int64_t ldb, int64_t strideB,
+                                  float *c, int64_t ldc);
 void weft_rt_cuda_sgemm_accumulate(int32_t transA, int32_t transB, int64_t m,
                                    int64_t n, int64_t k, const float *a,
                                    int64_t lda, const float *b, int64_t ldb,
@@ -93,6 +93,35 @@ void weft_rt_cuda_sbgemm_bf16(int64_t batch, int32_t transA, int32_t transB,
                               const uint16_t *a, int64_t lda, int64_t strideA,
                               const uint16_t *b, int64_t ldb, int64_t strideB,
                               uint16_t *c, int64_t ldc, int64_t strideC);
+
+/* weft.attention and weft.attention_grad on the device: the arguments and
+   results of the CPU's weft_rt_attention_f32 and weft_rt_attention_grad_f32
+   (Attention.h) on device pointers, the bf16 versions with bf16 operands
+   and results and an f32 log-sum-exp. Head dimensions d and dv up to 128
+   (CudaAttention.cu; larger ones end the process naming the fix). Queued on
+   the step stream; the same bits every run. */
+void weft_rt_cuda_attention_f32(int64_t heads, int64_t t, int64_t s, int64_t d,
+                                int64_t dv, float scale, int32_t causal,
+                                const float *q, const float *k, const float *v,
+                                float *out, float *lse);
+void weft_rt_cuda_attention_bf16(int64_t heads, int64_t t, int64_t s, int64_t d,
+                                 int64_t dv, float scale, int32_t causal,
+                                 const uint16_t *q, const uint16_t *k,
+                                 const uint16_t *v, uint16_t *out, float *lse);
+void weft_rt_cuda_attention_grad_f32(int64_t heads, int64_t t, int64_t s,
+                                     int64_t d, int64_t dv, float scale,
+                                     int32_t causal, const float *dout,
+                                     const float *q, const float *k,
+                                     const float *v, const float *out,
+                                     const float *lse, float *dq, float *dk,
+                                     float *dvOut);
+void weft_rt_cuda_attention_grad_bf16(int64_t heads, int64_t t, int64_t s,
+                                      int64_t d, int64_t dv, float scale,
+                                      int32_t causal, const uint16_t *dout,
+                                      const uint16_t *q, const uint16_t *k,
+                                      const uint16_t *v, const uint16_t *out,
+                                      const float *lse, uint16_t *dq,
+                                      uint16_t *dk, uint16_t *dvOut);
 }
 
 /* The entry points MLIR 22's gpu-to-llvm lowering and gpu.binary translation
@@ -133,8 +162,7 @@ void *mgpuMemAlloc(uint64_t bytes, void *stream, bool isHostShared);
 void mgpuMemFree(void *ptr, void *stream);
 void mgpuMemcpy(void *dst, void *src, size_t bytes, void *stream);
 void mgpuMemset32(void *dst, unsigned value, size_t count, void *stream);
-void mgpuMemset16(void *dst, unsigned short value, size_t count,
-                  void *stream);
+void mgpuMemset16(void *dst, unsigned short value, size_t count, void *stream);
 void mgpuSetDefaultDevice(int32_t device);
 }
 

@@ -1,0 +1,203 @@
+//===- CudaAttention.cpp - Launching the GPU attention kernels ------------===//
+//
+// Part of the Weft project.
+//
+//===----------------------------------------------------------------------===//
+//
+// The weft_rt_cuda_attention* entry points (Cuda.h) launch the kernels of
+// CudaAttention.cu. nvcc builds those into a fatbin that the build embeds
+// here (WEFT_CUDA_ATTENTION_FATBIN, a header bin2c writes); it is registered
+// and launched through the same mgpu* functions as generated kernels, so it
+// loads lazily, raises its shared-memory limit as they do, shows up in
+// WEFT_CUDA_PROFILE under its kernels' names, and its errors name them.
+// Built without nvcc, the entry points end the process saying so.
+//
+//===----------------------------------------------------------------------===//
+
+#include "weft/Runtime/Cuda.h"
+
+#include "CudaAttentionLayout.h"
+#include "CudaInternal.h"
+
+#include <cstdint>
+#include <cstring>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#ifdef WEFT_CUDA_ATTENTION_FATBIN
+#include WEFT_CUDA_ATTENTION_FATBIN
+#endif
+
+using namespace weft::rt::cuda;
+namespace layout = weft::rt::cuda::attention;
+
+namespace {
+
+void *attentionModule([[maybe_unused]] const char *call) {
+#ifdef WEFT_CUDA_ATTENTION_FATBIN
+  static std::once_flag once;
+  static void *module = nullptr;
+  std::call_once(once, [] {
+    // bin2c's array is byte-aligned; the driver reads the fatbin's header
+    // as 8-byte words.
+    static std::vector<uint64_t> aligned((sizeof(weftAttentionFatbin) + 7) / 8);
+    std::memcpy(aligned.data(), weftAttentionFatbin,
+                sizeof(weftAttentionFatbin));
+    module = mgpuModuleLoad(aligned.data(), sizeof(weftAttentionFatbin));
+  });
+  return module;
+#else
+  detail::fatal(call, "this runtime was built without nvcc (the CUDA "
+                      "toolkit's compiler), so it has no attention kernels: "
+                      "rebuild Weft where /usr/local/cuda/bin/nvcc exists, or "
+                      "compile the model with --fused-attention=off");
+#endif
+}
+
+/// The sizes every kernel takes, checked.
+struct Shape {
+  int t, s, d, dv, blocks, dp;
+  int64_t grid;
+};
+
+Shape checkShape(const char *call, int64_t heads, int64_t t, int64_t s,
+                 int64_t d, int64_t dv, int64_t ownRows, int elementBytes) {
+  auto fail = [&](const std::string &why) { detail::fatal(call, why); };
+  if (heads < 0 || t < 0 || s < 1 || d < 1 || dv < 1)
+    fail("sizes out of range: heads " + std::to_string(heads) + ", t " +
+         std::to_string(t) + ", s " + std::to_string(s) + ", d " +
+         std::to_string(d) + ", dv " + std::to_string(dv));
+  int64_t widest = d > dv ? d : dv;
+  int dp = 0;
+  for (int candidate : layout::kHeadDims)
+    if (!dp && widest <= candidate)
+      dp = candidate;
+  if (widest > layout::maxHeadDim(elementBytes))
+    fail("head dimension " + std::to_string(widest) +
+         " is over the GPU attention kernels' " +
+         std::to_string(layout::maxHeadDim(elementBytes)) + " for " +
+         (elementBytes == 4 ? "f32" : "bf16") +
+         " operands: compile with --fused-attention=off (attention then "
+         "runs as GEMMs and kernels)");
+  if (t > INT32_MAX / 2 || s > INT32_MAX / 2)
+    fail("sequence length over 2^30");
+  Shape shape{int(t), int(s), int(d), int(dv), 0, dp, 0};
+  shape.blocks = int((ownRows + layout::kRows - 1) / layout::kRows);
+  shape.grid = heads * shape.blocks;
+  if (heads && shape.grid / heads != shape.blocks)
+    fail("too many heads");
+  return shape;
+}
+
+/// Launches `kernel` (its name without the type and width suffix) over
+/// `shape.grid` blocks with `sharedBytes`, passing the sizes and then
+/// `pointers`.
+template <size_t N>
+void launch(const char *call, const char *kernel, const char *type,
+            const Shape &shape, float scale, int32_t causal,
+            int (layout::Layout::*bytes)() const, int elementBytes,
+            const void *(&&pointers)[N]) {
+  if (shape.grid == 0)
+    return;
+  if (shape.grid > INT32_MAX)
+    detail::fatal(call, "too many heads and rows for one launch");
+  detail::requireInitialized(call, kernel);
+  std::string name =
+      std::string(kernel) + "_" + type + "_" + std::to_string(shape.dp);
+  // mgpuModuleGetFunction finds a kernel by its name's pointer first: keep
+  // one per name alive for the process.
+  static std::mutex mutex;
+  static std::string names[3 * 2 * 2];
+  static int used = 0;
+  const char *stable = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    for (int i = 0; i < used && !stable; ++i)
+      if (names[i] == name)
+        stable = names[i].c_str();
+    if (!stable) {
+      names[used] = name;
+      stable = names[used++].c_str();
+    }
+  }
+  void *function = mgpuModuleGetFunction(attentionModule(call), stable);
+  int sharedBytes = (layout::Layout::of(elementBytes, shape.dp).*bytes)();
+  if (sharedBytes > detail::sharedMemoryOptIn())
+    detail::fatal(call, name + " needs " + std::to_string(sharedBytes) +
+                            " bytes of shared memory for head dimension " +
+                            std::to_string(shape.dp) + "; this GPU allows " +
+                            std::to_string(detail::sharedMemoryOptIn()) +
+                            ": compile with --fused-attention=off (attention "
+                            "then runs as GEMMs and kernels)");
+  int t = shape.t, s = shape.s, d = shape.d, dv = shape.dv,
+      blocks = shape.blocks;
+  void *params[7 + N] = {&t, &s, &d, &dv, &scale, &causal, &blocks};
+  for (size_t i = 0; i < N; ++i)
+    params[7 + i] = const_cast<void **>(&pointers[i]);
+  mgpuLaunchKernel(function, intptr_t(shape.grid), 1, 1, layout::kThreads, 1, 1,
+                   sharedBytes, nullptr, params, nullptr, 7 + N);
+}
+
+template <typename E>
+void forward(const char *call, const char *type, int64_t heads, int64_t t,
+             int64_t s, int64_t d, int64_t dv, float scale, int32_t causal,
+             const E *q, const E *k, const E *v, E *out, float *lse) {
+  Shape shape = checkShape(call, heads, t, s, d, dv, t, sizeof(E));
+  launch(call, "weft_attention_forward", type, shape, scale, causal,
+         &layout::Layout::forward, sizeof(E), {q, k, v, out, lse});
+}
+
+template <typename E>
+void backward(const char *call, const char *type, int64_t heads, int64_t t,
+              int64_t s, int64_t d, int64_t dv, float scale, int32_t causal,
+              const E *dout, const E *q, const E *k, const E *v, const E *out,
+              const float *lse, E *dq, E *dk, E *dvOut) {
+  Shape keys = checkShape(call, heads, t, s, d, dv, s, sizeof(E));
+  launch(call, "weft_attention_grad_keys", type, keys, scale, causal,
+         &layout::Layout::gradKeys, sizeof(E),
+         {dout, q, k, v, out, lse, dk, dvOut});
+  Shape queries = checkShape(call, heads, t, s, d, dv, t, sizeof(E));
+  launch(call, "weft_attention_grad_queries", type, queries, scale, causal,
+         &layout::Layout::gradQueries, sizeof(E),
+         {dout, q, k, v, out, lse, dq});
+}
+
+} // namespace
+
+extern "C" void weft_rt_cuda_attention_f32(int64_t heads, int64_t t, int64_t s,
+                                           int64_t d, int64_t dv, float scale,
+                                           int32_t causal, const float *q,
+                                           const float *k, const float *v,
+                                           float *out, float *lse) {
+  forward("weft_rt_cuda_attention_f32", "f32", heads, t, s, d, dv, scale,
+          causal, q, k, v, out, lse);
+}
+
+extern "C" void weft_rt_cuda_attention_bf16(int64_t heads, int64_t t, int64_t s,
+                                            int64_t d, int64_t dv, float scale,
+                                            int32_t causal, const uint16_t *q,
+                                            const uint16_t *k,
+                                            const uint16_t *v, uint16_t *out,
+                                            float *lse) {
+  forward("weft_rt_cuda_attention_bf16", "bf16", heads, t, s, d, dv, scale,
+          causal, q, k, v, out, lse);
+}
+
+extern "C" void weft_rt_cuda_attention_grad_f32(
+    int64_t heads, int64_t t, int64_t s, int64_t d, int64_t dv, float scale,
+    int32_t causal, const float *dout, const float *q, const float *k,
+    const float *v, const float *out, const float *lse, float *dq, float *dk,
+    float *dvOut) {
+  backward("weft_rt_cuda_attention_grad_f32", "f32", heads, t, s, d, dv, scale,
+           causal, dout, q, k, v, out, lse, dq, dk, dvOut);
+}
+
+extern "C" void weft_rt_cuda_attention_grad_bf16(
+    int64_t heads, int64_t t, int64_t s, int64_t d, int64_t dv, float scale,
+    int32_t causal, const uint16_t *dout, const uint16_t *q, const uint16_t *k,
+    const uint16_t *v, const uint16_t *out, const float *lse, uint16_t *dq,
+    uint16_t *dk, uint16_t *dvOut) {
+  backward("weft_rt_cuda_attention_grad_bf16", "bf16", heads, t, s, d, dv,
+           scale, causal, dout, q, k, v, out, lse, dq, dk, dvOut);
+}

@@ -1,0 +1,463 @@
+//===- CudaAttention.cu - Flash attention on NVIDIA GPUs ------------------===//
+//
+// Part of the Weft project.
+//
+//===----------------------------------------------------------------------===//
+//
+// The GPU's weft.attention and weft.attention_grad: the CPU kernels'
+// algorithm (lib/Runtime/Attention.cpp) on blocks of 64 rows, so that the
+// [T, S] scores of a head never reach device memory. Built by nvcc into a
+// fatbin (sm_80, sm_90 and compute_80 PTX) that the runtime embeds and loads
+// like generated code (CudaAttention.cpp).
+//
+// A block of four warps owns 64 rows and meets the other side 64 rows at a
+// time, all tiles in shared memory (CudaAttentionLayout.h): the forward
+// owns queries and keeps a running maximum and sum per row (online
+// softmax), rescaling its output when the maximum grows; the backward
+// recomputes each tile's probabilities from the saved log-sum-exp. Causal
+// tiles wholly above the diagonal are never visited.
+//
+// The backward is two kernels, one owning keys (dK, dV) and one owning
+// queries (dQ), each recomputing the scores and dP it needs. FlashAttention-2
+// does it in one, adding dQ with atomics; the sum's order would then depend
+// on timing, and Weft's steps give the same bits every run.
+//
+// Products: bf16 operands use tensor cores (WMMA 16x16x16, f32
+// accumulation); P and dS are rounded to bf16 for theirs, as every bf16
+// flash kernel does. f32 operands use plain FMAs in the CPU's precision:
+// f32 training matches the CPU executable to 1e-4, which TF32 would not.
+//
+//===----------------------------------------------------------------------===//
+
+#include "CudaAttentionLayout.h"
+
+#include <cuda_bf16.h>
+#include <mma.h>
+#include <stdint.h>
+
+#include <type_traits>
+
+using namespace weft::rt::cuda::attention;
+
+namespace {
+
+using bf16 = __nv_bfloat16;
+constexpr float kNegInf = -__builtin_huge_valf();
+
+__device__ __forceinline__ float toFloat(float x) { return x; }
+__device__ __forceinline__ float toFloat(bf16 x) { return __bfloat162float(x); }
+template <typename E> __device__ __forceinline__ E fromFloat(float x);
+template <> __device__ __forceinline__ float fromFloat<float>(float x) {
+  return x;
+}
+template <> __device__ __forceinline__ bf16 fromFloat<bf16>(float x) {
+  return __float2bfloat16_rn(x);
+}
+
+__device__ __forceinline__ float warpMax(float x) {
+  for (int o = 16; o > 0; o /= 2)
+    x = fmaxf(x, __shfl_xor_sync(0xffffffffu, x, o));
+  return x;
+}
+__device__ __forceinline__ float warpSum(float x) {
+  for (int o = 16; o > 0; o /= 2)
+    x += __shfl_xor_sync(0xffffffffu, x, o);
+  return x;
+}
+
+/// C[64][N] = (or, Accumulate, +=) op(A) op(B), op(A) [64][K] and op(B)
+/// [K][N]: A is stored [64][K], or [K][64] when TransA; B [K][N], or [N][K]
+/// when TransB. Warp w computes rows 16w..16w+15 of C in both versions, so
+/// a warp reading back only its own rows needs no barrier.
+template <int N, int K, bool TransA, bool TransB, bool Accumulate>
+__device__ __forceinline__ void tileProduct(float *c, int ldc, const bf16 *a,
+                                            int lda, const bf16 *b, int ldb) {
+  using namespace nvcuda;
+  using ALayout = std::conditional_t<TransA, wmma::col_major, wmma::row_major>;
+  using BLayout = std::conditional_t<TransB, wmma::col_major, wmma::row_major>;
+  const int m0 = (threadIdx.x / 32) * 16;
+  wmma::fragment<wmma::accumulator, 16, 16, 16, float> acc[N / 16];
+#pragma unroll
+  for (int n = 0; n < N / 16; ++n) {
+    if (Accumulate)
+      wmma::load_matrix_sync(acc[n], c + m0 * ldc + n * 16, ldc,
+                             wmma::mem_row_major);
+    else
+      wmma::fill_fragment(acc[n], 0.0f);
+  }
+#pragma unroll
+  for (int k = 0; k < K; k += 16) {
+    wmma::fragment<wmma::matrix_a, 16, 16, 16, bf16, ALayout> fa;
+    wmma::load_matrix_sync(fa, TransA ? a + k * lda + m0 : a + m0 * lda + k,
+                           lda);
+#pragma unroll
+    for (int n = 0; n < N / 16; ++n) {
+      wmma::fragment<wmma::matrix_b, 16, 16, 16, bf16, BLayout> fb;
+      wmma::load_matrix_sync(
+          fb, TransB ? b + n * 16 * ldb + k : b + k * ldb + n * 16, ldb);
+      wmma::mma_sync(acc[n], fa, fb, acc[n]);
+    }
+  }
+#pragma unroll
+  for (int n = 0; n < N / 16; ++n)
+    wmma::store_matrix_sync(c + m0 * ldc + n * 16, acc[n], ldc,
+                            wmma::mem_row_major);
+}
+
+/// The f32 version: thread t computes rows 4(t/8)..+3 (so warp w rows
+/// 16w..16w+15, as above) and columns t%8, t%8 + 8, ..., summing over K in
+/// order.
+template <int N, int K, bool TransA, bool TransB, bool Accumulate>
+__device__ __forceinline__ void tileProduct(float *c, int ldc, const float *a,
+                                            int lda, const float *b, int ldb) {
+  const int r0 = (threadIdx.x / 8) * 4, c0 = threadIdx.x % 8;
+  float acc[4][N / 8];
+#pragma unroll
+  for (int i = 0; i < 4; ++i)
+#pragma unroll
+    for (int j = 0; j < N / 8; ++j)
+      acc[i][j] = Accumulate ? c[(r0 + i) * ldc + c0 + 8 * j] : 0.0f;
+#pragma unroll 4
+  for (int k = 0; k < K; ++k) {
+    float x[4];
+#pragma unroll
+    for (int i = 0; i < 4; ++i)
+      x[i] = TransA ? a[k * lda + r0 + i] : a[(r0 + i) * lda + k];
+#pragma unroll
+    for (int j = 0; j < N / 8; ++j) {
+      int n = c0 + 8 * j;
+      float y = TransB ? b[n * ldb + k] : b[k * ldb + n];
+#pragma unroll
+      for (int i = 0; i < 4; ++i)
+        acc[i][j] = fmaf(x[i], y, acc[i][j]);
+    }
+  }
+#pragma unroll
+  for (int i = 0; i < 4; ++i)
+#pragma unroll
+    for (int j = 0; j < N / 8; ++j)
+      c[(r0 + i) * ldc + c0 + 8 * j] = acc[i][j];
+}
+
+/// Rows row0.. of a dense [rows][cols] array into a [64][DP] tile, zeros
+/// past its rows and columns (so that padded products add nothing).
+template <int DP, typename E>
+__device__ __forceinline__ void loadTile(E *tile, int ld, const E *src,
+                                         int row0, int rows, int cols) {
+  for (int i = threadIdx.x; i < kRows * DP; i += kThreads) {
+    int r = i / DP, c = i % DP, g = row0 + r;
+    tile[r * ld + c] = g < rows && c < cols ? src[int64_t(g) * cols + c]
+                                            : fromFloat<E>(0.0f);
+  }
+}
+
+template <int DP>
+__device__ __forceinline__ void zeroTile(float *tile, int ld) {
+  for (int i = threadIdx.x; i < kRows * DP; i += kThreads)
+    tile[(i / DP) * ld + i % DP] = 0.0f;
+}
+
+/// Writes rows row0.. of a [64][DP] f32 tile, times `factor`, to a dense
+/// [rows][cols] array.
+template <int DP, typename E>
+__device__ __forceinline__ void storeTile(E *dst, const float *tile, int ld,
+                                          int row0, int rows, int cols,
+                                          float factor) {
+  for (int i = threadIdx.x; i < kRows * DP; i += kThreads) {
+    int r = i / DP, c = i % DP, g = row0 + r;
+    if (g < rows && c < cols)
+      dst[int64_t(g) * cols + c] = fromFloat<E>(tile[r * ld + c] * factor);
+  }
+}
+
+/// Carves dynamic shared memory in CudaAttentionLayout.h's order.
+struct Carver {
+  unsigned char *next;
+  template <typename T> __device__ T *take(int bytes) {
+    T *p = reinterpret_cast<T *>(next);
+    next += bytes;
+    return p;
+  }
+};
+
+extern __shared__ __align__(128) unsigned char sharedMemory[];
+
+/// Is key j masked for query i?
+__device__ __forceinline__ bool masked(int i, int j, int s, bool causal) {
+  return j >= s || (causal && j > i);
+}
+
+template <typename E, int DP>
+__device__ __forceinline__ void
+forward(int t, int s, int d, int dv, float scale, bool causal, int blocks,
+        const E *q, const E *k, const E *v, E *out, float *lse) {
+  constexpr Layout L = Layout::of(sizeof(E), DP);
+  constexpr int ldE = operandLd(DP, sizeof(E)), ldS = floatLd(kRows),
+                ldP = operandLd(kRows, sizeof(E)), ldO = floatLd(DP);
+  static_assert(sizeof(E) != 4 || ldP == ldS, "f32 P shares the scores");
+  const int64_t head = blockIdx.x / blocks;
+  const int q0 = (blockIdx.x % blocks) * kRows;
+  q += head * t * d;
+  k += head * s * d;
+  v += head * s * dv;
+  out += head * t * dv;
+  lse += head * t;
+
+  Carver m{sharedMemory};
+  E *sQ = m.take<E>(L.operand), *sK = m.take<E>(L.operand),
+    *sV = m.take<E>(L.operand);
+  float *sS = m.take<float>(L.scores);
+  E *sP = sizeof(E) == 4 ? reinterpret_cast<E *>(sS) : m.take<E>(L.probs);
+  float *sO = m.take<float>(L.accum);
+  float *sMax = m.take<float>(L.rowStats), *sSum = m.take<float>(L.rowStats),
+        *sRescale = m.take<float>(L.rowStats);
+
+  loadTile<DP>(sQ, ldE, q, q0, t, d);
+  zeroTile<DP>(sO, ldO);
+  for (int r = threadIdx.x; r < kRows; r += kThreads) {
+    sMax[r] = kNegInf;
+    sSum[r] = 0.0f;
+  }
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int keyEnd = causal ? min(s, q0 + kRows) : s;
+  for (int k0 = 0; k0 < keyEnd; k0 += kRows) {
+    __syncthreads(); // The last step's readers of sK, sV and sP are done.
+    loadTile<DP>(sK, ldE, k, k0, s, d);
+    loadTile<DP>(sV, ldE, v, k0, s, dv);
+    __syncthreads();
+    tileProduct<kRows, DP, false, true, false>(sS, ldS, sQ, ldE, sK, ldE);
+    __syncthreads();
+    for (int rr = 0; rr < 16; ++rr) {
+      // Key 0 is in the first tile and never masked, so the running
+      // maximum is finite from the first tile on.
+      int r = warp * 16 + rr, i = q0 + r;
+      float x0 = masked(i, k0 + lane, s, causal) ? kNegInf
+                                                 : sS[r * ldS + lane] * scale;
+      float x1 = masked(i, k0 + lane + 32, s, causal)
+                     ? kNegInf
+                     : sS[r * ldS + lane + 32] * scale;
+      float before = sMax[r];
+      float now = fmaxf(before, warpMax(fmaxf(x0, x1)));
+      float p0 = x0 == kNegInf ? 0.0f : expf(x0 - now);
+      float p1 = x1 == kNegInf ? 0.0f : expf(x1 - now);
+      float sum = warpSum(p0 + p1);
+      sP[r * ldP + lane] = fromFloat<E>(p0);
+      sP[r * ldP + lane + 32] = fromFloat<E>(p1);
+      __syncwarp();
+      if (lane == 0) {
+        float rescale = before == kNegInf ? 0.0f : expf(before - now);
+        sRescale[r] = rescale;
+        sSum[r] = sSum[r] * rescale + sum;
+        sMax[r] = now;
+      }
+    }
+    __syncthreads();
+    for (int i = threadIdx.x; i < kRows * DP; i += kThreads)
+      sO[(i / DP) * ldO + i % DP] *= sRescale[i / DP];
+    __syncthreads();
+    tileProduct<DP, kRows, false, false, true>(sO, ldO, sP, ldP, sV, ldE);
+  }
+  __syncthreads();
+  for (int i = threadIdx.x; i < kRows * DP; i += kThreads) {
+    int r = i / DP, c = i % DP, g = q0 + r;
+    if (g < t && c < dv)
+      out[int64_t(g) * dv + c] = fromFloat<E>(sO[r * ldO + c] / sSum[r]);
+  }
+  for (int r = threadIdx.x; r < kRows; r += kThreads)
+    if (q0 + r < t)
+      lse[q0 + r] = sMax[r] + logf(sSum[r]);
+}
+
+/// lse and D = rowsum(dO * O) of query rows q0.. into sLse and sD; warp w
+/// takes rows 16w..16w+15.
+template <typename E>
+__device__ __forceinline__ void rowTerms(float *sLse, float *sD, int q0, int t,
+                                         int dv, const E *dout, const E *out,
+                                         const float *lse) {
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  for (int rr = 0; rr < 16; ++rr) {
+    int r = warp * 16 + rr, g = q0 + r;
+    float x = 0.0f;
+    if (g < t)
+      for (int c = lane; c < dv; c += 32)
+        x += toFloat(dout[int64_t(g) * dv + c]) *
+             toFloat(out[int64_t(g) * dv + c]);
+    x = warpSum(x);
+    if (lane == 0) {
+      sD[r] = x;
+      sLse[r] = g < t ? lse[g] : 0.0f;
+    }
+  }
+}
+
+/// The probabilities of the tile of queries q0.. and keys k0.. into sP from
+/// the scores in sS; zero where masked or past the rows.
+template <typename E>
+__device__ __forceinline__ void probabilities(E *sP, int ldP, const float *sS,
+                                              int ldS, const float *sLse,
+                                              int q0, int k0, int t, int s,
+                                              float scale, bool causal) {
+  for (int i = threadIdx.x; i < kRows * kRows; i += kThreads) {
+    int r = i / kRows, c = i % kRows;
+    bool zero = q0 + r >= t || masked(q0 + r, k0 + c, s, causal);
+    sP[r * ldP + c] = fromFloat<E>(
+        zero ? 0.0f : expf(sS[r * ldS + c] * scale - sLse[r]));
+  }
+}
+
+/// dS = P (dP - D) into sDS from P in sP and dP in sDP (the same tile as
+/// sDS with f32 operands: each element is read, then written, by one
+/// thread).
+template <typename E>
+__device__ __forceinline__ void scoreGradients(E *sDS, int ldDS, const E *sP,
+                                               int ldP, const float *sDP,
+                                               int ldS, const float *sD) {
+  for (int i = threadIdx.x; i < kRows * kRows; i += kThreads) {
+    int r = i / kRows, c = i % kRows;
+    float dp = sDP[r * ldS + c];
+    sDS[r * ldDS + c] = fromFloat<E>(toFloat(sP[r * ldP + c]) * (dp - sD[r]));
+  }
+}
+
+template <typename E, int DP>
+__device__ __forceinline__ void
+gradKeys(int t, int s, int d, int dv, float scale, bool causal, int blocks,
+         const E *dout, const E *q, const E *k, const E *v, const E *out,
+         const float *lse, E *dk, E *dvOut) {
+  constexpr Layout L = Layout::of(sizeof(E), DP);
+  constexpr int ldE = operandLd(DP, sizeof(E)), ldS = floatLd(kRows),
+                ldP = operandLd(kRows, sizeof(E)), ldA = floatLd(DP);
+  const int64_t head = blockIdx.x / blocks;
+  const int k0 = (blockIdx.x % blocks) * kRows;
+  dout += head * t * dv;
+  q += head * t * d;
+  k += head * s * d;
+  v += head * s * dv;
+  out += head * t * dv;
+  lse += head * t;
+  dk += head * s * d;
+  dvOut += head * s * dv;
+
+  Carver m{sharedMemory};
+  E *sK = m.take<E>(L.operand), *sV = m.take<E>(L.operand),
+    *sQ = m.take<E>(L.operand), *sDO = m.take<E>(L.operand);
+  float *sS = m.take<float>(L.scores);
+  E *sP = m.take<E>(L.probs);
+  E *sDS = sizeof(E) == 4 ? reinterpret_cast<E *>(sS) : m.take<E>(L.probs);
+  float *sDK = m.take<float>(L.accum), *sDV = m.take<float>(L.accum);
+  float *sLse = m.take<float>(L.rowStats), *sD = m.take<float>(L.rowStats);
+
+  loadTile<DP>(sK, ldE, k, k0, s, d);
+  loadTile<DP>(sV, ldE, v, k0, s, dv);
+  zeroTile<DP>(sDK, ldA);
+  zeroTile<DP>(sDV, ldA);
+  // Causal: queries before k0 see none of these keys.
+  for (int q0 = causal ? k0 : 0; q0 < t; q0 += kRows) {
+    __syncthreads();
+    loadTile<DP>(sQ, ldE, q, q0, t, d);
+    loadTile<DP>(sDO, ldE, dout, q0, t, dv);
+    rowTerms(sLse, sD, q0, t, dv, dout, out, lse);
+    __syncthreads();
+    tileProduct<kRows, DP, false, true, false>(sS, ldS, sQ, ldE, sK, ldE);
+    __syncthreads();
+    probabilities(sP, ldP, sS, ldS, sLse, q0, k0, t, s, scale, causal);
+    __syncthreads();
+    // dV += P^T dO; dP = dO V^T (into the scores' tile, read above).
+    tileProduct<DP, kRows, true, false, true>(sDV, ldA, sP, ldP, sDO, ldE);
+    tileProduct<kRows, DP, false, true, false>(sS, ldS, sDO, ldE, sV, ldE);
+    __syncthreads();
+    scoreGradients(sDS, ldP, sP, ldP, sS, ldS, sD);
+    __syncthreads();
+    // dK += dS^T Q (times the scale, at the end).
+    tileProduct<DP, kRows, true, false, true>(sDK, ldA, sDS, ldP, sQ, ldE);
+  }
+  __syncthreads();
+  storeTile<DP>(dk, sDK, ldA, k0, s, d, scale);
+  storeTile<DP>(dvOut, sDV, ldA, k0, s, dv, 1.0f);
+}
+
+template <typename E, int DP>
+__device__ __forceinline__ void
+gradQueries(int t, int s, int d, int dv, float scale, bool causal, int blocks,
+            const E *dout, const E *q, const E *k, const E *v, const E *out,
+            const float *lse, E *dq) {
+  constexpr Layout L = Layout::of(sizeof(E), DP);
+  constexpr int ldE = operandLd(DP, sizeof(E)), ldS = floatLd(kRows),
+                ldP = operandLd(kRows, sizeof(E)), ldA = floatLd(DP);
+  const int64_t head = blockIdx.x / blocks;
+  const int q0 = (blockIdx.x % blocks) * kRows;
+  dout += head * t * dv;
+  q += head * t * d;
+  k += head * s * d;
+  v += head * s * dv;
+  out += head * t * dv;
+  lse += head * t;
+  dq += head * t * d;
+
+  Carver m{sharedMemory};
+  E *sQ = m.take<E>(L.operand), *sDO = m.take<E>(L.operand),
+    *sK = m.take<E>(L.operand), *sV = m.take<E>(L.operand);
+  float *sS = m.take<float>(L.scores);
+  E *sP = m.take<E>(L.probs);
+  E *sDS = sizeof(E) == 4 ? reinterpret_cast<E *>(sS) : m.take<E>(L.probs);
+  float *sDQ = m.take<float>(L.accum);
+  float *sLse = m.take<float>(L.rowStats), *sD = m.take<float>(L.rowStats);
+
+  loadTile<DP>(sQ, ldE, q, q0, t, d);
+  loadTile<DP>(sDO, ldE, dout, q0, t, dv);
+  zeroTile<DP>(sDQ, ldA);
+  rowTerms(sLse, sD, q0, t, dv, dout, out, lse);
+  const int keyEnd = causal ? min(s, q0 + kRows) : s;
+  for (int k0 = 0; k0 < keyEnd; k0 += kRows) {
+    __syncthreads();
+    loadTile<DP>(sK, ldE, k, k0, s, d);
+    loadTile<DP>(sV, ldE, v, k0, s, dv);
+    __syncthreads();
+    tileProduct<kRows, DP, false, true, false>(sS, ldS, sQ, ldE, sK, ldE);
+    __syncthreads();
+    probabilities(sP, ldP, sS, ldS, sLse, q0, k0, t, s, scale, causal);
+    __syncthreads();
+    tileProduct<kRows, DP, false, true, false>(sS, ldS, sDO, ldE, sV, ldE);
+    __syncthreads();
+    scoreGradients(sDS, ldP, sP, ldP, sS, ldS, sD);
+    __syncthreads();
+    // dQ += dS K (times the scale, at the end).
+    tileProduct<DP, kRows, false, false, true>(sDQ, ldA, sDS, ldP, sK, ldE);
+  }
+  __syncthreads();
+  storeTile<DP>(dq, sDQ, ldA, q0, t, d, scale);
+}
+
+} // namespace
+
+// The entry points, by name (CudaAttention.cpp launches them): one per
+// operand type and padded head dimension. `blocks` is the number of row
+// blocks per head; the grid is heads x blocks along x.
+#define WEFT_ATTENTION_KERNELS(E, NAME, DP)                                    \
+  extern "C" __global__ void __launch_bounds__(kThreads)                       \
+      weft_attention_forward_##NAME##_##DP(                                    \
+          int t, int s, int d, int dv, float scale, int causal, int blocks,    \
+          const E *q, const E *k, const E *v, E *out, float *lse) {            \
+    forward<E, DP>(t, s, d, dv, scale, causal, blocks, q, k, v, out, lse);     \
+  }                                                                            \
+  extern "C" __global__ void __launch_bounds__(kThreads)                       \
+      weft_attention_grad_keys_##NAME##_##DP(                                  \
+          int t, int s, int d, int dv, float scale, int causal, int blocks,    \
+          const E *dout, const E *q, const E *k, const E *v, const E *out,     \
+          const float *lse, E *dk, E *dvOut) {                                 \
+    gradKeys<E, DP>(t, s, d, dv, scale, causal, blocks, dout, q, k, v, out,    \
+                    lse, dk, dvOut);                                           \
+  }                                                                            \
+  extern "C" __global__ void __launch_bounds__(kThreads)                       \
+      weft_attention_grad_queries_##NAME##_##DP(                               \
+          int t, int s, int d, int dv, float scale, int causal, int blocks,    \
+          const E *dout, const E *q, const E *k, const E *v, const E *out,     \
+          const float *lse, E *dq) {                                           \
+    gradQueries<E, DP>(t, s, d, dv, scale, causal, blocks, dout, q, k, v,      \
+                       out, lse, dq);                                          \
+  }
+
+WEFT_ATTENTION_KERNELS(float, f32, 64)
+WEFT_ATTENTION_KERNELS(float, f32, 128)
+WEFT_ATTENTION_KERNELS(bf16, bf16, 64)
+WEFT_ATTENTION_KERNELS(bf16, bf16, 128)
