@@ -148,19 +148,59 @@ void forward(const char *call, const char *type, int64_t heads, int64_t t,
          &layout::Layout::forward, sizeof(E), {q, k, v, out, lse});
 }
 
+/// Device memory for D = rowsum(dO * O), one float per query row: grown
+/// (after waiting for the step stream, which may still read the old one)
+/// only when a larger attention comes, so only the first step allocates.
+float *rowTermsBuffer(const char *call, int64_t rows) {
+  static std::mutex mutex;
+  static void *buffer = nullptr;
+  static int64_t capacity = 0;
+  std::lock_guard<std::mutex> lock(mutex);
+  if (rows > capacity) {
+    if (buffer) {
+      if (weft::rt::Status s = synchronize(); !s.ok())
+        detail::fatal(call, s.message);
+      release(buffer);
+      buffer = nullptr;
+    }
+    if (weft::rt::Status s = allocate(size_t(rows) * sizeof(float), &buffer);
+        !s.ok())
+      detail::fatal(call, s.message);
+    capacity = rows;
+  }
+  return static_cast<float *>(buffer);
+}
+
 template <typename E>
 void backward(const char *call, const char *type, int64_t heads, int64_t t,
               int64_t s, int64_t d, int64_t dv, float scale, int32_t causal,
               const E *dout, const E *q, const E *k, const E *v, const E *out,
               const float *lse, E *dq, E *dk, E *dvOut) {
   Shape keys = checkShape(call, heads, t, s, d, dv, s, sizeof(E));
+  Shape queries = checkShape(call, heads, t, s, d, dv, t, sizeof(E));
+  int64_t rows = heads * t;
+  float *rowD = nullptr;
+  if (rows > 0) {
+    detail::requireInitialized(call, nullptr);
+    rowD = rowTermsBuffer(call, rows);
+    constexpr int64_t perBlock = layout::kThreads / 32;
+    const char *name = sizeof(E) == 4 ? "weft_attention_row_terms_f32"
+                                      : "weft_attention_row_terms_bf16";
+    void *function = mgpuModuleGetFunction(attentionModule(call), name);
+    int dvInt = int(dv);
+    const void *pointers[] = {dout, out, rowD};
+    void *params[] = {&rows, &dvInt, const_cast<void **>(&pointers[0]),
+                      const_cast<void **>(&pointers[1]),
+                      const_cast<void **>(&pointers[2])};
+    mgpuLaunchKernel(function, intptr_t((rows + perBlock - 1) / perBlock), 1, 1,
+                     layout::kThreads, 1, 1, 0, nullptr, params, nullptr, 5);
+  }
   launch(call, "weft_attention_grad_keys", type, keys, scale, causal,
          &layout::Layout::gradKeys, sizeof(E),
-         {dout, q, k, v, out, lse, dk, dvOut});
-  Shape queries = checkShape(call, heads, t, s, d, dv, t, sizeof(E));
+         {dout, q, k, v, lse, rowD, dk, dvOut});
   launch(call, "weft_attention_grad_queries", type, queries, scale, causal,
          &layout::Layout::gradQueries, sizeof(E),
-         {dout, q, k, v, out, lse, dq});
+         {dout, q, k, v, lse, rowD, dq});
 }
 
 } // namespace

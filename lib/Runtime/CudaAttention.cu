@@ -54,6 +54,12 @@ template <> __device__ __forceinline__ bf16 fromFloat<bf16>(float x) {
   return __float2bfloat16_rn(x);
 }
 
+/// e^x: f32 operands keep the CPU's precision; bf16 ones take the
+/// hardware's approximation (2 ulp of f32), far below a bf16 step.
+template <typename E> __device__ __forceinline__ float expOf(float x) {
+  return sizeof(E) == 4 ? expf(x) : __expf(x);
+}
+
 __device__ __forceinline__ float warpMax(float x) {
   for (int o = 16; o > 0; o /= 2)
     x = fmaxf(x, __shfl_xor_sync(0xffffffffu, x, o));
@@ -144,6 +150,19 @@ __device__ __forceinline__ void tileProduct(float *c, int ldc, const float *a,
 template <int DP, typename E>
 __device__ __forceinline__ void loadTile(E *tile, int ld, const E *src,
                                          int row0, int rows, int cols) {
+  // 16 bytes a load where rows allow (every head dimension a multiple of
+  // 8 bf16 or 4 f32); the tile's rows are 16-byte aligned by their padding.
+  constexpr int V = 16 / sizeof(E);
+  if (cols % V == 0 && reinterpret_cast<uintptr_t>(src) % 16 == 0) {
+    for (int i = threadIdx.x; i < kRows * DP / V; i += kThreads) {
+      int r = i / (DP / V), c = i % (DP / V) * V, g = row0 + r;
+      uint4 x = make_uint4(0, 0, 0, 0);
+      if (g < rows && c < cols)
+        x = *reinterpret_cast<const uint4 *>(src + int64_t(g) * cols + c);
+      *reinterpret_cast<uint4 *>(tile + r * ld + c) = x;
+    }
+    return;
+  }
   for (int i = threadIdx.x; i < kRows * DP; i += kThreads) {
     int r = i / DP, c = i % DP, g = row0 + r;
     tile[r * ld + c] = g < rows && c < cols ? src[int64_t(g) * cols + c]
@@ -218,7 +237,6 @@ forward(int t, int s, int d, int dv, float scale, bool causal, int blocks,
     sMax[r] = kNegInf;
     sSum[r] = 0.0f;
   }
-  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int keyEnd = causal ? min(s, q0 + kRows) : s;
   for (int k0 = 0; k0 < keyEnd; k0 += kRows) {
     __syncthreads(); // The last step's readers of sK, sV and sP are done.
@@ -227,25 +245,32 @@ forward(int t, int s, int d, int dv, float scale, bool causal, int blocks,
     __syncthreads();
     tileProduct<kRows, DP, false, true, false>(sS, ldS, sQ, ldE, sK, ldE);
     __syncthreads();
-    for (int rr = 0; rr < 16; ++rr) {
-      // Key 0 is in the first tile and never masked, so the running
-      // maximum is finite from the first tile on.
-      int r = warp * 16 + rr, i = q0 + r;
-      float x0 = masked(i, k0 + lane, s, causal) ? kNegInf
-                                                 : sS[r * ldS + lane] * scale;
-      float x1 = masked(i, k0 + lane + 32, s, causal)
-                     ? kNegInf
-                     : sS[r * ldS + lane + 32] * scale;
-      float before = sMax[r];
-      float now = fmaxf(before, warpMax(fmaxf(x0, x1)));
-      float p0 = x0 == kNegInf ? 0.0f : expf(x0 - now);
-      float p1 = x1 == kNegInf ? 0.0f : expf(x1 - now);
-      float sum = warpSum(p0 + p1);
-      sP[r * ldP + lane] = fromFloat<E>(p0);
-      sP[r * ldP + lane + 32] = fromFloat<E>(p1);
-      __syncwarp();
-      if (lane == 0) {
-        float rescale = before == kNegInf ? 0.0f : expf(before - now);
+    {
+      // Two threads a row, 32 keys each (a pair of lanes). Key 0 is in the
+      // first tile and never masked, so the running maximum is finite from
+      // the first tile on.
+      const int r = threadIdx.x / 2, half = threadIdx.x % 2, i = q0 + r;
+      float x[32], top = kNegInf;
+#pragma unroll
+      for (int c = 0; c < 32; ++c) {
+        int col = half * 32 + c;
+        x[c] = masked(i, k0 + col, s, causal) ? kNegInf
+                                               : sS[r * ldS + col] * scale;
+        top = fmaxf(top, x[c]);
+      }
+      top = fmaxf(top, __shfl_xor_sync(0xffffffffu, top, 1));
+      float before = sMax[r], now = fmaxf(before, top), sum = 0.0f;
+#pragma unroll
+      for (int c = 0; c < 32; ++c) {
+        float p = x[c] == kNegInf ? 0.0f : expOf<E>(x[c] - now);
+        sum += p;
+        sP[r * ldP + half * 32 + c] = fromFloat<E>(p);
+      }
+      // The partner read sMax[r] before this exchange; only then is it
+      // written.
+      sum += __shfl_xor_sync(0xffffffffu, sum, 1);
+      if (half == 0) {
+        float rescale = before == kNegInf ? 0.0f : expOf<E>(before - now);
         sRescale[r] = rescale;
         sSum[r] = sSum[r] * rescale + sum;
         sMax[r] = now;
@@ -268,25 +293,31 @@ forward(int t, int s, int d, int dv, float scale, bool causal, int blocks,
       lse[q0 + r] = sMax[r] + logf(sSum[r]);
 }
 
-/// lse and D = rowsum(dO * O) of query rows q0.. into sLse and sD; warp w
-/// takes rows 16w..16w+15.
+/// D = rowsum(dO * O) of every query row, a warp a row: what dS needs of
+/// each row, once, instead of once per tile that meets the row.
 template <typename E>
-__device__ __forceinline__ void rowTerms(float *sLse, float *sD, int q0, int t,
-                                         int dv, const E *dout, const E *out,
-                                         const float *lse) {
-  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  for (int rr = 0; rr < 16; ++rr) {
-    int r = warp * 16 + rr, g = q0 + r;
-    float x = 0.0f;
-    if (g < t)
-      for (int c = lane; c < dv; c += 32)
-        x += toFloat(dout[int64_t(g) * dv + c]) *
-             toFloat(out[int64_t(g) * dv + c]);
-    x = warpSum(x);
-    if (lane == 0) {
-      sD[r] = x;
-      sLse[r] = g < t ? lse[g] : 0.0f;
-    }
+__device__ __forceinline__ void rowTerms(int64_t rows, int dv, const E *dout,
+                                         const E *out, float *d) {
+  int64_t row = int64_t(blockIdx.x) * (kThreads / 32) + threadIdx.x / 32;
+  const int lane = threadIdx.x % 32;
+  if (row >= rows)
+    return;
+  float x = 0.0f;
+  for (int c = lane; c < dv; c += 32)
+    x += toFloat(dout[row * dv + c]) * toFloat(out[row * dv + c]);
+  x = warpSum(x);
+  if (lane == 0)
+    d[row] = x;
+}
+
+/// lse and D of query rows q0.. into shared memory.
+__device__ __forceinline__ void loadRowTerms(float *sLse, float *sD, int q0,
+                                             int t, const float *lse,
+                                             const float *d) {
+  for (int r = threadIdx.x; r < kRows; r += kThreads) {
+    bool in = q0 + r < t;
+    sLse[r] = in ? lse[q0 + r] : 0.0f;
+    sD[r] = in ? d[q0 + r] : 0.0f;
   }
 }
 
@@ -301,7 +332,7 @@ __device__ __forceinline__ void probabilities(E *sP, int ldP, const float *sS,
     int r = i / kRows, c = i % kRows;
     bool zero = q0 + r >= t || masked(q0 + r, k0 + c, s, causal);
     sP[r * ldP + c] = fromFloat<E>(
-        zero ? 0.0f : expf(sS[r * ldS + c] * scale - sLse[r]));
+        zero ? 0.0f : expOf<E>(sS[r * ldS + c] * scale - sLse[r]));
   }
 }
 
@@ -322,8 +353,8 @@ __device__ __forceinline__ void scoreGradients(E *sDS, int ldDS, const E *sP,
 template <typename E, int DP>
 __device__ __forceinline__ void
 gradKeys(int t, int s, int d, int dv, float scale, bool causal, int blocks,
-         const E *dout, const E *q, const E *k, const E *v, const E *out,
-         const float *lse, E *dk, E *dvOut) {
+         const E *dout, const E *q, const E *k, const E *v, const float *lse,
+         const float *rowD, E *dk, E *dvOut) {
   constexpr Layout L = Layout::of(sizeof(E), DP);
   constexpr int ldE = operandLd(DP, sizeof(E)), ldS = floatLd(kRows),
                 ldP = operandLd(kRows, sizeof(E)), ldA = floatLd(DP);
@@ -333,8 +364,8 @@ gradKeys(int t, int s, int d, int dv, float scale, bool causal, int blocks,
   q += head * t * d;
   k += head * s * d;
   v += head * s * dv;
-  out += head * t * dv;
   lse += head * t;
+  rowD += head * t;
   dk += head * s * d;
   dvOut += head * s * dv;
 
@@ -356,7 +387,7 @@ gradKeys(int t, int s, int d, int dv, float scale, bool causal, int blocks,
     __syncthreads();
     loadTile<DP>(sQ, ldE, q, q0, t, d);
     loadTile<DP>(sDO, ldE, dout, q0, t, dv);
-    rowTerms(sLse, sD, q0, t, dv, dout, out, lse);
+    loadRowTerms(sLse, sD, q0, t, lse, rowD);
     __syncthreads();
     tileProduct<kRows, DP, false, true, false>(sS, ldS, sQ, ldE, sK, ldE);
     __syncthreads();
@@ -379,8 +410,8 @@ gradKeys(int t, int s, int d, int dv, float scale, bool causal, int blocks,
 template <typename E, int DP>
 __device__ __forceinline__ void
 gradQueries(int t, int s, int d, int dv, float scale, bool causal, int blocks,
-            const E *dout, const E *q, const E *k, const E *v, const E *out,
-            const float *lse, E *dq) {
+            const E *dout, const E *q, const E *k, const E *v, const float *lse,
+            const float *rowD, E *dq) {
   constexpr Layout L = Layout::of(sizeof(E), DP);
   constexpr int ldE = operandLd(DP, sizeof(E)), ldS = floatLd(kRows),
                 ldP = operandLd(kRows, sizeof(E)), ldA = floatLd(DP);
@@ -390,8 +421,8 @@ gradQueries(int t, int s, int d, int dv, float scale, bool causal, int blocks,
   q += head * t * d;
   k += head * s * d;
   v += head * s * dv;
-  out += head * t * dv;
   lse += head * t;
+  rowD += head * t;
   dq += head * t * d;
 
   Carver m{sharedMemory};
@@ -406,7 +437,7 @@ gradQueries(int t, int s, int d, int dv, float scale, bool causal, int blocks,
   loadTile<DP>(sQ, ldE, q, q0, t, d);
   loadTile<DP>(sDO, ldE, dout, q0, t, dv);
   zeroTile<DP>(sDQ, ldA);
-  rowTerms(sLse, sD, q0, t, dv, dout, out, lse);
+  loadRowTerms(sLse, sD, q0, t, lse, rowD);
   const int keyEnd = causal ? min(s, q0 + kRows) : s;
   for (int k0 = 0; k0 < keyEnd; k0 += kRows) {
     __syncthreads();
@@ -443,20 +474,30 @@ gradQueries(int t, int s, int d, int dv, float scale, bool causal, int blocks,
   extern "C" __global__ void __launch_bounds__(kThreads)                       \
       weft_attention_grad_keys_##NAME##_##DP(                                  \
           int t, int s, int d, int dv, float scale, int causal, int blocks,    \
-          const E *dout, const E *q, const E *k, const E *v, const E *out,     \
-          const float *lse, E *dk, E *dvOut) {                                 \
-    gradKeys<E, DP>(t, s, d, dv, scale, causal, blocks, dout, q, k, v, out,    \
-                    lse, dk, dvOut);                                           \
+          const E *dout, const E *q, const E *k, const E *v, const float *lse, \
+          const float *rowD, E *dk, E *dvOut) {                                \
+    gradKeys<E, DP>(t, s, d, dv, scale, causal, blocks, dout, q, k, v, lse,    \
+                    rowD, dk, dvOut);                                          \
   }                                                                            \
   extern "C" __global__ void __launch_bounds__(kThreads)                       \
       weft_attention_grad_queries_##NAME##_##DP(                               \
           int t, int s, int d, int dv, float scale, int causal, int blocks,    \
-          const E *dout, const E *q, const E *k, const E *v, const E *out,     \
-          const float *lse, E *dq) {                                           \
-    gradQueries<E, DP>(t, s, d, dv, scale, causal, blocks, dout, q, k, v,      \
-                       out, lse, dq);                                          \
+          const E *dout, const E *q, const E *k, const E *v, const float *lse, \
+          const float *rowD, E *dq) {                                          \
+    gradQueries<E, DP>(t, s, d, dv, scale, causal, blocks, dout, q, k, v, lse, \
+                       rowD, dq);                                              \
   }
 
+// D of every row (the grid covers heads x t rows, kThreads / 32 a block).
+#define WEFT_ATTENTION_ROW_TERMS(E, NAME)                                      \
+  extern "C" __global__ void __launch_bounds__(kThreads)                       \
+      weft_attention_row_terms_##NAME(int64_t rows, int dv, const E *dout,    \
+                                      const E *out, float *d) {                \
+    rowTerms<E>(rows, dv, dout, out, d);                                       \
+  }
+
+WEFT_ATTENTION_ROW_TERMS(float, f32)
+WEFT_ATTENTION_ROW_TERMS(bf16, bf16)
 WEFT_ATTENTION_KERNELS(float, f32, 64)
 WEFT_ATTENTION_KERNELS(float, f32, 128)
 WEFT_ATTENTION_KERNELS(bf16, bf16, 64)
