@@ -20,8 +20,13 @@ $py -c "import tarfile, sys; kw = {'filter': 'data'} if hasattr(tarfile, 'data_f
 export LD_LIBRARY_PATH=$work/lib:$root/.devrun/lib:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
 command -v nvidia-smi > /dev/null && nvidia-smi -L
 [ -f "$dir/provenance.txt" ] && cp "$dir/provenance.txt" "$out/" && cat "$dir/provenance.txt"
+also=()
+for e in "$work"/train_*; do
+  case $e in *.weights.safetensors) continue ;; esac
+  [ -x "$e" ] && also+=(--also-exe "$e:${e##*/train_}")
+done
 timeout -s TERM 230 $py bench/gpu_train_step.py --exe "$work/train" \
-  --pack "$dir/train.weights.pack" --out "$out" "$@" 2>&1 | tee "$out/bench.log"
+  --pack "$dir/train.weights.pack" --out "$out" "${also[@]}" "$@" 2>&1 | tee "$out/bench.log"
 rc=${PIPESTATUS[0]}
 rm -rf "$work"
 exit $rc

@@ -43,6 +43,17 @@ mkdir -p "$stage/lib"
   --embed-weights-limit 0 --summary -o "$stage/train" 2>&1 |
   grep -v "float initializer\|merged equal values\|gets no gradient\|: tensors$" |
   tee -a "$out/provenance.txt"
+# WEFT_BUNDLE_ALSO="FLAGS:LABEL" adds a second build of the model,
+# train_LABEL, with FLAGS added (gpu_train_step.py --also-exe times it).
+also=${WEFT_BUNDLE_ALSO:-}
+if [ -n "$also" ]; then
+  "$weftc" "$onnx/gpt.onnx" --target cuda --precision bf16 --optimizer adamw \
+    --embed-weights-limit 0 ${also%%:*} -o "$stage/train_${also##*:}" 2>&1 |
+    grep -v "float initializer\|merged equal values\|gets no gradient\|: tensors$"
+  cmp "$stage/train_${also##*:}.weights.safetensors" "$stage/train.weights.safetensors"
+  rm -f "$stage/train_${also##*:}.weights.safetensors"
+  echo "also: train_${also##*:} (${also%%:*})" >> "$out/provenance.txt"
+fi
 $py "$here/gpu_weights.py" pack "$stage/train.weights.safetensors" \
   "$out/train.weights.pack"
 # The rebuilt file must be the one weftc wrote, byte for byte.
@@ -54,5 +65,5 @@ rm -f "$stage/check" "$stage/train.weights.safetensors"
 ldd "$stage/train" | awk '$3 ~ /^\// {print $3}' |
   grep -vE '/(libc|libm|libstdc\+\+|libgcc_s|libpthread|libdl|librt)\.so' |
   while read -r lib; do cp -L "$lib" "$stage/lib/"; done
-tar -C "$stage" -cJf "$out/bundle.tar.xz" train lib
+tar -C "$stage" -cJf "$out/bundle.tar.xz" $(cd "$stage" && ls -d train train_* 2>/dev/null) lib
 ls -l "$out"

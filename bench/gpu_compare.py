@@ -52,6 +52,9 @@ def main():
         ("gpt_cuda_bf16", "gpt/cpu_bf16", "gpt/run/ref", 1e-2),
         ("mid_cuda_fp32", "mid/cpu_fp32", None, 1e-4),
         ("mid_cuda_bf16", "mid/cpu_bf16", None, 1e-2),
+        # The GPU's fused attention kernels (--fused-attention=on).
+        ("mid_cuda_fa_fp32", "mid/cpu_fp32", None, 1e-4),
+        ("mid_cuda_fa_bf16", "mid/cpu_bf16", None, 1e-2),
     ]
     ok = True
     for gpu, cpu, ref, tol in checks:

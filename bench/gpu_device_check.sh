@@ -31,9 +31,9 @@ for e in mlp/cuda gpt/cuda gpt/cuda_bf16; do
     --metrics $OUT/$n.jsonl 2>&1 | tail -3
   echo "$e: rc ${PIPESTATUS[0]} $(( ($(date +%s%N) - t0) / 1000000 )) ms"
 done
-for p in fp32 bf16; do
-  timeout 60 ./mid/cuda_$p --data mid/x.npy --labels mid/y.npy --steps 10 --lr 0.001 --no-shuffle \
-    --metrics $OUT/mid_cuda_$p.jsonl 2>&1 | tail -1
+for e in cuda_fp32 cuda_bf16 cuda_fa_fp32 cuda_fa_bf16; do
+  timeout 60 ./mid/$e --data mid/x.npy --labels mid/y.npy --steps 10 --lr 0.001 --no-shuffle \
+    --metrics $OUT/mid_$e.jsonl 2>&1 | tail -1
 done
 WEFT_CUDA_PROFILE=$OUT/gpt_cuda_profile.txt timeout 60 ./gpt/cuda --data gpt/x.npy --labels gpt/y.npy \
   --steps 5 --lr 0.01 --no-shuffle > /dev/null 2>&1; head -12 $OUT/gpt_cuda_profile.txt

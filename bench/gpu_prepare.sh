@@ -47,6 +47,10 @@ for m in mlp gpt; do $WEFTC $m/$m.onnx --target cuda $flags -o $m/cuda 2> /dev/n
 $WEFTC gpt/gpt.onnx --target cuda --precision bf16 $flags -o gpt/cuda_bf16 2> /dev/null
 for p in fp32 bf16; do
   $WEFTC mid/gpt.onnx --target cuda --precision $p --optimizer adamw -o mid/cuda_$p 2> /dev/null
+  # T 128 is below --fused-attention=auto's threshold: the GPU's fused
+  # attention kernels, forced.
+  $WEFTC mid/gpt.onnx --target cuda --precision $p --optimizer adamw --fused-attention=on \
+    -o mid/cuda_fa_$p 2> /dev/null
 done
 rm -rf lib
 mkdir -p lib
@@ -58,5 +62,6 @@ done
 cp $root/build/unittests/WeftRuntimeCudaTests $root/build/unittests/WeftRuntimeNcclTests .
 tar -cJf $D/small.tar.xz mlp/cuda* mlp/x.npy mlp/y.npy gpt/cuda* gpt/x.npy gpt/y.npy mid/cuda_* mid/x.npy mid/y.npy lib WeftRuntimeCudaTests WeftRuntimeNcclTests
 cd $root
-bash bench/gpu_bundle.sh $D/gpt2
+# GPT-2 124M with (auto: T 1024) and without the fused attention kernels.
+WEFT_BUNDLE_ALSO="--fused-attention=off:unfused" bash bench/gpu_bundle.sh $D/gpt2
 ls -la $D $D/gpt2

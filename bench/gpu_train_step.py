@@ -124,13 +124,18 @@ def summarize(name, times, losses, warmup, tokens, fpt, peak):
             "note": note}
 
 
-def run_weft(args, dims, batch, work):
-    weights = args.exe + ".weights.safetensors"
+def run_weft(args, dims, batch, work, exe=None, name="weft"):
+    """Times `exe` (default --exe) as result `name`; only the main one is
+    profiled."""
+    main_run = exe is None
+    exe = exe or args.exe
+    weights = exe + ".weights.safetensors"
     t0 = time.time()
     gpu_weights.unpack(args.pack, weights)
     log("weights rebuilt in %.1f s" % (time.time() - t0))
-    metrics = os.path.join(work, "weft.jsonl")
-    cmd = [args.exe, "--data", os.path.join(work, "x.npy"),
+    tag = name.replace(" ", "_")
+    metrics = os.path.join(work, tag + ".jsonl")
+    cmd = [exe, "--data", os.path.join(work, "x.npy"),
            "--labels", os.path.join(work, "y.npy"), "--steps",
            str(args.steps), "--lr", str(args.lr), "--no-shuffle",
            "--metrics", metrics, "--log-every", "5"]
@@ -153,23 +158,23 @@ def run_weft(args, dims, batch, work):
         rc = "stopped after %d s (limit)" % args.weft_timeout
     wall = time.time() - t0
     log(out[-3000:].rstrip())
-    log("weft: rc %s, %.1f s" % (rc, wall))
+    log("%s: rc %s, %.1f s" % (name, rc, wall))
     rows = []
     if os.path.exists(metrics):
         with open(metrics) as f:
             rows = [json.loads(line) for line in f if line.strip()]
     if args.out:
-        with open(os.path.join(args.out, "weft.log"), "w") as f:
+        with open(os.path.join(args.out, tag + ".log"), "w") as f:
             f.write(out)
         if os.path.exists(metrics):
             with open(metrics) as f, \
-                    open(os.path.join(args.out, "weft.jsonl"), "w") as g:
+                    open(os.path.join(args.out, tag + ".jsonl"), "w") as g:
                 g.write(f.read())
-    r = summarize("weft", [r["step_time_s"] for r in rows],
+    r = summarize(name, [r["step_time_s"] for r in rows],
                   [r["loss"] for r in rows], args.warmup,
                   batch * dims["block"], flops_per_token(dims), args.peak_tflops)
     r["rc"], r["wall_s"] = str(rc), wall
-    if args.profile_steps and args.out:
+    if main_run and args.profile_steps and args.out:
         profile_weft(args, cmd)
     if rc != 0 and not r.get("error"):
         r["note"] = "; ".join(filter(None, [
@@ -350,6 +355,10 @@ def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--exe")
     p.add_argument("--pack")
+    p.add_argument("--also-exe", action="append", default=[],
+                   metavar="PATH:LABEL",
+                   help="another build of the same model, timed after --exe "
+                        "as 'weft LABEL' (e.g. a --fused-attention=off build)")
     p.add_argument("--heads", type=int, default=12)
     p.add_argument("--steps", type=int, default=30)
     p.add_argument("--warmup", type=int, default=5)
@@ -399,6 +408,10 @@ def main(argv=None):
             log("nvidia-smi: %s" % e)
 
     results = [run_weft(args, dims, batch, work)]
+    for also in args.also_exe:
+        path, _, label = also.partition(":")
+        results.append(run_weft(args, dims, batch, work, path,
+                                "weft " + (label or os.path.basename(path))))
     base = args.torch_timeout
     for mode in [m for m in args.torch.split(",") if m and m != "none"]:
         if args.dry_run and mode == "compile":

@@ -119,9 +119,11 @@ void weft::buildTrainPipeline(OpPassManager &pm,
   if (options.precision == Precision::BF16)
     pm.addPass(createMixedPrecisionPass());
   // Before autodiff, so that the gradient is weft.attention_grad; after
-  // mixed precision, which leaves bf16 chains unfused (f32 kernel only).
+  // mixed precision, whose bf16 chains only the CUDA kernels take.
   FuseAttentionPassOptions attention;
   attention.mode = options.fusedAttention;
+  attention.bf16 = options.fusedAttentionBf16;
+  attention.maxHeadDim = options.fusedAttentionMaxHeadDim;
   pm.addPass(createFuseAttentionPass(attention));
   AttachLossPassOptions loss;
   loss.kind = options.loss;

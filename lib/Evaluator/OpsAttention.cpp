@@ -7,9 +7,10 @@
 // Direct loops written from the equations in WeftAttentionOps.td, not from
 // the runtime kernel, so the two check each other: every score row is
 // computed whole, in double, with an exact softmax; only results are
-// rounded to the element type. The adjoint takes its softmax row term from
-// the probabilities and their adjoints (sum_j p dp) rather than from the
-// stored result, as the unfused chain's softmax rule does.
+// rounded, each to its own element type (a bf16 attention's log-sum-exp is
+// f32). The adjoint takes its softmax row term from the probabilities and
+// their adjoints (sum_j p dp) rather than from the stored result, as the
+// unfused chain's softmax rule does.
 //
 //===----------------------------------------------------------------------===//
 
@@ -69,13 +70,13 @@ SmallVector<Tensor> evalAttention(AttentionOp op, ArrayRef<Tensor> in) {
   const Tensor &q = in[0], &k = in[1], &v = in[2];
   SmallVector<Tensor> out = {resultFor(op, 0), resultFor(op, 1)};
   Dims n = dimsOf(q, k, v);
-  Rounder round(out[0].elementType);
+  Rounder round(out[0].elementType), roundLse(out[1].elementType);
   double scale = op.getScale().convertToDouble();
   std::vector<double> p, row(n.dv);
   for (int64_t h = 0; h < n.heads; ++h)
     for (int64_t i = 0; i < n.t; ++i) {
       out[1].fp[h * n.t + i] =
-          round(probabilities(n, q, k, scale, op.getCausal(), h, i, p));
+          roundLse(probabilities(n, q, k, scale, op.getCausal(), h, i, p));
       std::fill(row.begin(), row.end(), 0.0);
       for (int64_t j = 0; j < n.s; ++j)
         for (int64_t c = 0; c < n.dv; ++c)

@@ -20,6 +20,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <map>
 #include <set>
 
 using namespace weft;
@@ -135,6 +136,38 @@ identitiesOfInitializers(const onnx::ModelProto &model,
   return out;
 }
 
+/// Is every use of `name` a comparison, directly or through ops that only
+/// move its elements? Then its value matters only as the boolean mask the
+/// comparison makes (a causal mask stored as a float buffer, as GPT-2's
+/// `attn.bias`), nothing can train or update it, and the step may read it
+/// as the constant it is: the importer then sees the mask (onnxtoweft's
+/// Where recognizes weft.causal_mask) instead of reading a buffer every
+/// step.
+bool comparedOnly(
+    const std::string &name,
+    const std::multimap<std::string, std::pair<const onnx::NodeProto *, int>>
+        &uses,
+    const std::set<std::string> &outputs, int depth = 0) {
+  static const std::set<std::string> comparisons = {
+      "Equal", "Less", "LessOrEqual", "Greater", "GreaterOrEqual"};
+  static const std::set<std::string> moves = {
+      "Identity", "Slice", "Reshape", "Squeeze", "Unsqueeze", "Expand", "Cast"};
+  auto [begin, end] = uses.equal_range(name);
+  if (begin == end || outputs.count(name) || depth > 8)
+    return false;
+  for (auto it = begin; it != end; ++it) {
+    const auto &[node, index] = it->second;
+    if (comparisons.count(node->op_type()))
+      continue;
+    if (!moves.count(node->op_type()) || index != 0)
+      return false;
+    for (const std::string &out : node->output())
+      if (!comparedOnly(out, uses, outputs, depth + 1))
+        return false;
+  }
+  return true;
+}
+
 } // namespace
 
 const char *weft::onnximport::roleName(TensorRole role) {
@@ -214,8 +247,15 @@ rt::Status weft::onnximport::classifyTensors(
       for (int i = 1; i < node.input_size() && i < 3; ++i)
         convWeights.insert(node.input(i));
   }
-  for (const onnx::ValueInfoProto &o : graph.output())
+  std::set<std::string> outputs;
+  for (const onnx::ValueInfoProto &o : graph.output()) {
     used.insert(o.name());
+    outputs.insert(o.name());
+  }
+  std::multimap<std::string, std::pair<const onnx::NodeProto *, int>> uses;
+  for (const onnx::NodeProto &node : graph.node())
+    for (int i = 0; i < node.input_size(); ++i)
+      uses.emplace(node.input(i), std::make_pair(&node, i));
 
   // Candidates: used initializers in file order, then Identity outputs.
   std::set<std::string> initializers;
@@ -290,6 +330,15 @@ rt::Status weft::onnximport::classifyTensors(
     if (c.role == TensorRole::Parameter && !allFinite(a)) {
       c.role = TensorRole::Buffer;
       c.reason = "holds non-finite values (a mask), never trainable";
+    }
+    if (!bnStatistics.count(c.onnxName) &&
+        comparedOnly(c.onnxName, uses, outputs)) {
+      // Still a buffer of the checkpoints (a PyTorch state_dict has it),
+      // but the step compares its exported value.
+      c.role = TensorRole::Buffer;
+      c.readAsConstant = true;
+      c.reason = "only compared (a mask): a buffer the step reads as its "
+                 "exported value";
     }
   }
 

@@ -427,7 +427,7 @@ OwningOpRef<ModuleOp> Importer::run() {
   for (const onnximport::GraphTensor &t : tensors) {
     Location loc = NameLoc::get(builder.getStringAttr(t.onnxName),
                                 FileLineColLoc::get(ctx, path, 0, 0));
-    if (t.role == onnximport::TensorRole::Constant) {
+    if (t.role == onnximport::TensorRole::Constant || t.readAsConstant) {
       values[t.onnxName] = ConstantOp::create(
           builder, loc, toElementsAttr(ctx, initializers[t.source]));
       continue;

@@ -181,8 +181,10 @@ cl::opt<double> recurrentRecomputeMB(
 cl::opt<std::string> fusedAttention(
     "fused-attention",
     cl::desc("Scaled dot-product attention (matmul, scale, causal mask, "
-             "softmax, matmul) as one f32 kernel that never stores the "
-             "T x S scores: 'on', 'off', or 'auto' (where one (batch, head)'s "
+             "softmax, matmul) as one kernel that never stores the T x S "
+             "scores (f32; with --target cuda also bf16, heads up to 64 "
+             "wide in f32 and 128 in bf16): 'on', 'off', or 'auto' (where one "
+             "(batch, head)'s "
              "T x S is at least 65536, as T = S = 256; docs/training.md)"),
     cl::value_desc("auto|on|off"), cl::init("auto"), cl::cat(trainCategory));
 cl::opt<std::string> recompute(
@@ -511,12 +513,12 @@ bool mapOptions(DriverOptions &driver, TrainPipelineOptions &train,
     return fail("--target must be cpu or cuda, got '" + deviceTarget + "'");
   driver.device = deviceTarget;
   if (deviceTarget == "cuda") {
-    // The fused attention kernel is the CPU runtime's; on the GPU the
-    // attention runs as GEMMs and fused kernels.
-    if (fusedAttention == "on")
-      return fail("--fused-attention=on has no GPU kernel yet: leave it out "
-                  "(or give --fused-attention=off) with --target cuda");
-    train.fusedAttention = "off";
+    // The CUDA runtime's attention kernels take bf16 as well as f32, heads
+    // up to 128 wide in bf16 and 64 in f32 (whose tiles are twice the
+    // bytes: lib/Runtime/CudaAttentionLayout.h). Wider heads stay unfused.
+    train.fusedAttentionBf16 = true;
+    train.fusedAttentionMaxHeadDim =
+        train.precision == Precision::BF16 ? 128 : 64;
   }
   return true;
 }

@@ -131,6 +131,16 @@ struct TrainPipelineOptions
                      "(--weft-fuse-attention): on, off, or auto (where one "
                      "head's T x S scores are large enough to pay)"),
       llvm::cl::init("auto")};
+  Option<bool> fusedAttentionBf16{
+      *this, "fused-attention-bf16",
+      llvm::cl::desc("Fuse bf16 attention chains too (their kernels are "
+                     "the CUDA runtime's)"),
+      llvm::cl::init(false)};
+  Option<int64_t> fusedAttentionMaxHeadDim{
+      *this, "fused-attention-max-head-dim",
+      llvm::cl::desc("Leave attention chains whose head is wider than this "
+                     "(0: no limit)"),
+      llvm::cl::init(0)};
 };
 
 /// Clean weft forward model -> @loss, @loss_grad and @train_step.

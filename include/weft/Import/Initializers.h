@@ -70,6 +70,10 @@ struct GraphTensor {
   TensorRole role = TensorRole::Constant;
   /// Why, for `weftc --summary`.
   std::string reason;
+  /// A Buffer whose value the step reads as the initializer's constant
+  /// (only compared: a mask); the argument still carries it through
+  /// weights files and checkpoints.
+  bool readAsConstant = false;
 };
 
 /// Classifies every initializer used by the graph and every Identity of

@@ -13,8 +13,12 @@
 // view is copied by bufferization), the results are fresh 64-byte aligned
 // buffers the call writes, and later passes see ordinary producers.
 //
-// The kernels take f32 only; another element type is an error naming the
-// op (--weft-fuse-attention builds the op on f32 alone).
+// f32 ops call weft_rt_attention_f32 / _grad_f32, bf16 ops (whose
+// log-sum-exp is f32) weft_rt_attention_bf16 / _grad_bf16, with the same
+// arguments. Only the CUDA runtime has the bf16 kernels: --target cuda
+// renames both pairs to their weft_rt_cuda_ versions, and
+// --weft-fuse-attention builds bf16 ops only when asked to (bf16=true).
+// Another element type is an error naming the op.
 //
 //===----------------------------------------------------------------------===//
 
@@ -36,8 +40,18 @@ using namespace weft;
 
 namespace {
 
-constexpr llvm::StringLiteral kForwardName = "weft_rt_attention_f32";
-constexpr llvm::StringLiteral kBackwardName = "weft_rt_attention_grad_f32";
+/// The kernels of an element type; null names for one without kernels.
+struct Kernels {
+  StringRef forward, backward;
+};
+
+Kernels kernelsFor(Type elementType) {
+  if (elementType.isF32())
+    return {"weft_rt_attention_f32", "weft_rt_attention_grad_f32"};
+  if (elementType.isBF16())
+    return {"weft_rt_attention_bf16", "weft_rt_attention_grad_bf16"};
+  return {};
+}
 
 /// The sizes the kernels take: heads (the product of the leading axes),
 /// T, S, D and Dv.
@@ -109,17 +123,23 @@ Value freshBuffer(OpBuilder &b, Location loc, Type type) {
       b.getI64IntegerAttr(64));
 }
 
-/// Emits the call of `name` with `inputs` read and fresh buffers for the
-/// results of `op`, and replaces `op` by the written buffers as tensors.
+/// Emits the call of the forward or backward kernel for `op`'s element type
+/// (its query's) with `inputs` read and fresh buffers for the results of
+/// `op`, and replaces `op` by the written buffers as tensors.
 LogicalResult lowerToCall(ConversionPatternRewriter &rewriter, Operation *op,
-                          StringRef name, const Sizes &n, double scale,
-                          bool causal, ValueRange inputs, bool readOnly) {
-  for (Type t : llvm::concat<Type>(op->getOperandTypes(), op->getResultTypes()))
-    if (!cast<RankedTensorType>(t).getElementType().isF32())
-      return op->emitError()
-             << "lowers only on f32 (the runtime's attention kernels); got "
-             << t << ". --weft-fuse-attention builds it on f32 alone; "
-                     "unfuse it, or cast the operands to f32";
+                          Value query, bool backward, const Sizes &n,
+                          double scale, bool causal, ValueRange inputs,
+                          bool readOnly) {
+  Type elementType = cast<RankedTensorType>(query.getType()).getElementType();
+  Kernels kernels = kernelsFor(elementType);
+  if (kernels.forward.empty())
+    return op->emitError()
+           << "lowers only on f32 or bf16 (the runtime's attention "
+              "kernels); got "
+           << elementType
+           << ". --weft-fuse-attention builds it on those alone; unfuse it, "
+              "or cast the operands to f32";
+  StringRef name = backward ? kernels.backward : kernels.forward;
   func::FuncOp fn = declareKernel(rewriter, op, name,
                                   inputs.size() + op->getNumResults());
   if (!fn)
@@ -148,11 +168,11 @@ struct AttentionLowering : OpConversionPattern<AttentionOp> {
   matchAndRewrite(AttentionOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
     Sizes n = Sizes::of(op.getQuery(), op.getKey(), op.getValue());
-    return lowerToCall(rewriter, op, kForwardName, n,
-                       op.getScale().convertToDouble(), op.getCausal(),
-                       {adaptor.getQuery(), adaptor.getKey(),
-                        adaptor.getValue()},
-                       /*readOnly=*/true);
+    return lowerToCall(
+        rewriter, op, op.getQuery(), /*backward=*/false, n,
+        op.getScale().convertToDouble(), op.getCausal(),
+        {adaptor.getQuery(), adaptor.getKey(), adaptor.getValue()},
+        /*readOnly=*/true);
   }
 };
 
@@ -162,7 +182,7 @@ struct AttentionGradLowering : OpConversionPattern<AttentionGradOp> {
   matchAndRewrite(AttentionGradOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
     Sizes n = Sizes::of(op.getQuery(), op.getKey(), op.getValue());
-    return lowerToCall(rewriter, op, kBackwardName, n,
+    return lowerToCall(rewriter, op, op.getQuery(), /*backward=*/true, n,
                        op.getScale().convertToDouble(), op.getCausal(),
                        {adaptor.getResultGrad(), adaptor.getQuery(),
                         adaptor.getKey(), adaptor.getValue(),

@@ -6,10 +6,10 @@
 //
 // For --target cuda every buffer the step touches lives in device memory,
 // so nothing may read or write one on the host: the step keeps only
-// address arithmetic, GEMM calls (cuBLASLt, through the runtime) and
-// launches. Kernels are the CPU path's outlined kernels, unchanged up to
-// here (docs/gpu.md, Numerics); this pass only decides which thread runs
-// which iteration.
+// address arithmetic, GEMM calls (cuBLASLt, through the runtime), fused
+// attention calls (the runtime's kernels) and launches. Kernels are the CPU
+// path's outlined kernels, unchanged up to here (docs/gpu.md, Numerics); this
+// pass only decides which thread runs which iteration.
 //
 //===----------------------------------------------------------------------===//
 
@@ -47,23 +47,25 @@ using namespace mlir;
 
 namespace {
 
-/// The runtime's GEMMs and their device versions (Cuda.h): the same
-/// signatures on device pointers.
-const llvm::StringMap<StringRef> &deviceGemms() {
+/// The runtime's GEMMs and fused attention kernels and their device
+/// versions (Cuda.h): the same signatures on device pointers; the host
+/// calls them and they launch their own kernels.
+const llvm::StringMap<StringRef> &deviceCalls() {
   static const llvm::StringMap<StringRef> map = {
       {"weft_rt_sgemm", "weft_rt_cuda_sgemm"},
       {"weft_rt_sgemm_batch_sum", "weft_rt_cuda_sgemm_batch_sum"},
       {"weft_rt_sgemm_accumulate", "weft_rt_cuda_sgemm_accumulate"},
       {"weft_rt_sbgemm", "weft_rt_cuda_sbgemm"},
-      {"weft_rt_sbgemm_bf16", "weft_rt_cuda_sbgemm_bf16"}};
+      {"weft_rt_sbgemm_bf16", "weft_rt_cuda_sbgemm_bf16"},
+      {"weft_rt_attention_f32", "weft_rt_cuda_attention_f32"},
+      {"weft_rt_attention_bf16", "weft_rt_cuda_attention_bf16"},
+      {"weft_rt_attention_grad_f32", "weft_rt_cuda_attention_grad_f32"},
+      {"weft_rt_attention_grad_bf16", "weft_rt_cuda_attention_grad_bf16"}};
   return map;
 }
 
 /// What to do instead, for a runtime call without a device version.
 std::string fixFor(StringRef callee) {
-  if (callee.starts_with("weft_rt_attention"))
-    return "compile with --fused-attention=off (the attention then runs as "
-           "GEMMs and fused kernels)";
   if (callee.contains("send") || callee.contains("recv") ||
       callee.contains("all_reduce") || callee.contains("all_gather") ||
       callee.contains("reduce_scatter") || callee.contains("all_to_all") ||
@@ -1422,7 +1424,8 @@ struct GpuMapStepPass : weft::impl::GpuMapStepPassBase<GpuMapStepPass> {
     return success();
   }
 
-  /// GEMMs to their device versions; every other call is an error.
+  /// GEMM and attention calls to their device versions; every other
+  /// runtime call is an error.
   LogicalResult mapCalls(ModuleOp module, func::FuncOp step) {
     SmallVector<func::CallOp> calls;
     step.walk([&](func::CallOp call) { calls.push_back(call); });
@@ -1431,8 +1434,8 @@ struct GpuMapStepPass : weft::impl::GpuMapStepPassBase<GpuMapStepPass> {
       auto kernel = module.lookupSymbol<func::FuncOp>(callee);
       if (kernel && !kernel.isDeclaration())
         continue;
-      auto it = deviceGemms().find(callee);
-      if (it == deviceGemms().end())
+      auto it = deviceCalls().find(callee);
+      if (it == deviceCalls().end())
         return call.emitError("--target cuda: ")
                << callee << " has no GPU version: " << fixFor(callee);
       auto decl = module.lookupSymbol<func::FuncOp>(callee);
@@ -1444,7 +1447,7 @@ struct GpuMapStepPass : weft::impl::GpuMapStepPassBase<GpuMapStepPass> {
       }
       call.setCallee(it->second);
     }
-    for (auto &[name, device] : deviceGemms()) {
+    for (auto &[name, device] : deviceCalls()) {
       auto decl = module.lookupSymbol<func::FuncOp>(name);
       if (decl && decl.symbolKnownUseEmpty(module))
         decl.erase();

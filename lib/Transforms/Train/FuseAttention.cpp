@@ -56,13 +56,16 @@ std::optional<double> scalarConstant(Value v) {
 
 bool hasOneUse(Operation *op) { return op->getResult(0).hasOneUse(); }
 
-/// The chain whose softmax is `softmax`, or std::nullopt.
-std::optional<Chain> matchChain(SoftmaxOp softmax) {
+/// The chain whose softmax is `softmax`, or std::nullopt. Its element type
+/// is f32, or bf16 where `bf16` allows it.
+std::optional<Chain> matchChain(SoftmaxOp softmax, bool bf16) {
   Chain chain;
   auto type = cast<RankedTensorType>(softmax.getType());
+  Type elementType = type.getElementType();
   int64_t rank = type.getRank();
   if (rank < 2 || static_cast<int64_t>(softmax.getAxis()) != rank - 1 ||
-      !type.getElementType().isF32() || !hasOneUse(softmax))
+      !(elementType.isF32() || (bf16 && elementType.isBF16())) ||
+      !hasOneUse(softmax))
     return std::nullopt;
   auto output = dyn_cast<MatMulOp>(*softmax->getUsers().begin());
   if (!output || output.getLhs() != softmax.getResult() ||
@@ -114,6 +117,7 @@ std::optional<Chain> matchChain(SoftmaxOp softmax) {
   chain.keyTransposed = !product.getTransposeRhs();
 
   // No broadcast batch: q, k and v have the same rank and leading axes.
+  // One element type: the kernels do not convert.
   auto lead = [&](Value v) {
     auto t = cast<RankedTensorType>(v.getType());
     return t.getRank() == rank ? SmallVector<int64_t>(t.getShape().drop_back(2))
@@ -121,9 +125,12 @@ std::optional<Chain> matchChain(SoftmaxOp softmax) {
   };
   SmallVector<int64_t> q = lead(chain.query);
   if (q != lead(chain.keyT) || q != lead(chain.value) ||
-      q != lead(output.getResult()) ||
-      !cast<RankedTensorType>(chain.query.getType()).getElementType().isF32())
+      q != lead(output.getResult()))
     return std::nullopt;
+  for (Value v : {chain.query, chain.keyT, chain.value,
+                  Value(output.getResult()), Value(product.getResult())})
+    if (cast<RankedTensorType>(v.getType()).getElementType() != elementType)
+      return std::nullopt;
   return chain;
 }
 
@@ -156,6 +163,13 @@ int64_t scoresPerHead(const Chain &chain) {
   return q.getDimSize(q.getRank() - 2) * s;
 }
 
+/// The wider of the query/key width D and the value width Dv.
+int64_t headDim(Chain &chain) {
+  auto q = cast<RankedTensorType>(chain.query.getType());
+  return std::max(q.getShape().back(),
+                  chain.output.getType().getShape().back());
+}
+
 struct FuseAttentionPass
     : public weft::impl::FuseAttentionPassBase<FuseAttentionPass> {
   using Base::Base;
@@ -167,10 +181,12 @@ struct FuseAttentionPass
           << mode << "'";
       return signalPassFailure();
     }
-    if (minScores < 0) {
+    if (minScores < 0 || maxHeadDim < 0) {
       getOperation().emitError()
-          << "--weft-fuse-attention: min-scores must be >= 0, got "
-          << minScores;
+          << "--weft-fuse-attention: min-scores and max-head-dim must be "
+             ">= 0, got "
+          << static_cast<int64_t>(minScores) << " and "
+          << static_cast<int64_t>(maxHeadDim);
       return signalPassFailure();
     }
     if (mode == "off")
@@ -178,8 +194,9 @@ struct FuseAttentionPass
     SmallVector<SoftmaxOp> softmaxes;
     getOperation().walk([&](SoftmaxOp op) { softmaxes.push_back(op); });
     for (SoftmaxOp softmax : softmaxes) {
-      std::optional<Chain> chain = matchChain(softmax);
-      if (!chain || (mode == "auto" && scoresPerHead(*chain) < minScores))
+      std::optional<Chain> chain = matchChain(softmax, bf16);
+      if (!chain || (mode == "auto" && scoresPerHead(*chain) < minScores) ||
+          (maxHeadDim > 0 && headDim(*chain) > maxHeadDim))
         continue;
       fuse(*chain);
     }

@@ -54,8 +54,37 @@ func.func @scale(%q: tensor<4x8xf32>) {
 // -----
 
 func.func @element_types(%q: tensor<4x8xf32>, %v: tensor<4x8xbf16>) {
-  // expected-error @+1 {{all of {query, key, value, result, logsumexp} have same element type}}
+  // expected-error @+1 {{all of {query, key, value, result} have same element type}}
   %o, %l = weft.attention %q, %q, %v {scale = 0.5 : f64} : (tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xbf16>) -> (tensor<4x8xbf16>, tensor<4xbf16>)
+  return
+}
+
+// -----
+
+// A bf16 attention's log-sum-exp is f32, not bf16.
+func.func @bf16_logsumexp(%q: tensor<4x8xbf16>) {
+  // expected-error @+2 {{'weft.attention' op inferred type(s) 'tensor<4x8xbf16>', 'tensor<4xf32>' are incompatible with return type(s) of operation 'tensor<4x8xbf16>', 'tensor<4xbf16>'}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %o, %l = weft.attention %q, %q, %q {scale = 0.5 : f64} : (tensor<4x8xbf16>, tensor<4x8xbf16>, tensor<4x8xbf16>) -> (tensor<4x8xbf16>, tensor<4xbf16>)
+  return
+}
+
+// -----
+
+func.func @grad_bf16_logsumexp(%q: tensor<4x8xbf16>, %l: tensor<4xbf16>) {
+  // expected-error @+2 {{logsumexp must be 'f32' for a query of 'bf16', got 'bf16'}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %dq, %dk, %dv = weft.attention_grad %q, %q, %q, %q, %q, %l {scale = 0.5 : f64} : (tensor<4x8xbf16>, tensor<4x8xbf16>, tensor<4x8xbf16>, tensor<4x8xbf16>, tensor<4x8xbf16>, tensor<4xbf16>) -> (tensor<4x8xbf16>, tensor<4x8xbf16>, tensor<4x8xbf16>)
+  return
+}
+
+// -----
+
+// An f32 attention's log-sum-exp is f32, nothing wider.
+func.func @grad_f64_logsumexp(%q: tensor<4x8xf32>, %l: tensor<4xf64>) {
+  // expected-error @+2 {{logsumexp must be 'f32' for a query of 'f32', got 'f64'}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %dq, %dk, %dv = weft.attention_grad %q, %q, %q, %q, %q, %l {scale = 0.5 : f64} : (tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>, tensor<4xf64>) -> (tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>)
   return
 }
 

@@ -19,3 +19,17 @@ func.func @attention(%q: tensor<4x2x16x8xf32>, %k: tensor<4x2x12x8xf32>,
       : (tensor<6x3xf32>, tensor<6x3xf32>, tensor<6x3xf32>) -> (tensor<6x3xf32>, tensor<6xf32>)
   return
 }
+
+// bf16: the log-sum-exp is f32.
+// CHECK-LABEL: func.func @bf16
+// CHECK: %[[O:.*]], %[[L:.*]] = weft.attention %arg0, %arg0, %arg0 {causal, scale = 5.000000e-01 : f64} : (tensor<2x8x4xbf16>, tensor<2x8x4xbf16>, tensor<2x8x4xbf16>) -> (tensor<2x8x4xbf16>, tensor<2x8xf32>)
+// CHECK: weft.attention_grad %arg1, %arg0, %arg0, %arg0, %[[O]], %[[L]] {causal, scale = 5.000000e-01 : f64} : ({{.*}}, tensor<2x8xf32>) -> (tensor<2x8x4xbf16>, tensor<2x8x4xbf16>, tensor<2x8x4xbf16>)
+func.func @bf16(%q: tensor<2x8x4xbf16>, %g: tensor<2x8x4xbf16>) {
+  %o, %lse = weft.attention %q, %q, %q {scale = 0.5 : f64, causal}
+      : (tensor<2x8x4xbf16>, tensor<2x8x4xbf16>, tensor<2x8x4xbf16>)
+      -> (tensor<2x8x4xbf16>, tensor<2x8xf32>)
+  %dq, %dk, %dv = weft.attention_grad %g, %q, %q, %q, %o, %lse {scale = 0.5 : f64, causal}
+      : (tensor<2x8x4xbf16>, tensor<2x8x4xbf16>, tensor<2x8x4xbf16>, tensor<2x8x4xbf16>, tensor<2x8x4xbf16>, tensor<2x8xf32>)
+      -> (tensor<2x8x4xbf16>, tensor<2x8x4xbf16>, tensor<2x8x4xbf16>)
+  return
+}

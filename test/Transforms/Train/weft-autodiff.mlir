@@ -140,3 +140,22 @@ func.func @loss(%w: tensor<2x3xf32> {weft.param = "w"}) -> tensor<f32> {
   %l = weft.reduce_sum %sq {axes = array<i64: 0, 1>} : (tensor<2x5xf32>) -> tensor<f32>
   return %l : tensor<f32>
 }
+
+// -----
+
+// A bf16 weft.attention's adjoint is a bf16 weft.attention_grad reading
+// the forward's f32 log-sum-exp.
+
+// CHECK-LABEL: func.func @loss_grad(
+// CHECK:         %[[O:.*]], %[[LSE:.*]] = weft.attention
+// CHECK:         %[[DO:.*]] = weft.cast %{{.*}} : tensor<2x8x4xf32> -> tensor<2x8x4xbf16>
+// CHECK:         weft.attention_grad %[[DO]], %{{.*}}, %{{.*}}, %{{.*}}, %[[O]], %[[LSE]] {causal, scale = 5.000000e-01 : f64}
+// CHECK-SAME:        tensor<2x8x4xbf16>, tensor<2x8xf32>) -> (tensor<2x8x4xbf16>, tensor<2x8x4xbf16>, tensor<2x8x4xbf16>)
+func.func @loss(%q: tensor<2x8x4xbf16> {weft.param = "q"}) -> tensor<f32> {
+  %o, %lse = weft.attention %q, %q, %q {scale = 0.5 : f64, causal}
+      : (tensor<2x8x4xbf16>, tensor<2x8x4xbf16>, tensor<2x8x4xbf16>)
+      -> (tensor<2x8x4xbf16>, tensor<2x8xf32>)
+  %f = weft.cast %o : tensor<2x8x4xbf16> -> tensor<2x8x4xf32>
+  %l = weft.reduce_sum %f {axes = array<i64: 0, 1, 2>} : (tensor<2x8x4xf32>) -> tensor<f32>
+  return %l : tensor<f32>
+}

@@ -1,10 +1,14 @@
-// RUN: weft-opt %s --weft-fuse-attention=mode=on | FileCheck %s --check-prefixes=CHECK,ON
-// RUN: weft-opt %s --weft-fuse-attention=mode=off | FileCheck %s --check-prefixes=CHECK,OFF
+// RUN: weft-opt %s --weft-fuse-attention=mode=on | FileCheck %s --check-prefixes=CHECK,ON,F32,NOLIMIT
+// RUN: weft-opt %s --weft-fuse-attention=mode=off | FileCheck %s --check-prefixes=CHECK,OFF,F32
 // auto: T x S = 16 x 16 = 256 scores per (batch, head) in every function.
-// RUN: weft-opt %s --weft-fuse-attention="mode=auto min-scores=256" | FileCheck %s --check-prefixes=CHECK,ON
-// RUN: weft-opt %s --weft-fuse-attention="mode=auto min-scores=257" | FileCheck %s --check-prefixes=CHECK,OFF
+// RUN: weft-opt %s --weft-fuse-attention="mode=auto min-scores=256" | FileCheck %s --check-prefixes=CHECK,ON,F32,NOLIMIT
+// RUN: weft-opt %s --weft-fuse-attention="mode=auto min-scores=257" | FileCheck %s --check-prefixes=CHECK,OFF,F32
+// What weftc --target cuda asks for: bf16 chains too, heads up to 128.
+// RUN: weft-opt %s --weft-fuse-attention="mode=on bf16=true max-head-dim=128" | FileCheck %s --check-prefixes=CHECK,ON,GPU
 // RUN: not weft-opt %s --weft-fuse-attention=mode=always 2>&1 | FileCheck %s --check-prefix=BADMODE
 // BADMODE: --weft-fuse-attention: mode must be on, off or auto, got 'always'
+// RUN: not weft-opt %s --weft-fuse-attention=max-head-dim=-1 2>&1 | FileCheck %s --check-prefix=BADDIM
+// BADDIM: --weft-fuse-attention: min-scores and max-head-dim must be >= 0, got 65536 and -1
 
 // The chain as torch.onnx.export leaves a nanoGPT attention (weftc
 // --emit=weft): k^T is a transpose of the reshaped keys, which the fused
@@ -81,16 +85,58 @@ func.func @near_misses(%q: tensor<2x16x4xf32>, %k: tensor<2x16x4xf32>,
   return %o0, %o1, %o2, %o3, %p3b, %o4 : tensor<2x16x4xf32>, tensor<2x16x4xf32>, tensor<2x16x4xf32>, tensor<2x16x4xf32>, tensor<2x16x16xf32>, tensor<2x16x4xf32>
 }
 
-// bf16 (a --precision bf16 step) stays unfused: the kernel is f32.
+// bf16 (a --precision bf16 step, after --weft-mixed-precision) is fused
+// only with bf16=true (the CUDA runtime's kernels); its log-sum-exp is f32.
 // CHECK-LABEL: func.func @bf16
-// CHECK-NOT: weft.attention
-// CHECK: weft.softmax
+// F32-NOT: weft.attention
+// F32: weft.softmax
+// GPU: weft.attention %arg0, %arg1, %arg2 {causal, scale = 5.000000e-01 : f64} : (tensor<2x16x4xbf16>, tensor<2x16x4xbf16>, tensor<2x16x4xbf16>) -> (tensor<2x16x4xbf16>, tensor<2x16xf32>)
+// GPU-NOT: weft.softmax
+// CHECK: return
 func.func @bf16(%q: tensor<2x16x4xbf16>, %k: tensor<2x16x4xbf16>,
                 %v: tensor<2x16x4xbf16>) -> tensor<2x16x4xbf16> {
+  %c = weft.constant dense<0.5> : tensor<bf16>
   %s = weft.matmul %q, %k {transpose_rhs = true} : (tensor<2x16x4xbf16>, tensor<2x16x4xbf16>) -> tensor<2x16x16xbf16>
-  %p = weft.softmax %s {axis = 2 : i64} : tensor<2x16x16xbf16>
+  %sc = weft.mul %s, %c : (tensor<2x16x16xbf16>, tensor<bf16>) -> tensor<2x16x16xbf16>
+  %m = weft.causal_mask %sc : tensor<2x16x16xbf16>
+  %p = weft.softmax %m {axis = 2 : i64} : tensor<2x16x16xbf16>
   %o = weft.matmul %p, %v : (tensor<2x16x16xbf16>, tensor<2x16x4xbf16>) -> tensor<2x16x4xbf16>
   return %o : tensor<2x16x4xbf16>
+}
+
+// A mixed chain (bf16 products around an f32 softmax) stays in every mode.
+// CHECK-LABEL: func.func @mixed
+// CHECK-NOT: weft.attention
+// CHECK: weft.softmax
+func.func @mixed(%q: tensor<2x16x4xbf16>, %k: tensor<2x16x4xbf16>,
+                 %v: tensor<2x16x4xbf16>) -> tensor<2x16x4xbf16> {
+  %s = weft.matmul %q, %k {transpose_rhs = true} : (tensor<2x16x4xbf16>, tensor<2x16x4xbf16>) -> tensor<2x16x16xbf16>
+  %sf = weft.cast %s : tensor<2x16x16xbf16> -> tensor<2x16x16xf32>
+  %p = weft.softmax %sf {axis = 2 : i64} : tensor<2x16x16xf32>
+  %pb = weft.cast %p : tensor<2x16x16xf32> -> tensor<2x16x16xbf16>
+  %o = weft.matmul %pb, %v : (tensor<2x16x16xbf16>, tensor<2x16x4xbf16>) -> tensor<2x16x4xbf16>
+  return %o : tensor<2x16x4xbf16>
+}
+
+// max-head-dim=128 fuses D = Dv = 128 but leaves D = 256 and Dv = 256.
+// CHECK-LABEL: func.func @head_dims
+// NOLIMIT-COUNT-3: weft.attention
+// GPU: weft.attention %arg0, %arg0, %arg0
+// GPU-NOT: weft.attention
+// OFF-NOT: weft.attention
+// CHECK: return
+func.func @head_dims(%x: tensor<2x16x128xf32>, %w: tensor<2x16x256xf32>)
+    -> (tensor<2x16x128xf32>, tensor<2x16x128xf32>, tensor<2x16x256xf32>) {
+  %s0 = weft.matmul %x, %x {transpose_rhs = true} : (tensor<2x16x128xf32>, tensor<2x16x128xf32>) -> tensor<2x16x16xf32>
+  %p0 = weft.softmax %s0 {axis = 2 : i64} : tensor<2x16x16xf32>
+  %o0 = weft.matmul %p0, %x : (tensor<2x16x16xf32>, tensor<2x16x128xf32>) -> tensor<2x16x128xf32>
+  %s1 = weft.matmul %w, %w {transpose_rhs = true} : (tensor<2x16x256xf32>, tensor<2x16x256xf32>) -> tensor<2x16x16xf32>
+  %p1 = weft.softmax %s1 {axis = 2 : i64} : tensor<2x16x16xf32>
+  %o1 = weft.matmul %p1, %x : (tensor<2x16x16xf32>, tensor<2x16x128xf32>) -> tensor<2x16x128xf32>
+  %s2 = weft.matmul %x, %x {transpose_rhs = true} : (tensor<2x16x128xf32>, tensor<2x16x128xf32>) -> tensor<2x16x16xf32>
+  %p2 = weft.softmax %s2 {axis = 2 : i64} : tensor<2x16x16xf32>
+  %o2 = weft.matmul %p2, %w : (tensor<2x16x16xf32>, tensor<2x16x256xf32>) -> tensor<2x16x256xf32>
+  return %o0, %o1, %o2 : tensor<2x16x128xf32>, tensor<2x16x128xf32>, tensor<2x16x256xf32>
 }
 
 // A pipeline stage (--weft-assign-stages) carries over to the new ops; a

@@ -129,12 +129,14 @@ def GpuMapStepPass : Pass<"weft-gpu-map-step", "mlir::ModuleOp"> {
        launch of their own.
     8. Constants (`memref.get_global`) are moved into the launches that
        read them, so they are copied into the kernel module.
-    9. GEMM calls become their device versions (`weft_rt_sgemm` ->
-       `weft_rt_cuda_sgemm`, ...; include/weft/Runtime/Cuda.h).
+    9. GEMM and fused attention calls become their device versions
+       (`weft_rt_sgemm` -> `weft_rt_cuda_sgemm`, `weft_rt_attention_bf16`
+       -> `weft_rt_cuda_attention_bf16`, ...; include/weft/Runtime/Cuda.h):
+       still host calls, on device pointers.
 
     Launches are ordered as the ops were, on one stream, so no
     synchronization is added. Errors: a runtime call without a device
-    version (collectives, fused attention, point-to-point transfers), a
+    version (collectives, point-to-point transfers), a
     constant passed to a GEMM, or a value computed by device code and
     used on the host.
   }];

@@ -448,12 +448,14 @@ def FuseAttentionPass : Pass<"weft-fuse-attention", "mlir::ModuleOp"> {
     weft.transpose when `kt` is one.
 
     A chain is left alone when any of its intermediate values has another
-    user (it would be materialized anyway), when it is not f32 (a bf16
-    step keeps the unfused chain: the runtime kernel is f32), when q, k
-    and v differ in their leading axes (a broadcast batch), or when it is
-    a near miss: another mask (diagonal, fill), the softmax over another
-    axis, a non-constant scale, or anything between softmax and the value
-    product (train-mode dropout).
+    user (it would be materialized anyway), when its values are not all
+    f32 (or, with `bf16`, all bf16: the CUDA runtime's kernels take bf16,
+    the CPU's only f32; a bf16 weft.attention's log-sum-exp is f32), when
+    D or Dv exceeds `max-head-dim` (the widest head a kernel takes; 0: no
+    limit), when q, k and v differ in their leading axes (a broadcast
+    batch), or when it is a near miss: another mask (diagonal, fill), the
+    softmax over another axis, a non-constant scale, or anything between
+    softmax and the value product (train-mode dropout).
 
     `mode`: `on` fuses every match; `off` none; `auto` fuses where the
     scores of one (batch, head), T x S, have at least `min-scores`
@@ -489,7 +491,11 @@ def FuseAttentionPass : Pass<"weft-fuse-attention", "mlir::ModuleOp"> {
     Option<"mode", "mode", "std::string", /*default=*/"\"auto\"",
            "on, off, or auto (fuse where T x S >= min-scores)">,
     Option<"minScores", "min-scores", "int64_t", /*default=*/"65536",
-           "auto: the fewest score elements per (batch, head) to fuse">
+           "auto: the fewest score elements per (batch, head) to fuse">,
+    Option<"bf16", "bf16", "bool", /*default=*/"false",
+           "Also fuse chains whose values are all bf16">,
+    Option<"maxHeadDim", "max-head-dim", "int64_t", /*default=*/"0",
+           "Leave a chain whose D or Dv exceeds this (0: no limit)">
   ];
   let dependentDialects = ["::weft::WeftDialect"];
 }

@@ -7,7 +7,8 @@
 // Shape inference, planner costs and sharding rules of weft.attention and
 // weft.attention_grad. Both are shaped by the leading (batch, head) axes
 // and T, S, D, Dv, read off query, key and value; inference names the
-// operand and both shapes when one disagrees.
+// operand and both shapes when one disagrees. The log-sum-exp of a bf16
+// or f16 attention is f32 (see the op description).
 //
 //===----------------------------------------------------------------------===//
 
@@ -76,6 +77,16 @@ FailureOr<AttentionSizes> readSizes(std::optional<Location> loc, Value query,
   return s;
 }
 
+/// The log-sum-exp's element type for a query of `elementType`: at least
+/// f32, since each recomputed probability is exp(s - logsumexp). (Not a
+/// float: ODS rejects the op after inference, which runs first.)
+Type logsumexpElementType(Type elementType) {
+  auto f = dyn_cast<FloatType>(elementType);
+  if (f && f.getWidth() < 32)
+    return Float32Type::get(f.getContext());
+  return elementType;
+}
+
 /// Score elements one (batch, head) computes: a causal mask skips the
 /// upper triangle (for T = S, T (T + 1) / 2 of T^2).
 double scoreCount(const AttentionSizes &s, bool causal) {
@@ -128,7 +139,8 @@ LogicalResult AttentionOp::inferReturnTypes(MLIRContext *,
     return failure();
   inferred.push_back(RankedTensorType::get(s->shape({s->t, s->dv}),
                                            s->elementType));
-  inferred.push_back(RankedTensorType::get(s->shape({s->t}), s->elementType));
+  inferred.push_back(RankedTensorType::get(
+      s->shape({s->t}), logsumexpElementType(s->elementType)));
   return success();
 }
 
@@ -145,6 +157,12 @@ LogicalResult AttentionGradOp::inferReturnTypes(
       failed(expectShape(loc, adaptor.getLogsumexp(), "logsumexp",
                          s->shape({s->t}))))
     return failure();
+  Type lse =
+      cast<RankedTensorType>(adaptor.getLogsumexp().getType()).getElementType();
+  if (lse != logsumexpElementType(s->elementType))
+    return emitOptionalError(loc, "logsumexp must be ",
+                             logsumexpElementType(s->elementType),
+                             " for a query of ", s->elementType, ", got ", lse);
   inferred.push_back(adaptor.getQuery().getType());
   inferred.push_back(adaptor.getKey().getType());
   inferred.push_back(adaptor.getValue().getType());

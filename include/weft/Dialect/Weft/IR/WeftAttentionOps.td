@@ -16,7 +16,7 @@
 #define WEFT_ATTENTION_OPS_TD
 
 def Weft_AttentionOp : Weft_Op<"attention", [Pure, InferTypeOpAdaptor,
-    AllElementTypesMatch<["query", "key", "value", "result", "logsumexp"]>,
+    AllElementTypesMatch<["query", "key", "value", "result"]>,
     Weft_Differentiable, DeclareOpInterfaceMethods<Weft_CostOpInterface>,
     DeclareOpInterfaceMethods<Weft_ShardingRuleOpInterface>]> {
   let summary = "Scaled dot-product attention without materialized scores";
@@ -33,7 +33,9 @@ def Weft_AttentionOp : Weft_Op<"attention", [Pure, InferTypeOpAdaptor,
     weft.matmul(query, key^T), scale)))` times `value`, computed with an
     online softmax over blocks of keys. `logsumexp` is what
     `weft.attention_grad` needs to recompute the probabilities; it carries
-    no gradient of its own.
+    no gradient of its own. Its element type is f32 when the query's is
+    narrower (bf16, f16), else the query's: a bf16 log-sum-exp would put
+    its rounding error into the exponent of every recomputed probability.
 
     ```mlir
     %o, %lse = weft.attention %q, %k, %v {scale = 0.25 : f64, causal}
@@ -41,8 +43,9 @@ def Weft_AttentionOp : Weft_Op<"attention", [Pure, InferTypeOpAdaptor,
         -> (tensor<4x2x16x16xf32>, tensor<4x2x16xf32>)
     ```
     Constraints: `query` is `[..., T, D]`, `key` `[..., S, D]`, `value`
-    `[..., S, Dv]` with rank >= 2 and the same leading axes; `scale` is
-    positive.
+    `[..., S, Dv]` with rank >= 2 and the same leading axes; `query`,
+    `key`, `value` and `result` have one element type, `logsumexp` the
+    one above; `scale` is positive.
   }];
   let arguments = (ins Weft_FloatTensor:$query, Weft_FloatTensor:$key,
       Weft_FloatTensor:$value, ConfinedAttr<F64Attr, [Weft_PositiveFloat]>:$scale,
@@ -54,8 +57,7 @@ def Weft_AttentionOp : Weft_Op<"attention", [Pure, InferTypeOpAdaptor,
 
 def Weft_AttentionGradOp : Weft_Op<"attention_grad", [Pure,
     InferTypeOpAdaptor,
-    AllElementTypesMatch<["result_grad", "query", "key", "value", "result",
-                          "logsumexp"]>,
+    AllElementTypesMatch<["result_grad", "query", "key", "value", "result"]>,
     DeclareOpInterfaceMethods<Weft_CostOpInterface>,
     DeclareOpInterfaceMethods<Weft_ShardingRuleOpInterface>]> {
   let summary = "Adjoint of weft.attention";
@@ -81,8 +83,9 @@ def Weft_AttentionGradOp : Weft_Op<"attention_grad", [Pure,
         -> (tensor<4x2x16x16xf32>, tensor<4x2x16x16xf32>, tensor<4x2x16x16xf32>)
     ```
     Constraints: `query`, `key` and `value` as for `weft.attention`;
-    `result` and `result_grad` are the forward result's shape, `logsumexp`
-    its shape without the last axis.
+    `result` and `result_grad` are the forward result's shape and element
+    type, `logsumexp` its shape without the last axis and the element type
+    `weft.attention` gives it (f32 for a bf16 or f16 query).
   }];
   let arguments = (ins Weft_FloatTensor:$result_grad, Weft_FloatTensor:$query,
       Weft_FloatTensor:$key, Weft_FloatTensor:$value, Weft_FloatTensor:$result,
