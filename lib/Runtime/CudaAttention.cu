@@ -26,6 +26,8 @@
 // accumulation); P and dS are rounded to bf16 for theirs, as every bf16
 // flash kernel does. f32 operands use plain FMAs in the CPU's precision:
 // f32 training matches the CPU executable to 1e-4, which TF32 would not.
+// The backward's dK, dV and dQ accumulate in registers; the forward's
+// output, which each step rescales row by row, in shared memory.
 //
 //===----------------------------------------------------------------------===//
 
@@ -71,78 +73,121 @@ __device__ __forceinline__ float warpSum(float x) {
   return x;
 }
 
-/// C[64][N] = (or, Accumulate, +=) op(A) op(B), op(A) [64][K] and op(B)
-/// [K][N]: A is stored [64][K], or [K][64] when TransA; B [K][N], or [N][K]
-/// when TransB. Warp w computes rows 16w..16w+15 of C in both versions, so
-/// a warp reading back only its own rows needs no barrier.
-template <int N, int K, bool TransA, bool TransB, bool Accumulate>
-__device__ __forceinline__ void tileProduct(float *c, int ldc, const bf16 *a,
-                                            int lda, const bf16 *b, int ldb) {
-  using namespace nvcuda;
-  using ALayout = std::conditional_t<TransA, wmma::col_major, wmma::row_major>;
-  using BLayout = std::conditional_t<TransB, wmma::col_major, wmma::row_major>;
-  const int m0 = (threadIdx.x / 32) * 16;
-  wmma::fragment<wmma::accumulator, 16, 16, 16, float> acc[N / 16];
+/// A [64][N] f32 accumulator in registers: warp w holds rows 16w..16w+15
+/// in both versions, so a warp reading back only its own rows needs no
+/// barrier. mma adds op(A) op(B), op(A) [64][K] and op(B) [K][N]: A is
+/// stored [64][K], or [K][64] when TransA; B [K][N], or [N][K] when TransB.
+template <typename E, int N> struct Accumulator;
+
+/// bf16 operands: WMMA fragments (tensor cores, f32 accumulation).
+template <int N> struct Accumulator<bf16, N> {
+  nvcuda::wmma::fragment<nvcuda::wmma::accumulator, 16, 16, 16, float>
+      acc[N / 16];
+
+  __device__ __forceinline__ int row0() const { return threadIdx.x / 32 * 16; }
+  __device__ __forceinline__ void zero() {
 #pragma unroll
-  for (int n = 0; n < N / 16; ++n) {
-    if (Accumulate)
-      wmma::load_matrix_sync(acc[n], c + m0 * ldc + n * 16, ldc,
-                             wmma::mem_row_major);
-    else
-      wmma::fill_fragment(acc[n], 0.0f);
+    for (int n = 0; n < N / 16; ++n)
+      nvcuda::wmma::fill_fragment(acc[n], 0.0f);
   }
+  __device__ __forceinline__ void load(const float *c, int ldc) {
 #pragma unroll
-  for (int k = 0; k < K; k += 16) {
-    wmma::fragment<wmma::matrix_a, 16, 16, 16, bf16, ALayout> fa;
-    wmma::load_matrix_sync(fa, TransA ? a + k * lda + m0 : a + m0 * lda + k,
-                           lda);
+    for (int n = 0; n < N / 16; ++n)
+      nvcuda::wmma::load_matrix_sync(acc[n], c + row0() * ldc + n * 16, ldc,
+                                     nvcuda::wmma::mem_row_major);
+  }
+  __device__ __forceinline__ void store(float *c, int ldc) const {
 #pragma unroll
-    for (int n = 0; n < N / 16; ++n) {
-      wmma::fragment<wmma::matrix_b, 16, 16, 16, bf16, BLayout> fb;
-      wmma::load_matrix_sync(
-          fb, TransB ? b + n * 16 * ldb + k : b + k * ldb + n * 16, ldb);
-      wmma::mma_sync(acc[n], fa, fb, acc[n]);
+    for (int n = 0; n < N / 16; ++n)
+      nvcuda::wmma::store_matrix_sync(c + row0() * ldc + n * 16, acc[n], ldc,
+                                      nvcuda::wmma::mem_row_major);
+  }
+  template <int K, bool TransA, bool TransB>
+  __device__ __forceinline__ void mma(const bf16 *a, int lda, const bf16 *b,
+                                      int ldb) {
+    using namespace nvcuda;
+    using ALayout =
+        std::conditional_t<TransA, wmma::col_major, wmma::row_major>;
+    using BLayout =
+        std::conditional_t<TransB, wmma::col_major, wmma::row_major>;
+    const int m0 = row0();
+#pragma unroll
+    for (int k = 0; k < K; k += 16) {
+      wmma::fragment<wmma::matrix_a, 16, 16, 16, bf16, ALayout> fa;
+      wmma::load_matrix_sync(fa, TransA ? a + k * lda + m0 : a + m0 * lda + k,
+                             lda);
+#pragma unroll
+      for (int n = 0; n < N / 16; ++n) {
+        wmma::fragment<wmma::matrix_b, 16, 16, 16, bf16, BLayout> fb;
+        wmma::load_matrix_sync(
+            fb, TransB ? b + n * 16 * ldb + k : b + k * ldb + n * 16, ldb);
+        wmma::mma_sync(acc[n], fa, fb, acc[n]);
+      }
     }
   }
-#pragma unroll
-  for (int n = 0; n < N / 16; ++n)
-    wmma::store_matrix_sync(c + m0 * ldc + n * 16, acc[n], ldc,
-                            wmma::mem_row_major);
-}
+};
 
-/// The f32 version: thread t computes rows 4(t/8)..+3 (so warp w rows
-/// 16w..16w+15, as above) and columns t%8, t%8 + 8, ..., summing over K in
-/// order.
-template <int N, int K, bool TransA, bool TransB, bool Accumulate>
-__device__ __forceinline__ void tileProduct(float *c, int ldc, const float *a,
-                                            int lda, const float *b, int ldb) {
-  const int r0 = (threadIdx.x / 8) * 4, c0 = threadIdx.x % 8;
+/// f32 operands: FMAs in the CPU's precision. Thread t holds rows
+/// 4(t/8)..+3 and columns t%8, t%8 + 8, ..., and sums over K in order.
+template <int N> struct Accumulator<float, N> {
   float acc[4][N / 8];
-#pragma unroll
-  for (int i = 0; i < 4; ++i)
-#pragma unroll
-    for (int j = 0; j < N / 8; ++j)
-      acc[i][j] = Accumulate ? c[(r0 + i) * ldc + c0 + 8 * j] : 0.0f;
-#pragma unroll 4
-  for (int k = 0; k < K; ++k) {
-    float x[4];
+
+  __device__ __forceinline__ int row0() const { return threadIdx.x / 8 * 4; }
+  __device__ __forceinline__ int col0() const { return threadIdx.x % 8; }
+  __device__ __forceinline__ void zero() {
 #pragma unroll
     for (int i = 0; i < 4; ++i)
-      x[i] = TransA ? a[k * lda + r0 + i] : a[(r0 + i) * lda + k];
 #pragma unroll
-    for (int j = 0; j < N / 8; ++j) {
-      int n = c0 + 8 * j;
-      float y = TransB ? b[n * ldb + k] : b[k * ldb + n];
+      for (int j = 0; j < N / 8; ++j)
+        acc[i][j] = 0.0f;
+  }
+  __device__ __forceinline__ void load(const float *c, int ldc) {
+#pragma unroll
+    for (int i = 0; i < 4; ++i)
+#pragma unroll
+      for (int j = 0; j < N / 8; ++j)
+        acc[i][j] = c[(row0() + i) * ldc + col0() + 8 * j];
+  }
+  __device__ __forceinline__ void store(float *c, int ldc) const {
+#pragma unroll
+    for (int i = 0; i < 4; ++i)
+#pragma unroll
+      for (int j = 0; j < N / 8; ++j)
+        c[(row0() + i) * ldc + col0() + 8 * j] = acc[i][j];
+  }
+  template <int K, bool TransA, bool TransB>
+  __device__ __forceinline__ void mma(const float *a, int lda, const float *b,
+                                      int ldb) {
+    const int r0 = row0(), c0 = col0();
+#pragma unroll 4
+    for (int k = 0; k < K; ++k) {
+      float x[4];
 #pragma unroll
       for (int i = 0; i < 4; ++i)
-        acc[i][j] = fmaf(x[i], y, acc[i][j]);
+        x[i] = TransA ? a[k * lda + r0 + i] : a[(r0 + i) * lda + k];
+#pragma unroll
+      for (int j = 0; j < N / 8; ++j) {
+        int n = c0 + 8 * j;
+        float y = TransB ? b[n * ldb + k] : b[k * ldb + n];
+#pragma unroll
+        for (int i = 0; i < 4; ++i)
+          acc[i][j] = fmaf(x[i], y, acc[i][j]);
+      }
     }
   }
-#pragma unroll
-  for (int i = 0; i < 4; ++i)
-#pragma unroll
-    for (int j = 0; j < N / 8; ++j)
-      c[(r0 + i) * ldc + c0 + 8 * j] = acc[i][j];
+};
+
+/// C[64][N] = (or, Accumulate, +=) op(A) op(B) for C in shared memory.
+template <int N, int K, bool TransA, bool TransB, bool Accumulate, typename E>
+__device__ __forceinline__ void tileProduct(float *c, int ldc, const E *a,
+                                            int lda, const E *b, int ldb) {
+  Accumulator<E, N> acc;
+  if (Accumulate)
+    acc.load(c, ldc);
+  else
+    acc.zero();
+  acc.template mma<K, TransA, TransB>(a, lda, b, ldb);
+  acc.store(c, ldc);
 }
 
 /// Rows row0.. of a dense [rows][cols] array into a [64][DP] tile, zeros
@@ -375,13 +420,15 @@ gradKeys(int t, int s, int d, int dv, float scale, bool causal, int blocks,
   float *sS = m.take<float>(L.scores);
   E *sP = m.take<E>(L.probs);
   E *sDS = sizeof(E) == 4 ? reinterpret_cast<E *>(sS) : m.take<E>(L.probs);
-  float *sDK = m.take<float>(L.accum), *sDV = m.take<float>(L.accum);
   float *sLse = m.take<float>(L.rowStats), *sD = m.take<float>(L.rowStats);
+  // dK and dV stay in registers: unlike the forward's output, no step
+  // rescales them.
+  Accumulator<E, DP> accK, accV;
+  accK.zero();
+  accV.zero();
 
   loadTile<DP>(sK, ldE, k, k0, s, d);
   loadTile<DP>(sV, ldE, v, k0, s, dv);
-  zeroTile<DP>(sDK, ldA);
-  zeroTile<DP>(sDV, ldA);
   // Causal: queries before k0 see none of these keys.
   for (int q0 = causal ? k0 : 0; q0 < t; q0 += kRows) {
     __syncthreads();
@@ -394,17 +441,25 @@ gradKeys(int t, int s, int d, int dv, float scale, bool causal, int blocks,
     probabilities(sP, ldP, sS, ldS, sLse, q0, k0, t, s, scale, causal);
     __syncthreads();
     // dV += P^T dO; dP = dO V^T (into the scores' tile, read above).
-    tileProduct<DP, kRows, true, false, true>(sDV, ldA, sP, ldP, sDO, ldE);
+    accV.template mma<kRows, true, false>(sP, ldP, sDO, ldE);
     tileProduct<kRows, DP, false, true, false>(sS, ldS, sDO, ldE, sV, ldE);
     __syncthreads();
     scoreGradients(sDS, ldP, sP, ldP, sS, ldS, sD);
     __syncthreads();
     // dK += dS^T Q (times the scale, at the end).
-    tileProduct<DP, kRows, true, false, true>(sDK, ldA, sDS, ldP, sQ, ldE);
+    accK.template mma<kRows, true, false>(sDS, ldP, sQ, ldE);
   }
+  // The operand tiles, done with, stage each result on its way out.
+  float *stage = reinterpret_cast<float *>(sharedMemory);
+  static_assert(4 * L.operand >= kRows * ldA * 4, "the stage fits");
   __syncthreads();
-  storeTile<DP>(dk, sDK, ldA, k0, s, d, scale);
-  storeTile<DP>(dvOut, sDV, ldA, k0, s, dv, 1.0f);
+  accK.store(stage, ldA);
+  __syncthreads();
+  storeTile<DP>(dk, stage, ldA, k0, s, d, scale);
+  __syncthreads();
+  accV.store(stage, ldA);
+  __syncthreads();
+  storeTile<DP>(dvOut, stage, ldA, k0, s, dv, 1.0f);
 }
 
 template <typename E, int DP>
@@ -431,12 +486,12 @@ gradQueries(int t, int s, int d, int dv, float scale, bool causal, int blocks,
   float *sS = m.take<float>(L.scores);
   E *sP = m.take<E>(L.probs);
   E *sDS = sizeof(E) == 4 ? reinterpret_cast<E *>(sS) : m.take<E>(L.probs);
-  float *sDQ = m.take<float>(L.accum);
   float *sLse = m.take<float>(L.rowStats), *sD = m.take<float>(L.rowStats);
+  Accumulator<E, DP> accQ;
+  accQ.zero();
 
   loadTile<DP>(sQ, ldE, q, q0, t, d);
   loadTile<DP>(sDO, ldE, dout, q0, t, dv);
-  zeroTile<DP>(sDQ, ldA);
   loadRowTerms(sLse, sD, q0, t, lse, rowD);
   const int keyEnd = causal ? min(s, q0 + kRows) : s;
   for (int k0 = 0; k0 < keyEnd; k0 += kRows) {
@@ -453,10 +508,14 @@ gradQueries(int t, int s, int d, int dv, float scale, bool causal, int blocks,
     scoreGradients(sDS, ldP, sP, ldP, sS, ldS, sD);
     __syncthreads();
     // dQ += dS K (times the scale, at the end).
-    tileProduct<DP, kRows, false, false, true>(sDQ, ldA, sDS, ldP, sK, ldE);
+    accQ.template mma<kRows, false, false>(sDS, ldP, sK, ldE);
   }
+  float *stage = reinterpret_cast<float *>(sharedMemory);
+  static_assert(4 * L.operand >= kRows * ldA * 4, "the stage fits");
   __syncthreads();
-  storeTile<DP>(dq, sDQ, ldA, q0, t, d, scale);
+  accQ.store(stage, ldA);
+  __syncthreads();
+  storeTile<DP>(dq, stage, ldA, q0, t, d, scale);
 }
 
 } // namespace

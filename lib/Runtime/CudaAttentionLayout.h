@@ -64,15 +64,13 @@ struct Layout {
   constexpr int forward() const {
     return 3 * operand + scores + narrowOnly() + accum + 3 * rowStats;
   }
-  /// K, V, Q, dO; the scores, then dP; P; dS; dK, dV; lse, D.
+  /// K, V, Q, dO; the scores, then dP; P; dS; lse, D. (dK and dV are in
+  /// registers, staged through the operand tiles at the end.)
   constexpr int gradKeys() const {
-    return 4 * operand + scores + probs + narrowOnly() + 2 * accum +
-           2 * rowStats;
+    return 4 * operand + scores + probs + narrowOnly() + 2 * rowStats;
   }
-  /// Q, dO, K, V; the scores, then dP; P; dS; dQ; lse, D.
-  constexpr int gradQueries() const {
-    return 4 * operand + scores + probs + narrowOnly() + accum + 2 * rowStats;
-  }
+  /// Q, dO, K, V; the scores, then dP; P; dS; lse, D (dQ as dK above).
+  constexpr int gradQueries() const { return gradKeys(); }
 };
 
 } // namespace weft::rt::cuda::attention
