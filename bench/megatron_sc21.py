@@ -35,6 +35,16 @@ import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
+# How Megatron-LM of 2021 reduced gradients, which the forced rows predict:
+# its train_step all-reduces them after forward_backward_func returns
+# (DDP_impl 'local', model_module.allreduce_gradients()), so nothing hides
+# the reduction, and in bf16 it accumulates and all-reduces them in fp32
+# (arguments.py: "bfloat16 requires gradient accumulation and all-reduce
+# to be done in fp32"). The unpinned search predicts Weft's runtime, which
+# reduces in buckets under the backward. --weft-runtime predicts the forced
+# layouts with Weft's runtime too.
+MEGATRON_RUNTIME = ["--dp-overlap", "off", "--fp32-grad-reduce"]
+
 # Table 1 of the paper: name, heads, hidden, layers, tp, pp, GPUs, batch,
 # achieved teraFLOP/s per GPU, percent of the 312 TFLOP/s peak.
 TABLE1 = [
@@ -113,7 +123,12 @@ def main():
     ap.add_argument("--no-search", action="store_true",
                     help="skip the unpinned search")
     ap.add_argument("--check", type=float, default=None)
+    ap.add_argument("--weft-runtime", action="store_true",
+                    help="forced rows with Weft's gradient reduction "
+                         "(overlapped, in bf16), not Megatron's")
     args = ap.parse_args()
+    if args.weft_runtime:
+        MEGATRON_RUNTIME.clear()
     rows = TABLE1
     if args.rows:
         want = args.rows.split(",")
@@ -143,7 +158,7 @@ def main():
             published_step = F / (tflops * 1e12 * gpus)
             pins = ["--mesh", "dp=%d,tp=%d,pp=%d" % (dp, tp, pp),
                     "--zero", "0", "--recompute", "full",
-                    "--sequence-parallel", "off"]
+                    "--sequence-parallel", "off"] + MEGATRON_RUNTIME
             if pp > 1 and args.schedule != "any":
                 pins += ["--schedule", args.schedule]
             forced, _, err, _ = plan(bindir, model, spec, gpus, pins)

@@ -448,7 +448,9 @@ void price(Pricer &pr, const RankLayout &rl, const LayoutChoice &l, int mbs,
     if (pr.model.tiedElements > 0)
       tied = groupCollectiveSeconds(
           spec, Collective::SendRecv,
-          pr.model.tiedElements / l.tp * pr.bytes.grad, pair);
+          pr.model.tiedElements / l.tp *
+              (pr.options.fp32GradReduce ? 4.0 : pr.bytes.grad),
+          pair);
   }
   double slowest = -1, compute = 0, comm = 0, dpExposed = 0, update = 0;
   MemoryEstimate worst;
@@ -484,10 +486,15 @@ void price(Pricer &pr, const RankLayout &rl, const LayoutChoice &l, int mbs,
                       updateSeconds(here, here / (l.zeroStage >= 1 ? l.dp : 1),
                                     m, pr.bytes.param, pr.bytes.grad,
                                     pr.bytes.optimizer, pr.bandwidth));
+    // Reduced after the backward, nothing of the step hides it.
+    bool overlap = pr.options.dpOverlap;
+    double reducedBytes =
+        here * (pr.options.fp32GradReduce ? 4.0 : pr.bytes.grad);
     dpExposed = std::max(
-        dpExposed, dpExposedSeconds(spec, l.zeroStage, dpGroup,
-                                    here * pr.bytes.grad, here * pr.bytes.param,
-                                    forwardMB, computeMB - forwardMB, m));
+        dpExposed,
+        dpExposedSeconds(spec, l.zeroStage, dpGroup, reducedBytes,
+                         here * pr.bytes.param, overlap ? forwardMB : 0,
+                         overlap ? computeMB - forwardMB : 0, m));
 
     // Memory: on the group's first rank, which has the most in flight.
     MemoryEstimate e;

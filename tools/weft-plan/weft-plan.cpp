@@ -49,6 +49,11 @@ const char *const kUsage =
     "  --recompute R             pin recomputation: none, selective, full\n"
     "  --sequence-parallel on|off  pin sequence parallelism\n"
     "  --dtype D                 training dtype: bf16 (default), fp16, fp32\n"
+    "  --dp-overlap on|off       the data-parallel gradient reduction under\n"
+    "                            the backward (on, Weft's runtime) or after\n"
+    "                            it (off: Megatron-LM 2021's local DDP)\n"
+    "  --fp32-grad-reduce        reduce gradients in fp32 (Megatron-LM in\n"
+    "                            bf16); default: in the gradient dtype\n"
     "  --memory-bandwidth GBps   device memory bandwidth for the roofline\n"
     "                            (default: compute peak only)\n"
     "  --executable-memory       count what a Weft executable also holds\n"
@@ -133,7 +138,8 @@ int runSearch(int argc, char **argv) {
       "--cluster",        "--devices",   "--mesh",     "--zero",
       "--schedule",       "--virtual-stages", "--micro-batch-size",
       "--recompute",      "--sequence-parallel", "--dtype",
-      "--memory-bandwidth", "--alternatives", "--emit", "-o"};
+      "--memory-bandwidth", "--alternatives", "--emit", "-o",
+      "--dp-overlap"};
   for (int i = 2; i < argc; ++i) {
     std::string arg = argv[i], value;
     if (arg == "--help" || arg == "-h") {
@@ -146,6 +152,10 @@ int runSearch(int argc, char **argv) {
     }
     if (arg == "--executable-memory") {
       o.executableMemory = true;
+      continue;
+    }
+    if (arg == "--fp32-grad-reduce") {
+      o.fp32GradReduce = true;
       continue;
     }
     if (arg.empty() || arg[0] != '-' || arg == "-") {
@@ -203,6 +213,11 @@ int runSearch(int argc, char **argv) {
         err = "--sequence-parallel takes on or off, got '" + value + "'";
       else
         o.sequenceParallel = value == "on";
+    } else if (arg == "--dp-overlap") {
+      if (value != "on" && value != "off")
+        err = "--dp-overlap takes on or off, got '" + value + "'";
+      else
+        o.dpOverlap = value == "on";
     } else if (arg == "--dtype") {
       o.dtype = value;
     } else if (arg == "--memory-bandwidth") {

@@ -233,6 +233,28 @@ TEST(SearchPieces, OnePlanByHand) {
   EXPECT_TRUE(plan.feasible);
 }
 
+TEST(SearchPieces, GradientReductionAfterTheBackwardInFp32) {
+  // OnePlanByHand's layout with ZeRO 0: the 4 GB gradient all-reduce of dp = 2,
+  // 2 * 1/2 * 4e9 / 1e11 = 40 ms, hides behind the 80 ms backward.
+  ModelStats model = simpleModel(4, 8);
+  ClusterSpec spec = cluster(1, 4);
+  LayoutChoice l;
+  l.dp = 2, l.tp = 1, l.pp = 2, l.zeroStage = 0;
+  SearchOptions o;
+  Plan overlapped, after, afterFp32;
+  ASSERT_TRUE(evaluatePlan(model, spec, o, l, 2, Recompute::None, overlapped)
+                  .ok());
+  // Reduced after the backward, all 40 ms are exposed.
+  o.dpOverlap = false;
+  ASSERT_TRUE(evaluatePlan(model, spec, o, l, 2, Recompute::None, after).ok());
+  expectNear(0.040, after.stepSeconds - overlapped.stepSeconds);
+  // In fp32 (4 bytes a gradient instead of bf16's 2): 80 ms.
+  o.fp32GradReduce = true;
+  ASSERT_TRUE(
+      evaluatePlan(model, spec, o, l, 2, Recompute::None, afterFp32).ok());
+  expectNear(0.080, afterFp32.stepSeconds - overlapped.stepSeconds);
+}
+
 TEST(SearchPieces, RecomputationTradesTimeForMemory) {
   ModelStats model = simpleModel(4, 8);
   model.classes[0].saved = {8e6, 2e6};

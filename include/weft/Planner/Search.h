@@ -70,6 +70,14 @@ struct SearchOptions {
   std::optional<Recompute> recompute;
   std::optional<bool> sequenceParallel;
 
+  /// How the data-parallel gradient reduction runs: Weft's runtime
+  /// overlaps it with the backward (buckets) in the gradient dtype. Another
+  /// framework's measured steps are predicted with its own behaviour:
+  /// Megatron-LM (2021, local DDP) reduces after the whole backward
+  /// (dpOverlap false) and, training in bf16, in fp32 (fp32GradReduce).
+  bool dpOverlap = true;
+  bool fp32GradReduce = false;
+
   /// How many runner-up meshes to report.
   int alternatives = 5;
   /// false: evaluate every candidate (the brute force the tests compare
