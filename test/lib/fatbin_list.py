@@ -1,6 +1,8 @@
 """Lists the CUDA fatbins in an executable's .nv_fatbin section, like
 `cuobjdump --list-elf --list-ptx` (which the build machines' toolkit lacks):
 one line per image, `elf sm_90 <bytes>` or `ptx sm_80 <bytes>`.
+`--scan` lists every fatbin anywhere in the file instead (the runtime
+embeds its attention kernels' fatbin as data, not in .nv_fatbin).
 
 A fatbin is a 16-byte header (magic 0xBA55ED50, version, header size,
 payload size) followed by images, each a header (kind 1 = PTX, 2 = ELF,
@@ -35,9 +37,15 @@ def nv_fatbin_section(path):
 
 
 def main():
-    blob = nv_fatbin_section(sys.argv[1])
+    scan = sys.argv[1] == "--scan"
+    path = sys.argv[2] if scan else sys.argv[1]
+    blob = open(path, "rb").read() if scan else nv_fatbin_section(path)
     pos, count = 0, 0
     while pos + 16 <= len(blob):
+        if scan:
+            pos = blob.find(struct.pack("<I", FATBIN_MAGIC), pos)
+            if pos < 0:
+                break
         magic, _, header, size = struct.unpack_from("<IHHQ", blob, pos)
         if magic != FATBIN_MAGIC:
             # Fatbins are 8-byte aligned inside the section.
