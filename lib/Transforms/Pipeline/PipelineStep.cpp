@@ -870,15 +870,20 @@ private:
       if (attrs)
         fn.setResultAttrs(unsigned(i), attrs);
     // Only what the rank reads stays an argument, and the inputs every
-    // step takes by contract (the runtime passes them to every rank).
+    // step takes by contract (the runtime passes them to every rank). A
+    // parameter or buffer no rank reads (a mask buffer the step compares as
+    // its exported value) stays on rank 0, so that checkpoints keep it.
     llvm::BitVector unused(fn.getNumArguments());
     for (BlockArgument arg : fn.getArguments()) {
-      StringAttr input =
-          getArgName(fn, arg.getArgNumber(), contract::Role::Input);
+      unsigned i = arg.getArgNumber();
+      StringAttr input = getArgName(fn, i, contract::Role::Input);
       bool contractInput = input && (input.getValue() == contract::kStepInput ||
                                      input.getValue() == contract::kLrInput);
-      if (arg.use_empty() && !contractInput)
-        unused.set(arg.getArgNumber());
+      bool keptState = r == 0 && work.getArgument(i).use_empty() &&
+                       (getArgName(fn, i, contract::Role::Param) ||
+                        getArgName(fn, i, contract::Role::Buffer));
+      if (arg.use_empty() && !contractInput && !keptState)
+        unused.set(i);
     }
     if (failed(fn.eraseArguments(unused)))
       return failure();
