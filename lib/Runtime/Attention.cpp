@@ -268,3 +268,69 @@ weft_rt_attention_grad_f32(int64_t heads, int64_t t, int64_t s, int64_t d,
                    dk + h * s * d, dvOut + h * s * dv, delta, scratch);
   }
 }
+
+//===----------------------------------------------------------------------===//
+// bf16 operands (--precision bf16): the f32 kernels on widened copies
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+/// bf16 bits to f32: exact.
+std::vector<float> widen(const uint16_t *x, int64_t n) {
+  std::vector<float> out(n);
+#pragma omp parallel for schedule(static)
+  for (int64_t i = 0; i < n; ++i) {
+    uint32_t bits = uint32_t(x[i]) << 16;
+    std::memcpy(&out[i], &bits, 4);
+  }
+  return out;
+}
+
+/// f32 to bf16, to nearest even (NaN stays NaN), as every bf16 result of
+/// the step is rounded.
+void narrow(const std::vector<float> &x, uint16_t *out) {
+  int64_t n = int64_t(x.size());
+#pragma omp parallel for schedule(static)
+  for (int64_t i = 0; i < n; ++i) {
+    uint32_t bits;
+    std::memcpy(&bits, &x[i], 4);
+    if ((bits & 0x7fffffffu) > 0x7f800000u)
+      out[i] = uint16_t((bits >> 16) | 0x40);
+    else
+      out[i] = uint16_t((bits + 0x7fffu + ((bits >> 16) & 1u)) >> 16);
+  }
+}
+
+} // namespace
+
+// The widened copies cost a pass over q, k, v (and dO, O) per call; the
+// [T, S] scores, which the fused op exists to avoid, are never stored.
+extern "C" void weft_rt_attention_bf16(int64_t heads, int64_t t, int64_t s,
+                                       int64_t d, int64_t dv, float scale,
+                                       int32_t causal, const uint16_t *q,
+                                       const uint16_t *k, const uint16_t *v,
+                                       uint16_t *out, float *lse) {
+  std::vector<float> fq = widen(q, heads * t * d), fk = widen(k, heads * s * d),
+                     fv = widen(v, heads * s * dv), fo(heads * t * dv);
+  weft_rt_attention_f32(heads, t, s, d, dv, scale, causal, fq.data(), fk.data(),
+                        fv.data(), fo.data(), lse);
+  narrow(fo, out);
+}
+
+extern "C" void weft_rt_attention_grad_bf16(
+    int64_t heads, int64_t t, int64_t s, int64_t d, int64_t dv, float scale,
+    int32_t causal, const uint16_t *dout, const uint16_t *q, const uint16_t *k,
+    const uint16_t *v, const uint16_t *out, const float *lse, uint16_t *dq,
+    uint16_t *dk, uint16_t *dvOut) {
+  std::vector<float> fdo = widen(dout, heads * t * dv),
+                     fq = widen(q, heads * t * d), fk = widen(k, heads * s * d),
+                     fv = widen(v, heads * s * dv),
+                     fo = widen(out, heads * t * dv), gq(fq.size()),
+                     gk(fk.size()), gv(fv.size());
+  weft_rt_attention_grad_f32(heads, t, s, d, dv, scale, causal, fdo.data(),
+                             fq.data(), fk.data(), fv.data(), fo.data(), lse,
+                             gq.data(), gk.data(), gv.data());
+  narrow(gq, dq);
+  narrow(gk, dk);
+  narrow(gv, dvOut);
+}

@@ -182,8 +182,8 @@ cl::opt<std::string> fusedAttention(
     "fused-attention",
     cl::desc("Scaled dot-product attention (matmul, scale, causal mask, "
              "softmax, matmul) as one kernel that never stores the T x S "
-             "scores (f32; with --target cuda also bf16, heads up to 64 "
-             "wide in f32 and 128 in bf16): 'on', 'off', or 'auto' (where one "
+             "scores (f32 or bf16; with --target cuda heads up to 64 wide "
+             "in f32 and 128 in bf16): 'on', 'off', or 'auto' (where one "
              "(batch, head)'s "
              "T x S is at least 65536, as T = S = 256; docs/training.md)"),
     cl::value_desc("auto|on|off"), cl::init("auto"), cl::cat(trainCategory));
@@ -512,14 +512,14 @@ bool mapOptions(DriverOptions &driver, TrainPipelineOptions &train,
   if (deviceTarget != "cpu" && deviceTarget != "cuda")
     return fail("--target must be cpu or cuda, got '" + deviceTarget + "'");
   driver.device = deviceTarget;
-  if (deviceTarget == "cuda") {
-    // The CUDA runtime's attention kernels take bf16 as well as f32, heads
-    // up to 128 wide in bf16 and 64 in f32 (whose tiles are twice the
-    // bytes: lib/Runtime/CudaAttentionLayout.h). Wider heads stay unfused.
-    train.fusedAttentionBf16 = true;
+  // Both runtimes' attention kernels take bf16 as well as f32. The CUDA
+  // ones take heads up to 128 wide in bf16 and 64 in f32 (whose tiles are
+  // twice the bytes: lib/Runtime/CudaAttentionLayout.h); wider heads stay
+  // unfused there.
+  train.fusedAttentionBf16 = true;
+  if (deviceTarget == "cuda")
     train.fusedAttentionMaxHeadDim =
         train.precision == Precision::BF16 ? 128 : 64;
-  }
   return true;
 }
 } // namespace

@@ -10,8 +10,8 @@
 //   softmax, matmul) and that chain's gradient as --weft-autodiff builds
 //   it, in f64 on random inputs;
 // - the runtime kernel (lib/Runtime/Attention.cpp) against the evaluator in
-//   f32, on sizes that are not multiples of its blocks or vector widths,
-//   causal and not, more queries than keys and fewer.
+//   f32 and bf16, on sizes that are not multiples of its blocks or vector
+//   widths, causal and not, more queries than keys and fewer.
 // The finite-difference check of the rule is in GradCheckTest.
 //
 //===----------------------------------------------------------------------===//
@@ -47,6 +47,18 @@ struct Shape {
   bool causal;
 };
 
+uint16_t toBf16(float f) {
+  uint32_t bits;
+  std::memcpy(&bits, &f, 4);
+  return uint16_t((bits + 0x7fffu + ((bits >> 16) & 1u)) >> 16);
+}
+float fromBf16(uint16_t h) {
+  uint32_t bits = uint32_t(h) << 16;
+  float f;
+  std::memcpy(&f, &bits, 4);
+  return f;
+}
+
 class AttentionTest : public ::testing::Test {
 protected:
   AttentionTest() {
@@ -63,11 +75,19 @@ protected:
     return m;
   }
 
+public:
+  Tensor randomTensor(RankedTensorType type, double lo, double hi) {
+    return random(type, lo, hi);
+  }
+
+protected:
   Tensor random(RankedTensorType type, double lo, double hi) {
     Tensor t = Tensor::zeros(type);
     std::uniform_real_distribution<double> u(lo, hi);
     for (double &v : t.fp)
-      v = t.elementType.isF32() ? double(float(u(rng))) : u(rng);
+      v = t.elementType.isF32()    ? double(float(u(rng)))
+          : t.elementType.isBF16() ? double(fromBf16(toBf16(float(u(rng)))))
+                                   : u(rng);
     return t;
   }
 
@@ -173,24 +193,45 @@ TEST_F(AttentionTest, EvaluatorMatchesTheUnfusedChainAndItsGradient) {
   }
 }
 
-/// The kernel's results against the evaluator's in f32: the evaluator
-/// computes whole rows in double, the kernel blocks of rows in float.
+/// The kernel's results against the evaluator's: the evaluator computes
+/// whole rows in double, the kernel blocks of rows in float (bf16: on
+/// widened copies, each result rounded once). `tolerance` is relative to
+/// the largest magnitude of each result.
+void checkKernel(AttentionTest &test, MLIRContext &context, Shape n, bool bf16,
+                 double tolerance);
+
 TEST_F(AttentionTest, RuntimeKernelMatchesTheEvaluator) {
+  // f32 accumulation over up to 130 terms.
   for (Shape n : {Shape{3, 37, 37, 13, 7, true}, Shape{2, 45, 70, 13, 7, false},
                   Shape{2, 100, 40, 5, 9, true}, Shape{1, 33, 97, 17, 19, true},
-                  Shape{2, 130, 130, 64, 64, true}, Shape{1, 1, 1, 1, 1, true}}) {
-    SCOPED_TRACE(llvm::formatv("H {0} T {1} S {2} D {3} Dv {4} causal {5}",
-                               n.h, n.t, n.s, n.d, n.dv, n.causal)
-                     .str());
-    auto q = tensor({n.h, n.t, n.d}, "f32");
-    auto k = tensor({n.h, n.s, n.d}, "f32");
-    auto v = tensor({n.h, n.s, n.dv}, "f32");
-    auto o = tensor({n.h, n.t, n.dv}, "f32");
-    auto l = tensor({n.h, n.t}, "f32");
-    double scale = 1.0 / std::sqrt(double(n.d));
-    std::string attrs = llvm::formatv("{{scale = {0:e} : f64{1}}", scale,
-                                      n.causal ? ", causal" : "");
-    std::string ir = llvm::formatv(R"mlir(
+                  Shape{2, 130, 130, 64, 64, true}, Shape{1, 1, 1, 1, 1, true}})
+    checkKernel(*this, context, n, /*bf16=*/false, 2e-5);
+}
+
+TEST_F(AttentionTest, Bf16RuntimeKernelMatchesTheEvaluator) {
+  // Both round each result to bf16 once (2^-9 relative), from sums in
+  // float and in double: one bf16 step apart at most.
+  for (Shape n : {Shape{3, 37, 37, 13, 7, true}, Shape{2, 45, 70, 13, 7, false},
+                  Shape{2, 130, 130, 64, 64, true}})
+    checkKernel(*this, context, n, /*bf16=*/true, 1e-2);
+}
+
+void checkKernel(AttentionTest &test, MLIRContext &context, Shape n, bool bf16,
+                 double tolerance) {
+  SCOPED_TRACE(llvm::formatv("{6} H {0} T {1} S {2} D {3} Dv {4} causal {5}",
+                             n.h, n.t, n.s, n.d, n.dv, n.causal,
+                             bf16 ? "bf16" : "f32")
+                   .str());
+  StringRef e = bf16 ? "bf16" : "f32";
+  auto q = AttentionTest::tensor({n.h, n.t, n.d}, e);
+  auto k = AttentionTest::tensor({n.h, n.s, n.d}, e);
+  auto v = AttentionTest::tensor({n.h, n.s, n.dv}, e);
+  auto o = AttentionTest::tensor({n.h, n.t, n.dv}, e);
+  auto l = AttentionTest::tensor({n.h, n.t}, "f32");
+  double scale = 1.0 / std::sqrt(double(n.d));
+  std::string attrs = llvm::formatv("{{scale = {0:e} : f64{1}}", scale,
+                                    n.causal ? ", causal" : "");
+  std::string ir = llvm::formatv(R"mlir(
 func.func @f(%q: {0}, %k: {1}, %v: {2}, %g: {3}) -> ({3}, {4}, {0}, {1}, {2}) {{
   %o, %lse = weft.attention %q, %k, %v {5} : ({0}, {1}, {2}) -> ({3}, {4})
   %dq, %dk, %dv = weft.attention_grad %g, %q, %k, %v, %o, %lse {5}
@@ -198,23 +239,26 @@ func.func @f(%q: {0}, %k: {1}, %v: {2}, %g: {3}) -> ({3}, {4}, {0}, {1}, {2}) {{
   return %o, %lse, %dq, %dk, %dv : {3}, {4}, {0}, {1}, {2}
 }
 )mlir",
-                                   q, k, v, o, l, attrs);
-    OwningOpRef<ModuleOp> module = parse(ir);
-    ASSERT_TRUE(module);
-    auto f = module->lookupSymbol<func::FuncOp>("f");
-    SmallVector<Tensor> args;
-    for (Type t : f.getArgumentTypes())
-      args.push_back(random(cast<RankedTensorType>(t), -3, 3));
-    FailureOr<SmallVector<Tensor>> want = evaluateFunction(f, args);
-    ASSERT_TRUE(succeeded(want));
+                                 q, k, v, o, l, attrs);
+  OwningOpRef<ModuleOp> module =
+      parseSourceString<ModuleOp>(ir, ParserConfig(&context));
+  ASSERT_TRUE(module) << ir;
+  auto f = module->lookupSymbol<func::FuncOp>("f");
+  SmallVector<Tensor> args;
+  for (Type t : f.getArgumentTypes())
+    args.push_back(test.randomTensor(cast<RankedTensorType>(t), -3, 3));
+  FailureOr<SmallVector<Tensor>> want = evaluateFunction(f, args);
+  ASSERT_TRUE(succeeded(want));
 
+  size_t nq = n.h * n.t * n.d, nk = n.h * n.s * n.d, nv = n.h * n.s * n.dv,
+         no = n.h * n.t * n.dv;
+  std::vector<float> out(no), lse(n.h * n.t), dq(nq), dk(nk), dv(nv);
+  if (!bf16) {
     auto floats = [](const Tensor &t) {
       return std::vector<float>(t.fp.begin(), t.fp.end());
     };
     std::vector<float> fq = floats(args[0]), fk = floats(args[1]),
                        fv = floats(args[2]), fg = floats(args[3]);
-    std::vector<float> out(n.h * n.t * n.dv), lse(n.h * n.t),
-        dq(fq.size()), dk(fk.size()), dv(fv.size());
     weft_rt_attention_f32(n.h, n.t, n.s, n.d, n.dv, float(scale), n.causal,
                           fq.data(), fk.data(), fv.data(), out.data(),
                           lse.data());
@@ -222,24 +266,47 @@ func.func @f(%q: {0}, %k: {1}, %v: {2}, %g: {3}) -> ({3}, {4}, {0}, {1}, {2}) {{
                                n.causal, fg.data(), fq.data(), fk.data(),
                                fv.data(), out.data(), lse.data(), dq.data(),
                                dk.data(), dv.data());
-    // Relative to the largest magnitude of each result: f32 accumulation
-    // over up to 130 terms.
-    auto compare = [&](const std::vector<float> &got, const Tensor &ref,
-                       const char *what) {
-      double scaleOf = 1e-30, worst = 0;
-      for (double x : ref.fp)
-        scaleOf = std::max(scaleOf, std::fabs(x));
-      for (size_t i = 0; i < got.size(); ++i)
-        worst = std::max(worst, std::fabs(double(got[i]) - ref.fp[i]));
-      EXPECT_LE(worst / scaleOf, 2e-5) << what << ": max |error| " << worst
-                                       << " of max |value| " << scaleOf;
+  } else {
+    auto halves = [](const Tensor &t) {
+      std::vector<uint16_t> h(t.fp.size());
+      for (size_t i = 0; i < h.size(); ++i)
+        h[i] = toBf16(float(t.fp[i]));
+      return h;
     };
-    compare(out, (*want)[0], "result");
-    compare(lse, (*want)[1], "logsumexp");
-    compare(dq, (*want)[2], "query_grad");
-    compare(dk, (*want)[3], "key_grad");
-    compare(dv, (*want)[4], "value_grad");
+    auto widen = [](const std::vector<uint16_t> &h, std::vector<float> &f) {
+      for (size_t i = 0; i < h.size(); ++i)
+        f[i] = fromBf16(h[i]);
+    };
+    std::vector<uint16_t> hq = halves(args[0]), hk = halves(args[1]),
+                          hv = halves(args[2]), hg = halves(args[3]), ho(no),
+                          hdq(nq), hdk(nk), hdv(nv);
+    weft_rt_attention_bf16(n.h, n.t, n.s, n.d, n.dv, float(scale), n.causal,
+                           hq.data(), hk.data(), hv.data(), ho.data(),
+                           lse.data());
+    weft_rt_attention_grad_bf16(n.h, n.t, n.s, n.d, n.dv, float(scale),
+                                n.causal, hg.data(), hq.data(), hk.data(),
+                                hv.data(), ho.data(), lse.data(), hdq.data(),
+                                hdk.data(), hdv.data());
+    widen(ho, out);
+    widen(hdq, dq);
+    widen(hdk, dk);
+    widen(hdv, dv);
   }
+  auto compare = [&](const std::vector<float> &got, const Tensor &ref,
+                     const char *what) {
+    double scaleOf = 1e-30, worst = 0;
+    for (double x : ref.fp)
+      scaleOf = std::max(scaleOf, std::fabs(x));
+    for (size_t i = 0; i < got.size(); ++i)
+      worst = std::max(worst, std::fabs(double(got[i]) - ref.fp[i]));
+    EXPECT_LE(worst / scaleOf, tolerance)
+        << what << ": max |error| " << worst << " of max |value| " << scaleOf;
+  };
+  compare(out, (*want)[0], "result");
+  compare(lse, (*want)[1], "logsumexp");
+  compare(dq, (*want)[2], "query_grad");
+  compare(dk, (*want)[3], "key_grad");
+  compare(dv, (*want)[4], "value_grad");
 }
 
 } // namespace

@@ -43,6 +43,20 @@ void weft_rt_attention_grad_f32(int64_t heads, int64_t t, int64_t s,
                                 const float *out, const float *lse, float *dq,
                                 float *dk, float *dvOut);
 
+/* The same on bf16 operands and results (uint16_t: the upper half of an
+   f32) with an f32 lse: the f32 kernels on widened copies, each result
+   rounded to nearest even once. */
+void weft_rt_attention_bf16(int64_t heads, int64_t t, int64_t s, int64_t d,
+                            int64_t dv, float scale, int32_t causal,
+                            const uint16_t *q, const uint16_t *k,
+                            const uint16_t *v, uint16_t *out, float *lse);
+void weft_rt_attention_grad_bf16(int64_t heads, int64_t t, int64_t s, int64_t d,
+                                 int64_t dv, float scale, int32_t causal,
+                                 const uint16_t *dout, const uint16_t *q,
+                                 const uint16_t *k, const uint16_t *v,
+                                 const uint16_t *out, const float *lse,
+                                 uint16_t *dq, uint16_t *dk, uint16_t *dvOut);
+
 #ifdef __cplusplus
 }
 #endif
