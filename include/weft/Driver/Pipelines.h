@@ -133,8 +133,8 @@ struct TrainPipelineOptions
       llvm::cl::init("auto")};
   Option<bool> fusedAttentionBf16{
       *this, "fused-attention-bf16",
-      llvm::cl::desc("Fuse bf16 attention chains too (their kernels are "
-                     "the CUDA runtime's)"),
+      llvm::cl::desc("Fuse bf16 attention chains too (log-sum-exp in "
+                     "f32)"),
       llvm::cl::init(false)};
   Option<int64_t> fusedAttentionMaxHeadDim{
       *this, "fused-attention-max-head-dim",

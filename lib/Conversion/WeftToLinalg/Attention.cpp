@@ -15,8 +15,8 @@
 //
 // f32 ops call weft_rt_attention_f32 / _grad_f32, bf16 ops (whose
 // log-sum-exp is f32) weft_rt_attention_bf16 / _grad_bf16, with the same
-// arguments. Only the CUDA runtime has the bf16 kernels: --target cuda
-// renames both pairs to their weft_rt_cuda_ versions, and
+// arguments (the CPU runtime widens bf16 to f32 for its kernels; --target
+// cuda renames both pairs to their weft_rt_cuda_ versions).
 // --weft-fuse-attention builds bf16 ops only when asked to (bf16=true).
 // Another element type is an error naming the op.
 //

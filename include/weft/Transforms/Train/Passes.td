@@ -449,8 +449,8 @@ def FuseAttentionPass : Pass<"weft-fuse-attention", "mlir::ModuleOp"> {
 
     A chain is left alone when any of its intermediate values has another
     user (it would be materialized anyway), when its values are not all
-    f32 (or, with `bf16`, all bf16: the CUDA runtime's kernels take bf16,
-    the CPU's only f32; a bf16 weft.attention's log-sum-exp is f32), when
+    f32 (or, with `bf16`, all bf16: a bf16 weft.attention's log-sum-exp
+    is f32; weftc asks for it on both targets), when
     D or Dv exceeds `max-head-dim` (the widest head a kernel takes; 0: no
     limit), when q, k and v differ in their leading axes (a broadcast
     batch), or when it is a near miss: another mask (diagonal, fill), the
