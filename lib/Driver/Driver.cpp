@@ -1035,13 +1035,18 @@ LogicalResult Driver::emitNative(ArrayRef<Program> programs,
       descriptor.weightsFileSize = weightsSize;
       descriptor.weightsFileChecksum = weightsChecksum;
     }
+    // An executable's parts run O2 on their own threads, with the object
+    // emission (emitObjectFiles); an object or LLVM IR is optimized whole.
+    bool optimizeWhole = emit == Stage::Llvm || emit == Stage::Obj;
     std::unique_ptr<llvm::Module> built;
     {
-      TimingScope t = timing.nest("LLVM translation and O" +
-                                  std::to_string(options.target.optLevel));
-      built = buildModelModule(program.module, llvmContext, *machine,
-                               program.entry, descriptor,
-                               options.target.optLevel);
+      TimingScope t = timing.nest(
+          optimizeWhole ? "LLVM translation and O" +
+                              std::to_string(options.target.optLevel)
+                        : std::string("LLVM translation"));
+      built =
+          buildModelModule(program.module, llvmContext, *machine, program.entry,
+                           descriptor, options.target.optLevel, optimizeWhole);
     }
     if (!built)
       return failure();
@@ -1068,17 +1073,20 @@ LogicalResult Driver::emitNative(ArrayRef<Program> programs,
     TimingScope t = timing.nest("Object emission");
     return emitObjectFile(*llvmModule, *machine, options.output, loc());
   }
-  // An executable's object code is emitted in two parts on two threads (a
-  // fixed count, so the executable does not depend on this machine).
+  // An executable's object code is optimized and emitted in two parts on
+  // two threads (a fixed count, so the executable does not depend on this
+  // machine).
   SmallVector<std::string> objects;
   {
-    TimingScope t = timing.nest("Object emission");
+    TimingScope t = timing.nest("Object emission (O" +
+                                std::to_string(options.target.optLevel) +
+                                " and code, 2 threads)");
     if (failed(emitObjectFiles(
             std::move(llvmModule), options.target, /*parts=*/2,
             [&](unsigned i) {
               return temps.file("model-" + std::to_string(i) + ".o");
             },
-            objects, loc())))
+            objects, loc(), /*optimize=*/true)))
       return failure();
   }
   LinkOptions link;

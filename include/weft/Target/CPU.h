@@ -58,12 +58,14 @@ void optimizeLLVMModule(llvm::Module &module, llvm::TargetMachine &machine,
 std::vector<std::string> checkableCpuFeatures(const llvm::TargetMachine &machine);
 
 /// Translates an LLVM-dialect module whose step function is `stepName`,
-/// adds the descriptor and runs LLVM's O<optLevel> pipeline. Null, after an
-/// error on `module`, on failure.
+/// adds the descriptor and, when `optimize`, runs LLVM's O<optLevel>
+/// pipeline (emitObjectFiles can run it on each part instead). Null, after
+/// an error on `module`, on failure.
 std::unique_ptr<llvm::Module>
 buildModelModule(mlir::ModuleOp module, llvm::LLVMContext &context,
                  llvm::TargetMachine &machine, llvm::StringRef stepName,
-                 const ModelDescriptor &descriptor, unsigned optLevel);
+                 const ModelDescriptor &descriptor, unsigned optLevel,
+                 bool optimize = true);
 
 /// Writes `module` as an object file to `path`; errors at `loc`.
 mlir::LogicalResult emitObjectFile(llvm::Module &module,
@@ -76,13 +78,15 @@ mlir::LogicalResult emitObjectFile(llvm::Module &module,
 /// names part i's file and `written` receives the files written. The parts
 /// depend only on the module, not on this machine. A module with
 /// module-level assembly (the .incbin of embedded weights) is written
-/// whole, as one file. Errors at `loc`.
+/// whole, as one file. With `optimize`, each part first runs LLVM's
+/// O<options.optLevel> pipeline on its thread (the step's kernels are
+/// noinline, so the split loses no inlining). Errors at `loc`.
 mlir::LogicalResult
 emitObjectFiles(std::unique_ptr<llvm::Module> module,
                 const CpuTargetOptions &options, unsigned parts,
                 llvm::function_ref<std::string(unsigned)> pathFor,
-                llvm::SmallVectorImpl<std::string> &written,
-                mlir::Location loc);
+                llvm::SmallVectorImpl<std::string> &written, mlir::Location loc,
+                bool optimize = false);
 
 /// The folder holding libWeftRuntimeMain.a, libWeftRuntime.a and
 /// libWeftFormats.a: `override`

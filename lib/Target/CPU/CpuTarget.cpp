@@ -145,11 +145,11 @@ void weft::optimizeLLVMModule(llvm::Module &module,
   passes.run(module, mam);
 }
 
-
 std::unique_ptr<llvm::Module>
 weft::buildModelModule(ModuleOp module, llvm::LLVMContext &context,
                        llvm::TargetMachine &machine, llvm::StringRef stepName,
-                       const ModelDescriptor &descriptor, unsigned optLevel) {
+                       const ModelDescriptor &descriptor, unsigned optLevel,
+                       bool optimize) {
   // Weft's argument attributes (names, kinds) are in the descriptor; LLVM
   // IR has no place for them.
   module.walk([](LLVM::LLVMFuncOp fn) {
@@ -194,7 +194,8 @@ weft::buildModelModule(ModuleOp module, llvm::LLVMContext &context,
     module.emitError("generated LLVM IR is invalid: ") << verifierMessage;
     return nullptr;
   }
-  optimizeLLVMModule(*llvmModule, machine, optLevel);
+  if (optimize)
+    optimizeLLVMModule(*llvmModule, machine, optLevel);
   return llvmModule;
 }
 
@@ -217,20 +218,22 @@ LogicalResult weft::emitObjectFile(llvm::Module &module,
   return success();
 }
 
-LogicalResult
-weft::emitObjectFiles(std::unique_ptr<llvm::Module> module,
-                      const CpuTargetOptions &options, unsigned parts,
-                      llvm::function_ref<std::string(unsigned)> pathFor,
-                      SmallVectorImpl<std::string> &written, Location loc) {
+LogicalResult weft::emitObjectFiles(
+    std::unique_ptr<llvm::Module> module, const CpuTargetOptions &options,
+    unsigned parts, llvm::function_ref<std::string(unsigned)> pathFor,
+    SmallVectorImpl<std::string> &written, Location loc, bool optimize) {
   // Object emission is single-threaded in LLVM; each part gets a context
   // of its own (a context is not thread-safe), reached through bitcode.
   // Functions are dealt to parts largest first, so parts take similar time.
   if (parts <= 1 || !module->getModuleInlineAsm().empty()) {
     std::unique_ptr<llvm::TargetMachine> machine =
         createCpuTargetMachine(options, loc);
+    if (!machine)
+      return failure();
+    if (optimize)
+      optimizeLLVMModule(*module, *machine, options.optLevel);
     written.push_back(pathFor(0));
-    return success(machine && succeeded(emitObjectFile(
-                                  *module, *machine, written.back(), loc)));
+    return emitObjectFile(*module, *machine, written.back(), loc);
   }
   SmallVector<SmallVector<char, 0>> bitcode;
   llvm::SplitModule(
@@ -262,6 +265,8 @@ weft::emitObjectFiles(std::unique_ptr<llvm::Module> module,
         errors[i] = llvm::toString(part.takeError());
         return;
       }
+      if (optimize)
+        optimizeLLVMModule(**part, *machines[i], options.optLevel);
       std::error_code ec;
       llvm::raw_fd_ostream os(written[i], ec, llvm::sys::fs::OF_None);
       if (ec) {
