@@ -5,10 +5,12 @@
 //===----------------------------------------------------------------------===//
 //
 // PyTorch exports `scores.masked_fill(mask, -inf)` as a Where on a constant
-// T x T boolean mask, or, without constant folding (training-mode exports),
-// on a comparison of a float mask buffer (GPT-2's `attn.bias == 0`).
-// Materializing that mask costs T^2 memory and a select per score;
-// weft.causal_mask describes the same thing in an attribute.
+// T x T boolean mask. Materializing that mask costs T^2 memory and a select
+// per score; weft.causal_mask describes the same thing in an attribute.
+// Without constant folding the mask is `attn.bias == 0` on a float buffer:
+// the importer reads a buffer only comparisons use as its exported value
+// (onnximport::classifyTensors), and the legalization's folding evaluates
+// the comparison (foldCreated), so the condition is a constant here too.
 //
 //===----------------------------------------------------------------------===//
 
@@ -46,92 +48,6 @@ std::optional<int64_t> matchUpperTriangle(const std::vector<bool> &mask,
   return diagonal;
 }
 
-/// A constant tensor's elements as floats in row-major order: a constant,
-/// or a weft.slice of one. std::nullopt for anything else.
-std::optional<std::vector<float>> constantFloats(Value v) {
-  DenseElementsAttr attr;
-  if (matchPattern(v, m_Constant(&attr))) {
-    if (!attr.getElementType().isF32())
-      return std::nullopt;
-    auto values = attr.getValues<float>();
-    int64_t n = cast<ShapedType>(v.getType()).getNumElements();
-    if (attr.isSplat())
-      return std::vector<float>(n, *values.begin());
-    return std::vector<float>(values.begin(), values.end());
-  }
-  auto slice = v.getDefiningOp<SliceOp>();
-  if (!slice)
-    return std::nullopt;
-  std::optional<std::vector<float>> in = constantFloats(slice.getInput());
-  if (!in)
-    return std::nullopt;
-  ArrayRef<int64_t> inShape = shapeOf(slice.getInput());
-  ArrayRef<int64_t> outShape = shapeOf(slice.getResult());
-  int64_t rank = inShape.size(), n = 1;
-  for (int64_t d : outShape)
-    n *= d;
-  std::vector<float> out(n);
-  SmallVector<int64_t> index(rank, 0);
-  for (int64_t i = 0; i < n; ++i) {
-    int64_t offset = 0;
-    for (int64_t a = 0; a < rank; ++a)
-      offset = offset * inShape[a] + slice.getStarts()[a] +
-               index[a] * slice.getStrides()[a];
-    out[i] = (*in)[offset];
-    for (int64_t a = rank - 1; a >= 0 && ++index[a] == outShape[a]; --a)
-      index[a] = 0;
-  }
-  return out;
-}
-
-/// A boolean condition's elements, when they are known while importing: a
-/// constant, or a comparison of a constant with a scalar constant (a causal
-/// mask stored as a float buffer, `bias == 0`; its initializer is a
-/// constant when only comparisons read it, onnximport::classifyTensors).
-std::optional<std::vector<bool>> constantMask(Value cond) {
-  DenseElementsAttr attr;
-  if (matchPattern(cond, m_Constant(&attr))) {
-    std::vector<bool> mask;
-    for (bool b : attr.getValues<bool>())
-      mask.push_back(b);
-    return mask;
-  }
-  auto cmp = cond.getDefiningOp<CmpOp>();
-  if (!cmp || shapeOf(cmp.getLhs()) != shapeOf(cmp.getResult()) ||
-      llvm::any_of(shapeOf(cmp.getRhs()), [](int64_t d) { return d != 1; }))
-    return std::nullopt;
-  std::optional<std::vector<float>> lhs = constantFloats(cmp.getLhs());
-  std::optional<std::vector<float>> rhs = constantFloats(cmp.getRhs());
-  if (!lhs || !rhs || rhs->size() != 1)
-    return std::nullopt;
-  float c = rhs->front();
-  std::vector<bool> mask(lhs->size());
-  for (size_t i = 0; i < lhs->size(); ++i) {
-    float x = (*lhs)[i];
-    switch (cmp.getPredicate()) {
-    case CmpPredicate::eq:
-      mask[i] = x == c;
-      break;
-    case CmpPredicate::ne:
-      mask[i] = x != c;
-      break;
-    case CmpPredicate::lt:
-      mask[i] = x < c;
-      break;
-    case CmpPredicate::le:
-      mask[i] = x <= c;
-      break;
-    case CmpPredicate::gt:
-      mask[i] = x > c;
-      break;
-    case CmpPredicate::ge:
-      mask[i] = x >= c;
-      break;
-    }
-  }
-  return mask;
-}
-
 /// Recognizes `where(j > i + d, fill, x)` and `where(j <= i + d, x, fill)`
 /// with a constant mask on the last two axes and a constant splat fill, the
 /// way PyTorch exports `masked_fill` with a causal mask, and builds
@@ -139,15 +55,17 @@ std::optional<std::vector<bool>> constantMask(Value cond) {
 /// pattern does not apply.
 FailureOr<Value> matchCausalMask(LegalizeContext &ctx, Value cond, Value onTrue,
                                  Value onFalse) {
+  DenseElementsAttr maskAttr;
   ArrayRef<int64_t> maskShape = shapeOf(cond);
   if (maskShape.size() < 2 ||
-      !llvm::all_of(maskShape.drop_back(2), [](int64_t d) { return d == 1; }))
+      !llvm::all_of(maskShape.drop_back(2), [](int64_t d) { return d == 1; }) ||
+      !matchPattern(cond, m_Constant(&maskAttr)))
     return Value();
   int64_t rows = maskShape[maskShape.size() - 2], cols = maskShape.back();
-  std::optional<std::vector<bool>> known = constantMask(cond);
-  if (!known)
-    return Value();
-  std::vector<bool> mask = std::move(*known);
+  std::vector<bool> mask;
+  mask.reserve(rows * cols);
+  for (bool b : maskAttr.getValues<bool>())
+    mask.push_back(b);
 
   Value x, fillValue;
   std::optional<int64_t> diagonal = matchUpperTriangle(mask, rows, cols);
