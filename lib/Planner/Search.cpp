@@ -183,14 +183,18 @@ namespace {
 
 struct DTypeBytes {
   double activation, param, grad, optimizer;
+  /// A gradient as the data-parallel reduction (and the tied swap) sends it.
+  double reducedGrad;
 };
 
-DTypeBytes bytesFor(const std::string &dtype) {
-  if (dtype == "fp32")
-    return {4, 4, 4, 8};
+DTypeBytes bytesFor(const SearchOptions &options) {
   // Mixed precision: 16-bit weights and gradients, f32 master weights and
   // AdamW's two f32 moments.
-  return {2, 2, 2, 12};
+  DTypeBytes b = options.dtype == "fp32" ? DTypeBytes{4, 4, 4, 8, 4}
+                                         : DTypeBytes{2, 2, 2, 12, 2};
+  if (options.fp32GradReduce)
+    b.reducedGrad = 4;
+  return b;
 }
 
 /// One sample through one layer, for one (tp, sp, recompute).
@@ -236,7 +240,7 @@ public:
   Pricer(const ModelStats &model, const ClusterSpec &spec,
          const SearchOptions &options)
       : model(model), spec(spec), options(options),
-        bytes(bytesFor(options.dtype)),
+        bytes(bytesFor(options)),
         peak(spec.device.peakTFLOPs.at(options.dtype) * 1e12),
         // The option wins; else the spec's measured bandwidth, if it has
         // one (0: memory traffic is not priced).
@@ -448,9 +452,7 @@ void price(Pricer &pr, const RankLayout &rl, const LayoutChoice &l, int mbs,
     if (pr.model.tiedElements > 0)
       tied = groupCollectiveSeconds(
           spec, Collective::SendRecv,
-          pr.model.tiedElements / l.tp *
-              (pr.options.fp32GradReduce ? 4.0 : pr.bytes.grad),
-          pair);
+          pr.model.tiedElements / l.tp * pr.bytes.reducedGrad, pair);
   }
   double slowest = -1, compute = 0, comm = 0, dpExposed = 0, update = 0;
   MemoryEstimate worst;
@@ -488,11 +490,9 @@ void price(Pricer &pr, const RankLayout &rl, const LayoutChoice &l, int mbs,
                                     pr.bytes.optimizer, pr.bandwidth));
     // Reduced after the backward, nothing of the step hides it.
     bool overlap = pr.options.dpOverlap;
-    double reducedBytes =
-        here * (pr.options.fp32GradReduce ? 4.0 : pr.bytes.grad);
     dpExposed = std::max(
         dpExposed,
-        dpExposedSeconds(spec, l.zeroStage, dpGroup, reducedBytes,
+        dpExposedSeconds(spec, l.zeroStage, dpGroup, here * pr.bytes.reducedGrad,
                          here * pr.bytes.param, overlap ? forwardMB : 0,
                          overlap ? computeMB - forwardMB : 0, m));
 
