@@ -27,6 +27,8 @@
 
 #include "weft/Runtime/Attention.h"
 
+#include "weft/Runtime/Bf16.h"
+
 #include "weft/Runtime/Kernels.h"
 
 #include <algorithm>
@@ -275,30 +277,21 @@ weft_rt_attention_grad_f32(int64_t heads, int64_t t, int64_t s, int64_t d,
 
 namespace {
 
-/// bf16 bits to f32: exact.
+/// A copy of n bf16 elements in f32 (exact).
 std::vector<float> widen(const uint16_t *x, int64_t n) {
   std::vector<float> out(n);
 #pragma omp parallel for schedule(static)
-  for (int64_t i = 0; i < n; ++i) {
-    uint32_t bits = uint32_t(x[i]) << 16;
-    std::memcpy(&out[i], &bits, 4);
-  }
+  for (int64_t i = 0; i < n; ++i)
+    out[i] = weft::rt::bf16ToFloat(x[i]);
   return out;
 }
 
-/// f32 to bf16, to nearest even (NaN stays NaN), as every bf16 result of
-/// the step is rounded.
+/// `x` rounded to bf16 into `out`, as every bf16 result of the step is.
 void narrow(const std::vector<float> &x, uint16_t *out) {
   int64_t n = int64_t(x.size());
 #pragma omp parallel for schedule(static)
-  for (int64_t i = 0; i < n; ++i) {
-    uint32_t bits;
-    std::memcpy(&bits, &x[i], 4);
-    if ((bits & 0x7fffffffu) > 0x7f800000u)
-      out[i] = uint16_t((bits >> 16) | 0x40);
-    else
-      out[i] = uint16_t((bits + 0x7fffu + ((bits >> 16) & 1u)) >> 16);
-  }
+  for (int64_t i = 0; i < n; ++i)
+    out[i] = weft::rt::floatToBf16(x[i]);
 }
 
 } // namespace

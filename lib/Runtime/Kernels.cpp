@@ -32,6 +32,8 @@
 
 #include "weft/Runtime/Kernels.h"
 
+#include "weft/Runtime/Bf16.h"
+
 #include <cblas.h>
 #include <dlfcn.h>
 #include <omp.h>
@@ -64,16 +66,6 @@ bool fitsCblas(bool transA, bool transB, int64_t m, int64_t n, int64_t k,
   auto fits = [](int64_t v) { return v <= INT_MAX; };
   return fitsRowMajor(transA, transB, m, n, k, lda, ldb, ldc) && fits(m) &&
          fits(n) && fits(k) && fits(lda) && fits(ldb) && fits(ldc);
-}
-
-/// f32 to bf16 rounded to nearest, ties to even (as arith.truncf); a NaN
-/// stays a (quiet) NaN. Branch-free, so loops over it vectorize.
-inline uint16_t floatToBf16(float f) {
-  uint32_t bits;
-  std::memcpy(&bits, &f, sizeof(bits));
-  uint32_t rounded = bits + 0x7FFFu + ((bits >> 16) & 1u);
-  bool isNan = (bits & 0x7FFFFFFFu) > 0x7F800000u;
-  return uint16_t(isNan ? (bits >> 16) | 0x40u : rounded >> 16);
 }
 
 /// C = op(A) op(B) (+ C when `accumulate`) by definition; accumulates in
@@ -258,10 +250,8 @@ void widen(const uint16_t *from, int64_t rows, int64_t cols, int64_t ld,
   for (int64_t r = 0; r < rows; ++r) {
     const uint16_t *src = from + r * ld;
     float *dst = to + r * cols;
-    for (int64_t j = 0; j < cols; ++j) {
-      uint32_t bits = uint32_t(src[j]) << 16;
-      std::memcpy(&dst[j], &bits, sizeof(float));
-    }
+    for (int64_t j = 0; j < cols; ++j)
+      dst[j] = weft::rt::bf16ToFloat(src[j]);
   }
 }
 
@@ -463,7 +453,7 @@ extern "C" void weft_rt_sbgemm_bf16(int64_t batch, int32_t transA,
       const float *from = tmp + r * n;
       uint16_t *to = ci + r * ldc;
       for (int64_t j = 0; j < n; ++j)
-        to[j] = floatToBf16(from[j]);
+        to[j] = weft::rt::floatToBf16(from[j]);
     }
   };
   int team = dealtTeam(batch, m, n, k);

@@ -16,10 +16,11 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "weft/Runtime/Attention.h"
 #include "weft/Dialect/Weft/IR/WeftDialect.h"
 #include "weft/Dialect/Weft/IR/WeftOps.h"
 #include "weft/Evaluator/Evaluator.h"
-#include "weft/Runtime/Attention.h"
+#include "weft/Runtime/Bf16.h"
 #include "weft/Transforms/Train/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -46,18 +47,6 @@ struct Shape {
   int64_t h, t, s, d, dv;
   bool causal;
 };
-
-uint16_t toBf16(float f) {
-  uint32_t bits;
-  std::memcpy(&bits, &f, 4);
-  return uint16_t((bits + 0x7fffu + ((bits >> 16) & 1u)) >> 16);
-}
-float fromBf16(uint16_t h) {
-  uint32_t bits = uint32_t(h) << 16;
-  float f;
-  std::memcpy(&f, &bits, 4);
-  return f;
-}
 
 class AttentionTest : public ::testing::Test {
 protected:
@@ -86,7 +75,8 @@ protected:
     std::uniform_real_distribution<double> u(lo, hi);
     for (double &v : t.fp)
       v = t.elementType.isF32()    ? double(float(u(rng)))
-          : t.elementType.isBF16() ? double(fromBf16(toBf16(float(u(rng)))))
+          : t.elementType.isBF16() ? double(weft::rt::bf16ToFloat(
+                                         weft::rt::floatToBf16(float(u(rng)))))
                                    : u(rng);
     return t;
   }
@@ -270,12 +260,12 @@ func.func @f(%q: {0}, %k: {1}, %v: {2}, %g: {3}) -> ({3}, {4}, {0}, {1}, {2}) {{
     auto halves = [](const Tensor &t) {
       std::vector<uint16_t> h(t.fp.size());
       for (size_t i = 0; i < h.size(); ++i)
-        h[i] = toBf16(float(t.fp[i]));
+        h[i] = weft::rt::floatToBf16(float(t.fp[i]));
       return h;
     };
     auto widen = [](const std::vector<uint16_t> &h, std::vector<float> &f) {
       for (size_t i = 0; i < h.size(); ++i)
-        f[i] = fromBf16(h[i]);
+        f[i] = weft::rt::bf16ToFloat(h[i]);
     };
     std::vector<uint16_t> hq = halves(args[0]), hk = halves(args[1]),
                           hv = halves(args[2]), hg = halves(args[3]), ho(no),
