@@ -62,11 +62,6 @@ template <typename E> __device__ __forceinline__ float expOf(float x) {
   return sizeof(E) == 4 ? expf(x) : __expf(x);
 }
 
-__device__ __forceinline__ float warpMax(float x) {
-  for (int o = 16; o > 0; o /= 2)
-    x = fmaxf(x, __shfl_xor_sync(0xffffffffu, x, o));
-  return x;
-}
 __device__ __forceinline__ float warpSum(float x) {
   for (int o = 16; o > 0; o /= 2)
     x += __shfl_xor_sync(0xffffffffu, x, o);
