@@ -55,24 +55,21 @@ void *attentionModule([[maybe_unused]] const char *call) {
 #endif
 }
 
-/// The sizes every kernel takes, checked.
+/// The sizes every kernel takes, checked, and the padded head width that
+/// picks its instance.
 struct Shape {
-  int t, s, d, dv, blocks, dp;
-  int64_t grid;
+  int64_t heads;
+  int t, s, d, dv, dp;
 };
 
 Shape checkShape(const char *call, int64_t heads, int64_t t, int64_t s,
-                 int64_t d, int64_t dv, int64_t ownRows, int elementBytes) {
+                 int64_t d, int64_t dv, int elementBytes) {
   auto fail = [&](const std::string &why) { detail::fatal(call, why); };
   if (heads < 0 || t < 0 || s < 1 || d < 1 || dv < 1)
     fail("sizes out of range: heads " + std::to_string(heads) + ", t " +
          std::to_string(t) + ", s " + std::to_string(s) + ", d " +
          std::to_string(d) + ", dv " + std::to_string(dv));
   int64_t widest = d > dv ? d : dv;
-  int dp = 0;
-  for (int candidate : layout::kHeadDims)
-    if (!dp && widest <= candidate)
-      dp = candidate;
   if (widest > layout::maxHeadDim(elementBytes))
     fail("head dimension " + std::to_string(widest) +
          " is over the GPU attention kernels' " +
@@ -82,70 +79,74 @@ Shape checkShape(const char *call, int64_t heads, int64_t t, int64_t s,
          "runs as GEMMs and kernels)");
   if (t > INT32_MAX / 2 || s > INT32_MAX / 2)
     fail("sequence length over 2^30");
-  Shape shape{int(t), int(s), int(d), int(dv), 0, dp, 0};
-  shape.blocks = int((ownRows + layout::kRows - 1) / layout::kRows);
-  shape.grid = heads * shape.blocks;
-  if (heads && shape.grid / heads != shape.blocks)
-    fail("too many heads");
-  return shape;
+  int dp = 0;
+  for (int candidate : layout::kHeadDims)
+    if (!dp && widest <= candidate)
+      dp = candidate;
+  return {heads, int(t), int(s), int(d), int(dv), dp};
 }
 
-/// Launches `kernel` (its name without the type and width suffix) over
-/// `shape.grid` blocks with `sharedBytes`, passing the sizes and then
-/// `pointers`.
+enum class Kind { Forward, GradKeys, GradQueries };
+
+/// The instance of `kind` for `elementBytes` and `dp` (CudaAttention.cu's
+/// entry points). String literals: mgpuModuleGetFunction keeps the pointer
+/// to find the kernel again.
+const char *kernelName(Kind kind, int elementBytes, int dp) {
+  static const char *const names[3][2][2] = {
+      {{"weft_attention_forward_f32_64", "weft_attention_forward_f32_128"},
+       {"weft_attention_forward_bf16_64", "weft_attention_forward_bf16_128"}},
+      {{"weft_attention_grad_keys_f32_64", "weft_attention_grad_keys_f32_128"},
+       {"weft_attention_grad_keys_bf16_64",
+        "weft_attention_grad_keys_bf16_128"}},
+      {{"weft_attention_grad_queries_f32_64",
+        "weft_attention_grad_queries_f32_128"},
+       {"weft_attention_grad_queries_bf16_64",
+        "weft_attention_grad_queries_bf16_128"}}};
+  return names[int(kind)][elementBytes == 4 ? 0 : 1][dp == 64 ? 0 : 1];
+}
+
+/// Launches `kind` over heads x (ownRows / 64) blocks, passing the sizes
+/// and then `pointers`.
 template <size_t N>
-void launch(const char *call, const char *kernel, const char *type,
-            const Shape &shape, float scale, int32_t causal,
-            int (layout::Layout::*bytes)() const, int elementBytes,
+void launch(const char *call, Kind kind, const Shape &shape, int64_t ownRows,
+            float scale, int32_t causal, int elementBytes,
             const void *(&&pointers)[N]) {
-  if (shape.grid == 0)
+  int blocks = int((ownRows + layout::kRows - 1) / layout::kRows);
+  int64_t grid = shape.heads * blocks;
+  if (grid == 0)
     return;
-  if (shape.grid > INT32_MAX)
+  if (grid / shape.heads != blocks || grid > INT32_MAX)
     detail::fatal(call, "too many heads and rows for one launch");
-  detail::requireInitialized(call, kernel);
-  std::string name =
-      std::string(kernel) + "_" + type + "_" + std::to_string(shape.dp);
-  // mgpuModuleGetFunction finds a kernel by its name's pointer first: keep
-  // one per name alive for the process.
-  static std::mutex mutex;
-  static std::string names[3 * 2 * 2];
-  static int used = 0;
-  const char *stable = nullptr;
-  {
-    std::lock_guard<std::mutex> lock(mutex);
-    for (int i = 0; i < used && !stable; ++i)
-      if (names[i] == name)
-        stable = names[i].c_str();
-    if (!stable) {
-      names[used] = name;
-      stable = names[used++].c_str();
-    }
-  }
-  void *function = mgpuModuleGetFunction(attentionModule(call), stable);
-  int sharedBytes = (layout::Layout::of(elementBytes, shape.dp).*bytes)();
+  const char *name = kernelName(kind, elementBytes, shape.dp);
+  detail::requireInitialized(call, name);
+  void *function = mgpuModuleGetFunction(attentionModule(call), name);
+  layout::Layout l = layout::Layout::of(elementBytes, shape.dp);
+  int sharedBytes = kind == Kind::Forward    ? l.forward()
+                    : kind == Kind::GradKeys ? l.gradKeys()
+                                             : l.gradQueries();
   if (sharedBytes > detail::sharedMemoryOptIn())
-    detail::fatal(call, name + " needs " + std::to_string(sharedBytes) +
+    detail::fatal(call, std::string(name) + " needs " +
+                            std::to_string(sharedBytes) +
                             " bytes of shared memory for head dimension " +
                             std::to_string(shape.dp) + "; this GPU allows " +
                             std::to_string(detail::sharedMemoryOptIn()) +
                             ": compile with --fused-attention=off (attention "
                             "then runs as GEMMs and kernels)");
-  int t = shape.t, s = shape.s, d = shape.d, dv = shape.dv,
-      blocks = shape.blocks;
+  int t = shape.t, s = shape.s, d = shape.d, dv = shape.dv;
   void *params[7 + N] = {&t, &s, &d, &dv, &scale, &causal, &blocks};
   for (size_t i = 0; i < N; ++i)
     params[7 + i] = const_cast<void **>(&pointers[i]);
-  mgpuLaunchKernel(function, intptr_t(shape.grid), 1, 1, layout::kThreads, 1, 1,
+  mgpuLaunchKernel(function, intptr_t(grid), 1, 1, layout::kThreads, 1, 1,
                    sharedBytes, nullptr, params, nullptr, 7 + N);
 }
 
 template <typename E>
-void forward(const char *call, const char *type, int64_t heads, int64_t t,
-             int64_t s, int64_t d, int64_t dv, float scale, int32_t causal,
-             const E *q, const E *k, const E *v, E *out, float *lse) {
-  Shape shape = checkShape(call, heads, t, s, d, dv, t, sizeof(E));
-  launch(call, "weft_attention_forward", type, shape, scale, causal,
-         &layout::Layout::forward, sizeof(E), {q, k, v, out, lse});
+void forward(const char *call, int64_t heads, int64_t t, int64_t s, int64_t d,
+             int64_t dv, float scale, int32_t causal, const E *q, const E *k,
+             const E *v, E *out, float *lse) {
+  Shape shape = checkShape(call, heads, t, s, d, dv, sizeof(E));
+  launch(call, Kind::Forward, shape, t, scale, causal, sizeof(E),
+         {q, k, v, out, lse});
 }
 
 /// Device memory for D = rowsum(dO * O), one float per query row: grown
@@ -172,12 +173,11 @@ float *rowTermsBuffer(const char *call, int64_t rows) {
 }
 
 template <typename E>
-void backward(const char *call, const char *type, int64_t heads, int64_t t,
-              int64_t s, int64_t d, int64_t dv, float scale, int32_t causal,
-              const E *dout, const E *q, const E *k, const E *v, const E *out,
+void backward(const char *call, int64_t heads, int64_t t, int64_t s, int64_t d,
+              int64_t dv, float scale, int32_t causal, const E *dout,
+              const E *q, const E *k, const E *v, const E *out,
               const float *lse, E *dq, E *dk, E *dvOut) {
-  Shape keys = checkShape(call, heads, t, s, d, dv, s, sizeof(E));
-  Shape queries = checkShape(call, heads, t, s, d, dv, t, sizeof(E));
+  Shape shape = checkShape(call, heads, t, s, d, dv, sizeof(E));
   int64_t rows = heads * t;
   float *rowD = nullptr;
   if (rows > 0) {
@@ -195,11 +195,9 @@ void backward(const char *call, const char *type, int64_t heads, int64_t t,
     mgpuLaunchKernel(function, intptr_t((rows + perBlock - 1) / perBlock), 1, 1,
                      layout::kThreads, 1, 1, 0, nullptr, params, nullptr, 5);
   }
-  launch(call, "weft_attention_grad_keys", type, keys, scale, causal,
-         &layout::Layout::gradKeys, sizeof(E),
+  launch(call, Kind::GradKeys, shape, s, scale, causal, sizeof(E),
          {dout, q, k, v, lse, rowD, dk, dvOut});
-  launch(call, "weft_attention_grad_queries", type, queries, scale, causal,
-         &layout::Layout::gradQueries, sizeof(E),
+  launch(call, Kind::GradQueries, shape, t, scale, causal, sizeof(E),
          {dout, q, k, v, lse, rowD, dq});
 }
 
@@ -210,8 +208,8 @@ extern "C" void weft_rt_cuda_attention_f32(int64_t heads, int64_t t, int64_t s,
                                            int32_t causal, const float *q,
                                            const float *k, const float *v,
                                            float *out, float *lse) {
-  forward("weft_rt_cuda_attention_f32", "f32", heads, t, s, d, dv, scale,
-          causal, q, k, v, out, lse);
+  forward("weft_rt_cuda_attention_f32", heads, t, s, d, dv, scale, causal, q, k,
+          v, out, lse);
 }
 
 extern "C" void weft_rt_cuda_attention_bf16(int64_t heads, int64_t t, int64_t s,
@@ -220,8 +218,8 @@ extern "C" void weft_rt_cuda_attention_bf16(int64_t heads, int64_t t, int64_t s,
                                             const uint16_t *k,
                                             const uint16_t *v, uint16_t *out,
                                             float *lse) {
-  forward("weft_rt_cuda_attention_bf16", "bf16", heads, t, s, d, dv, scale,
-          causal, q, k, v, out, lse);
+  forward("weft_rt_cuda_attention_bf16", heads, t, s, d, dv, scale, causal, q,
+          k, v, out, lse);
 }
 
 extern "C" void weft_rt_cuda_attention_grad_f32(
@@ -229,8 +227,8 @@ extern "C" void weft_rt_cuda_attention_grad_f32(
     int32_t causal, const float *dout, const float *q, const float *k,
     const float *v, const float *out, const float *lse, float *dq, float *dk,
     float *dvOut) {
-  backward("weft_rt_cuda_attention_grad_f32", "f32", heads, t, s, d, dv, scale,
-           causal, dout, q, k, v, out, lse, dq, dk, dvOut);
+  backward("weft_rt_cuda_attention_grad_f32", heads, t, s, d, dv, scale, causal,
+           dout, q, k, v, out, lse, dq, dk, dvOut);
 }
 
 extern "C" void weft_rt_cuda_attention_grad_bf16(
@@ -238,6 +236,6 @@ extern "C" void weft_rt_cuda_attention_grad_bf16(
     int32_t causal, const uint16_t *dout, const uint16_t *q, const uint16_t *k,
     const uint16_t *v, const uint16_t *out, const float *lse, uint16_t *dq,
     uint16_t *dk, uint16_t *dvOut) {
-  backward("weft_rt_cuda_attention_grad_bf16", "bf16", heads, t, s, d, dv,
-           scale, causal, dout, q, k, v, out, lse, dq, dk, dvOut);
+  backward("weft_rt_cuda_attention_grad_bf16", heads, t, s, d, dv, scale,
+           causal, dout, q, k, v, out, lse, dq, dk, dvOut);
 }
