@@ -11,9 +11,11 @@
 // field by field, because a typo in a cluster file would otherwise turn
 // silently into a wrong plan.
 //
-// Every number is per device and, for links, one direction: a DGX A100's
-// NVLink is 300 GB/s here (600 GB/s is both directions), and its network
-// 25 GB/s per GPU (one 200 Gb/s HDR port per GPU).
+// Every number is per device and, for links, one direction, and a link's
+// bandwidth is what the collective library moves, not the line rate: a DGX
+// A100's NVLink is 230 GB/s here (NCCL's all-reduce bus bandwidth; the
+// line rate is 300 GB/s each way, NVIDIA's 600 GB/s both directions), and
+// its network 25 GB/s per GPU (one 200 Gb/s HDR port per GPU).
 //
 // Pure C++17: the YAML library stays inside ClusterSpec.cpp, so the cost
 // model, the search and the unit tests see only these structs. Errors are
@@ -121,7 +123,7 @@ struct ClusterSpec {
 
   /// One line for logs and `weft-cluster check`:
   /// "dgx-a100-80gb: 1 node x 8 devices, 80 GB, TFLOP/s fp32 19.5 bf16 312
-  ///  fp16 312, intra-node 300 GB/s 3 us, inter-node 25 GB/s 5 us".
+  ///  fp16 312, intra-node 230 GB/s 3 us, inter-node 25 GB/s 5 us".
   std::string describe() const;
 };
 
