@@ -10,9 +10,10 @@ selective and full (unfused attention, so that selective has its T x T
 scores to drop), and for each prints: weftc's planned peak memory and
 workspace (the IR's weft.peak_bytes), the planner's prediction for the
 same layout and recomputation (weftc --emit=plan-json, one device,
-micro-batch = the batch, the executable's memory model) and how far it is
-from the planned peak, the peak RSS the executable measures (metrics'
-peak_rss_bytes), and CPU ms per step on one thread as bench/cpu_step.py
+micro-batch = the batch, the executable's memory model), what the
+executable measures (metrics' peak_rss_bytes minus baseline_rss_bytes: what
+the step's tensors cost, the embedded weight image included), how far the
+prediction is from that, the peak RSS itself, and CPU ms per step on one thread as bench/cpu_step.py
 measures it: (user + sys of a LONG-step run - that of a SHORT-step run) /
 (LONG - SHORT), the three executables alternating round after round so that
 the machine's load hits all alike. Every run's losses must be bitwise those
@@ -100,6 +101,8 @@ def main():
                           predicted=predicted["memory_bytes_per_device"],
                           activations=predicted["memory_bytes"]["activations"],
                           rss=lines[-1]["peak_rss_bytes"],
+                          measured=lines[-1]["peak_rss_bytes"] -
+                          lines[-1]["baseline_rss_bytes"],
                           losses=[l["loss"] for l in lines], ms=[])
     for mode in MODES[1:]:
         if rows[mode]["losses"] != rows["none"]["losses"]:
@@ -124,17 +127,18 @@ def main():
           "losses of 4 steps bitwise equal across modes"
           % (args.layers, args.embd, args.heads, args.block, args.vocab,
              args.batch))
-    print("%-10s %12s %10s %12s %8s %10s %14s %8s"
-          % ("recompute", "planned MiB", "workspace", "predicted", "miss",
-             "peak RSS", "CPU ms/step", "vs none"))
+    print("%-10s %12s %10s %10s %12s %8s %10s %14s %8s"
+          % ("recompute", "planned MiB", "workspace", "measured", "predicted",
+             "miss", "peak RSS", "CPU ms/step", "vs none"))
     base = sorted(rows["none"]["ms"])[len(rows["none"]["ms"]) // 2]
     for mode in MODES:
         row = rows[mode]
         ms = sorted(row["ms"])[len(row["ms"]) // 2]
-        print("%-10s %12.1f %10.1f %12.1f %+7.1f%% %10.1f %14.1f %+7.1f%%"
+        print("%-10s %12.1f %10.1f %10.1f %12.1f %+7.1f%% %10.1f %14.1f "
+              "%+7.1f%%"
               % (mode, mib(row["peak"]), mib(row["workspace"]),
-                 mib(row["predicted"]),
-                 100 * (row["predicted"] - row["peak"]) / row["peak"],
+                 mib(row["measured"]), mib(row["predicted"]),
+                 100 * (row["predicted"] - row["measured"]) / row["measured"],
                  mib(row["rss"]), ms, 100 * (ms - base) / base))
         print("%-10s rounds: %s; predicted activations %.1f MiB"
               % ("", " ".join("%.1f" % v for v in row["ms"]),

@@ -1215,9 +1215,9 @@ LogicalResult Driver::searchLayout(ModuleOp module,
   // Plans weftc compiles are Weft executables: count what they hold.
   search.executableMemory = true;
   search.dtype = train.precision == Precision::BF16 ? "bf16" : "fp32";
-  // --recompute pins it, none by default: for full recomputation the
-  // memory model is optimistic against weftc's buffers, so the search does
-  // not choose it (docs/training.md, Activation recomputation).
+  // --recompute pins it, none by default: recomputation does not compile
+  // with --mesh yet, so the search does not choose it (docs/training.md,
+  // Activation recomputation).
   planner::Recompute recompute = planner::Recompute::None;
   if (rt::Status s = planner::parseRecompute(train.recompute, recompute);
       !s.ok())

@@ -258,7 +258,10 @@ void weft::buildCodegenPipeline(OpPassManager &pm,
     return;
 
   // Buffers: results become out-parameters written in place, GEMMs call
-  // BLAS, intermediates are placed in the workspace.
+  // BLAS, intermediates are placed in the workspace. Each kernel first gets
+  // a destination of its own, so that the buffer plan sees each value's
+  // lifetime rather than one buffer per shape that CSE made.
+  pm.addNestedPass<func::FuncOp>(createSplitEmptyTensorsPass());
   addBufferizationPasses(pm);
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createLinalgToBlasPass());

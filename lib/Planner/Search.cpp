@@ -509,9 +509,11 @@ void price(Pricer &pr, const RankLayout &rl, const LayoutChoice &l, int mbs,
       double gradBytes = here * pr.bytes.grad;
       e.stepOutputs = e.params + e.optimizerState;
       e.weightImage = here * pr.bytes.param;
+      // Two output-sized tensors: the slope of weftc's workspace in the
+      // vocabulary and the batch (docs/planner.md).
       if (g.epilogue)
         e.lossBuffers =
-            3 * mbs * pr.model.outputElements * pr.bytes.activation / l.tp;
+            2 * mbs * pr.model.outputElements * pr.bytes.activation / l.tp;
       if (l.dp > 1)
         e.commBuffers =
             l.zeroStage == 0

@@ -81,11 +81,11 @@ TEST(ExecutableMemory, PartsByHand) {
   EXPECT_DOUBLE_EQ(12000, z0.memory.stepOutputs);
   // The embedded initial weights of the rank's layers: 4000.
   EXPECT_DOUBLE_EQ(4000, z0.memory.weightImage);
-  // Logits, softmax and gradient: 3 * 2 samples * 50 * 4 bytes.
-  EXPECT_DOUBLE_EQ(1200, z0.memory.lossBuffers);
+  // Logits and their gradient: 2 * 2 samples * 50 * 4 bytes.
+  EXPECT_DOUBLE_EQ(800, z0.memory.lossBuffers);
   // ZeRO 0's all-reduce bucket: the whole gradient.
   EXPECT_DOUBLE_EQ(4000, z0.memory.commBuffers);
-  EXPECT_DOUBLE_EQ(16080 + 12000 + 4000 + 1200 + 4000, z0.memory.total);
+  EXPECT_DOUBLE_EQ(16080 + 12000 + 4000 + 800 + 4000, z0.memory.total);
 
   Plan z1 = evaluate(1, true);
   // Moments split over dp = 2: 4000 of them, and as many updated.
@@ -94,7 +94,7 @@ TEST(ExecutableMemory, PartsByHand) {
   // Reduce-scatter: the input (4000), its result (2000) and gloo's copy of
   // the input (4000); all-gather: input 2000 and result 4000.
   EXPECT_DOUBLE_EQ(16000, z1.memory.commBuffers);
-  EXPECT_DOUBLE_EQ(4000 + 4000 + 4000 + 80 + 8000 + 4000 + 1200 + 16000,
+  EXPECT_DOUBLE_EQ(4000 + 4000 + 4000 + 80 + 8000 + 4000 + 800 + 16000,
                    z1.memory.total);
 }
 
@@ -133,8 +133,8 @@ TEST(ExecutableMemory, OneRankHasNoBuckets) {
   ASSERT_TRUE(
       evaluatePlan(tiny(), host(), o, l, 4, Recompute::None, plan).ok());
   EXPECT_DOUBLE_EQ(0, plan.memory.commBuffers);
-  // All 4 samples in one micro-batch: 3 * 4 * 50 * 4.
-  EXPECT_DOUBLE_EQ(2400, plan.memory.lossBuffers);
+  // All 4 samples in one micro-batch: 2 * 4 * 50 * 4.
+  EXPECT_DOUBLE_EQ(1600, plan.memory.lossBuffers);
 }
 
 } // namespace

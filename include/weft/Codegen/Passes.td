@@ -277,6 +277,46 @@ def FuseKernelsPass : Pass<"weft-fuse-kernels", "mlir::func::FuncOp"> {
   ];
 }
 
+def SplitEmptyTensorsPass
+    : Pass<"weft-split-empty-tensors", "mlir::func::FuncOp"> {
+  let summary = "Give each user of a shared tensor.empty a clone of its own";
+  let description = [{
+    One-shot bufferization writes a kernel's result into the buffer of its
+    destination, a `tensor.empty` when the kernel was lowered. CSE merges
+    equal empty tensors across the whole step into the first, so one
+    buffer, allocated near the step's start, receives every kernel of that
+    shape in place, and lives until the last of them: `--weft-plan-buffers`
+    cannot reuse its memory in between (with full recomputation: every
+    layer's scores, alive from the first forward to the last backward).
+
+    This pass replaces each use of an empty tensor that has several with a
+    clone placed just before the user (before the loop around it, for a
+    use inside a loop body), and erases the original. Each kernel's buffer
+    is then born where its value is, and the buffer plan sees the values'
+    real lifetimes. Run after the last CSE, before bufferization.
+
+    Before:
+
+    ```mlir
+    %e = tensor.empty() : tensor<8x128xf32>
+    %a = linalg.matmul ins(...) outs(%e : tensor<8x128xf32>)
+    ...
+    %c = scf.forall (%i) in (8) shared_outs(%o = %e) -> (tensor<8x128xf32>)
+    ```
+
+    After:
+
+    ```mlir
+    %e0 = tensor.empty() : tensor<8x128xf32>
+    %a = linalg.matmul ins(...) outs(%e0 : tensor<8x128xf32>)
+    ...
+    %e1 = tensor.empty() : tensor<8x128xf32>
+    %c = scf.forall (%i) in (8) shared_outs(%o = %e1) -> (tensor<8x128xf32>)
+    ```
+  }];
+  let dependentDialects = ["::mlir::tensor::TensorDialect"];
+}
+
 def LinalgToBlasPass : Pass<"weft-linalg-to-blas", "mlir::ModuleOp"> {
   let summary = "Turn f32 and bf16 matmuls on buffers into runtime GEMM calls";
   let description = [{

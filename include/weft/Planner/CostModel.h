@@ -135,8 +135,8 @@ struct MemoryEstimate {
   ///    optimizer state are results next to their inputs;
   ///  - weightImage: the initial weights the executable embeds, paged in
   ///    when they are copied into the parameters, the rank's layers whole;
-  ///  - lossBuffers: the loss over the model's output (logits, their
-  ///    softmax and its gradient, one output-sized tensor each);
+  ///  - lossBuffers: the loss over the model's output: two output-sized
+  ///    tensors (the logits and their gradient) alive together;
   ///  - commBuffers: the runtime's data-parallel buckets, kept for the run:
   ///    the gradient all-reduce's (ZeRO 0), or the reduce-scatter's input,
   ///    its result and gloo's copy of the input, and the parameter
