@@ -1215,14 +1215,18 @@ LogicalResult Driver::searchLayout(ModuleOp module,
   // Plans weftc compiles are Weft executables: count what they hold.
   search.executableMemory = true;
   search.dtype = train.precision == Precision::BF16 ? "bf16" : "fp32";
-  // --recompute pins it, none by default: recomputation does not compile
-  // with --mesh yet, so the search does not choose it (docs/training.md,
-  // Activation recomputation).
-  planner::Recompute recompute = planner::Recompute::None;
-  if (rt::Status s = planner::parseRecompute(train.recompute, recompute);
-      !s.ok())
-    return fail("--recompute: " + s.message);
-  search.recompute = recompute;
+  // --recompute pins it. Without it the search chooses it, for one-device
+  // plans only: recomputation does not compile with --mesh yet
+  // (docs/training.md, Activation recomputation).
+  if (options.recomputeGiven) {
+    planner::Recompute recompute = planner::Recompute::None;
+    if (rt::Status s = planner::parseRecompute(train.recompute, recompute);
+        !s.ok())
+      return fail("--recompute: " + s.message);
+    search.recompute = recompute;
+  } else {
+    search.recomputeOneDeviceOnly = true;
+  }
   search.dp = meshDp;
   search.tp = meshTp;
   search.pp = pipelineRanks;

@@ -193,8 +193,9 @@ cl::opt<std::string> recompute(
              "(--weft-recompute): 'none'; 'selective', each attention's "
              "scores and probabilities (the T x T tensors); 'full', whole "
              "layers, keeping only what enters each (the residual stream). "
-             "Same numbers, less memory, a longer step; one device only; "
-             "--emit=plan plans with this mode (docs/training.md)"),
+             "Same numbers, less memory, a longer step; one device only. "
+             "Planning (--cluster) pins it when given, else chooses it for "
+             "one-device plans (docs/training.md)"),
     cl::value_desc("none|selective|full"), cl::init("none"),
     cl::cat(trainCategory));
 cl::list<std::string> recomputeLayers(
@@ -425,6 +426,7 @@ bool mapOptions(DriverOptions &driver, TrainPipelineOptions &train,
   driver.devices = devices;
   driver.microBatchSize = microBatchSize;
   driver.zeroGiven = zero.getNumOccurrences() > 0;
+  driver.recomputeGiven = recompute.getNumOccurrences() > 0;
   driver.plan = planFile;
   driver.planAlternative = planAlternative;
   if (planAlternative && planFile.empty())

@@ -156,6 +156,9 @@ struct DriverOptions {
   int64_t microBatchSize = 0;
   /// Whether --zero was given (a pin for the plan).
   bool zeroGiven = false;
+  /// Whether --recompute was given (a pin for the plan); without it the
+  /// search chooses recomputation for one-device plans.
+  bool recomputeGiven = false;
   /// A plan file whose layout to compile, and which of its plans (0: the
   /// chosen one, k: its k-th alternative).
   std::string plan;
