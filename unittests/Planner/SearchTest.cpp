@@ -512,6 +512,7 @@ TEST(SearchExact, PrunedEqualsBruteForceWithPins) {
       [](SearchOptions &o) { o.schedule = Schedule::Interleaved; },
       [](SearchOptions &o) { o.microBatchSize = 1; },
       [](SearchOptions &o) { o.recompute = Recompute::Full; },
+      [](SearchOptions &o) { o.recomputeOneDeviceOnly = true; },
       [](SearchOptions &o) { o.devices = 4; },
       [](SearchOptions &o) { o.alternatives = 0; },
   };
@@ -539,6 +540,41 @@ TEST(SearchExact, PinsAreHonoured) {
   EXPECT_EQ(r.best.layout.schedule, Schedule::GPipe);
   // One mesh only: no alternatives of other meshes.
   EXPECT_TRUE(r.alternatives.empty());
+}
+
+TEST(SearchExact, RecomputationOnOneDeviceOnly) {
+  // Activations 50 times mixedModel's, so that memory decides.
+  ModelStats model = mixedModel(8, 16);
+  for (LayerStats &c : model.classes) {
+    c.saved.split *= 50, c.saved.replicated *= 50;
+    c.attentionSaved.split *= 50, c.attentionSaved.replicated *= 50;
+  }
+  auto recomputes = [](const SearchResult &r) {
+    int n = r.best.recompute != Recompute::None;
+    for (const Plan &p : r.alternatives)
+      n += p.recompute != Recompute::None;
+    return n;
+  };
+  // Four 20 GB devices: unrestricted, some of the best plans of several
+  // meshes recompute (else this tests nothing); restricted, none does.
+  ClusterSpec spec = cluster(1, 4, 20, 2);
+  SearchOptions free, oneDevice;
+  free.alternatives = oneDevice.alternatives = 20;
+  oneDevice.recomputeOneDeviceOnly = true;
+  SearchResult rf, ro;
+  ASSERT_TRUE(searchPlan(model, spec, free, rf).ok());
+  ASSERT_TRUE(searchPlan(model, spec, oneDevice, ro).ok());
+  EXPECT_GT(recomputes(rf), 0);
+  EXPECT_EQ(recomputes(ro), 0);
+  // One 66 GB device: the step fits only with full recomputation, and
+  // the restricted search chooses it as the free one does.
+  free.devices = oneDevice.devices = 1;
+  spec.device.memoryGB = 66;
+  ASSERT_TRUE(searchPlan(model, spec, free, rf).ok());
+  ASSERT_TRUE(searchPlan(model, spec, oneDevice, ro).ok());
+  EXPECT_EQ(Recompute::Full, rf.best.recompute);
+  EXPECT_EQ(Recompute::Full, ro.best.recompute);
+  EXPECT_EQ(rf.best.stepSeconds, ro.best.stepSeconds);
 }
 
 TEST(SearchExact, NothingFitsNamesTheClosestPlan) {
