@@ -529,7 +529,7 @@ struct FuseKernelsPass
       for (Value operand : op->getOperands()) {
         Operation *def = operand.getDefiningOp();
         if (def && def->getBlock() == &block && isFusible(def) &&
-            group.insert(def))
+            !delaysALargerInput(def, root, block) && group.insert(def))
           worklist.push_back(def);
       }
     }
@@ -551,6 +551,60 @@ struct FuseKernelsPass
       changed = !leaving.empty();
     }
     return group;
+  }
+
+  /// Whether fusing `producer` into `root`'s kernel would keep one of its
+  /// inputs alive longer, and that input is larger than what `producer`
+  /// makes of it: `producer` reduces a tensor that nothing but it reads,
+  /// and other ops lie between it and `root`. Fused, the reduction would
+  /// run at `root`, and the input would live until then instead of the
+  /// smaller result. The case: in bf16 a weight gradient is a per-sample
+  /// product summed over the batch (--weft-fold-batch-into-gemm stacks the
+  /// batch into one GEMM in f32 only, to round as the reference does);
+  /// fused into the optimizer's update at the step's end, the sum kept
+  /// each layer's per-sample products ([B, K, N] in f32) alive across the
+  /// rest of the backward.
+  static bool delaysALargerInput(Operation *producer, linalg::LinalgOp root,
+                                 Block &block) {
+    auto op = dyn_cast<linalg::LinalgOp>(producer);
+    if (!op || op.getNumReductionLoops() == 0 || op->getNumResults() != 1)
+      return false;
+    auto resultType = dyn_cast<RankedTensorType>(op->getResult(0).getType());
+    if (!resultType || !resultType.hasStaticShape())
+      return false;
+    // Work between it and root other than its own chain to root (ops that
+    // read it, directly or not) and destinations: else nothing is delayed.
+    llvm::DenseSet<Operation *> chain = {producer};
+    bool workBetween = false;
+    for (Operation *between = producer->getNextNode();
+         between && between != root.getOperation();
+         between = between->getNextNode()) {
+      if (isa<tensor::EmptyOp, linalg::FillOp, arith::ConstantOp>(between))
+        continue;
+      if (llvm::any_of(between->getOperands(), [&](Value v) {
+            return chain.contains(v.getDefiningOp());
+          })) {
+        chain.insert(between);
+        continue;
+      }
+      workBetween = true;
+      break;
+    }
+    if (!workBetween)
+      return false;
+    for (OpOperand *input : op.getDpsInputOperands()) {
+      auto type = dyn_cast<RankedTensorType>(input->get().getType());
+      if (!type || !type.hasStaticShape() ||
+          type.getNumElements() <= resultType.getNumElements())
+        continue;
+      bool onlyReader =
+          llvm::all_of(input->get().getUsers(), [&](Operation *u) {
+            return block.findAncestorOpInBlock(*u) == producer;
+          });
+      if (onlyReader)
+        return true;
+    }
+    return false;
   }
 
   /// Fuse `producer` along `slice` only when it is fusible and the

@@ -288,6 +288,81 @@ func.func @not_fused(%x: tensor<4x8xf32>) -> (tensor<4x8xf32>, tensor<4x8xf32>) 
 
 // -----
 
+// A sum over the batch of a per-sample product that nothing else reads
+// (bf16's weight gradient), with other work before the update that reads
+// the sum: the sum stays a kernel of its own where it is, so the [4, 8, 16]
+// product dies there; fused into the update, it would live until the
+// update. The same sum right before its consumer still fuses.
+
+#b3 = affine_map<(d0, d1, d2) -> (d0, d1, d2)>
+#s2 = affine_map<(d0, d1, d2) -> (d1, d2)>
+#i2 = affine_map<(d0, d1) -> (d0, d1)>
+// CHECK-LABEL: func.func @batch_sum_apart
+// CHECK: %[[SUM:.*]] = scf.forall
+// CHECK: linalg.generic {{.*}}["reduction", "parallel", "parallel"]
+// CHECK: } {weft.kernel = "fused_0"}
+// CHECK: scf.forall
+// CHECK: arith.negf
+// CHECK: } {weft.kernel = "fused_1"}
+// CHECK: scf.forall
+// CHECK-NOT: "reduction"
+// CHECK: tensor.extract_slice %[[SUM]]
+// CHECK: arith.subf
+// CHECK: } {weft.kernel = "fused_2"}
+// CHECK-LABEL: func.func @batch_sum_next
+// CHECK: scf.forall
+// CHECK: linalg.generic {{.*}}["reduction", "parallel", "parallel"]
+// CHECK: arith.subf
+// CHECK: } {weft.kernel = "fused_0"}
+// CHECK-NOT: scf.forall
+func.func @batch_sum_apart(%p: tensor<4x8x16xf32>, %w: tensor<8x16xf32>, %y: tensor<8x16xf32>) -> (tensor<8x16xf32>, tensor<8x16xf32>) {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<8x16xf32>
+  %z = linalg.fill ins(%zero : f32) outs(%e : tensor<8x16xf32>) -> tensor<8x16xf32>
+  %sum = linalg.generic {indexing_maps = [#b3, #s2], iterator_types = ["reduction", "parallel", "parallel"]}
+      ins(%p : tensor<4x8x16xf32>) outs(%z : tensor<8x16xf32>) {
+  ^bb0(%in: f32, %acc: f32):
+    %r = arith.addf %in, %acc : f32
+    linalg.yield %r : f32
+  } -> tensor<8x16xf32>
+  %e2 = tensor.empty() : tensor<8x16xf32>
+  %neg = linalg.generic {indexing_maps = [#i2, #i2], iterator_types = ["parallel", "parallel"]}
+      ins(%y : tensor<8x16xf32>) outs(%e2 : tensor<8x16xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %r = arith.negf %in : f32
+    linalg.yield %r : f32
+  } -> tensor<8x16xf32>
+  %e3 = tensor.empty() : tensor<8x16xf32>
+  %new = linalg.generic {indexing_maps = [#i2, #i2, #i2], iterator_types = ["parallel", "parallel"]}
+      ins(%w, %sum : tensor<8x16xf32>, tensor<8x16xf32>) outs(%e3 : tensor<8x16xf32>) {
+  ^bb0(%a: f32, %g: f32, %o: f32):
+    %r = arith.subf %a, %g : f32
+    linalg.yield %r : f32
+  } -> tensor<8x16xf32>
+  return %new, %neg : tensor<8x16xf32>, tensor<8x16xf32>
+}
+func.func @batch_sum_next(%p: tensor<4x8x16xf32>, %w: tensor<8x16xf32>) -> tensor<8x16xf32> {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<8x16xf32>
+  %z = linalg.fill ins(%zero : f32) outs(%e : tensor<8x16xf32>) -> tensor<8x16xf32>
+  %sum = linalg.generic {indexing_maps = [#b3, #s2], iterator_types = ["reduction", "parallel", "parallel"]}
+      ins(%p : tensor<4x8x16xf32>) outs(%z : tensor<8x16xf32>) {
+  ^bb0(%in: f32, %acc: f32):
+    %r = arith.addf %in, %acc : f32
+    linalg.yield %r : f32
+  } -> tensor<8x16xf32>
+  %e3 = tensor.empty() : tensor<8x16xf32>
+  %new = linalg.generic {indexing_maps = [#i2, #i2, #i2], iterator_types = ["parallel", "parallel"]}
+      ins(%w, %sum : tensor<8x16xf32>, tensor<8x16xf32>) outs(%e3 : tensor<8x16xf32>) {
+  ^bb0(%a: f32, %g: f32, %o: f32):
+    %r = arith.subf %a, %g : f32
+    linalg.yield %r : f32
+  } -> tensor<8x16xf32>
+  return %new : tensor<8x16xf32>
+}
+
+// -----
+
 // An im2col gather reads overlapping windows, so it fuses with nothing; it
 // still becomes a parallel loop over the dims every map uses as a plain
 // index (channel and image), not over the window dims.
