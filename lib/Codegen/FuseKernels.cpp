@@ -529,8 +529,10 @@ struct FuseKernelsPass
       for (Value operand : op->getOperands()) {
         Operation *def = operand.getDefiningOp();
         if (def && def->getBlock() == &block && isFusible(def) &&
-            !delaysALargerInput(def, root, block) && group.insert(def))
+            !group.contains(def) && !delaysALargerInput(def, root, block)) {
+          group.insert(def);
           worklist.push_back(def);
+        }
       }
     }
     bool changed = true;
@@ -572,37 +574,31 @@ struct FuseKernelsPass
     auto resultType = dyn_cast<RankedTensorType>(op->getResult(0).getType());
     if (!resultType || !resultType.hasStaticShape())
       return false;
+    // An input larger than the result that only the reduction reads (the
+    // cheap test first: most reductions read what others read too).
+    bool diesHere = llvm::any_of(op.getDpsInputOperands(), [&](OpOperand *in) {
+      auto type = dyn_cast<RankedTensorType>(in->get().getType());
+      return type && type.hasStaticShape() &&
+             type.getNumElements() > resultType.getNumElements() &&
+             llvm::all_of(in->get().getUsers(), [&](Operation *u) {
+               return block.findAncestorOpInBlock(*u) == producer;
+             });
+    });
+    if (!diesHere)
+      return false;
     // Work between it and root other than its own chain to root (ops that
     // read it, directly or not) and destinations: else nothing is delayed.
     llvm::DenseSet<Operation *> chain = {producer};
-    bool workBetween = false;
     for (Operation *between = producer->getNextNode();
          between && between != root.getOperation();
          between = between->getNextNode()) {
       if (isa<tensor::EmptyOp, linalg::FillOp, arith::ConstantOp>(between))
         continue;
-      if (llvm::any_of(between->getOperands(), [&](Value v) {
+      if (llvm::none_of(between->getOperands(), [&](Value v) {
             return chain.contains(v.getDefiningOp());
-          })) {
-        chain.insert(between);
-        continue;
-      }
-      workBetween = true;
-      break;
-    }
-    if (!workBetween)
-      return false;
-    for (OpOperand *input : op.getDpsInputOperands()) {
-      auto type = dyn_cast<RankedTensorType>(input->get().getType());
-      if (!type || !type.hasStaticShape() ||
-          type.getNumElements() <= resultType.getNumElements())
-        continue;
-      bool onlyReader =
-          llvm::all_of(input->get().getUsers(), [&](Operation *u) {
-            return block.findAncestorOpInBlock(*u) == producer;
-          });
-      if (onlyReader)
+          }))
         return true;
+      chain.insert(between);
     }
     return false;
   }

@@ -243,45 +243,39 @@ func.func @f(%q: {0}, %k: {1}, %v: {2}, %g: {3}) -> ({3}, {4}, {0}, {1}, {2}) {{
   size_t nq = n.h * n.t * n.d, nk = n.h * n.s * n.d, nv = n.h * n.s * n.dv,
          no = n.h * n.t * n.dv;
   std::vector<float> out(no), lse(n.h * n.t), dq(nq), dk(nk), dv(nv);
-  if (!bf16) {
-    auto floats = [](const Tensor &t) {
-      return std::vector<float>(t.fp.begin(), t.fp.end());
+  // The kernels of one storage type E on the arguments stored as E, their
+  // results read back as f32.
+  auto run = [&](auto store, auto load, auto forward, auto backward) {
+    using E = decltype(store(0.0f));
+    auto stored = [&](const Tensor &t) {
+      std::vector<E> x(t.fp.size());
+      for (size_t i = 0; i < x.size(); ++i)
+        x[i] = store(float(t.fp[i]));
+      return x;
     };
-    std::vector<float> fq = floats(args[0]), fk = floats(args[1]),
-                       fv = floats(args[2]), fg = floats(args[3]);
-    weft_rt_attention_f32(n.h, n.t, n.s, n.d, n.dv, float(scale), n.causal,
-                          fq.data(), fk.data(), fv.data(), out.data(),
-                          lse.data());
-    weft_rt_attention_grad_f32(n.h, n.t, n.s, n.d, n.dv, float(scale),
-                               n.causal, fg.data(), fq.data(), fk.data(),
-                               fv.data(), out.data(), lse.data(), dq.data(),
-                               dk.data(), dv.data());
-  } else {
-    auto halves = [](const Tensor &t) {
-      std::vector<uint16_t> h(t.fp.size());
-      for (size_t i = 0; i < h.size(); ++i)
-        h[i] = weft::rt::floatToBf16(float(t.fp[i]));
-      return h;
+    auto loadInto = [&](const std::vector<E> &x, std::vector<float> &to) {
+      for (size_t i = 0; i < x.size(); ++i)
+        to[i] = load(x[i]);
     };
-    auto widen = [](const std::vector<uint16_t> &h, std::vector<float> &f) {
-      for (size_t i = 0; i < h.size(); ++i)
-        f[i] = weft::rt::bf16ToFloat(h[i]);
-    };
-    std::vector<uint16_t> hq = halves(args[0]), hk = halves(args[1]),
-                          hv = halves(args[2]), hg = halves(args[3]), ho(no),
-                          hdq(nq), hdk(nk), hdv(nv);
-    weft_rt_attention_bf16(n.h, n.t, n.s, n.d, n.dv, float(scale), n.causal,
-                           hq.data(), hk.data(), hv.data(), ho.data(),
-                           lse.data());
-    weft_rt_attention_grad_bf16(n.h, n.t, n.s, n.d, n.dv, float(scale),
-                                n.causal, hg.data(), hq.data(), hk.data(),
-                                hv.data(), ho.data(), lse.data(), hdq.data(),
-                                hdk.data(), hdv.data());
-    widen(ho, out);
-    widen(hdq, dq);
-    widen(hdk, dk);
-    widen(hdv, dv);
-  }
+    std::vector<E> sq = stored(args[0]), sk = stored(args[1]),
+                   sv = stored(args[2]), sg = stored(args[3]), so(no), sdq(nq),
+                   sdk(nk), sdv(nv);
+    forward(n.h, n.t, n.s, n.d, n.dv, float(scale), n.causal, sq.data(),
+            sk.data(), sv.data(), so.data(), lse.data());
+    backward(n.h, n.t, n.s, n.d, n.dv, float(scale), n.causal, sg.data(),
+             sq.data(), sk.data(), sv.data(), so.data(), lse.data(), sdq.data(),
+             sdk.data(), sdv.data());
+    loadInto(so, out);
+    loadInto(sdq, dq);
+    loadInto(sdk, dk);
+    loadInto(sdv, dv);
+  };
+  if (bf16)
+    run(weft::rt::floatToBf16, weft::rt::bf16ToFloat, weft_rt_attention_bf16,
+        weft_rt_attention_grad_bf16);
+  else
+    run([](float x) { return x; }, [](float x) { return x; },
+        weft_rt_attention_f32, weft_rt_attention_grad_f32);
   auto compare = [&](const std::vector<float> &got, const Tensor &ref,
                      const char *what) {
     double scaleOf = 1e-30, worst = 0;
