@@ -378,13 +378,6 @@ LogicalResult Driver::checkPipelineOptions() {
                 "--cluster FILE");
   if (options.microBatchSize && failed(applyMicroBatchSize()))
     return failure();
-  // Stage cuts and the partitioner rebuild ops without the clones' marks,
-  // and the CSE after them would fold the recomputation away unseen.
-  if (train.recompute != "none" && !options.mesh.empty())
-    return fail("--recompute=" + train.recompute + " with --mesh " +
-                options.mesh +
-                ": recomputation is compiled for one device only so far; "
-                "leave out --recompute (or the mesh)");
   if (pipelineRanks == 0) {
     if (!options.stageCuts.empty())
       return fail("--stage-cuts places the cuts between pipeline stages: "
@@ -1215,17 +1208,13 @@ LogicalResult Driver::searchLayout(ModuleOp module,
   // Plans weftc compiles are Weft executables: count what they hold.
   search.executableMemory = true;
   search.dtype = train.precision == Precision::BF16 ? "bf16" : "fp32";
-  // --recompute pins it. Without it the search chooses it, for one-device
-  // plans only: recomputation does not compile with --mesh yet
-  // (docs/training.md, Activation recomputation).
+  // --recompute pins it; without it the search chooses.
   if (options.recomputeGiven) {
     planner::Recompute recompute = planner::Recompute::None;
     if (rt::Status s = planner::parseRecompute(train.recompute, recompute);
         !s.ok())
       return fail("--recompute: " + s.message);
     search.recompute = recompute;
-  } else {
-    search.recomputeOneDeviceOnly = true;
   }
   search.dp = meshDp;
   search.tp = meshTp;

@@ -762,12 +762,6 @@ Status searchPlan(const ModelStats &model, const ClusterSpec &spec,
                                  Recompute::Full};
   if (o.recompute)
     recs = {*o.recompute};
-  auto recsFor = [&](const Mesh &mesh) {
-    if (o.recomputeOneDeviceOnly && !o.recompute &&
-        int64_t(mesh.dp) * mesh.tp * mesh.pp > 1)
-      return std::vector<Recompute>{Recompute::None};
-    return recs;
-  };
   auto zerosFor = [&](int dp) {
     if (o.zeroStage >= 0)
       return std::vector<int>{o.zeroStage};
@@ -788,7 +782,7 @@ Status searchPlan(const ModelStats &model, const ClusterSpec &spec,
   for (Mesh &mesh : meshes) {
     mesh.lowerBound = INFINITY;
     for (bool sp : spsFor(mesh.tp))
-      for (Recompute rec : recsFor(mesh))
+      for (Recompute rec : recs)
         for (Sched s : schedulesFor(mesh.pp))
           if (const RankLayout *rl = pr.ranks(mesh.tp, sp, rec, mesh.pp, s.v))
             mesh.lowerBound = std::min(
@@ -818,7 +812,7 @@ Status searchPlan(const ModelStats &model, const ClusterSpec &spec,
     Plan best;
     bool found = false;
     for (bool sp : spsFor(mesh.tp))
-      for (Recompute rec : recsFor(mesh))
+      for (Recompute rec : recs)
         for (Sched s : schedulesFor(mesh.pp)) {
           const RankLayout *rl = pr.ranks(mesh.tp, sp, rec, mesh.pp, s.v);
           if (!rl)
@@ -887,7 +881,7 @@ Status searchPlan(const ModelStats &model, const ClusterSpec &spec,
       return planBefore(a, b);
     };
     for (bool sp : spsFor(mesh.tp))
-      for (Recompute rec : recsFor(mesh))
+      for (Recompute rec : recs)
         for (Sched s : schedulesFor(mesh.pp)) {
           const RankLayout *rl = pr.ranks(mesh.tp, sp, rec, mesh.pp, s.v);
           if (!rl)

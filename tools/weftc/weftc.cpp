@@ -193,9 +193,9 @@ cl::opt<std::string> recompute(
              "(--weft-recompute): 'none'; 'selective', each attention's "
              "scores and probabilities (the T x T tensors); 'full', whole "
              "layers, keeping only what enters each (the residual stream). "
-             "Same numbers, less memory, a longer step; one device only. "
-             "Planning (--cluster) pins it when given, else chooses it for "
-             "one-device plans (docs/training.md)"),
+             "Same numbers, less memory, a longer step; with any --mesh. "
+             "Planning (--cluster) pins it when given, else chooses it "
+             "(docs/training.md)"),
     cl::value_desc("none|selective|full"), cl::init("none"),
     cl::cat(trainCategory));
 cl::list<std::string> recomputeLayers(

@@ -68,9 +68,6 @@ struct SearchOptions {
   std::optional<Schedule> schedule;
   int virtualStages = 0;
   std::optional<Recompute> recompute;
-  /// Searched recomputation only for plans of one device: weftc compiles
-  /// recomputation for one device only so far (its --mesh refuses it).
-  bool recomputeOneDeviceOnly = false;
   std::optional<bool> sequenceParallel;
 
   /// How the data-parallel gradient reduction runs: Weft's runtime
