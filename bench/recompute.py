@@ -6,11 +6,15 @@ paid, on a GPT whose activations dominate its memory.
       [--block 128] [--vocab 256] [--batch 8] [--rounds 4]
 
 Exports the GPT (bench/export_gpt.py), compiles it with --recompute none,
-selective and full (unfused attention, so that selective has its T x T
-scores to drop), and for each prints: weftc's planned peak memory and
-workspace (the IR's weft.peak_bytes), the planner's prediction for the
-same layout and recomputation (weftc --emit=plan-json, one device,
-micro-batch = the batch, the executable's memory model), what the
+selective and full, and full for the first K layers only (full:K:
+--recompute=full --recompute-layers=h.0,..; what a plan recomputing the
+first K blocks of each stage compiles to), unfused attention so that
+selective has its T x T scores to drop, and for each prints: weftc's
+planned peak memory and workspace (the IR's weft.peak_bytes), the
+planner's prediction for the same layout and recomputation (weft-plan
+search on weftc's --emit=weft, --recompute MODE, one device, micro-batch
+= the batch, --executable-memory: the numbers weftc --emit=plan-json
+gives, which cannot pin full:K), what the
 executable measures (metrics' peak_rss_bytes minus baseline_rss_bytes: what
 the step's tensors cost, the embedded weight image included), how far the
 prediction is from that, the peak RSS itself, and CPU ms per step on one thread as bench/cpu_step.py
@@ -33,11 +37,28 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import common  # noqa: E402
 
-MODES = ("none", "selective", "full")
+BASE_MODES = ("none", "selective", "full")
+
+
+def modes(layers):
+    return (BASE_MODES[:2] + tuple("full:%d" % k for k in range(1, layers)) +
+            BASE_MODES[2:])
+
+
+def compile_flags(mode):
+    if not mode.startswith("full:"):
+        return ["--recompute=" + mode]
+    k = int(mode.split(":")[1])
+    return ["--recompute=full",
+            "--recompute-layers=" + ",".join("h.%d" % i for i in range(k))]
 
 
 def weftc():
     return os.path.join(HERE, "..", "build", "bin", "weftc")
+
+
+def weft_plan():
+    return os.path.join(HERE, "..", "build", "bin", "weft-plan")
 
 
 def main():
@@ -67,10 +88,14 @@ def main():
                                    (args.batch * args.long, args.block)))
 
     cluster = os.path.join(HERE, "..", "examples", "clusters", "cpu-host.yaml")
+    model = os.path.join(args.work, "gpt.weft.mlir")
+    subprocess.run([weftc(), onnx, "--fused-attention=off", "--emit=weft",
+                    "-o", model], check=True, stderr=subprocess.DEVNULL)
+    all_modes = modes(args.layers)
     rows = {}
-    for mode in MODES:
-        exe = os.path.join(args.work, "train_" + mode)
-        common_flags = [onnx, "--fused-attention=off", "--recompute=" + mode]
+    for mode in all_modes:
+        exe = os.path.join(args.work, "train_" + mode.replace(":", "_"))
+        common_flags = [onnx, "--fused-attention=off"] + compile_flags(mode)
         subprocess.run([weftc()] + common_flags + ["-o", exe], check=True,
                        stderr=subprocess.DEVNULL)
         memref = exe + ".memref.mlir"
@@ -82,10 +107,11 @@ def main():
         workspace = int(re.search(r"weft.workspace_bytes = (\d+)",
                                   ir).group(1))
         plan = exe + ".plan.json"
-        subprocess.run([weftc()] + common_flags +
-                       ["--emit=plan-json", "--cluster", cluster,
+        subprocess.run([weft_plan(), "search", model, "--cluster", cluster,
                         "--devices", "1", "--micro-batch-size",
-                        str(args.batch), "-o", plan], check=True,
+                        str(args.batch), "--dtype", "fp32",
+                        "--executable-memory", "--recompute", mode,
+                        "--emit", "plan-json", "-o", plan], check=True,
                        stderr=subprocess.DEVNULL)
         predicted = json.load(open(plan))["predicted"]
         metrics = exe + ".jsonl"
@@ -104,7 +130,7 @@ def main():
                           measured=lines[-1]["peak_rss_bytes"] -
                           lines[-1]["baseline_rss_bytes"],
                           losses=[l["loss"] for l in lines], ms=[])
-    for mode in MODES[1:]:
+    for mode in all_modes[1:]:
         if rows[mode]["losses"] != rows["none"]["losses"]:
             sys.exit("--recompute=%s: losses %s differ from none's %s"
                      % (mode, rows[mode]["losses"], rows["none"]["losses"]))
@@ -112,7 +138,7 @@ def main():
     env = common.thread_env(1)
     common.print_load("start")
     for r in range(args.rounds):
-        for mode in (MODES if r % 2 == 0 else MODES[::-1]):
+        for mode in (all_modes if r % 2 == 0 else all_modes[::-1]):
             run = [rows[mode]["exe"], "--data", x, "--labels", y, "--lr",
                    "0.001", "--no-shuffle", "--threads", "1",
                    "--log-every", "100000", "--steps"]
@@ -131,7 +157,7 @@ def main():
           % ("recompute", "planned MiB", "workspace", "measured", "predicted",
              "miss", "peak RSS", "CPU ms/step", "vs none"))
     base = sorted(rows["none"]["ms"])[len(rows["none"]["ms"]) // 2]
-    for mode in MODES:
+    for mode in all_modes:
         row = rows[mode]
         ms = sorted(row["ms"])[len(row["ms"]) // 2]
         print("%-10s %12.1f %10.1f %10.1f %12.1f %+7.1f%% %10.1f %14.1f "

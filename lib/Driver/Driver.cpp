@@ -41,6 +41,8 @@
 
 #include <chrono>
 #include <climits>
+#include <map>
+#include <set>
 #include <thread>
 
 using namespace mlir;
@@ -262,7 +264,28 @@ private:
   /// With --plan under pipeline parallelism: the plan's numbered layers
   /// per stage, so the stages compiled are those it costed.
   std::vector<int64_t> planBlocksPerStage;
+  /// With --plan recomputing some blocks only: which (the planner's block
+  /// indices), named as --recompute-layers once the model is read.
+  std::vector<int> planRecomputedBlocks;
 };
+
+/// The layer names (--recompute-layers' spelling) of each block the
+/// planner counts: parameters' numbered prefixes, by ascending number.
+static std::vector<std::vector<std::string>>
+layerNamesOfBlocks(ModuleOp module) {
+  std::map<int64_t, std::set<std::string>> byNumber;
+  module.walk([&](func::FuncOp fn) {
+    for (unsigned i = 0; i < fn.getNumArguments(); ++i)
+      if (auto name =
+              fn.getArgAttrOfType<StringAttr>(i, WeftDialect::kParamAttrName))
+        if (auto n = getLayerNumber(name.getValue()))
+          byNumber[*n].insert(getLayerPrefix(name.getValue()).str());
+  });
+  std::vector<std::vector<std::string>> out;
+  for (auto &[number, names] : byNumber)
+    out.emplace_back(names.begin(), names.end());
+  return out;
+}
 
 /// Takes the stage from the output's extension when no stage was asked
 /// for, and refuses names that would overwrite an input, disagree with the
@@ -646,6 +669,18 @@ LogicalResult Driver::runImportAndTrain(ModuleOp module, TimingScope &timing) {
     assign.blocksPerStage.assign(planBlocksPerStage.begin(),
                                  planBlocksPerStage.end());
     pm.addPass(createAssignStagesPass(assign));
+  }
+  if (buildStep && !planRecomputedBlocks.empty()) {
+    std::vector<std::vector<std::string>> layers = layerNamesOfBlocks(module);
+    for (int b : planRecomputedBlocks) {
+      if (b >= int(layers.size()))
+        return fail("--plan " + options.plan + " recomputes block " +
+                    std::to_string(b) + ", but " + options.input + " has " +
+                    std::to_string(layers.size()) +
+                    " numbered layers: plan this model again");
+      for (const std::string &name : layers[size_t(b)])
+        train.recomputeLayers.push_back(name);
+    }
   }
   if (buildStep) {
     bool native = emit >= Stage::Llvm;
@@ -1144,6 +1179,15 @@ LogicalResult Driver::applyPlan() {
                 " and --recompute says " + train.recompute +
                 ": leave out --recompute, the plan fixes it");
   train.recompute = planRecompute;
+  if (!train.recomputeLayers.empty())
+    return fail("--plan " + options.plan +
+                " fixes which layers recompute: leave out --recompute-layers");
+  if (plan.recomputeBlocks > 0) {
+    int numBlocks = 0;
+    for (int b : plan.blocksPerRank)
+      numBlocks += b;
+    planRecomputedBlocks = planner::recomputedBlocks(plan, numBlocks);
+  }
   std::string mesh;
   for (auto [name, size] : {std::pair<const char *, int>{"pp", l.pp},
                             {"dp", l.dp},
@@ -1189,9 +1233,13 @@ LogicalResult Driver::applyPlan() {
                << (options.zero ? ", --zero " + std::to_string(options.zero)
                                 : "")
                << (options.sequenceParallel ? ", --sequence-parallel" : "")
-               << (l.pp > 1 ? ", --schedule " + *options.schedule : "")
-               << ", " << l.microBatches << " micro-batch(es) of "
-               << planMicroBatch << " samples\n";
+               << (l.pp > 1 ? ", --schedule " + *options.schedule : "") << ", "
+               << l.microBatches << " micro-batch(es) of " << planMicroBatch
+               << " samples"
+               << (plan.recompute != planner::Recompute::None
+                       ? ", recomputation " + planner::recomputeText(plan)
+                       : "")
+               << "\n";
   return success();
 }
 

@@ -116,20 +116,19 @@ json::Object planObject(const Plan &p) {
       {"virtual_stages", l.virtualStages},
       {"sequence_parallel", l.sequenceParallel},
       {"recompute", recomputeName(p.recompute)},
+      {"recompute_blocks", p.recomputeBlocks},
       {"blocks_per_stage", std::move(stages)},
       {"feasible", p.feasible},
-      {"predicted",
-       json::Object{
-           {"step_time_s", p.stepSeconds},
-           {"compute_s", p.computeSeconds},
-           {"exposed_comm_s", p.exposedCommSeconds},
-           {"bubble_s", p.bubbleSeconds},
-           {"tokens_per_s", p.tokensPerSecond},
-           {"tflops_per_device", p.tflopsPerDevice},
-           {"mfu", p.mfu},
-           {"memory_bytes_per_device", p.memory.total},
-           {"memory_rank", p.memoryRank},
-           {"memory_bytes", std::move(memory)}}}};
+      {"predicted", json::Object{{"step_time_s", p.stepSeconds},
+                                 {"compute_s", p.computeSeconds},
+                                 {"exposed_comm_s", p.exposedCommSeconds},
+                                 {"bubble_s", p.bubbleSeconds},
+                                 {"tokens_per_s", p.tokensPerSecond},
+                                 {"tflops_per_device", p.tflopsPerDevice},
+                                 {"mfu", p.mfu},
+                                 {"memory_bytes_per_device", p.memory.total},
+                                 {"memory_rank", p.memoryRank},
+                                 {"memory_bytes", std::move(memory)}}}};
 }
 
 /// Reads fields of one JSON object, remembering the first error with its
@@ -237,6 +236,14 @@ bool readPlan(Reader &r, Plan &p) {
     return r.fail("schedule", st.message);
   if (Status st = parseRecompute(recompute, p.recompute); !st.ok())
     return r.fail("recompute", st.message);
+  // Plans written before per-block recomputation have no count: all.
+  if (r.obj->get("recompute_blocks") &&
+      !r.integer("recompute_blocks", p.recomputeBlocks, 0))
+    return false;
+  if (p.recomputeBlocks > 0 && p.recompute != Recompute::Full)
+    return r.fail("recompute_blocks",
+                  "counts blocks recomputed in full; it needs \"recompute\": "
+                  "\"full\" (or 0)");
   const json::Value *stages = r.get("blocks_per_stage");
   if (!stages)
     return false;
@@ -301,7 +308,7 @@ std::string formatPlanTable(const SearchResult &result) {
                            std::to_string(p.microBatchSize) + " per dp rank");
   row("schedule", scheduleText(p));
   row("ZeRO", "stage " + std::to_string(l.zeroStage));
-  row("recomputation", recomputeName(p.recompute));
+  row("recomputation", recomputeText(p));
   row("sequence parallel", l.sequenceParallel ? "on" : "off");
   row("memory/device",
       gbs(p.memory.total) + " GB of " + gbs(c.deviceMemoryBytes) +
@@ -329,8 +336,9 @@ std::string formatPlanTable(const SearchResult &result) {
       os << llvm::formatv(
           "  {0,-24}{1,-5}{2,-6}{3,-11}{4,-4}{5,-18}{6,-11}{7,-12}{8}\n",
           meshText(a.layout), a.microBatchSize, a.layout.zeroStage,
-          recomputeName(a.recompute), a.layout.sequenceParallel ? "on" : "off",
-          sched, fmt("%.4g", a.stepSeconds), gbs(a.memory.total), a.why);
+          recomputeText(a, /*brief=*/true),
+          a.layout.sequenceParallel ? "on" : "off", sched,
+          fmt("%.4g", a.stepSeconds), gbs(a.memory.total), a.why);
     }
   }
   return s;
@@ -461,7 +469,7 @@ std::string formatPlanDiff(const SearchResult &ra, const std::string &nameA,
   field("schedule", scheduleText(a), scheduleText(b));
   field("ZeRO stage", std::to_string(a.layout.zeroStage),
         std::to_string(b.layout.zeroStage));
-  field("recomputation", recomputeName(a.recompute), recomputeName(b.recompute));
+  field("recomputation", recomputeText(a), recomputeText(b));
   field("sequence parallel", a.layout.sequenceParallel ? "on" : "off",
         b.layout.sequenceParallel ? "on" : "off");
   if (!changes)

@@ -16,6 +16,8 @@
 
 #include "weft/Planner/Search.h"
 
+#include "llvm/ADT/StringRef.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -45,6 +47,22 @@ Status parseRecompute(const std::string &name, Recompute &r) {
     }
   return Status::error("unknown recomputation '" + name +
                        "'; use none, selective or full");
+}
+
+Status parseRecompute(const std::string &name, Recompute &r, int &blocks) {
+  blocks = 0;
+  llvm::StringRef mode(name), count;
+  std::tie(mode, count) = mode.split(':');
+  if (mode.size() == name.size())
+    return parseRecompute(name, r);
+  unsigned k = 0;
+  if (mode != "full" || count.getAsInteger(10, k) || k < 1 || k > 1000000)
+    return Status::error("unknown recomputation '" + name +
+                         "'; use none, selective, full or full:K (the first "
+                         "K >= 1 blocks of each pipeline rank)");
+  r = Recompute::Full;
+  blocks = int(k);
+  return Status::success();
 }
 
 //===----------------------------------------------------------------------===//
@@ -168,11 +186,62 @@ double dpExposedSeconds(const ClusterSpec &spec, int zeroStage,
 bool planBefore(const Plan &a, const Plan &b) {
   auto key = [](const Plan &p) {
     const LayoutChoice &l = p.layout;
-    return std::make_tuple(p.stepSeconds, p.memory.total, l.dp, l.tp, l.pp,
-                           p.microBatchSize, l.zeroStage, l.sequenceParallel,
-                           int(p.recompute), int(l.schedule), l.virtualStages);
+    return std::make_tuple(p.stepSeconds, p.computeSeconds, p.memory.total,
+                           l.dp, l.tp, l.pp, p.microBatchSize, l.zeroStage,
+                           l.sequenceParallel, int(p.recompute),
+                           p.recomputeBlocks, int(l.schedule), l.virtualStages);
   };
   return key(a) < key(b);
+}
+
+std::vector<std::vector<int>>
+blocksOfRanks(const std::vector<int> &blocksPerRank, int pp, int v,
+              int numBlocks) {
+  std::vector<std::vector<int>> out(size_t(std::max(pp, 0)));
+  if (pp < 1 || numBlocks < 1)
+    return {};
+  if (v > 1) {
+    if (numBlocks % (pp * v) != 0)
+      return {};
+    int chunk = numBlocks / (pp * v);
+    for (int c = 0; c < pp * v; ++c)
+      for (int k = 0; k < chunk; ++k)
+        out[size_t(c % pp)].push_back(c * chunk + k);
+    return out;
+  }
+  if (blocksPerRank.size() != size_t(pp))
+    return {};
+  int b = 0;
+  for (int r = 0; r < pp; ++r)
+    for (int k = 0; k < blocksPerRank[size_t(r)]; ++k)
+      out[size_t(r)].push_back(b++);
+  if (b != numBlocks)
+    return {};
+  return out;
+}
+
+std::string recomputeText(const Plan &plan, bool brief) {
+  std::string name = recomputeName(plan.recompute);
+  if (plan.recompute != Recompute::Full || plan.recomputeBlocks == 0)
+    return name;
+  std::string k = std::to_string(plan.recomputeBlocks);
+  return brief ? name + ":" + k
+               : name + ", first " + k + " block" +
+                     (plan.recomputeBlocks == 1 ? "" : "s") + " of each stage";
+}
+
+std::vector<int> recomputedBlocks(const Plan &plan, int numBlocks) {
+  std::vector<int> out;
+  if (plan.recompute != Recompute::Full)
+    return out;
+  for (const std::vector<int> &rank :
+       blocksOfRanks(plan.blocksPerRank, plan.layout.pp,
+                     plan.layout.virtualStages, numBlocks))
+    for (size_t k = 0; k < rank.size(); ++k)
+      if (plan.recomputeBlocks == 0 || k < size_t(plan.recomputeBlocks))
+        out.push_back(rank[k]);
+  std::sort(out.begin(), out.end());
+  return out;
 }
 
 //===----------------------------------------------------------------------===//
@@ -213,6 +282,9 @@ struct LayerPrice {
 struct RankGroup {
   int firstRank = 0;
   std::vector<int> classCount;
+  /// Of classCount, the blocks recomputed in full under per-block
+  /// recomputation (empty otherwise).
+  std::vector<int> recomputedCount;
   bool prologue = false, epilogue = false;
   double forward = 0, compute = 0, saved = 0, working = 0, params = 0;
 };
@@ -260,12 +332,19 @@ public:
     return it->second;
   }
 
-  /// The rank layout, or null if the blocks cannot be cut so.
-  const RankLayout *ranks(int tp, bool sp, Recompute rec, int pp, int v) {
-    auto key = std::make_tuple(tp, sp, int(rec), pp, v);
+  /// The rank layout, or null if the blocks cannot be cut so. With
+  /// `fullBlocks` k > 0 the first k blocks of each rank recompute in full
+  /// and the rest keep everything; the cut is the one without
+  /// recomputation.
+  const RankLayout *ranks(int tp, bool sp, Recompute rec, int pp, int v,
+                          int fullBlocks = 0) {
+    auto key = std::make_tuple(tp, sp, int(rec), pp, v, fullBlocks);
     auto [it, isNew] = rankCache.try_emplace(key);
     if (isNew)
-      it->second = layout(prices(tp, sp, rec), pp, v);
+      it->second = fullBlocks ? layout(prices(tp, sp, Recompute::None),
+                                       &prices(tp, sp, Recompute::Full), pp, v,
+                                       fullBlocks)
+                              : layout(prices(tp, sp, rec), nullptr, pp, v, 0);
     return it->second.blocksPerRank.empty() ? nullptr : &it->second;
   }
 
@@ -339,7 +418,9 @@ private:
     return p;
   }
 
-  RankLayout layout(const std::vector<LayerPrice> &lp, int pp, int v) {
+  RankLayout layout(const std::vector<LayerPrice> &lp,
+                    const std::vector<LayerPrice> *full, int pp, int v,
+                    int fullBlocks) {
     RankLayout out;
     const int n = int(model.blocks.size());
     const size_t pro = model.classes.size(), epi = pro + 1;
@@ -365,19 +446,27 @@ private:
         for (int k = 0; k < chunk; ++k)
           rankBlocks[c % pp].push_back(c * chunk + k);
     }
-    std::map<std::tuple<std::vector<int>, bool, bool>, int> groupOf;
+    std::map<std::tuple<std::vector<int>, std::vector<int>, bool, bool>, int>
+        groupOf;
     for (int r = 0; r < pp; ++r) {
       RankGroup g;
       g.firstRank = r;
       g.classCount.assign(model.classes.size(), 0);
       for (int b : rankBlocks[r])
         ++g.classCount[model.blocks[b]];
+      if (full) {
+        g.recomputedCount.assign(model.classes.size(), 0);
+        for (size_t k = 0; k < rankBlocks[r].size() && k < size_t(fullBlocks);
+             ++k)
+          ++g.recomputedCount[model.blocks[rankBlocks[r][k]]];
+      }
       g.prologue = r == 0;
       g.epilogue = r == pp - 1;
       out.blocksPerRank.push_back(int(rankBlocks[r].size()));
-      auto [it, isNew] = groupOf.try_emplace(
-          std::make_tuple(g.classCount, g.prologue, g.epilogue),
-          int(out.groups.size()));
+      auto [it, isNew] =
+          groupOf.try_emplace(std::make_tuple(g.classCount, g.recomputedCount,
+                                              g.prologue, g.epilogue),
+                              int(out.groups.size()));
       if (!isNew)
         continue;
       auto add = [&](const LayerPrice &p, int count) {
@@ -388,8 +477,21 @@ private:
         if (count)
           g.working = std::max(g.working, p.working);
       };
-      for (size_t c = 0; c < model.classes.size(); ++c)
-        add(lp[c], g.classCount[c]);
+      double keptSaved = 0;
+      for (size_t c = 0; c < model.classes.size(); ++c) {
+        int recomputed = full ? g.recomputedCount[c] : 0;
+        add(lp[c], g.classCount[c] - recomputed);
+        keptSaved += (g.classCount[c] - recomputed) * lp[c].saved;
+        if (full)
+          add((*full)[c], recomputed);
+      }
+      // The recomputed blocks are the rank's first, run back last: by
+      // then the other blocks of that micro-batch have freed what they
+      // kept, and the rerun forward lives in that room (the test GPT's
+      // workspace: 997 KiB keeping all, 670 recomputing both layers, 640
+      // recomputing h.0, 1059 recomputing h.1).
+      if (full)
+        g.working = std::max(0.0, g.working - keptSaved);
       if (g.prologue)
         add(lp[pro], 1);
       if (g.epilogue)
@@ -403,7 +505,7 @@ private:
   }
 
   std::map<Key, std::vector<LayerPrice>> priceCache;
-  std::map<std::tuple<int, bool, int, int, int>, RankLayout> rankCache;
+  std::map<std::tuple<int, bool, int, int, int, int>, RankLayout> rankCache;
 };
 
 double staticBytes(const Pricer &pr, double params, int tp, int dp, int zero) {
@@ -415,10 +517,18 @@ double staticBytes(const Pricer &pr, double params, int tp, int dp, int zero) {
 
 /// The heart of evaluatePlan, on prepared prices.
 void price(Pricer &pr, const RankLayout &rl, const LayoutChoice &l, int mbs,
-           Recompute rec, Plan &plan) {
+           Recompute rec, Plan &plan, int fullBlocks = 0) {
   const ClusterSpec &spec = pr.spec;
-  const std::vector<LayerPrice> &lp = pr.prices(l.tp, l.sequenceParallel, rec);
-  std::vector<double> tp = pr.tpSeconds(lp, l.tp, l.sequenceParallel, rec, mbs);
+  // Per-block recomputation: blocks priced without, and the recomputed
+  // ones' tp collectives as full recomputation's.
+  Recompute base = fullBlocks ? Recompute::None : rec;
+  const std::vector<LayerPrice> &lp = pr.prices(l.tp, l.sequenceParallel, base);
+  std::vector<double> tp =
+      pr.tpSeconds(lp, l.tp, l.sequenceParallel, base, mbs);
+  std::vector<double> tpFull;
+  if (fullBlocks)
+    tpFull = pr.tpSeconds(pr.prices(l.tp, l.sequenceParallel, Recompute::Full),
+                          l.tp, l.sequenceParallel, Recompute::Full, mbs);
   const size_t pro = pr.model.classes.size(), epi = pro + 1;
   const int p = l.pp, m = l.microBatches, v = l.virtualStages;
   const int dpn = int(spec.devicesPerNode);
@@ -469,8 +579,11 @@ void price(Pricer &pr, const RankLayout &rl, const LayoutChoice &l, int mbs,
   }
   for (const RankGroup &g : rl.groups) {
     double tpMB = 0;
-    for (size_t c = 0; c < pro; ++c)
+    for (size_t c = 0; c < pro; ++c) {
       tpMB += g.classCount[c] * tp[c];
+      if (!g.recomputedCount.empty())
+        tpMB += g.recomputedCount[c] * (tpFull[c] - tp[c]);
+    }
     if (g.prologue)
       tpMB += tp[pro];
     if (g.epilogue)
@@ -533,6 +646,7 @@ void price(Pricer &pr, const RankLayout &rl, const LayoutChoice &l, int mbs,
   plan.layout = l;
   plan.microBatchSize = mbs;
   plan.recompute = rec;
+  plan.recomputeBlocks = fullBlocks;
   plan.blocksPerRank = rl.blocksPerRank;
   plan.stepSeconds = makespan + dpExposed + update + tied;
   plan.computeSeconds = m * compute + update;
@@ -632,6 +746,10 @@ static Status checkOptions(const ModelStats &model, const ClusterSpec &spec,
   if (o.schedule == Schedule::Interleaved && o.pp == 1)
     return Status::error("--schedule=interleaved needs pp >= 2; pin a "
                          "larger --mesh pp or another schedule");
+  if (o.recomputeBlocks < 0 ||
+      (o.recomputeBlocks > 0 && o.recompute != Recompute::Full))
+    return Status::error("a count of recomputed blocks applies to full "
+                         "recomputation only: pin full:K");
   if (o.sequenceParallel.value_or(false) && o.tp == 1)
     return Status::error("--sequence-parallel=on needs tp >= 2 (it splits "
                          "what tensor parallelism replicates)");
@@ -640,7 +758,8 @@ static Status checkOptions(const ModelStats &model, const ClusterSpec &spec,
 
 Status evaluatePlan(const ModelStats &model, const ClusterSpec &spec,
                     const SearchOptions &options, const LayoutChoice &layout,
-                    int microBatchSize, Recompute recompute, Plan &plan) {
+                    int microBatchSize, Recompute recompute, Plan &plan,
+                    int recomputeBlocks) {
   LayoutChoice l = layout;
   if (microBatchSize < 1 || model.batch % (int64_t(l.dp) * microBatchSize))
     return Status::error("micro-batch size " + std::to_string(microBatchSize) +
@@ -652,15 +771,21 @@ Status evaluatePlan(const ModelStats &model, const ClusterSpec &spec,
     return st;
   if (Status st = checkDType(options.dtype); !st.ok())
     return st;
+  if (recomputeBlocks < 0 ||
+      (recomputeBlocks > 0 && recompute != Recompute::Full))
+    return Status::error("recomputing the first " +
+                         std::to_string(recomputeBlocks) +
+                         " blocks of each rank needs full recomputation and "
+                         "a count of at least 0");
   Pricer pr(model, spec, options);
   const RankLayout *rl = pr.ranks(l.tp, l.sequenceParallel, recompute, l.pp,
-                                  l.virtualStages);
+                                  l.virtualStages, recomputeBlocks);
   if (!rl)
     return Status::error("the model's " + std::to_string(model.blocks.size()) +
                          " blocks cannot be cut into " +
                          std::to_string(l.pp * l.virtualStages) +
                          " equal stages");
-  price(pr, *rl, l, microBatchSize, recompute, plan);
+  price(pr, *rl, l, microBatchSize, recompute, plan, recomputeBlocks);
   return Status::success();
 }
 
@@ -668,10 +793,10 @@ namespace {
 
 std::string describeChoice(const Plan &p) {
   const LayoutChoice &l = p.layout;
-  std::string s = "dp=" + std::to_string(l.dp) + ", tp=" +
-                  std::to_string(l.tp) + ", pp=" + std::to_string(l.pp) +
-                  ", zero=" + std::to_string(l.zeroStage) + ", " +
-                  recomputeName(p.recompute) + " recompute";
+  std::string s =
+      "dp=" + std::to_string(l.dp) + ", tp=" + std::to_string(l.tp) +
+      ", pp=" + std::to_string(l.pp) + ", zero=" + std::to_string(l.zeroStage) +
+      ", " + recomputeText(p) + " recompute";
   if (l.sequenceParallel)
     s += ", sequence parallel";
   s += ", micro-batch size " + std::to_string(p.microBatchSize) + ", " +
@@ -776,15 +901,37 @@ Status searchPlan(const ModelStats &model, const ClusterSpec &spec,
     return out;
   };
 
+  // Recomputation per block: the first k blocks of each rank recompute in
+  // full, the rest keep everything. Each block more costs time and saves
+  // memory, so of these choices the fewest blocks that fit is the fastest:
+  // that one is the candidate (searched only when --recompute is not
+  // pinned; full recomputation of every block is its own candidate). A
+  // pinned count (`full:K`) is one fixed candidate.
+  struct RecChoice {
+    Recompute rec;
+    bool perBlock;
+    int blocks;
+  };
+  std::vector<RecChoice> choices;
+  for (Recompute rec : recs)
+    choices.push_back({rec, false, o.recompute ? o.recomputeBlocks : 0});
+  if (!o.recompute)
+    choices.push_back({Recompute::Full, true, 0});
+  // Per block: bounded and cut as without recomputation.
+  auto ranksFor = [&](RecChoice c, int tp, bool sp, int pp, int v) {
+    return c.perBlock ? pr.ranks(tp, sp, Recompute::None, pp, v)
+                      : pr.ranks(tp, sp, c.rec, pp, v, c.blocks);
+  };
   // Compute alone, B/dp samples through the slowest rank, bounds every
   // plan of a mesh from below; trying low bounds first finds fast plans
   // early, so later meshes are cut off sooner.
   for (Mesh &mesh : meshes) {
     mesh.lowerBound = INFINITY;
     for (bool sp : spsFor(mesh.tp))
-      for (Recompute rec : recs)
+      for (RecChoice choice : choices)
         for (Sched s : schedulesFor(mesh.pp))
-          if (const RankLayout *rl = pr.ranks(mesh.tp, sp, rec, mesh.pp, s.v))
+          if (const RankLayout *rl =
+                  ranksFor(choice, mesh.tp, sp, mesh.pp, s.v))
             mesh.lowerBound = std::min(
                 mesh.lowerBound, double(model.batch / mesh.dp) * rl->maxCompute);
   }
@@ -805,6 +952,22 @@ Status searchPlan(const ModelStats &model, const ClusterSpec &spec,
   // A lower bound computed in another order of additions may exceed the
   // plan's own time by an ulp; the margin keeps ties from being pruned.
   const double margin = 1 - 1e-9;
+  // Prices the per-block candidate of `l`: false if no k fits (`plan` is
+  // then the last tried, or untouched when the ranks hold one block each).
+  auto pricePerBlock = [&](const RankLayout &none, const LayoutChoice &l,
+                           int mbs, Plan &plan) {
+    int most =
+        *std::max_element(none.blocksPerRank.begin(), none.blocksPerRank.end());
+    for (int k = 1; k < most; ++k) {
+      const RankLayout *rl = pr.ranks(l.tp, l.sequenceParallel, Recompute::Full,
+                                      l.pp, l.virtualStages, k);
+      price(pr, *rl, l, mbs, Recompute::Full, plan, k);
+      ++result.evaluated;
+      if (plan.feasible)
+        return true;
+    }
+    return false;
+  };
   std::vector<const Mesh *> unfit;
   for (const Mesh &mesh : meshes) {
     if (o.prune && mesh.lowerBound * margin > cutoff())
@@ -812,9 +975,10 @@ Status searchPlan(const ModelStats &model, const ClusterSpec &spec,
     Plan best;
     bool found = false;
     for (bool sp : spsFor(mesh.tp))
-      for (Recompute rec : recs)
+      for (RecChoice choice : choices)
         for (Sched s : schedulesFor(mesh.pp)) {
-          const RankLayout *rl = pr.ranks(mesh.tp, sp, rec, mesh.pp, s.v);
+          Recompute rec = choice.rec;
+          const RankLayout *rl = ranksFor(choice, mesh.tp, sp, mesh.pp, s.v);
           if (!rl)
             continue;
           double bound = double(model.batch / mesh.dp) * rl->maxCompute;
@@ -842,12 +1006,16 @@ Status searchPlan(const ModelStats &model, const ClusterSpec &spec,
               if (s.kind == Schedule::Interleaved && l.microBatches % mesh.pp)
                 continue;
               Plan plan;
-              price(pr, *rl, l, mbs, rec, plan);
-              ++result.evaluated;
+              if (choice.perBlock) {
+                pricePerBlock(*rl, l, mbs, plan);
+              } else {
+                price(pr, *rl, l, mbs, rec, plan, choice.blocks);
+                ++result.evaluated;
+              }
               if (!plan.feasible) {
                 // Memory grows with the micro-batch size (activations are
                 // mbs x min(in flight, m), and mbs x m is fixed), so no
-                // larger one fits either.
+                // larger one fits either (for every k, per block).
                 if (o.prune)
                   break;
                 continue;
@@ -880,10 +1048,14 @@ Status searchPlan(const ModelStats &model, const ClusterSpec &spec,
         return a.memory.total < b.memory.total;
       return planBefore(a, b);
     };
+    // Per block needs more memory than every block recomputed: left out.
     for (bool sp : spsFor(mesh.tp))
-      for (Recompute rec : recs)
+      for (RecChoice choice : choices)
         for (Sched s : schedulesFor(mesh.pp)) {
-          const RankLayout *rl = pr.ranks(mesh.tp, sp, rec, mesh.pp, s.v);
+          if (choice.perBlock)
+            continue;
+          Recompute rec = choice.rec;
+          const RankLayout *rl = ranksFor(choice, mesh.tp, sp, mesh.pp, s.v);
           if (!rl)
             continue;
           for (int zero : zerosFor(mesh.dp)) {
@@ -899,7 +1071,7 @@ Status searchPlan(const ModelStats &model, const ClusterSpec &spec,
               if (s.kind == Schedule::Interleaved && l.microBatches % mesh.pp)
                 continue;
               Plan plan;
-              price(pr, *rl, l, mbs, rec, plan);
+              price(pr, *rl, l, mbs, rec, plan, choice.blocks);
               ++result.evaluated;
               if (!found || better(plan, out)) {
                 out = plan;

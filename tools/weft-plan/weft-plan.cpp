@@ -39,14 +39,17 @@ const char *const kUsage =
     "cluster's device memory (MODEL: weft dialect, from weft-modelgen or\n"
     "weftc model.onnx --emit=weft).\n"
     "  --cluster FILE            cluster spec (YAML, see weft-cluster)\n"
-    "  --devices N               plan for N devices (default: all of the spec)\n"
-    "  --mesh dp=A,tp=B,pp=C     pin degrees (any subset); the rest is searched\n"
+    "  --devices N               plan for N devices (default: all of the "
+    "spec)\n"
+    "  --mesh dp=A,tp=B,pp=C     pin degrees (any subset); the rest is "
+    "searched\n"
     "  --zero K                  pin the ZeRO stage (0-3)\n"
     "  --schedule S              pin the schedule: gpipe, 1f1b, interleaved,\n"
     "                            zero-bubble\n"
     "  --virtual-stages V        pin interleaved's stages per rank (>= 2)\n"
     "  --micro-batch-size B      pin the micro-batch size\n"
-    "  --recompute R             pin recomputation: none, selective, full\n"
+    "  --recompute R             pin recomputation: none, selective, full,\n"
+    "                            full:K (the first K blocks of each rank)\n"
     "  --sequence-parallel on|off  pin sequence parallelism\n"
     "  --dtype D                 training dtype: bf16 (default), fp16, fp32\n"
     "  --dp-overlap on|off       the data-parallel gradient reduction under\n"
@@ -204,7 +207,7 @@ int runSearch(int argc, char **argv) {
       err = positive(arg, value, o.microBatchSize);
     } else if (arg == "--recompute") {
       Recompute r;
-      if (Status st = parseRecompute(value, r); !st.ok())
+      if (Status st = parseRecompute(value, r, o.recomputeBlocks); !st.ok())
         err = "--recompute: " + st.message;
       else
         o.recompute = r;

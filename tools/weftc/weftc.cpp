@@ -504,7 +504,8 @@ bool mapOptions(DriverOptions &driver, TrainPipelineOptions &train,
   if (recompute != "none" && recompute != "selective" && recompute != "full")
     return fail("--recompute must be none, selective or full, got '" +
                 recompute + "'");
-  if (!recomputeLayers.empty() && recompute == "none")
+  // With --plan the driver says the plan fixes them.
+  if (!recomputeLayers.empty() && recompute == "none" && planFile.empty())
     return fail("--recompute-layers names layers to recompute: give "
                 "--recompute=selective or full with it");
   train.recompute = recompute;

@@ -447,6 +447,7 @@ void expectSamePlan(const Plan &a, const Plan &b) {
   EXPECT_EQ(a.layout.microBatches, b.layout.microBatches);
   EXPECT_EQ(a.microBatchSize, b.microBatchSize);
   EXPECT_EQ(a.recompute, b.recompute);
+  EXPECT_EQ(a.recomputeBlocks, b.recomputeBlocks);
   EXPECT_EQ(a.blocksPerRank, b.blocksPerRank);
   // Bit for bit: both come from the same evaluator.
   EXPECT_EQ(a.stepSeconds, b.stepSeconds);
@@ -512,6 +513,10 @@ TEST(SearchExact, PrunedEqualsBruteForceWithPins) {
       [](SearchOptions &o) { o.schedule = Schedule::Interleaved; },
       [](SearchOptions &o) { o.microBatchSize = 1; },
       [](SearchOptions &o) { o.recompute = Recompute::Full; },
+      [](SearchOptions &o) {
+        o.recompute = Recompute::Full;
+        o.recomputeBlocks = 2;
+      },
       [](SearchOptions &o) { o.devices = 4; },
       [](SearchOptions &o) { o.alternatives = 0; },
   };
@@ -573,6 +578,82 @@ TEST(SearchExact, RecomputationWhereMemoryDecides) {
   spec.device.memoryGB = 66;
   ASSERT_TRUE(searchPlan(model, spec, free, rf).ok());
   EXPECT_EQ(Recompute::Full, rf.best.recompute);
+}
+
+TEST(SearchExact, PerBlockRecomputationIsTheFewestBlocksThatFit) {
+  // Activations 50 times mixedModel's on one 8-block device: keeping
+  // everything needs more than the device has, so the search recomputes
+  // the first k blocks, k the fewest that fit: k - 1 does not, and the
+  // plan is faster than recomputing all eight.
+  ModelStats model = mixedModel(8, 16);
+  for (LayerStats &c : model.classes) {
+    c.saved.split *= 50, c.saved.replicated *= 50;
+    c.attentionSaved.split *= 50, c.attentionSaved.replicated *= 50;
+  }
+  ClusterSpec spec = cluster(1, 1, 20, 2);
+  SearchOptions o;
+  o.devices = 1;
+  o.microBatchSize = 16;
+  LayoutChoice l;
+  Plan none, all;
+  ASSERT_TRUE(evaluatePlan(model, spec, o, l, 16, Recompute::None, none).ok());
+  ASSERT_TRUE(evaluatePlan(model, spec, o, l, 16, Recompute::Full, all).ok());
+  // Fit between the two.
+  spec.device.memoryGB = (none.memory.total + all.memory.total) / 2 / 1e9;
+  SearchResult r;
+  ASSERT_TRUE(searchPlan(model, spec, o, r).ok());
+  const Plan &p = r.best;
+  ASSERT_EQ(Recompute::Full, p.recompute);
+  ASSERT_GT(p.recomputeBlocks, 1);
+  ASSERT_LT(p.recomputeBlocks, 8);
+  EXPECT_LT(p.stepSeconds, all.stepSeconds);
+  EXPECT_GT(p.stepSeconds, none.stepSeconds);
+  Plan fewer;
+  ASSERT_TRUE(evaluatePlan(model, spec, o, l, 16, Recompute::Full, fewer,
+                           p.recomputeBlocks - 1)
+                  .ok());
+  EXPECT_FALSE(fewer.feasible);
+  EXPECT_TRUE(p.feasible);
+  EXPECT_EQ(recomputeText(p), "full, first " +
+                                  std::to_string(p.recomputeBlocks) +
+                                  " blocks of each stage");
+  EXPECT_EQ(recomputeText(p, /*brief=*/true),
+            "full:" + std::to_string(p.recomputeBlocks));
+  // The same plan the brute force finds.
+  expectPrunedEqualsBruteForce({model, spec, o});
+  // Pinned, the search leaves per-block recomputation out.
+  o.recompute = Recompute::Full;
+  ASSERT_TRUE(searchPlan(model, spec, o, r).ok());
+  EXPECT_EQ(0, r.best.recomputeBlocks);
+  // And the count is refused without full recomputation.
+  EXPECT_FALSE(
+      evaluatePlan(model, spec, o, l, 16, Recompute::Selective, fewer, 2).ok());
+}
+
+TEST(SearchExact, RecomputedBlocksAreEachRanksFirst) {
+  // 6 blocks on 2 ranks cut 4 + 2: the first 3 of each rank are 0, 1, 2
+  // and 4, 5 (all of the second rank's).
+  Plan p;
+  p.layout.pp = 2;
+  p.blocksPerRank = {4, 2};
+  p.recompute = Recompute::Full;
+  p.recomputeBlocks = 3;
+  EXPECT_EQ((std::vector<int>{0, 1, 2, 4, 5}), recomputedBlocks(p, 6));
+  p.recomputeBlocks = 0;
+  EXPECT_EQ((std::vector<int>{0, 1, 2, 3, 4, 5}), recomputedBlocks(p, 6));
+  p.recompute = Recompute::Selective;
+  EXPECT_TRUE(recomputedBlocks(p, 6).empty());
+  // Interleaved, 2 ranks x 2 virtual stages of 2 blocks: rank 0 holds
+  // 0, 1, 4, 5 and rank 1 2, 3, 6, 7; the first of each: 0 and 2.
+  p.recompute = Recompute::Full;
+  p.recomputeBlocks = 1;
+  p.layout.virtualStages = 2;
+  p.blocksPerRank = {4, 4};
+  EXPECT_EQ((std::vector<std::vector<int>>{{0, 1, 4, 5}, {2, 3, 6, 7}}),
+            blocksOfRanks(p.blocksPerRank, 2, 2, 8));
+  EXPECT_EQ((std::vector<int>{0, 2}), recomputedBlocks(p, 8));
+  // Counts that do not add up give nothing.
+  EXPECT_TRUE(blocksOfRanks({4, 1}, 2, 1, 6).empty());
 }
 
 TEST(SearchExact, NothingFitsNamesTheClosestPlan) {
@@ -641,6 +722,21 @@ TEST(PlanFile, RoundTripsAndIsDeterministic) {
   // A diff of a plan with itself changes no layout field.
   EXPECT_NE(formatPlanDiff(back, "a", back, "b").find("the same layout"),
             std::string::npos);
+  // The per-block count round-trips, and a plan file without it (written
+  // before it existed) reads as every block.
+  SearchResult one = r1;
+  one.best.recompute = Recompute::Full;
+  one.best.recomputeBlocks = 3;
+  json = formatPlanJSON(one);
+  ASSERT_TRUE(parsePlanJSON(json, "plan.json", back).ok());
+  EXPECT_EQ(3, back.best.recomputeBlocks);
+  EXPECT_EQ(json, formatPlanJSON(back));
+  std::string old = json;
+  size_t at = old.rfind("\"recompute_blocks\": 3,");
+  ASSERT_NE(at, std::string::npos);
+  old.erase(at, std::string("\"recompute_blocks\": 3,").size());
+  ASSERT_TRUE(parsePlanJSON(old, "plan.json", back).ok());
+  EXPECT_EQ(0, back.best.recomputeBlocks);
 }
 
 TEST(PlanFile, ErrorsNameTheField) {

@@ -38,6 +38,8 @@ enum class Recompute { None, Selective, Full };
 const char *recomputeName(Recompute r);
 /// Accepts none, selective, full.
 Status parseRecompute(const std::string &name, Recompute &r);
+/// Also accepts full:K, K >= 1: the first K blocks of each pipeline rank.
+Status parseRecompute(const std::string &name, Recompute &r, int &blocks);
 
 struct SearchOptions {
   /// Devices to plan for; 0: all of the spec's nodes x devices_per_node.
@@ -68,6 +70,9 @@ struct SearchOptions {
   std::optional<Schedule> schedule;
   int virtualStages = 0;
   std::optional<Recompute> recompute;
+  /// With recompute pinned to Full: recompute only the first this many
+  /// blocks of each rank (0: all).
+  int recomputeBlocks = 0;
   std::optional<bool> sequenceParallel;
 
   /// How the data-parallel gradient reduction runs: Weft's runtime
@@ -90,6 +95,10 @@ struct Plan {
   LayoutChoice layout;
   int microBatchSize = 1;
   Recompute recompute = Recompute::None;
+  /// With Recompute::Full: how many blocks of each pipeline rank
+  /// recompute, its first ones (Megatron-LM's --recompute-method block;
+  /// a rank with fewer recomputes all); 0: every block.
+  int recomputeBlocks = 0;
   /// Blocks on each pipeline rank (all its virtual stages together).
   std::vector<int> blocksPerRank;
 
@@ -144,10 +153,31 @@ Status searchPlan(const ModelStats &model, const ClusterSpec &spec,
 /// space (a degree that does not divide, too few blocks for the stages).
 Status evaluatePlan(const ModelStats &model, const ClusterSpec &spec,
                     const SearchOptions &options, const LayoutChoice &layout,
-                    int microBatchSize, Recompute recompute, Plan &plan);
+                    int microBatchSize, Recompute recompute, Plan &plan,
+                    int recomputeBlocks = 0);
 
-/// The strict order plans are ranked by: step time, then memory, then the
-/// layout's fields, so that ties resolve the same way every run.
+/// The blocks of each pipeline rank, in model order: runs of
+/// `blocksPerRank` one after another, or with v > 1 virtual stages chunk c
+/// of pp x v equal chunks on rank c mod pp. Empty if they do not add up
+/// to `numBlocks`.
+std::vector<std::vector<int>>
+blocksOfRanks(const std::vector<int> &blocksPerRank, int pp, int v,
+              int numBlocks);
+
+/// The blocks `plan` recomputes in full, ascending (of `numBlocks`): none
+/// without Recompute::Full, all with recomputeBlocks 0, else the first
+/// recomputeBlocks of each rank.
+std::vector<int> recomputedBlocks(const Plan &plan, int numBlocks);
+
+/// The plan's recomputation in words: "none", "selective", "full", or
+/// "full, first K blocks of each stage"; `brief` writes the last "full:K".
+std::string recomputeText(const Plan &plan, bool brief = false);
+
+/// The strict order plans are ranked by: step time, then compute time (of
+/// two equally fast plans, the one doing less work: recomputation hidden
+/// under an exposed reduction is predicted free, but it still costs the
+/// cores), then memory, then the layout's fields, so that ties resolve the
+/// same way every run.
 bool planBefore(const Plan &a, const Plan &b);
 
 //===----------------------------------------------------------------------===//

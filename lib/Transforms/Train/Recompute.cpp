@@ -12,6 +12,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "weft/Dialect/Weft/IR/TrainStep.h"
 #include "weft/Dialect/Weft/IR/WeftOps.h"
 #include "weft/Transforms/Train/Passes.h"
 
@@ -46,15 +47,10 @@ constexpr llvm::StringLiteral kRecomputedAttrName = "weft.recomputed";
 /// (`h.3.attn.c_attn.weight` -> `h.3`), or, with `numbered` false, its
 /// module (`fc1.weight` -> `fc1`). Empty: none.
 StringRef layerOfName(StringRef name, bool numbered) {
+  if (StringRef layer = getLayerPrefix(name); !layer.empty())
+    return layer;
   SmallVector<StringRef> parts;
   name.split(parts, '.');
-  size_t end = 0;
-  for (StringRef part : parts) {
-    end += part.size();
-    if (!part.empty() && llvm::all_of(part, llvm::isDigit))
-      return name.take_front(end);
-    ++end;
-  }
   if (numbered || parts.size() < 2)
     return {};
   return name.take_front(name.size() - parts.back().size() - 1);

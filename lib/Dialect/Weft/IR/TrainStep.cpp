@@ -130,6 +130,20 @@ void weft::recordTrainConfig(ModuleOp module,
                   merged.getDictionary(module.getContext()));
 }
 
+llvm::StringRef weft::getLayerPrefix(llvm::StringRef paramName) {
+  llvm::SmallVector<llvm::StringRef> parts;
+  paramName.split(parts, '.');
+  size_t end = 0;
+  for (llvm::StringRef p : parts) {
+    end += p.size();
+    int64_t n;
+    if (!p.empty() && !p.getAsInteger(10, n))
+      return paramName.take_front(end);
+    ++end;
+  }
+  return {};
+}
+
 std::optional<int64_t> weft::getLayerNumber(llvm::StringRef paramName) {
   llvm::SmallVector<llvm::StringRef> parts;
   paramName.split(parts, '.');

@@ -65,6 +65,11 @@ readStepSignature(mlir::func::FuncOp fn);
 /// counts blocks by it and pipeline stages are cut between them.
 std::optional<int64_t> getLayerNumber(llvm::StringRef paramName);
 
+/// The layer's name: the parameter's name up to and including the part
+/// getLayerNumber reads ("h.3" for "h.3.attn.c_attn.weight"; empty when it
+/// numbers none), as --recompute-layers names layers.
+llvm::StringRef getLayerPrefix(llvm::StringRef paramName);
+
 /// Merges `entries` into the module's `weft.train_config` dictionary: each
 /// training pass records the options it was built with, so an executable
 /// compiled later from the IR describes how it trains.
