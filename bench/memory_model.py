@@ -7,10 +7,12 @@ Usage:
 
 For each configuration: exports a GPT (bench/export_gpt.py's model, random
 weights), compiles it with weftc (AdamW, fp32; --mesh dp=2 --zero K for the
-data-parallel rows), trains 3 steps (dp=2 through weftrun), and reads the
-executable's metrics: peak_rss_bytes minus baseline_rss_bytes is what the
-step's tensors cost. The prediction is weft-plan's for the same layout,
-pinned (mesh, ZeRO stage, micro-batch size, no recomputation, fp32) on the
+data-parallel rows; --recompute for the rows that recompute, full:K as
+--recompute=full --recompute-layers=h.0,..,h.K-1), trains 3 steps (dp=2
+through weftrun), and reads the executable's metrics: peak_rss_bytes minus
+baseline_rss_bytes is what the step's tensors cost. The prediction is
+weft-plan's for the same layout, pinned (mesh, ZeRO stage, micro-batch
+size, recomputation, fp32) on the
 model's weft IR (weftc --emit=weft), on a cluster spec of this host, with
 --executable-memory (and without it, for comparison: the textbook parts
 alone). Prints a markdown table; --json writes the rows for tests.
@@ -26,17 +28,28 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 PYTHON = "/usr/bin/python3"
 
-# name -> (layers, embd, heads, vocab, seq, global batch, dp, zero)
+# name -> (layers, embd, heads, vocab, seq, global batch, dp, zero, recompute)
 CONFIGS = {
-    "L4-b8": (4, 256, 4, 4096, 128, 8, 1, 0),
-    "L8-b8": (8, 256, 4, 4096, 128, 8, 1, 0),
-    "L4-b16": (4, 256, 4, 4096, 128, 16, 1, 0),
-    "L4-h512-b8": (4, 512, 8, 8192, 128, 8, 1, 0),
-    "dp2-z0": (4, 256, 4, 4096, 128, 16, 2, 0),
-    "dp2-z1": (4, 256, 4, 4096, 128, 16, 2, 1),
-    "dp2-z2": (4, 256, 4, 4096, 128, 16, 2, 2),
-    "dp2-z3": (4, 256, 4, 4096, 128, 16, 2, 3),
+    "L4-b8": (4, 256, 4, 4096, 128, 8, 1, 0, "none"),
+    "L8-b8": (8, 256, 4, 4096, 128, 8, 1, 0, "none"),
+    "L4-b16": (4, 256, 4, 4096, 128, 16, 1, 0, "none"),
+    "L4-h512-b8": (4, 512, 8, 8192, 128, 8, 1, 0, "none"),
+    "dp2-z0": (4, 256, 4, 4096, 128, 16, 2, 0, "none"),
+    "dp2-z1": (4, 256, 4, 4096, 128, 16, 2, 1, "none"),
+    "dp2-z2": (4, 256, 4, 4096, 128, 16, 2, 2, "none"),
+    "dp2-z3": (4, 256, 4, 4096, 128, 16, 2, 3, "none"),
+    "L8-b8-full:4": (8, 256, 4, 4096, 128, 8, 1, 0, "full:4"),
+    "dp2-z1-full": (4, 256, 4, 4096, 128, 16, 2, 1, "full"),
+    "dp2-z0-full:2": (4, 256, 4, 4096, 128, 16, 2, 0, "full:2"),
 }
+
+
+def recompute_flags(mode):
+    if mode.startswith("full:"):
+        k = int(mode.split(":")[1])
+        return ["--recompute=full", "--recompute-layers=" +
+                ",".join("h.%d" % i for i in range(k))]
+    return [] if mode == "none" else ["--recompute=" + mode]
 
 
 def run(cmd, **kw):
@@ -48,7 +61,7 @@ def run(cmd, **kw):
 
 
 def measure(name, cfg, args):
-    layers, embd, heads, vocab, seq, batch, dp, zero = cfg
+    layers, embd, heads, vocab, seq, batch, dp, zero, recompute = cfg
     bindir = os.path.join(args.build, "bin")
     d = os.path.join(args.out, name)
     os.makedirs(d, exist_ok=True)
@@ -68,7 +81,7 @@ def measure(name, cfg, args):
     exe = os.path.join(d, "train")
     mesh = ["--mesh", "dp=%d" % dp, "--zero", str(zero)] if dp > 1 else []
     run([os.path.join(bindir, "weftc"), onnx, "--optimizer", "adamw",
-         "-o", exe] + mesh)
+         "-o", exe] + mesh + recompute_flags(recompute))
     weft = os.path.join(d, "gpt.weft.mlir")
     run([os.path.join(bindir, "weftc"), onnx, "--emit=weft", "-o", weft])
     metrics = os.path.join(d, "m.jsonl")
@@ -92,7 +105,7 @@ def measure(name, cfg, args):
             os.path.join(bindir, "weft-plan"), "search", weft, "--cluster",
             args.cluster, "--devices", str(dp), "--mesh",
             "dp=%d,tp=1,pp=1" % dp, "--zero", str(zero),
-            "--micro-batch-size", str(batch // dp), "--recompute", "none",
+            "--micro-batch-size", str(batch // dp), "--recompute", recompute,
             "--dtype", "fp32", "--emit", "plan-json"] + extra).stdout)
     textbook = plan([])["predicted"]["memory_bytes_per_device"]
     planned = plan(["--executable-memory"])
@@ -101,6 +114,7 @@ def measure(name, cfg, args):
     return {
         "name": name, "layers": layers, "hidden": embd, "vocab": vocab,
         "seq": seq, "batch": batch, "dp": dp, "zero": zero,
+        "recompute": recompute,
         "params": planned["params"],
         "peak_rss_bytes": last["peak_rss_bytes"],
         "baseline_rss_bytes": last["baseline_rss_bytes"],
@@ -142,6 +156,8 @@ def main(argv=None):
     for r in rows:
         layout = ("dp=%d zero=%d" % (r["dp"], r["zero"]) if r["dp"] > 1
                   else "1 rank")
+        if r.get("recompute", "none") != "none":
+            layout += ", recompute " + r["recompute"]
         print("| GPT L=%d H=%d V=%d S=%d B=%d (%.1fM params) | %s | %.1f | "
               "%.1f | %+.1f %% | %.1f | %.1f | %.1f |"
               % (r["layers"], r["hidden"], r["vocab"], r["seq"], r["batch"],
