@@ -43,6 +43,7 @@
 #include <climits>
 #include <cstdio>
 #include <cstdlib>
+#include <vector>
 #include <cstring>
 #include <memory>
 #include <string>
@@ -414,6 +415,19 @@ extern "C" void weft_rt_set_gemm_threads(int threads) {
     if (auto set = reinterpret_cast<SetThreadsFn>(
             dlsym(oneDnnLibrary(), "omp_set_num_threads")))
       set(threads);
+}
+
+extern "C" void weft_rt_warm_up(void) {
+  constexpr int64_t n = 96;
+  std::vector<float> a(n * n, 1.0f), b(n * n, 1.0f), c(n * n, 0.0f);
+  for (int32_t ta : {0, 1})
+    for (int32_t tb : {0, 1})
+      weft_rt_sgemm(1, ta, tb, n, n, n, a.data(), n, 0, b.data(), n, 0,
+                    c.data(), n, 0);
+  std::vector<float> sum(1024, 0.0f);
+#pragma omp parallel for schedule(static)
+  for (int64_t i = 0; i < int64_t(sum.size()); ++i)
+    sum[size_t(i)] += float(i);
 }
 
 extern "C" void weft_rt_sbgemm(int64_t batch, int32_t transA, int32_t transB,

@@ -136,7 +136,9 @@ struct MemoryEstimate {
   ///  - weightImage: the initial weights the executable embeds, paged in
   ///    when they are copied into the parameters, the rank's layers whole;
   ///  - lossBuffers: the loss over the model's output: two output-sized
-  ///    tensors (the logits and their gradient) alive together;
+  ///    tensors (the logits and their gradient) alive together, less the
+  ///    room of the block a recomputation reruns later (they are dead by
+  ///    then);
   ///  - commBuffers: the runtime's data-parallel buckets, kept for the run:
   ///    the gradient all-reduce's (ZeRO 0), or the reduce-scatter's input,
   ///    its result and gloo's copy of the input, and the parameter

@@ -57,6 +57,11 @@ const char *weft_rt_gemm_library(void);
    once through the runtime context; weft-profile-cluster sets 1. */
 void weft_rt_set_gemm_threads(int threads);
 
+/// Runs each f32 product kind once on small matrices with the configured
+/// threads, so that the GEMM library's code and buffers and the OpenMP
+/// team exist before the executable measures its baseline memory.
+void weft_rt_warm_up(void);
+
 /* The same product on bf16 A and B (uint16_t: the upper half of an f32),
    multiplied and summed in f32, into f32 C: OpenBLAS's cblas_sbgemm where
    the loaded OpenBLAS has it, else oneDNN's bf16 GEMM where libdnnl.so.2
