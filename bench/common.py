@@ -63,6 +63,17 @@ def add_run_options(parser, steps, warmup, repeat_help):
                         default=os.path.join(ROOT, "build", "bin", "weftc"))
 
 
+def recompute_flags(mode):
+    """weftc's flags for a recomputation mode as weft-plan --recompute
+    spells it: none, selective, full, or full:K (the first K layers, named
+    h.0 .. h.K-1 as the bench GPTs' parameters number them)."""
+    if mode.startswith("full:"):
+        k = int(mode.split(":")[1])
+        return ["--recompute=full", "--recompute-layers=" +
+                ",".join("h.%d" % i for i in range(k))]
+    return [] if mode == "none" else ["--recompute=" + mode]
+
+
 def describe(name):
     c = CONFIGS[name]
     if name == "mlp":

@@ -26,6 +26,8 @@ import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
+sys.path.insert(0, HERE)
+import common  # noqa: E402
 PYTHON = "/usr/bin/python3"
 
 # name -> (layers, embd, heads, vocab, seq, global batch, dp, zero, recompute)
@@ -44,13 +46,6 @@ CONFIGS = {
     "dp2-z0-full:2": (4, 256, 4, 4096, 128, 16, 2, 0, "full:2"),
 }
 
-
-def recompute_flags(mode):
-    if mode.startswith("full:"):
-        k = int(mode.split(":")[1])
-        return ["--recompute=full", "--recompute-layers=" +
-                ",".join("h.%d" % i for i in range(k))]
-    return [] if mode == "none" else ["--recompute=" + mode]
 
 
 def run(cmd, **kw):
@@ -82,7 +77,7 @@ def measure(name, cfg, args):
     exe = os.path.join(d, "train")
     mesh = ["--mesh", "dp=%d" % dp, "--zero", str(zero)] if dp > 1 else []
     run([os.path.join(bindir, "weftc"), onnx, "--optimizer", "adamw",
-         "-o", exe] + mesh + recompute_flags(recompute))
+         "-o", exe] + mesh + common.recompute_flags(recompute))
     weft = os.path.join(d, "gpt.weft.mlir")
     run([os.path.join(bindir, "weftc"), onnx, "--emit=weft", "-o", weft])
     metrics = os.path.join(d, "m.jsonl")

@@ -45,14 +45,6 @@ def modes(layers):
             BASE_MODES[2:])
 
 
-def compile_flags(mode):
-    if not mode.startswith("full:"):
-        return ["--recompute=" + mode]
-    k = int(mode.split(":")[1])
-    return ["--recompute=full",
-            "--recompute-layers=" + ",".join("h.%d" % i for i in range(k))]
-
-
 def weftc():
     return os.path.join(HERE, "..", "build", "bin", "weftc")
 
@@ -95,7 +87,8 @@ def main():
     rows = {}
     for mode in all_modes:
         exe = os.path.join(args.work, "train_" + mode.replace(":", "_"))
-        common_flags = [onnx, "--fused-attention=off"] + compile_flags(mode)
+        common_flags = ([onnx, "--fused-attention=off"] +
+                        common.recompute_flags(mode))
         subprocess.run([weftc()] + common_flags + ["-o", exe], check=True,
                        stderr=subprocess.DEVNULL)
         memref = exe + ".memref.mlir"
