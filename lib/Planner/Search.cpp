@@ -183,10 +183,23 @@ double dpExposedSeconds(const ClusterSpec &spec, int zeroStage,
   }
 }
 
+/// `x` rounded to 36 significant bits (about 11 digits), exactly (frexp,
+/// ldexp and nearbyint are exact), so that two step times an ulp apart are
+/// one time: a step bound by an exposed reduction comes out the same with
+/// and without recomputation, give or take the order of the additions.
+static double significant(double x) {
+  if (!std::isfinite(x) || x == 0)
+    return x;
+  int e = 0;
+  double m = std::frexp(x, &e);
+  return std::ldexp(std::nearbyint(std::ldexp(m, 36)), e - 36);
+}
+
 bool planBefore(const Plan &a, const Plan &b) {
   auto key = [](const Plan &p) {
     const LayoutChoice &l = p.layout;
-    return std::make_tuple(p.stepSeconds, p.computeSeconds, p.memory.total,
+    return std::make_tuple(significant(p.stepSeconds), p.computeSeconds,
+                           p.memory.total,
                            l.dp, l.tp, l.pp, p.microBatchSize, l.zeroStage,
                            l.sequenceParallel, int(p.recompute),
                            p.recomputeBlocks, int(l.schedule), l.virtualStages);

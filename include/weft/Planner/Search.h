@@ -173,11 +173,12 @@ std::vector<int> recomputedBlocks(const Plan &plan, int numBlocks);
 /// "full, first K blocks of each stage"; `brief` writes the last "full:K".
 std::string recomputeText(const Plan &plan, bool brief = false);
 
-/// The strict order plans are ranked by: step time, then compute time (of
-/// two equally fast plans, the one doing less work: recomputation hidden
-/// under an exposed reduction is predicted free, but it still costs the
-/// cores), then memory, then the layout's fields, so that ties resolve the
-/// same way every run.
+/// The strict order plans are ranked by: step time (to 36 significant
+/// bits, so that an ulp apart is a tie), then compute time (of two equally
+/// fast plans, the one doing less work: recomputation hidden under an
+/// exposed reduction is predicted free, but it still costs the cores),
+/// then memory, then the layout's fields, so that ties resolve the same
+/// way every run.
 bool planBefore(const Plan &a, const Plan &b);
 
 //===----------------------------------------------------------------------===//
