@@ -571,11 +571,17 @@ void price(Pricer &pr, const RankLayout &rl, const LayoutChoice &l, int mbs,
              collectiveSeconds(spec, Collective::AllGather, boundary, l.tp,
                                l.tp > dpn, Algorithm::Ring);
     // After the schedule the first and last stages swap their shares of a
-    // tied parameter's gradient (both ways at once), exposed.
+    // tied parameter's gradient (both ways at once), exposed. Each rank
+    // sends its own block of it, split over tp and over dp as the ranks
+    // hold it (docs/pipeline.md, "Pipelines with dp and tp"; the bench
+    // GPT's 8192 x 256 embedding at pp=2 x dp=2 crosses as 4096 x 256 per
+    // rank).
     if (pr.model.tiedElements > 0)
       tied = groupCollectiveSeconds(
           spec, Collective::SendRecv,
-          pr.model.tiedElements / l.tp * pr.bytes.reducedGrad, pair);
+          pr.model.tiedElements / (double(l.tp) * l.dp) *
+              pr.bytes.reducedGrad,
+          pair);
   }
   double slowest = -1, compute = 0, comm = 0, dpExposed = 0, update = 0;
   MemoryEstimate worst;
