@@ -360,6 +360,18 @@ TEST(SearchPieces, PipelineStagesSwapATiedParameterGradient) {
   ASSERT_TRUE(evaluatePlan(model, spec, o, l, 1, Recompute::None, tied).ok());
   expectNear(0.002, tied.exposedCommSeconds - untied.exposedCommSeconds);
   expectNear(0.002, tied.stepSeconds - untied.stepSeconds);
+  // At pp = 2 x dp = 2 each rank swaps its own half, as weftc compiles
+  // it: 1e8 B each, 1 ms.
+  ClusterSpec four = cluster(1, 4);
+  l.dp = 2;
+  l.microBatches = 4;
+  ASSERT_TRUE(evaluatePlan(model, four, o, l, 1, Recompute::None, tied).ok());
+  model.tiedElements = 0;
+  ASSERT_TRUE(evaluatePlan(model, four, o, l, 1, Recompute::None, untied).ok());
+  expectNear(0.001, tied.stepSeconds - untied.stepSeconds);
+  model.tiedElements = 1e8;
+  l.dp = 1;
+  l.microBatches = 8;
   // One rank holds both ends: nothing crosses.
   l.pp = 1;
   Plan one;
@@ -654,6 +666,24 @@ TEST(SearchExact, RecomputedBlocksAreEachRanksFirst) {
   EXPECT_EQ((std::vector<int>{0, 2}), recomputedBlocks(p, 8));
   // Counts that do not add up give nothing.
   EXPECT_TRUE(blocksOfRanks({4, 1}, 2, 1, 6).empty());
+}
+
+TEST(SearchExact, StepTimesAnUlpApartTieAndLessComputeWins) {
+  // A step bound by an exposed reduction is predicted the same with and
+  // without recomputation, give or take an ulp of summation order: the
+  // plan doing less compute goes first, whichever time is the lower ulp.
+  Plan lean, busy;
+  lean.stepSeconds = 0.0002662901338458506;
+  busy.stepSeconds = std::nextafter(lean.stepSeconds, 0.0);
+  lean.computeSeconds = 2.18e-05;
+  busy.computeSeconds = 2.21e-05;
+  lean.memory.total = 2e6;
+  busy.memory.total = 1e6;
+  EXPECT_TRUE(planBefore(lean, busy));
+  EXPECT_FALSE(planBefore(busy, lean));
+  // A real difference in time still decides first.
+  busy.stepSeconds = lean.stepSeconds * 0.999;
+  EXPECT_TRUE(planBefore(busy, lean));
 }
 
 TEST(SearchExact, NothingFitsNamesTheClosestPlan) {
