@@ -1182,12 +1182,8 @@ LogicalResult Driver::applyPlan() {
   if (!train.recomputeLayers.empty())
     return fail("--plan " + options.plan +
                 " fixes which layers recompute: leave out --recompute-layers");
-  if (plan.recomputeBlocks > 0) {
-    int numBlocks = 0;
-    for (int b : plan.blocksPerRank)
-      numBlocks += b;
-    planRecomputedBlocks = planner::recomputedBlocks(plan, numBlocks);
-  }
+  if (plan.recomputeBlocks > 0)
+    planRecomputedBlocks = planner::recomputedBlocks(plan);
   std::string mesh;
   for (auto [name, size] : {std::pair<const char *, int>{"pp", l.pp},
                             {"dp", l.dp},

@@ -233,6 +233,15 @@ blocksOfRanks(const std::vector<int> &blocksPerRank, int pp, int v,
   return out;
 }
 
+/// Ok if a count of blocks recomputed goes with full recomputation.
+static Status checkRecomputeBlocks(Recompute recompute, int blocks) {
+  if (blocks < 0 || (blocks > 0 && recompute != Recompute::Full))
+    return Status::error("recomputing the first " + std::to_string(blocks) +
+                         " blocks of each rank applies to full recomputation "
+                         "only, with a count of at least 0: pin full:K");
+  return Status::success();
+}
+
 std::string recomputeText(const Plan &plan, bool brief) {
   std::string name = recomputeName(plan.recompute);
   if (plan.recompute != Recompute::Full || plan.recomputeBlocks == 0)
@@ -243,10 +252,13 @@ std::string recomputeText(const Plan &plan, bool brief) {
                      (plan.recomputeBlocks == 1 ? "" : "s") + " of each stage";
 }
 
-std::vector<int> recomputedBlocks(const Plan &plan, int numBlocks) {
+std::vector<int> recomputedBlocks(const Plan &plan) {
   std::vector<int> out;
   if (plan.recompute != Recompute::Full)
     return out;
+  int numBlocks = 0;
+  for (int b : plan.blocksPerRank)
+    numBlocks += b;
   for (const std::vector<int> &rank :
        blocksOfRanks(plan.blocksPerRank, plan.layout.pp,
                      plan.layout.virtualStages, numBlocks))
@@ -352,13 +364,19 @@ public:
   const RankLayout *ranks(int tp, bool sp, Recompute rec, int pp, int v,
                           int fullBlocks = 0) {
     auto key = std::make_tuple(tp, sp, int(rec), pp, v, fullBlocks);
-    auto [it, isNew] = rankCache.try_emplace(key);
-    if (isNew)
-      it->second = fullBlocks ? layout(prices(tp, sp, Recompute::None),
-                                       &prices(tp, sp, Recompute::Full), pp, v,
-                                       fullBlocks)
-                              : layout(prices(tp, sp, rec), nullptr, pp, v, 0);
-    return it->second.blocksPerRank.empty() ? nullptr : &it->second;
+    if (auto it = rankCache.find(key); it != rankCache.end())
+      return it->second.blocksPerRank.empty() ? nullptr : &it->second;
+    RankLayout out;
+    if (!fullBlocks) {
+      out = layout(prices(tp, sp, rec), nullptr,
+                   cut(prices(tp, sp, rec), pp, v), pp, v, 0);
+    } else if (const RankLayout *none = ranks(tp, sp, Recompute::None, pp, v)) {
+      out = layout(prices(tp, sp, Recompute::None),
+                   &prices(tp, sp, Recompute::Full), none->blocksPerRank, pp, v,
+                   fullBlocks);
+    }
+    RankLayout &stored = rankCache[key] = std::move(out);
+    return stored.blocksPerRank.empty() ? nullptr : &stored;
   }
 
   /// Per-micro-batch tp seconds of each class, the prologue and epilogue.
@@ -431,34 +449,34 @@ private:
     return p;
   }
 
-  RankLayout layout(const std::vector<LayerPrice> &lp,
-                    const std::vector<LayerPrice> *full, int pp, int v,
-                    int fullBlocks) {
-    RankLayout out;
+  /// Blocks per rank: the balanced cut by `lp`'s compute, or with v > 1
+  /// virtual stages equal chunks (blocksOfRanks places them). Empty if
+  /// the blocks cannot be cut so.
+  std::vector<int> cut(const std::vector<LayerPrice> &lp, int pp, int v) {
     const int n = int(model.blocks.size());
     const size_t pro = model.classes.size(), epi = pro + 1;
-    std::vector<std::vector<int>> rankBlocks(pp);
-    if (v == 1) {
-      if (pp > n)
-        return out;
-      std::vector<double> costs;
-      for (int c : model.blocks)
-        costs.push_back(lp[c].compute());
-      std::vector<int> cut =
-          balancedCut(costs, lp[pro].compute(), lp[epi].compute(), pp);
-      int b = 0;
-      for (int r = 0; r < pp; ++r)
-        for (int k = 0; k < cut[r]; ++k)
-          rankBlocks[r].push_back(b++);
-    } else {
-      // Interleaved: p*v equal chunks, chunk c on rank c mod p.
-      if (n % (pp * v) != 0)
-        return out;
-      int chunk = n / (pp * v);
-      for (int c = 0; c < pp * v; ++c)
-        for (int k = 0; k < chunk; ++k)
-          rankBlocks[c % pp].push_back(c * chunk + k);
-    }
+    if (v > 1)
+      return n % (pp * v) ? std::vector<int>{} : std::vector<int>(pp, n / pp);
+    if (pp > n)
+      return {};
+    std::vector<double> costs;
+    for (int c : model.blocks)
+      costs.push_back(lp[c].compute());
+    return balancedCut(costs, lp[pro].compute(), lp[epi].compute(), pp);
+  }
+
+  /// The ranks holding `blocksPerRank` blocks, priced by `lp`; with `full`,
+  /// each rank's first `fullBlocks` blocks priced by it instead.
+  RankLayout layout(const std::vector<LayerPrice> &lp,
+                    const std::vector<LayerPrice> *full,
+                    const std::vector<int> &blocksPerRank, int pp, int v,
+                    int fullBlocks) {
+    RankLayout out;
+    const size_t pro = model.classes.size(), epi = pro + 1;
+    std::vector<std::vector<int>> rankBlocks =
+        blocksOfRanks(blocksPerRank, pp, v, int(model.blocks.size()));
+    if (rankBlocks.empty())
+      return out;
     std::map<std::tuple<std::vector<int>, std::vector<int>, bool, bool>, int>
         groupOf;
     for (int r = 0; r < pp; ++r) {
@@ -770,10 +788,10 @@ static Status checkOptions(const ModelStats &model, const ClusterSpec &spec,
   if (o.schedule == Schedule::Interleaved && o.pp == 1)
     return Status::error("--schedule=interleaved needs pp >= 2; pin a "
                          "larger --mesh pp or another schedule");
-  if (o.recomputeBlocks < 0 ||
-      (o.recomputeBlocks > 0 && o.recompute != Recompute::Full))
-    return Status::error("a count of recomputed blocks applies to full "
-                         "recomputation only: pin full:K");
+  if (Status st = checkRecomputeBlocks(o.recompute.value_or(Recompute::None),
+                                       o.recomputeBlocks);
+      !st.ok())
+    return st;
   if (o.sequenceParallel.value_or(false) && o.tp == 1)
     return Status::error("--sequence-parallel=on needs tp >= 2 (it splits "
                          "what tensor parallelism replicates)");
@@ -795,12 +813,8 @@ Status evaluatePlan(const ModelStats &model, const ClusterSpec &spec,
     return st;
   if (Status st = checkDType(options.dtype); !st.ok())
     return st;
-  if (recomputeBlocks < 0 ||
-      (recomputeBlocks > 0 && recompute != Recompute::Full))
-    return Status::error("recomputing the first " +
-                         std::to_string(recomputeBlocks) +
-                         " blocks of each rank needs full recomputation and "
-                         "a count of at least 0");
+  if (Status st = checkRecomputeBlocks(recompute, recomputeBlocks); !st.ok())
+    return st;
   Pricer pr(model, spec, options);
   const RankLayout *rl = pr.ranks(l.tp, l.sequenceParallel, recompute, l.pp,
                                   l.virtualStages, recomputeBlocks);

@@ -43,10 +43,10 @@
 #include <climits>
 #include <cstdio>
 #include <cstdlib>
-#include <vector>
 #include <cstring>
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace {
 

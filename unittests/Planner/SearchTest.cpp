@@ -650,11 +650,11 @@ TEST(SearchExact, RecomputedBlocksAreEachRanksFirst) {
   p.blocksPerRank = {4, 2};
   p.recompute = Recompute::Full;
   p.recomputeBlocks = 3;
-  EXPECT_EQ((std::vector<int>{0, 1, 2, 4, 5}), recomputedBlocks(p, 6));
+  EXPECT_EQ((std::vector<int>{0, 1, 2, 4, 5}), recomputedBlocks(p));
   p.recomputeBlocks = 0;
-  EXPECT_EQ((std::vector<int>{0, 1, 2, 3, 4, 5}), recomputedBlocks(p, 6));
+  EXPECT_EQ((std::vector<int>{0, 1, 2, 3, 4, 5}), recomputedBlocks(p));
   p.recompute = Recompute::Selective;
-  EXPECT_TRUE(recomputedBlocks(p, 6).empty());
+  EXPECT_TRUE(recomputedBlocks(p).empty());
   // Interleaved, 2 ranks x 2 virtual stages of 2 blocks: rank 0 holds
   // 0, 1, 4, 5 and rank 1 2, 3, 6, 7; the first of each: 0 and 2.
   p.recompute = Recompute::Full;
@@ -663,7 +663,7 @@ TEST(SearchExact, RecomputedBlocksAreEachRanksFirst) {
   p.blocksPerRank = {4, 4};
   EXPECT_EQ((std::vector<std::vector<int>>{{0, 1, 4, 5}, {2, 3, 6, 7}}),
             blocksOfRanks(p.blocksPerRank, 2, 2, 8));
-  EXPECT_EQ((std::vector<int>{0, 2}), recomputedBlocks(p, 8));
+  EXPECT_EQ((std::vector<int>{0, 2}), recomputedBlocks(p));
   // Counts that do not add up give nothing.
   EXPECT_TRUE(blocksOfRanks({4, 1}, 2, 1, 6).empty());
 }

@@ -164,10 +164,10 @@ std::vector<std::vector<int>>
 blocksOfRanks(const std::vector<int> &blocksPerRank, int pp, int v,
               int numBlocks);
 
-/// The blocks `plan` recomputes in full, ascending (of `numBlocks`): none
-/// without Recompute::Full, all with recomputeBlocks 0, else the first
-/// recomputeBlocks of each rank.
-std::vector<int> recomputedBlocks(const Plan &plan, int numBlocks);
+/// The blocks `plan` recomputes in full, ascending (of those its ranks
+/// hold): none without Recompute::Full, all with recomputeBlocks 0, else
+/// the first recomputeBlocks of each rank.
+std::vector<int> recomputedBlocks(const Plan &plan);
 
 /// The plan's recomputation in words: "none", "selective", "full", or
 /// "full, first K blocks of each stage"; `brief` writes the last "full:K".

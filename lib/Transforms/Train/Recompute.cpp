@@ -322,19 +322,15 @@ void RecomputePass::runOnOperation() {
   // Under a pipeline a group stops at each stage cut: what crosses a cut is
   // sent to the next stage, which holds it until its backward anyway, and
   // a clone there would be backward work of one stage feeding another's,
-  // which runs before it.
-  if (llvm::any_of(forward, [](Operation *op) {
-        return op->hasAttr(WeftDialect::kStageAttrName);
-      })) {
-    std::map<std::pair<int, int64_t>, int> split;
-    for (Operation *op : forward) {
-      auto it = group.find(op);
-      if (it == group.end())
-        continue;
-      auto stage = op->getAttrOfType<IntegerAttr>(WeftDialect::kStageAttrName);
-      std::pair<int, int64_t> key(it->second, stage ? stage.getInt() : -1);
-      it->second = split.try_emplace(key, int(split.size())).first->second;
-    }
+  // which runs before it. (Without stages this only renumbers the groups.)
+  std::map<std::pair<int, int64_t>, int> split;
+  for (Operation *op : forward) {
+    auto it = group.find(op);
+    if (it == group.end())
+      continue;
+    auto stage = op->getAttrOfType<IntegerAttr>(WeftDialect::kStageAttrName);
+    std::pair<int, int64_t> key(it->second, stage ? stage.getInt() : -1);
+    it->second = split.try_emplace(key, int(split.size())).first->second;
   }
 
   // A value is recomputed when every forward op reading it is in its

@@ -145,12 +145,9 @@ llvm::StringRef weft::getLayerPrefix(llvm::StringRef paramName) {
 }
 
 std::optional<int64_t> weft::getLayerNumber(llvm::StringRef paramName) {
-  llvm::SmallVector<llvm::StringRef> parts;
-  paramName.split(parts, '.');
-  for (llvm::StringRef p : parts) {
-    int64_t n;
-    if (!p.empty() && !p.getAsInteger(10, n))
-      return n;
-  }
-  return std::nullopt;
+  llvm::StringRef layer = getLayerPrefix(paramName);
+  int64_t n;
+  if (layer.empty() || layer.rsplit('.').second.getAsInteger(10, n))
+    return std::nullopt;
+  return n;
 }
