@@ -172,7 +172,9 @@ def main():
             pins = ["--mesh", "dp=%d,tp=%d,pp=%d" % (dp, tp, pp),
                     "--micro-batch-size", str(mbs),
                     "--zero", "0", "--recompute", "full",
-                    "--sequence-parallel", "off"]
+                    "--sequence-parallel", "off",
+                    # Megatron-LM splits every layer over tp.
+                    "--tp-replicated", "none"]
             if not args.weft_runtime:
                 pins += DDP_RUNTIME[ddp]
             if pp > 1 and args.schedule == "published":

@@ -1205,6 +1205,19 @@ LogicalResult Driver::applyPlan() {
       planBlocksPerStage.assign(plan.blocksPerRank.begin(),
                                 plan.blocksPerRank.end());
   }
+  // The plan's tensor-parallel parts: those it keeps whole, and the
+  // embedding tables it splits by rows (the Megatron plan would not).
+  if (l.tp > 1 &&
+      !(plan.tpReplicatedParams.empty() && plan.tpRowSplitParams.empty())) {
+    if (!options.shard.empty() || options.tpPlan != "megatron")
+      return fail("--plan " + options.plan +
+                  " fixes which parameters tensor parallelism splits: leave "
+                  "out --shard and --tp-plan");
+    for (const std::string &name : plan.tpReplicatedParams)
+      options.shard.push_back(name + "=replicated");
+    for (const std::string &name : plan.tpRowSplitParams)
+      options.shard.push_back(name + "=[{tp}, {}]");
+  }
   train.accumSteps = l.microBatches;
   planMicroBatch = int64_t(plan.microBatchSize) * l.dp;
   planBatchFlag = "--plan " + options.plan;
@@ -1224,6 +1237,10 @@ LogicalResult Driver::applyPlan() {
       {"memory_bytes_per_device", plan.memory.total},
       {"tokens_per_s", plan.tokensPerSecond},
       {"mfu", plan.mfu}};
+  std::string replicated;
+  if (l.tp > 1)
+    for (const std::string &name : plan.tpReplicated)
+      replicated += (replicated.empty() ? "" : ", ") + name;
   llvm::errs() << options.tool << ": --plan " << options.plan << ": "
                << (mesh.empty() ? "one device" : "--mesh " + mesh)
                << (options.zero ? ", --zero " + std::to_string(options.zero)
@@ -1232,6 +1249,8 @@ LogicalResult Driver::applyPlan() {
                << (l.pp > 1 ? ", --schedule " + *options.schedule : "") << ", "
                << l.microBatches << " micro-batch(es) of " << planMicroBatch
                << " samples"
+               << (replicated.empty() ? ""
+                                      : ", replicated over tp: " + replicated)
                << (plan.recompute != planner::Recompute::None
                        ? ", recomputation " + planner::recomputeText(plan)
                        : "")

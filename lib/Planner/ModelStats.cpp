@@ -81,6 +81,11 @@ struct ValueInfo {
   /// An attention-score tensor: q k^T, and what elementwise ops, masks and
   /// softmax make of it in the same shape.
   bool score = false;
+  /// The parameter (argument number) a weight is, or is a view of.
+  int root = -1;
+  /// The tensor-parallel region a split value is in (a raw id: regions
+  /// merge as the walk goes, so read it through find).
+  int region = -1;
 };
 
 double elementsOf(Value v) {
@@ -105,7 +110,99 @@ struct LayerAcc {
   std::string fingerprint;
   /// Position of each op of the layer, for the fingerprint's operand refs.
   llvm::DenseMap<Operation *, int> local;
+  /// Split saved activations by raw region: {saved, attention}.
+  std::map<int, std::pair<double, double>> regionSaved;
 };
+
+/// Tensor-parallel regions as the walk finds them: union-find over raw
+/// ids, each with the divisor tp must divide to split it.
+struct Regions {
+  std::vector<int> parent;
+  std::vector<int64_t> divisor;
+  int make() {
+    parent.push_back(int(parent.size()));
+    divisor.push_back(0);
+    return parent.back();
+  }
+  int find(int r) {
+    while (r >= 0 && parent[r] != r)
+      r = parent[r] = parent[parent[r]];
+    return r;
+  }
+  int unite(int a, int b) {
+    a = find(a), b = find(b);
+    if (a < 0 || a == b)
+      return a < 0 ? b : a;
+    if (b < a)
+      std::swap(a, b);
+    parent[b] = a;
+    divisor[a] = std::gcd(divisor[a], divisor[b]);
+    return a;
+  }
+  void constrain(int r, int64_t d) {
+    r = find(r);
+    divisor[r] = std::gcd(divisor[r], d);
+  }
+};
+
+/// The name of a part from its parameters: their common dotted prefix, with
+/// the layer number as * if they span layers ("h.*.attn"); where that is only
+/// the layer, the distinct modules joined by +
+/// ("layers.*.linear1+layers.*.linear2").
+std::string partName(const std::vector<std::string> &all) {
+  // Named by the parameters with a layer number where it has some (an
+  // importer's `onnx::MatMul_254` says nothing).
+  std::vector<std::string> params;
+  std::set<std::string> modules, layers;
+  for (const std::string &name : all)
+    if (!getLayerPrefix(name).empty()) {
+      params.push_back(name);
+      layers.insert(getLayerPrefix(name).str());
+    }
+  if (params.empty())
+    params = all;
+  std::vector<std::vector<std::string>> patterns;
+  for (const std::string &name : params) {
+    llvm::StringRef prefix = getLayerPrefix(name);
+    std::string pattern = name;
+    if (!prefix.empty() && layers.size() > 1) {
+      size_t dot = prefix.rfind('.');
+      pattern =
+          prefix.substr(0, dot == llvm::StringRef::npos ? 0 : dot + 1).str() +
+          "*" + name.substr(prefix.size());
+    }
+    std::vector<std::string> parts;
+    llvm::SmallVector<llvm::StringRef, 8> pieces;
+    llvm::StringRef(pattern).split(pieces, '.');
+    for (llvm::StringRef piece : pieces)
+      parts.push_back(piece.str());
+    // The module: all but the last component (weight, bias).
+    std::string module;
+    for (size_t i = 0; i + 1 < parts.size(); ++i)
+      module += (i ? "." : "") + parts[i];
+    modules.insert(module.empty() ? pattern : module);
+    patterns.push_back(std::move(parts));
+  }
+  if (modules.size() == 1)
+    return *modules.begin();
+  size_t common = patterns.front().size();
+  for (const auto &p : patterns) {
+    size_t i = 0;
+    while (i < common && i < p.size() && p[i] == patterns.front()[i])
+      ++i;
+    common = i;
+  }
+  if (common == 0 || patterns.front()[common - 1] == "*") {
+    std::string joined;
+    for (const std::string &m : modules)
+      joined += (joined.empty() ? "" : "+") + m;
+    return joined;
+  }
+  std::string name;
+  for (size_t i = 0; i < common; ++i)
+    name += (i ? "." : "") + patterns.front()[i];
+  return name;
+}
 
 } // namespace
 
@@ -159,6 +256,7 @@ Status computeModelStats(ModuleOp module, ModelStats &out) {
     if (name) {
       vi.param = true;
       vi.weight = true;
+      vi.root = int(arg.getArgNumber());
       if (oneBlock)
         vi.tag = 0;
       else if (auto n = getLayerNumber(name.getValue()))
@@ -188,6 +286,26 @@ Status computeModelStats(ModuleOp module, ModelStats &out) {
   };
   auto isScore = [&](Value v) { return info[v].score; };
   int64_t divisor = 0;
+  // Heads of an attention no region splits: every tp must divide them.
+  int64_t unsplitHeads = 0;
+  Regions regions;
+  // Regions a matmul is split in (raw ids): the others only gather.
+  std::vector<int> matmulRegions;
+  // The region each split parameter (argument number) is in.
+  std::map<int, int> regionOfParam;
+  auto joinParam = [&](Value weight, int region) {
+    int root = info[weight].root;
+    if (root < 0)
+      return region;
+    auto [it, isNew] = regionOfParam.try_emplace(root, region);
+    if (!isNew)
+      it->second = region = regions.unite(it->second, region);
+    return region;
+  };
+  auto paramRegion = [&](Value weight) {
+    auto it = regionOfParam.find(info[weight].root);
+    return it == regionOfParam.end() ? -1 : regions.find(it->second);
+  };
 
   // The epilogue can start only after the last block's own (numbered)
   // parameters are all read: an importer may leave a block's weights
@@ -229,11 +347,16 @@ Status computeModelStats(ModuleOp module, ModelStats &out) {
     tagOf[&op] = tag;
     if (readsParam && tag >= 0)
       readsBlockParam.insert(&op);
+    int root = -1;
+    for (Value v : op.getOperands())
+      if (root < 0 && info[v].weight)
+        root = info[v].root;
     for (Value r : op.getResults()) {
       info[r].tag = tag;
       if (tag == kNeutral && readsParam) {
         info[r].weight = true;
         info[r].unnumbered = readsUnnumbered;
+        info[r].root = root;
       }
     }
   }
@@ -296,6 +419,11 @@ Status computeModelStats(ModuleOp module, ModelStats &out) {
     // embedding gather is all-reduced too. Everything else is split if an
     // activation operand is.
     bool resultSplit = false, opSplit = false;
+    // The region the op is split in: a column-parallel matmul or a
+    // vocab-parallel gather opens one (or joins its weight's, a tied head
+    // the embedding's), a row-parallel matmul closes its input's, and
+    // split ops between join their split operands' (and a bias they add).
+    int region = -1;
     auto mm = dyn_cast<weft::MatMulOp>(op);
     Value weight, act;
     if (mm) {
@@ -307,24 +435,40 @@ Status computeModelStats(ModuleOp module, ModelStats &out) {
     if (weight) {
       opSplit = true;
       if (info[act].split) {
+        region = joinParam(weight, regions.find(info[act].region));
         layer.stats.tpAllReduceElements.push_back(elementsOf(op.getResult(0)));
+        layer.stats.tpAllReducePart.push_back(region);
       } else {
         resultSplit = true;
+        region = paramRegion(weight);
+        region = joinParam(weight, region < 0 ? regions.make() : region);
         auto w = cast<RankedTensorType>(weight.getType());
         bool outIsRows = weight == mm.getRhs() ? mm.getTransposeRhs()
                                                : !mm.getTransposeLhs();
         int64_t outDim = w.getDimSize(w.getRank() - (outIsRows ? 2 : 1));
-        if (inBlock)
+        if (inBlock) {
           divisor = std::gcd(divisor, outDim);
+          regions.constrain(region, outDim);
+        }
       }
     } else if (isa<weft::GatherOp>(op) && info[op.getOperand(0)].weight) {
       opSplit = true;
+      Value table = op.getOperand(0);
+      region = paramRegion(table);
+      region = joinParam(table, region < 0 ? regions.make() : region);
       layer.stats.tpAllReduceElements.push_back(elementsOf(op.getResult(0)));
+      layer.stats.tpAllReducePart.push_back(region);
     } else {
       for (Value v : op.getOperands())
-        if (!info[v].weight && info[v].split)
+        if (!info[v].weight && info[v].split) {
           resultSplit = true;
+          region = regions.unite(region, info[v].region);
+        }
       opSplit = resultSplit;
+      if (resultSplit)
+        for (Value v : op.getOperands())
+          if (info[v].weight)
+            region = joinParam(v, region);
     }
 
     // Activations the backward reads: a matmul its operands, a product the
@@ -351,6 +495,10 @@ Status computeModelStats(ModuleOp module, ModelStats &out) {
     if (score && inBlock && !readsScoreOnly(op, info)) {
       auto t = cast<RankedTensorType>(op.getResult(0).getType());
       divisor = std::gcd(divisor, t.getDimSize(t.getRank() - 3));
+      if (region >= 0)
+        regions.constrain(region, t.getDimSize(t.getRank() - 3));
+      else
+        unsplitHeads = std::gcd(unsplitHeads, t.getDimSize(t.getRank() - 3));
     }
     llvm::SmallVector<Value, 4> reads;
     if (isa<weft::AddOp, weft::SubOp, weft::NegOp, weft::ReshapeOp,
@@ -379,6 +527,13 @@ Status computeModelStats(ModuleOp module, ModelStats &out) {
       if (vScore)
         (vSplit ? layer.stats.attentionSaved.split
                 : layer.stats.attentionSaved.replicated) += n;
+      int vRegion = own ? region : info[v].region;
+      if (vSplit && vRegion >= 0) {
+        auto &share = layer.regionSaved[regions.find(vRegion)];
+        share.first += n;
+        if (vScore)
+          share.second += n;
+      }
     }
     for (Value v : op.getOperands())
       if (isActivation(v) && info[v].tag < tag && layer.inputs.insert(v).second)
@@ -412,6 +567,9 @@ Status computeModelStats(ModuleOp module, ModelStats &out) {
     }
     cost.tpSplit = opSplit;
     cost.attentionCore = score;
+    cost.tpPart = opSplit ? region : -1;
+    if (weight)
+      matmulRegions.push_back(region);
     layer.stats.ops.push_back(cost);
 
     // The structure of the op for grouping blocks: name, attributes,
@@ -441,7 +599,130 @@ Status computeModelStats(ModuleOp module, ModelStats &out) {
     for (Value r : op.getResults()) {
       info[r].split = resultSplit;
       info[r].score = score;
+      info[r].region = resultSplit ? region : -1;
     }
+  }
+
+  // Blocks of one structure form a class.
+  std::map<std::string, int> classOf;
+  std::vector<int> classOfBlock, firstOfClass;
+  for (int b = 0; b < numBlocks; ++b) {
+    auto [it, isNew] =
+        classOf.emplace(acc[1 + b].fingerprint, int(firstOfClass.size()));
+    if (isNew)
+      firstOfClass.push_back(b);
+    classOfBlock.push_back(it->second);
+  }
+
+  // The parts the search may keep replicated. A region is one if its ops
+  // lie in one block, or in the prologue and epilogue alone (a tied
+  // embedding and head); a class's parts are its first block's regions in
+  // op order, matched to each other block's by position.
+  const int lastLayer = int(acc.size()) - 1;
+  std::map<int, std::set<int>> layersOfRegion;
+  std::set<int> withMatmul;
+  for (int raw : matmulRegions)
+    withMatmul.insert(regions.find(raw));
+  std::vector<std::vector<int>> regionsInOrder(acc.size());
+  for (int li = 0; li <= lastLayer; ++li)
+    for (OpCost &c : acc[li].stats.ops)
+      if (c.tpPart >= 0) {
+        c.tpPart = regions.find(c.tpPart);
+        if (layersOfRegion[c.tpPart].insert(li).second)
+          regionsInOrder[li].push_back(c.tpPart);
+      }
+  auto choosable = [&](int r) {
+    const std::set<int> &layers = layersOfRegion[r];
+    bool edges = true;
+    for (int li : layers)
+      edges &= li == 0 || li == lastLayer;
+    return layers.size() == 1 || edges;
+  };
+  auto choosableIn = [&](int li) {
+    std::vector<int> out;
+    for (int r : regionsInOrder[li])
+      if (choosable(r))
+        out.push_back(r);
+    return out;
+  };
+  std::map<int, int> partOf;
+  std::vector<TpPart> parts;
+  auto newPart = [&](int r) {
+    if (parts.size() >= size_t(kMaxTpParts))
+      return -1;
+    parts.emplace_back();
+    parts.back().divisor = regions.divisor[r];
+    parts.back().gatherOnly = !withMatmul.count(r);
+    return partOf[r] = int(parts.size()) - 1;
+  };
+  for (int li : {0, lastLayer})
+    for (int r : choosableIn(li))
+      if (!partOf.count(r))
+        newPart(r);
+  for (int c = 0; c < int(firstOfClass.size()); ++c) {
+    std::vector<int> local = choosableIn(1 + firstOfClass[c]);
+    bool same = true;
+    for (int b = 0; b < numBlocks; ++b)
+      same &= classOfBlock[b] != c || choosableIn(1 + b).size() == local.size();
+    if (!same)
+      continue;
+    std::vector<int> ids;
+    for (int r : local)
+      ids.push_back(newPart(r));
+    for (int b = 0; b < numBlocks; ++b) {
+      if (classOfBlock[b] != c || b == firstOfClass[c])
+        continue;
+      std::vector<int> mine = choosableIn(1 + b);
+      for (size_t k = 0; k < mine.size(); ++k)
+        if (ids[k] >= 0)
+          partOf[mine[k]] = ids[k];
+    }
+  }
+  auto partFor = [&](int raw) {
+    auto it = partOf.find(regions.find(raw));
+    return it == partOf.end() ? -1 : it->second;
+  };
+  int64_t required = unsplitHeads;
+  for (auto &[r, layers] : layersOfRegion)
+    if (!partOf.count(r))
+      required = std::gcd(required, regions.divisor[r]);
+  std::vector<std::map<int, TpPartShare>> shares(acc.size());
+  for (auto [root, raw] : regionOfParam) {
+    int part = partFor(raw);
+    if (part < 0)
+      continue;
+    BlockArgument arg = body.getArgument(unsigned(root));
+    parts[part].params.push_back(
+        getArgName(forward, unsigned(root), contract::Role::Param)
+            .getValue()
+            .str());
+    if (auto owner = ownerOf.find(arg); owner != ownerOf.end())
+      shares[owner->second - &acc[0]][part].params += elementsOf(arg);
+  }
+  for (int li = 0; li <= lastLayer; ++li) {
+    LayerAcc &a = acc[li];
+    for (OpCost &c : a.stats.ops)
+      c.tpPart = c.tpPart >= 0 ? partFor(c.tpPart) : -1;
+    for (int &part : a.stats.tpAllReducePart)
+      part = part >= 0 ? partFor(part) : -1;
+    for (auto [raw, saved] : a.regionSaved) {
+      int part = partFor(raw);
+      if (part < 0)
+        continue;
+      shares[li][part].saved += saved.first;
+      shares[li][part].attentionSaved += saved.second;
+    }
+    for (auto &[part, share] : shares[li]) {
+      share.part = part;
+      a.stats.tpShares.push_back(share);
+    }
+  }
+  std::set<std::string> names;
+  for (size_t k = 0; k < parts.size(); ++k) {
+    std::string name = partName(parts[k].params);
+    if (!names.insert(name).second)
+      name += "#" + std::to_string(k);
+    parts[k].name = name;
   }
 
   // Per sample: the IR's numbers divided by its batch.
@@ -458,12 +739,21 @@ Status computeModelStats(ModuleOp module, ModelStats &out) {
     s.inputElements *= perSample;
     for (double &e : s.tpAllReduceElements)
       e *= perSample;
+    for (TpPartShare &share : s.tpShares) {
+      share.saved *= perSample;
+      share.attentionSaved *= perSample;
+    }
   };
 
   ModelStats stats;
   stats.batch = batch;
   stats.seq = seq;
   stats.tpDivisor = divisor;
+  for (Value v : body.getTerminator()->getOperands())
+    if (info[v].split && info[v].region >= 0 && stats.outputTpPart < 0)
+      stats.outputTpPart = partFor(info[v].region);
+  stats.tpParts = std::move(parts);
+  stats.requiredTpDivisor = required;
   stats.tiedElements = tiedElements;
   for (Type t : forward.getFunctionType().getResults())
     if (auto ranked = dyn_cast<RankedTensorType>(t);
@@ -473,16 +763,11 @@ Status computeModelStats(ModuleOp module, ModelStats &out) {
   finish(acc.back().stats);
   stats.prologue = std::move(acc[0].stats);
   stats.epilogue = std::move(acc.back().stats);
-  std::map<std::string, int> classOf;
-  for (int b = 0; b < numBlocks; ++b) {
-    LayerAcc &a = acc[1 + b];
-    auto [it, isNew] = classOf.emplace(a.fingerprint, int(stats.classes.size()));
-    if (isNew) {
-      finish(a.stats);
-      stats.classes.push_back(std::move(a.stats));
-    }
-    stats.blocks.push_back(it->second);
+  for (int b : firstOfClass) {
+    finish(acc[1 + b].stats);
+    stats.classes.push_back(std::move(acc[1 + b].stats));
   }
+  stats.blocks = classOfBlock;
   out = std::move(stats);
   return Status::success();
 }

@@ -55,6 +55,28 @@ std::string scheduleText(const Plan &p) {
   return s;
 }
 
+/// How the plan lays layers out over tp.
+std::string tpShardingText(const Plan &p) {
+  if (p.layout.tp < 2)
+    return "none (tp=1)";
+  std::string text = "Megatron's (column- then row-parallel, heads and "
+                     "vocabulary split)";
+  if (p.tpReplicated.empty())
+    return text;
+  std::string parts;
+  for (const std::string &name : p.tpReplicated)
+    parts += (parts.empty() ? "" : ", ") + name;
+  return text + ", but " + parts + " replicated on every tp rank";
+}
+
+/// The replicated parts for a table row or a diff: "-" if none.
+std::string replicatedText(const Plan &p) {
+  std::string parts;
+  for (const std::string &name : p.tpReplicated)
+    parts += (parts.empty() ? "" : ",") + name;
+  return parts.empty() ? "-" : parts;
+}
+
 std::string meshText(const LayoutChoice &l) {
   return "dp=" + std::to_string(l.dp) + " x tp=" + std::to_string(l.tp) +
          " x pp=" + std::to_string(l.pp);
@@ -107,6 +129,13 @@ json::Object planObject(const Plan &p) {
   json::Array stages;
   for (int b : p.blocksPerRank)
     stages.push_back(b);
+  json::Array replicated, replicatedParams, rowSplit;
+  for (const std::string &name : p.tpReplicated)
+    replicated.push_back(name);
+  for (const std::string &name : p.tpReplicatedParams)
+    replicatedParams.push_back(name);
+  for (const std::string &name : p.tpRowSplitParams)
+    rowSplit.push_back(name);
   return json::Object{
       {"mesh", json::Object{{"dp", l.dp}, {"tp", l.tp}, {"pp", l.pp}}},
       {"micro_batch_size", p.microBatchSize},
@@ -118,6 +147,9 @@ json::Object planObject(const Plan &p) {
       {"recompute", recomputeName(p.recompute)},
       {"recompute_blocks", p.recomputeBlocks},
       {"blocks_per_stage", std::move(stages)},
+      {"tp_replicated", std::move(replicated)},
+      {"tp_replicated_params", std::move(replicatedParams)},
+      {"tp_row_split_params", std::move(rowSplit)},
       {"feasible", p.feasible},
       {"predicted", json::Object{{"step_time_s", p.stepSeconds},
                                  {"compute_s", p.computeSeconds},
@@ -257,6 +289,28 @@ bool readPlan(Reader &r, Plan &p) {
       return r.fail("blocks_per_stage", "expected positive integers");
     p.blocksPerRank.push_back(int(*n));
   }
+  // Plans written before per-part tensor parallelism split every part.
+  for (auto [field, out] : {std::pair<const char *, std::vector<std::string> *>{
+                                "tp_replicated", &p.tpReplicated},
+                            {"tp_replicated_params", &p.tpReplicatedParams},
+                            {"tp_row_split_params", &p.tpRowSplitParams}}) {
+    const json::Value *v = r.obj->get(field);
+    if (!v)
+      continue;
+    const json::Array *names = v->getAsArray();
+    if (!names)
+      return r.fail(field, "expected an array of names");
+    for (const json::Value &name : *names) {
+      auto text = name.getAsString();
+      if (!text || text->empty())
+        return r.fail(field, "expected non-empty strings");
+      out->push_back(text->str());
+    }
+  }
+  if (p.tpReplicated.empty() != p.tpReplicatedParams.empty())
+    return r.fail("tp_replicated_params",
+                  "lists the parameters of the parts in tp_replicated: both "
+                  "are empty or neither is");
   if (!r.object("predicted", predicted))
     return false;
   Reader pr(r.error, r.path + "predicted.", predicted);
@@ -310,6 +364,7 @@ std::string formatPlanTable(const SearchResult &result) {
   row("ZeRO", "stage " + std::to_string(l.zeroStage));
   row("recomputation", recomputeText(p));
   row("sequence parallel", l.sequenceParallel ? "on" : "off");
+  row("tp shardings", tpShardingText(p));
   row("memory/device",
       gbs(p.memory.total) + " GB of " + gbs(c.deviceMemoryBytes) +
           " GB (pipeline rank " + std::to_string(p.memoryRank) +
@@ -329,6 +384,10 @@ std::string formatPlanTable(const SearchResult &result) {
     os << llvm::formatv("  {0,-24}{1,-5}{2,-6}{3,-11}{4,-4}{5,-18}{6,-11}{7,-12}{8}\n",
                         "mesh", "mbs", "zero", "recompute", "sp", "schedule",
                         "step (s)", "memory (GB)", "why");
+    // Which parts each keeps replicated, when any plan keeps some.
+    bool anyReplicated = !p.tpReplicated.empty();
+    for (const Plan &a : result.alternatives)
+      anyReplicated |= !a.tpReplicated.empty();
     for (const Plan &a : result.alternatives) {
       std::string sched = pipeline::getScheduleKindName(a.layout.schedule);
       if (a.layout.schedule == Schedule::Interleaved)
@@ -338,7 +397,9 @@ std::string formatPlanTable(const SearchResult &result) {
           meshText(a.layout), a.microBatchSize, a.layout.zeroStage,
           recomputeText(a, /*brief=*/true),
           a.layout.sequenceParallel ? "on" : "off", sched,
-          fmt("%.4g", a.stepSeconds), gbs(a.memory.total), a.why);
+          fmt("%.4g", a.stepSeconds), gbs(a.memory.total),
+          a.why + (anyReplicated ? "; tp replicates " + replicatedText(a)
+                                 : std::string()));
     }
   }
   return s;
@@ -472,6 +533,7 @@ std::string formatPlanDiff(const SearchResult &ra, const std::string &nameA,
   field("recomputation", recomputeText(a), recomputeText(b));
   field("sequence parallel", a.layout.sequenceParallel ? "on" : "off",
         b.layout.sequenceParallel ? "on" : "off");
+  field("tp replicated", replicatedText(a), replicatedText(b));
   if (!changes)
     os << "  the same layout\n";
 

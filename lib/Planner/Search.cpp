@@ -199,10 +199,10 @@ bool planBefore(const Plan &a, const Plan &b) {
   auto key = [](const Plan &p) {
     const LayoutChoice &l = p.layout;
     return std::make_tuple(significant(p.stepSeconds), p.computeSeconds,
-                           p.memory.total,
-                           l.dp, l.tp, l.pp, p.microBatchSize, l.zeroStage,
-                           l.sequenceParallel, int(p.recompute),
-                           p.recomputeBlocks, int(l.schedule), l.virtualStages);
+                           p.memory.total, l.dp, l.tp, l.pp, p.microBatchSize,
+                           l.zeroStage, l.sequenceParallel, int(p.recompute),
+                           p.recomputeBlocks, int(l.schedule), l.virtualStages,
+                           p.tpReplicatedMask);
   };
   return key(a) < key(b);
 }
@@ -299,6 +299,7 @@ struct LayerPrice {
   double working = 0;   // bytes rematerialized for the block being run back
   double boundary = 0;  // bytes a stage boundary before it sends
   std::vector<double> allReduce; // bytes of each tp all-reduce
+  /// Parameter elements on one tp rank.
   double params = 0;
   double compute() const { return 3 * forward + recompute; }
 };
@@ -326,10 +327,20 @@ struct RankLayout {
 struct Key {
   int tp;
   bool sp;
+  uint32_t replicated;
   Recompute rec;
   bool operator<(const Key &o) const {
-    return std::tie(tp, sp, rec) < std::tie(o.tp, o.sp, o.rec);
+    return std::tie(tp, sp, replicated, rec) <
+           std::tie(o.tp, o.sp, o.replicated, o.rec);
   }
+};
+
+/// How a candidate splits its layers over tp: the degree, sequence
+/// parallelism, and the parts kept replicated.
+struct TpLayout {
+  int tp;
+  bool sp;
+  uint32_t replicated;
 };
 
 class Pricer {
@@ -345,14 +356,15 @@ public:
                       ? options.memoryBandwidthGBps
                       : spec.device.memoryBandwidthGBps) {}
 
-  const std::vector<LayerPrice> &prices(int tp, bool sp, Recompute rec) {
-    auto [it, isNew] = priceCache.try_emplace(Key{tp, sp, rec});
+  const std::vector<LayerPrice> &prices(TpLayout t, Recompute rec) {
+    auto [it, isNew] =
+        priceCache.try_emplace(Key{t.tp, t.sp, t.replicated, rec});
     if (isNew) {
       // Classes first, then the prologue and the epilogue.
       for (const LayerStats &c : model.classes)
-        it->second.push_back(price(c, tp, sp, rec, /*isBlock=*/true));
-      it->second.push_back(price(model.prologue, tp, sp, rec, false));
-      it->second.push_back(price(model.epilogue, tp, sp, rec, false));
+        it->second.push_back(price(c, t, rec, /*isBlock=*/true));
+      it->second.push_back(price(model.prologue, t, rec, false));
+      it->second.push_back(price(model.epilogue, t, rec, false));
     }
     return it->second;
   }
@@ -361,27 +373,27 @@ public:
   /// `fullBlocks` k > 0 the first k blocks of each rank recompute in full
   /// and the rest keep everything; the cut is the one without
   /// recomputation.
-  const RankLayout *ranks(int tp, bool sp, Recompute rec, int pp, int v,
+  const RankLayout *ranks(TpLayout t, Recompute rec, int pp, int v,
                           int fullBlocks = 0) {
-    auto key = std::make_tuple(tp, sp, int(rec), pp, v, fullBlocks);
+    auto key =
+        std::make_tuple(t.tp, t.sp, t.replicated, int(rec), pp, v, fullBlocks);
     if (auto it = rankCache.find(key); it != rankCache.end())
       return it->second.blocksPerRank.empty() ? nullptr : &it->second;
     RankLayout out;
     if (!fullBlocks) {
-      out = layout(prices(tp, sp, rec), nullptr,
-                   cut(prices(tp, sp, rec), pp, v), pp, v, 0);
-    } else if (const RankLayout *none = ranks(tp, sp, Recompute::None, pp, v)) {
-      out = layout(prices(tp, sp, Recompute::None),
-                   &prices(tp, sp, Recompute::Full), none->blocksPerRank, pp, v,
-                   fullBlocks);
+      out =
+          layout(prices(t, rec), nullptr, cut(prices(t, rec), pp, v), pp, v, 0);
+    } else if (const RankLayout *none = ranks(t, Recompute::None, pp, v)) {
+      out = layout(prices(t, Recompute::None), &prices(t, Recompute::Full),
+                   none->blocksPerRank, pp, v, fullBlocks);
     }
     RankLayout &stored = rankCache[key] = std::move(out);
     return stored.blocksPerRank.empty() ? nullptr : &stored;
   }
 
   /// Per-micro-batch tp seconds of each class, the prologue and epilogue.
-  std::vector<double> tpSeconds(const std::vector<LayerPrice> &lp, int tp,
-                                bool sp, Recompute rec, int mbs) {
+  std::vector<double> tpSeconds(const std::vector<LayerPrice> &lp, TpLayout t,
+                                Recompute rec, int mbs) {
     std::vector<double> out;
     std::vector<double> scaled;
     for (size_t i = 0; i < lp.size(); ++i) {
@@ -389,7 +401,7 @@ public:
       for (double b : lp[i].allReduce)
         scaled.push_back(b * mbs);
       bool isBlock = i < model.classes.size();
-      out.push_back(tpCommSeconds(spec, scaled, tp, sp,
+      out.push_back(tpCommSeconds(spec, scaled, t.tp, t.sp,
                                   isBlock && rec == Recompute::Full));
     }
     return out;
@@ -404,12 +416,19 @@ public:
   double bandwidth;
 
 private:
-  LayerPrice price(const LayerStats &s, int tp, bool sp, Recompute rec,
+  LayerPrice price(const LayerStats &s, TpLayout t, Recompute rec,
                    bool isBlock) {
+    const int tp = t.tp;
+    const bool sp = t.sp;
+    auto replicated = [&](int part) {
+      return part >= 0 && (t.replicated >> part & 1);
+    };
     LayerPrice p;
     double attention = 0;
     for (const OpCost &op : s.ops) {
-      double d = (op.tpSplit || sp) ? tp : 1;
+      // A replicated part runs whole on every tp rank (never under
+      // sequence parallelism: masksFor).
+      double d = replicated(op.tpPart) ? 1 : (op.tpSplit || sp) ? tp : 1;
       double t = bandwidth > 0
                      ? computeSeconds(spec, op.flops / d,
                                       op.elements * bytes.activation / d,
@@ -422,6 +441,13 @@ private:
     double rep = sp ? tp : 1;
     double all = s.saved.split / tp + s.saved.replicated / rep;
     double att = s.attentionSaved.split / tp + s.attentionSaved.replicated / rep;
+    double replicatedParams = 0;
+    for (const TpPartShare &share : s.tpShares)
+      if (replicated(share.part)) {
+        all += share.saved * (1 - 1.0 / tp);
+        att += share.attentionSaved * (1 - 1.0 / tp);
+        replicatedParams += share.params;
+      }
     Recompute r = isBlock ? rec : Recompute::None;
     switch (r) {
     case Recompute::None:
@@ -443,9 +469,14 @@ private:
     // The whole boundary activation: the tp ranks split what crosses
     // (--weft-apply-mesh), with sequence parallelism or without.
     p.boundary = s.inputElements * bytes.activation;
-    for (double e : s.tpAllReduceElements)
-      p.allReduce.push_back(e * bytes.activation);
-    p.params = s.params;
+    // A replicated part all-reduces nothing: its input and output are
+    // whole on every tp rank already.
+    for (size_t i = 0; i < s.tpAllReduceElements.size(); ++i) {
+      int part = i < s.tpAllReducePart.size() ? s.tpAllReducePart[i] : -1;
+      if (!replicated(part))
+        p.allReduce.push_back(s.tpAllReduceElements[i] * bytes.activation);
+    }
+    p.params = (s.params - replicatedParams) / tp + replicatedParams;
     return p;
   }
 
@@ -536,30 +567,32 @@ private:
   }
 
   std::map<Key, std::vector<LayerPrice>> priceCache;
-  std::map<std::tuple<int, bool, int, int, int, int>, RankLayout> rankCache;
+  std::map<std::tuple<int, bool, uint32_t, int, int, int, int>, RankLayout>
+      rankCache;
 };
 
-double staticBytes(const Pricer &pr, double params, int tp, int dp, int zero) {
-  double here = params / tp;
+/// `here`: parameter elements on one tp rank.
+double staticBytes(const Pricer &pr, double here, int dp, int zero) {
   return here * (pr.bytes.param / (zero >= 3 ? dp : 1) +
                  pr.bytes.grad / (zero >= 2 ? dp : 1) +
                  pr.bytes.optimizer / (zero >= 1 ? dp : 1));
 }
 
 /// The heart of evaluatePlan, on prepared prices.
-void price(Pricer &pr, const RankLayout &rl, const LayoutChoice &l, int mbs,
-           Recompute rec, Plan &plan, int fullBlocks = 0) {
+void price(Pricer &pr, const RankLayout &rl, const LayoutChoice &l,
+           uint32_t replicated, int mbs, Recompute rec, Plan &plan,
+           int fullBlocks = 0) {
   const ClusterSpec &spec = pr.spec;
   // Per-block recomputation: blocks priced without, and the recomputed
   // ones' tp collectives as full recomputation's.
   Recompute base = fullBlocks ? Recompute::None : rec;
-  const std::vector<LayerPrice> &lp = pr.prices(l.tp, l.sequenceParallel, base);
-  std::vector<double> tp =
-      pr.tpSeconds(lp, l.tp, l.sequenceParallel, base, mbs);
+  const TpLayout t{l.tp, l.sequenceParallel, replicated};
+  const std::vector<LayerPrice> &lp = pr.prices(t, base);
+  std::vector<double> tp = pr.tpSeconds(lp, t, base, mbs);
   std::vector<double> tpFull;
   if (fullBlocks)
-    tpFull = pr.tpSeconds(pr.prices(l.tp, l.sequenceParallel, Recompute::Full),
-                          l.tp, l.sequenceParallel, Recompute::Full, mbs);
+    tpFull =
+        pr.tpSeconds(pr.prices(t, Recompute::Full), t, Recompute::Full, mbs);
   const size_t pro = pr.model.classes.size(), epi = pro + 1;
   const int p = l.pp, m = l.microBatches, v = l.virtualStages;
   const int dpn = int(spec.devicesPerNode);
@@ -633,7 +666,7 @@ void price(Pricer &pr, const RankLayout &rl, const LayoutChoice &l, int mbs,
       comm = tpMB + p2p;
     }
     double forwardMB = mbs * g.forward;
-    double here = g.params / l.tp;
+    double here = g.params;
     update = std::max(update,
                       updateSeconds(here, here / (l.zeroStage >= 1 ? l.dp : 1),
                                     m, pr.bytes.param, pr.bytes.grad,
@@ -665,10 +698,13 @@ void price(Pricer &pr, const RankLayout &rl, const LayoutChoice &l, int mbs,
       // a recomputation reruns: counted is what exceeds it (the GPT L4
       // H256 V4096 B8 with full recomputation measured 173.7 MB, 207.0
       // predicted counting both, 175.5 counting the larger).
+      // The logits are split over tp unless their part is replicated.
+      int head = pr.model.outputTpPart;
+      double logitsTp = head >= 0 && (replicated >> head & 1) ? 1 : l.tp;
       if (g.epilogue)
-        e.lossBuffers = std::max(
-            0.0, 2 * mbs * pr.model.outputElements * pr.bytes.activation / l.tp -
-                     mbs * g.working);
+        e.lossBuffers = std::max(0.0, 2 * mbs * pr.model.outputElements *
+                                              pr.bytes.activation / logitsTp -
+                                          mbs * g.working);
       if (l.dp > 1)
         e.commBuffers =
             l.zeroStage == 0
@@ -690,6 +726,7 @@ void price(Pricer &pr, const RankLayout &rl, const LayoutChoice &l, int mbs,
   plan.recompute = rec;
   plan.recomputeBlocks = fullBlocks;
   plan.blocksPerRank = rl.blocksPerRank;
+  plan.tpReplicatedMask = replicated;
   plan.stepSeconds = makespan + dpExposed + update + tied;
   plan.computeSeconds = m * compute + update;
   plan.exposedCommSeconds = m * comm + dpExposed + tied;
@@ -726,6 +763,89 @@ std::string gb(double bytes) {
 // Evaluation and search
 //===----------------------------------------------------------------------===//
 
+uint32_t forcedTpReplicated(const ModelStats &model, int tp) {
+  uint32_t forced = 0;
+  for (size_t k = 0; k < model.tpParts.size(); ++k) {
+    int64_t d = model.tpParts[k].divisor;
+    if (tp > 1 && d && d % tp)
+      forced |= 1u << k;
+  }
+  return forced;
+}
+
+/// The parts with a matmul: tensor parallelism splits one of them at
+/// least, or it is tp devices doing one device's work.
+static uint32_t matmulParts(const ModelStats &model) {
+  uint32_t mask = 0;
+  for (size_t k = 0; k < model.tpParts.size(); ++k)
+    if (!model.tpParts[k].gatherOnly)
+      mask |= 1u << k;
+  return mask;
+}
+
+bool tpSplitsSomething(const ModelStats &model, int tp) {
+  if (tp <= 1)
+    return true;
+  if (model.requiredTpDivisor && model.requiredTpDivisor % tp)
+    return false;
+  uint32_t matmuls = matmulParts(model);
+  return !matmuls || (forcedTpReplicated(model, tp) & matmuls) != matmuls;
+}
+
+Status tpPartMask(const ModelStats &model,
+                  const std::vector<std::string> &names, uint32_t &mask) {
+  mask = 0;
+  for (const std::string &name : names) {
+    size_t k = 0;
+    while (k < model.tpParts.size() && model.tpParts[k].name != name)
+      ++k;
+    if (k == model.tpParts.size()) {
+      std::string known;
+      for (const TpPart &part : model.tpParts)
+        known += (known.empty() ? "" : ", ") + part.name;
+      return Status::error(
+          "--tp-replicated: the model has no tensor-parallel part '" + name +
+          "'; its parts are " + (known.empty() ? "none" : known) +
+          " (weft-plan stats lists them)");
+    }
+    mask |= 1u << k;
+  }
+  return Status::success();
+}
+
+void nameTpParts(const ModelStats &model, Plan &plan) {
+  plan.tpReplicated.clear();
+  plan.tpReplicatedParams.clear();
+  plan.tpRowSplitParams.clear();
+  if (plan.layout.tp < 2)
+    return;
+  for (size_t k = 0; k < model.tpParts.size(); ++k) {
+    const TpPart &part = model.tpParts[k];
+    if (plan.tpReplicatedMask >> k & 1) {
+      plan.tpReplicated.push_back(part.name);
+      for (const std::string &param : part.params)
+        plan.tpReplicatedParams.push_back(param);
+    } else if (part.gatherOnly) {
+      for (const std::string &param : part.params)
+        plan.tpRowSplitParams.push_back(param);
+    }
+  }
+}
+
+/// The parts `names` leaves split that tp cannot split, as an error.
+static Status checkTpReplicated(const ModelStats &model, int tp,
+                                uint32_t mask) {
+  uint32_t missing = forcedTpReplicated(model, tp) & ~mask;
+  for (size_t k = 0; k < model.tpParts.size(); ++k)
+    if (missing >> k & 1)
+      return Status::error(
+          "tp=" + std::to_string(tp) + " cannot split tensor-parallel part '" +
+          model.tpParts[k].name + "' (its heads and widths have " +
+          std::to_string(model.tpParts[k].divisor) +
+          " as common divisor): keep it replicated or pick a tp dividing it");
+  return Status::success();
+}
+
 static Status checkOptions(const ModelStats &model, const ClusterSpec &spec,
                            const SearchOptions &o, int &devices) {
   if (Status st = checkDType(o.dtype); !st.ok())
@@ -753,11 +873,36 @@ static Status checkOptions(const ModelStats &model, const ClusterSpec &spec,
        {divides("--mesh dp", o.dp, devices, "the devices"),
         divides("--mesh tp", o.tp, devices, "the devices"),
         divides("--mesh pp", o.pp, devices, "the devices"),
-        divides("--mesh dp", o.dp, model.batch, "the global batch"),
-        divides("--mesh tp", o.tp, model.tpDivisor ? model.tpDivisor : o.tp,
-                "the heads and split weight sizes' common divisor")})
+        divides("--mesh dp", o.dp, model.batch, "the global batch")})
     if (!st.ok())
       return st;
+  if (o.tp && !tpSplitsSomething(model, o.tp))
+    return Status::error(
+        "--mesh tp=" + std::to_string(o.tp) +
+        " splits none of the model's layers: it must divide " +
+        (model.requiredTpDivisor && model.requiredTpDivisor % o.tp
+             ? std::to_string(model.requiredTpDivisor)
+             : "the heads and widths of a layer (" +
+                   std::to_string(model.tpDivisor) + " divides them all)") +
+        "; pick a divisor of it");
+  if (o.tpReplicated) {
+    uint32_t mask = 0;
+    if (Status st = tpPartMask(model, *o.tpReplicated, mask); !st.ok())
+      return st;
+    if (o.tp > 1)
+      if (Status st = checkTpReplicated(model, o.tp, mask); !st.ok())
+        return Status::error("--tp-replicated: " + st.message);
+    if (mask && o.sequenceParallel.value_or(false))
+      return Status::error("--tp-replicated with --sequence-parallel=on: "
+                           "weftc keeps a replicated part split along the "
+                           "sequence, which the planner does not price; "
+                           "drop one of them");
+    uint32_t matmuls = matmulParts(model);
+    if (matmuls && (mask & matmuls) == matmuls)
+      return Status::error("--tp-replicated keeps every layer with a matmul "
+                           "replicated: tp ranks would all do one device's "
+                           "work; leave a part split, or plan without tp");
+  }
   if (o.dp && o.tp && o.pp && int64_t(o.dp) * o.tp * o.pp != devices)
     return Status::error("--mesh dp x tp x pp = " + std::to_string(o.dp) +
                          " x " + std::to_string(o.tp) + " x " +
@@ -801,7 +946,7 @@ static Status checkOptions(const ModelStats &model, const ClusterSpec &spec,
 Status evaluatePlan(const ModelStats &model, const ClusterSpec &spec,
                     const SearchOptions &options, const LayoutChoice &layout,
                     int microBatchSize, Recompute recompute, Plan &plan,
-                    int recomputeBlocks) {
+                    int recomputeBlocks, uint32_t tpReplicatedMask) {
   LayoutChoice l = layout;
   if (microBatchSize < 1 || model.batch % (int64_t(l.dp) * microBatchSize))
     return Status::error("micro-batch size " + std::to_string(microBatchSize) +
@@ -815,15 +960,37 @@ Status evaluatePlan(const ModelStats &model, const ClusterSpec &spec,
     return st;
   if (Status st = checkRecomputeBlocks(recompute, recomputeBlocks); !st.ok())
     return st;
+  if (tpReplicatedMask >> model.tpParts.size())
+    return Status::error("the replicated tensor-parallel parts name part " +
+                         std::to_string(31 - __builtin_clz(tpReplicatedMask)) +
+                         "; the model has " +
+                         std::to_string(model.tpParts.size()));
+  if (l.tp > 1 && !tpSplitsSomething(model, l.tp))
+    return Status::error("tp=" + std::to_string(l.tp) +
+                         " splits none of the model's layers");
+  if (l.tp > 1)
+    if (Status st = checkTpReplicated(model, l.tp, tpReplicatedMask); !st.ok())
+      return st;
+  if (l.tp > 1 && l.sequenceParallel && tpReplicatedMask)
+    return Status::error("replicated tensor-parallel parts with sequence "
+                         "parallelism are not priced (weftc splits them "
+                         "along the sequence)");
+  if (uint32_t matmuls = matmulParts(model);
+      l.tp > 1 && matmuls && (tpReplicatedMask & matmuls) == matmuls)
+    return Status::error("every layer with a matmul is replicated: tp=" +
+                         std::to_string(l.tp) + " would split nothing");
   Pricer pr(model, spec, options);
-  const RankLayout *rl = pr.ranks(l.tp, l.sequenceParallel, recompute, l.pp,
-                                  l.virtualStages, recomputeBlocks);
+  uint32_t rep = l.tp > 1 ? tpReplicatedMask : 0;
+  const RankLayout *rl =
+      pr.ranks(TpLayout{l.tp, l.sequenceParallel, rep}, recompute, l.pp,
+               l.virtualStages, recomputeBlocks);
   if (!rl)
     return Status::error("the model's " + std::to_string(model.blocks.size()) +
                          " blocks cannot be cut into " +
                          std::to_string(l.pp * l.virtualStages) +
                          " equal stages");
-  price(pr, *rl, l, microBatchSize, recompute, plan, recomputeBlocks);
+  price(pr, *rl, l, rep, microBatchSize, recompute, plan, recomputeBlocks);
+  nameTpParts(model, plan);
   return Status::success();
 }
 
@@ -877,7 +1044,7 @@ Status searchPlan(const ModelStats &model, const ClusterSpec &spec,
     if (pp > numBlocks || (o.pp && pp != o.pp))
       continue;
     for (int tp : divisorsOf(devices / pp)) {
-      if ((o.tp && tp != o.tp) || (model.tpDivisor && model.tpDivisor % tp))
+      if ((o.tp && tp != o.tp) || !tpSplitsSomething(model, tp))
         continue;
       int dp = devices / pp / tp;
       if ((o.dp && dp != o.dp) || model.batch % dp)
@@ -921,6 +1088,38 @@ Status searchPlan(const ModelStats &model, const ClusterSpec &spec,
       return std::vector<bool>{*o.sequenceParallel};
     return tp == 1 ? std::vector<bool>{false} : std::vector<bool>{false, true};
   };
+  // The replicated parts: every set containing those tp cannot split,
+  // or the pinned one.
+  std::optional<uint32_t> pinnedParts;
+  if (o.tpReplicated) {
+    uint32_t mask = 0;
+    (void)tpPartMask(model, *o.tpReplicated, mask); // checked above
+    pinnedParts = mask;
+  }
+  // Under sequence parallelism weftc keeps a replicated part split along
+  // the sequence, as it does a layer norm: an MLP then all-reduces its
+  // weight gradients over tp, an attention gathers keys, values and its
+  // scores (test/e2e/dist/tensor-parallel-replicated.test). The model does
+  // not price that, so with sequence parallelism every part is split.
+  auto masksFor = [&](int tp, bool sp) {
+    std::vector<uint32_t> out;
+    uint32_t forced = forcedTpReplicated(model, tp);
+    if (tp == 1 || (sp && !forced && (!pinnedParts || *pinnedParts == 0)))
+      out.push_back(0);
+    if (tp == 1 || sp)
+      return out;
+    if (pinnedParts) {
+      if ((*pinnedParts & forced) == forced)
+        out.push_back(*pinnedParts);
+      return out;
+    }
+    uint32_t all = (1u << model.tpParts.size()) - 1;
+    uint32_t matmuls = matmulParts(model);
+    for (uint32_t m = 0; m <= all; ++m)
+      if ((m & forced) == forced && (!matmuls || (m & matmuls) != matmuls))
+        out.push_back(m);
+    return out;
+  };
   std::vector<Recompute> recs = {Recompute::None, Recompute::Selective,
                                  Recompute::Full};
   if (o.recompute)
@@ -956,9 +1155,9 @@ Status searchPlan(const ModelStats &model, const ClusterSpec &spec,
   if (!o.recompute)
     choices.push_back({Recompute::Full, true, 0});
   // Per block: bounded and cut as without recomputation.
-  auto ranksFor = [&](RecChoice c, int tp, bool sp, int pp, int v) {
-    return c.perBlock ? pr.ranks(tp, sp, Recompute::None, pp, v)
-                      : pr.ranks(tp, sp, c.rec, pp, v, c.blocks);
+  auto ranksFor = [&](RecChoice c, TpLayout t, int pp, int v) {
+    return c.perBlock ? pr.ranks(t, Recompute::None, pp, v)
+                      : pr.ranks(t, c.rec, pp, v, c.blocks);
   };
   // Compute alone, B/dp samples through the slowest rank, bounds every
   // plan of a mesh from below; trying low bounds first finds fast plans
@@ -966,12 +1165,14 @@ Status searchPlan(const ModelStats &model, const ClusterSpec &spec,
   for (Mesh &mesh : meshes) {
     mesh.lowerBound = INFINITY;
     for (bool sp : spsFor(mesh.tp))
-      for (RecChoice choice : choices)
-        for (Sched s : schedulesFor(mesh.pp))
-          if (const RankLayout *rl =
-                  ranksFor(choice, mesh.tp, sp, mesh.pp, s.v))
-            mesh.lowerBound = std::min(
-                mesh.lowerBound, double(model.batch / mesh.dp) * rl->maxCompute);
+      for (uint32_t parts : masksFor(mesh.tp, sp))
+        for (RecChoice choice : choices)
+          for (Sched s : schedulesFor(mesh.pp))
+            if (const RankLayout *rl = ranksFor(
+                    choice, TpLayout{mesh.tp, sp, parts}, mesh.pp, s.v))
+              mesh.lowerBound =
+                  std::min(mesh.lowerBound,
+                           double(model.batch / mesh.dp) * rl->maxCompute);
   }
   std::stable_sort(meshes.begin(), meshes.end(), [](const Mesh &a, const Mesh &b) {
     return a.lowerBound < b.lowerBound;
@@ -993,13 +1194,14 @@ Status searchPlan(const ModelStats &model, const ClusterSpec &spec,
   // Prices the per-block candidate of `l`: false if no k fits (`plan` is
   // then the last tried, or untouched when the ranks hold one block each).
   auto pricePerBlock = [&](const RankLayout &none, const LayoutChoice &l,
-                           int mbs, Plan &plan) {
+                           uint32_t parts, int mbs, Plan &plan) {
     int most =
         *std::max_element(none.blocksPerRank.begin(), none.blocksPerRank.end());
     for (int k = 1; k < most; ++k) {
-      const RankLayout *rl = pr.ranks(l.tp, l.sequenceParallel, Recompute::Full,
-                                      l.pp, l.virtualStages, k);
-      price(pr, *rl, l, mbs, Recompute::Full, plan, k);
+      const RankLayout *rl =
+          pr.ranks(TpLayout{l.tp, l.sequenceParallel, parts}, Recompute::Full,
+                   l.pp, l.virtualStages, k);
+      price(pr, *rl, l, parts, mbs, Recompute::Full, plan, k);
       ++result.evaluated;
       if (plan.feasible)
         return true;
@@ -1013,58 +1215,61 @@ Status searchPlan(const ModelStats &model, const ClusterSpec &spec,
     Plan best;
     bool found = false;
     for (bool sp : spsFor(mesh.tp))
-      for (RecChoice choice : choices)
-        for (Sched s : schedulesFor(mesh.pp)) {
-          Recompute rec = choice.rec;
-          const RankLayout *rl = ranksFor(choice, mesh.tp, sp, mesh.pp, s.v);
-          if (!rl)
-            continue;
-          double bound = double(model.batch / mesh.dp) * rl->maxCompute;
-          double bar = std::min(found ? best.stepSeconds : INFINITY, cutoff());
-          if (o.prune && bound * margin > bar)
-            continue;
-          for (int zero : zerosFor(mesh.dp)) {
-            if (o.prune) {
-              // Parameters, gradients and optimizer state do not depend
-              // on the micro-batch: over the limit here, over for all.
-              bool over = false;
-              for (const RankGroup &g : rl->groups)
-                over |= staticBytes(pr, g.params, mesh.tp, mesh.dp, zero) > limit;
-              if (over)
-                continue;
-            }
-            LayoutChoice l;
-            l.dp = mesh.dp, l.tp = mesh.tp, l.pp = mesh.pp;
-            l.zeroStage = zero;
-            l.sequenceParallel = sp;
-            l.schedule = s.kind;
-            l.virtualStages = s.v;
-            for (int mbs : mbsFor(mesh.dp)) {
-              l.microBatches = int(model.batch / (int64_t(mesh.dp) * mbs));
-              if (s.kind == Schedule::Interleaved && l.microBatches % mesh.pp)
-                continue;
-              Plan plan;
-              if (choice.perBlock) {
-                pricePerBlock(*rl, l, mbs, plan);
-              } else {
-                price(pr, *rl, l, mbs, rec, plan, choice.blocks);
-                ++result.evaluated;
+      for (uint32_t parts : masksFor(mesh.tp, sp))
+        for (RecChoice choice : choices)
+          for (Sched s : schedulesFor(mesh.pp)) {
+            Recompute rec = choice.rec;
+            const RankLayout *rl =
+                ranksFor(choice, TpLayout{mesh.tp, sp, parts}, mesh.pp, s.v);
+            if (!rl)
+              continue;
+            double bound = double(model.batch / mesh.dp) * rl->maxCompute;
+            double bar =
+                std::min(found ? best.stepSeconds : INFINITY, cutoff());
+            if (o.prune && bound * margin > bar)
+              continue;
+            for (int zero : zerosFor(mesh.dp)) {
+              if (o.prune) {
+                // Parameters, gradients and optimizer state do not depend
+                // on the micro-batch: over the limit here, over for all.
+                bool over = false;
+                for (const RankGroup &g : rl->groups)
+                  over |= staticBytes(pr, g.params, mesh.dp, zero) > limit;
+                if (over)
+                  continue;
               }
-              if (!plan.feasible) {
-                // Memory grows with the micro-batch size (activations are
-                // mbs x min(in flight, m), and mbs x m is fixed), so no
-                // larger one fits either (for every k, per block).
-                if (o.prune)
-                  break;
-                continue;
-              }
-              if (!found || planBefore(plan, best)) {
-                best = plan;
-                found = true;
+              LayoutChoice l;
+              l.dp = mesh.dp, l.tp = mesh.tp, l.pp = mesh.pp;
+              l.zeroStage = zero;
+              l.sequenceParallel = sp;
+              l.schedule = s.kind;
+              l.virtualStages = s.v;
+              for (int mbs : mbsFor(mesh.dp)) {
+                l.microBatches = int(model.batch / (int64_t(mesh.dp) * mbs));
+                if (s.kind == Schedule::Interleaved && l.microBatches % mesh.pp)
+                  continue;
+                Plan plan;
+                if (choice.perBlock) {
+                  pricePerBlock(*rl, l, parts, mbs, plan);
+                } else {
+                  price(pr, *rl, l, parts, mbs, rec, plan, choice.blocks);
+                  ++result.evaluated;
+                }
+                if (!plan.feasible) {
+                  // Memory grows with the micro-batch size (activations are
+                  // mbs x min(in flight, m), and mbs x m is fixed), so no
+                  // larger one fits either (for every k, per block).
+                  if (o.prune)
+                    break;
+                  continue;
+                }
+                if (!found || planBefore(plan, best)) {
+                  best = plan;
+                  found = true;
+                }
               }
             }
           }
-        }
     if (!found) {
       unfit.push_back(&mesh);
       continue;
@@ -1086,14 +1291,18 @@ Status searchPlan(const ModelStats &model, const ClusterSpec &spec,
         return a.memory.total < b.memory.total;
       return planBefore(a, b);
     };
-    // Per block needs more memory than every block recomputed: left out.
+    // Per block needs more memory than every block recomputed, and a part
+    // replicated more than split: left out.
     for (bool sp : spsFor(mesh.tp))
       for (RecChoice choice : choices)
         for (Sched s : schedulesFor(mesh.pp)) {
-          if (choice.perBlock)
+          std::vector<uint32_t> masks = masksFor(mesh.tp, sp);
+          if (choice.perBlock || masks.empty())
             continue;
+          uint32_t parts = masks.front();
           Recompute rec = choice.rec;
-          const RankLayout *rl = ranksFor(choice, mesh.tp, sp, mesh.pp, s.v);
+          const RankLayout *rl =
+              ranksFor(choice, TpLayout{mesh.tp, sp, parts}, mesh.pp, s.v);
           if (!rl)
             continue;
           for (int zero : zerosFor(mesh.dp)) {
@@ -1109,7 +1318,7 @@ Status searchPlan(const ModelStats &model, const ClusterSpec &spec,
               if (s.kind == Schedule::Interleaved && l.microBatches % mesh.pp)
                 continue;
               Plan plan;
-              price(pr, *rl, l, mbs, rec, plan, choice.blocks);
+              price(pr, *rl, l, parts, mbs, rec, plan, choice.blocks);
               ++result.evaluated;
               if (!found || better(plan, out)) {
                 out = plan;
@@ -1159,6 +1368,9 @@ Status searchPlan(const ModelStats &model, const ClusterSpec &spec,
       result.alternatives.push_back(closest[i]);
     for (Plan &p : result.alternatives)
       explain(p, result.best);
+    nameTpParts(model, result.best);
+    for (Plan &p : result.alternatives)
+      nameTpParts(model, p);
     return Status::success();
   }
   if (closest.empty())
@@ -1169,6 +1381,9 @@ Status searchPlan(const ModelStats &model, const ClusterSpec &spec,
     result.alternatives.push_back(closest[i]);
     explain(result.alternatives.back(), result.best);
   }
+  nameTpParts(model, result.best);
+  for (Plan &p : result.alternatives)
+    nameTpParts(model, p);
   const Plan &c = result.best;
   bool pinned = o.dp || o.tp || o.pp || o.microBatchSize || o.oneMicroBatch ||
                 o.zeroStage >= 0 || o.schedule || o.recompute ||

@@ -51,6 +51,9 @@ const char *const kUsage =
     "  --recompute R             pin recomputation: none, selective, full,\n"
     "                            full:K (the first K blocks of each rank)\n"
     "  --sequence-parallel on|off  pin sequence parallelism\n"
+    "  --tp-replicated P,...     pin the tensor-parallel parts kept whole on\n"
+    "                            every tp rank (names as stats lists them);\n"
+    "                            none: every part split, as Megatron-LM does\n"
     "  --dtype D                 training dtype: bf16 (default), fp16, fp32\n"
     "  --dp-overlap on|off       the data-parallel gradient reduction under\n"
     "                            the backward (on, Weft's runtime) or after\n"
@@ -68,7 +71,8 @@ const char *const kUsage =
     "  -o FILE                   write there instead of stdout\n"
     "diff: what differs between two plan files and what it costs.\n"
     "stats: what the search reads off MODEL, per sample: each layer's\n"
-    "parameters, forward FLOPs, saved activations and tp all-reduces.\n"
+    "parameters, forward FLOPs, saved activations and tp all-reduces,\n"
+    "and the tensor-parallel parts the search may keep replicated.\n"
     "On stderr: the candidates evaluated and the search time.\n";
 
 int fail(const std::string &message) {
@@ -137,12 +141,22 @@ std::optional<std::string> parseMesh(const std::string &value,
 int runSearch(int argc, char **argv) {
   SearchOptions o;
   std::string model, cluster, emit = "plan", output = "-";
-  static const char *const withValue[] = {
-      "--cluster",        "--devices",   "--mesh",     "--zero",
-      "--schedule",       "--virtual-stages", "--micro-batch-size",
-      "--recompute",      "--sequence-parallel", "--dtype",
-      "--memory-bandwidth", "--alternatives", "--emit", "-o",
-      "--dp-overlap"};
+  static const char *const withValue[] = {"--cluster",
+                                          "--devices",
+                                          "--mesh",
+                                          "--zero",
+                                          "--schedule",
+                                          "--virtual-stages",
+                                          "--micro-batch-size",
+                                          "--recompute",
+                                          "--sequence-parallel",
+                                          "--dtype",
+                                          "--memory-bandwidth",
+                                          "--alternatives",
+                                          "--emit",
+                                          "-o",
+                                          "--dp-overlap",
+                                          "--tp-replicated"};
   for (int i = 2; i < argc; ++i) {
     std::string arg = argv[i], value;
     if (arg == "--help" || arg == "-h") {
@@ -216,6 +230,19 @@ int runSearch(int argc, char **argv) {
         err = "--sequence-parallel takes on or off, got '" + value + "'";
       else
         o.sequenceParallel = value == "on";
+    } else if (arg == "--tp-replicated") {
+      std::vector<std::string> names;
+      if (value != "none") {
+        llvm::SmallVector<llvm::StringRef, 8> pieces;
+        llvm::StringRef(value).split(pieces, ',');
+        for (llvm::StringRef piece : pieces)
+          if (!piece.trim().empty())
+            names.push_back(piece.trim().str());
+        if (names.empty())
+          err = "--tp-replicated takes part names separated by commas, or "
+                "none";
+      }
+      o.tpReplicated = names;
     } else if (arg == "--dp-overlap") {
       if (value != "on" && value != "off")
         err = "--dp-overlap takes on or off, got '" + value + "'";
@@ -348,6 +375,30 @@ int runStats(int argc, char **argv) {
           stats.classes[c]);
   }
   print("epilogue", stats.epilogue);
+  // The regions the search may keep whole on every tp rank: elements in
+  // one block of their class (or the prologue and epilogue), per sample.
+  for (size_t k = 0; k < stats.tpParts.size(); ++k) {
+    const TpPart &part = stats.tpParts[k];
+    double elements = 0, saved = 0;
+    auto add = [&](const LayerStats &l) {
+      for (const TpPartShare &share : l.tpShares)
+        if (share.part == int(k)) {
+          elements += share.params;
+          saved += share.saved;
+        }
+    };
+    add(stats.prologue);
+    for (const LayerStats &c : stats.classes)
+      add(c);
+    add(stats.epilogue);
+    llvm::outs() << "tp part " << part.name << ": " << part.params.size()
+                 << " params of " << llvm::format("%.0f", elements)
+                 << " elements, saved " << llvm::format("%.6g", saved)
+                 << " split, tp divides " << part.divisor
+                 << (part.gatherOnly ? ", gathers only" : "") << "\n";
+  }
+  if (stats.requiredTpDivisor)
+    llvm::outs() << "tp must divide " << stats.requiredTpDivisor << "\n";
   return 0;
 }
 

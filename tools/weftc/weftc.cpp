@@ -227,8 +227,9 @@ cl::opt<std::string>
 cl::list<std::string> shardParams(
     "shard",
     cl::desc("Lay a parameter out over tp, NAME=LAYOUT, NAME may use * and "
-             "?: --shard 'h.*.mlp.c_fc.weight=[{tp}, {}]' splits its rows; "
-             "repeat for more"),
+             "?: --shard 'h.*.mlp.c_fc.weight=[{tp}, {}]' splits its rows, "
+             "--shard 'h.*.attn.*=replicated' keeps them whole on every tp "
+             "rank; repeat for more"),
     cl::value_desc("name=layout"), cl::cat(parallelCategory));
 cl::opt<std::string> tpPlan(
     "tp-plan",

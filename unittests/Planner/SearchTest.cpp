@@ -233,6 +233,114 @@ TEST(SearchPieces, OnePlanByHand) {
   EXPECT_TRUE(plan.feasible);
 }
 
+/// simpleModel with its one op, its all-reduce of 1e6 elements, its
+/// parameters and its saved activations in tensor-parallel part "blk"
+/// (tp must divide 4 to split it); with `free`, a second part "free" of
+/// one op costing nothing, which any tp splits.
+ModelStats partModel(int blocks, int64_t batch, bool free = true) {
+  ModelStats m = simpleModel(blocks, batch);
+  LayerStats &block = m.classes[0];
+  block.ops[0].tpPart = 0;
+  block.tpAllReduceElements = {1e6};
+  block.tpAllReducePart = {0};
+  block.tpShares = {{0, 1e9, 1e6, 0}};
+  m.tpParts = {{"blk", {"h.0.w"}, 4}};
+  m.tpDivisor = 4;
+  if (free) {
+    block.ops.push_back({0, 0, true, false, 1});
+    m.tpParts.push_back({"free", {"h.0.v"}, 0});
+  }
+  return m;
+}
+
+TEST(SearchPieces, ReplicatedPartByHand) {
+  ModelStats model = partModel(1, 4);
+  ClusterSpec spec = cluster(1, 2);
+  LayoutChoice l;
+  l.tp = 2;
+  Plan split, whole;
+  ASSERT_TRUE(evaluatePlan(model, spec, {}, l, 4, Recompute::None, split).ok());
+  ASSERT_TRUE(evaluatePlan(model, spec, {}, l, 4, Recompute::None, whole, 0,
+                           /*tpReplicatedMask=*/1)
+                  .ok());
+  // Split: 1e12 / 2 / 1e14 = 5 ms forward a sample, 15 ms with the
+  // backward, 4 samples: 60 ms; the 1e6-element all-reduce of 4 samples in
+  // bf16 (8 MB) forward and backward. Whole: 30 ms a sample, 120 ms, and
+  // no communication.
+  expectNear(0.060, split.computeSeconds);
+  expectNear(tpCommSeconds(spec, {8e6}, 2, false, false),
+             split.exposedCommSeconds);
+  expectNear(0.120, whole.computeSeconds);
+  expectNear(0, whole.exposedCommSeconds);
+  EXPECT_TRUE(split.tpReplicated.empty());
+  EXPECT_EQ(whole.tpReplicated, (std::vector<std::string>{"blk"}));
+  EXPECT_EQ(whole.tpReplicatedParams, (std::vector<std::string>{"h.0.w"}));
+  // Parameters 1e9 * (2 + 2 + 12) B: 8 GB a tp rank split, 16 whole; the
+  // 1e6 saved elements a sample, 2 B, 4 samples: 4 MB split, 8 whole.
+  expectNear(1e9, split.memory.params);
+  expectNear(2e9, whole.memory.params);
+  expectNear(8e9 + 4e6, split.memory.total);
+  expectNear(16e9 + 8e6, whole.memory.total);
+  // Kept whole only by choice: with sequence parallelism, not priced.
+  l.sequenceParallel = true;
+  EXPECT_FALSE(
+      evaluatePlan(model, spec, {}, l, 4, Recompute::None, whole, 0, 1).ok());
+}
+
+TEST(SearchExact, APartTpCannotSplitStaysWhole) {
+  // tp = 8 does not divide the part's 4: it is whole in every plan, and a
+  // pin splitting it says why; tp = 2 and 4 may split it.
+  ModelStats model = partModel(2, 8, /*free=*/false);
+  EXPECT_EQ(1u, forcedTpReplicated(model, 8));
+  EXPECT_EQ(0u, forcedTpReplicated(model, 4));
+  // Its only part with a matmul cannot split: tp = 8 splits nothing.
+  EXPECT_FALSE(tpSplitsSomething(model, 8));
+  EXPECT_TRUE(tpSplitsSomething(model, 4));
+  SearchOptions o;
+  o.tp = 8;
+  SearchResult r;
+  Status st = searchPlan(model, cluster(1, 8), o, r);
+  EXPECT_NE(st.message.find("--mesh tp=8 splits none of the model's layers"),
+            std::string::npos)
+      << st.message;
+  // With a second part tp = 8 can split, the first stays whole.
+  model.classes[0].ops.push_back({1e12, 0, true, false, 1});
+  model.classes[0].tpShares.push_back({1, 1e9, 0, 0});
+  model.tpParts.push_back({"mlp", {"h.0.fc"}, 64});
+  ASSERT_TRUE(searchPlan(model, cluster(1, 8), o, r).ok());
+  EXPECT_EQ(r.best.tpReplicatedMask & 1u, 1u);
+  o.tpReplicated = std::vector<std::string>{};
+  st = searchPlan(model, cluster(1, 8), o, r);
+  EXPECT_EQ(st.message,
+            "--tp-replicated: tp=8 cannot split tensor-parallel part 'blk' "
+            "(its heads and widths have 4 as common divisor): keep it "
+            "replicated or pick a tp dividing it");
+  o.tpReplicated = std::vector<std::string>{"blk", "mlp"};
+  EXPECT_NE(searchPlan(model, cluster(1, 8), o, r)
+                .message.find("every layer with a matmul replicated"),
+            std::string::npos);
+  o.tpReplicated = std::vector<std::string>{"attn"};
+  EXPECT_EQ(searchPlan(model, cluster(1, 8), o, r).message,
+            "--tp-replicated: the model has no tensor-parallel part 'attn'; "
+            "its parts are blk, mlp (weft-plan stats lists them)");
+}
+
+TEST(SearchExact, ReplicationWhereCommunicationCostsMore) {
+  // Pinned tp = 2, 4 samples: splitting the part saves 60 ms of compute
+  // (ReplicatedPartByHand) for two all-reduces of 8 MB, 160 us on 100 GB/s
+  // links: split. With 40 ms of latency a collective step they cost more
+  // than that: whole.
+  ModelStats model = partModel(1, 4);
+  SearchOptions o;
+  o.tp = 2;
+  SearchResult fast, slow;
+  ASSERT_TRUE(searchPlan(model, cluster(1, 2), o, fast).ok());
+  EXPECT_EQ(0u, fast.best.tpReplicatedMask);
+  ASSERT_TRUE(searchPlan(model, cluster(1, 2, 80, 40000), o, slow).ok());
+  EXPECT_EQ(1u, slow.best.tpReplicatedMask);
+  EXPECT_FALSE(slow.best.layout.sequenceParallel);
+}
+
 TEST(SearchPieces, GradientReductionAfterTheBackwardInFp32) {
   // OnePlanByHand's layout with ZeRO 0: the 4 GB gradient all-reduce of dp = 2,
   // 2 * 1/2 * 4e9 / 1e11 = 40 ms, hides behind the 80 ms backward.
@@ -461,6 +569,8 @@ void expectSamePlan(const Plan &a, const Plan &b) {
   EXPECT_EQ(a.recompute, b.recompute);
   EXPECT_EQ(a.recomputeBlocks, b.recomputeBlocks);
   EXPECT_EQ(a.blocksPerRank, b.blocksPerRank);
+  EXPECT_EQ(a.tpReplicatedMask, b.tpReplicatedMask);
+  EXPECT_EQ(a.tpReplicated, b.tpReplicated);
   // Bit for bit: both come from the same evaluator.
   EXPECT_EQ(a.stepSeconds, b.stepSeconds);
   EXPECT_EQ(a.memory.total, b.memory.total);
@@ -515,8 +625,65 @@ TEST(SearchExact, PrunedEqualsBruteForceAcrossClustersAndMemory) {
   EXPECT_GT(pruning, cases / 2);
 }
 
+/// mixedModel with tensor-parallel parts: the embedding and head (tied,
+/// no constraint), block a's attention (4 heads) and block b's MLP.
+ModelStats mixedModelWithParts(int blocks, int64_t batch) {
+  ModelStats m = mixedModel(blocks, batch);
+  m.tpParts = {{"wte", {"wte"}, 0},
+               {"attn", {"a.q", "a.o"}, 4},
+               {"mlp", {"b.fc", "b.proj"}, 16}};
+  m.tpDivisor = 4;
+  m.outputTpPart = 0;
+  LayerStats &a = m.classes[0], &b = m.classes[1];
+  a.ops[0].tpPart = a.ops[1].tpPart = 1;
+  a.tpAllReducePart = {1};
+  a.tpShares = {{1, 2e8, 5e6, 3e6}};
+  b.ops[0].tpPart = 2;
+  b.tpAllReducePart = {2};
+  b.tpShares = {{2, 5e8, 7e6, 0}};
+  m.prologue.ops[0].tpPart = 0;
+  m.prologue.tpAllReducePart = {0};
+  m.prologue.tpShares = {{0, 2e8, 0, 0}};
+  m.epilogue.ops[0].tpPart = 0;
+  m.epilogue.tpShares = {{0, 0, 1e7, 0}};
+  return m;
+}
+
+TEST(SearchExact, PrunedEqualsBruteForceWithTensorParallelParts) {
+  // Collective latency from 2 us to 2 ms: from splitting every part to
+  // keeping most whole.
+  int cases = 0, replicating = 0;
+  for (int blocks : {4, 8})
+    for (auto [nodes, perNode] : {std::pair{1, 4}, {2, 4}, {1, 8}})
+      for (double memoryGB : {8.0, 80.0})
+        for (double latencyUs : {2.0, 200.0, 2000.0})
+          for (int tp : {0, 2, 8}) {
+            Case c{mixedModelWithParts(blocks, 16),
+                   cluster(nodes, perNode, memoryGB, latencyUs),
+                   {}};
+            c.options.tp = tp;
+            if (tp > perNode * nodes)
+              continue;
+            SCOPED_TRACE(::testing::Message()
+                         << blocks << " blocks, " << nodes << "x" << perNode
+                         << ", " << memoryGB << " GB, " << latencyUs
+                         << " us, tp " << tp);
+            expectPrunedEqualsBruteForce(c);
+            SearchResult r;
+            if (searchPlan(c.model, c.spec, c.options, r).ok()) {
+              replicating += r.best.tpReplicatedMask != 0;
+              // Sequence parallel plans split every part.
+              EXPECT_FALSE(r.best.layout.sequenceParallel &&
+                           r.best.tpReplicatedMask);
+            }
+            ++cases;
+          }
+  EXPECT_GT(replicating, 0);
+  EXPECT_LT(replicating, cases);
+}
+
 TEST(SearchExact, PrunedEqualsBruteForceWithPins) {
-  Case base{mixedModel(8, 16), cluster(2, 4, 16, 2), {}};
+  Case base{mixedModelWithParts(8, 16), cluster(2, 4, 16, 2), {}};
   std::vector<std::function<void(SearchOptions &)>> pins = {
       [](SearchOptions &o) { o.tp = 2; },
       [](SearchOptions &o) { o.pp = 4; },
@@ -531,6 +698,11 @@ TEST(SearchExact, PrunedEqualsBruteForceWithPins) {
       },
       [](SearchOptions &o) { o.devices = 4; },
       [](SearchOptions &o) { o.alternatives = 0; },
+      [](SearchOptions &o) { o.tpReplicated = std::vector<std::string>{}; },
+      [](SearchOptions &o) {
+        o.tp = 2;
+        o.tpReplicated = std::vector<std::string>{"attn"};
+      },
   };
   for (size_t i = 0; i < pins.size(); ++i) {
     SCOPED_TRACE(i);
@@ -767,6 +939,26 @@ TEST(PlanFile, RoundTripsAndIsDeterministic) {
   old.erase(at, std::string("\"recompute_blocks\": 3,").size());
   ASSERT_TRUE(parsePlanJSON(old, "plan.json", back).ok());
   EXPECT_EQ(0, back.best.recomputeBlocks);
+  // The replicated parts and their parameters round-trip (weftc --plan
+  // reads the parameters); one list without the other is refused.
+  SearchResult rep = r1;
+  rep.best.tpReplicated = {"attn"};
+  rep.best.tpReplicatedParams = {"a.q", "a.o"};
+  rep.best.tpRowSplitParams = {"wpe"};
+  json = formatPlanJSON(rep);
+  ASSERT_TRUE(parsePlanJSON(json, "plan.json", back).ok());
+  EXPECT_EQ(back.best.tpReplicated, rep.best.tpReplicated);
+  EXPECT_EQ(back.best.tpReplicatedParams, rep.best.tpReplicatedParams);
+  EXPECT_EQ(back.best.tpRowSplitParams, rep.best.tpRowSplitParams);
+  EXPECT_EQ(json, formatPlanJSON(back));
+  std::string table = formatPlanTable(rep);
+  EXPECT_NE(table.find("but attn replicated on every tp rank"),
+            std::string::npos)
+      << table;
+  rep.best.tpReplicatedParams.clear();
+  EXPECT_NE(parsePlanJSON(formatPlanJSON(rep), "plan.json", back)
+                .message.find("tp_replicated_params: lists the parameters"),
+            std::string::npos);
 }
 
 TEST(PlanFile, ErrorsNameTheField) {

@@ -46,6 +46,9 @@ struct OpCost {
   /// The op makes an attention-score tensor (last two dims the sequence
   /// length): selective recomputation reruns it instead of keeping it.
   bool attentionCore = false;
+  /// The choosable tensor-parallel part (ModelStats::tpParts) the op is
+  /// split in, or -1: a part kept replicated runs whole on every tp rank.
+  int tpPart = -1;
 };
 
 /// The activations a layer's backward reads, per sample, in elements, by
@@ -54,6 +57,15 @@ struct SavedActivations {
   double split = 0;      ///< divided by tp
   double replicated = 0; ///< whole on every tp rank unless sequence parallel
   double total() const { return split + replicated; }
+};
+
+/// What one choosable tensor-parallel part holds in one layer.
+struct TpPartShare {
+  int part = -1;
+  /// Parameter elements of the layer the part splits.
+  double params = 0;
+  /// Of the layer's saved.split (and attentionSaved.split), the part's.
+  double saved = 0, attentionSaved = 0;
 };
 
 /// One layer: a repeated block, or what comes before or after the blocks.
@@ -75,9 +87,38 @@ struct LayerStats {
   /// (outputs of row-parallel matmuls; the embedding's vocab-parallel
   /// gather), per sample. The backward has as many, of the same size.
   std::vector<double> tpAllReduceElements;
+  /// The part each of tpAllReduceElements closes (-1: none to choose).
+  std::vector<int> tpAllReducePart;
+  /// The layer's share of each part it has ops of, by part.
+  std::vector<TpPartShare> tpShares;
 
   double forwardFlops() const;
 };
+
+/// A tensor-parallel region the search may keep replicated instead of
+/// splitting it Megatron's way: the ops from a column-parallel matmul (or a
+/// vocab-parallel embedding) to the row-parallel matmul that closes it,
+/// with the weights they split, joined where they share a weight (a tied
+/// embedding and head are one part). A block class's part stands for the
+/// same region in each block of the class.
+struct TpPart {
+  /// Readable and unique: the common prefix of its parameters with the
+  /// layer number as * ("h.*.attn", "h.*.mlp", "wte").
+  std::string name;
+  /// Every parameter the part splits, in all blocks of its class.
+  std::vector<std::string> params;
+  /// tp must divide this to split the part (heads, column widths); 0: no
+  /// constraint.
+  int64_t divisor = 0;
+  /// The part only gathers from its tables (an embedding no matmul reads):
+  /// split, its rows are (vocab-parallel), which weftc's Megatron plan
+  /// does only when told (--shard NAME=[{tp}, {}]).
+  bool gatherOnly = false;
+};
+
+/// More regions than this (a model of many distinct block structures) are
+/// all split: the search tries every subset of the parts.
+constexpr int kMaxTpParts = 8;
 
 struct ModelStats {
   /// The batch and sequence length of the IR (its first input's shape).
@@ -90,12 +131,21 @@ struct ModelStats {
   std::vector<LayerStats> classes;
   /// The class of each block, in model order.
   std::vector<int> blocks;
-  /// tp must divide this (heads, split weight dims); 0: no constraint.
+  /// tp must divide this to split every part (heads, split weight dims);
+  /// 0: no constraint.
   int64_t tpDivisor = 0;
+  /// The regions the search may keep replicated; at most kMaxTpParts.
+  std::vector<TpPart> tpParts;
+  /// tp must divide this whatever is replicated: regions that cannot be
+  /// chosen alone (one spanning blocks); 0: no constraint.
+  int64_t requiredTpDivisor = 0;
   /// Elements of @forward's results per sample (a language model's logits,
   /// S x V): what the training step's loss turns into probabilities and
   /// their gradient, outside the layers' saved activations.
   double outputElements = 0;
+  /// The part whose split the results are in (a vocab-parallel head's
+  /// logits), or -1.
+  int outputTpPart = -1;
   /// Parameter elements the epilogue reads that the prologue owns (GPT's
   /// embedding, tied to the head): under pipeline parallelism the first
   /// and last stages each hold them and swap their gradient shares once a

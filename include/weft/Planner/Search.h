@@ -74,6 +74,12 @@ struct SearchOptions {
   /// blocks of each rank (0: all).
   int recomputeBlocks = 0;
   std::optional<bool> sequenceParallel;
+  /// The tensor-parallel parts (ModelStats::tpParts, by name) kept
+  /// replicated over tp; the rest split Megatron's way. Unset: searched
+  /// (a part whose divisor tp does not divide is replicated regardless;
+  /// with sequence parallelism none is). Empty: every part split, as
+  /// Megatron-LM lays a transformer out.
+  std::optional<std::vector<std::string>> tpReplicated;
 
   /// How the data-parallel gradient reduction runs: Weft's runtime
   /// overlaps it with the backward (buckets) in the gradient dtype. Another
@@ -101,6 +107,16 @@ struct Plan {
   int recomputeBlocks = 0;
   /// Blocks on each pipeline rank (all its virtual stages together).
   std::vector<int> blocksPerRank;
+  /// The tensor-parallel parts kept whole on every tp rank, as a set of
+  /// ModelStats::tpParts indices (bit k: part k); the others are split.
+  uint32_t tpReplicatedMask = 0;
+  /// The same parts by name and the parameters they hold (filled for the
+  /// plans a search or evaluatePlan returns): what weftc --plan keeps
+  /// replicated (--shard NAME=replicated).
+  std::vector<std::string> tpReplicated, tpReplicatedParams;
+  /// The tables of the split gather-only parts (TpPart::gatherOnly), which
+  /// weftc --plan splits by rows: its Megatron plan leaves them whole.
+  std::vector<std::string> tpRowSplitParams;
 
   double stepSeconds = 0;
   /// stepSeconds = compute + exposedComm + bubble, on the slowest rank.
@@ -154,7 +170,24 @@ Status searchPlan(const ModelStats &model, const ClusterSpec &spec,
 Status evaluatePlan(const ModelStats &model, const ClusterSpec &spec,
                     const SearchOptions &options, const LayoutChoice &layout,
                     int microBatchSize, Recompute recompute, Plan &plan,
-                    int recomputeBlocks = 0);
+                    int recomputeBlocks = 0, uint32_t tpReplicatedMask = 0);
+
+/// Whether tp ranks can split at least one of the model's tensor-parallel
+/// parts and divide what must split (ModelStats::requiredTpDivisor).
+bool tpSplitsSomething(const ModelStats &model, int tp);
+
+/// The parts tp cannot split (their divisor is not a multiple of it): kept
+/// replicated in every plan of that tp.
+uint32_t forcedTpReplicated(const ModelStats &model, int tp);
+
+/// The set of parts named (ModelStats::tpParts); an error names an unknown
+/// one and lists the parts.
+Status tpPartMask(const ModelStats &model,
+                  const std::vector<std::string> &names, uint32_t &mask);
+
+/// Fills plan.tpReplicated, tpReplicatedParams and tpRowSplitParams from
+/// its mask.
+void nameTpParts(const ModelStats &model, Plan &plan);
 
 /// The blocks of each pipeline rank, in model order: runs of
 /// `blocksPerRank` one after another, or with v > 1 virtual stages chunk c

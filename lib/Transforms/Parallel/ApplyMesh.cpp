@@ -79,11 +79,13 @@ FailureOr<MeshAttr> parseMesh(MLIRContext *context, StringRef text,
   return MeshAttr::get(context, names, kept);
 }
 
-/// `--shard NAME=LAYOUT`: "h.*.mlp.c_fc.weight=[{tp}, {}]".
+/// `--shard NAME=LAYOUT`: "h.*.mlp.c_fc.weight=[{tp}, {}]", or
+/// "h.*.attn.*=replicated" (whole on every tp rank, whatever its rank).
 struct GivenLayout {
   llvm::GlobPattern pattern;
   std::string text;
   TensorSharding layout;
+  bool replicated = false;
   bool used = false;
 };
 
@@ -355,6 +357,10 @@ struct ApplyMeshPass : public weft::impl::ApplyMeshPassBase<ApplyMeshPass> {
                     "'h.*.mlp.c_fc.weight=[{tp}, {}]' (the name may use * "
                     "and ?)");
       }
+      if (text == "replicated") {
+        given.push_back({std::move(*pattern), entry, {}, true});
+        continue;
+      }
       auto attr = text.starts_with("[")
                       ? dyn_cast_or_null<ShardingAttr>(parseAttribute(
                             ("#weft.sharding<" + text + ">").str(), context))
@@ -362,7 +368,8 @@ struct ApplyMeshPass : public weft::impl::ApplyMeshPassBase<ApplyMeshPass> {
       if (!attr)
         return fail("layout '" + text +
                     "' does not parse: write one {axes} per dimension, "
-                    "e.g. [{tp}, {}] splits the rows over tp");
+                    "e.g. [{tp}, {}] splits the rows over tp, or "
+                    "'replicated'");
       TensorSharding layout = TensorSharding::fromAttr(attr);
       if (layout.isPartial())
         return fail("a parameter cannot be a pending sum");
@@ -385,6 +392,10 @@ struct ApplyMeshPass : public weft::impl::ApplyMeshPassBase<ApplyMeshPass> {
           continue;
         g.used = true;
         auto type = cast<RankedTensorType>(arg.getType());
+        if (g.replicated) {
+          fixed[name.getValue()] = TensorSharding::replicated(type.getRank());
+          break;
+        }
         std::string why;
         if (g.layout.rank() != type.getRank() ||
             failed(localShape(meshAttr, type.getShape(), g.layout, &why)))

@@ -117,7 +117,7 @@ def ApplyMeshPass : Pass<"weft-apply-mesh", "mlir::ModuleOp"> {
            "parameters">,
     ListOption<"shard", "shard", "std::string",
                "Parameter layouts over tp, NAME=LAYOUT (NAME may use * and "
-               "?): 'h.*.mlp.c_fc.weight=[{tp}, {}]'">,
+               "?): 'h.*.mlp.c_fc.weight=[{tp}, {}]', or NAME=replicated">,
     Option<"tpPlan", "tp-plan", "std::string", /*default=*/"\"megatron\"",
            "How parameters not given by shard are split over tp: megatron "
            "(column- then row-parallel, found by propagation) or manual "
