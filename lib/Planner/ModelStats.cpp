@@ -146,14 +146,14 @@ struct Regions {
 };
 
 /// The name of a part from its parameters: their common dotted prefix, with
-/// the layer number as * if they span layers ("h.*.attn"); where that is only
-/// the layer, the distinct modules joined by +
-/// ("layers.*.linear1+layers.*.linear2").
+/// the layer number as * if they span layers ("h.*.attn"); where that
+/// prefix is no deeper than the layer, the modules under it in braces
+/// ("layers.*.{w1,w2,w3}").
 std::string partName(const std::vector<std::string> &all) {
   // Named by the parameters with a layer number where it has some (an
   // importer's `onnx::MatMul_254` says nothing).
   std::vector<std::string> params;
-  std::set<std::string> modules, layers;
+  std::set<std::string> layers;
   for (const std::string &name : all)
     if (!getLayerPrefix(name).empty()) {
       params.push_back(name);
@@ -161,7 +161,8 @@ std::string partName(const std::vector<std::string> &all) {
     }
   if (params.empty())
     params = all;
-  std::vector<std::vector<std::string>> patterns;
+  size_t layerDepth = 0;
+  std::vector<llvm::SmallVector<std::string, 8>> patterns;
   for (const std::string &name : params) {
     llvm::StringRef prefix = getLayerPrefix(name);
     std::string pattern = name;
@@ -171,37 +172,46 @@ std::string partName(const std::vector<std::string> &all) {
           prefix.substr(0, dot == llvm::StringRef::npos ? 0 : dot + 1).str() +
           "*" + name.substr(prefix.size());
     }
-    std::vector<std::string> parts;
+    if (!prefix.empty())
+      layerDepth = size_t(prefix.count('.')) + 1;
     llvm::SmallVector<llvm::StringRef, 8> pieces;
     llvm::StringRef(pattern).split(pieces, '.');
+    patterns.emplace_back();
     for (llvm::StringRef piece : pieces)
-      parts.push_back(piece.str());
-    // The module: all but the last component (weight, bias).
-    std::string module;
-    for (size_t i = 0; i + 1 < parts.size(); ++i)
-      module += (i ? "." : "") + parts[i];
-    modules.insert(module.empty() ? pattern : module);
-    patterns.push_back(std::move(parts));
+      patterns.back().push_back(piece.str());
   }
-  if (modules.size() == 1)
+  auto join = [](llvm::ArrayRef<std::string> parts) {
+    std::string out;
+    for (const std::string &part : parts)
+      out += (out.empty() ? "" : ".") + part;
+    return out;
+  };
+  // The modules: each parameter's name without its last component
+  // (weight, bias).
+  std::set<std::string> modules;
+  for (const auto &p : patterns)
+    modules.insert(join(llvm::ArrayRef(p).drop_back()));
+  if (modules.size() == 1 && !modules.begin()->empty())
     return *modules.begin();
-  size_t common = patterns.front().size();
+  size_t common = patterns.front().size() - 1;
   for (const auto &p : patterns) {
     size_t i = 0;
-    while (i < common && i < p.size() && p[i] == patterns.front()[i])
+    while (i < common && i + 1 < p.size() && p[i] == patterns.front()[i])
       ++i;
     common = i;
   }
-  if (common == 0 || patterns.front()[common - 1] == "*") {
-    std::string joined;
-    for (const std::string &m : modules)
-      joined += (joined.empty() ? "" : "+") + m;
-    return joined;
+  if (common > layerDepth)
+    return join(llvm::ArrayRef(patterns.front()).take_front(common));
+  std::set<std::string> below;
+  for (const auto &p : patterns) {
+    llvm::ArrayRef<std::string> rest = llvm::ArrayRef(p).drop_front(common);
+    below.insert(rest.size() > 1 ? join(rest.drop_back()) : rest.back());
   }
-  std::string name;
-  for (size_t i = 0; i < common; ++i)
-    name += (i ? "." : "") + patterns.front()[i];
-  return name;
+  std::string list;
+  for (const std::string &b : below)
+    list += (list.empty() ? "" : ",") + b;
+  std::string head = join(llvm::ArrayRef(patterns.front()).take_front(common));
+  return (head.empty() ? "" : head + ".") + "{" + list + "}";
 }
 
 } // namespace

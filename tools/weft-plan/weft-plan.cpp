@@ -233,11 +233,20 @@ int runSearch(int argc, char **argv) {
     } else if (arg == "--tp-replicated") {
       std::vector<std::string> names;
       if (value != "none") {
-        llvm::SmallVector<llvm::StringRef, 8> pieces;
-        llvm::StringRef(value).split(pieces, ',');
-        for (llvm::StringRef piece : pieces)
-          if (!piece.trim().empty())
-            names.push_back(piece.trim().str());
+        // Commas separate parts, except inside a name's braces
+        // ("layers.*.{w1,w2,w3}").
+        std::string piece;
+        int depth = 0;
+        for (char c : value + ",") {
+          depth += c == '{' ? 1 : c == '}' ? -1 : 0;
+          if (c != ',' || depth > 0) {
+            piece += c;
+            continue;
+          }
+          if (!llvm::StringRef(piece).trim().empty())
+            names.push_back(llvm::StringRef(piece).trim().str());
+          piece.clear();
+        }
         if (names.empty())
           err = "--tp-replicated takes part names separated by commas, or "
                 "none";
