@@ -146,10 +146,12 @@ struct Regions {
 };
 
 /// The name of a part from its parameters: their common dotted prefix, with
-/// the layer number as * if they span layers ("h.*.attn"); where that
-/// prefix is no deeper than the layer, the modules under it in braces
-/// ("layers.*.{w1,w2,w3}").
-std::string partName(const std::vector<std::string> &all) {
+/// the layer number as * if they span every one of the model's
+/// `numberedLayers` layers ("h.*.attn"), else as the numbers they span
+/// ("h.1-3.attn", "h.{0,2}.attn"); where that prefix is no deeper than the
+/// layer, the modules under it in braces ("layers.*.{w1,w2,w3}").
+std::string partName(const std::vector<std::string> &all,
+                     size_t numberedLayers) {
   // Named by the parameters with a layer number where it has some (an
   // importer's `onnx::MatMul_254` says nothing).
   std::vector<std::string> params;
@@ -161,6 +163,23 @@ std::string partName(const std::vector<std::string> &all) {
     }
   if (params.empty())
     params = all;
+  std::set<int64_t> numbers;
+  for (const std::string &name : params)
+    if (auto n = getLayerNumber(name))
+      numbers.insert(*n);
+  std::string span = "*";
+  if (!numbers.empty() && numbers.size() < numberedLayers) {
+    bool run = *numbers.rbegin() - *numbers.begin() + 1 ==
+               int64_t(numbers.size());
+    span = run ? std::to_string(*numbers.begin()) + "-" +
+                     std::to_string(*numbers.rbegin())
+               : "";
+    for (int64_t n : numbers)
+      if (!run)
+        span += (span.empty() ? "{" : ",") + std::to_string(n);
+    if (!run)
+      span += "}";
+  }
   size_t layerDepth = 0;
   std::vector<llvm::SmallVector<std::string, 8>> patterns;
   for (const std::string &name : params) {
@@ -170,7 +189,7 @@ std::string partName(const std::vector<std::string> &all) {
       size_t dot = prefix.rfind('.');
       pattern =
           prefix.substr(0, dot == llvm::StringRef::npos ? 0 : dot + 1).str() +
-          "*" + name.substr(prefix.size());
+          span + name.substr(prefix.size());
     }
     if (!prefix.empty())
       layerDepth = size_t(prefix.count('.')) + 1;
@@ -729,7 +748,7 @@ Status computeModelStats(ModuleOp module, ModelStats &out) {
   }
   std::set<std::string> names;
   for (size_t k = 0; k < parts.size(); ++k) {
-    std::string name = partName(parts[k].params);
+    std::string name = partName(parts[k].params, numbers.size());
     if (!names.insert(name).second)
       name += "#" + std::to_string(k);
     parts[k].name = name;
