@@ -26,9 +26,18 @@ spec's inter_node link is measured across them (weft-profile-cluster
 1-rank run has as many twins as there are ranks (4 ranks on this host's 2
 cores each get half of one).
 
+--cpu-share (default auto: on when there are more ranks than cores) runs
+every rank, the calibration run and its twins each in a CPU cgroup of its
+own limited to cores / ranks (bench/cpu_share.sh; needs root): so that the
+ranks are devices of fixed speed, as the plan assumes, and a pipeline's
+idle rank does not lend its core to a busy one (uncapped, 4 ranks on 2
+cores measured the same step with 1 micro-batch as with 4: the bubble the
+plan prices was filled by other ranks' work).
+
 Usage: bench/plan_vs_measured.py [--model example|bench] [--cluster SPEC |
        --profile | --calibrate] [--nodes N [--rate 400mbit]] [--steps 30]
-       [--repeat R] [--work DIR] [--build build] [--port 29471]
+       [--repeat R] [--cpu-share auto|on|off] [--work DIR] [--build build]
+       [--port 29471]
 """
 import argparse
 import json
@@ -95,6 +104,22 @@ def fresh(path):
     return path
 
 
+CPU_SHARE = os.path.join(HERE, "cpu_share.sh")
+# Cores per rank when ranks are capped (--cpu-share), else None.
+SHARE = None
+
+
+def capped(cmd):
+    """`cmd` run in a CPU cgroup of its rank's share, if capping."""
+    return capped_share(1, cmd)
+
+
+def capped_share(ranks, cmd):
+    """`cmd`, a process of `ranks` ranks, in a CPU cgroup of their
+    shares, if capping."""
+    return [CPU_SHARE, "%g" % (SHARE * ranks)] + cmd if SHARE else cmd
+
+
 def launch(b, nodes, exe, args, metrics, port, cwd, per_node=2):
     """Runs `exe` on `per_node` ranks per node, rank 0 writing `metrics`
     (none: no --metrics): through weftrun on this host, or over emulated
@@ -102,6 +127,8 @@ def launch(b, nodes, exe, args, metrics, port, cwd, per_node=2):
     naming the node whose run failed."""
     if metrics:
         args = args + ["--metrics", fresh(metrics)]
+    exe_cmd = capped([exe])
+    exe, args = exe_cmd[0], exe_cmd[1:] + args
     if nodes == 1:
         run([os.path.join(b, "weftrun"), "--nproc-per-node", "2",
              "--master-port", str(port), exe] + args, cwd=cwd)
@@ -177,8 +204,16 @@ def main():
     ap.add_argument("--rate", default="400mbit",
                     help="the link between emulated nodes, as tc tbf takes "
                     "it (default 400mbit)")
+    ap.add_argument("--cpu-share", default="auto", choices=["auto", "on", "off"],
+                    help="cap each rank at cores/ranks of this host's cores "
+                    "(bench/cpu_share.sh, root): auto does when there are "
+                    "more ranks than cores")
     args = ap.parse_args()
     ranks = 2 * args.nodes
+    global SHARE
+    cores = len(os.sched_getaffinity(0))
+    if args.cpu_share == "on" or (args.cpu_share == "auto" and ranks > cores):
+        SHARE = cores / ranks
     if args.nodes > 1:
         subprocess.run([CLUSTER, "up", str(args.nodes), "--rate", args.rate],
                        env=CLUSTER_ENV, check=True)
@@ -187,6 +222,8 @@ def main():
     finally:
         if args.nodes > 1:
             subprocess.run([CLUSTER, "down"], env=CLUSTER_ENV)
+        if SHARE:
+            subprocess.run([CPU_SHARE, "--clean"])
 
 
 def measure(args, ranks):
@@ -197,8 +234,12 @@ def measure(args, ranks):
     spec = os.path.abspath(args.cluster)
     if args.profile or args.calibrate:
         spec = os.path.join(work, "local.yaml")
-        run([os.path.join(b, "weft-profile-cluster"), "--devices", "2",
-             "-o", spec])
+        # Capped runs get a capped profile: the collectives' copies and
+        # sums then run at the ranks' speed (uncapped, gloo's all-reduce
+        # of 16 MB on 2 ranks took 7.7 ms; capped ranks' dp=4 steps spent
+        # 170 ms in theirs).
+        run(capped_share(2, [os.path.join(b, "weft-profile-cluster"),
+                             "--devices", "2", "-o", spec]))
         if args.nodes > 1:
             # The profile measures one host's loopback; the link between
             # the nodes is measured across it, one process per node.
@@ -230,10 +271,11 @@ def measure(args, ranks):
         twins = [fresh(os.path.join(work, "twin%d.jsonl" % i))
                  for i in range(1, ranks)]
         procs = [subprocess.Popen(
-            [one] + data + ["--steps", str(args.steps), "--threads", "1",
-                            "--metrics", m], cwd=work,
+            capped([one] + data + ["--steps", str(args.steps), "--threads",
+                                   "1", "--metrics", m]), cwd=work,
+            env=dict(os.environ, WEFT_CPU_SHARE_ID=str(i)),
             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-            for m in [m1] + twins]
+            for i, m in enumerate([m1] + twins)]
         for proc in procs:
             _, err = proc.communicate()
             if proc.returncode != 0:
@@ -302,11 +344,12 @@ def measure(args, ranks):
                      statistics.median(x[1] for x in res),
                      "%.1f-%.1f" % (min(x[2] for x in res),
                                     max(x[2] for x in res))))
-    print("model: %s (%s), spec: %s, %d steps x %d runs, %d ranks%s%s" %
+    print("model: %s (%s), spec: %s, %d steps x %d runs, %d ranks%s%s%s" %
           (args.model, os.path.basename(onnx), os.path.relpath(spec, ROOT)
            if spec.startswith(ROOT) else spec, args.steps, args.repeat, ranks,
            " on %d emulated nodes (%s link)" % (args.nodes, args.rate)
            if args.nodes > 1 else "",
+           ", each capped at %g core" % SHARE if SHARE else "",
            ", pins: " + args.plan_flags if args.plan_flags else ""))
     print("| plan | layout | predicted step (ms) | measured median (ms) | "
           "error | predicted exposed comm (ms) | measured comm wait (ms) | "
