@@ -1083,6 +1083,16 @@ Status searchPlan(const ModelStats &model, const ClusterSpec &spec,
     }
     return out;
   };
+  // A candidate's layout; its micro-batches are set per size.
+  auto layoutOf = [](const Mesh &mesh, int zero, bool sp, Sched s) {
+    LayoutChoice l;
+    l.dp = mesh.dp, l.tp = mesh.tp, l.pp = mesh.pp;
+    l.zeroStage = zero;
+    l.sequenceParallel = sp;
+    l.schedule = s.kind;
+    l.virtualStages = s.v;
+    return l;
+  };
   auto spsFor = [&](int tp) {
     if (o.sequenceParallel)
       return std::vector<bool>{*o.sequenceParallel};
@@ -1238,12 +1248,7 @@ Status searchPlan(const ModelStats &model, const ClusterSpec &spec,
                 if (over)
                   continue;
               }
-              LayoutChoice l;
-              l.dp = mesh.dp, l.tp = mesh.tp, l.pp = mesh.pp;
-              l.zeroStage = zero;
-              l.sequenceParallel = sp;
-              l.schedule = s.kind;
-              l.virtualStages = s.v;
+              LayoutChoice l = layoutOf(mesh, zero, sp, s);
               for (int mbs : mbsFor(mesh.dp)) {
                 l.microBatches = int(model.batch / (int64_t(mesh.dp) * mbs));
                 if (s.kind == Schedule::Interleaved && l.microBatches % mesh.pp)
@@ -1306,12 +1311,7 @@ Status searchPlan(const ModelStats &model, const ClusterSpec &spec,
           if (!rl)
             continue;
           for (int zero : zerosFor(mesh.dp)) {
-            LayoutChoice l;
-            l.dp = mesh.dp, l.tp = mesh.tp, l.pp = mesh.pp;
-            l.zeroStage = zero;
-            l.sequenceParallel = sp;
-            l.schedule = s.kind;
-            l.virtualStages = s.v;
+            LayoutChoice l = layoutOf(mesh, zero, sp, s);
             double loopMin = -1;
             for (int mbs : mbsFor(mesh.dp)) {
               l.microBatches = int(model.batch / (int64_t(mesh.dp) * mbs));
