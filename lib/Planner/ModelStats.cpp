@@ -649,7 +649,7 @@ Status computeModelStats(ModuleOp module, ModelStats &out) {
   // op order, matched to each other block's by position.
   const int lastLayer = int(acc.size()) - 1;
   std::map<int, std::set<int>> layersOfRegion;
-  std::set<int> withMatmul;
+  std::set<int> withMatmul, withAttention;
   for (int raw : matmulRegions)
     withMatmul.insert(regions.find(raw));
   std::vector<std::vector<int>> regionsInOrder(acc.size());
@@ -657,6 +657,8 @@ Status computeModelStats(ModuleOp module, ModelStats &out) {
     for (OpCost &c : acc[li].stats.ops)
       if (c.tpPart >= 0) {
         c.tpPart = regions.find(c.tpPart);
+        if (c.attentionCore)
+          withAttention.insert(c.tpPart);
         if (layersOfRegion[c.tpPart].insert(li).second)
           regionsInOrder[li].push_back(c.tpPart);
       }
@@ -696,8 +698,11 @@ Status computeModelStats(ModuleOp module, ModelStats &out) {
     if (!same)
       continue;
     std::vector<int> ids;
-    for (int r : local)
+    for (int r : local) {
       ids.push_back(newPart(r));
+      if (ids.back() >= 0)
+        parts[ids.back()].tokenWise = !withAttention.count(r);
+    }
     for (int b = 0; b < numBlocks; ++b) {
       if (classOfBlock[b] != c || b == firstOfClass[c])
         continue;

@@ -301,6 +301,9 @@ struct LayerPrice {
   std::vector<double> allReduce; // bytes of each tp all-reduce
   /// Parameter elements on one tp rank.
   double params = 0;
+  /// Of params, those of whole parts under sequence parallelism: their
+  /// gradients are all-reduced over tp once a step.
+  double seqWholeParams = 0;
   double compute() const { return 3 * forward + recompute; }
 };
 
@@ -313,6 +316,7 @@ struct RankGroup {
   std::vector<int> recomputedCount;
   bool prologue = false, epilogue = false;
   double forward = 0, compute = 0, saved = 0, working = 0, params = 0;
+  double seqWholeParams = 0;
 };
 
 struct RankLayout {
@@ -426,9 +430,10 @@ private:
     LayerPrice p;
     double attention = 0;
     for (const OpCost &op : s.ops) {
-      // A replicated part runs whole on every tp rank (never under
-      // sequence parallelism: masksFor).
-      double d = replicated(op.tpPart) ? 1 : (op.tpSplit || sp) ? tp : 1;
+      // A whole part runs all its ops on every tp rank; with sequence
+      // parallelism (token-wise parts only: masksFor) on the rank's share
+      // of the tokens.
+      double d = sp || (op.tpSplit && !replicated(op.tpPart)) ? tp : 1;
       double t = bandwidth > 0
                      ? computeSeconds(spec, op.flops / d,
                                       op.elements * bytes.activation / d,
@@ -444,8 +449,13 @@ private:
     double replicatedParams = 0;
     for (const TpPartShare &share : s.tpShares)
       if (replicated(share.part)) {
-        all += share.saved * (1 - 1.0 / tp);
-        att += share.attentionSaved * (1 - 1.0 / tp);
+        // Sequence-split, a whole part keeps a tp-th of its activations.
+        if (!sp) {
+          all += share.saved * (1 - 1.0 / tp);
+          att += share.attentionSaved * (1 - 1.0 / tp);
+        } else {
+          p.seqWholeParams += share.params;
+        }
         replicatedParams += share.params;
       }
     Recompute r = isBlock ? rec : Recompute::None;
@@ -469,8 +479,9 @@ private:
     // The whole boundary activation: the tp ranks split what crosses
     // (--weft-apply-mesh), with sequence parallelism or without.
     p.boundary = s.inputElements * bytes.activation;
-    // A replicated part all-reduces nothing: its input and output are
-    // whole on every tp rank already.
+    // A whole part all-reduces no activation: its input and output are
+    // whole on every tp rank already, or (sequence parallel) each rank's
+    // tokens are all it needs.
     for (size_t i = 0; i < s.tpAllReduceElements.size(); ++i) {
       int part = i < s.tpAllReducePart.size() ? s.tpAllReducePart[i] : -1;
       if (!replicated(part))
@@ -536,6 +547,7 @@ private:
         g.compute += count * p.compute();
         g.saved += count * p.saved;
         g.params += count * p.params;
+        g.seqWholeParams += count * p.seqWholeParams;
         if (count)
           g.working = std::max(g.working, p.working);
       };
@@ -635,6 +647,9 @@ void price(Pricer &pr, const RankLayout &rl, const LayoutChoice &l,
           pair);
   }
   double slowest = -1, compute = 0, comm = 0, dpExposed = 0, update = 0;
+  // Whole parts under sequence parallelism: each tp rank's gradient is its
+  // tokens' share, all-reduced over tp once a step, after the backward.
+  double tpGradExposed = 0;
   MemoryEstimate worst;
   worst.total = -1;
   int worstRank = 0;
@@ -667,6 +682,12 @@ void price(Pricer &pr, const RankLayout &rl, const LayoutChoice &l,
     }
     double forwardMB = mbs * g.forward;
     double here = g.params;
+    if (g.seqWholeParams > 0)
+      tpGradExposed =
+          std::max(tpGradExposed,
+                   collectiveSeconds(spec, Collective::AllReduce,
+                                     g.seqWholeParams * pr.bytes.reducedGrad,
+                                     l.tp, l.tp > dpn, Algorithm::Ring));
     update = std::max(update,
                       updateSeconds(here, here / (l.zeroStage >= 1 ? l.dp : 1),
                                     m, pr.bytes.param, pr.bytes.grad,
@@ -727,9 +748,9 @@ void price(Pricer &pr, const RankLayout &rl, const LayoutChoice &l,
   plan.recomputeBlocks = fullBlocks;
   plan.blocksPerRank = rl.blocksPerRank;
   plan.tpReplicatedMask = replicated;
-  plan.stepSeconds = makespan + dpExposed + update + tied;
+  plan.stepSeconds = makespan + dpExposed + update + tied + tpGradExposed;
   plan.computeSeconds = m * compute + update;
-  plan.exposedCommSeconds = m * comm + dpExposed + tied;
+  plan.exposedCommSeconds = m * comm + dpExposed + tied + tpGradExposed;
   plan.bubbleSeconds = makespan - busy;
   plan.memory = worst;
   plan.memoryRank = worstRank;
@@ -771,6 +792,15 @@ uint32_t forcedTpReplicated(const ModelStats &model, int tp) {
       forced |= 1u << k;
   }
   return forced;
+}
+
+/// The parts that may be whole under sequence parallelism.
+static uint32_t tokenWiseParts(const ModelStats &model) {
+  uint32_t mask = 0;
+  for (size_t k = 0; k < model.tpParts.size(); ++k)
+    if (model.tpParts[k].tokenWise)
+      mask |= 1u << k;
+  return mask;
 }
 
 /// The parts with a matmul: tensor parallelism splits one of them at
@@ -892,11 +922,15 @@ static Status checkOptions(const ModelStats &model, const ClusterSpec &spec,
     if (o.tp > 1)
       if (Status st = checkTpReplicated(model, o.tp, mask); !st.ok())
         return Status::error("--tp-replicated: " + st.message);
-    if (mask && o.sequenceParallel.value_or(false))
-      return Status::error("--tp-replicated with --sequence-parallel=on: "
-                           "weftc keeps a replicated part split along the "
-                           "sequence, which the planner does not price; "
-                           "drop one of them");
+    if (uint32_t mixing = mask & ~tokenWiseParts(model);
+        mixing && o.sequenceParallel.value_or(false))
+      return Status::error(
+          "--tp-replicated " +
+          model.tpParts[size_t(__builtin_ctz(mixing))].name +
+          " with --sequence-parallel=on: that part mixes tokens (an "
+          "attention), which weftc then gathers along the sequence at a cost "
+          "the planner does not price; keep only token-wise parts (an MLP) "
+          "whole, or drop --sequence-parallel");
     uint32_t matmuls = matmulParts(model);
     if (matmuls && (mask & matmuls) == matmuls)
       return Status::error("--tp-replicated keeps every layer with a matmul "
@@ -971,10 +1005,11 @@ Status evaluatePlan(const ModelStats &model, const ClusterSpec &spec,
   if (l.tp > 1)
     if (Status st = checkTpReplicated(model, l.tp, tpReplicatedMask); !st.ok())
       return st;
-  if (l.tp > 1 && l.sequenceParallel && tpReplicatedMask)
-    return Status::error("replicated tensor-parallel parts with sequence "
-                         "parallelism are not priced (weftc splits them "
-                         "along the sequence)");
+  if (l.tp > 1 && l.sequenceParallel &&
+      (tpReplicatedMask & ~tokenWiseParts(model)))
+    return Status::error("a whole tensor-parallel part that mixes tokens (an "
+                         "attention) with sequence parallelism is not priced "
+                         "(weftc gathers it along the sequence)");
   if (uint32_t matmuls = matmulParts(model);
       l.tp > 1 && matmuls && (tpReplicatedMask & matmuls) == matmuls)
     return Status::error("every layer with a matmul is replicated: tp=" +
@@ -1106,27 +1141,30 @@ Status searchPlan(const ModelStats &model, const ClusterSpec &spec,
     (void)tpPartMask(model, *o.tpReplicated, mask); // checked above
     pinnedParts = mask;
   }
-  // Under sequence parallelism weftc keeps a replicated part split along
-  // the sequence, as it does a layer norm: an MLP then all-reduces its
-  // weight gradients over tp, an attention gathers keys, values and its
-  // scores (test/e2e/dist/tensor-parallel-replicated.test). The model does
-  // not price that, so with sequence parallelism every part is split.
+  // Under sequence parallelism weftc keeps a whole part split along the
+  // sequence, as it does a layer norm: a token-wise part (an MLP) then
+  // all-reduces its weight gradients over tp once a step, which the model
+  // prices; an attention gathers its keys, values and scores
+  // (test/e2e/dist/tensor-parallel-replicated.test), which it does not,
+  // so with sequence parallelism only token-wise parts may be whole.
   auto masksFor = [&](int tp, bool sp) {
     std::vector<uint32_t> out;
-    uint32_t forced = forcedTpReplicated(model, tp);
-    if (tp == 1 || (sp && !forced && (!pinnedParts || *pinnedParts == 0)))
+    if (tp == 1) {
       out.push_back(0);
-    if (tp == 1 || sp)
       return out;
+    }
+    uint32_t forced = forcedTpReplicated(model, tp);
+    uint32_t allowed = sp ? tokenWiseParts(model) : ~0u;
     if (pinnedParts) {
-      if ((*pinnedParts & forced) == forced)
+      if ((*pinnedParts & forced) == forced && !(*pinnedParts & ~allowed))
         out.push_back(*pinnedParts);
       return out;
     }
     uint32_t all = (1u << model.tpParts.size()) - 1;
     uint32_t matmuls = matmulParts(model);
     for (uint32_t m = 0; m <= all; ++m)
-      if ((m & forced) == forced && (!matmuls || (m & matmuls) != matmuls))
+      if ((m & forced) == forced && !(m & ~allowed) &&
+          (!matmuls || (m & matmuls) != matmuls))
         out.push_back(m);
     return out;
   };

@@ -404,7 +404,8 @@ int runStats(int argc, char **argv) {
                  << " params of " << llvm::format("%.0f", elements)
                  << " elements, saved " << llvm::format("%.6g", saved)
                  << " split, tp divides " << part.divisor
-                 << (part.gatherOnly ? ", gathers only" : "") << "\n";
+                 << (part.gatherOnly ? ", gathers only" : "")
+                 << (part.tokenWise ? ", token-wise" : "") << "\n";
   }
   if (stats.requiredTpDivisor)
     llvm::outs() << "tp must divide " << stats.requiredTpDivisor << "\n";

@@ -114,6 +114,11 @@ struct TpPart {
   /// split, its rows are (vocab-parallel), which weftc's Megatron plan
   /// does only when told (--shard NAME=[{tp}, {}]).
   bool gatherOnly = false;
+  /// A block's part that works token by token (no attention core): with
+  /// sequence parallelism weftc runs it whole on each rank's tokens, and
+  /// all-reduces its weight gradients over tp once a step instead of
+  /// gathering and scattering its activations.
+  bool tokenWise = false;
 };
 
 /// More regions than this (a model of many distinct block structures) are
