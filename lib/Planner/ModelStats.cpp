@@ -129,10 +129,13 @@ struct Regions {
       r = parent[r] = parent[parent[r]];
     return r;
   }
+  /// The joined region; a negative id (no region) joins nothing.
   int unite(int a, int b) {
     a = find(a), b = find(b);
-    if (a < 0 || a == b)
-      return a < 0 ? b : a;
+    if (a < 0)
+      return b;
+    if (b < 0 || a == b)
+      return a;
     if (b < a)
       std::swap(a, b);
     parent[b] = a;
