@@ -143,8 +143,8 @@ struct Regions {
     return a;
   }
   void constrain(int r, int64_t d) {
-    r = find(r);
-    divisor[r] = std::gcd(divisor[r], d);
+    if ((r = find(r)) >= 0)
+      divisor[r] = std::gcd(divisor[r], d);
   }
 };
 
@@ -166,6 +166,8 @@ std::string partName(const std::vector<std::string> &all,
     }
   if (params.empty())
     params = all;
+  if (params.empty())
+    return "part";
   std::set<int64_t> numbers;
   for (const std::string &name : params)
     if (auto n = getLayerNumber(name))
