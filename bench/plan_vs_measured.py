@@ -127,18 +127,17 @@ def launch(b, nodes, exe, args, metrics, port, cwd, per_node=2):
     naming the node whose run failed."""
     if metrics:
         args = args + ["--metrics", fresh(metrics)]
-    exe_cmd = capped([exe])
-    exe, args = exe_cmd[0], exe_cmd[1:] + args
+    rank_cmd = capped([exe]) + args
     if nodes == 1:
         run([os.path.join(b, "weftrun"), "--nproc-per-node", "2",
-             "--master-port", str(port), exe] + args, cwd=cwd)
+             "--master-port", str(port)] + rank_cmd, cwd=cwd)
         return
     procs = []
     for node in reversed(range(nodes)):
         cmd = [CLUSTER, "run", str(node), os.path.join(b, "weftrun"),
                "--nnodes", str(nodes), "--node-rank", str(node),
                "--nproc-per-node", str(per_node), "--master-addr", "10.77.0.1",
-               "--master-port", str(port), exe] + args
+               "--master-port", str(port)] + rank_cmd
         procs.append((node, subprocess.Popen(
             cmd, cwd=cwd, env=dict(CLUSTER_ENV, GLOO_SOCKET_IFNAME="eth0"),
             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
@@ -235,9 +234,8 @@ def measure(args, ranks):
     if args.profile or args.calibrate:
         spec = os.path.join(work, "local.yaml")
         # Capped runs get a capped profile: the collectives' copies and
-        # sums then run at the ranks' speed (uncapped, gloo's all-reduce
-        # of 16 MB on 2 ranks took 7.7 ms; capped ranks' dp=4 steps spent
-        # 170 ms in theirs).
+        # sums then run at the ranks' speed (gloo's all-reduce of 16 MB on
+        # 2 ranks: 7.7 ms uncapped, 14.5 ms capped).
         run(capped_share(2, [os.path.join(b, "weft-profile-cluster"),
                              "--devices", "2", "-o", spec]))
         if args.nodes > 1:

@@ -19,19 +19,20 @@
 #include "weft/Transforms/Parallel/Passes.h"
 #include "weft/Transforms/Pipeline/Passes.h"
 
+#include "mlir/Dialect/Func/Extensions/InlinerExtension.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Parser/Parser.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Support/FileUtilities.h"
-#include "mlir/Dialect/Func/Extensions/InlinerExtension.h"
 #include "mlir/Support/Timing.h"
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringSet.h"
 #include "llvm/IR/LLVMContext.h"
-#include "llvm/Linker/Linker.h"
-#include "llvm/Support/JSON.h"
 #include "llvm/IR/Module.h"
+#include "llvm/Linker/Linker.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/JSON.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/SourceMgr.h"
@@ -1237,10 +1238,7 @@ LogicalResult Driver::applyPlan() {
       {"memory_bytes_per_device", plan.memory.total},
       {"tokens_per_s", plan.tokensPerSecond},
       {"mfu", plan.mfu}};
-  std::string replicated;
-  if (l.tp > 1)
-    for (const std::string &name : plan.tpReplicated)
-      replicated += (replicated.empty() ? "" : ", ") + name;
+  std::string replicated = l.tp > 1 ? llvm::join(plan.tpReplicated, ", ") : "";
   llvm::errs() << options.tool << ": --plan " << options.plan << ": "
                << (mesh.empty() ? "one device" : "--mesh " + mesh)
                << (options.zero ? ", --zero " + std::to_string(options.zero)

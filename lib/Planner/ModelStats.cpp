@@ -674,13 +674,12 @@ Status computeModelStats(ModuleOp module, ModelStats &out) {
       edges &= li == 0 || li == lastLayer;
     return layers.size() == 1 || edges;
   };
-  auto choosableIn = [&](int li) {
-    std::vector<int> out;
+  // Each layer's choosable regions, in op order.
+  std::vector<std::vector<int>> choosableIn(acc.size());
+  for (int li = 0; li <= lastLayer; ++li)
     for (int r : regionsInOrder[li])
       if (choosable(r))
-        out.push_back(r);
-    return out;
-  };
+        choosableIn[li].push_back(r);
   std::map<int, int> partOf;
   std::vector<TpPart> parts;
   auto newPart = [&](int r) {
@@ -692,14 +691,14 @@ Status computeModelStats(ModuleOp module, ModelStats &out) {
     return partOf[r] = int(parts.size()) - 1;
   };
   for (int li : {0, lastLayer})
-    for (int r : choosableIn(li))
+    for (int r : choosableIn[li])
       if (!partOf.count(r))
         newPart(r);
   for (int c = 0; c < int(firstOfClass.size()); ++c) {
-    std::vector<int> local = choosableIn(1 + firstOfClass[c]);
+    const std::vector<int> &local = choosableIn[1 + firstOfClass[c]];
     bool same = true;
     for (int b = 0; b < numBlocks; ++b)
-      same &= classOfBlock[b] != c || choosableIn(1 + b).size() == local.size();
+      same &= classOfBlock[b] != c || choosableIn[1 + b].size() == local.size();
     if (!same)
       continue;
     std::vector<int> ids;
@@ -711,7 +710,7 @@ Status computeModelStats(ModuleOp module, ModelStats &out) {
     for (int b = 0; b < numBlocks; ++b) {
       if (classOfBlock[b] != c || b == firstOfClass[c])
         continue;
-      std::vector<int> mine = choosableIn(1 + b);
+      const std::vector<int> &mine = choosableIn[1 + b];
       for (size_t k = 0; k < mine.size(); ++k)
         if (ids[k] >= 0)
           partOf[mine[k]] = ids[k];

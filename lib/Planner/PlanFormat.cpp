@@ -6,6 +6,7 @@
 
 #include "weft/Planner/PlanFormat.h"
 
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/raw_ostream.h"
@@ -63,18 +64,13 @@ std::string tpShardingText(const Plan &p) {
                      "vocabulary split)";
   if (p.tpReplicated.empty())
     return text;
-  std::string parts;
-  for (const std::string &name : p.tpReplicated)
-    parts += (parts.empty() ? "" : ", ") + name;
-  return text + ", but " + parts + " replicated on every tp rank";
+  return text + ", but " + llvm::join(p.tpReplicated, ", ") +
+         " replicated on every tp rank";
 }
 
 /// The replicated parts for a table row or a diff: "-" if none.
 std::string replicatedText(const Plan &p) {
-  std::string parts;
-  for (const std::string &name : p.tpReplicated)
-    parts += (parts.empty() ? "" : ",") + name;
-  return parts.empty() ? "-" : parts;
+  return p.tpReplicated.empty() ? "-" : llvm::join(p.tpReplicated, ",");
 }
 
 std::string meshText(const LayoutChoice &l) {
@@ -129,13 +125,6 @@ json::Object planObject(const Plan &p) {
   json::Array stages;
   for (int b : p.blocksPerRank)
     stages.push_back(b);
-  json::Array replicated, replicatedParams, rowSplit;
-  for (const std::string &name : p.tpReplicated)
-    replicated.push_back(name);
-  for (const std::string &name : p.tpReplicatedParams)
-    replicatedParams.push_back(name);
-  for (const std::string &name : p.tpRowSplitParams)
-    rowSplit.push_back(name);
   return json::Object{
       {"mesh", json::Object{{"dp", l.dp}, {"tp", l.tp}, {"pp", l.pp}}},
       {"micro_batch_size", p.microBatchSize},
@@ -147,9 +136,9 @@ json::Object planObject(const Plan &p) {
       {"recompute", recomputeName(p.recompute)},
       {"recompute_blocks", p.recomputeBlocks},
       {"blocks_per_stage", std::move(stages)},
-      {"tp_replicated", std::move(replicated)},
-      {"tp_replicated_params", std::move(replicatedParams)},
-      {"tp_row_split_params", std::move(rowSplit)},
+      {"tp_replicated", json::Array(p.tpReplicated)},
+      {"tp_replicated_params", json::Array(p.tpReplicatedParams)},
+      {"tp_row_split_params", json::Array(p.tpRowSplitParams)},
       {"feasible", p.feasible},
       {"predicted", json::Object{{"step_time_s", p.stepSeconds},
                                  {"compute_s", p.computeSeconds},

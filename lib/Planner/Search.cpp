@@ -16,6 +16,7 @@
 
 #include "weft/Planner/Search.h"
 
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringRef.h"
 
 #include <algorithm>
@@ -830,9 +831,10 @@ Status tpPartMask(const ModelStats &model,
     while (k < model.tpParts.size() && model.tpParts[k].name != name)
       ++k;
     if (k == model.tpParts.size()) {
-      std::string known;
+      std::vector<std::string> names;
       for (const TpPart &part : model.tpParts)
-        known += (known.empty() ? "" : ", ") + part.name;
+        names.push_back(part.name);
+      std::string known = llvm::join(names, ", ");
       return Status::error(
           "--tp-replicated: the model has no tensor-parallel part '" + name +
           "'; its parts are " + (known.empty() ? "none" : known) +
@@ -862,17 +864,34 @@ void nameTpParts(const ModelStats &model, Plan &plan) {
   }
 }
 
-/// The parts `names` leaves split that tp cannot split, as an error.
-static Status checkTpReplicated(const ModelStats &model, int tp,
-                                uint32_t mask) {
-  uint32_t missing = forcedTpReplicated(model, tp) & ~mask;
-  for (size_t k = 0; k < model.tpParts.size(); ++k)
-    if (missing >> k & 1)
-      return Status::error(
-          "tp=" + std::to_string(tp) + " cannot split tensor-parallel part '" +
-          model.tpParts[k].name + "' (its heads and widths have " +
-          std::to_string(model.tpParts[k].divisor) +
-          " as common divisor): keep it replicated or pick a tp dividing it");
+/// Ok if `mask`'s parts may be whole at tp (sp: with sequence
+/// parallelism): it keeps those tp cannot split (when tp >= 2 is known),
+/// under sequence parallelism only token-wise ones, and not every part
+/// with a matmul. Errors start with `what`, what named the parts.
+static Status checkTpParts(const ModelStats &model, int tp, bool sp,
+                           uint32_t mask, const std::string &what) {
+  uint32_t missing = tp > 1 ? forcedTpReplicated(model, tp) & ~mask : 0;
+  if (missing) {
+    const TpPart &part = model.tpParts[size_t(__builtin_ctz(missing))];
+    return Status::error(
+        what + ": tp=" + std::to_string(tp) +
+        " cannot split tensor-parallel part '" + part.name +
+        "' (its heads and widths have " + std::to_string(part.divisor) +
+        " as common divisor): keep it replicated or pick a tp dividing it");
+  }
+  if (uint32_t mixing = mask & ~tokenWiseParts(model); mixing && sp)
+    return Status::error(
+        what + " " + model.tpParts[size_t(__builtin_ctz(mixing))].name +
+        " with --sequence-parallel=on: that part mixes tokens (an "
+        "attention), which weftc then gathers along the sequence at a cost "
+        "the planner does not price; keep only token-wise parts (an MLP) "
+        "whole, or drop --sequence-parallel");
+  uint32_t matmuls = matmulParts(model);
+  if (matmuls && (mask & matmuls) == matmuls)
+    return Status::error(what +
+                         " keeps every layer with a matmul "
+                         "replicated: tp ranks would all do one device's "
+                         "work; leave a part split, or plan without tp");
   return Status::success();
 }
 
@@ -919,23 +938,11 @@ static Status checkOptions(const ModelStats &model, const ClusterSpec &spec,
     uint32_t mask = 0;
     if (Status st = tpPartMask(model, *o.tpReplicated, mask); !st.ok())
       return st;
-    if (o.tp > 1)
-      if (Status st = checkTpReplicated(model, o.tp, mask); !st.ok())
-        return Status::error("--tp-replicated: " + st.message);
-    if (uint32_t mixing = mask & ~tokenWiseParts(model);
-        mixing && o.sequenceParallel.value_or(false))
-      return Status::error(
-          "--tp-replicated " +
-          model.tpParts[size_t(__builtin_ctz(mixing))].name +
-          " with --sequence-parallel=on: that part mixes tokens (an "
-          "attention), which weftc then gathers along the sequence at a cost "
-          "the planner does not price; keep only token-wise parts (an MLP) "
-          "whole, or drop --sequence-parallel");
-    uint32_t matmuls = matmulParts(model);
-    if (matmuls && (mask & matmuls) == matmuls)
-      return Status::error("--tp-replicated keeps every layer with a matmul "
-                           "replicated: tp ranks would all do one device's "
-                           "work; leave a part split, or plan without tp");
+    if (Status st =
+            checkTpParts(model, o.tp, o.sequenceParallel.value_or(false), mask,
+                         "--tp-replicated");
+        !st.ok())
+      return st;
   }
   if (o.dp && o.tp && o.pp && int64_t(o.dp) * o.tp * o.pp != devices)
     return Status::error("--mesh dp x tp x pp = " + std::to_string(o.dp) +
@@ -1003,17 +1010,10 @@ Status evaluatePlan(const ModelStats &model, const ClusterSpec &spec,
     return Status::error("tp=" + std::to_string(l.tp) +
                          " splits none of the model's layers");
   if (l.tp > 1)
-    if (Status st = checkTpReplicated(model, l.tp, tpReplicatedMask); !st.ok())
+    if (Status st = checkTpParts(model, l.tp, l.sequenceParallel,
+                                 tpReplicatedMask, "the whole parts");
+        !st.ok())
       return st;
-  if (l.tp > 1 && l.sequenceParallel &&
-      (tpReplicatedMask & ~tokenWiseParts(model)))
-    return Status::error("a whole tensor-parallel part that mixes tokens (an "
-                         "attention) with sequence parallelism is not priced "
-                         "(weftc gathers it along the sequence)");
-  if (uint32_t matmuls = matmulParts(model);
-      l.tp > 1 && matmuls && (tpReplicatedMask & matmuls) == matmuls)
-    return Status::error("every layer with a matmul is replicated: tp=" +
-                         std::to_string(l.tp) + " would split nothing");
   Pricer pr(model, spec, options);
   uint32_t rep = l.tp > 1 ? tpReplicatedMask : 0;
   const RankLayout *rl =
@@ -1336,13 +1336,15 @@ Status searchPlan(const ModelStats &model, const ClusterSpec &spec,
     };
     // Per block needs more memory than every block recomputed, and a part
     // replicated more than split: left out.
-    for (bool sp : spsFor(mesh.tp))
+    for (bool sp : spsFor(mesh.tp)) {
+      std::vector<uint32_t> masks = masksFor(mesh.tp, sp);
+      if (masks.empty())
+        continue;
+      uint32_t parts = masks.front();
       for (RecChoice choice : choices)
         for (Sched s : schedulesFor(mesh.pp)) {
-          std::vector<uint32_t> masks = masksFor(mesh.tp, sp);
-          if (choice.perBlock || masks.empty())
+          if (choice.perBlock)
             continue;
-          uint32_t parts = masks.front();
           Recompute rec = choice.rec;
           const RankLayout *rl =
               ranksFor(choice, TpLayout{mesh.tp, sp, parts}, mesh.pp, s.v);
@@ -1372,6 +1374,7 @@ Status searchPlan(const ModelStats &model, const ClusterSpec &spec,
             }
           }
         }
+    }
     return found;
   };
   std::vector<Plan> closest;
@@ -1398,6 +1401,12 @@ Status searchPlan(const ModelStats &model, const ClusterSpec &spec,
       p.why = buf;
     }
   };
+  // The returned plans' parts by name (priced plans carry only the mask).
+  auto nameResult = [&] {
+    nameTpParts(model, result.best);
+    for (Plan &p : result.alternatives)
+      nameTpParts(model, p);
+  };
   if (!meshBests.empty()) {
     result.best = meshBests.front();
     for (size_t i = 1; i < meshBests.size() && result.alternatives.size() + 1 < keep; ++i)
@@ -1406,9 +1415,7 @@ Status searchPlan(const ModelStats &model, const ClusterSpec &spec,
       result.alternatives.push_back(closest[i]);
     for (Plan &p : result.alternatives)
       explain(p, result.best);
-    nameTpParts(model, result.best);
-    for (Plan &p : result.alternatives)
-      nameTpParts(model, p);
+    nameResult();
     return Status::success();
   }
   if (closest.empty())
@@ -1419,9 +1426,7 @@ Status searchPlan(const ModelStats &model, const ClusterSpec &spec,
     result.alternatives.push_back(closest[i]);
     explain(result.alternatives.back(), result.best);
   }
-  nameTpParts(model, result.best);
-  for (Plan &p : result.alternatives)
-    nameTpParts(model, p);
+  nameResult();
   const Plan &c = result.best;
   bool pinned = o.dp || o.tp || o.pp || o.microBatchSize || o.oneMicroBatch ||
                 o.zeroStage >= 0 || o.schedule || o.recompute ||
