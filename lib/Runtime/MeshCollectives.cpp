@@ -17,10 +17,12 @@
 #include "weft/Runtime/Context.h"
 #include "weft/Runtime/Kernels.h"
 
+#include <chrono>
 #include <csignal>
 #include <cstdint>
-#include <chrono>
+#include <cstdlib>
 #include <cstring>
+#include <string>
 #include <vector>
 
 #include <unistd.h>
@@ -144,6 +146,10 @@ Status RuntimeContext::joinMesh(const std::vector<MeshAxisSpec> &mesh,
       return Status::error("mesh axis " + quote(names) + ": " + s.message);
     axisGroups[mask] = std::make_unique<AxisGroup>(std::move(comm));
     axisGroups[mask]->mesh = &axisGroups;
+    // A switch to measure what receiving ahead saves (bench/RESULTS.md).
+    if (const char *ahead = std::getenv("WEFT_RECV_AHEAD");
+        ahead && std::string(ahead) == "0")
+      axisGroups[mask]->recvThread.reset();
   }
   for (size_t i = 0; i < n; ++i) {
     axisNames.push_back(mesh[i].name);
@@ -179,9 +185,52 @@ double RuntimeContext::takeCollectiveSeconds() {
   return total;
 }
 
+namespace {
+/// Posts the group's next early recvs, up to AxisGroup::kRecvsAhead.
+void postEarlyRecvs(AxisGroup &group) {
+  while (group.recvThread && group.early.size() < AxisGroup::kRecvsAhead &&
+         group.nextEarly < group.lastStepRecvs.size()) {
+    const AxisGroup::RecvKey &key = group.lastStepRecvs[group.nextEarly++];
+    AxisGroup::EarlyRecv &e = group.early.emplace_back();
+    e.key = key;
+    e.data.resize(size_t(key.count));
+    e.ticket = group.recvThread->recv(e.data.data(), size_t(key.count),
+                                      int(key.peer), uint64_t(key.tag));
+  }
+}
+} // namespace
+
+void RuntimeContext::beginStep() {
+  for (std::unique_ptr<AxisGroup> &group : axisGroups) {
+    if (!group)
+      continue;
+    group->inStep = true;
+    group->stepRecvs.clear();
+    group->nextEarly = 0;
+    postEarlyRecvs(*group);
+  }
+}
+
 Status RuntimeContext::drainTransfers() {
   for (std::unique_ptr<AxisGroup> &group : axisGroups) {
-    if (!group || group->sends.empty())
+    if (!group)
+      continue;
+    if (group->inStep) {
+      group->inStep = false;
+      // A compiled step's recvs do not change; were they to, the early
+      // recvs left would take messages meant for later ones.
+      if (group->recvThread && (!group->early.empty() ||
+                                group->nextEarly < group->lastStepRecvs.size()))
+        return Status::error(
+            "this step issued other receives than the step before (" +
+            std::to_string(group->stepRecvs.size()) + " against " +
+            std::to_string(group->lastStepRecvs.size()) +
+            "), so the receives posted ahead of it were not all taken; run "
+            "with WEFT_RECV_AHEAD=0 and report it");
+      group->lastStepRecvs = std::move(group->stepRecvs);
+      group->stepRecvs.clear();
+    }
+    if (group->sends.empty())
       continue;
     auto start = std::chrono::steady_clock::now();
     Status s = group->sender().waitAll();
@@ -427,8 +476,28 @@ extern "C" void weft_rt_recv_f32(const WeftRuntimeContext *ctx,
   AxisGroup &group = groupOf(ctx, "recv", axisMask);
   checkTransferArgs(ctx, "recv", axisMask, count, peer, tag);
   auto start = std::chrono::steady_clock::now();
-  finish(ctx, "recv", axisMask, group,
-         group.thread->recv(out, size_t(count), int(peer), uint64_t(tag)));
+  AxisGroup::RecvKey key{peer, tag, count};
+  if (group.inStep)
+    group.stepRecvs.push_back(key);
+  if (!group.early.empty()) {
+    AxisGroup::EarlyRecv &e = group.early.front();
+    if (!(e.key == key))
+      die(ctx, "recv", axisMask,
+          "this step's receives differ from the step before's: expected " +
+              group.comm->transferText(false, size_t(e.key.count) * 4,
+                                       int(e.key.peer), uint64_t(e.key.tag)) +
+              ", got " +
+              group.comm->transferText(false, size_t(count) * 4, int(peer),
+                                       uint64_t(tag)) +
+              "; run with WEFT_RECV_AHEAD=0 and report it");
+    check(ctx, "recv", axisMask, group.recvThread->wait(e.ticket));
+    std::memcpy(out, e.data.data(), size_t(count) * sizeof(float));
+    group.early.pop_front();
+    postEarlyRecvs(group);
+  } else {
+    finish(ctx, "recv", axisMask, group,
+           group.thread->recv(out, size_t(count), int(peer), uint64_t(tag)));
+  }
   group.transferSeconds += secondsSince(start);
 }
 

@@ -862,6 +862,7 @@ int Trainer::run(bool seedGiven) {
     // shows as behind the ranks waiting for it in the step's collectives.
     context.beat(2 * step + 1);
     auto computeStart = std::chrono::steady_clock::now();
+    context.beginStep();
     if (onDevice) {
       if (Status s = runDeviceStep(b, batchSlot); !s.ok())
         return fail(s);

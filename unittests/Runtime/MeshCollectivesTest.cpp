@@ -17,7 +17,9 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <functional>
 #include <string>
 #include <vector>
@@ -423,6 +425,105 @@ TEST(MeshCollectivesTest, SendAndRecvBetweenPipelineStages) {
   }, &errs);
   for (int r = 0; r < 4; ++r)
     EXPECT_EQ(codes[r], 0) << "rank " << r << ": " << errs[r];
+}
+
+/// Three steps of a pipeline boundary on pp=2: stage 0 sends, stage 1
+/// sleeps `sleepMs` into the step before its recv op. Returns, on rank 0,
+/// 10 + the step (1-3) whose send waited less than half the sleep, or
+/// 20 + the step whose send waited it out; 0 when steps 2 and 3 waited
+/// less than half and step 1 more (`ahead`), or every step more.
+int stageSendWaits(int rank, int port, bool ahead, int sleepMs) {
+  if (!ahead)
+    ::setenv("WEFT_RECV_AHEAD", "0", 1);
+  RuntimeContext context(launchOf(rank, 2, port), 1);
+  if (!context.joinMesh({{"pp", 2}}, 20s).ok())
+    return 2;
+  const int64_t n = 5;
+  for (int step = 1; step <= 3; ++step) {
+    context.beginStep();
+    // Both ranks in the step before stage 0 sends, as a pipeline's
+    // stages are (its sends depend on what the step before received).
+    float sync = 0;
+    weft_rt_all_reduce_f32(context.get(), 1, &sync, &sync, 1);
+    float x[n];
+    if (rank == 0) {
+      for (int i = 0; i < n; ++i)
+        x[i] = float(10 * step + i);
+      auto start = std::chrono::steady_clock::now();
+      weft_rt_send_f32(context.get(), 1, x, n, 1, 7);
+      // Returns once stage 1 has taken the data.
+      if (!context.drainTransfers().ok())
+        return 4;
+      double ms = std::chrono::duration<double, std::milli>(
+                      std::chrono::steady_clock::now() - start)
+                      .count();
+      bool waited = ms > sleepMs / 2;
+      if (waited != (!ahead || step == 1))
+        return (waited ? 20 : 10) + step;
+      continue;
+    }
+    ::usleep(useconds_t(sleepMs) * 1000);
+    weft_rt_recv_f32(context.get(), 1, x, n, 0, 7);
+    for (int i = 0; i < n; ++i)
+      if (x[i] != float(10 * step + i))
+        return 5;
+    if (!context.drainTransfers().ok())
+      return 4;
+  }
+  return 0;
+}
+
+TEST(MeshCollectivesTest, RecvsArePostedAheadFromTheSecondStep) {
+  // gloo moves a message once its recv is posted. From the second step on
+  // a group posts the step's recvs when it begins, so a stage's send is
+  // taken while its peer still computes; the first step, and every step
+  // with WEFT_RECV_AHEAD=0, waits for the peer's recv op.
+  for (bool ahead : {true, false}) {
+    int port = freePort();
+    std::vector<std::string> errs;
+    std::vector<int> codes = runRanks(
+        2, [&](int rank) { return stageSendWaits(rank, port, ahead, 400); },
+        &errs);
+    for (int r = 0; r < 2; ++r)
+      EXPECT_EQ(codes[r], 0) << (ahead ? "ahead" : "WEFT_RECV_AHEAD=0")
+                             << ", rank " << r << ": " << errs[r];
+  }
+}
+
+TEST(MeshCollectivesTest, RecvsThatChangeBetweenStepsAreAnError) {
+  // A step whose recvs are not the last step's would have the ones posted
+  // ahead take messages meant for others: the recv op stops the rank,
+  // naming both.
+  int port = freePort();
+  std::vector<std::string> errs;
+  std::vector<int> codes = runRanks(
+      2,
+      [&](int rank) {
+        RuntimeContext context(launchOf(rank, 2, port), 1);
+        if (!context.joinMesh({{"pp", 2}}, 20s).ok())
+          return 2;
+        float x[3] = {1, 2, 3};
+        context.beginStep();
+        if (rank == 0) {
+          weft_rt_send_f32(context.get(), 1, x, 3, 1, 7);
+          return context.drainTransfers().ok() ? 0 : 4;
+        }
+        weft_rt_recv_f32(context.get(), 1, x, 3, 0, 7);
+        if (!context.drainTransfers().ok())
+          return 4;
+        context.beginStep();
+        weft_rt_recv_f32(context.get(), 1, x, 3, 0, 8);
+        return 0; // Not reached: the call exits.
+      },
+      &errs);
+  EXPECT_EQ(codes[0], 0) << errs[0];
+  EXPECT_EQ(codes[1], 1) << errs[1];
+  EXPECT_NE(errs[1].find("this step's receives differ from the step "
+                         "before's: expected recv of 12 bytes with tag 7 on "
+                         "rank 1 from rank 0 of 2, got recv of 12 bytes with "
+                         "tag 8"),
+            std::string::npos)
+      << errs[1];
 }
 
 TEST(MeshCollectivesTest, SendToItselfIsAnErrorNamingTheRanks) {

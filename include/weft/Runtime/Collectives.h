@@ -32,6 +32,7 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <vector>
 
 namespace weft {
 namespace rt {
@@ -231,10 +232,26 @@ struct AxisGroup {
     CommThread::Ticket ticket = 0;
   };
 
+  /// A recv as a step issues it.
+  struct RecvKey {
+    int64_t peer = 0, tag = 0, count = 0;
+    bool operator==(const RecvKey &o) const {
+      return peer == o.peer && tag == o.tag && count == o.count;
+    }
+  };
+  /// A recv posted before the step asked for it, into a buffer of its own.
+  struct EarlyRecv {
+    RecvKey key;
+    CommThread::Ticket ticket = 0;
+    std::vector<float> data;
+  };
+
   explicit AxisGroup(std::unique_ptr<Communicator> c)
       : comm(std::move(c)), thread(std::make_unique<CommThread>(*comm)) {
-    if (comm->concurrentTransfers())
+    if (comm->concurrentTransfers()) {
       sendThread = std::make_unique<CommThread>(*comm);
+      recvThread = std::make_unique<CommThread>(*comm);
+    }
   }
 
   /// The thread a send runs on: its own where the communicator allows.
@@ -254,6 +271,29 @@ struct AxisGroup {
   /// messages, or wait for each other until the timeout. Null where the
   /// communicator runs one transfer at a time.
   std::unique_ptr<CommThread> sendThread;
+
+  /// Receiving ahead (RuntimeContext::beginStep). gloo moves a message only
+  /// once its recv is posted: a recv posted at the op makes the receiving
+  /// stage wait a round trip and the whole transfer, every micro-batch,
+  /// however early the peer sent. A compiled step issues the same recvs
+  /// in the same order every step, so from the second step on the group
+  /// posts the last step's recvs ahead, kRecvsAhead at a time, on a thread
+  /// of their own, and a recv op that matches the oldest takes its data.
+  static constexpr size_t kRecvsAhead = 2;
+  /// The recvs of the step running (beginStep clears them) and of the one
+  /// before, whose order the running step's early recvs follow.
+  std::vector<RecvKey> stepRecvs, lastStepRecvs;
+  /// The next of lastStepRecvs to post ahead.
+  size_t nextEarly = 0;
+  /// Posted ahead and not yet taken, oldest first. Declared before
+  /// `recvThread`, which fills them until it stops.
+  std::deque<EarlyRecv> early;
+  /// Whether a step runs (between beginStep and drainTransfers): recvs
+  /// outside it are neither recorded nor served from `early`.
+  bool inStep = false;
+  /// Where the group posts recvs ahead; null where the communicator runs
+  /// one transfer at a time, or WEFT_RECV_AHEAD=0 turned it off.
+  std::unique_ptr<CommThread> recvThread;
   std::vector<Bucket> buckets;
   /// The mesh's groups by axis mask (bit i: axis i), this one among them:
   /// how a collective over several axes finds its group from the context.

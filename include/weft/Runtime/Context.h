@@ -155,8 +155,12 @@ public:
   Status joinMesh(const std::vector<MeshAxisSpec> &mesh,
                   std::chrono::milliseconds timeout);
 
+  /// Before each training step: each group posts the recvs the last step
+  /// issued ahead of the step's recv ops (AxisGroup::early).
+  void beginStep();
   /// Waits for the sends a step left running (weft_rt_send_f32 returns
-  /// once its data is copied); a failed one is the error.
+  /// once its data is copied); a failed one is the error. Ends the step
+  /// beginStep began: an early recv the step did not take is an error.
   Status drainTransfers();
   /// The seconds this rank spent in sends and receives since the last
   /// call (AxisGroup::transferSeconds over every group); 0 off a mesh.
