@@ -11,6 +11,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "weft/Runtime/Collectives.h"
+#include "weft/Runtime/Trace.h"
 
 #include <gloo/allgather.h>
 #include <gloo/allreduce.h>
@@ -471,7 +472,8 @@ Status weft::rt::createHierarchicalCommunicator(
 // CommThread
 //===----------------------------------------------------------------------===//
 
-CommThread::CommThread(Communicator &comm) : comm(comm) {
+CommThread::CommThread(Communicator &comm)
+    : comm(comm), lane(trace::newLane()) {
   thread = std::thread([this] { run(); });
 }
 
@@ -485,47 +487,51 @@ CommThread::~CommThread() {
   thread.join();
 }
 
-CommThread::Ticket CommThread::issue(std::function<Status()> work) {
+CommThread::Ticket CommThread::issue(const char *what, size_t bytes,
+                                     std::function<Status()> work) {
   std::lock_guard<std::mutex> lock(mutex);
   Ticket ticket = ++issued;
-  queue.emplace_back(ticket, std::move(work));
+  queue.push_back({ticket, what, bytes, std::move(work)});
   changed.notify_all();
   return ticket;
 }
 
 CommThread::Ticket CommThread::allReduceSum(float *data, size_t count) {
-  return issue([this, data, count] { return comm.allReduceSum(data, count); });
+  return issue("all_reduce", count * sizeof(float),
+               [this, data, count] { return comm.allReduceSum(data, count); });
 }
 
 CommThread::Ticket CommThread::allGather(const float *in, size_t count,
                                          float *out) {
-  return issue(
-      [this, in, count, out] { return comm.allGather(in, count, out); });
+  return issue("all_gather", count * sizeof(float), [this, in, count, out] {
+    return comm.allGather(in, count, out);
+  });
 }
 
 CommThread::Ticket CommThread::reduceScatterSum(const float *in, size_t count,
                                                 float *out) {
-  return issue([this, in, count, out] {
+  return issue("reduce_scatter", count * sizeof(float), [this, in, count, out] {
     return comm.reduceScatterSum(in, count, out);
   });
 }
 
 CommThread::Ticket CommThread::allToAll(const float *in, size_t count,
                                         float *out) {
-  return issue(
-      [this, in, count, out] { return comm.allToAll(in, count, out); });
+  return issue("all_to_all", count * sizeof(float), [this, in, count, out] {
+    return comm.allToAll(in, count, out);
+  });
 }
 
 CommThread::Ticket CommThread::send(const float *data, size_t count, int peer,
                                     uint64_t tag) {
-  return issue([this, data, count, peer, tag] {
+  return issue("send", count * sizeof(float), [this, data, count, peer, tag] {
     return comm.send(data, count, peer, tag);
   });
 }
 
 CommThread::Ticket CommThread::recv(float *data, size_t count, int peer,
                                     uint64_t tag) {
-  return issue([this, data, count, peer, tag] {
+  return issue("recv", count * sizeof(float), [this, data, count, peer, tag] {
     return comm.recv(data, count, peer, tag);
   });
 }
@@ -536,12 +542,16 @@ void CommThread::run() {
     changed.wait(lock, [&] { return stopping || !queue.empty(); });
     if (queue.empty())
       return;
-    auto [ticket, work] = std::move(queue.front());
+    Work work = std::move(queue.front());
     queue.pop_front();
+    Ticket ticket = work.ticket;
     // After a failure the group is out of step; what follows is not run.
     bool skip = !failed.ok();
     lock.unlock();
-    Status status = skip ? Status::success() : work();
+    auto start = trace::Clock::now();
+    Status status = skip ? Status::success() : work.run();
+    trace::record(work.what, start, trace::Clock::now(), lane,
+                  int64_t(work.bytes));
     lock.lock();
     if (!status.ok() && failed.ok())
       failed = status;

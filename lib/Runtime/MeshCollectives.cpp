@@ -16,6 +16,7 @@
 
 #include "weft/Runtime/Context.h"
 #include "weft/Runtime/Kernels.h"
+#include "weft/Runtime/Trace.h"
 
 #include <chrono>
 #include <csignal>
@@ -261,12 +262,28 @@ namespace {
 
 /// Ends the process with an error naming the collective, the axes and the
 /// rank: the other ranks would wait forever on one that went on.
-[[noreturn]] void die(const WeftRuntimeContext *ctx, const char *what,
-                      int64_t axisMask, const std::string &why) {
+/// "dp,pp": the names of the axes in `axisMask`.
+std::string axesOf(const WeftRuntimeContext *ctx, int64_t axisMask) {
   std::string axes;
   for (int i = 0; ctx && i < ctx->numAxes; ++i)
     if (axisMask & (int64_t(1) << i))
       axes += std::string(axes.empty() ? "" : ",") + ctx->axes[i].name;
+  return axes;
+}
+
+/// A span of the step's own thread in the trace (WEFT_TRACE): `what` over
+/// the axes of `axisMask`, from `start` until now.
+void traceWait(const WeftRuntimeContext *ctx, const char *what,
+               int64_t axisMask, trace::Clock::time_point start,
+               int64_t bytes = -1) {
+  if (trace::enabled())
+    trace::record(std::string(what) + " " + axesOf(ctx, axisMask), start,
+                  trace::Clock::now(), 0, bytes);
+}
+
+[[noreturn]] void die(const WeftRuntimeContext *ctx, const char *what,
+                      int64_t axisMask, const std::string &why) {
+  std::string axes = axesOf(ctx, axisMask);
   std::string line = "error: rank " + std::to_string(ctx ? ctx->rank : -1) +
                      ": " + what + " over mesh axis " +
                      (axes.empty() ? "(mask " + std::to_string(axisMask) + ")"
@@ -311,6 +328,7 @@ void finish(const WeftRuntimeContext *ctx, const char *what, int64_t axisMask,
             AxisGroup &group, CommThread::Ticket ticket) {
   auto start = std::chrono::steady_clock::now();
   check(ctx, what, axisMask, group.thread->wait(ticket));
+  traceWait(ctx, what, axisMask, start);
   // A receive's wait is pipeline time (transferSeconds), not a
   // collective's.
   if (std::strcmp(what, "recv") != 0)
@@ -492,6 +510,8 @@ extern "C" void weft_rt_recv_f32(const WeftRuntimeContext *ctx,
               "; run with WEFT_RECV_AHEAD=0 and report it");
     check(ctx, "recv", axisMask, group.recvThread->wait(e.ticket));
     std::memcpy(out, e.data.data(), size_t(count) * sizeof(float));
+    traceWait(ctx, "recv (posted ahead)", axisMask, start,
+              count * int64_t(sizeof(float)));
     group.early.pop_front();
     postEarlyRecvs(group);
   } else {

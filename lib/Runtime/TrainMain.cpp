@@ -18,13 +18,14 @@
 #include "weft/Runtime/TrainMain.h"
 
 #include "weft/Runtime/AlignedBuffer.h"
-#include "weft/Runtime/Context.h"
 #include "weft/Runtime/Checkpoint.h"
+#include "weft/Runtime/Context.h"
 #include "weft/Runtime/Cuda.h"
 #include "weft/Runtime/DataLoader.h"
 #include "weft/Runtime/Kernels.h"
 #include "weft/Runtime/Metrics.h"
 #include "weft/Runtime/ModelSpec.h"
+#include "weft/Runtime/Trace.h"
 
 #include <CLI/CLI.hpp>
 #include <cstdlib>
@@ -876,6 +877,8 @@ int Trainer::run(bool seedGiven) {
     double stepSeconds = std::chrono::duration<double>(
                              std::chrono::steady_clock::now() - computeStart)
                              .count();
+    trace::record("step " + std::to_string(step + 1), computeStart,
+                  std::chrono::steady_clock::now(), 0);
     context.beat(2 * step + 2);
     // A pipeline's bubble as run: the time its ranks spent in sends and
     // receives (waiting for a peer, or moving data) over the time they
@@ -1001,6 +1004,8 @@ int Trainer::run(bool seedGiven) {
   // The run ends with the trained state on the host, and with any error the
   // device still holds reported.
   if (Status s = syncHostMirror(); !s.ok())
+    return fail(s);
+  if (Status s = trace::write(ctx.rank); !s.ok())
     return fail(s);
   double total =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - runStart)

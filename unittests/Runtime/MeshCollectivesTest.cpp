@@ -12,6 +12,7 @@
 
 #include "weft/Runtime/Context.h"
 #include "weft/Runtime/Kernels.h"
+#include "weft/Runtime/Trace.h"
 
 #include "RankProcesses.h"
 
@@ -524,6 +525,50 @@ TEST(MeshCollectivesTest, RecvsThatChangeBetweenStepsAreAnError) {
                          "tag 8"),
             std::string::npos)
       << errs[1];
+}
+
+TEST(MeshCollectivesTest, TraceShowsWaitsAndTheThreadsWork) {
+  // WEFT_TRACE=DIR: each rank writes DIR/rank<N>.json, a Chrome trace of
+  // what its step waited for (lane 0, named by op and axes) and what its
+  // communication threads ran, with the bytes.
+  char dir[] = "/tmp/weft-trace-XXXXXX";
+  ASSERT_NE(::mkdtemp(dir), nullptr);
+  int port = freePort();
+  std::vector<std::string> errs;
+  std::vector<int> codes = runRanks(
+      2,
+      [&](int rank) {
+        ::setenv("WEFT_TRACE", dir, 1);
+        RuntimeContext context(launchOf(rank, 2, port), 1);
+        if (!context.joinMesh({{"dp", 2}}, 20s).ok())
+          return 2;
+        float x[6] = {1, 2, 3, 4, 5, 6};
+        weft_rt_all_reduce_f32(context.get(), 1, x, x, 6);
+        return trace::write(rank).ok() ? 0 : 3;
+      },
+      &errs);
+  for (int r = 0; r < 2; ++r) {
+    ASSERT_EQ(codes[r], 0) << "rank " << r << ": " << errs[r];
+    std::string path = std::string(dir) + "/rank" + std::to_string(r) + ".json";
+    std::FILE *f = std::fopen(path.c_str(), "r");
+    ASSERT_NE(f, nullptr) << path;
+    std::string text;
+    char buf[4096];
+    for (size_t n; (n = std::fread(buf, 1, sizeof buf, f)) > 0;)
+      text.append(buf, n);
+    std::fclose(f);
+    std::remove(path.c_str());
+    EXPECT_EQ(text.rfind("{\"traceEvents\":[", 0), 0u) << text;
+    EXPECT_NE(text.find("{\"name\":\"all_reduce dp\",\"ph\":\"X\",\"pid\":" +
+                        std::to_string(r) + ",\"tid\":0,"),
+              std::string::npos)
+        << text;
+    EXPECT_NE(text.find("{\"name\":\"all_reduce\",\"ph\":\"X\""),
+              std::string::npos)
+        << text;
+    EXPECT_NE(text.find("\"args\":{\"bytes\":24}"), std::string::npos) << text;
+  }
+  ::rmdir(dir);
 }
 
 TEST(MeshCollectivesTest, SendToItselfIsAnErrorNamingTheRanks) {

@@ -200,13 +200,22 @@ public:
   bool finished(Ticket ticket);
 
 private:
-  Ticket issue(std::function<Status()> work);
+  /// Queues `work`; `what` and `bytes` name it in a trace (WEFT_TRACE).
+  Ticket issue(const char *what, size_t bytes, std::function<Status()> work);
   void run();
 
   Communicator &comm;
   std::mutex mutex;
   std::condition_variable changed;
-  std::deque<std::pair<Ticket, std::function<Status()>>> queue;
+  struct Work {
+    Ticket ticket;
+    const char *what;
+    size_t bytes;
+    std::function<Status()> run;
+  };
+  std::deque<Work> queue;
+  /// This thread's lane in a trace.
+  int lane;
   Ticket issued = 0, completed = 0;
   Status failed;
   bool stopping = false;
