@@ -610,30 +610,49 @@ void price(Pricer &pr, const RankLayout &rl, const LayoutChoice &l,
   const int p = l.pp, m = l.microBatches, v = l.virtualStages;
   const int dpn = int(spec.devicesPerNode);
 
-  double p2p = 0, tied = 0;
+  // Pipeline transfers. On gloo the runtime sends while the step computes
+  // and posts each recv ahead of its op (docs/runtime.md), so a
+  // boundary's transfer is hidden behind the stages' work but for the
+  // pipeline's fill and drain: the first micro-batch's forward and the
+  // last one's backward each wait every hop of the chain of stages, and a
+  // link slower than a stage's work paces the steady state. NCCL pairs
+  // transfers in issue order, so a recv cannot be posted ahead: each
+  // micro-batch's stage waits for its transfers (as Megatron-LM's
+  // blocking ones do), on the slowest boundary.
+  const bool ahead = spec.collectiveLibrary == ClusterSpec::Library::Gloo;
+  double hops = 0, linkMB = 0, gatherMB = 0, blockingMB = 0, tied = 0;
   if (p > 1) {
-    // Ranks are laid out pp-major: a pipeline wider than a node has a
-    // stage boundary between nodes (every one, when a stage fills a
-    // node), and its first and last stages on different nodes. The
-    // slowest boundary paces the schedule.
-    // Each of a stage's dp x tp ranks sends at once, so a node's shared
-    // link carries as many transfers as it holds of them.
-    GroupPlacement pair;
-    pair.size = pair.perNode = 2;
-    if (int64_t(p) * l.dp * l.tp > dpn) {
-      pair.perNode = 1;
-      pair.groupsPerNode = std::min(l.dp * l.tp, dpn);
-    }
+    // Ranks are laid out pp-major: stage s's dp x tp ranks start at rank
+    // s * dp * tp, so a boundary crosses nodes where that changes node.
+    // Each of a stage's dp x tp ranks sends at once, so a crossing node
+    // link carries as many transfers as the node holds of them.
+    auto nodeOf = [&](int stage) { return int64_t(stage) * l.dp * l.tp / dpn; };
+    GroupPlacement inside, across;
+    inside.size = inside.perNode = across.size = 2;
+    across.groupsPerNode = std::min(l.dp * l.tp, dpn);
     // Each tp rank sends 1/tp of the boundary; without sequence
     // parallelism the receiving tp ranks gather it inside their node.
     double boundary = mbs * rl.boundary;
-    p2p = 2.0 * v *
-          groupCollectiveSeconds(spec, Collective::SendRecv, boundary / l.tp,
-                                 pair);
+    double hopInside = groupCollectiveSeconds(spec, Collective::SendRecv,
+                                              boundary / l.tp, inside);
+    double hopAcross = groupCollectiveSeconds(spec, Collective::SendRecv,
+                                              boundary / l.tp, across);
+    // The chain runs through every chunk: p * v - 1 hops, chunk k on
+    // stage k mod p (the last stage hands chunk k to the first).
+    for (int k = 0; k + 1 < p * v; ++k) {
+      bool crosses = nodeOf(k % p) != nodeOf((k + 1) % p);
+      hops += crosses ? hopAcross : hopInside;
+      linkMB = std::max(linkMB, v * (crosses ? hopAcross : hopInside));
+    }
+    hops *= 2;
+    if (!ahead) {
+      blockingMB = 2 * linkMB;
+      hops = linkMB = 0;
+    }
     if (l.tp > 1 && !l.sequenceParallel)
-      p2p += 2.0 * v *
-             collectiveSeconds(spec, Collective::AllGather, boundary, l.tp,
-                               l.tp > dpn, Algorithm::Ring);
+      gatherMB = 2.0 * v *
+                 collectiveSeconds(spec, Collective::AllGather, boundary, l.tp,
+                                   l.tp > dpn, Algorithm::Ring);
     // After the schedule the first and last stages swap their shares of a
     // tied parameter's gradient (both ways at once), exposed. Each rank
     // sends its own block of it, split over tp and over dp as the ranks
@@ -643,9 +662,8 @@ void price(Pricer &pr, const RankLayout &rl, const LayoutChoice &l,
     if (pr.model.tiedElements > 0)
       tied = groupCollectiveSeconds(
           spec, Collective::SendRecv,
-          pr.model.tiedElements / (double(l.tp) * l.dp) *
-              pr.bytes.reducedGrad,
-          pair);
+          pr.model.tiedElements / (double(l.tp) * l.dp) * pr.bytes.reducedGrad,
+          nodeOf(0) != nodeOf(p - 1) ? across : inside);
   }
   double slowest = -1, compute = 0, comm = 0, dpExposed = 0, update = 0;
   // Whole parts under sequence parallelism: each tp rank's gradient is its
@@ -675,11 +693,11 @@ void price(Pricer &pr, const RankLayout &rl, const LayoutChoice &l,
     if (g.epilogue)
       tpMB += tp[epi];
     double computeMB = mbs * g.compute;
-    double perMB = computeMB + tpMB + p2p;
+    double perMB = computeMB + tpMB + gatherMB + blockingMB;
     if (perMB > slowest) {
       slowest = perMB;
       compute = computeMB;
-      comm = tpMB + p2p;
+      comm = tpMB + gatherMB + blockingMB;
     }
     double forwardMB = mbs * g.forward;
     double here = g.params;
@@ -695,11 +713,31 @@ void price(Pricer &pr, const RankLayout &rl, const LayoutChoice &l,
                                     pr.bytes.optimizer, pr.bandwidth));
     // Reduced after the backward, nothing of the step hides it.
     bool overlap = pr.options.dpOverlap;
+    // A pipeline's ends reduce a tied parameter's gradient over dp as a
+    // reduce-scatter (each rank swaps its block), update their blocks and
+    // gather them back, with the optimizer state at ZeRO 0 (the bench GPT's
+    // 8192 x 256 embedding at dp=2 x pp=2: 4 MiB scattered, 12 MiB
+    // gathered per rank, docs/pipeline.md).
+    double tiedHere = p > 1 && l.dp > 1 && (g.prologue || g.epilogue)
+                          ? std::min(here, pr.model.tiedElements / l.tp)
+                          : 0;
+    double tiedDp = 0;
+    if (tiedHere > 0)
+      tiedDp =
+          groupCollectiveSeconds(spec, Collective::ReduceScatter,
+                                 tiedHere * pr.bytes.reducedGrad, dpGroup) +
+          groupCollectiveSeconds(
+              spec, Collective::AllGather,
+              tiedHere * (pr.bytes.param +
+                          (l.zeroStage == 0 ? pr.bytes.optimizer : 0)),
+              dpGroup);
     dpExposed = std::max(
         dpExposed,
-        dpExposedSeconds(spec, l.zeroStage, dpGroup, here * pr.bytes.reducedGrad,
-                         here * pr.bytes.param, overlap ? forwardMB : 0,
-                         overlap ? computeMB - forwardMB : 0, m));
+        tiedDp + dpExposedSeconds(spec, l.zeroStage, dpGroup,
+                                  (here - tiedHere) * pr.bytes.reducedGrad,
+                                  (here - tiedHere) * pr.bytes.param,
+                                  overlap ? forwardMB : 0,
+                                  overlap ? computeMB - forwardMB : 0, m));
 
     // Memory: on the group's first rank, which has the most in flight.
     MemoryEstimate e;
@@ -741,8 +779,9 @@ void price(Pricer &pr, const RankLayout &rl, const LayoutChoice &l,
       worstRank = g.firstRank;
     }
   }
-  double busy = m * slowest;
-  double makespan = busy / (1.0 - bubbleFraction(l.schedule, p, m, v));
+  double paced = std::max(0.0, linkMB - slowest);
+  double busy = m * (slowest + paced);
+  double makespan = busy / (1.0 - bubbleFraction(l.schedule, p, m, v)) + hops;
   plan.layout = l;
   plan.microBatchSize = mbs;
   plan.recompute = rec;
@@ -751,8 +790,9 @@ void price(Pricer &pr, const RankLayout &rl, const LayoutChoice &l,
   plan.tpReplicatedMask = replicated;
   plan.stepSeconds = makespan + dpExposed + update + tied + tpGradExposed;
   plan.computeSeconds = m * compute + update;
-  plan.exposedCommSeconds = m * comm + dpExposed + tied + tpGradExposed;
-  plan.bubbleSeconds = makespan - busy;
+  plan.exposedCommSeconds =
+      m * (comm + paced) + hops + dpExposed + tied + tpGradExposed;
+  plan.bubbleSeconds = makespan - busy - hops;
   plan.memory = worst;
   plan.memoryRank = worstRank;
   const ModelStats &model = pr.model;
