@@ -15,9 +15,12 @@ OpenBLAS's buffers) with the plan's `predicted.step_time_s`.
 written next to the runs, is then the spec planned with), so that the
 spec and the runs see the same load on a shared machine.
 
---calibrate also sets device.collective_overhead_us from a run of every
-rank in a layout the comparison does not use (weft-profile-cluster
---from-metrics --fit collective-overhead).
+--calibrate fits the spec's fp32 efficiency and update_bandwidth_GBps to
+1-rank runs of the whole batch and of half of it (a step is the
+optimizer's update, once a step, plus what each sample costs), then
+device.collective_overhead_us to a run of every rank in a layout the
+comparison does not use (weft-profile-cluster --from-metrics --fit
+efficiency, update-bandwidth, collective-overhead).
 
 --nodes N runs 2 ranks on each of N emulated nodes (scripts/cluster.sh:
 network namespaces joined by a link shaped to --rate; needs root): the
@@ -179,9 +182,9 @@ def main():
                     help="measure this host first and plan on that spec")
     ap.add_argument("--calibrate", action="store_true",
                     help="--profile, then set the spec's fp32 efficiency "
-                    "from a 1-rank run of the model (weft-profile-cluster "
-                    "--from-metrics): the whole step's efficiency, measured "
-                    "on a layout that is not one of those compared; then "
+                    "and update bandwidth from 1-rank runs of the model at "
+                    "its batch and half of it (weft-profile-cluster "
+                    "--from-metrics), layouts not among those compared; then "
                     "device.collective_overhead_us from a run of every rank "
                     "at tp=2 (dp over the nodes; no sequence parallelism; "
                     "--fit collective-overhead)")
@@ -255,30 +258,46 @@ def measure(args, ranks):
     data = ["--data", "input=" + os.path.join(work, "ids.npy"), "--labels",
             os.path.join(work, "labels.npy"), "--lr", "0.001"]
     if args.calibrate:
-        # One rank, the whole batch: its median step fixes the efficiency.
-        one = os.path.join(work, "one")
-        run([os.path.join(b, "weftc"), onnx, "--optimizer", "adamw", "-o", one])
-        ir = os.path.join(work, "model.weft.mlir")
-        run([os.path.join(b, "weftc"), onnx, "--emit=weft", "-o", ir])
-        m1 = fresh(os.path.join(work, "one.jsonl"))
-        # One thread: a device of the spec is one rank, and the
-        # calibration prices one device. Twins of the run keep the cores
-        # as busy as the runs compared do (shared cores, caches, memory
-        # bandwidth, clocks: 4 ranks on this host's 2 cores each get half
-        # of one); only the first one's metrics are read.
-        twins = [fresh(os.path.join(work, "twin%d.jsonl" % i))
-                 for i in range(1, ranks)]
-        procs = [subprocess.Popen(
-            capped([one] + data + ["--steps", str(args.steps), "--threads",
-                                   "1", "--metrics", m]), cwd=work,
-            env=dict(os.environ, WEFT_CPU_SHARE_ID=str(i)),
-            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-            for i, m in enumerate([m1] + twins)]
-        for proc in procs:
-            _, err = proc.communicate()
-            if proc.returncode != 0:
-                sys.exit("plan_vs_measured: the 1-rank calibration run "
-                         "failed (%d):\n%s" % (proc.returncode, err[-3000:]))
+        # One rank, the whole batch and half of it: a step is the update,
+        # once a step, plus what each sample costs, so the two runs fix
+        # the efficiency and the update's bandwidth. Each fit holds the
+        # other fixed; three rounds settle them.
+        def one_rank(onnx_b, batch_size, name):
+            exe = os.path.join(work, name)
+            run([os.path.join(b, "weftc"), onnx_b, "--optimizer", "adamw",
+                 "-o", exe])
+            ir_b = os.path.join(work, name + ".weft.mlir")
+            run([os.path.join(b, "weftc"), onnx_b, "--emit=weft", "-o", ir_b])
+            metrics = fresh(os.path.join(work, name + ".jsonl"))
+            # One thread: a device of the spec is one rank, and the
+            # calibration prices one device. Twins of the run keep the
+            # cores as busy as the runs compared do (shared cores, caches,
+            # memory bandwidth, clocks: 4 ranks on this host's 2 cores each
+            # get half of one); only the first one's metrics are read.
+            twins = [fresh(os.path.join(work, "%s-twin%d.jsonl" % (name, i)))
+                     for i in range(1, ranks)]
+            procs = [subprocess.Popen(
+                capped([exe] + data + ["--steps", str(args.steps),
+                                       "--threads", "1", "--metrics", m]),
+                cwd=work, env=dict(os.environ, WEFT_CPU_SHARE_ID=str(i)),
+                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+                for i, m in enumerate([metrics] + twins)]
+            for proc in procs:
+                _, err = proc.communicate()
+                if proc.returncode != 0:
+                    sys.exit("plan_vs_measured: the 1-rank calibration run "
+                             "(batch %d) failed (%d):\n%s"
+                             % (batch_size, proc.returncode, err[-3000:]))
+            return metrics, ir_b
+        m1, ir = one_rank(onnx, batch, "one")
+        m_half, ir_half = one_rank(export(args.model, work, batch // 2)[0],
+                                   batch // 2, "one-half")
+        for r in range(3):
+            spec = recalibrate(b, m1, ir, spec,
+                               os.path.join(work, "calibrated.yaml"))
+            spec = recalibrate(b, m_half, ir_half, spec,
+                               os.path.join(work, "calibrated.yaml"),
+                               ["--fit", "update-bandwidth"])
         spec = recalibrate(b, m1, ir, spec,
                            os.path.join(work, "calibrated.yaml"))
         # Then what each collective costs a step beyond its idle time, from

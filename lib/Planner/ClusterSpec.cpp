@@ -257,6 +257,7 @@ ClusterSpec::Device readDevice(Reader &r, const YAML::Node &node) {
                      {"efficiency", false, ""},
                      {"gemm_efficiency", false, ""},
                      {"memory_bandwidth_GBps", false, ""},
+                     {"update_bandwidth_GBps", false, ""},
                      {"comm_overlap", false, ""},
                      {"collective_overhead_us", false, ""}});
   ClusterSpec::Device device;
@@ -315,6 +316,11 @@ ClusterSpec::Device readDevice(Reader &r, const YAML::Node &node) {
         r.positive(f["memory_bandwidth_GBps"], "device.memory_bandwidth_GBps",
                    "measured memory bandwidth of one device in GB/s, e.g. "
                    "2039 for an A100 80GB");
+  if (f.count("update_bandwidth_GBps"))
+    device.updateBandwidthGBps = r.positive(
+        f["update_bandwidth_GBps"], "device.update_bandwidth_GBps",
+        "GB/s at which one device's optimizer update moves its bytes, e.g. "
+        "13.5 (weft-profile-cluster --fit update-bandwidth measures it)");
   if (f.count("comm_overlap")) {
     const char *hint = "fraction of the computation that overlapped "
                        "communication hides behind, from 0 (CPU ranks) to 1";

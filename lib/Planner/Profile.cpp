@@ -469,6 +469,11 @@ formatClusterSpec(const ClusterSpec &spec,
     os << "  memory_bandwidth_GBps: " << number(spec.device.memoryBandwidthGBps)
        << "\n";
   }
+  if (spec.device.updateBandwidthGBps > 0) {
+    comment("device.update_bandwidth_GBps", "  ");
+    os << "  update_bandwidth_GBps: " << number(spec.device.updateBandwidthGBps)
+       << "\n";
+  }
   if (spec.device.commOverlap != 1) {
     comment("device.comm_overlap", "  ");
     os << "  comm_overlap: " << number(spec.device.commOverlap) << "\n";
@@ -724,6 +729,60 @@ Status calibrateCollectiveOverhead(const ModelStats &model, ClusterSpec &spec,
   if (Status s = predict(out.overheadUs, out.predictedAfter); !s.ok())
     return s;
   spec.device.collectiveOverheadUs = out.overheadUs;
+  return Status::success();
+}
+
+Status calibrateUpdateBandwidth(const ModelStats &model, ClusterSpec &spec,
+                                const SearchOptions &options,
+                                const LayoutChoice &layout, int microBatchSize,
+                                const RunMetrics &run, UpdateCalibration &out) {
+  out = UpdateCalibration();
+  out.previousGBps = spec.device.updateBandwidthGBps > 0
+                         ? spec.device.updateBandwidthGBps
+                         : spec.device.memoryBandwidthGBps;
+  out.measured = run.medianStepSeconds;
+  if (options.memoryBandwidthGBps > 0)
+    return Status::error("--memory-bandwidth fixes the bandwidth the update "
+                         "is priced at; calibrate without it");
+  auto predict = [&](double gbps, double &seconds) -> Status {
+    ClusterSpec trial = spec;
+    trial.device.updateBandwidthGBps = gbps;
+    return predictedStep(model, trial, options, layout, microBatchSize,
+                         seconds);
+  };
+  // Before: at the previous rate, or unpriced where the spec had none.
+  if (Status s = predict(out.previousGBps, out.predictedBefore); !s.ok())
+    return s;
+  // The step falls as the bandwidth grows; bracket it between a rate that
+  // makes the update take seconds per parameter byte and one at which it
+  // is free.
+  double lo = 1e-6, hi = 1e6, tLo = 0, tHi = 0;
+  if (Status s = predict(hi, tHi); !s.ok())
+    return s;
+  if (tHi > out.measured)
+    return Status::error(
+        "the run took " + fmt("%.4g s per step", out.measured) +
+        ", faster than the plan predicts with a free update (" +
+        fmt("%.4g s", tHi) +
+        "): calibrate device.efficiency first, from a 1-rank run at another "
+        "batch (--fit efficiency), then the update from this one");
+  if (Status s = predict(lo, tLo); !s.ok())
+    return s;
+  if (tLo < out.measured)
+    return Status::error("even an update at " + fmt("%.3g GB/s", lo) +
+                         " predicts " + fmt("%.4g s", tLo) +
+                         ", less than the measured " +
+                         fmt("%.4g s", out.measured) +
+                         ": the plan prices no update. Check --model");
+  double root = 0;
+  if (Status s = bisect(predict, lo, hi, /*logScale=*/true, /*growing=*/false,
+                        out.measured, root);
+      !s.ok())
+    return s;
+  out.gbps = round4(root);
+  if (Status s = predict(out.gbps, out.predictedAfter); !s.ok())
+    return s;
+  spec.device.updateBandwidthGBps = out.gbps;
   return Status::success();
 }
 

@@ -352,14 +352,17 @@ class Pricer {
 public:
   Pricer(const ModelStats &model, const ClusterSpec &spec,
          const SearchOptions &options)
-      : model(model), spec(spec), options(options),
-        bytes(bytesFor(options)),
+      : model(model), spec(spec), options(options), bytes(bytesFor(options)),
         peak(spec.device.peakTFLOPs.at(options.dtype) * 1e12),
         // The option wins; else the spec's measured bandwidth, if it has
         // one (0: memory traffic is not priced).
         bandwidth(options.memoryBandwidthGBps > 0
                       ? options.memoryBandwidthGBps
-                      : spec.device.memoryBandwidthGBps) {}
+                      : spec.device.memoryBandwidthGBps),
+        updateBandwidth(options.memoryBandwidthGBps <= 0 &&
+                                spec.device.updateBandwidthGBps > 0
+                            ? spec.device.updateBandwidthGBps
+                            : bandwidth) {}
 
   const std::vector<LayerPrice> &prices(TpLayout t, Recompute rec) {
     auto [it, isNew] =
@@ -419,6 +422,8 @@ public:
   double peak;
   /// Device memory bandwidth in GB/s.
   double bandwidth;
+  /// The rate the optimizer's pass over the parameters runs at.
+  double updateBandwidth;
 
 private:
   LayerPrice price(const LayerStats &s, TpLayout t, Recompute rec,
@@ -710,7 +715,7 @@ void price(Pricer &pr, const RankLayout &rl, const LayoutChoice &l,
     update = std::max(update,
                       updateSeconds(here, here / (l.zeroStage >= 1 ? l.dp : 1),
                                     m, pr.bytes.param, pr.bytes.grad,
-                                    pr.bytes.optimizer, pr.bandwidth));
+                                    pr.bytes.optimizer, pr.updateBandwidth));
     // Reduced after the backward, nothing of the step hides it.
     bool overlap = pr.options.dpOverlap;
     // A pipeline's ends reduce a tied parameter's gradient over dp as a

@@ -8,7 +8,7 @@
 //   weft-profile-cluster --from-metrics RUN.jsonl --model M.mlir
 //       --spec IN.yaml [--mesh dp=A,tp=B,pp=C] [--zero K]
 //       [--micro-batch-size B] [--dtype D]
-//       [--fit efficiency|collective-overhead] [-o FILE]
+//       [--fit efficiency|collective-overhead|update-bandwidth] [-o FILE]
 //
 // Maps flags onto lib/Planner/Profile.h and writes what it returns; the
 // measurements and the calibration method live in the library.
@@ -40,7 +40,9 @@ const char *const kUsage =
     "       weft-profile-cluster --from-metrics RUN.jsonl --model M.mlir "
     "--spec IN.yaml\n"
     "           [--mesh dp=A,tp=B,pp=C] [--zero K] [--micro-batch-size B]\n"
-    "           [--dtype D] [--fit efficiency|collective-overhead] [-o FILE]\n"
+    "           [--dtype D] [--fit efficiency|collective-overhead|"
+    "update-bandwidth]\n"
+    "           [-o FILE]\n"
     "       weft-profile-cluster --inter-node --spec IN.yaml [--quick] "
     "[-o FILE]\n"
     "\n"
@@ -68,6 +70,11 @@ const char *const kUsage =
     "                  its time on idle devices, from a run of 2 or more\n"
     "                  ranks (--mesh; its efficiency calibrated first from a\n"
     "                  1-rank run)\n"
+    "  --fit update-bandwidth  instead set device.update_bandwidth_GBps, the\n"
+    "                  rate of the optimizer's once-a-step pass over the\n"
+    "                  parameters, from a 1-rank run at a batch other than\n"
+    "                  the efficiency's (half of it); refit the efficiency\n"
+    "                  after, as each fit holds the other fixed\n"
     "\n"
     "--inter-node: measure the network between nodes and write IN.yaml with\n"
     "its inter_node link set to what was measured (send/recv ping-pong\n"
@@ -204,7 +211,7 @@ int profile(int devices, bool quick, const std::string &name,
 
 int fromMetrics(const std::string &metricsPath, const std::string &modelPath,
                 const std::string &specPath, const SearchOptions &options,
-                int microBatchSize, bool fitOverhead,
+                int microBatchSize, const std::string &fit,
                 const std::string &outPath) {
   bool ok = false;
   std::string text = readFile(metricsPath, ok);
@@ -242,44 +249,47 @@ int fromMetrics(const std::string &metricsPath, const std::string &modelPath,
   notes[""] = "Recalibrated by weft-profile-cluster --from-metrics " +
               metricsPath + " from " + specPath +
               " (its comments are not carried over).";
-  if (fitOverhead) {
+  // What the fit set: the spec's field, its value before and after, the
+  // plan's step before and after, and what the field's comment says.
+  std::string field, why;
+  double before = 0, after = 0, predictedBefore = 0, predictedAfter = 0;
+  Status s = Status::success();
+  if (fit == "update-bandwidth") {
+    UpdateCalibration c;
+    s = calibrateUpdateBandwidth(model, spec, o, layout, mbs, run, c);
+    field = "device.update_bandwidth_GBps";
+    why = " (batch " + std::to_string(model.batch) + ")";
+    before = c.previousGBps, after = c.gbps;
+    predictedBefore = c.predictedBefore, predictedAfter = c.predictedAfter;
+  } else if (fit == "collective-overhead") {
     OverheadCalibration c;
-    if (Status s =
-            calibrateCollectiveOverhead(model, spec, o, layout, mbs, run, c);
-        !s.ok()) {
-      std::cerr << "weft-profile-cluster: " << s.message << "\n";
-      return 1;
-    }
-    std::cerr << "weft-profile-cluster: " << metricsPath << ": median step "
-              << fixed("%.6g", run.medianStepSeconds) << " s over " << run.used
-              << " of " << run.steps << " steps; collective_overhead_us "
-              << fixed("%.4g", c.previousUs) << " -> "
-              << fixed("%.4g", c.overheadUs) << " (predicted step "
-              << fixed("%.6g", c.predictedBefore) << " -> "
-              << fixed("%.6g", c.predictedAfter) << " s)\n";
-    notes["device.collective_overhead_us"] =
-        "So that the plan of the run's layout (" + std::to_string(layout.dp) +
-        " x " + std::to_string(layout.tp) + " x " + std::to_string(layout.pp) +
-        " dp x tp x pp) predicts its median step of " +
-        fixed("%.6g", run.medianStepSeconds) + " s.";
-    return writeOut(outPath, formatClusterSpec(spec, notes));
+    s = calibrateCollectiveOverhead(model, spec, o, layout, mbs, run, c);
+    field = "device.collective_overhead_us";
+    why = " (" + std::to_string(layout.dp) + " x " + std::to_string(layout.tp) +
+          " x " + std::to_string(layout.pp) + " dp x tp x pp)";
+    before = c.previousUs, after = c.overheadUs;
+    predictedBefore = c.predictedBefore, predictedAfter = c.predictedAfter;
+  } else {
+    Calibration c;
+    s = calibrateEfficiency(model, spec, o, layout, mbs, run, c);
+    field = "device.efficiency." + c.dtype;
+    before = c.previous, after = c.efficiency;
+    predictedBefore = c.predictedBefore, predictedAfter = c.predictedAfter;
   }
-  Calibration c;
-  if (Status s = calibrateEfficiency(model, spec, o, layout, mbs, run, c);
-      !s.ok()) {
+  if (!s.ok()) {
     std::cerr << "weft-profile-cluster: " << s.message << "\n";
     return 1;
   }
   std::cerr << "weft-profile-cluster: " << metricsPath << ": median step "
             << fixed("%.6g", run.medianStepSeconds) << " s over " << run.used
-            << " of " << run.steps << " steps; efficiency." << c.dtype << " "
-            << fixed("%.4g", c.previous) << " -> "
-            << fixed("%.4g", c.efficiency) << " (predicted step "
-            << fixed("%.6g", c.predictedBefore) << " -> "
-            << fixed("%.6g", c.predictedAfter) << " s)\n";
-  notes["device.efficiency." + c.dtype] =
-      "So that the plan of the run's layout predicts its median step of " +
-      fixed("%.6g", run.medianStepSeconds) + " s.";
+            << " of " << run.steps << " steps; "
+            << field.substr(std::string("device.").size()) << " "
+            << fixed("%.4g", before) << " -> " << fixed("%.4g", after)
+            << " (predicted step " << fixed("%.6g", predictedBefore) << " -> "
+            << fixed("%.6g", predictedAfter) << " s)\n";
+  notes[field] = "So that the plan of the run's layout" + why +
+                 " predicts its median step of " +
+                 fixed("%.6g", run.medianStepSeconds) + " s.";
   return writeOut(outPath, formatClusterSpec(spec, notes));
 }
 
@@ -340,7 +350,8 @@ int main(int argc, char **argv) {
   SearchOptions search;
   search.dtype = "fp32";
   int mbs = 0;
-  bool fitOverhead = false, interNodeMode = false;
+  bool interNodeMode = false;
+  std::string fit = "efficiency";
   std::string commandLine = "Command:";
   for (int i = 0; i < argc; ++i)
     commandLine += std::string(" ") + argv[i];
@@ -395,11 +406,12 @@ int main(int argc, char **argv) {
         return usageError("--micro-batch-size takes a positive integer, got '" +
                           value + "'");
     } else if (arg == "--fit") {
-      if (value != "efficiency" && value != "collective-overhead")
-        return usageError(
-            "--fit takes efficiency or collective-overhead, got '" + value +
-            "'");
-      fitOverhead = value == "collective-overhead";
+      if (value != "efficiency" && value != "collective-overhead" &&
+          value != "update-bandwidth")
+        return usageError("--fit takes efficiency, collective-overhead or "
+                          "update-bandwidth, got '" +
+                          value + "'");
+      fit = value;
     } else if (arg == "--mesh") {
       std::stringstream parts(value);
       std::string part;
@@ -432,8 +444,7 @@ int main(int argc, char **argv) {
     if (metrics.empty() || model.empty() || specPath.empty())
       return usageError("recalibration needs all of --from-metrics RUN.jsonl, "
                         "--model M.mlir and --spec IN.yaml");
-    return fromMetrics(metrics, model, specPath, search, mbs, fitOverhead,
-                       outPath);
+    return fromMetrics(metrics, model, specPath, search, mbs, fit, outPath);
   }
   return profile(devices, quick, name, outPath, commandLine);
 }

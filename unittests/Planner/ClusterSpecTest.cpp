@@ -228,6 +228,17 @@ TEST(ClusterSpec, OutOfRangeValuesAreRefused) {
     ASSERT_TRUE(s.ok()) << s.message;
     EXPECT_EQ(cpu.device.collectiveOverheadUs, 850);
   }
+  {
+    ClusterSpec cpu;
+    Status s = parseClusterSpec(
+        edit("fp16", "    fp16: 312\n  update_bandwidth_GBps: 13.5"), "c.yaml",
+        cpu);
+    ASSERT_TRUE(s.ok()) << s.message;
+    EXPECT_EQ(cpu.device.updateBandwidthGBps, 13.5);
+    EXPECT_NE(errorOf(edit("fp16", "    fp16: 312\n  update_bandwidth_GBps: 0"))
+                  .find("device.update_bandwidth_GBps must be a positive"),
+              std::string::npos);
+  }
   // Zero latency is allowed (an idealized link).
   ClusterSpec spec;
   EXPECT_TRUE(

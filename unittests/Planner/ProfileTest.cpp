@@ -330,4 +330,44 @@ TEST(ProfileMetrics, CalibratedOverheadReproducesAMultiRankRun) {
       << st.message;
 }
 
+TEST(ProfileMetrics, CalibratedUpdateBandwidthReproducesTheRun) {
+  // 1e8 fp32 parameters: AdamW's update reads the parameter, its gradient
+  // and two moments and writes the parameter and the moments, 28 B each:
+  // 2.8 GB a step. The computation is 0.6 s at the peak; measured 0.8 s,
+  // so the update ran at 2.8 GB / 0.2 s = 14 GB/s.
+  ModelStats model = computeOnlyModel();
+  model.classes[0].params = 1e8;
+  ClusterSpec spec = oneDevice(1);
+  spec.device.memoryBandwidthGBps = 100;
+  SearchOptions o;
+  o.dtype = "fp32";
+  o.devices = 1;
+  LayoutChoice l;
+  RunMetrics run;
+  run.medianStepSeconds = 0.8;
+  UpdateCalibration c;
+  Status st = calibrateUpdateBandwidth(model, spec, o, l, 2, run, c);
+  ASSERT_TRUE(st.ok()) << st.message;
+  EXPECT_NEAR(14, c.gbps, 1e-3);
+  EXPECT_NEAR(14, spec.device.updateBandwidthGBps, 1e-3);
+  // Before: the update at the memory bandwidth, 28 ms.
+  EXPECT_EQ(100.0, c.previousGBps);
+  EXPECT_NEAR(0.628, c.predictedBefore, 1e-9);
+  EXPECT_NEAR(0.8, c.predictedAfter, 1e-5);
+  // The memory side of the ops keeps the memory bandwidth: only the update
+  // moves.
+  EXPECT_EQ(100.0, spec.device.memoryBandwidthGBps);
+
+  // Faster than the computation alone: the efficiency is off, not the
+  // update.
+  run.medianStepSeconds = 0.55;
+  st = calibrateUpdateBandwidth(model, spec, o, l, 2, run, c);
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(std::string::npos,
+            st.message.find("faster than the plan predicts with a free update"))
+      << st.message;
+  EXPECT_NE(std::string::npos, st.message.find("--fit efficiency"))
+      << st.message;
+}
+
 } // namespace

@@ -75,6 +75,14 @@ struct ClusterSpec {
     /// triad); 0 where the spec has none. The roofline's memory side uses
     /// it when the caller gives no bandwidth of its own.
     double memoryBandwidthGBps = 0;
+    /// Optional rate in GB/s at which the optimizer's once-a-step pass over
+    /// the parameters (the update, and the sum of micro-batches' gradients)
+    /// moves its bytes; 0 where the spec has none, and memoryBandwidthGBps
+    /// prices it. A CPU rank's compiled update streams parameters, gradients
+    /// and two moments at well below a STREAM triad's rate;
+    /// weft-profile-cluster --from-metrics --fit update-bandwidth measures it
+    /// from a run at a smaller batch.
+    double updateBandwidthGBps = 0;
     /// Optional fraction of the computation that communication said to
     /// overlap it really hides behind, in [0, 1]; 1 where the spec has none
     /// (a GPU's copy engines and NICs move data while its SMs compute). 0

@@ -172,6 +172,26 @@ Status calibrateCollectiveOverhead(const ModelStats &model, ClusterSpec &spec,
                                    int microBatchSize, const RunMetrics &run,
                                    OverheadCalibration &out);
 
+/// What calibrateUpdateBandwidth found.
+struct UpdateCalibration {
+  double gbps = 0, previousGBps = 0;
+  double predictedBefore = 0, predictedAfter = 0, measured = 0;
+};
+
+/// Sets spec.device.update_bandwidth_GBps so that evaluatePlan of the
+/// run's layout predicts its measured median step: the step falls as the
+/// bandwidth grows, so a bisection (over a log scale) finds it. The update
+/// runs once a step whatever the batch, so the run that fits it has a
+/// batch other than the one device.efficiency was fitted at (half of it):
+/// a step = the update + what each sample costs. Fails, naming what to
+/// revise, when a free update already predicts a slower step than
+/// measured (the efficiency is too low: fit it first) or when no rate
+/// reaches the measurement.
+Status calibrateUpdateBandwidth(const ModelStats &model, ClusterSpec &spec,
+                                const SearchOptions &options,
+                                const LayoutChoice &layout, int microBatchSize,
+                                const RunMetrics &run, UpdateCalibration &out);
+
 } // namespace planner
 } // namespace weft
 
