@@ -260,8 +260,6 @@ Status RuntimeContext::allReduceSum(std::vector<float> &values) {
 
 namespace {
 
-/// Ends the process with an error naming the collective, the axes and the
-/// rank: the other ranks would wait forever on one that went on.
 /// "dp,pp": the names of the axes in `axisMask`.
 std::string axesOf(const WeftRuntimeContext *ctx, int64_t axisMask) {
   std::string axes;
@@ -281,6 +279,8 @@ void traceWait(const WeftRuntimeContext *ctx, const char *what,
                   trace::Clock::now(), 0, bytes);
 }
 
+/// Ends the process with an error naming the collective, the axes and the
+/// rank: the other ranks would wait forever on one that went on.
 [[noreturn]] void die(const WeftRuntimeContext *ctx, const char *what,
                       int64_t axisMask, const std::string &why) {
   std::string axes = axesOf(ctx, axisMask);
@@ -502,11 +502,12 @@ extern "C" void weft_rt_recv_f32(const WeftRuntimeContext *ctx,
     if (!(e.key == key))
       die(ctx, "recv", axisMask,
           "this step's receives differ from the step before's: expected " +
-              group.comm->transferText(false, size_t(e.key.count) * 4,
+              group.comm->transferText(false,
+                                       size_t(e.key.count) * sizeof(float),
                                        int(e.key.peer), uint64_t(e.key.tag)) +
               ", got " +
-              group.comm->transferText(false, size_t(count) * 4, int(peer),
-                                       uint64_t(tag)) +
+              group.comm->transferText(false, size_t(count) * sizeof(float),
+                                       int(peer), uint64_t(tag)) +
               "; run with WEFT_RECV_AHEAD=0 and report it");
     check(ctx, "recv", axisMask, group.recvThread->wait(e.ticket));
     std::memcpy(out, e.data.data(), size_t(count) * sizeof(float));
