@@ -106,6 +106,9 @@ Status RuntimeContext::joinMesh(const std::vector<MeshAxisSpec> &mesh,
   // every rank: the ranks sharing this rank's coordinates on the other
   // axes, numbered row-major over the set's axes (weft_rt_axis_index).
   axisGroups.resize(size_t(1) << n);
+  // A switch to measure what receiving ahead saves (bench/RESULTS.md).
+  const char *aheadEnv = std::getenv("WEFT_RECV_AHEAD");
+  bool recvAhead = !(aheadEnv && std::string(aheadEnv) == "0");
   for (uint64_t mask = 1; mask < (uint64_t(1) << n); ++mask) {
     std::vector<size_t> in;
     for (size_t i = 0; i < n; ++i)
@@ -147,9 +150,7 @@ Status RuntimeContext::joinMesh(const std::vector<MeshAxisSpec> &mesh,
       return Status::error("mesh axis " + quote(names) + ": " + s.message);
     axisGroups[mask] = std::make_unique<AxisGroup>(std::move(comm));
     axisGroups[mask]->mesh = &axisGroups;
-    // A switch to measure what receiving ahead saves (bench/RESULTS.md).
-    if (const char *ahead = std::getenv("WEFT_RECV_AHEAD");
-        ahead && std::string(ahead) == "0")
+    if (!recvAhead)
       axisGroups[mask]->recvThread.reset();
   }
   for (size_t i = 0; i < n; ++i) {
@@ -229,7 +230,6 @@ Status RuntimeContext::drainTransfers() {
             "), so the receives posted ahead of it were not all taken; run "
             "with WEFT_RECV_AHEAD=0 and report it");
       group->lastStepRecvs = std::move(group->stepRecvs);
-      group->stepRecvs.clear();
     }
     if (group->sends.empty())
       continue;
@@ -270,11 +270,11 @@ std::string axesOf(const WeftRuntimeContext *ctx, int64_t axisMask) {
 }
 
 /// A span of the step's own thread in the trace (WEFT_TRACE): `what` over
-/// the axes of `axisMask`, from `start` until now.
-void traceWait(const WeftRuntimeContext *ctx, const char *what,
-               int64_t axisMask, trace::Clock::time_point start,
-               int64_t bytes = -1) {
-  if (trace::enabled())
+/// the axes of `axisMask`, from `start` until now, where `group` traces.
+void traceWait(const WeftRuntimeContext *ctx, const AxisGroup &group,
+               const char *what, int64_t axisMask,
+               trace::Clock::time_point start, int64_t bytes = -1) {
+  if (group.thread->traced())
     trace::record(std::string(what) + " " + axesOf(ctx, axisMask), start,
                   trace::Clock::now(), 0, bytes);
 }
@@ -328,7 +328,7 @@ void finish(const WeftRuntimeContext *ctx, const char *what, int64_t axisMask,
             AxisGroup &group, CommThread::Ticket ticket) {
   auto start = std::chrono::steady_clock::now();
   check(ctx, what, axisMask, group.thread->wait(ticket));
-  traceWait(ctx, what, axisMask, start);
+  traceWait(ctx, group, what, axisMask, start);
   // A receive's wait is pipeline time (transferSeconds), not a
   // collective's.
   if (std::strcmp(what, "recv") != 0)
@@ -495,7 +495,7 @@ extern "C" void weft_rt_recv_f32(const WeftRuntimeContext *ctx,
   checkTransferArgs(ctx, "recv", axisMask, count, peer, tag);
   auto start = std::chrono::steady_clock::now();
   AxisGroup::RecvKey key{peer, tag, count};
-  if (group.inStep)
+  if (group.inStep && group.recvThread)
     group.stepRecvs.push_back(key);
   if (!group.early.empty()) {
     AxisGroup::EarlyRecv &e = group.early.front();
@@ -511,7 +511,7 @@ extern "C" void weft_rt_recv_f32(const WeftRuntimeContext *ctx,
               "; run with WEFT_RECV_AHEAD=0 and report it");
     check(ctx, "recv", axisMask, group.recvThread->wait(e.ticket));
     std::memcpy(out, e.data.data(), size_t(count) * sizeof(float));
-    traceWait(ctx, "recv (posted ahead)", axisMask, start,
+    traceWait(ctx, group, "recv (posted ahead)", axisMask, start,
               count * int64_t(sizeof(float)));
     group.early.pop_front();
     postEarlyRecvs(group);

@@ -874,11 +874,12 @@ int Trainer::run(bool seedGiven) {
     if (Status s = context.drainTransfers(); !s.ok())
       return fail(Status::error("rank " + std::to_string(ctx.rank) +
                                 ": a pipeline send failed: " + s.message));
-    double stepSeconds = std::chrono::duration<double>(
-                             std::chrono::steady_clock::now() - computeStart)
-                             .count();
-    trace::record("step " + std::to_string(step + 1), computeStart,
-                  std::chrono::steady_clock::now(), 0);
+    auto computeEnd = std::chrono::steady_clock::now();
+    double stepSeconds =
+        std::chrono::duration<double>(computeEnd - computeStart).count();
+    if (trace::enabled())
+      trace::record("step " + std::to_string(step + 1), computeStart,
+                    computeEnd, 0);
     context.beat(2 * step + 2);
     // A pipeline's bubble as run: the time its ranks spent in sends and
     // receives (waiting for a peer, or moving data) over the time they

@@ -198,6 +198,9 @@ public:
   Status waitAll();
   /// Whether `ticket` has run (without waiting).
   bool finished(Ticket ticket);
+  /// Whether this thread records what it runs (WEFT_TRACE, read when the
+  /// thread starts): callers waiting on it record their waits alike.
+  bool traced() const { return tracing; }
 
 private:
   /// Queues `work`; `what` and `bytes` name it in a trace (WEFT_TRACE).
@@ -214,8 +217,9 @@ private:
     std::function<Status()> run;
   };
   std::deque<Work> queue;
-  /// This thread's lane in a trace.
+  /// This thread's lane in a trace, and whether it records.
   int lane;
+  bool tracing;
   Ticket issued = 0, completed = 0;
   Status failed;
   bool stopping = false;
@@ -289,8 +293,9 @@ struct AxisGroup {
   /// posts the last step's recvs ahead, kRecvsAhead at a time, on a thread
   /// of their own, and a recv op that matches the oldest takes its data.
   static constexpr size_t kRecvsAhead = 2;
-  /// The recvs of the step running (beginStep clears them) and of the one
-  /// before, whose order the running step's early recvs follow.
+  /// The recvs of the step running (beginStep clears them; recorded only
+  /// where recvThread posts ahead) and of the one before, whose order the
+  /// running step's early recvs follow.
   std::vector<RecvKey> stepRecvs, lastStepRecvs;
   /// The next of lastStepRecvs to post ahead.
   size_t nextEarly = 0;
