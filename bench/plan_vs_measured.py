@@ -163,20 +163,20 @@ def recalibrate(b, metrics, ir, spec, out, flags=(), quiet=False,
                 may_fail=False):
     """weft-profile-cluster --from-metrics on `spec`, written to `out`;
     prints its finding (unless `quiet`) and returns `out`. With
-    `may_fail`, a refused fit returns None and its reason instead of
+    `may_fail`, a refused fit prints why and returns None instead of
     ending the bench."""
     cmd = [os.path.join(b, "weft-profile-cluster"), "--from-metrics",
            metrics, "--model", ir, "--spec", spec, "--dtype", "fp32",
            "-o", out] + list(flags)
-    if may_fail:
-        p = subprocess.run(cmd, capture_output=True, text=True)
-        if p.returncode != 0:
-            return None, p.stderr.strip().splitlines()[-1]
-    else:
-        p = run(cmd)
+    p = subprocess.run(cmd, capture_output=True, text=True) if may_fail \
+        else run(cmd)
+    line = p.stderr.strip().splitlines()[-1]
+    if p.returncode != 0:
+        print("calibration refused: " + line)
+        return None
     if not quiet:
-        print("calibration: " + p.stderr.strip().splitlines()[-1])
-    return (out, None) if may_fail else out
+        print("calibration: " + line)
+    return out
 
 
 def loadavg():
@@ -308,16 +308,14 @@ def measure(args, ranks):
         previous = None
         for r in range(12):
             spec = recalibrate(b, m1, ir, spec, calibrated, quiet=True)
-            fitted, refused = recalibrate(
-                b, m_half, ir_half, spec, calibrated,
-                ["--fit", "update-bandwidth"], quiet=r < 11,
-                may_fail=True)
-            if refused:
+            if not recalibrate(b, m_half, ir_half, spec, calibrated,
+                               ["--fit", "update-bandwidth"], quiet=r < 11,
+                               may_fail=True):
                 # The half batch took half the time or less: the update's
                 # share is inside the runs' noise (capped runs vary by a
                 # few %), so the last rate stands.
-                print("calibration: update bandwidth kept at %s (%s)"
-                      % (previous or "the memory bandwidth", refused))
+                print("calibration: update bandwidth kept at %s"
+                      % (previous or "the memory bandwidth"))
                 break
             with open(calibrated) as f:
                 gbps = float(re.search(r"update_bandwidth_GBps: (\S+)",
