@@ -21,6 +21,9 @@ export LD_LIBRARY_PATH=$work/lib:$root/.devrun/lib:/usr/local/cuda/lib64:${LD_LI
 command -v nvidia-smi > /dev/null && nvidia-smi -L
 [ -f "$dir/provenance.txt" ] && cp "$dir/provenance.txt" "$out/" && cat "$dir/provenance.txt"
 also=()
+# The same executable with its step launched kernel by kernel.
+printf '#!/bin/sh\nWEFT_CUDA_GRAPHS=0 exec "%s/train" "$@"\n' "$work" > "$work/train_nographs"
+chmod +x "$work/train_nographs"
 for e in "$work"/train_*; do
   case $e in *.weights.safetensors) continue ;; esac
   [ -x "$e" ] && also+=(--also-exe "$e:${e##*/train_}")

@@ -75,6 +75,44 @@ def main():
             bad |= er > tol
         print(line + " (tolerance %g)%s" % (tol, "  FAIL" if bad else ""))
         ok &= not bad
+    # CUDA graphs off: the same losses, bit for bit (as printed).
+    for gpu in ("gpt_cuda", "mid_cuda_bf16"):
+        a = os.path.join(out, gpu + ".jsonl")
+        b = os.path.join(out, gpu + "_nographs.jsonl")
+        if not (os.path.exists(a) and os.path.exists(b)):
+            print("%-14s graphs off: missing" % gpu)
+            ok = False
+            continue
+        same = losses(a) == losses(b) and len(losses(a)) > 0
+        print("%-14s graphs off: %s" % (gpu, "the same losses" if same
+                                        else "DIFFERENT losses  FAIL"))
+        ok &= same
+    for m in ("gpt", "mid"):
+        ms = []
+        for g in (1, 0):
+            path = os.path.join(out, "time_%s_graphs%d.jsonl" % (m, g))
+            if not os.path.exists(path):
+                ms.append(float("nan"))
+                continue
+            with open(path) as f:
+                t = sorted(r["step_time_s"] for r in map(json.loads, f)
+                           if "step_time_s" in r)[:]
+            ms.append(1e3 * t[len(t) // 2] if t else float("nan"))
+        print("%s step (median): %.3f ms as a CUDA graph, %.3f ms launch by "
+              "launch (%.2fx)" % (m, ms[0], ms[1], ms[1] / ms[0]))
+    full = os.path.join(out, "resume_full.jsonl")
+    tail = os.path.join(out, "resume_tail.jsonl")
+    if os.path.exists(full) and os.path.exists(tail):
+        f, t = losses(full), losses(tail)
+        same = sorted(t) == list(range(6, 13)) and all(
+            t[s] == f[s] for s in t)
+        print("resume after a checkpoint taken with a batch fetched ahead: "
+              "steps %s %s" % (sorted(t), "match" if same
+                               else "DIFFER from the uninterrupted run  FAIL"))
+        ok &= same
+    else:
+        print("resume check: missing")
+        ok = False
     for name in ("gpu_bench.md", "weft_profile.txt"):
         path = os.path.join(out, name)
         if os.path.exists(path):

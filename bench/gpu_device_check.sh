@@ -35,6 +35,29 @@ for e in cuda_fp32 cuda_bf16 cuda_fa_fp32 cuda_fa_bf16; do
   timeout 60 ./mid/$e --data mid/x.npy --labels mid/y.npy --steps 10 --lr 0.001 --no-shuffle \
     --metrics $OUT/mid_$e.jsonl 2>&1 | tail -1
 done
+# Each generated kernel of one step against the CPU executable's.
+(cd $root && timeout 240 bash bench/gpu_kernel_check.sh run)
+# CUDA graphs: off (WEFT_CUDA_GRAPHS=0) the same losses; the step time both
+# ways; and a run stopped after a checkpoint taken with the next batch
+# already fetched resumes with the uninterrupted run's losses.
+WEFT_CUDA_GRAPHS=0 timeout 60 ./gpt/cuda --data gpt/x.npy --labels gpt/y.npy --steps 20 \
+  --lr 0.01 --no-shuffle --metrics $OUT/gpt_cuda_nographs.jsonl 2>&1 | tail -1
+WEFT_CUDA_GRAPHS=0 timeout 60 ./mid/cuda_bf16 --data mid/x.npy --labels mid/y.npy --steps 10 \
+  --lr 0.001 --no-shuffle --metrics $OUT/mid_cuda_bf16_nographs.jsonl 2>&1 | tail -1
+for g in 1 0; do
+  WEFT_CUDA_GRAPHS=$g timeout 60 ./gpt/cuda --data gpt/x.npy --labels gpt/y.npy --steps 300 \
+    --lr 0.001 --metrics $OUT/time_gpt_graphs$g.jsonl 2>&1 | tail -1
+  WEFT_CUDA_GRAPHS=$g timeout 60 ./mid/cuda_bf16 --data mid/x.npy --labels mid/y.npy --steps 100 \
+    --lr 0.001 --metrics $OUT/time_mid_graphs$g.jsonl 2>&1 | tail -1
+done
+rm -rf /tmp/ck
+timeout 60 ./gpt/cuda --data gpt/x.npy --labels gpt/y.npy --steps 12 --lr 0.01 \
+  --metrics $OUT/resume_full.jsonl > /dev/null 2>&1
+WEFT_FAULT=0:8:exit timeout 60 ./gpt/cuda --data gpt/x.npy --labels gpt/y.npy --steps 12 \
+  --lr 0.01 --checkpoint-dir /tmp/ck --checkpoint-every 5 > /dev/null 2>&1
+echo "fault run: rc $? (3 expected)"
+timeout 60 ./gpt/cuda --data gpt/x.npy --labels gpt/y.npy --steps 12 --lr 0.01 \
+  --checkpoint-dir /tmp/ck --metrics $OUT/resume_tail.jsonl 2>&1 | grep -i "resum" | head -2
 WEFT_CUDA_PROFILE=$OUT/gpt_cuda_profile.txt timeout 60 ./gpt/cuda --data gpt/x.npy --labels gpt/y.npy \
   --steps 5 --lr 0.01 --no-shuffle > /dev/null 2>&1; head -12 $OUT/gpt_cuda_profile.txt
 cd $root

@@ -7,8 +7,10 @@
 #   losses and PyTorch's reference (in $W, /tmp/devprep: bench/gpu_compare.py
 #   reads them), packed with the runtime's CUDA unit tests into
 #   .devrun/small.tar.xz;
+# - the kernel check's executables and CPU dumps (bench/gpu_kernel_check.sh)
+#   in .devrun/kernels.tar.xz;
 # - the GPT-2 124M bundle (bench/gpu_bundle.sh) in .devrun/gpt2.
-# .devrun/ (about 28 MB) is ignored by git: the device tool's run carries it
+# .devrun/ (about 40 MB) is ignored by git: the device tool's run carries it
 # when asked (carry [".devrun"]). --quick recompiles the GPU executables
 # only; the CPU references stay.
 set -euo pipefail
@@ -62,6 +64,9 @@ done
 cp $root/build/unittests/WeftRuntimeCudaTests $root/build/unittests/WeftRuntimeNcclTests .
 tar -cJf $D/small.tar.xz mlp/cuda* mlp/x.npy mlp/y.npy gpt/cuda* gpt/x.npy gpt/y.npy mid/cuda_* mid/x.npy mid/y.npy lib WeftRuntimeCudaTests WeftRuntimeNcclTests
 cd $root
+# Each generated kernel against the CPU's (bench/gpu_kernel_check.sh run
+# there): .devrun/kernels.tar.xz.
+bash bench/gpu_kernel_check.sh prepare
 # GPT-2 124M with (auto: T 1024) and without the fused attention kernels.
 WEFT_BUNDLE_ALSO="--fused-attention=off:unfused" bash bench/gpu_bundle.sh $D/gpt2
 ls -la $D $D/gpt2

@@ -27,6 +27,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "weft/Codegen/Passes.h"
+#include "weft/Dialect/Weft/IR/WeftDialect.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -118,6 +119,10 @@ struct ChunkParallelLoopsPass
     auto outer = scf::ForallOp::create(
         b, loc, ArrayRef<OpFoldResult>{b.getIndexAttr(target)},
         ValueRange{}, std::nullopt);
+    // The kernel keeps its name (`weft.kernel`), which outlining gives its
+    // function: the same as on a GPU, where rows are not chunked.
+    if (Attribute tag = loop->getAttr(weft::WeftDialect::kKernelAttrName))
+      outer->setAttr(weft::WeftDialect::kKernelAttrName, tag);
     b.setInsertionPointToStart(outer.getBody());
     int64_t block = rowsPerBlock(rows, target);
     Value blockCount = arith::ConstantIndexOp::create(b, loc, rows / block);

@@ -1526,6 +1526,7 @@ LogicalResult Driver::run() {
                       : emit == Stage::Memref ? CodegenStage::Buffers
                                               : CodegenStage::LLVM;
   codegen.mergeSiblingKernels = options.mergeSiblingKernels;
+  codegen.dumpKernelOutputs = options.dumpKernelOutputs;
   codegen.target = options.device;
   buildCodegenPipeline(pm, codegen);
   if (failed(pm.run(*module)))
@@ -1665,6 +1666,7 @@ LogicalResult Driver::compilePipeline(ModuleOp module, TimingScope &timing) {
     CodegenPipelineOptions codegen;
     codegen.entry = steps[r].getName().str();
     codegen.mergeSiblingKernels = options.mergeSiblingKernels;
+    codegen.dumpKernelOutputs = options.dumpKernelOutputs;
     buildCodegenPipeline(pm, codegen);
     if (failed(pm.run(clone)))
       return failure();

@@ -270,7 +270,9 @@ void weft::buildCodegenPipeline(OpPassManager &pm,
   // neighbours) as one parallel loop, before its rows are chunked.
   // Both group a kernel's rows for a few CPU threads; a GPU wants them all.
   bool cuda = options.target == "cuda";
-  if (options.mergeSiblingKernels && !cuda)
+  // Dumped kernels stay the ones a GPU runs, so that dumps of both
+  // targets compare kernel by kernel.
+  if (options.mergeSiblingKernels && !cuda && !options.dumpKernelOutputs)
     pm.addPass(createMergeSiblingKernelsPass());
   if (!cuda)
     pm.addPass(createChunkParallelLoopsPass());
@@ -280,6 +282,11 @@ void weft::buildCodegenPipeline(OpPassManager &pm,
   OutlineKernelsPassOptions outline;
   outline.function = options.entry;
   pm.addPass(createOutlineKernelsPass(outline));
+  if (options.dumpKernelOutputs) {
+    DumpKernelOutputsPassOptions dump;
+    dump.function = options.entry;
+    pm.addPass(createDumpKernelOutputsPass(dump));
+  }
   pm.addPass(createReassociateReductionsPass());
   if (!cuda) {
     MarkDisjointArgsPassOptions disjoint;

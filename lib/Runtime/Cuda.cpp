@@ -275,6 +275,7 @@ char stepStreamEvent;
 //===----------------------------------------------------------------------===//
 
 const detail::Driver &detail::driver() { return state().driver; }
+std::string detail::describe(CUresult r) { return ::describe(r); }
 CUstream detail::stepStream() { return state().stream; }
 int detail::sharedMemoryOptIn() { return state().sharedMemoryOptIn; }
 

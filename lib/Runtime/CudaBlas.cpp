@@ -10,7 +10,10 @@
 // GEMM) is column-major; mapRowMajorGemm turns each call into the product
 // C^T = op(B)^T op(A)^T it computes. f32 products use CUBLAS_COMPUTE_32F,
 // never TF32, so that losses match the CPU's; bf16 operands are multiplied
-// and summed in f32.
+// and summed in f32. The `_bias` versions add a bias per column of C in
+// cuBLASLt's epilogue (CUBLASLT_EPILOGUE_BIAS): to the f32 sum, before C
+// is rounded to its type, as a kernel adding the bias to an f32 product
+// would (--weft-gpu-gemm-epilogue, docs/gpu.md).
 //
 // Each distinct shape (sizes, transposes, strides, pointer alignments) gets
 // a matmul descriptor, layouts and one heuristic query, cached for the
@@ -112,8 +115,9 @@ struct Scratch {
   size_t bytes = 0;
 };
 
-/// What a plan depends on: types, the mapped shape, alignments.
-using PlanKey = std::array<int64_t, 21>;
+/// What a plan depends on: types, the mapped shape, alignments, the
+/// epilogue.
+using PlanKey = std::array<int64_t, 23>;
 
 struct BlasState {
   std::mutex mutex;
@@ -272,12 +276,15 @@ int fastestCandidate(BlasState &s, Plan &p,
 }
 
 /// The cached plan of `g` on these types and alignments (of cuBLASLt's A,
-/// B and C); made, with a heuristic query, the first time; a large product
-/// (kTuneFromFlops) with beta = 0 times the heuristic's candidates on `x`
-/// and keeps the fastest. Holds the mutex.
+/// B and C), with the bias epilogue when `bias` is not null (its
+/// alignment `alignBias`); made, with a heuristic query, the first time; a
+/// large product (kTuneFromFlops) with beta = 0 times the heuristic's
+/// candidates on `x` and keeps the fastest. The caller sets the bias
+/// pointer of each call on the plan's descriptor. Holds the mutex.
 Plan &planLocked(BlasState &s, const LtGemm &g, int inType, int outType,
                  uint32_t alignA, uint32_t alignB, uint32_t alignC,
-                 const char *call, const Shape &shape, const Operands &x) {
+                 const void *bias, uint32_t alignBias, const char *call,
+                 const Shape &shape, const Operands &x) {
   PlanKey key = {inType,
                  outType,
                  g.a.op,
@@ -298,7 +305,9 @@ Plan &planLocked(BlasState &s, const LtGemm &g, int inType, int outType,
                  g.batch,
                  alignA,
                  alignB,
-                 alignC};
+                 alignC,
+                 bias ? int64_t(CUBLASLT_EPILOGUE_BIAS) : 0,
+                 bias ? int64_t(alignBias) : 0};
   auto found = s.plans.find(key);
   if (found != s.plans.end())
     return found->second;
@@ -313,6 +322,17 @@ Plan &planLocked(BlasState &s, const LtGemm &g, int inType, int outType,
   checkLt(lt.cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_TRANSB,
                                             &opB, sizeof(opB)),
           call, "cublasLtMatmulDescSetAttribute", &shape);
+  if (bias) {
+    // The heuristic reads the bias pointer's alignment, not its data.
+    uint32_t epilogue = CUBLASLT_EPILOGUE_BIAS;
+    checkLt(lt.cublasLtMatmulDescSetAttribute(p.desc,
+                                              CUBLASLT_MATMUL_DESC_EPILOGUE,
+                                              &epilogue, sizeof(epilogue)),
+            call, "cublasLtMatmulDescSetAttribute", &shape);
+    checkLt(lt.cublasLtMatmulDescSetAttribute(
+                p.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof(bias)),
+            call, "cublasLtMatmulDescSetAttribute", &shape);
+  }
   auto layout = [&](cublasLtMatrixLayout_t &l, int type, const LtOperand &o) {
     checkLt(lt.cublasLtMatrixLayoutCreate(&l, type, o.rows, o.cols, o.ld), call,
             "cublasLtMatrixLayoutCreate", &shape);
@@ -366,7 +386,10 @@ Plan &planLocked(BlasState &s, const LtGemm &g, int inType, int outType,
           call, "cublasLtMatmulAlgoGetHeuristic", &shape);
   lt.cublasLtMatmulPreferenceDestroy(pref);
   if (found_count < 1)
-    detail::fatal(call, "cuBLASLt has no algorithm for " + shape.str());
+    detail::fatal(call, "cuBLASLt has no algorithm for " + shape.str() +
+                            (bias ? " with a bias epilogue (bias aligned to " +
+                                        std::to_string(alignBias) + " bytes)"
+                                  : std::string()));
   int chosen =
       tuning && found_count > 1
           ? fastestCandidate(s, p, results, found_count, x, call, shape)
@@ -449,12 +472,32 @@ void zeroC(void *c, int64_t batch, int64_t m, int64_t n, int64_t ldc,
   detail::noteQueued(call, call);
 }
 
+/// Copies the bias (n elements) into each of the m rows of batch matrices
+/// of C (k = 0 with a bias: an empty sum plus the bias).
+void biasC(void *c, const void *bias, int64_t batch, int64_t m, int64_t n,
+           int64_t ldc, int64_t strideC, size_t elementSize, const char *call) {
+  const detail::Driver &d = detail::driver();
+  CUstream stream = detail::stepStream();
+  detail::profileBefore();
+  for (int64_t i = 0; i < (strideC == 0 ? 1 : batch); ++i)
+    for (int64_t r = 0; r < m; ++r)
+      detail::check(d.cuMemcpyAsync(reinterpret_cast<CUdeviceptr>(c) +
+                                        CUdeviceptr((i * strideC + r * ldc) *
+                                                    int64_t(elementSize)),
+                                    reinterpret_cast<CUdeviceptr>(bias),
+                                    size_t(n) * elementSize, stream),
+                    call, nullptr, "cuMemcpyAsync");
+  detail::noteQueued(call, call);
+}
+
 /// C = op(A) op(B) + beta C for each matrix of the batch, on the step
-/// stream; the sizes are positive.
+/// stream; the sizes are positive. With `bias` (n elements of C's type,
+/// beta 0 only) C = op(A) op(B) + bias per row, in cuBLASLt's epilogue.
 void gemm(const char *call, int inType, int outType, int64_t batch, bool ta,
           bool tb, int64_t m, int64_t n, int64_t k, const void *a, int64_t lda,
           int64_t strideA, const void *b, int64_t ldb, int64_t strideB, void *c,
-          int64_t ldc, int64_t strideC, float beta) {
+          int64_t ldc, int64_t strideC, float beta,
+          const void *bias = nullptr) {
   detail::requireInitialized(call, nullptr);
   if (lda < 0 || ldb < 0 || ldc < 0 || strideA < 0 || strideB < 0 ||
       strideC < 0)
@@ -463,7 +506,9 @@ void gemm(const char *call, int inType, int outType, int64_t batch, bool ta,
   size_t inSize = inType == CUDA_R_32F ? 4 : 2;
   size_t outSize = outType == CUDA_R_32F ? 4 : 2;
   if (k <= 0) {
-    if (beta == 0.0f)
+    if (bias)
+      biasC(c, bias, batch, m, n, ldc, strideC, outSize, call);
+    else if (beta == 0.0f)
       zeroC(c, batch, m, n, ldc, strideC, outSize, call);
     return;
   }
@@ -501,8 +546,16 @@ void gemm(const char *call, int inType, int outType, int64_t batch, bool ta,
     Plan &p = planLocked(s, g, inType, outType,
                          alignmentOf(ltA, g.a.batchStride, inSize, piece),
                          alignmentOf(ltB, g.b.batchStride, inSize, piece),
-                         alignmentOf(pc, g.c.batchStride, outSize, piece), call,
-                         shape, Operands{ltA, ltB, pc, beta});
+                         alignmentOf(pc, g.c.batchStride, outSize, piece), bias,
+                         alignmentOf(bias, 0, outSize, 1), call, shape,
+                         Operands{ltA, ltB, pc, beta});
+    // Plans are per alignment, not per pointer: each call names its bias
+    // (read when the product is queued).
+    if (bias)
+      checkLt(
+          s.lt.cublasLtMatmulDescSetAttribute(
+              p.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof(bias)),
+          call, "cublasLtMatmulDescSetAttribute", &shape);
     float alpha = 1.0f;
     // After the plan lookup: the interval is the device's, not the host's.
     if (done == 0)
@@ -588,4 +641,43 @@ extern "C" void weft_rt_cuda_sbgemm_bf16(int64_t batch, int32_t transA,
   gemm("weft_rt_cuda_sbgemm_bf16", CUDA_R_16BF, CUDA_R_16BF, batch, transA != 0,
        transB != 0, m, n, k, a, lda, strideA, b, ldb, strideB, c, ldc, strideC,
        0.0f);
+}
+
+extern "C" void weft_rt_cuda_sgemm_bias(int64_t batch, int32_t transA,
+                                        int32_t transB, int64_t m, int64_t n,
+                                        int64_t k, const float *a, int64_t lda,
+                                        int64_t strideA, const float *b,
+                                        int64_t ldb, int64_t strideB,
+                                        const float *bias, float *c,
+                                        int64_t ldc, int64_t strideC) {
+  if (batch <= 0 || m <= 0 || n <= 0)
+    return;
+  gemm("weft_rt_cuda_sgemm_bias", CUDA_R_32F, CUDA_R_32F, batch, transA != 0,
+       transB != 0, m, n, k, a, lda, strideA, b, ldb, strideB, c, ldc, strideC,
+       0.0f, bias);
+}
+
+extern "C" void
+weft_rt_cuda_sbgemm_bias(int64_t batch, int32_t transA, int32_t transB,
+                         int64_t m, int64_t n, int64_t k, const uint16_t *a,
+                         int64_t lda, int64_t strideA, const uint16_t *b,
+                         int64_t ldb, int64_t strideB, const float *bias,
+                         float *c, int64_t ldc, int64_t strideC) {
+  if (batch <= 0 || m <= 0 || n <= 0)
+    return;
+  gemm("weft_rt_cuda_sbgemm_bias", CUDA_R_16BF, CUDA_R_32F, batch, transA != 0,
+       transB != 0, m, n, k, a, lda, strideA, b, ldb, strideB, c, ldc, strideC,
+       0.0f, bias);
+}
+
+extern "C" void weft_rt_cuda_sbgemm_bf16_bias(
+    int64_t batch, int32_t transA, int32_t transB, int64_t m, int64_t n,
+    int64_t k, const uint16_t *a, int64_t lda, int64_t strideA,
+    const uint16_t *b, int64_t ldb, int64_t strideB, const uint16_t *bias,
+    uint16_t *c, int64_t ldc, int64_t strideC) {
+  if (batch <= 0 || m <= 0 || n <= 0)
+    return;
+  gemm("weft_rt_cuda_sbgemm_bf16_bias", CUDA_R_16BF, CUDA_R_16BF, batch,
+       transA != 0, transB != 0, m, n, k, a, lda, strideA, b, ldb, strideB, c,
+       ldc, strideC, 0.0f, bias);
 }

@@ -1,4 +1,5 @@
-//===- CudaInternal.h - What Cuda.cpp shares with CudaBlas.cpp --*- C++ -*-===//
+//===- CudaInternal.h - What Cuda.cpp shares with its siblings ---*- C++
+//-*-===//
 //
 // Part of the Weft project.
 //
@@ -42,6 +43,8 @@ void requireInitialized(const char *call, const char *kernel);
 /// function and the CUresult's name and description.
 void check(api::CUresult result, const char *call, const char *kernel,
            const char *driverFunction);
+/// "CUDA_ERROR_INVALID_VALUE (invalid argument)".
+std::string describe(api::CUresult result);
 /// Ends the process with "error: CUDA: <call>: <message>".
 [[noreturn]] void fatal(const char *call, const std::string &message);
 

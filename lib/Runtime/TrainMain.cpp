@@ -30,14 +30,15 @@
 #include <CLI/CLI.hpp>
 #include <cstdlib>
 
+#include <algorithm>
+#include <charconv>
 #include <chrono>
 #include <climits>
 #include <cmath>
-#include <algorithm>
-#include <charconv>
 #include <csignal>
 #include <cstring>
 #include <iostream>
+#include <map>
 #include <set>
 #include <sstream>
 
@@ -331,6 +332,26 @@ private:
   void *ptr = nullptr;
 };
 
+/// Page-locked host memory, released with its owner: copies between it and
+/// the device return at once.
+class PinnedBuffer {
+public:
+  PinnedBuffer() = default;
+  PinnedBuffer(const PinnedBuffer &) = delete;
+  PinnedBuffer &operator=(const PinnedBuffer &) = delete;
+  ~PinnedBuffer() { cuda::releasePinned(ptr); }
+  Status allocate(size_t n) {
+    bytes = n;
+    return cuda::allocatePinned(n, &ptr);
+  }
+  uint8_t *data() const { return static_cast<uint8_t *>(ptr); }
+  size_t size() const { return bytes; }
+
+private:
+  void *ptr = nullptr;
+  size_t bytes = 0;
+};
+
 /// The loop's state: the step's buffers and everything around them.
 ///
 /// A --target cuda step (ModelSpec::deviceType CUDA) takes device pointers.
@@ -339,11 +360,15 @@ private:
 /// nothing. Params, state and buffers are loaded (weights, a checkpoint)
 /// into host buffers, uploaded once, and from then on live on the device,
 /// where each step's new values are swapped in by pointer, as the CPU path
-/// swaps its buffers. Each step copies its batch and its scalar inputs in
-/// and its outputs (loss, lr, grad norm) out; that copy is the step's one
-/// synchronization. The host buffers are a mirror that is stale while the
-/// device trains; only checkpointTensors() hands them out, and it brings
-/// them up to date first (syncHostMirror).
+/// swaps its buffers. Each step copies its scalar inputs in and its outputs
+/// (loss, lr, grad norm) out, from and to page-locked memory; waiting for
+/// the outputs is the step's one synchronization. The batch inputs have two
+/// device slots: while step n computes from one, the host fetches batch
+/// n + 1 and the copy stream moves it into the other. From its second step
+/// the step runs as a CUDA graph, one per arrangement of its pointers
+/// (swapped params and batch slots alternate, so two). The host buffers are
+/// a mirror that is stale while the device trains; only checkpointTensors()
+/// hands them out, and it brings them up to date first (syncHostMirror).
 class Trainer {
 public:
   Trainer(const WeftModel &model, const ModelSpec &spec,
@@ -354,6 +379,12 @@ public:
         dataLayout(std::move(dataLayout)), opts(opts), fault(fault),
         context(context),
         out(out), err(err) {}
+  Trainer(const Trainer &) = delete;
+  Trainer &operator=(const Trainer &) = delete;
+  ~Trainer() {
+    for (auto &g : graphs)
+      cuda::destroyGraph(g.second);
+  }
 
   int run(bool seedGiven);
 
@@ -389,7 +420,27 @@ private:
   void *deviceWorkspace = nullptr;
   /// Host copies of the arena's scalar-input and output blocks, laid out
   /// alike, so that each is one copy per step.
-  AlignedBuffer hostScalars, hostOutputs;
+  PinnedBuffer hostScalars, hostOutputs;
+  /// The batch inputs' two device slots (slot 0 in the arena, slot 1
+  /// beside it) and their page-locked staging, per spec.batchArgs entry;
+  /// `nextSlot` is the one the next step reads.
+  DeviceAllocation batchSlot1;
+  PinnedBuffer batchStaging[2];
+  std::vector<void *> batchDevice[2];
+  std::vector<size_t> batchStagingOffset;
+  int nextSlot = 0;
+  /// The next step's batch, fetched (and copied) while this step ran, and
+  /// the loader's state before it, which a checkpoint records.
+  bool haveAhead = false;
+  Batch ahead;
+  Status aheadStatus = Status::success();
+  DataLoaderState stateBeforeAhead;
+  /// Captured steps, by the pointers (arguments, results, workspace) they
+  /// were captured with; whether to capture, and whether a step ran
+  /// uncaptured yet (the first loads every kernel and sizes the scratch
+  /// buffers, which a capture must not do).
+  std::map<std::vector<void *>, void *> graphs;
+  bool useGraphs = false, warmedUp = false;
   /// Whether params, state and buffers are on the device (uploadState has
   /// run), and whether the host mirror still equals them.
   bool stateOnDevice = false, mirrorCurrent = true;
@@ -406,8 +457,17 @@ private:
   /// Brings the host mirror of params, state and buffers up to date with
   /// the device (a no-op on the CPU, or when it already is).
   Status syncHostMirror();
-  /// One step on the device: batch and scalars in, the step, outputs out.
-  Status runDeviceStep(const Batch &b, const std::vector<size_t> &batchSlot);
+  /// Copies `b` into batch slot `slot` through its staging, on the copy
+  /// stream.
+  Status stageBatch(const Batch &b, const std::vector<size_t> &batchSlot,
+                    int slot);
+  /// One step on the device: scalars in, the step (a graph when it can),
+  /// outputs out; before waiting for them, with `fetchNext`, the next batch
+  /// fetched and staged into the other slot.
+  Status runDeviceStep(const std::vector<size_t> &batchSlot, bool fetchNext);
+  /// Queues the step on the step stream: its graph, captured on first use
+  /// of these pointers, or its launches one by one.
+  Status queueDeviceStep();
   /// The tensors checkpoints write and restore read, pointing to host
   /// buffers that are current (it syncs the mirror first).
   Status checkpointTensors(std::vector<CheckpointTensor> &tensors);
@@ -466,11 +526,11 @@ Status Trainer::allocateOnDevice() {
     deviceResults[r] = base + arenaPlan.resultOffsets[r];
   deviceWorkspace = base + arenaPlan.workspaceOffset;
 
-  auto hostBlock = [](AlignedBuffer &buf, uint64_t bytes, const char *what) {
-    return buf.allocate(size_t(bytes))
-               ? Status::success()
-               : Status::error("out of memory: " + std::to_string(bytes) +
-                               " bytes of host " + what);
+  auto hostBlock = [](PinnedBuffer &buf, uint64_t bytes, const char *what) {
+    Status s = buf.allocate(size_t(bytes));
+    return s.ok() ? s
+                  : Status::error(std::string("the host's ") + what + ": " +
+                                  s.message);
   };
   if (Status s = hostBlock(hostScalars,
                            arenaPlan.scalarsEnd - arenaPlan.scalarsBegin,
@@ -482,6 +542,26 @@ Status Trainer::allocateOnDevice() {
                            "outputs");
       !s.ok())
     return s;
+  // Batch slot 0 is the arena's; slot 1 and both stagings hold the batch
+  // inputs one after another, each at a 256-byte boundary.
+  batchStagingOffset.clear();
+  size_t batchBytes = 0;
+  for (int i : spec.batchArgs) {
+    batchStagingOffset.push_back(batchBytes);
+    batchBytes += (size_t(spec.args[i].bytes) + 255) / 256 * 256;
+  }
+  if (Status s = batchSlot1.allocate(batchBytes); !s.ok())
+    return Status::error("the device's second batch slot: " + s.message);
+  for (int slot = 0; slot < 2; ++slot)
+    if (Status s = hostBlock(batchStaging[slot], batchBytes, "batch staging");
+        !s.ok())
+      return s;
+  for (int slot = 0; slot < 2; ++slot)
+    batchDevice[slot].clear();
+  for (size_t k = 0; k < spec.batchArgs.size(); ++k) {
+    batchDevice[0].push_back(deviceArgs[spec.batchArgs[k]]);
+    batchDevice[1].push_back(batchSlot1.data() + batchStagingOffset[k]);
+  }
   argBufs.resize(spec.args.size());
   argPtrs.assign(spec.args.size(), nullptr);
   resultPtrs.assign(spec.results.size(), nullptr);
@@ -537,28 +617,89 @@ Status Trainer::syncHostMirror() {
   return Status::success();
 }
 
-Status Trainer::runDeviceStep(const Batch &b,
-                              const std::vector<size_t> &batchSlot) {
+Status Trainer::stageBatch(const Batch &b, const std::vector<size_t> &batchSlot,
+                           int slot) {
   for (size_t k = 0; k < spec.batchArgs.size(); ++k) {
     int i = spec.batchArgs[k];
-    if (Status s = cuda::copyToDevice(deviceArgs[i],
-                                      b.inputs[batchSlot[k]].data(),
-                                      spec.args[i].bytes);
+    uint8_t *staged = batchStaging[slot].data() + batchStagingOffset[k];
+    std::memcpy(staged, b.inputs[batchSlot[k]].data(), spec.args[i].bytes);
+    if (Status s =
+            cuda::copyAhead(batchDevice[slot][k], staged, spec.args[i].bytes);
         !s.ok())
       return Status::error("copying the batch's " + quote(spec.args[i].name) +
                            " to the GPU: " + s.message);
   }
-  if (Status s = cuda::copyToDevice(arena.data() + arenaPlan.scalarsBegin,
-                                    hostScalars.data(), hostScalars.size());
+  return Status::success();
+}
+
+Status Trainer::queueDeviceStep() {
+  auto direct = [](void *self) {
+    auto *t = static_cast<Trainer *>(self);
+    t->model.trainStep(t->context.get(), t->deviceArgs.data(),
+                       t->deviceResults.data(), t->deviceWorkspace);
+  };
+  if (!useGraphs || !warmedUp) {
+    direct(this);
+    warmedUp = true;
+    return Status::success();
+  }
+  std::vector<void *> key(deviceArgs);
+  key.insert(key.end(), deviceResults.begin(), deviceResults.end());
+  key.push_back(deviceWorkspace);
+  auto it = graphs.find(key);
+  // Two arrangements alternate; a skipped step (--skip-nonfinite) shifts
+  // params against batch slots, which makes four at most.
+  if (it == graphs.end() && graphs.size() < 4) {
+    void *graph = nullptr;
+    if (Status s = cuda::captureGraph(direct, this, &graph); !s.ok()) {
+      err << "warning: " << s.message
+          << "; the steps run without CUDA graphs\n";
+      useGraphs = false;
+      direct(this);
+      return Status::success();
+    }
+    it = graphs.emplace(std::move(key), graph).first;
+  }
+  if (it == graphs.end()) {
+    direct(this);
+    return Status::success();
+  }
+  return cuda::launchGraph(it->second);
+}
+
+Status Trainer::runDeviceStep(const std::vector<size_t> &batchSlot,
+                              bool fetchNext) {
+  int slot = nextSlot;
+  nextSlot = 1 - slot;
+  if (Status s = cuda::stepWaitsForCopiesAhead(); !s.ok())
+    return s;
+  for (size_t k = 0; k < spec.batchArgs.size(); ++k)
+    deviceArgs[spec.batchArgs[k]] = batchDevice[slot][k];
+  if (Status s =
+          cuda::copyToDeviceAsync(arena.data() + arenaPlan.scalarsBegin,
+                                  hostScalars.data(), hostScalars.size());
       !s.ok())
     return Status::error("copying step, lr and the other scalar inputs to "
                          "the GPU: " + s.message);
-  model.trainStep(context.get(), deviceArgs.data(), deviceResults.data(),
-                  deviceWorkspace);
-  if (Status s = cuda::copyToHost(hostOutputs.data(),
-                                  arena.data() + arenaPlan.outputsBegin,
-                                  hostOutputs.size());
+  if (Status s = queueDeviceStep(); !s.ok())
+    return Status::error("the step on the GPU: " + s.message);
+  if (Status s = cuda::copyToHostAsync(hostOutputs.data(),
+                                       arena.data() + arenaPlan.outputsBegin,
+                                       hostOutputs.size());
       !s.ok())
+    return Status::error("the step on the GPU: " + s.message);
+  // While the device computes: the next batch, into the slot the step
+  // before this one read (finished: its outputs were waited for). A read
+  // error is the next step's, as without fetching ahead.
+  if (fetchNext) {
+    stateBeforeAhead = loader->state();
+    aheadStatus = loader->next(ahead);
+    haveAhead = true;
+    if (aheadStatus.ok())
+      if (Status s = stageBatch(ahead, batchSlot, nextSlot); !s.ok())
+        return s;
+  }
+  if (Status s = cuda::synchronize(); !s.ok())
     return Status::error("the step on the GPU: " + s.message);
   return Status::success();
 }
@@ -637,7 +778,9 @@ std::string Trainer::predictionSummary(int64_t baselineRss) const {
 Status Trainer::checkpoint(int64_t completed) {
   CheckpointMeta meta;
   meta.step = completed;
-  meta.dataLoaderState = loader->state().toJson();
+  // A batch fetched ahead for the next step is not consumed yet.
+  meta.dataLoaderState =
+      (haveAhead ? stateBeforeAhead : loader->state()).toJson();
   meta.modelJson = spec.modelJson;
   std::string path;
   auto t0 = std::chrono::steady_clock::now();
@@ -809,10 +952,14 @@ int Trainer::run(bool seedGiven) {
   out << "training " << spec.numParameters() << " parameters, batch " << batch
       << ", " << loader->batchesPerEpoch() << " batches per epoch, steps "
       << start << ".." << opts.steps << " (";
-  if (onDevice)
+  if (onDevice) {
+    std::string why;
+    useGraphs = cuda::graphsAllowed(&why);
     out << "on GPU " << ctx.deviceIndex << ": " << cuda::deviceDescription()
+        << (useGraphs ? "; the step as a CUDA graph"
+                      : "; CUDA graphs off: " + why)
         << ")\n";
-  else
+  } else
     out << ctx.numThreads << " threads, GEMMs on " << weft_rt_gemm_library()
         << ")\n";
 
@@ -846,8 +993,17 @@ int Trainer::run(bool seedGiven) {
     }
     auto t0 = std::chrono::steady_clock::now();
     Batch b;
-    if (Status s = loader->next(b); !s.ok())
+    if (haveAhead) {
+      haveAhead = false;
+      if (!aheadStatus.ok())
+        return fail(aheadStatus);
+      b = std::move(ahead);
+    } else if (Status s = loader->next(b); !s.ok()) {
       return fail(s);
+    } else if (onDevice) {
+      if (Status st = stageBatch(b, batchSlot, nextSlot); !st.ok())
+        return fail(st);
+    }
     if (!onDevice)
       for (size_t k = 0; k < spec.batchArgs.size(); ++k)
         argPtrs[spec.batchArgs[k]] = b.inputs[batchSlot[k]].data();
@@ -865,7 +1021,7 @@ int Trainer::run(bool seedGiven) {
     auto computeStart = std::chrono::steady_clock::now();
     context.beginStep();
     if (onDevice) {
-      if (Status s = runDeviceStep(b, batchSlot); !s.ok())
+      if (Status s = runDeviceStep(batchSlot, step + 1 < opts.steps); !s.ok())
         return fail(s);
     } else {
       model.trainStep(context.get(), argPtrs.data(), resultPtrs.data(),

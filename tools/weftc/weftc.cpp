@@ -350,6 +350,14 @@ cl::opt<bool> mergeSiblingKernels(
              "update of every parameter, as one parallel loop; "
              "=false keeps one kernel each (same results, bit for bit)"),
     cl::init(true), cl::cat(codegenCategory));
+cl::opt<bool> dumpKernelOutputs(
+    "dump-kernel-outputs",
+    cl::desc("Debugging: after each kernel call the step hands the buffers "
+             "the kernel wrote to the runtime, which writes them as .npy "
+             "files under $WEFT_DUMP_KERNELS for one step (to compare the "
+             "kernels of two targets; docs/gpu.md). Implies "
+             "--merge-sibling-kernels=false"),
+    cl::init(false), cl::cat(codegenCategory));
 cl::opt<unsigned> optLevel("O", cl::desc("LLVM optimization level 0-3"),
                            cl::init(2), cl::Prefix, cl::cat(codegenCategory));
 cl::opt<std::string>
@@ -451,6 +459,7 @@ bool mapOptions(DriverOptions &driver, TrainPipelineOptions &train,
   driver.target.cpu = cpu;
   driver.target.optLevel = optLevel;
   driver.mergeSiblingKernels = mergeSiblingKernels;
+  driver.dumpKernelOutputs = dumpKernelOutputs;
   driver.runtimeDir = runtimeDir;
   driver.linkArgs.assign(linkArgs.begin(), linkArgs.end());
   driver.saveTemps = saveTemps;

@@ -79,6 +79,29 @@ TEST(CudaTest, InitializeWithoutDeviceSaysWhatIsMissing) {
   EXPECT_TRUE(cuda::deviceDescription().empty());
 }
 
+TEST(CudaTest, GraphsAreOffWhenAskedOrWhileEachOperationIsWatched) {
+  std::string why;
+  for (const char *name : {"WEFT_CUDA_GRAPHS", "WEFT_CUDA_SYNC",
+                           "WEFT_DUMP_KERNELS", "WEFT_CUDA_PROFILE"})
+    unsetenv(name);
+  EXPECT_TRUE(cuda::graphsAllowed(&why));
+  EXPECT_EQ(why, "");
+  setenv("WEFT_CUDA_GRAPHS", "0", 1);
+  EXPECT_FALSE(cuda::graphsAllowed(&why));
+  EXPECT_EQ(why, "WEFT_CUDA_GRAPHS=0");
+  setenv("WEFT_CUDA_GRAPHS", "1", 1);
+  EXPECT_TRUE(cuda::graphsAllowed());
+  setenv("WEFT_CUDA_SYNC", "1", 1);
+  EXPECT_FALSE(cuda::graphsAllowed(&why));
+  EXPECT_EQ(why, "WEFT_CUDA_SYNC waits after each operation");
+  unsetenv("WEFT_CUDA_SYNC");
+  setenv("WEFT_DUMP_KERNELS", "/tmp/k", 1);
+  EXPECT_FALSE(cuda::graphsAllowed(&why));
+  EXPECT_EQ(why, "WEFT_DUMP_KERNELS reads each kernel's outputs");
+  unsetenv("WEFT_DUMP_KERNELS");
+  unsetenv("WEFT_CUDA_GRAPHS");
+}
+
 TEST(CudaTest, DeviceCountIsZeroWithoutDriver) {
   void *driver = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
   if (driver) {
@@ -301,6 +324,9 @@ TEST(CudaTest, DeclarationsMatchTheToolkitHeaders) {
   EXPECT_EQ(api::CU_JIT_OPTIMIZATION_LEVEL, CU_JIT_OPTIMIZATION_LEVEL);
   EXPECT_EQ(api::CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION,
             CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION);
+  EXPECT_EQ(api::CU_EVENT_DISABLE_TIMING, CU_EVENT_DISABLE_TIMING);
+  EXPECT_EQ(api::CU_STREAM_CAPTURE_MODE_RELAXED,
+            int(CU_STREAM_CAPTURE_MODE_RELAXED));
   EXPECT_EQ(sizeof(api::CUdeviceptr), sizeof(CUdeviceptr));
   EXPECT_EQ(sizeof(api::CUdevice), sizeof(CUdevice));
 
@@ -327,6 +353,12 @@ TEST(CudaTest, DeclarationsMatchTheToolkitHeaders) {
   EXPECT_EQ(api::CUBLAS_OP_T, CUBLAS_OP_T);
   EXPECT_EQ(api::CUBLASLT_MATMUL_DESC_TRANSA, CUBLASLT_MATMUL_DESC_TRANSA);
   EXPECT_EQ(api::CUBLASLT_MATMUL_DESC_TRANSB, CUBLASLT_MATMUL_DESC_TRANSB);
+  EXPECT_EQ(api::CUBLASLT_MATMUL_DESC_EPILOGUE, CUBLASLT_MATMUL_DESC_EPILOGUE);
+  EXPECT_EQ(api::CUBLASLT_MATMUL_DESC_BIAS_POINTER,
+            CUBLASLT_MATMUL_DESC_BIAS_POINTER);
+  EXPECT_EQ(api::CUBLASLT_EPILOGUE_DEFAULT,
+            uint32_t(CUBLASLT_EPILOGUE_DEFAULT));
+  EXPECT_EQ(api::CUBLASLT_EPILOGUE_BIAS, uint32_t(CUBLASLT_EPILOGUE_BIAS));
   EXPECT_EQ(api::CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT,
             CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT);
   EXPECT_EQ(api::CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET,
@@ -525,6 +557,87 @@ TEST(CudaTest, LaunchesAKernel) {
   launchScaleAdd(ptx);
   mgpuModuleUnload(ptx);
   EXPECT_TRUE(cuda::synchronize().ok());
+}
+
+/// scale_add's launch (out = 2 in + 1 over n floats) on the step stream.
+void queueScaleAdd(void *function, void *in, void *out, int32_t n) {
+  void *params[] = {&in, &out, &n};
+  mgpuLaunchKernel(function, (n + 127) / 128, 1, 1, 128, 1, 1, 0,
+                   mgpuStreamCreate(), params, nullptr, 3);
+}
+
+TEST(CudaTest, CopiesAheadRunBeforeTheStepThatWaitsForThem) {
+  REQUIRE_DEVICE();
+  // 16M floats: long enough on the copy stream that a kernel not ordered
+  // after it would read the buffer before the copy lands.
+  const int32_t n = 1 << 24;
+  void *staging = nullptr;
+  ASSERT_TRUE(cuda::allocatePinned(n * sizeof(float), &staging).ok());
+  auto *host = static_cast<float *>(staging);
+  for (int32_t i = 0; i < n; ++i)
+    host[i] = float(i % 1000) * 0.5f;
+  DeviceBuffer in(nullptr, n * sizeof(float)), out(nullptr, n * sizeof(float));
+  mgpuMemset32(in.ptr, 0, n, mgpuStreamCreate());
+  ASSERT_TRUE(cuda::synchronize().ok());
+  void *ptx = mgpuModuleLoadJIT(const_cast<char *>(kTestPtx), 2);
+  void *function = mgpuModuleGetFunction(ptx, "scale_add");
+  ASSERT_TRUE(cuda::copyAhead(in.ptr, staging, n * sizeof(float)).ok());
+  ASSERT_TRUE(cuda::stepWaitsForCopiesAhead().ok());
+  queueScaleAdd(function, in.ptr, out.ptr, n);
+  // The outputs come back through page-locked memory, asynchronously.
+  void *back = nullptr;
+  ASSERT_TRUE(cuda::allocatePinned(n * sizeof(float), &back).ok());
+  ASSERT_TRUE(cuda::copyToHostAsync(back, out.ptr, n * sizeof(float)).ok());
+  ASSERT_TRUE(cuda::synchronize().ok());
+  const auto *got = static_cast<const float *>(back);
+  for (int32_t i = 0; i < n; i += 4099)
+    ASSERT_EQ(got[i], 2.0f * host[i] + 1.0f) << i;
+  ASSERT_EQ(got[n - 1], 2.0f * host[n - 1] + 1.0f);
+  mgpuModuleUnload(ptx);
+  cuda::releasePinned(back);
+  cuda::releasePinned(staging);
+}
+
+namespace {
+struct GraphStep {
+  void *function;
+  void *a, *b;
+  int32_t n;
+};
+} // namespace
+
+TEST(CudaTest, GraphsReplayTheCapturedLaunches) {
+  REQUIRE_DEVICE();
+  const int32_t n = 5000;
+  std::vector<float> in(n);
+  for (int32_t i = 0; i < n; ++i)
+    in[i] = float(i) * 0.125f;
+  DeviceBuffer a(in), b(nullptr, n * sizeof(float));
+  void *ptx = mgpuModuleLoadJIT(const_cast<char *>(kTestPtx), 2);
+  GraphStep step{mgpuModuleGetFunction(ptx, "scale_add"), a.ptr, b.ptr, n};
+  // Two launches, the second reading what the first wrote: b = 2a + 1,
+  // then a = 2b + 1.
+  auto queue = [](void *user) {
+    auto *s = static_cast<GraphStep *>(user);
+    queueScaleAdd(s->function, s->a, s->b, s->n);
+    queueScaleAdd(s->function, s->b, s->a, s->n);
+  };
+  void *graph = nullptr;
+  weft::rt::Status s = cuda::captureGraph(queue, &step, &graph);
+  ASSERT_TRUE(s.ok()) << s.message;
+  ASSERT_NE(graph, nullptr);
+  // Capturing ran nothing.
+  EXPECT_EQ(a.read<float>(n), in);
+  // Each replay runs both launches again on the buffers' current values.
+  for (int replay = 0; replay < 3; ++replay) {
+    ASSERT_TRUE(cuda::launchGraph(graph).ok());
+    for (float &x : in)
+      x = 2.0f * (2.0f * x + 1.0f) + 1.0f;
+  }
+  ASSERT_TRUE(cuda::synchronize().ok());
+  EXPECT_EQ(a.read<float>(n), in);
+  cuda::destroyGraph(graph);
+  mgpuModuleUnload(ptx);
 }
 
 TEST(CudaTest, DriverErrorsNameTheKernel) {
@@ -772,6 +885,129 @@ TEST(CudaTest, Bf16GemmsMatchTheCpu) {
       float g = fromBf16(gotH[i]), w = fromBf16(wantH[i]);
       ASSERT_NEAR(g, w, std::ldexp(1.0f, -7) * (std::fabs(w) + 1e-3f))
           << "sbgemm_bf16 " << describe(c) << " at " << i;
+    }
+  }
+}
+
+/// The CPU reference of a `_bias` GEMM: `c` (the CPU GEMM's result, f32)
+/// plus bias[j] on the n columns of every row, padding left alone.
+void addBias(std::vector<float> &c, const std::vector<float> &bias,
+             const Case &c0, const Call &call) {
+  for (int64_t i = 0; i < c0.batch; ++i)
+    for (int64_t r = 0; r < c0.m; ++r)
+      for (int64_t j = 0; j < c0.n; ++j)
+        c[kOffset + size_t(i * call.sc + r * call.ldc + j)] +=
+            bias[kOffset + j];
+}
+
+/// The bias epilogue cases: cases() and odd shapes (primes, a single row or
+/// column, k of 1) that leave cuBLASLt few vectorized tiles.
+std::vector<Case> biasCases() {
+  std::vector<Case> out = cases();
+  for (bool tb : {false, true}) {
+    out.push_back({1, false, tb, 1, 97, 13});
+    out.push_back({1, false, tb, 131, 1, 7});
+    out.push_back({1, true, tb, 61, 67, 1, 3, 0, 1});
+    out.push_back({2, false, tb, 257, 129, 65, 0, 3, 5});
+  }
+  return out;
+}
+
+TEST(CudaTest, SgemmBiasMatchesTheCpu) {
+  REQUIRE_DEVICE();
+  std::mt19937 gen(15);
+  for (const Case &c : biasCases()) {
+    Call call = callOf(c);
+    std::vector<float> a = randomFloats(call.aSize + kOffset, gen);
+    std::vector<float> b = randomFloats(call.bSize + kOffset, gen);
+    std::vector<float> bias = randomFloats(size_t(c.n) + kOffset, gen);
+    std::vector<float> want(call.cSize + kOffset, -7.0f);
+    DeviceBuffer da(a), db(b), dbias(bias), dc(want);
+    weft_rt_sgemm(c.batch, c.ta, c.tb, c.m, c.n, c.k, a.data() + kOffset,
+                  call.lda, call.sa, b.data() + kOffset, call.ldb, call.sb,
+                  want.data() + kOffset, call.ldc, call.sc);
+    addBias(want, bias, c, call);
+    weft_rt_cuda_sgemm_bias(c.batch, c.ta, c.tb, c.m, c.n, c.k,
+                            da.as<float>() + kOffset, call.lda, call.sa,
+                            db.as<float>() + kOffset, call.ldb, call.sb,
+                            dbias.as<float>() + kOffset,
+                            dc.as<float>() + kOffset, call.ldc, call.sc);
+    // The sum in f32 (not TF32) and one rounding of the bias: as the plain
+    // GEMM's result and the kernel adding the bias.
+    expectClose(dc.read<float>(want.size()), want, 1e-5f,
+                "sgemm_bias " + describe(c));
+  }
+  // k = 0: every row of C is the bias; the padding stays.
+  std::vector<float> bias = randomFloats(5, gen);
+  std::vector<float> c = randomFloats(4 * 6, gen);
+  DeviceBuffer dbias(bias), dc(c);
+  weft_rt_cuda_sgemm_bias(1, 0, 0, 4, 5, 0, nullptr, 1, 0, nullptr, 5, 0,
+                          dbias.as<float>(), dc.as<float>(), 6, 0);
+  std::vector<float> got = dc.read<float>(c.size());
+  for (int i = 0; i < 24; ++i)
+    EXPECT_EQ(got[i], i % 6 == 5 ? c[i] : bias[i % 6]) << i;
+}
+
+TEST(CudaTest, Bf16GemmsWithBiasMatchTheCpu) {
+  REQUIRE_DEVICE();
+  std::mt19937 gen(16);
+  for (const Case &c : biasCases()) {
+    Call call = callOf(c);
+    std::vector<uint16_t> a(call.aSize + kOffset), b(call.bSize + kOffset);
+    std::vector<float> af = randomFloats(a.size(), gen),
+                       bf = randomFloats(b.size(), gen);
+    for (size_t i = 0; i < a.size(); ++i)
+      a[i] = toBf16(af[i]);
+    for (size_t i = 0; i < b.size(); ++i)
+      b[i] = toBf16(bf[i]);
+    DeviceBuffer da(a), db(b);
+    std::vector<float> product(call.cSize + kOffset, -7.0f);
+    weft_rt_sbgemm(c.batch, c.ta, c.tb, c.m, c.n, c.k, a.data() + kOffset,
+                   call.lda, call.sa, b.data() + kOffset, call.ldb, call.sb,
+                   product.data() + kOffset, call.ldc, call.sc);
+
+    // f32 C and an f32 bias.
+    std::vector<float> bias = randomFloats(size_t(c.n) + kOffset, gen);
+    std::vector<float> want = product;
+    addBias(want, bias, c, call);
+    DeviceBuffer dbias(bias), dc(std::vector<float>(want.size(), -7.0f));
+    weft_rt_cuda_sbgemm_bias(c.batch, c.ta, c.tb, c.m, c.n, c.k,
+                             da.as<uint16_t>() + kOffset, call.lda, call.sa,
+                             db.as<uint16_t>() + kOffset, call.ldb, call.sb,
+                             dbias.as<float>() + kOffset,
+                             dc.as<float>() + kOffset, call.ldc, call.sc);
+    // bf16 products are exact in f32; only the sums round.
+    expectClose(dc.read<float>(want.size()), want, 1e-5f,
+                "sbgemm_bias " + describe(c));
+
+    // bf16 C and a bf16 bias: the biased f32 sum rounded once.
+    std::vector<uint16_t> biasH(size_t(c.n) + kOffset);
+    std::vector<float> biasRounded(biasH.size());
+    for (size_t i = 0; i < biasH.size(); ++i) {
+      biasH[i] = toBf16(bias[i]);
+      biasRounded[i] = fromBf16(biasH[i]);
+    }
+    std::vector<float> wantF = product;
+    addBias(wantF, biasRounded, c, call);
+    DeviceBuffer dbiasH(biasH),
+        dh(std::vector<uint16_t>(call.cSize + kOffset, 0x7777));
+    weft_rt_cuda_sbgemm_bf16_bias(
+        c.batch, c.ta, c.tb, c.m, c.n, c.k, da.as<uint16_t>() + kOffset,
+        call.lda, call.sa, db.as<uint16_t>() + kOffset, call.ldb, call.sb,
+        dbiasH.as<uint16_t>() + kOffset, dh.as<uint16_t>() + kOffset, call.ldc,
+        call.sc);
+    std::vector<uint16_t> gotH = dh.read<uint16_t>(wantF.size());
+    for (size_t i = kOffset; i < wantF.size(); ++i) {
+      // Padding (columns from n) left as it was.
+      if (int64_t(i - kOffset) % call.ldc >= c.n) {
+        ASSERT_EQ(gotH[i], 0x7777) << "sbgemm_bf16_bias padding at " << i;
+        continue;
+      }
+      // One bf16 step apart at most where the f32 sums differ near a
+      // rounding boundary.
+      float g = fromBf16(gotH[i]), w = fromBf16(toBf16(wantF[i]));
+      ASSERT_NEAR(g, w, 1e-2f * std::fabs(w) + 1e-4f)
+          << "sbgemm_bf16_bias " << describe(c) << " at " << i;
     }
   }
 }

@@ -703,6 +703,56 @@ def OutlineKernelsPass : Pass<"weft-outline-kernels", "mlir::ModuleOp"> {
   let dependentDialects = ["::mlir::func::FuncDialect", "::mlir::scf::SCFDialect"];
 }
 
+def DumpKernelOutputsPass : Pass<"weft-dump-kernel-outputs", "mlir::ModuleOp"> {
+  let summary = "After each kernel call, hand the buffers it wrote to the runtime";
+  let description = [{
+    A debugging aid (`weftc --dump-kernel-outputs`, docs/gpu.md, Checking
+    kernels). Runs right after `--weft-outline-kernels`, on both targets.
+    After each call of `function` to an outlined kernel, one call of
+    `weft_rt_dump_kernel_output` (include/weft/Runtime/KernelDump.h) per
+    buffer argument the kernel writes: the kernel's name, the call's index
+    among the step's kernel calls, the argument's index, the address of its
+    first element, its element type (a `weft::rt::DType`) and a constant
+    table `[rank, sizes..., strides...]` (in elements), so that a strided
+    view is read as the view. Which arguments a kernel writes comes from the
+    memory effects of its body, followed through views back to the
+    arguments; an op of unknown effects counts as writing every buffer.
+    The step's whole workspace, which a kernel takes for its rows' scratch,
+    is left out. The
+    runtime writes the buffers as .npy files when `WEFT_DUMP_KERNELS` is
+    set, and does nothing otherwise. The CUDA target renames the call
+    `weft_rt_cuda_dump_kernel_output` (`--weft-gpu-map-step`), which copies
+    from the device.
+
+    Before:
+
+    ```mlir
+    call @train_step.fused_0(%x, %y) : (memref<64x128xf32>, memref<64x128xf32>) -> ()
+    ```
+
+    After (`%y` written):
+
+    ```mlir
+    call @train_step.fused_0(%x, %y) : (memref<64x128xf32>, memref<64x128xf32>) -> ()
+    %name = llvm.mlir.addressof @__weft_dump_name_0 : !llvm.ptr
+    %layout = llvm.mlir.addressof @__weft_dump_layout_0 : !llvm.ptr
+    %ptr = llvm.getelementptr ...  // %y's first element
+    call @weft_rt_dump_kernel_output(%name, %c0_i64, %c1_i64, %ptr, %c1_i32, %layout)
+        : (!llvm.ptr, i64, i64, !llvm.ptr, i32, !llvm.ptr) -> ()
+    ```
+
+    Errors: a written buffer whose sizes or strides are not static, and an
+    existing `@weft_rt_dump_kernel_output` of another type.
+  }];
+  let options = [
+    Option<"function", "function", "std::string", "\"train_step\"",
+           "The step whose kernel calls are followed">,
+  ];
+  let dependentDialects = ["::mlir::LLVM::LLVMDialect",
+                           "::mlir::memref::MemRefDialect",
+                           "::mlir::arith::ArithDialect"];
+}
+
 def ApproximateMathPass : Pass<"weft-approximate-math", "mlir::func::FuncOp"> {
   let summary = "Replace f32 transcendental calls by inline polynomials";
   let description = [{

@@ -108,6 +108,9 @@ struct DriverOptions {
   /// Independent neighbouring kernels (the optimizer update of every
   /// parameter) run as one parallel loop (--weft-merge-sibling-kernels).
   bool mergeSiblingKernels = true;
+  /// --dump-kernel-outputs: the step hands each kernel's outputs to the
+  /// runtime, which writes them under WEFT_DUMP_KERNELS (docs/gpu.md).
+  bool dumpKernelOutputs = false;
   /// Folder with the runtime libraries (default: next to the compiler).
   std::string runtimeDir;
   std::vector<std::string> linkArgs;

@@ -250,6 +250,12 @@ struct CodegenPipelineOptions
                      "update of every parameter) as one parallel loop "
                      "(--weft-merge-sibling-kernels)"),
       llvm::cl::init(true)};
+  Option<bool> dumpKernelOutputs{
+      *this, "dump-kernel-outputs",
+      llvm::cl::desc("After each kernel call, hand the buffers it wrote to "
+                     "the runtime (--weft-dump-kernel-outputs; kernels "
+                     "stay unmerged, as on a GPU)"),
+      llvm::cl::init(false)};
   Option<std::string> target{
       *this, "target",
       llvm::cl::desc("cpu, or cuda: kernels as gpu.launch, GEMMs through "

@@ -62,6 +62,45 @@ Status synchronize();
 /// The step stream (a CUstream), for WeftRuntimeContext::stream.
 void *stream();
 
+//===----------------------------------------------------------------------===//
+// Overlapping the host (CudaAsync.cpp)
+//===----------------------------------------------------------------------===//
+
+/// Page-locked host memory: copies between it and the device run while the
+/// host goes on. Errors name the byte count.
+Status allocatePinned(size_t bytes, void **ptr);
+void releasePinned(void *ptr);
+
+/// Copies queued on the step stream that return at once: the host buffer
+/// must be page-locked, and must stay unchanged (toDevice) or unread
+/// (toHost) until the next synchronize().
+Status copyToDeviceAsync(void *dst, const void *src, size_t bytes);
+Status copyToHostAsync(void *dst, const void *src, size_t bytes);
+
+/// The copy stream, beside the step stream: the next batch's copies run
+/// while the step computes. copyAhead queues a copy from page-locked `src`;
+/// stepWaitsForCopiesAhead makes work queued on the step stream from then
+/// on wait for every copy queued ahead so far. The caller keeps `src`
+/// unchanged, and `dst` unread by earlier steps, until that work ran.
+Status copyAhead(void *dst, const void *src, size_t bytes);
+Status stepWaitsForCopiesAhead();
+
+/// Whether the step may be captured as a CUDA graph: not under
+/// WEFT_CUDA_GRAPHS=0, nor under WEFT_CUDA_PROFILE, WEFT_CUDA_SYNC or
+/// WEFT_DUMP_KERNELS, which time, wait for or read each operation as it
+/// runs. `why` (if not null) gets the reason when not.
+bool graphsAllowed(std::string *why = nullptr);
+/// Captures into a graph what `queue` queues on the step stream (nothing
+/// runs), instantiated for launchGraph. The graph replays the same
+/// launches with the same arguments: the same pointers, so a step whose
+/// buffers move needs a graph of its own. An error (an operation that
+/// cannot be captured) leaves the stream as it was; the caller then runs
+/// `queue` directly.
+Status captureGraph(void (*queue)(void *), void *userData, void **graph);
+/// Queues a captured step on the step stream.
+Status launchGraph(void *graph);
+void destroyGraph(void *graph);
+
 } // namespace weft::rt::cuda
 
 /* The device GEMMs the generated host code calls: the same contract as the
@@ -93,6 +132,32 @@ void weft_rt_cuda_sbgemm_bf16(int64_t batch, int32_t transA, int32_t transB,
                               const uint16_t *a, int64_t lda, int64_t strideA,
                               const uint16_t *b, int64_t ldb, int64_t strideB,
                               uint16_t *c, int64_t ldc, int64_t strideC);
+
+/* The same products plus a bias per column of C (n elements, C's type),
+   added in cuBLASLt's epilogue to the f32 sum before C is rounded: C =
+   op(A) op(B) + bias on every row of every matrix of the batch, beta 0.
+   weft_rt_cuda_sgemm_bias is weft_rt_sgemm followed by an f32 bias add, bit
+   for bit up to the order of the sum; weft_rt_cuda_sbgemm_bf16_bias rounds
+   the biased f32 sum to bf16 once. Called where --weft-gpu-gemm-epilogue
+   replaces a GEMM and the kernel adding its bias. */
+void weft_rt_cuda_sgemm_bias(int64_t batch, int32_t transA, int32_t transB,
+                             int64_t m, int64_t n, int64_t k, const float *a,
+                             int64_t lda, int64_t strideA, const float *b,
+                             int64_t ldb, int64_t strideB, const float *bias,
+                             float *c, int64_t ldc, int64_t strideC);
+void weft_rt_cuda_sbgemm_bias(int64_t batch, int32_t transA, int32_t transB,
+                              int64_t m, int64_t n, int64_t k,
+                              const uint16_t *a, int64_t lda, int64_t strideA,
+                              const uint16_t *b, int64_t ldb, int64_t strideB,
+                              const float *bias, float *c, int64_t ldc,
+                              int64_t strideC);
+void weft_rt_cuda_sbgemm_bf16_bias(int64_t batch, int32_t transA,
+                                   int32_t transB, int64_t m, int64_t n,
+                                   int64_t k, const uint16_t *a, int64_t lda,
+                                   int64_t strideA, const uint16_t *b,
+                                   int64_t ldb, int64_t strideB,
+                                   const uint16_t *bias, uint16_t *c,
+                                   int64_t ldc, int64_t strideC);
 
 /* weft.attention and weft.attention_grad on the device: the arguments and
    results of the CPU's weft_rt_attention_f32 and weft_rt_attention_grad_f32

@@ -42,6 +42,8 @@ using CUfunction = struct CUfunc_st *;
 using CUstream = struct CUstream_st *;
 using CUmemoryPool = struct CUmemPoolHandle_st *;
 using CUevent = struct CUevent_st *;
+using CUgraph = struct CUgraph_st *;
+using CUgraphExec = struct CUgraphExec_st *;
 
 constexpr CUresult CUDA_SUCCESS = 0;
 constexpr CUresult CUDA_ERROR_INVALID_VALUE = 1;
@@ -64,6 +66,8 @@ constexpr int CU_JIT_ERROR_LOG_BUFFER = 5;
 constexpr int CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES = 6;
 constexpr int CU_JIT_OPTIMIZATION_LEVEL = 7;
 constexpr int CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION = 4;
+constexpr unsigned CU_EVENT_DISABLE_TIMING = 0x2;
+constexpr int CU_STREAM_CAPTURE_MODE_RELAXED = 2;
 
 /// cuLaunchKernelEx's attribute: an id, padding to 8 bytes, and a 64-byte
 /// value union of which a cluster launch uses the first three unsigned ints.
@@ -149,7 +153,18 @@ struct CUlaunchConfig {
   X(cuEventRecord, "cuEventRecord", CUresult, CUevent, CUstream)               \
   X(cuEventElapsedTime, "cuEventElapsedTime_v2", CUresult, float *, CUevent,   \
     CUevent)                                                                   \
-  X(cuEventDestroy, "cuEventDestroy_v2", CUresult, CUevent)
+  X(cuEventDestroy, "cuEventDestroy_v2", CUresult, CUevent)                    \
+  X(cuStreamWaitEvent, "cuStreamWaitEvent", CUresult, CUstream, CUevent,       \
+    unsigned)                                                                  \
+  X(cuMemHostAlloc, "cuMemHostAlloc", CUresult, void **, size_t, unsigned)     \
+  X(cuMemFreeHost, "cuMemFreeHost", CUresult, void *)                          \
+  X(cuStreamBeginCapture, "cuStreamBeginCapture_v2", CUresult, CUstream, int)  \
+  X(cuStreamEndCapture, "cuStreamEndCapture", CUresult, CUstream, CUgraph *)   \
+  X(cuGraphInstantiate, "cuGraphInstantiateWithFlags", CUresult,               \
+    CUgraphExec *, CUgraph, unsigned long long)                                \
+  X(cuGraphLaunch, "cuGraphLaunch", CUresult, CUgraphExec, CUstream)           \
+  X(cuGraphExecDestroy, "cuGraphExecDestroy", CUresult, CUgraphExec)           \
+  X(cuGraphDestroy, "cuGraphDestroy", CUresult, CUgraph)
 
 //===----------------------------------------------------------------------===//
 // cuBLASLt (cublasLt.h, cublas_api.h, library_types.h)
@@ -169,6 +184,12 @@ constexpr int CUBLAS_OP_N = 0;
 constexpr int CUBLAS_OP_T = 1;
 constexpr int CUBLASLT_MATMUL_DESC_TRANSA = 3;
 constexpr int CUBLASLT_MATMUL_DESC_TRANSB = 4;
+constexpr int CUBLASLT_MATMUL_DESC_EPILOGUE = 7;
+constexpr int CUBLASLT_MATMUL_DESC_BIAS_POINTER = 8;
+constexpr uint32_t CUBLASLT_EPILOGUE_DEFAULT = 1;
+/// D = op(A) op(B) + bias, the bias (D's element type, one per row of
+/// cuBLASLt's D: per column of the row-major C) added before D is rounded.
+constexpr uint32_t CUBLASLT_EPILOGUE_BIAS = 4;
 constexpr int CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT = 5;
 constexpr int CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET = 6;
 constexpr int CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES = 1;

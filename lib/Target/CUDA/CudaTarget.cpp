@@ -81,6 +81,11 @@ void weft::buildCudaLoweringPipeline(OpPassManager &pm, StringRef entry,
   GpuMapStepPassOptions map;
   map.function = entry.str();
   map.blockSize = options.blockSize;
+  // Before the mapping: the bias kernels are still linalg, and the GEMMs
+  // the CPU's names.
+  GpuGemmEpiloguePassOptions epilogue;
+  epilogue.function = entry.str();
+  pm.addPass(createGpuGemmEpiloguePass(epilogue));
   pm.addPass(createGpuSplitRowsPass());
   pm.addPass(createGpuMapStepPass(map));
   pm.addPass(createCanonicalizerPass());

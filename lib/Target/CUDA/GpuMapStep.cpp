@@ -49,7 +49,8 @@ namespace {
 
 /// The runtime's GEMMs and fused attention kernels and their device
 /// versions (Cuda.h): the same signatures on device pointers; the host
-/// calls them and they launch their own kernels.
+/// calls them and they launch their own kernels. Also the kernel dump
+/// (KernelDump.h), which reads device memory from the host.
 const llvm::StringMap<StringRef> &deviceCalls() {
   static const llvm::StringMap<StringRef> map = {
       {"weft_rt_sgemm", "weft_rt_cuda_sgemm"},
@@ -57,10 +58,16 @@ const llvm::StringMap<StringRef> &deviceCalls() {
       {"weft_rt_sgemm_accumulate", "weft_rt_cuda_sgemm_accumulate"},
       {"weft_rt_sbgemm", "weft_rt_cuda_sbgemm"},
       {"weft_rt_sbgemm_bf16", "weft_rt_cuda_sbgemm_bf16"},
+      // Device-only: --weft-gpu-gemm-epilogue calls them by these names.
+      {"weft_rt_cuda_sgemm_bias", "weft_rt_cuda_sgemm_bias"},
+      {"weft_rt_cuda_sbgemm_bias", "weft_rt_cuda_sbgemm_bias"},
+      {"weft_rt_cuda_sbgemm_bf16_bias", "weft_rt_cuda_sbgemm_bf16_bias"},
       {"weft_rt_attention_f32", "weft_rt_cuda_attention_f32"},
       {"weft_rt_attention_bf16", "weft_rt_cuda_attention_bf16"},
       {"weft_rt_attention_grad_f32", "weft_rt_cuda_attention_grad_f32"},
-      {"weft_rt_attention_grad_bf16", "weft_rt_cuda_attention_grad_bf16"}};
+      {"weft_rt_attention_grad_bf16", "weft_rt_cuda_attention_grad_bf16"},
+      // weftc --dump-kernel-outputs: copies a kernel's output to the host.
+      {"weft_rt_dump_kernel_output", "weft_rt_cuda_dump_kernel_output"}};
   return map;
 }
 
@@ -83,8 +90,8 @@ bool isHostOp(Operation *op) {
           memref::ExtractAlignedPointerAsIndexOp, memref::ViewOp,
           memref::SubViewOp, memref::ExpandShapeOp, memref::CollapseShapeOp,
           memref::ReinterpretCastOp, memref::CastOp, memref::DimOp,
-          LLVM::IntToPtrOp, LLVM::GEPOp, LLVM::ConstantOp, func::CallOp,
-          func::ReturnOp, memref::GetGlobalOp>(op))
+          LLVM::IntToPtrOp, LLVM::GEPOp, LLVM::ConstantOp, LLVM::AddressOfOp,
+          func::CallOp, func::ReturnOp, memref::GetGlobalOp>(op))
     return true;
   // Other pure arithmetic on host values (a scalar computed from sizes).
   if (op->getDialect() && isa<arith::ArithDialect>(op->getDialect()) &&

@@ -16,6 +16,64 @@
 
 include "mlir/Pass/PassBase.td"
 
+def GpuGemmEpiloguePass : Pass<"weft-gpu-gemm-epilogue", "mlir::ModuleOp"> {
+  let summary = "Add a GEMM's bias in cuBLASLt's epilogue";
+  let description = [{
+    Runs on the output of `--weft-outline-kernels`, before
+    `--weft-gpu-map-step`. A GEMM call of `function` (`weft_rt_sgemm`, or
+    `weft_rt_sbgemm`: bf16 operands, an f32 product) and the kernel call
+    right after it (nothing in between but address arithmetic) become one
+    call of the CUDA runtime's GEMM with a bias epilogue
+    (include/weft/Runtime/Cuda.h) that writes the kernel's output, when:
+
+    - the product is a workspace buffer (identity layout) that nothing but
+      the kernel reads, through reshapes that keep its last dimension;
+    - the kernel is exactly `out = in + bias[j]` over every element of
+      the product (`j` the last index, `out` and the product of the same
+      shape, identity layouts): one `linalg.generic` on its three
+      arguments, or an `scf.forall` over leading dimensions running it on
+      rows (`memref.subview` at the forall's indices, full along the
+      rest);
+    - the body is `arith.addf` of the f32 product and an f32 bias (into
+      f32: `weft_rt_cuda_sgemm_bias`, `weft_rt_cuda_sbgemm_bias`), or,
+      after `weft_rt_sbgemm`, `arith.truncf` to bf16 of that sum with a
+      bf16 bias extended (`weft_rt_cuda_sbgemm_bf16_bias`): what the
+      epilogue computes, the f32 sum plus the bias rounded once;
+    - the output is disjoint from A, B and the bias (the planner may put
+      it where an operand was once the GEMM is done), and the bias is not
+      a constant.
+
+    ```mlir
+    call @weft_rt_sgemm(%batch, %ta, %tb, %m, %n, %k, %a, %lda, %sa, %b,
+                        %ldb, %sb, %p, %ldc, %sc) : (...) -> ()
+    %e = memref.expand_shape %view [[0, 1], [2]] output_shape [4, 16, 96]
+        : memref<64x96xf32> into memref<4x16x96xf32>
+    call @train_step.fused_1(%e, %out, %bias) : (...) -> ()
+    // becomes
+    call @weft_rt_cuda_sgemm_bias(%batch, %ta, %tb, %m, %n, %k, %a, %lda,
+                                  %sa, %b, %ldb, %sb, %biasPtr, %outPtr,
+                                  %ldc, %sc) : (...) -> ()
+    ```
+
+    Left alone: accumulating GEMMs (`_accumulate`, `_batch_sum`), a
+    product rounded to bf16 before the bias is added
+    (`weft_rt_sbgemm_bf16`, whose kernel rounds twice: no epilogue does),
+    and kernels doing anything more (a GELU, a residual add). A kernel
+    left without callers is erased.
+  }];
+  let options = [
+    Option<"function", "function", "std::string", "\"train_step\"",
+           "The step function whose GEMMs to fuse">,
+  ];
+  let statistics = [
+    Statistic<"numFused", "fused", "GEMMs given their kernel's bias">,
+  ];
+  let dependentDialects = [
+    "::mlir::LLVM::LLVMDialect", "::mlir::arith::ArithDialect",
+    "::mlir::memref::MemRefDialect", "::mlir::func::FuncDialect"
+  ];
+}
+
 def GpuSplitRowsPass : Pass<"weft-gpu-split-rows", "mlir::ModuleOp"> {
   let summary = "Give row kernels with few rows the next axis as rows too";
   let description = [{
@@ -132,7 +190,9 @@ def GpuMapStepPass : Pass<"weft-gpu-map-step", "mlir::ModuleOp"> {
     9. GEMM and fused attention calls become their device versions
        (`weft_rt_sgemm` -> `weft_rt_cuda_sgemm`, `weft_rt_attention_bf16`
        -> `weft_rt_cuda_attention_bf16`, ...; include/weft/Runtime/Cuda.h):
-       still host calls, on device pointers.
+       still host calls, on device pointers. The bias GEMMs of
+       `--weft-gpu-gemm-epilogue` (`weft_rt_cuda_sgemm_bias`, ...) are
+       device calls already.
 
     Launches are ordered as the ops were, on one stream, so no
     synchronization is added. Errors: a runtime call without a device
