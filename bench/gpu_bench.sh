@@ -28,7 +28,7 @@ for e in "$work"/train_*; do
   case $e in *.weights.safetensors) continue ;; esac
   [ -x "$e" ] && also+=(--also-exe "$e:${e##*/train_}")
 done
-timeout -s TERM 230 $py bench/gpu_train_step.py --exe "$work/train" \
+timeout -s TERM 300 $py bench/gpu_train_step.py --exe "$work/train" \
   --pack "$dir/train.weights.pack" --out "$out" "${also[@]}" "$@" 2>&1 | tee "$out/bench.log"
 rc=${PIPESTATUS[0]}
 rm -rf "$work"

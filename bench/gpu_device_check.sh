@@ -61,6 +61,6 @@ timeout 60 ./gpt/cuda --data gpt/x.npy --labels gpt/y.npy --steps 12 --lr 0.01 \
 WEFT_CUDA_PROFILE=$OUT/gpt_cuda_profile.txt timeout 60 ./gpt/cuda --data gpt/x.npy --labels gpt/y.npy \
   --steps 5 --lr 0.01 --no-shuffle > /dev/null 2>&1; head -12 $OUT/gpt_cuda_profile.txt
 cd $root
-BENCH_DIR=$D/gpt2 PYTHON=python3 timeout 330 bash bench/gpu_bench.sh --steps 15 --warmup 3 \
+BENCH_DIR=$D/gpt2 PYTHON=python3 timeout 360 bash bench/gpu_bench.sh --steps 15 --warmup 3 \
   --torch ${TORCH_MODES:-eager} --weft-timeout 60 --torch-timeout 45 --profile-steps 4
 date -u
