@@ -248,8 +248,9 @@ void weft::buildCodegenPipeline(OpPassManager &pm,
   // On a GPU a bf16 product's rounding pass is a whole tensor written and
   // read again (GPT-2 124M, H100: 98 -> 81 ms a step without it); on the
   // CPU it is cheap next to weft_rt_sbgemm_bf16's per-product rounding
-  // (the bench GPT's bf16 step 3 % slower with the fold).
-  if (options.target == "cuda")
+  // (the bench GPT's bf16 step 3 % slower with the fold). A build whose
+  // kernels are dumped keeps the CPU's kernels, to be compared with them.
+  if (options.target == "cuda" && !options.dumpKernelOutputs)
     pm.addNestedPass<func::FuncOp>(createFoldGemmRoundingPass());
   pm.addNestedPass<func::FuncOp>(createFuseKernelsPass());
   // No CSE from here on: it would merge the per-GEMM zero fills again.

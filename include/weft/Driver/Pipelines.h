@@ -254,7 +254,8 @@ struct CodegenPipelineOptions
       *this, "dump-kernel-outputs",
       llvm::cl::desc("After each kernel call, hand the buffers it wrote to "
                      "the runtime (--weft-dump-kernel-outputs; kernels "
-                     "stay unmerged, as on a GPU)"),
+                     "stay unmerged, as on a GPU, and a GPU's bf16 "
+                     "products are rounded by their kernels, as on a CPU)"),
       llvm::cl::init(false)};
   Option<std::string> target{
       *this, "target",
