@@ -2,7 +2,7 @@
 """Compare two folders of kernel outputs, kernel by kernel.
 
 Usage:
-  compare_kernel_dumps.py REF_DIR DIR [--f32-tol 1e-5] [--bf16-tol 1e-2]
+  compare_kernel_dumps.py REF_DIR DIR [--f32-tol 1e-5] [--bf16-tol 3e-2]
       [--top 20]
   compare_kernel_dumps.py --check-step REF_DIR --metrics METRICS.jsonl
       [--checkpoint MODEL.safetensors]
@@ -21,7 +21,11 @@ near zero do not blow up); a kernel call's error is its outputs' worst;
 integer and bool outputs must be equal. The tolerance of a call is
 --f32-tol until the first call that wrote a bf16 output and --bf16-tol from
 there on: errors flow forward along the step, and after a bf16 rounding
-every later value carries its error. The table lists the --top worst calls;
+every later value carries its error. 3e-2 is about 8 bf16 steps of a
+tensor's largest element: a GEMM summing in another order rounds some bf16
+elements the other way, and that compounds over the layers (the 2-layer
+d256 GPT on an H100: 1.9e-2 at worst, its fp32 build 1.3e-6; the test GPT's
+bf16 build 9e-7). A wrong kernel is off by far more. The table lists the --top worst calls;
 the exit status is 1 with the first call in step order above its tolerance
 named (where the outputs start to differ), 2 when the files differ.
 
@@ -207,7 +211,7 @@ def main(argv=None):
     p.add_argument("ref", metavar="REF_DIR")
     p.add_argument("dir", metavar="DIR", nargs="?")
     p.add_argument("--f32-tol", type=float, default=1e-5)
-    p.add_argument("--bf16-tol", type=float, default=1e-2)
+    p.add_argument("--bf16-tol", type=float, default=3e-2)
     p.add_argument("--top", type=int, default=20,
                    help="rows of the table (worst first)")
     p.add_argument("--check-step", action="store_true")
