@@ -640,6 +640,27 @@ TEST(CudaTest, GraphsReplayTheCapturedLaunches) {
   mgpuModuleUnload(ptx);
 }
 
+TEST(CudaTest, AFailedCaptureLeavesTheStreamUsable) {
+  REQUIRE_DEVICE();
+  // Waiting for the stream cannot be captured: the capture fails, says
+  // so, and the stream runs work again (the trainer then launches the
+  // step kernel by kernel).
+  auto waits = [](void *) { (void)cuda::synchronize(); };
+  void *graph = nullptr;
+  weft::rt::Status s = cuda::captureGraph(waits, nullptr, &graph);
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(graph, nullptr);
+  EXPECT_NE(s.message.find("capturing the step"), std::string::npos)
+      << s.message;
+  std::vector<float> in = {1.0f, 2.0f, 3.0f};
+  DeviceBuffer a(in), b(nullptr, in.size() * sizeof(float));
+  void *ptx = mgpuModuleLoadJIT(const_cast<char *>(kTestPtx), 2);
+  queueScaleAdd(mgpuModuleGetFunction(ptx, "scale_add"), a.ptr, b.ptr, 3);
+  ASSERT_TRUE(cuda::synchronize().ok());
+  EXPECT_EQ(b.read<float>(3), (std::vector<float>{3.0f, 5.0f, 7.0f}));
+  mgpuModuleUnload(ptx);
+}
+
 TEST(CudaTest, DriverErrorsNameTheKernel) {
   REQUIRE_DEVICE();
   GTEST_FLAG_SET(death_test_style, "threadsafe");
@@ -723,6 +744,15 @@ float fromBf16(uint16_t h) {
   float f;
   std::memcpy(&f, &bits, 4);
   return f;
+}
+
+/// `n` random values (randomFloats) rounded to bf16, as their bits.
+std::vector<uint16_t> randomBf16s(size_t n, std::mt19937 &gen) {
+  std::vector<float> f = randomFloats(n, gen);
+  std::vector<uint16_t> out(n);
+  for (size_t i = 0; i < n; ++i)
+    out[i] = toBf16(f[i]);
+  return out;
 }
 
 /// Device buffers start `offset` elements into an allocation, so that the
@@ -847,13 +877,8 @@ TEST(CudaTest, Bf16GemmsMatchTheCpu) {
   std::mt19937 gen(14);
   for (const Case &c : cases()) {
     Call call = callOf(c);
-    std::vector<uint16_t> a(call.aSize + kOffset), b(call.bSize + kOffset);
-    std::vector<float> af = randomFloats(a.size(), gen),
-                       bf = randomFloats(b.size(), gen);
-    for (size_t i = 0; i < a.size(); ++i)
-      a[i] = toBf16(af[i]);
-    for (size_t i = 0; i < b.size(); ++i)
-      b[i] = toBf16(bf[i]);
+    std::vector<uint16_t> a = randomBf16s(call.aSize + kOffset, gen),
+                          b = randomBf16s(call.bSize + kOffset, gen);
     DeviceBuffer da(a), db(b);
 
     std::vector<float> want(call.cSize + kOffset, -7.0f);
@@ -953,13 +978,8 @@ TEST(CudaTest, Bf16GemmsWithBiasMatchTheCpu) {
   std::mt19937 gen(16);
   for (const Case &c : biasCases()) {
     Call call = callOf(c);
-    std::vector<uint16_t> a(call.aSize + kOffset), b(call.bSize + kOffset);
-    std::vector<float> af = randomFloats(a.size(), gen),
-                       bf = randomFloats(b.size(), gen);
-    for (size_t i = 0; i < a.size(); ++i)
-      a[i] = toBf16(af[i]);
-    for (size_t i = 0; i < b.size(); ++i)
-      b[i] = toBf16(bf[i]);
+    std::vector<uint16_t> a = randomBf16s(call.aSize + kOffset, gen),
+                          b = randomBf16s(call.bSize + kOffset, gen);
     DeviceBuffer da(a), db(b);
     std::vector<float> product(call.cSize + kOffset, -7.0f);
     weft_rt_sbgemm(c.batch, c.ta, c.tb, c.m, c.n, c.k, a.data() + kOffset,
