@@ -17,6 +17,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "weft/Codegen/BufferPlace.h"
 #include "weft/Codegen/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -37,26 +38,8 @@ using namespace mlir;
 
 namespace {
 
-/// Where a buffer lives: an allocation and, when known, a byte range in it.
-struct Place {
-  /// 0: unknown (may be anywhere); 1: the step's arguments other than the
-  /// workspace (callers may pass overlapping buffers); 2: the workspace;
-  /// above: one allocation or global each.
-  int64_t root = 0;
-  int64_t offset = -1, size = -1;
-
-  bool disjointFrom(const Place &o) const {
-    if (root == 0 || o.root == 0)
-      return false;
-    if (root != o.root)
-      return true;
-    if (root == 1 || offset < 0 || size < 0 || o.offset < 0 || o.size < 0)
-      return false;
-    return offset + size <= o.offset || o.offset + o.size <= offset;
-  }
-};
-
-constexpr int64_t kExternal = 1, kWorkspace = 2;
+using Place = weft::BufferPlace;
+constexpr int64_t kExternal = Place::kExternal, kWorkspace = Place::kWorkspace;
 
 /// Bytes of a statically shaped memref, or -1.
 int64_t staticBytes(Type type) {

@@ -20,6 +20,8 @@
 
 #include "weft/Target/CUDA/Passes.h"
 
+#include "weft/Codegen/BufferPlace.h"
+
 #include "weft/Dialect/Weft/IR/RuntimeCalls.h"
 #include "weft/Dialect/Weft/IR/WeftDialect.h"
 
@@ -88,23 +90,10 @@ bool onlyPointerOf(Operation *aligned, Value ptr) {
   return op->getResult(0) == ptr && ptr.hasOneUse();
 }
 
-/// Where a buffer lives, as --weft-mark-disjoint-args tracks it: 0 unknown,
-/// 1 the step's other arguments (which may overlap one another), 2 the
-/// workspace (with a byte range when known), 3 a constant.
-struct Place {
-  int root = 0;
-  int64_t offset = -1, size = -1;
-
-  bool disjointFrom(const Place &o) const {
-    if (root == 0 || o.root == 0)
-      return false;
-    if (root != o.root)
-      return true;
-    if (root != 2 || offset < 0 || o.offset < 0)
-      return false;
-    return offset + size <= o.offset || o.offset + o.size <= offset;
-  }
-};
+/// Where a buffer lives, as --weft-mark-disjoint-args tracks it; every
+/// constant (a memref.get_global) is one root, kConstant.
+using Place = weft::BufferPlace;
+constexpr int64_t kConstant = Place::kWorkspace + 1;
 
 Place placeOf(Value v) {
   if (auto arg = dyn_cast<BlockArgument>(v)) {
@@ -113,14 +102,14 @@ Place placeOf(Value v) {
       return {};
     if (fn.getArgAttr(arg.getArgNumber(),
                       weft::WeftDialect::kWorkspaceAttrName))
-      return {2, -1, -1};
-    return {1, -1, -1};
+      return {Place::kWorkspace, -1, -1};
+    return {Place::kExternal, -1, -1};
   }
   Operation *op = v.getDefiningOp();
   if (auto view = dyn_cast<memref::ViewOp>(op)) {
     Place p = placeOf(view.getSource());
     APInt shift;
-    if (p.root == 2 && view.getType().hasStaticShape() &&
+    if (p.root == Place::kWorkspace && view.getType().hasStaticShape() &&
         matchPattern(view.getByteShift(), m_ConstantInt(&shift))) {
       p.offset = shift.getSExtValue();
       p.size = view.getType().getNumElements() *
@@ -132,7 +121,7 @@ Place placeOf(Value v) {
   if (auto view = dyn_cast<ViewLikeOpInterface>(op))
     return placeOf(view.getViewSource());
   if (isa<memref::GetGlobalOp>(op))
-    return {3, -1, -1};
+    return {kConstant, -1, -1};
   return {};
 }
 
@@ -290,7 +279,8 @@ struct GpuGemmEpiloguePass
     // The product: a workspace buffer only this GEMM writes.
     Value product = bufferOfPointer(gemm.getOperand(kC));
     if (!product || !isIdentityStatic(product.getType()) ||
-        !product.getDefiningOp<memref::ViewOp>() || placeOf(product).root != 2)
+        !product.getDefiningOp<memref::ViewOp>() ||
+        placeOf(product).root != Place::kWorkspace)
       return false;
     // The kernel: the next op with effects, nothing in between but
     // address arithmetic.
@@ -348,7 +338,8 @@ struct GpuGemmEpiloguePass
     Value a = bufferOfPointer(gemm.getOperand(kA));
     Value b = bufferOfPointer(gemm.getOperand(kB));
     Place outPlace = placeOf(out), biasPlace = placeOf(bias);
-    if (!a || !b || biasPlace.root == 3 || !outPlace.disjointFrom(placeOf(a)) ||
+    if (!a || !b || biasPlace.root == kConstant ||
+        !outPlace.disjointFrom(placeOf(a)) ||
         !outPlace.disjointFrom(placeOf(b)) || !outPlace.disjointFrom(biasPlace))
       return false;
 
