@@ -30,6 +30,10 @@
 
 namespace weft::rt::cuda {
 
+/// The most tokens weft_rt_cuda_scatter_add_rows_f32 sorts (their keys fill
+/// 128 KB of one block's shared memory).
+constexpr int64_t kMaxScatterTokens = 16384;
+
 /// Loads the driver, selects device `device` (0-based among the visible
 /// devices), makes its primary context current on the calling thread and
 /// creates the step stream. Idempotent for the same device. The error names
@@ -132,6 +136,21 @@ void weft_rt_cuda_sbgemm_bf16(int64_t batch, int32_t transA, int32_t transB,
                               const uint16_t *a, int64_t lda, int64_t strideA,
                               const uint16_t *b, int64_t ldb, int64_t strideB,
                               uint16_t *c, int64_t ldc, int64_t strideC);
+
+/* table[r] += updates[t] for each token t in order, r = ids[t] (negative
+   ids counted from the end, then clamped into the table's rows): the
+   embedding gradient, each element seeing its tokens' additions in token
+   order as on the CPU (the same bits). The tokens are sorted by (row,
+   token) in one block's shared memory first, so at most
+   kMaxScatterTokens. Called where --weft-gpu-scatter-rows replaces the
+   step's scatter-add kernel. */
+void weft_rt_cuda_scatter_add_rows_f32(const int64_t *ids, int64_t tokens,
+                                       float *table, int64_t rows,
+                                       const float *updates, int64_t cols);
+/* The same with bf16 updates, each widened to f32 before it is added. */
+void weft_rt_cuda_scatter_add_rows_bf16(const int64_t *ids, int64_t tokens,
+                                        float *table, int64_t rows,
+                                        const uint16_t *updates, int64_t cols);
 
 /* The same products plus a bias per column of C (n elements, C's type),
    added in cuBLASLt's epilogue to the f32 sum before C is rounded: C =

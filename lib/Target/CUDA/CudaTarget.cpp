@@ -86,6 +86,9 @@ void weft::buildCudaLoweringPipeline(OpPassManager &pm, StringRef entry,
   GpuGemmEpiloguePassOptions epilogue;
   epilogue.function = entry.str();
   pm.addPass(createGpuGemmEpiloguePass(epilogue));
+  GpuScatterRowsPassOptions scatter;
+  scatter.function = entry.str();
+  pm.addPass(createGpuScatterRowsPass(scatter));
   pm.addPass(createGpuSplitRowsPass());
   pm.addPass(createGpuMapStepPass(map));
   pm.addPass(createCanonicalizerPass());

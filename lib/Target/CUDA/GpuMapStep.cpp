@@ -62,6 +62,11 @@ const llvm::StringMap<StringRef> &deviceCalls() {
       {"weft_rt_cuda_sgemm_bias", "weft_rt_cuda_sgemm_bias"},
       {"weft_rt_cuda_sbgemm_bias", "weft_rt_cuda_sbgemm_bias"},
       {"weft_rt_cuda_sbgemm_bf16_bias", "weft_rt_cuda_sbgemm_bf16_bias"},
+      // --weft-gpu-scatter-rows: the embedding gradient.
+      {"weft_rt_cuda_scatter_add_rows_f32",
+       "weft_rt_cuda_scatter_add_rows_f32"},
+      {"weft_rt_cuda_scatter_add_rows_bf16",
+       "weft_rt_cuda_scatter_add_rows_bf16"},
       {"weft_rt_attention_f32", "weft_rt_cuda_attention_f32"},
       {"weft_rt_attention_bf16", "weft_rt_cuda_attention_bf16"},
       {"weft_rt_attention_grad_f32", "weft_rt_cuda_attention_grad_f32"},

@@ -16,6 +16,42 @@
 
 include "mlir/Pass/PassBase.td"
 
+def GpuScatterRowsPass : Pass<"weft-gpu-scatter-rows", "mlir::ModuleOp"> {
+  let summary = "Run the embedding gradient's scatter-add as sorted runs";
+  let description = [{
+    Runs on the output of `--weft-outline-kernels`, before
+    `--weft-gpu-map-step`. A call of `function` to a kernel that is exactly
+    the step's row scatter-add (the embedding gradient):
+
+    ```mlir
+    scf.for %t = %c0 to %cN step %c1 {
+      %id = memref.load %ids[%t] : memref<Nxi64>
+      // row = id < 0 ? id + V : id, clamped into [0, V - 1]
+      %dst = memref.subview %table[0, %row, 0] [1, 1, D] [1, 1, 1]
+      %src = memref.subview %updates[0, %t, 0] [1, 1, D] [1, 1, 1]
+      linalg.generic ... ins(%src) outs(%dst) { out + in (f32) }
+    }
+    ```
+
+    (an f32 table and f32 updates, or bf16 updates extended before the
+    add, of static shapes [1.., V, D] and [1.., N, D], identity layouts,
+    N at most 16384, ids not a constant) becomes a call of
+    `weft_rt_cuda_scatter_add_rows_f32(ids, N, table, V, updates, D)` (or
+    `_bf16`)
+    (include/weft/Runtime/Cuda.h), which sorts the tokens by (row, token)
+    and adds each row's tokens in token order: the kernel's sums, bit for
+    bit, in parallel over rows instead of a thread per column walking every
+    token. Other kernels are left alone.
+  }];
+  let options = [
+    Option<"function", "function", "std::string", "\"train_step\"",
+           "The step function whose calls are replaced">
+  ];
+  let statistics = [
+    Statistic<"numReplaced", "replaced", "Scatter-add kernel calls replaced">
+  ];
+}
+
 def GpuGemmEpiloguePass : Pass<"weft-gpu-gemm-epilogue", "mlir::ModuleOp"> {
   let summary = "Add a GEMM's bias in cuBLASLt's epilogue";
   let description = [{
