@@ -493,11 +493,113 @@ void biasC(void *c, const void *bias, int64_t batch, int64_t m, int64_t n,
 /// C = op(A) op(B) + beta C for each matrix of the batch, on the step
 /// stream; the sizes are positive. With `bias` (n elements of C's type,
 /// beta 0 only) C = op(A) op(B) + bias per row, in cuBLASLt's epilogue.
+/// A dimension cuBLASLt runs several times slower at than at the next
+/// multiple of 64 (GPT-2's vocabulary, 50257: its logits GEMM 6.6 ms against
+/// 0.9 ms at 50304 on an H100, bench/RESULTS.md), padded to that multiple;
+/// other dimensions as they are.
+int64_t paddedDim(int64_t x) {
+  constexpr int64_t kFrom = 4096, kTo = 64;
+  return x >= kFrom && x % kTo ? (x + kTo - 1) / kTo * kTo : x;
+}
+
+/// The padded GEMMs' operands and product (scratch that only grows).
+struct PadScratch {
+  std::mutex mutex;
+  Scratch buffers[3];
+};
+
+PadScratch &padScratch() {
+  static PadScratch *s = new PadScratch;
+  return *s;
+}
+
+/// Buffer `which` of the padded GEMMs' scratch, at least `bytes` long.
+/// Caller holds padScratch().mutex.
+void *padBuffer(int which, size_t bytes, const char *call) {
+  Scratch &scratch = padScratch().buffers[which];
+  if (bytes > scratch.bytes) {
+    const detail::Driver &d = detail::driver();
+    // Queued GEMMs may still read the old buffer.
+    if (scratch.ptr) {
+      detail::check(d.cuStreamSynchronize(detail::stepStream()), call, nullptr,
+                    "cuStreamSynchronize");
+      detail::check(d.cuMemFree(scratch.ptr), call, nullptr, "cuMemFree");
+    }
+    scratch = {};
+    detail::check(d.cuMemAlloc(&scratch.ptr, bytes), call, nullptr,
+                  "cuMemAlloc (a padded GEMM's operand or product)");
+    scratch.bytes = bytes;
+  }
+  return reinterpret_cast<void *>(scratch.ptr);
+}
+
+/// Whether GEMMs may be padded: not under WEFT_CUDA_PAD_GEMMS=0, and only
+/// with the padding kernel built in.
+bool paddingEnabled() {
+  static const bool enabled = [] {
+    const char *v = std::getenv("WEFT_CUDA_PAD_GEMMS");
+    return detail::canPad() && !(v && std::strcmp(v, "0") == 0);
+  }();
+  return enabled;
+}
+
 void gemm(const char *call, int inType, int outType, int64_t batch, bool ta,
           bool tb, int64_t m, int64_t n, int64_t k, const void *a, int64_t lda,
           int64_t strideA, const void *b, int64_t ldb, int64_t strideB, void *c,
-          int64_t ldc, int64_t strideC, float beta,
-          const void *bias = nullptr) {
+          int64_t ldc, int64_t strideC, float beta, const void *bias = nullptr);
+
+/// One product (batch 1, beta 0, no bias) with a dimension paddedDim pads:
+/// A and B copied into scratch with zero rows and columns to the padded
+/// sizes (zero terms leave every sum as it is), the padded product, then its
+/// m x n block copied into C. False, doing nothing, for other GEMMs.
+bool paddedGemm(const char *call, int inType, int outType, bool ta, bool tb,
+                int64_t m, int64_t n, int64_t k, const void *a, int64_t lda,
+                const void *b, int64_t ldb, void *c, int64_t ldc) {
+  int64_t mp = paddedDim(m), np = paddedDim(n), kp = paddedDim(k);
+  if ((mp == m && np == n && kp == k) ||
+      2.0 * double(m) * double(n) * double(k) < 1e9 || !paddingEnabled())
+    return false;
+  size_t inSize = inType == CUDA_R_32F ? 4 : 2;
+  size_t outSize = outType == CUDA_R_32F ? 4 : 2;
+  PadScratch &scratch = padScratch();
+  std::lock_guard<std::mutex> lock(scratch.mutex);
+  // Stored as row-major rows x cols: A is m x k (k x m transposed), B is
+  // k x n (n x k transposed).
+  auto pad = [&](int which, const void *src, int64_t rows, int64_t cols,
+                 int64_t ld, int64_t rowsP, int64_t colsP,
+                 int64_t &ldOut) -> const void * {
+    if (rows == rowsP && cols == colsP) {
+      ldOut = ld;
+      return src;
+    }
+    void *dst = padBuffer(which, size_t(rowsP * colsP) * inSize, call);
+    detail::padCopy(call, inSize, src, rows, cols, ld, dst, rowsP, colsP,
+                    colsP);
+    ldOut = colsP;
+    return dst;
+  };
+  int64_t ldap = 0, ldbp = 0;
+  const void *ap = ta ? pad(0, a, k, m, lda, kp, mp, ldap)
+                      : pad(0, a, m, k, lda, mp, kp, ldap);
+  const void *bp = tb ? pad(1, b, n, k, ldb, np, kp, ldbp)
+                      : pad(1, b, k, n, ldb, kp, np, ldbp);
+  void *cp = c;
+  int64_t ldcp = ldc;
+  if (mp != m || np != n) {
+    cp = padBuffer(2, size_t(mp * np) * outSize, call);
+    ldcp = np;
+  }
+  gemm(call, inType, outType, 1, ta, tb, mp, np, kp, ap, ldap, 0, bp, ldbp, 0,
+       cp, ldcp, 0, 0.0f);
+  if (cp != c)
+    detail::padCopy(call, outSize, cp, mp, np, ldcp, c, m, n, ldc);
+  return true;
+}
+
+void gemm(const char *call, int inType, int outType, int64_t batch, bool ta,
+          bool tb, int64_t m, int64_t n, int64_t k, const void *a, int64_t lda,
+          int64_t strideA, const void *b, int64_t ldb, int64_t strideB, void *c,
+          int64_t ldc, int64_t strideC, float beta, const void *bias) {
   detail::requireInitialized(call, nullptr);
   if (lda < 0 || ldb < 0 || ldc < 0 || strideA < 0 || strideB < 0 ||
       strideC < 0)
@@ -519,6 +621,10 @@ void gemm(const char *call, int inType, int outType, int64_t batch, bool ta,
     b = static_cast<const char *>(b) + (batch - 1) * strideB * int64_t(inSize);
     batch = 1;
   }
+  if (batch == 1 && beta == 0.0f && !bias &&
+      paddedGemm(call, inType, outType, ta, tb, m, n, k, a, lda, b, ldb, c,
+                 ldc))
+    return;
   BlasState &s = blas();
   std::lock_guard<std::mutex> lock(s.mutex);
   readyLocked(s, call);

@@ -10,6 +10,7 @@
 
 #include "weft/Runtime/CudaApi.h"
 
+#include <cstdint>
 #include <string>
 
 namespace weft::rt::cuda::detail {
@@ -53,6 +54,16 @@ std::string describe(api::CUresult result);
 /// next synchronization reports names its candidates; with WEFT_CUDA_SYNC=1
 /// also waits for it, so that the error names exactly the culprit.
 void noteQueued(const char *call, const char *what);
+
+/// Queues dst[r][c] = src[r][c] for r < srcRows, c < srcCols, and 0
+/// elsewhere in dstRows x dstCols (CudaPad.cpp): a GEMM operand copied into
+/// a padded one, or a padded product's block copied back (elementSize 2 or
+/// 4; row-major, leading dimensions in elements).
+void padCopy(const char *call, size_t elementSize, const void *src,
+             int64_t srcRows, int64_t srcCols, int64_t srcLd, void *dst,
+             int64_t dstRows, int64_t dstCols, int64_t dstLd);
+/// Whether padCopy has its kernel (the runtime was built with nvcc).
+bool canPad();
 
 /// WEFT_CUDA_PROFILE (CudaProfile.cpp): read by initialize().
 void profileInitialize();

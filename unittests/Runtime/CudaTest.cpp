@@ -1168,6 +1168,66 @@ void checkAttention(const std::vector<AttentionCase> &cases, bool bf16,
   }
 }
 
+TEST(CudaTest, GemmsPaddedPastAnAwkwardDimensionMatchTheCpu) {
+  REQUIRE_DEVICE();
+  // A dimension of at least 4096 that is not a multiple of 64 (GPT-2's
+  // vocabulary, 50257) is padded to the next multiple in scratch, for
+  // products of at least a GFLOP: n here (the logits GEMM's shape, C's
+  // block copied back out), k (its input gradient's), m transposed (as its
+  // weight gradient's). C's row stride is wider than a row, and the
+  // elements past each row must stay untouched.
+  struct Padded {
+    bool ta, tb;
+    int64_t m, n, k;
+  };
+  std::mt19937 gen(23);
+  for (Padded c : {Padded{false, true, 256, 4100, 1024},
+                   Padded{false, false, 320, 320, 5001},
+                   Padded{true, false, 4100, 256, 1024}}) {
+    int64_t lda = c.ta ? c.m : c.k, ldb = c.tb ? c.k : c.n, ldc = c.n + 3;
+    std::vector<uint16_t> a = randomBf16s(c.m * c.k, gen),
+                          b = randomBf16s(c.k * c.n, gen);
+    std::vector<float> want(c.m * ldc, -7.0f);
+    DeviceBuffer da(a), db(b), dc(want);
+    weft_rt_sbgemm(1, c.ta, c.tb, c.m, c.n, c.k, a.data(), lda, 0, b.data(),
+                   ldb, 0, want.data(), ldc, 0);
+    weft_rt_cuda_sbgemm(1, c.ta, c.tb, c.m, c.n, c.k, da.as<uint16_t>(), lda, 0,
+                        db.as<uint16_t>(), ldb, 0, dc.as<float>(), ldc, 0);
+    std::string what = std::to_string(c.m) + "x" + std::to_string(c.n) + "x" +
+                       std::to_string(c.k);
+    // Long sums: a few f32 roundings of terms up to 1.
+    expectClose(dc.read<float>(want.size()), want, 1e-4f, "sbgemm " + what);
+
+    std::vector<float> af(a.size()), bf(b.size());
+    for (size_t i = 0; i < a.size(); ++i)
+      af[i] = fromBf16(a[i]);
+    for (size_t i = 0; i < b.size(); ++i)
+      bf[i] = fromBf16(b[i]);
+    std::vector<float> wantF(c.m * ldc, -7.0f);
+    DeviceBuffer daf(af), dbf(bf), dcf(wantF);
+    weft_rt_sgemm(1, c.ta, c.tb, c.m, c.n, c.k, af.data(), lda, 0, bf.data(),
+                  ldb, 0, wantF.data(), ldc, 0);
+    weft_rt_cuda_sgemm(1, c.ta, c.tb, c.m, c.n, c.k, daf.as<float>(), lda, 0,
+                       dbf.as<float>(), ldb, 0, dcf.as<float>(), ldc, 0);
+    expectClose(dcf.read<float>(wantF.size()), wantF, 1e-4f, "sgemm " + what);
+
+    std::vector<uint16_t> wantH(c.m * ldc, 0x7777);
+    DeviceBuffer dh(wantH);
+    weft_rt_sbgemm_bf16(1, c.ta, c.tb, c.m, c.n, c.k, a.data(), lda, 0,
+                        b.data(), ldb, 0, wantH.data(), ldc, 0);
+    weft_rt_cuda_sbgemm_bf16(1, c.ta, c.tb, c.m, c.n, c.k, da.as<uint16_t>(),
+                             lda, 0, db.as<uint16_t>(), ldb, 0,
+                             dh.as<uint16_t>(), ldc, 0);
+    std::vector<uint16_t> gotH = dh.read<uint16_t>(wantH.size());
+    for (size_t i = 0; i < wantH.size(); ++i) {
+      float g = fromBf16(gotH[i]), w = fromBf16(wantH[i]);
+      ASSERT_NEAR(g, w, std::ldexp(1.0f, -7) * (std::fabs(w) + 1e-3f))
+          << "sbgemm_bf16 " << what << " at " << i;
+    }
+  }
+  ASSERT_TRUE(cuda::synchronize().ok());
+}
+
 /// table[r] += updates[t] in token order, r = ids[t] counted from the end
 /// when negative and clamped: the CPU scatter the GPU's must equal.
 template <typename U, typename Widen>
