@@ -24,6 +24,9 @@ also=()
 # The same executable with its step launched kernel by kernel.
 printf '#!/bin/sh\nWEFT_CUDA_GRAPHS=0 exec "%s/train" "$@"\n' "$work" > "$work/train_nographs"
 chmod +x "$work/train_nographs"
+# And with its GEMMs unpadded (docs/gpu.md, WEFT_CUDA_PAD_GEMMS).
+printf '#!/bin/sh\nWEFT_CUDA_PAD_GEMMS=0 exec "%s/train" "$@"\n' "$work" > "$work/train_nopad"
+chmod +x "$work/train_nopad"
 for e in "$work"/train_*; do
   case $e in *.weights.safetensors) continue ;; esac
   [ -x "$e" ] && also+=(--also-exe "$e:${e##*/train_}")
