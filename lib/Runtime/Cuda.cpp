@@ -276,6 +276,29 @@ char stepStreamEvent;
 
 const detail::Driver &detail::driver() { return state().driver; }
 std::string detail::describe(CUresult r) { return ::describe(r); }
+
+void *detail::loadEmbeddedFatbin(const void *data, size_t size) {
+  auto *aligned = new std::vector<uint64_t>((size + 7) / 8);
+  std::memcpy(aligned->data(), data, size);
+  return mgpuModuleLoad(aligned->data(), size);
+}
+
+void *detail::GrowingBuffer::atLeast(size_t need, const char *call,
+                                     const char *what) {
+  if (need <= bytes)
+    return ptr;
+  if (ptr) {
+    if (Status s = synchronize(); !s.ok())
+      fatal(call, s.message);
+    release(ptr);
+    ptr = nullptr;
+    bytes = 0;
+  }
+  if (Status s = allocate(need, &ptr); !s.ok())
+    fatal(call, std::string(what) + ": " + s.message);
+  bytes = need;
+  return ptr;
+}
 CUstream detail::stepStream() { return state().stream; }
 int detail::sharedMemoryOptIn() { return state().sharedMemoryOptIn; }
 
@@ -482,25 +505,46 @@ void release(void *ptr) {
                 "weft::rt::cuda::release", nullptr, "cuMemFree");
 }
 
-Status copyToDevice(void *dst, const void *src, size_t bytes) {
-  if (!initialized())
-    return Status::error("CUDA: copying to the device before initialize()");
-  detail::requireInitialized("weft::rt::cuda::copyToDevice", nullptr);
+namespace {
+
+/// Queues a copy of `bytes` on the step stream, host to device or back,
+/// and names it for the next synchronization's errors.
+Status queueCopy(const char *call, bool toDevice, void *dst, const void *src,
+                 size_t bytes) {
+  detail::requireInitialized(call, nullptr);
   if (bytes == 0)
     return Status::success();
   State &s = state();
-  const Driver &d = s.driver;
   detail::profileBefore(/*compute=*/false);
-  if (CUresult r = d.cuMemcpyHtoDAsync(CUdeviceptr(dst), src, bytes, s.stream))
-    return Status::error("CUDA: copying " + std::to_string(bytes) +
-                         " bytes to the device failed: " + describe(r));
-  detail::noteQueued("weft::rt::cuda::copyToDevice", "a copy to the device");
+  CUresult r =
+      toDevice
+          ? s.driver.cuMemcpyHtoDAsync(CUdeviceptr(dst), src, bytes, s.stream)
+          : s.driver.cuMemcpyDtoHAsync(dst, CUdeviceptr(src), bytes, s.stream);
+  if (r)
+    return Status::error("CUDA: copying " + std::to_string(bytes) + " bytes " +
+                         (toDevice ? "to" : "from") +
+                         " the device failed: " + describe(r));
+  detail::noteQueued(call,
+                     toDevice ? "a copy to the device" : "a copy to the host");
+  return Status::success();
+}
+
+} // namespace
+
+Status copyToDevice(void *dst, const void *src, size_t bytes) {
+  if (!initialized())
+    return Status::error("CUDA: copying to the device before initialize()");
+  if (Status s =
+          queueCopy("weft::rt::cuda::copyToDevice", true, dst, src, bytes);
+      !s.ok() || bytes == 0)
+    return s;
   // From pageable memory the driver returns once it has staged the source.
   // From page-locked memory the copy is still in flight: wait for it, as
   // the caller may reuse the source at once.
   unsigned memoryType = 0;
-  if (d.cuPointerGetAttribute(&memoryType, CU_POINTER_ATTRIBUTE_MEMORY_TYPE,
-                              CUdeviceptr(src)) == CUDA_SUCCESS &&
+  if (state().driver.cuPointerGetAttribute(&memoryType,
+                                           CU_POINTER_ATTRIBUTE_MEMORY_TYPE,
+                                           CUdeviceptr(src)) == CUDA_SUCCESS &&
       memoryType == CU_MEMORYTYPE_HOST)
     return synchronize();
   return Status::success();
@@ -509,17 +553,19 @@ Status copyToDevice(void *dst, const void *src, size_t bytes) {
 Status copyToHost(void *dst, const void *src, size_t bytes) {
   if (!initialized())
     return Status::error("CUDA: copying from the device before initialize()");
-  detail::requireInitialized("weft::rt::cuda::copyToHost", nullptr);
-  if (bytes == 0)
-    return Status::success();
-  State &s = state();
-  detail::profileBefore(/*compute=*/false);
-  if (CUresult r =
-          s.driver.cuMemcpyDtoHAsync(dst, CUdeviceptr(src), bytes, s.stream))
-    return Status::error("CUDA: copying " + std::to_string(bytes) +
-                         " bytes from the device failed: " + describe(r));
-  detail::noteQueued("weft::rt::cuda::copyToHost", "a copy to the host");
+  if (Status s =
+          queueCopy("weft::rt::cuda::copyToHost", false, dst, src, bytes);
+      !s.ok() || bytes == 0)
+    return s;
   return synchronize();
+}
+
+Status copyToDeviceAsync(void *dst, const void *src, size_t bytes) {
+  return queueCopy("weft::rt::cuda::copyToDeviceAsync", true, dst, src, bytes);
+}
+
+Status copyToHostAsync(void *dst, const void *src, size_t bytes) {
+  return queueCopy("weft::rt::cuda::copyToHostAsync", false, dst, src, bytes);
 }
 
 Status synchronize() {

@@ -84,33 +84,6 @@ void releasePinned(void *ptr) {
                 "weft::rt::cuda::releasePinned", nullptr, "cuMemFreeHost");
 }
 
-Status copyToDeviceAsync(void *dst, const void *src, size_t bytes) {
-  detail::requireInitialized("weft::rt::cuda::copyToDeviceAsync", nullptr);
-  if (bytes == 0)
-    return Status::success();
-  detail::profileBefore(/*compute=*/false);
-  if (CUresult r = detail::driver().cuMemcpyHtoDAsync(
-          CUdeviceptr(dst), src, bytes, detail::stepStream()))
-    return failed("copying " + std::to_string(bytes) + " bytes to the device",
-                  r);
-  detail::noteQueued("weft::rt::cuda::copyToDeviceAsync",
-                     "a copy to the device");
-  return Status::success();
-}
-
-Status copyToHostAsync(void *dst, const void *src, size_t bytes) {
-  detail::requireInitialized("weft::rt::cuda::copyToHostAsync", nullptr);
-  if (bytes == 0)
-    return Status::success();
-  detail::profileBefore(/*compute=*/false);
-  if (CUresult r = detail::driver().cuMemcpyDtoHAsync(
-          dst, CUdeviceptr(src), bytes, detail::stepStream()))
-    return failed("copying " + std::to_string(bytes) + " bytes from the device",
-                  r);
-  detail::noteQueued("weft::rt::cuda::copyToHostAsync", "a copy to the host");
-  return Status::success();
-}
-
 Status copyAhead(void *dst, const void *src, size_t bytes) {
   detail::requireInitialized("weft::rt::cuda::copyAhead", nullptr);
   CopyStream &c = copyStream();

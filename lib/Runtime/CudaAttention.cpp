@@ -39,12 +39,8 @@ void *attentionModule([[maybe_unused]] const char *call) {
   static std::once_flag once;
   static void *module = nullptr;
   std::call_once(once, [] {
-    // bin2c's array is byte-aligned; the driver reads the fatbin's header
-    // as 8-byte words.
-    static std::vector<uint64_t> aligned((sizeof(weftAttentionFatbin) + 7) / 8);
-    std::memcpy(aligned.data(), weftAttentionFatbin,
-                sizeof(weftAttentionFatbin));
-    module = mgpuModuleLoad(aligned.data(), sizeof(weftAttentionFatbin));
+    module = detail::loadEmbeddedFatbin(weftAttentionFatbin,
+                                        sizeof(weftAttentionFatbin));
   });
   return module;
 #else
@@ -149,27 +145,13 @@ void forward(const char *call, int64_t heads, int64_t t, int64_t s, int64_t d,
          {q, k, v, out, lse});
 }
 
-/// Device memory for D = rowsum(dO * O), one float per query row: grown
-/// (after waiting for the step stream, which may still read the old one)
-/// only when a larger attention comes, so only the first step allocates.
+/// Device memory for D = rowsum(dO * O), one float per query row.
 float *rowTermsBuffer(const char *call, int64_t rows) {
   static std::mutex mutex;
-  static void *buffer = nullptr;
-  static int64_t capacity = 0;
+  static detail::GrowingBuffer buffer;
   std::lock_guard<std::mutex> lock(mutex);
-  if (rows > capacity) {
-    if (buffer) {
-      if (weft::rt::Status s = synchronize(); !s.ok())
-        detail::fatal(call, s.message);
-      release(buffer);
-      buffer = nullptr;
-    }
-    if (weft::rt::Status s = allocate(size_t(rows) * sizeof(float), &buffer);
-        !s.ok())
-      detail::fatal(call, s.message);
-    capacity = rows;
-  }
-  return static_cast<float *>(buffer);
+  return static_cast<float *>(buffer.atLeast(size_t(rows) * sizeof(float), call,
+                                             "the attention's row terms"));
 }
 
 template <typename E>

@@ -108,13 +108,6 @@ struct Plan {
   cublasLtMatmulAlgo_t algo = {};
 };
 
-/// A device buffer that only grows: the dense copies of operands cuBLASLt
-/// cannot read in place.
-struct Scratch {
-  CUdeviceptr ptr = 0;
-  size_t bytes = 0;
-};
-
 /// What a plan depends on: types, the mapped shape, alignments, the
 /// epilogue.
 using PlanKey = std::array<int64_t, 23>;
@@ -126,7 +119,8 @@ struct BlasState {
   cublasLtHandle_t handle = nullptr;
   CUdeviceptr workspace = 0;
   std::map<PlanKey, Plan> plans;
-  Scratch scratch[2];
+  /// The dense copies of operands cuBLASLt cannot read in place.
+  detail::GrowingBuffer scratch[2];
 };
 
 BlasState &blas() {
@@ -403,28 +397,19 @@ Plan &planLocked(BlasState &s, const LtGemm &g, int inType, int outType,
 /// on the step stream, and describes the copy in `o`. The stored matrix is
 /// o.cols rows of o.rows elements, rows ld apart.
 const void *densify(const void *src, LtOperand &o, int64_t batch,
-                    size_t elementSize, Scratch &scratch, const char *call) {
+                    size_t elementSize, detail::GrowingBuffer &scratch,
+                    const char *call) {
   const detail::Driver &d = detail::driver();
   CUstream stream = detail::stepStream();
   uint64_t rows = o.cols, rowBytes = o.rows * elementSize;
   int64_t copies = o.batchStride == 0 ? 1 : batch;
   size_t need = size_t(copies) * rows * rowBytes;
-  if (need > scratch.bytes) {
-    // Queued GEMMs may still read the old buffer.
-    if (scratch.ptr) {
-      detail::check(d.cuStreamSynchronize(stream), call, nullptr,
-                    "cuStreamSynchronize");
-      detail::check(d.cuMemFree(scratch.ptr), call, nullptr, "cuMemFree");
-    }
-    scratch = {};
-    detail::check(d.cuMemAlloc(&scratch.ptr, need), call, nullptr,
-                  "cuMemAlloc (a dense copy of a GEMM operand)");
-    scratch.bytes = need;
-  }
+  auto dense = reinterpret_cast<CUdeviceptr>(
+      scratch.atLeast(need, call, "a dense copy of a GEMM operand"));
   auto base = reinterpret_cast<CUdeviceptr>(src);
   for (int64_t i = 0; i < copies; ++i) {
     CUdeviceptr from = base + CUdeviceptr(i * o.batchStride * elementSize);
-    CUdeviceptr to = scratch.ptr + CUdeviceptr(i * rows * rowBytes);
+    CUdeviceptr to = dense + CUdeviceptr(i * rows * rowBytes);
     if (o.ld == 0) {
       // Every row is the first: copy it, then double what is there.
       detail::check(d.cuMemcpyAsync(to, from, rowBytes, stream), call, nullptr,
@@ -447,7 +432,7 @@ const void *densify(const void *src, LtOperand &o, int64_t batch,
   o.ld = int64_t(o.rows);
   if (o.batchStride != 0)
     o.batchStride = int64_t(rows * o.rows);
-  return reinterpret_cast<const void *>(scratch.ptr);
+  return reinterpret_cast<const void *>(dense);
 }
 
 /// Zeroes batch m x n matrices of C (k = 0: an empty sum).
@@ -502,35 +487,15 @@ int64_t paddedDim(int64_t x) {
   return x >= kFrom && x % kTo ? (x + kTo - 1) / kTo * kTo : x;
 }
 
-/// The padded GEMMs' operands and product (scratch that only grows).
+/// The padded GEMMs' operands and product.
 struct PadScratch {
   std::mutex mutex;
-  Scratch buffers[3];
+  detail::GrowingBuffer buffers[3];
 };
 
 PadScratch &padScratch() {
   static PadScratch *s = new PadScratch;
   return *s;
-}
-
-/// Buffer `which` of the padded GEMMs' scratch, at least `bytes` long.
-/// Caller holds padScratch().mutex.
-void *padBuffer(int which, size_t bytes, const char *call) {
-  Scratch &scratch = padScratch().buffers[which];
-  if (bytes > scratch.bytes) {
-    const detail::Driver &d = detail::driver();
-    // Queued GEMMs may still read the old buffer.
-    if (scratch.ptr) {
-      detail::check(d.cuStreamSynchronize(detail::stepStream()), call, nullptr,
-                    "cuStreamSynchronize");
-      detail::check(d.cuMemFree(scratch.ptr), call, nullptr, "cuMemFree");
-    }
-    scratch = {};
-    detail::check(d.cuMemAlloc(&scratch.ptr, bytes), call, nullptr,
-                  "cuMemAlloc (a padded GEMM's operand or product)");
-    scratch.bytes = bytes;
-  }
-  return reinterpret_cast<void *>(scratch.ptr);
 }
 
 /// Whether GEMMs may be padded: not under WEFT_CUDA_PAD_GEMMS=0, and only
@@ -572,7 +537,8 @@ bool paddedGemm(const char *call, int inType, int outType, bool ta, bool tb,
       ldOut = ld;
       return src;
     }
-    void *dst = padBuffer(which, size_t(rowsP * colsP) * inSize, call);
+    void *dst = scratch.buffers[which].atLeast(size_t(rowsP * colsP) * inSize,
+                                               call, "a padded GEMM's operand");
     detail::padCopy(call, inSize, src, rows, cols, ld, dst, rowsP, colsP,
                     colsP);
     ldOut = colsP;
@@ -586,7 +552,8 @@ bool paddedGemm(const char *call, int inType, int outType, bool ta, bool tb,
   void *cp = c;
   int64_t ldcp = ldc;
   if (mp != m || np != n) {
-    cp = padBuffer(2, size_t(mp * np) * outSize, call);
+    cp = scratch.buffers[2].atLeast(size_t(mp * np) * outSize, call,
+                                    "a padded GEMM's product");
     ldcp = np;
   }
   gemm(call, inType, outType, 1, ta, tb, mp, np, kp, ap, ldap, 0, bp, ldbp, 0,

@@ -55,6 +55,22 @@ std::string describe(api::CUresult result);
 /// also waits for it, so that the error names exactly the culprit.
 void noteQueued(const char *call, const char *what);
 
+/// The module of a fatbin the build embedded (bin2c's array, byte-aligned:
+/// copied to the 8-byte alignment the driver reads its header at), loaded
+/// lazily through mgpuModuleLoad as generated code's is. Call it once per
+/// fatbin (a std::call_once); the copy lives as long as the process.
+void *loadEmbeddedFatbin(const void *data, size_t size);
+
+/// Scratch device memory that only grows. A larger request waits for the
+/// step stream (queued work may still read the old buffer), frees it and
+/// allocates anew, so only the first step allocates; failures end the
+/// process naming `call` and `what`. The caller serializes calls.
+struct GrowingBuffer {
+  void *ptr = nullptr;
+  size_t bytes = 0;
+  void *atLeast(size_t need, const char *call, const char *what);
+};
+
 /// Queues dst[r][c] = src[r][c] for r < srcRows, c < srcCols, and 0
 /// elsewhere in dstRows x dstCols (CudaPad.cpp): a GEMM operand copied into
 /// a padded one, or a padded product's block copied back (elementSize 2 or

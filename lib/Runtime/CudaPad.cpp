@@ -43,11 +43,7 @@ void detail::padCopy(const char *call, size_t elementSize, const void *src,
   static std::once_flag once;
   static void *module = nullptr;
   std::call_once(once, [] {
-    // bin2c's array is byte-aligned; the driver reads the fatbin's header
-    // as 8-byte words.
-    static std::vector<uint64_t> aligned((sizeof(weftPadFatbin) + 7) / 8);
-    std::memcpy(aligned.data(), weftPadFatbin, sizeof(weftPadFatbin));
-    module = mgpuModuleLoad(aligned.data(), sizeof(weftPadFatbin));
+    module = detail::loadEmbeddedFatbin(weftPadFatbin, sizeof(weftPadFatbin));
   });
   if (dstRows <= 0 || dstCols <= 0)
     return;

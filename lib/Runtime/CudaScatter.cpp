@@ -35,11 +35,8 @@ void *scatterModule([[maybe_unused]] const char *call) {
   static std::once_flag once;
   static void *module = nullptr;
   std::call_once(once, [] {
-    // bin2c's array is byte-aligned; the driver reads the fatbin's header
-    // as 8-byte words.
-    static std::vector<uint64_t> aligned((sizeof(weftScatterFatbin) + 7) / 8);
-    std::memcpy(aligned.data(), weftScatterFatbin, sizeof(weftScatterFatbin));
-    module = mgpuModuleLoad(aligned.data(), sizeof(weftScatterFatbin));
+    module = detail::loadEmbeddedFatbin(weftScatterFatbin,
+                                        sizeof(weftScatterFatbin));
   });
   return module;
 #else
@@ -49,26 +46,13 @@ void *scatterModule([[maybe_unused]] const char *call) {
 #endif
 }
 
-/// Device memory for the sorted (row, token) keys: grown (after waiting
-/// for the step stream, which may still read the old one) only when more
-/// tokens come, so only the first step allocates.
+/// Device memory for the sorted (row, token) keys.
 uint64_t *sortedKeysBuffer(const char *call, int64_t tokens) {
   static std::mutex mutex;
-  static void *buffer = nullptr;
-  static int64_t capacity = 0;
+  static detail::GrowingBuffer buffer;
   std::lock_guard<std::mutex> lock(mutex);
-  if (tokens > capacity) {
-    if (buffer) {
-      if (weft::rt::Status s = synchronize(); !s.ok())
-        detail::fatal(call, s.message);
-      release(buffer);
-      buffer = nullptr;
-    }
-    if (weft::rt::Status s = allocate(size_t(tokens) * 8, &buffer); !s.ok())
-      detail::fatal(call, s.message);
-    capacity = tokens;
-  }
-  return static_cast<uint64_t *>(buffer);
+  return static_cast<uint64_t *>(
+      buffer.atLeast(size_t(tokens) * 8, call, "the scatter's sorted keys"));
 }
 
 } // namespace

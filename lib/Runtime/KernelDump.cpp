@@ -165,15 +165,8 @@ void kernel_dump::write(const char *kernel, int64_t call, int64_t operand,
   std::snprintf(number, sizeof(number), "%04lld", (long long)call);
   std::string path = config().dir + "/" + number + "_" + kernel + "_" +
                      std::to_string(operand) + ".npy";
-  std::vector<uint8_t> image;
-  if (Status s = serializeNpy(array, path, image); !s.ok())
+  if (Status s = writeNpy(path, array); !s.ok())
     die(s.message);
-  FILE *file = std::fopen(path.c_str(), "wb");
-  if (!file)
-    die("cannot write " + quote(path) + ": " + std::strerror(errno));
-  bool ok = std::fwrite(image.data(), 1, image.size(), file) == image.size();
-  if (std::fclose(file) != 0 || !ok)
-    die("cannot write " + quote(path) + ": " + std::strerror(errno));
 }
 
 extern "C" void weft_rt_dump_kernel_output(const char *kernel, int64_t call,

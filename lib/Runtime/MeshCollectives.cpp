@@ -195,6 +195,10 @@ void postEarlyRecvs(AxisGroup &group) {
     const AxisGroup::RecvKey &key = group.lastStepRecvs[group.nextEarly++];
     AxisGroup::EarlyRecv &e = group.early.emplace_back();
     e.key = key;
+    if (!group.spareRecvBuffers.empty()) {
+      e.data = std::move(group.spareRecvBuffers.back());
+      group.spareRecvBuffers.pop_back();
+    }
     e.data.resize(size_t(key.count));
     e.ticket = group.recvThread->recv(e.data.data(), size_t(key.count),
                                       int(key.peer), uint64_t(key.tag));
@@ -513,6 +517,7 @@ extern "C" void weft_rt_recv_f32(const WeftRuntimeContext *ctx,
     std::memcpy(out, e.data.data(), size_t(count) * sizeof(float));
     traceWait(ctx, group, "recv (posted ahead)", axisMask, start,
               count * int64_t(sizeof(float)));
+    group.spareRecvBuffers.push_back(std::move(e.data));
     group.early.pop_front();
     postEarlyRecvs(group);
   } else {

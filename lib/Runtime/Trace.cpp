@@ -6,6 +6,8 @@
 
 #include "weft/Runtime/Trace.h"
 
+#include <nlohmann/json.hpp>
+
 #include <atomic>
 #include <cerrno>
 #include <cstdio>
@@ -47,14 +49,6 @@ const char *directory() {
   return d && *d ? d : nullptr;
 }
 
-/// A JSON string of `s` (names are ASCII the runtime makes).
-std::string quoted(const std::string &s) {
-  std::string out = "\"";
-  for (char c : s)
-    out += c == '"' || c == '\\' ? std::string("\\") + c : std::string(1, c);
-  return out + "\"";
-}
-
 } // namespace
 
 bool trace::enabled() { return directory() != nullptr; }
@@ -91,8 +85,8 @@ Status trace::write(int rank) {
     std::fprintf(f,
                  "{\"name\":%s,\"ph\":\"X\",\"pid\":%d,\"tid\":%d,"
                  "\"ts\":%.1f,\"dur\":%.1f",
-                 quoted(s.name).c_str(), rank, s.lane, us(s.begin),
-                 us(s.end) - us(s.begin));
+                 nlohmann::json(s.name).dump().c_str(), rank, s.lane,
+                 us(s.begin), us(s.end) - us(s.begin));
     if (s.bytes >= 0)
       std::fprintf(f, ",\"args\":{\"bytes\":%lld}", (long long)s.bytes);
     std::fprintf(f, "}%s\n", i + 1 < r.spans.size() ? "," : "");

@@ -440,6 +440,7 @@ private:
   /// uncaptured yet (the first loads every kernel and sizes the scratch
   /// buffers, which a capture must not do).
   std::map<std::vector<void *>, void *> graphs;
+  std::vector<void *> graphKey;
   bool useGraphs = false, warmedUp = false;
   /// Whether params, state and buffers are on the device (uploadState has
   /// run), and whether the host mirror still equals them.
@@ -643,10 +644,11 @@ Status Trainer::queueDeviceStep() {
     warmedUp = true;
     return Status::success();
   }
-  std::vector<void *> key(deviceArgs);
-  key.insert(key.end(), deviceResults.begin(), deviceResults.end());
-  key.push_back(deviceWorkspace);
-  auto it = graphs.find(key);
+  // Refilled in place: no allocation a step once its size is reached.
+  graphKey.assign(deviceArgs.begin(), deviceArgs.end());
+  graphKey.insert(graphKey.end(), deviceResults.begin(), deviceResults.end());
+  graphKey.push_back(deviceWorkspace);
+  auto it = graphs.find(graphKey);
   // Two arrangements alternate; a skipped step (--skip-nonfinite) shifts
   // params against batch slots, which makes four at most.
   if (it == graphs.end() && graphs.size() < 4) {
@@ -658,7 +660,7 @@ Status Trainer::queueDeviceStep() {
       direct(this);
       return Status::success();
     }
-    it = graphs.emplace(std::move(key), graph).first;
+    it = graphs.emplace(graphKey, graph).first;
   }
   if (it == graphs.end()) {
     direct(this);

@@ -302,6 +302,9 @@ struct AxisGroup {
   /// Posted ahead and not yet taken, oldest first. Declared before
   /// `recvThread`, which fills them until it stops.
   std::deque<EarlyRecv> early;
+  /// The buffers of early recvs already taken, for the next ones: a step's
+  /// recvs are as large every step, so after the first none allocates.
+  std::vector<std::vector<float>> spareRecvBuffers;
   /// Whether a step runs (between beginStep and drainTransfers): recvs
   /// outside it are neither recorded nor served from `early`.
   bool inStep = false;

@@ -67,7 +67,7 @@ Status synchronize();
 void *stream();
 
 //===----------------------------------------------------------------------===//
-// Overlapping the host (CudaAsync.cpp)
+// Overlapping the host (CudaAsync.cpp; the asynchronous copies in Cuda.cpp)
 //===----------------------------------------------------------------------===//
 
 /// Page-locked host memory: copies between it and the device run while the

@@ -48,11 +48,6 @@ struct Scatter {
   bool bf16Updates;
 };
 
-bool isConstant(Value v, int64_t c) {
-  std::optional<int64_t> x = getConstantIntValue(v);
-  return x && *x == c;
-}
-
 /// Whether `memref` is an argument of `fn` of static shape [1.., n, d] with
 /// an identity layout; its argument number.
 std::optional<unsigned> rowsArgument(func::FuncOp fn, Value memref,
@@ -98,10 +93,10 @@ bool isRowOf(memref::SubViewOp sub, Value row) {
 /// index. The id's load, or null.
 memref::LoadOp clampedId(Value r, int64_t rows, Value iv) {
   auto min = r.getDefiningOp<arith::MinSIOp>();
-  if (!min || !isConstant(min.getRhs(), rows - 1))
+  if (!min || !isConstantIntValue(min.getRhs(), rows - 1))
     return {};
   auto max = min.getLhs().getDefiningOp<arith::MaxSIOp>();
-  if (!max || !isConstant(max.getRhs(), 0))
+  if (!max || !isConstantIntValue(max.getRhs(), 0))
     return {};
   auto select = max.getLhs().getDefiningOp<arith::SelectOp>();
   if (!select)
@@ -110,8 +105,8 @@ memref::LoadOp clampedId(Value r, int64_t rows, Value iv) {
   auto add = select.getTrueValue().getDefiningOp<arith::AddIOp>();
   Value id = select.getFalseValue();
   if (!cmp || !add || cmp.getPredicate() != arith::CmpIPredicate::slt ||
-      cmp.getLhs() != id || !isConstant(cmp.getRhs(), 0) ||
-      add.getLhs() != id || !isConstant(add.getRhs(), rows))
+      cmp.getLhs() != id || !isConstantIntValue(cmp.getRhs(), 0) ||
+      add.getLhs() != id || !isConstantIntValue(add.getRhs(), rows))
     return {};
   auto cast = id.getDefiningOp<arith::IndexCastOp>();
   auto load =
@@ -139,8 +134,9 @@ std::optional<Scatter> matchScatter(func::FuncOp fn) {
       return std::nullopt;
     }
   }
-  if (!loop || loop.getNumResults() || !isConstant(loop.getLowerBound(), 0) ||
-      !isConstant(loop.getStep(), 1))
+  if (!loop || loop.getNumResults() ||
+      !isConstantIntValue(loop.getLowerBound(), 0) ||
+      !isConstantIntValue(loop.getStep(), 1))
     return std::nullopt;
   std::optional<int64_t> tokens = getConstantIntValue(loop.getUpperBound());
   if (!tokens || *tokens < 1)
