@@ -1124,6 +1124,7 @@ LogicalResult Driver::emitNative(ArrayRef<Program> programs,
   link.runtimeDir = runtime;
   link.extraArgs = options.linkArgs;
   link.verbose = options.saveTemps;
+  link.nccl = options.device == "cuda" && !options.mesh.empty();
   {
     TimingScope t = timing.nest("Link");
     if (failed(linkExecutable(link, loc())))
@@ -1440,13 +1441,22 @@ LogicalResult Driver::checkPlanBatch(ModuleOp module) {
   return success();
 }
 
-/// --target cuda: one device, the toolkit for native stages, and the GPU
-/// dialects.
+/// --target cuda: no pipeline stages, the toolkit for native stages, and
+/// the GPU dialects. dp and tp run their collectives on NCCL; a pipeline's
+/// sends and receives have no GPU transport yet.
 LogicalResult Driver::checkCuda() {
-  if (!options.mesh.empty())
-    return fail("--target cuda does not yet support --mesh: compile one "
-                "device's step (no --mesh), or leave out --target cuda to "
-                "train on CPUs");
+  if (pipelineRanks > 1)
+    return fail("--target cuda does not yet run pipeline stages (--mesh " +
+                options.mesh +
+                "): its sends and receives have no NCCL transport; drop pp "
+                "from --mesh (dp and tp run on GPUs), or leave out --target "
+                "cuda to train the pipeline on CPUs");
+  if (!options.mesh.empty() && options.emit >= Stage::Llvm &&
+      !isScheduleStage(options.emit) && !canLinkNccl())
+    return fail("--target cuda --mesh " + options.mesh +
+                " runs its collectives on NCCL, and this Weft was built "
+                "without it: rebuild Weft with the CUDA toolkit and NCCL "
+                "under /usr/local/cuda, or leave out --target cuda");
   if (options.emit >= Stage::Llvm && !isScheduleStage(options.emit) &&
       failed(checkCudaToolkit(CudaTargetOptions(), loc())))
     return failure();

@@ -14,6 +14,8 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "MeshInternal.h"
+
 #include "weft/Runtime/Context.h"
 #include "weft/Runtime/Kernels.h"
 #include "weft/Runtime/Trace.h"
@@ -150,6 +152,9 @@ Status RuntimeContext::joinMesh(const std::vector<MeshAxisSpec> &mesh,
       return Status::error("mesh axis " + quote(names) + ": " + s.message);
     axisGroups[mask] = std::make_unique<AxisGroup>(std::move(comm));
     axisGroups[mask]->mesh = &axisGroups;
+    axisGroups[mask]->store = store.get();
+    axisGroups[mask]->prefix = prefix;
+    axisGroups[mask]->timeout = timeout;
     if (!recvAhead)
       axisGroups[mask]->recvThread.reset();
   }
@@ -247,6 +252,14 @@ Status RuntimeContext::drainTransfers() {
   return Status::success();
 }
 
+Status RuntimeContext::finishDeviceCollectives() {
+  for (std::unique_ptr<AxisGroup> &group : axisGroups)
+    if (group && group->device)
+      if (Status s = group->device->finish(); !s.ok())
+        return s;
+  return Status::success();
+}
+
 Status RuntimeContext::allReduceSum(std::vector<float> &values) {
   if (axisGroups.empty() || values.empty())
     return Status::success();
@@ -283,10 +296,12 @@ void traceWait(const WeftRuntimeContext *ctx, const AxisGroup &group,
                   trace::Clock::now(), 0, bytes);
 }
 
-/// Ends the process with an error naming the collective, the axes and the
-/// rank: the other ranks would wait forever on one that went on.
-[[noreturn]] void die(const WeftRuntimeContext *ctx, const char *what,
-                      int64_t axisMask, const std::string &why) {
+} // namespace
+
+[[noreturn]] void weft::rt::detail::meshDie(const WeftRuntimeContext *ctx,
+                                            const char *what,
+                                            int64_t axisMask,
+                                            const std::string &why) {
   std::string axes = axesOf(ctx, axisMask);
   std::string line = "error: rank " + std::to_string(ctx ? ctx->rank : -1) +
                      ": " + what + " over mesh axis " +
@@ -299,16 +314,15 @@ void traceWait(const WeftRuntimeContext *ctx, const AxisGroup &group,
   ::_exit(1);
 }
 
-/// The group of `axisMask`.
-AxisGroup &groupOf(const WeftRuntimeContext *ctx, const char *what,
-                   int64_t axisMask) {
+AxisGroup &weft::rt::detail::meshGroup(const WeftRuntimeContext *ctx,
+                                       const char *what, int64_t axisMask) {
   if (!ctx || ctx->numAxes <= 0)
-    die(ctx, what, axisMask,
+    detail::meshDie(ctx, what, axisMask,
         "the runtime context has no mesh axes (the executable's model JSON "
         "lacks its mesh)");
   if (axisMask <= 0 || axisMask >= (int64_t(1) << ctx->numAxes))
-    die(ctx, what, axisMask,
-        "the mask names axes the runtime context does not have");
+    detail::meshDie(ctx, what, axisMask,
+                    "the mask names axes the runtime context does not have");
   // Every group of the mesh is reachable from any axis's (joinMesh).
   auto *any = static_cast<AxisGroup *>(ctx->axes[0].comm);
   AxisGroup *group =
@@ -316,8 +330,19 @@ AxisGroup &groupOf(const WeftRuntimeContext *ctx, const char *what,
           ? (*any->mesh)[size_t(axisMask)].get()
           : nullptr;
   if (!group)
-    die(ctx, what, axisMask, "the group has no communicator");
+    detail::meshDie(ctx, what, axisMask, "the group has no communicator");
   return *group;
+}
+
+namespace {
+[[noreturn]] void die(const WeftRuntimeContext *ctx, const char *what,
+                      int64_t axisMask, const std::string &why) {
+  detail::meshDie(ctx, what, axisMask, why);
+}
+
+AxisGroup &groupOf(const WeftRuntimeContext *ctx, const char *what,
+                   int64_t axisMask) {
+  return detail::meshGroup(ctx, what, axisMask);
 }
 
 void check(const WeftRuntimeContext *ctx, const char *what, int64_t axisMask,
@@ -350,29 +375,48 @@ extern "C" void weft_rt_all_reduce_f32(const WeftRuntimeContext *ctx,
          group.thread->allReduceSum(out, size_t(count)));
 }
 
-namespace {
-/// Rank g's block of a tensor laid out [outer][n][inner] (split along the
-/// dim where inner starts) goes to dst + g * stride, as [outer][inner]:
-/// the communicator wants each rank's block contiguous.
-void blocksByRank(const float *in, size_t n, int64_t outer, int64_t inner,
-                  float *dst, size_t stride) {
+std::vector<BlockCopy> weft::rt::blocksByRankCopies(size_t n, size_t outer,
+                                                    size_t inner,
+                                                    size_t stride) {
+  std::vector<BlockCopy> copies;
   for (size_t g = 0; g < n; ++g)
-    for (int64_t o = 0; o < outer; ++o)
-      std::memcpy(dst + g * stride + size_t(o) * size_t(inner),
-                  in + (size_t(o) * n + g) * size_t(inner),
-                  size_t(inner) * sizeof(float));
+    copies.push_back({g * stride, g * inner, inner, n * inner, inner, outer});
+  return copies;
 }
 
-/// The inverse: rank g's [outer][inner] block at from + g * stride goes
-/// into `out`, laid out [outer][n][inner] (an all-gather along a dim with
-/// dims before it).
+std::vector<BlockCopy> weft::rt::interleaveByRankCopies(size_t n,
+                                                        size_t outer,
+                                                        size_t inner,
+                                                        size_t stride) {
+  std::vector<BlockCopy> copies;
+  for (size_t g = 0; g < n; ++g)
+    copies.push_back({g * inner, g * stride, n * inner, inner, inner, outer});
+  return copies;
+}
+
+void weft::rt::copyBlocks(const std::vector<BlockCopy> &copies,
+                          const float *src, float *dst) {
+  for (const BlockCopy &c : copies)
+    for (size_t row = 0; row < c.height; ++row)
+      std::memcpy(dst + c.dstOffset + row * c.dstPitch,
+                  src + c.srcOffset + row * c.srcPitch,
+                  c.width * sizeof(float));
+}
+
+DeviceQueue::~DeviceQueue() = default;
+DeviceGroup::~DeviceGroup() = default;
+
+namespace {
+void blocksByRank(const float *in, size_t n, int64_t outer, int64_t inner,
+                  float *dst, size_t stride) {
+  copyBlocks(blocksByRankCopies(n, size_t(outer), size_t(inner), stride), in,
+             dst);
+}
+
 void interleaveByRank(const float *from, size_t n, int64_t outer,
                       int64_t inner, size_t stride, float *out) {
-  for (size_t g = 0; g < n; ++g)
-    for (int64_t o = 0; o < outer; ++o)
-      std::memcpy(out + (size_t(o) * n + g) * size_t(inner),
-                  from + g * stride + size_t(o) * size_t(inner),
-                  size_t(inner) * sizeof(float));
+  copyBlocks(interleaveByRankCopies(n, size_t(outer), size_t(inner), stride),
+             from, out);
 }
 } // namespace
 
@@ -534,7 +578,7 @@ extern "C" void weft_rt_recv_f32(const WeftRuntimeContext *ctx,
 namespace {
 AxisGroup::Bucket &bucketOf(const WeftRuntimeContext *ctx, int64_t axisMask,
                             AxisGroup &group, int64_t id) {
-  if (id < 0 || id > (int64_t(1) << 20))
+  if (!detail::validBucketId(id))
     die(ctx, "bucket", axisMask,
         "bucket id " + std::to_string(id) + " is out of range");
   if (size_t(id) >= group.buckets.size())
@@ -543,15 +587,10 @@ AxisGroup::Bucket &bucketOf(const WeftRuntimeContext *ctx, int64_t axisMask,
 }
 } // namespace
 
-namespace {
-enum BucketKind : int64_t { kAllReduce = 0, kReduceScatter = 1, kAllGather = 2 };
-
-const char *bucketWhat(int64_t kind) {
-  return kind == kReduceScatter ? "bucketed reduce_scatter"
-         : kind == kAllGather   ? "bucketed all_gather"
-                                : "bucketed all_reduce";
-}
-} // namespace
+using detail::bucketWhat;
+using detail::kAllGather;
+using detail::kAllReduce;
+using detail::kReduceScatter;
 
 extern "C" void weft_rt_bucket_put_f32(const WeftRuntimeContext *ctx,
                                        int64_t axisMask, int64_t id,

@@ -103,7 +103,7 @@ Status useDevice(int device, const std::string &where) {
 /// the byte count.
 constexpr size_t kHeaderSize = 3;
 
-class NcclCommunicator : public Communicator {
+class NcclCommunicator : public Communicator, public DeviceQueue {
 public:
   NcclCommunicator(int rank, int size, std::string prefix, int device,
                    std::chrono::milliseconds timeout, ncclComm_t comm,
@@ -134,7 +134,60 @@ public:
     cudaFree(scratch);
     cudaFree(headers);
     cudaFreeHost(hostHeaders);
+    if (followed)
+      cudaEventDestroy(followed);
+    if (joined)
+      cudaEventDestroy(joined);
     cudaStreamDestroy(stream);
+  }
+
+  DeviceQueue *deviceQueue() override { return this; }
+
+  // DeviceQueue: the same collectives, queued. The two events order the
+  // queue's stream against the step's; an event recorded again later does
+  // not move a wait already queued on it, so two serve every collective.
+  Status follow(void *after) override {
+    return order("follow the step", static_cast<cudaStream_t>(after), stream,
+                 followed);
+  }
+
+  Status join(void *waiter) override {
+    return order("join the step", stream, static_cast<cudaStream_t>(waiter),
+                 joined);
+  }
+
+  Status queueAllReduceSum(const float *in, float *out,
+                           size_t count) override {
+    return queue("all-reduce", [&] {
+      return ncclAllReduce(in, out, count, ncclFloat32, ncclSum, comm, stream);
+    });
+  }
+
+  Status queueAllGather(const float *in, size_t count, float *out) override {
+    return queue("all-gather", [&] {
+      return ncclAllGather(in, out, count, ncclFloat32, comm, stream);
+    });
+  }
+
+  Status queueReduceScatterSum(const float *in, size_t count,
+                               float *out) override {
+    return queue("reduce-scatter", [&] {
+      return ncclReduceScatter(in, out, count, ncclFloat32, ncclSum, comm,
+                               stream);
+    });
+  }
+
+  Status queueAllToAll(const float *in, size_t count, float *out) override {
+    return queue("all-to-all", [&] { return groupedAllToAll(in, count, out); });
+  }
+
+  Status finish() override {
+    std::string what = queued.empty() ? std::string("nothing queued")
+                                      : "the step's collectives (" + queued +
+                                            ")";
+    queued.clear();
+    queuedCount = 0;
+    return poll(what.c_str());
   }
 
   Status allReduceSum(float *data, size_t count) override {
@@ -179,23 +232,7 @@ public:
       return s;
     if (Status s = checkDevicePointer("all-to-all", out, n * count); !s.ok())
       return s;
-    return run("all-to-all", [&] {
-      ncclResult_t r = ncclGroupStart();
-      if (r != ncclSuccess)
-        return r;
-      for (size_t peer = 0; peer < n; ++peer) {
-        r = ncclSend(in + peer * count, count, ncclFloat32, int(peer), comm,
-                     stream);
-        if (r == ncclSuccess || r == ncclInProgress)
-          r = ncclRecv(out + peer * count, count, ncclFloat32, int(peer), comm,
-                       stream);
-        if (r != ncclSuccess && r != ncclInProgress) {
-          ncclGroupEnd();
-          return r;
-        }
-      }
-      return ncclGroupEnd();
-    });
+    return run("all-to-all", [&] { return groupedAllToAll(in, count, out); });
   }
 
   Status broadcast(float *data, size_t count, int root) override {
@@ -231,6 +268,83 @@ public:
   }
 
 private:
+  /// A send and a receive per peer (itself included), fused in one group
+  /// so that they progress together.
+  ncclResult_t groupedAllToAll(const float *in, size_t count, float *out) {
+    size_t n = size_t(size());
+    ncclResult_t r = ncclGroupStart();
+    if (r != ncclSuccess)
+      return r;
+    for (size_t peer = 0; peer < n; ++peer) {
+      r = ncclSend(in + peer * count, count, ncclFloat32, int(peer), comm,
+                   stream);
+      if (r == ncclSuccess || r == ncclInProgress)
+        r = ncclRecv(out + peer * count, count, ncclFloat32, int(peer), comm,
+                     stream);
+      if (r != ncclSuccess && r != ncclInProgress) {
+        ncclGroupEnd();
+        return r;
+      }
+    }
+    return ncclGroupEnd();
+  }
+
+  /// `waiter` waits for what `from` has queued so far, through `event`.
+  Status order(const char *what, cudaStream_t from, cudaStream_t waiter,
+               cudaEvent_t &event) {
+    if (aborted)
+      return Status::error(where(what) + ": the communicator was aborted "
+                                         "after an earlier failure (" +
+                           abortReason + ")");
+    cudaError_t e = cudaSetDevice(device);
+    if (e == cudaSuccess && !event)
+      e = cudaEventCreateWithFlags(&event, cudaEventDisableTiming);
+    if (e == cudaSuccess)
+      e = cudaEventRecord(event, from);
+    if (e == cudaSuccess)
+      e = cudaStreamWaitEvent(waiter, event, 0);
+    if (e != cudaSuccess)
+      return fail(what, "ordering its stream against the step's failed (" +
+                            cudaText(e) + ")");
+    return Status::success();
+  }
+
+  /// Enqueues a collective on the communicator's stream and returns once
+  /// NCCL has taken it (a non-blocking communicator may still be enqueuing
+  /// when the call returns; nothing else may be queued until it is done),
+  /// not once it has run: finish() waits for that.
+  template <typename Enqueue>
+  Status queue(const char *what, Enqueue &&enqueue) {
+    if (aborted)
+      return Status::error(where(what) + ": the communicator was aborted "
+                                         "after an earlier failure (" +
+                           abortReason + ")");
+    if (cudaError_t e = cudaSetDevice(device); e != cudaSuccess)
+      return fail(what, "cannot use CUDA device " + std::to_string(device) +
+                            " (" + cudaText(e) + ")");
+    ncclResult_t r = enqueue();
+    if (r != ncclSuccess && r != ncclInProgress)
+      return fail(what, ncclText(r, comm));
+    Clock::time_point deadline = Clock::now() + timeout;
+    Backoff backoff;
+    while (r == ncclInProgress) {
+      if (Clock::now() >= deadline)
+        return fail(what, "NCCL did not finish enqueuing it within " +
+                              millis(timeout));
+      backoff.pause();
+      if (ncclResult_t q = ncclCommGetAsyncError(comm, &r); q != ncclSuccess)
+        return fail(what, ncclText(q, comm));
+      if (r != ncclSuccess && r != ncclInProgress)
+        return fail(what, ncclText(r, comm));
+    }
+    // What finish() names if the step's collectives never complete.
+    if (++queuedCount <= 8)
+      queued += std::string(queued.empty() ? "" : ", ") + what;
+    else if (queuedCount == 9)
+      queued += ", ...";
+    return Status::success();
+  }
+
   /// NCCL pairs a send with the next recv between the two ranks: it has no
   /// tags, and a recv of another size than the send hangs or corrupts. So
   /// the two sides first swap a header (send or recv, tag, bytes) in one
@@ -358,6 +472,19 @@ private:
     ncclResult_t r = enqueue();
     if (r != ncclSuccess && r != ncclInProgress)
       return fail(what, ncclText(r, comm));
+    return poll(what);
+  }
+
+  /// Polls until the stream has run what was queued, NCCL reports an
+  /// error, or the timeout passes.
+  Status poll(const char *what) {
+    if (aborted)
+      return Status::error(where(what) + ": the communicator was aborted "
+                                         "after an earlier failure (" +
+                           abortReason + ")");
+    if (cudaError_t e = cudaSetDevice(device); e != cudaSuccess)
+      return fail(what, "cannot use CUDA device " + std::to_string(device) +
+                            " (" + cudaText(e) + ")");
     Clock::time_point deadline = Clock::now() + timeout;
     Backoff backoff;
     for (;;) {
@@ -409,6 +536,11 @@ private:
   int64_t *hostHeaders;
   bool aborted = false;
   std::string abortReason;
+  /// DeviceQueue's: its two events (made on first use), and what was
+  /// queued since the last finish(), for its error.
+  cudaEvent_t followed = nullptr, joined = nullptr;
+  std::string queued;
+  size_t queuedCount = 0;
 };
 
 } // namespace

@@ -37,6 +37,8 @@
 namespace weft {
 namespace rt {
 
+class DeviceQueue;
+
 class Communicator {
 public:
   virtual ~Communicator();
@@ -83,6 +85,9 @@ public:
   /// Whether sends and recvs with distinct tags may run on two threads at
   /// once (gloo), so that a rank's sends need not wait behind its recvs.
   virtual bool concurrentTransfers() const { return false; }
+  /// The same collectives queued on a device stream rather than run to
+  /// completion (NCCL's), or null (gloo's run on the host).
+  virtual DeviceQueue *deviceQueue() { return nullptr; }
 
   /// Tags fit in 48 bits: gloo's message slots keep the rest for the kind
   /// of message. The ABI's limit, which weft.send and weft.recv verify.
@@ -103,6 +108,53 @@ protected:
 private:
   int myRank, numRanks;
 };
+
+/// A communicator's collectives on device memory, queued on its own CUDA
+/// stream instead of run to completion: what a --target cuda step calls
+/// (lib/Runtime/CudaMeshCollectives.cpp). The host queues and goes on; the
+/// order between the step's stream and the queue's is by events, so a
+/// bucket of gradients is reduced while the backward pass computes. Every
+/// rank queues the same collectives in the same order.
+class DeviceQueue {
+public:
+  virtual ~DeviceQueue();
+  /// What is queued next waits for the work `stream` (a CUstream) has
+  /// queued so far.
+  virtual Status follow(void *stream) = 0;
+  /// `stream` waits for what this queue has queued so far.
+  virtual Status join(void *stream) = 0;
+  /// As Communicator's, on device pointers; out-of-place for all-reduce.
+  virtual Status queueAllReduceSum(const float *in, float *out,
+                                   size_t count) = 0;
+  virtual Status queueAllGather(const float *in, size_t count,
+                                float *out) = 0;
+  virtual Status queueReduceScatterSum(const float *in, size_t count,
+                                       float *out) = 0;
+  virtual Status queueAllToAll(const float *in, size_t count, float *out) = 0;
+  /// Waits on the host for everything queued, up to the communicator's
+  /// timeout: a failure or the timeout aborts the communicator and the
+  /// error says what was queued and which rank of which group this is.
+  virtual Status finish() = 0;
+};
+
+/// One strided copy: `height` rows of `width` elements from src + srcOffset
+/// (rows `srcPitch` apart) to dst + dstOffset (rows `dstPitch` apart), in
+/// elements. What cudaMemcpy2D does, and what the host loop does on a CPU.
+struct BlockCopy {
+  size_t dstOffset, srcOffset, dstPitch, srcPitch, width, height;
+};
+/// The copies that put rank g's block of a tensor laid out [outer][n][inner]
+/// (split along the dim where inner starts) at g * stride, as
+/// [outer][inner]: a communicator wants each rank's block contiguous.
+std::vector<BlockCopy> blocksByRankCopies(size_t n, size_t outer,
+                                          size_t inner, size_t stride);
+/// The inverse: rank g's [outer][inner] block at g * stride goes into
+/// [outer][n][inner] (an all-gather along a dim with dims before it).
+std::vector<BlockCopy> interleaveByRankCopies(size_t n, size_t outer,
+                                              size_t inner, size_t stride);
+/// Runs `copies` on host memory.
+void copyBlocks(const std::vector<BlockCopy> &copies, const float *src,
+                float *dst);
 
 /// A gloo communicator over TCP for the `size` ranks that meet in `store`
 /// under `prefix` (one prefix per group). `hostname` is the address this
@@ -231,6 +283,14 @@ private:
 /// group runs on (so that two never use the communicator at once, and all
 /// ranks run them in program order), and the buckets of reductions a step
 /// sends while it computes (--weft-bucket-collectives).
+/// A group's collectives on a device (lib/Runtime/CudaMeshCollectives.cpp):
+/// its NCCL communicator and the device buffers its collectives use.
+struct DeviceGroup {
+  virtual ~DeviceGroup();
+  /// DeviceQueue::finish of its communicator.
+  virtual Status finish() = 0;
+};
+
 struct AxisGroup {
   struct Bucket {
     /// The members' inputs side by side; for a reduce-scatter one region
@@ -315,6 +375,14 @@ struct AxisGroup {
   /// The mesh's groups by axis mask (bit i: axis i), this one among them:
   /// how a collective over several axes finds its group from the context.
   const std::vector<std::unique_ptr<AxisGroup>> *mesh = nullptr;
+  /// Where the group met (joinMesh): a --target cuda step makes its NCCL
+  /// communicator there, on its first collective, which every rank of the
+  /// group reaches in the same order.
+  StoreClient *store = nullptr;
+  std::string prefix;
+  std::chrono::milliseconds timeout{0};
+  /// The group on this rank's GPU, once a --target cuda step has used it.
+  std::unique_ptr<DeviceGroup> device;
   /// Seconds the step has spent in sends and receives (waiting for the
   /// peer included) since RuntimeContext::takeTransferSeconds last
   /// collected them: a pipeline rank's time not computing.

@@ -168,6 +168,11 @@ public:
   /// The seconds this rank waited for collectives to finish since the
   /// last call (AxisGroup::collectiveSeconds); 0 off a mesh.
   double takeCollectiveSeconds();
+  /// Waits for the collectives a --target cuda step queued on each
+  /// group's NCCL stream (DeviceQueue::finish): a peer that died or a
+  /// collective that never completes is an error after the mesh's timeout,
+  /// not a step that waits forever. Succeeds at once off a GPU mesh.
+  Status finishDeviceCollectives();
   /// Sums `values` over every rank of the mesh, in place (a no-op off a
   /// mesh). For the runtime's own bookkeeping between steps.
   Status allReduceSum(std::vector<float> &values);

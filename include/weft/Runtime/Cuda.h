@@ -23,6 +23,7 @@
 #define WEFT_RUNTIME_CUDA_H
 
 #include "weft/Formats/HostArray.h"
+#include "weft/Runtime/ModelABI.h"
 
 #include <cstddef>
 #include <cstdint>
@@ -206,6 +207,36 @@ void weft_rt_cuda_attention_grad_bf16(int64_t heads, int64_t t, int64_t s,
                                       const uint16_t *v, const uint16_t *out,
                                       const float *lse, uint16_t *dq,
                                       uint16_t *dk, uint16_t *dvOut);
+
+/* A mesh's collectives on device buffers: the arguments of Kernels.h's
+   weft_rt_all_reduce_f32, ..., weft_rt_bucket_get_f32 on device pointers,
+   run by NCCL on the group's own stream, ordered against the step stream
+   by events (nothing waits on the host). Each group's communicator is made
+   at its first collective. In WeftRuntimeNccl (CudaMeshCollectives.cpp),
+   which weftc links into --target cuda executables compiled for a mesh. */
+void weft_rt_cuda_all_reduce_f32(const WeftRuntimeContext *ctx,
+                                 int64_t axisMask, const float *in, float *out,
+                                 int64_t count);
+void weft_rt_cuda_all_gather_f32(const WeftRuntimeContext *ctx,
+                                 int64_t axisMask, const float *in, float *out,
+                                 int64_t outer, int64_t inner);
+void weft_rt_cuda_reduce_scatter_f32(const WeftRuntimeContext *ctx,
+                                     int64_t axisMask, const float *in,
+                                     float *out, int64_t outer, int64_t inner);
+void weft_rt_cuda_all_to_all_f32(const WeftRuntimeContext *ctx,
+                                 int64_t axisMask, const float *in, float *out,
+                                 int64_t splitOuter, int64_t splitInner,
+                                 int64_t concatOuter, int64_t concatInner);
+void weft_rt_cuda_bucket_put_f32(const WeftRuntimeContext *ctx,
+                                 int64_t axisMask, int64_t bucket, int64_t kind,
+                                 int64_t region, int64_t offset,
+                                 const float *in, int64_t outer, int64_t inner);
+void weft_rt_cuda_bucket_start(const WeftRuntimeContext *ctx, int64_t axisMask,
+                               int64_t bucket, int64_t kind, int64_t region);
+void weft_rt_cuda_bucket_get_f32(const WeftRuntimeContext *ctx,
+                                 int64_t axisMask, int64_t bucket,
+                                 int64_t offset, float *out, int64_t outer,
+                                 int64_t inner);
 }
 
 /* The entry points MLIR 22's gpu-to-llvm lowering and gpu.binary translation

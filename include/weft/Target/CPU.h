@@ -105,7 +105,14 @@ struct LinkOptions {
   std::vector<std::string> extraArgs;
   /// Print the command line to stderr.
   bool verbose = false;
+  /// Also link the runtime's NCCL collectives (libWeftRuntimeNccl.a) with
+  /// libcudart and libnccl: a --target cuda step on a mesh.
+  bool nccl = false;
 };
+
+/// Whether this build of Weft can link NCCL collectives (LinkOptions::nccl):
+/// the CUDA toolkit and NCCL were found when it was configured.
+bool canLinkNccl();
 
 /// Links with the system C++ compiler (`c++` on PATH): objects, the runtime
 /// and `-lgloo -lopenblas -lpthread -lm`; errors at `loc`.

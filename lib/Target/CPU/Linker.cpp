@@ -73,8 +73,21 @@ mlir::FailureOr<std::string> weft::findRuntimeDir(llvm::StringRef argv0,
   return mlir::failure();
 }
 
+bool weft::canLinkNccl() {
+#ifdef WEFT_NCCL_LIBRARY
+  return true;
+#else
+  return false;
+#endif
+}
+
 mlir::LogicalResult weft::linkExecutable(const LinkOptions &options,
                                          mlir::Location loc) {
+  if (options.nccl && !canLinkNccl())
+    return mlir::emitError(loc)
+           << "this Weft was built without NCCL, which a --target cuda "
+              "executable on a mesh links; rebuild Weft with the CUDA "
+              "toolkit and NCCL under /usr/local/cuda";
   llvm::ErrorOr<std::string> cxx = llvm::sys::findProgramByName("c++");
   if (!cxx)
     return mlir::emitError(loc)
@@ -84,12 +97,26 @@ mlir::LogicalResult weft::linkExecutable(const LinkOptions &options,
   std::vector<std::string> args = {*cxx, "-o", options.output};
   llvm::append_range(args, options.objects);
   args.push_back("-Wl,--start-group");
-  for (const char *lib : kRuntimeLibraries) {
+  std::vector<const char *> libs(std::begin(kRuntimeLibraries),
+                                 std::end(kRuntimeLibraries));
+  if (options.nccl)
+    libs.push_back("libWeftRuntimeNccl.a");
+  for (const char *lib : libs) {
     llvm::SmallString<256> path(options.runtimeDir);
     llvm::sys::path::append(path, lib);
     args.push_back(std::string(path));
   }
   args.push_back("-Wl,--end-group");
+#ifdef WEFT_NCCL_LIBRARY
+  // The toolkit's libraries by their full paths, found again at run time
+  // through the rpath: a GPU machine has them where the toolkit is.
+  if (options.nccl)
+    for (llvm::StringRef lib : {WEFT_CUDART_LIBRARY, WEFT_NCCL_LIBRARY}) {
+      args.push_back(lib.str());
+      args.push_back("-Wl,-rpath," +
+                     llvm::sys::path::parent_path(lib).str());
+    }
+#endif
   // Fused kernels run their parallel loops on LLVM's OpenMP runtime, and
   // GEMMs on OpenBLAS's OpenMP build, so both share one team of threads
   // instead of two pools spinning against each other on the same cores.

@@ -72,18 +72,25 @@ const llvm::StringMap<StringRef> &deviceCalls() {
       {"weft_rt_attention_grad_f32", "weft_rt_cuda_attention_grad_f32"},
       {"weft_rt_attention_grad_bf16", "weft_rt_cuda_attention_grad_bf16"},
       // weftc --dump-kernel-outputs: copies a kernel's output to the host.
-      {"weft_rt_dump_kernel_output", "weft_rt_cuda_dump_kernel_output"}};
+      {"weft_rt_dump_kernel_output", "weft_rt_cuda_dump_kernel_output"},
+      // A mesh's collectives on NCCL (CudaMeshCollectives.cpp), on device
+      // buffers; the axis index is the host's.
+      {"weft_rt_all_reduce_f32", "weft_rt_cuda_all_reduce_f32"},
+      {"weft_rt_all_gather_f32", "weft_rt_cuda_all_gather_f32"},
+      {"weft_rt_reduce_scatter_f32", "weft_rt_cuda_reduce_scatter_f32"},
+      {"weft_rt_all_to_all_f32", "weft_rt_cuda_all_to_all_f32"},
+      {"weft_rt_bucket_put_f32", "weft_rt_cuda_bucket_put_f32"},
+      {"weft_rt_bucket_start", "weft_rt_cuda_bucket_start"},
+      {"weft_rt_bucket_get_f32", "weft_rt_cuda_bucket_get_f32"},
+      {"weft_rt_axis_index", "weft_rt_axis_index"}};
   return map;
 }
 
 /// What to do instead, for a runtime call without a device version.
 std::string fixFor(StringRef callee) {
-  if (callee.contains("send") || callee.contains("recv") ||
-      callee.contains("all_reduce") || callee.contains("all_gather") ||
-      callee.contains("reduce_scatter") || callee.contains("all_to_all") ||
-      callee.contains("broadcast") || callee.contains("collective"))
-    return "--target cuda does not yet support --mesh: compile one rank's "
-           "step (no --mesh), or leave out --target cuda to train on CPUs";
+  if (callee.contains("send") || callee.contains("recv"))
+    return "--target cuda does not yet run pipeline stages: drop pp from "
+           "--mesh, or leave out --target cuda to train the pipeline on CPUs";
   return "leave out --target cuda to compile for the CPU";
 }
 
@@ -117,15 +124,35 @@ Operation *constantRoot(Value v) {
   return def && isa<memref::GetGlobalOp>(def) ? def : nullptr;
 }
 
-/// Clones the ops that make `v` (a get_global and views of it) at `b`.
+/// The host values the views of a constant take as offsets or sizes (a
+/// rank's block of a constant under sequence parallelism starts at its
+/// axis index): the kernel reading the constant takes them as arguments.
+void collectDynamicOperands(Value v, SetVector<Value> &out) {
+  Operation *def = v.getDefiningOp();
+  if (!def || isa<memref::GetGlobalOp>(def))
+    return;
+  for (auto [i, operand] : llvm::enumerate(def->getOperands())) {
+    if (i == 0)
+      collectDynamicOperands(operand, out);
+    else if (!matchPattern(operand, m_Constant()))
+      out.insert(operand);
+  }
+}
+
+/// Clones the ops that make `v` (a get_global and views of it) at `b`;
+/// `map` holds the kernel's arguments for the views' host operands.
 Value cloneConstant(OpBuilder &b, Value v, IRMapping &map) {
   Operation *def = v.getDefiningOp();
   if (map.contains(v))
     return map.lookup(v);
-  for (Value operand : def->getOperands())
-    if (operand.getDefiningOp() && !map.contains(operand) &&
-        constantRoot(operand))
+  for (Value operand : def->getOperands()) {
+    if (map.contains(operand) || !operand.getDefiningOp())
+      continue;
+    if (constantRoot(operand))
       cloneConstant(b, operand, map);
+    else if (matchPattern(operand, m_Constant()))
+      b.clone(*operand.getDefiningOp(), map);
+  }
   return b.clone(*def, map)->getResult(0);
 }
 
@@ -157,8 +184,20 @@ FailureOr<SmallVector<func::FuncOp>> collectKernels(ModuleOp module,
       auto copy = cast<func::FuncOp>(callee->clone());
       copy.setName((callee.getName() + ".const").str());
       symbols.insert(copy, Block::iterator(callee));
-      OpBuilder b = OpBuilder::atBlockBegin(&copy.getBody().front());
+      Block &entry = copy.getBody().front();
+      OpBuilder b = OpBuilder::atBlockBegin(&entry);
       IRMapping map;
+      SetVector<Value> dynamic;
+      for (unsigned i : constantArgs)
+        collectDynamicOperands(call.getOperand(i), dynamic);
+      for (Value d : dynamic)
+        map.map(d, entry.addArgument(d.getType(), d.getLoc()));
+      if (!dynamic.empty()) {
+        copy.setFunctionType(FunctionType::get(copy.getContext(),
+                                               entry.getArgumentTypes(),
+                                               copy.getResultTypes()));
+        call.getOperandsMutable().append(dynamic.getArrayRef());
+      }
       for (unsigned i : constantArgs)
         copy.getArgument(i).replaceAllUsesWith(
             cloneConstant(b, call.getOperand(i), map));

@@ -1,0 +1,411 @@
+//===- CudaMeshCollectives.cpp - A mesh's collectives on NCCL -------------===//
+//
+// Part of the Weft project.
+//
+//===----------------------------------------------------------------------===//
+//
+// The `weft_rt_cuda_*` collectives a --target cuda step calls in place of
+// MeshCollectives.cpp's (GpuMapStep maps the names), on device buffers.
+//
+// Each mesh-axis group gets a NCCL communicator on this rank's GPU at its
+// first collective: every rank of the group reaches that collective in the
+// same order, so the groups meet as they do on the host, in the store the
+// gloo groups met in (AxisGroup::store), under the group's own prefix.
+//
+// Nothing waits on the host. A collective is queued on the communicator's
+// stream behind what the step stream has queued (DeviceQueue::follow); a
+// plain collective makes the step stream wait for it at once (join), as
+// the host versions return only once it is done. A bucket's collective
+// starts when its last member is in and is joined only where a member's
+// result is first read, so the step's backward kernels run while the
+// gradients of the layers after them travel. The trainer waits for the
+// groups' streams once a step, through RuntimeContext::
+// finishDeviceCollectives, which turns a dead peer into an error after the
+// mesh's timeout rather than a hang.
+//
+// Layouts are the host's: where a split dim has dims before it, blocks are
+// regrouped with strided device copies (BlockCopy) on the step stream.
+//
+//===----------------------------------------------------------------------===//
+
+#include "CudaInternal.h"
+#include "MeshInternal.h"
+
+#include "weft/Runtime/Collectives.h"
+#include "weft/Runtime/Cuda.h"
+
+#ifdef WEFT_HAVE_NCCL
+#include <cuda_runtime.h>
+#endif
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+using namespace weft::rt;
+using detail::bucketWhat;
+using detail::meshDie;
+using detail::kAllGather;
+using detail::kAllReduce;
+using detail::kReduceScatter;
+
+namespace {
+
+#ifdef WEFT_HAVE_NCCL
+
+/// A group's communicator on this GPU and the device memory its
+/// collectives use.
+struct NcclGroup : DeviceGroup {
+  std::unique_ptr<Communicator> comm;
+  DeviceQueue *queue = nullptr;
+  /// Regrouped blocks in front of or behind a collective.
+  cuda::detail::GrowingBuffer scratch;
+  struct Bucket {
+    cuda::detail::GrowingBuffer data, result;
+    size_t dataElements = 0, resultElements = 0;
+    int64_t kind = 0, region = 0;
+    bool inFlight = false;
+  };
+  std::vector<Bucket> buckets;
+
+  Status finish() override { return queue->finish(); }
+};
+
+/// The group of `axisMask`, with its NCCL communicator (made on first use).
+NcclGroup &deviceGroupOf(const WeftRuntimeContext *ctx, const char *what,
+                         int64_t axisMask) {
+  AxisGroup &group = detail::meshGroup(ctx, what, axisMask);
+  if (group.device)
+    return static_cast<NcclGroup &>(*group.device);
+  if (ctx->deviceType != WEFT_DEVICE_CUDA || !ctx->stream)
+    meshDie(ctx, what, axisMask,
+            "the step runs on a GPU but the runtime context has no CUDA "
+            "device");
+  if (!group.store)
+    meshDie(ctx, what, axisMask,
+            "the group did not meet in a store (RuntimeContext::joinMesh)");
+  auto device = std::make_unique<NcclGroup>();
+  // "weft/axis/dp/0" met on gloo; its NCCL id lives beside it.
+  if (Status s = createNcclCommunicator(
+          *group.store, group.prefix + "/nccl", group.comm->rank(),
+          group.comm->size(), ctx->deviceIndex, group.timeout, device->comm);
+      !s.ok())
+    meshDie(ctx, what, axisMask, s.message);
+  device->queue = device->comm->deviceQueue();
+  group.device = std::move(device);
+  return static_cast<NcclGroup &>(*group.device);
+}
+
+void check(const WeftRuntimeContext *ctx, const char *what, int64_t axisMask,
+           const Status &s) {
+  if (!s.ok())
+    meshDie(ctx, what, axisMask, s.message);
+}
+
+/// Queues `copies` from `src` to `dst` (device memory) on the step stream.
+void copyBlocksOnDevice(const WeftRuntimeContext *ctx, const char *what,
+                        int64_t axisMask,
+                        const std::vector<BlockCopy> &copies,
+                        const float *src, float *dst) {
+  auto stream = static_cast<cudaStream_t>(ctx->stream);
+  for (const BlockCopy &c : copies) {
+    cudaError_t e = cudaMemcpy2DAsync(
+        dst + c.dstOffset, c.dstPitch * sizeof(float), src + c.srcOffset,
+        c.srcPitch * sizeof(float), c.width * sizeof(float), c.height,
+        cudaMemcpyDeviceToDevice, stream);
+    if (e != cudaSuccess)
+      meshDie(ctx, what, axisMask,
+              std::string("regrouping its blocks on the GPU failed (") +
+                  cudaGetErrorName(e) + ": " + cudaGetErrorString(e) + ")");
+  }
+  cuda::detail::noteQueued(what, "regrouped blocks");
+}
+
+float *scratchOf(NcclGroup &group, size_t elements, const char *what) {
+  return static_cast<float *>(
+      group.scratch.atLeast(elements * sizeof(float), what, "scratch"));
+}
+
+/// Queues one collective behind the step's work and makes the step wait
+/// for it.
+template <typename Queue>
+void runJoined(const WeftRuntimeContext *ctx, const char *what,
+               int64_t axisMask, NcclGroup &group, Queue &&queue) {
+  check(ctx, what, axisMask, group.queue->follow(ctx->stream));
+  check(ctx, what, axisMask, queue());
+  check(ctx, what, axisMask, group.queue->join(ctx->stream));
+  cuda::detail::noteQueued(what, "NCCL");
+}
+
+
+NcclGroup::Bucket &bucketOf(const WeftRuntimeContext *ctx, int64_t axisMask,
+                            NcclGroup &group, int64_t id) {
+  if (!detail::validBucketId(id))
+    meshDie(ctx, "bucket", axisMask,
+            "bucket id " + std::to_string(id) + " is out of range");
+  if (size_t(id) >= group.buckets.size())
+    group.buckets.resize(size_t(id) + 1);
+  return group.buckets[size_t(id)];
+}
+
+#endif // WEFT_HAVE_NCCL
+
+} // namespace
+
+#ifdef WEFT_HAVE_NCCL
+
+extern "C" void weft_rt_cuda_all_reduce_f32(const WeftRuntimeContext *ctx,
+                                            int64_t axisMask, const float *in,
+                                            float *out, int64_t count) {
+  NcclGroup &group = deviceGroupOf(ctx, "all_reduce", axisMask);
+  runJoined(ctx, "all_reduce", axisMask, group, [&] {
+    return group.queue->queueAllReduceSum(in, out, size_t(count));
+  });
+}
+
+extern "C" void weft_rt_cuda_all_gather_f32(const WeftRuntimeContext *ctx,
+                                            int64_t axisMask, const float *in,
+                                            float *out, int64_t outer,
+                                            int64_t inner) {
+  const char *what = "all_gather";
+  NcclGroup &group = deviceGroupOf(ctx, what, axisMask);
+  size_t n = size_t(group.comm->size()),
+         block = size_t(outer) * size_t(inner);
+  if (outer == 1) {
+    runJoined(ctx, what, axisMask, group,
+              [&] { return group.queue->queueAllGather(in, block, out); });
+    return;
+  }
+  // NCCL gathers whole buffers in rank order ([g][o][i]); the gathered dim
+  // is inside, so interleave ([o][g][i]).
+  float *gathered = scratchOf(group, n * block, what);
+  runJoined(ctx, what, axisMask, group,
+            [&] { return group.queue->queueAllGather(in, block, gathered); });
+  copyBlocksOnDevice(ctx, what, axisMask,
+                     interleaveByRankCopies(n, size_t(outer), size_t(inner),
+                                            block),
+                     gathered, out);
+}
+
+extern "C" void weft_rt_cuda_reduce_scatter_f32(const WeftRuntimeContext *ctx,
+                                                int64_t axisMask,
+                                                const float *in, float *out,
+                                                int64_t outer, int64_t inner) {
+  const char *what = "reduce_scatter";
+  NcclGroup &group = deviceGroupOf(ctx, what, axisMask);
+  size_t n = size_t(group.comm->size()),
+         block = size_t(outer) * size_t(inner);
+  const float *blocks = in;
+  if (outer != 1) {
+    float *grouped = scratchOf(group, n * block, what);
+    copyBlocksOnDevice(
+        ctx, what, axisMask,
+        blocksByRankCopies(n, size_t(outer), size_t(inner), block), in,
+        grouped);
+    blocks = grouped;
+  }
+  runJoined(ctx, what, axisMask, group, [&] {
+    return group.queue->queueReduceScatterSum(blocks, block, out);
+  });
+}
+
+extern "C" void weft_rt_cuda_all_to_all_f32(const WeftRuntimeContext *ctx,
+                                            int64_t axisMask, const float *in,
+                                            float *out, int64_t splitOuter,
+                                            int64_t splitInner,
+                                            int64_t concatOuter,
+                                            int64_t concatInner) {
+  const char *what = "all_to_all";
+  NcclGroup &group = deviceGroupOf(ctx, what, axisMask);
+  if (splitOuter < 0 || splitInner < 0 || concatOuter < 0 || concatInner < 0 ||
+      splitOuter * splitInner != concatOuter * concatInner)
+    meshDie(ctx, what, axisMask,
+            "a block of " + std::to_string(splitOuter) + " x " +
+                std::to_string(splitInner) + " elements is sent and one of " +
+                std::to_string(concatOuter) + " x " +
+                std::to_string(concatInner) + " received");
+  size_t n = size_t(group.comm->size()),
+         block = size_t(splitOuter) * size_t(splitInner);
+  // One scratch holds both regrouped sides: sent blocks, then received.
+  bool regroupIn = splitOuter != 1, regroupOut = concatOuter != 1;
+  float *scratch = regroupIn || regroupOut
+                       ? scratchOf(group, 2 * n * block, what)
+                       : nullptr;
+  const float *send = in;
+  if (regroupIn) {
+    copyBlocksOnDevice(ctx, what, axisMask,
+                       blocksByRankCopies(n, size_t(splitOuter),
+                                          size_t(splitInner), block),
+                       in, scratch);
+    send = scratch;
+  }
+  float *receive = regroupOut ? scratch + n * block : out;
+  runJoined(ctx, what, axisMask, group, [&] {
+    return group.queue->queueAllToAll(send, block, receive);
+  });
+  if (regroupOut)
+    copyBlocksOnDevice(ctx, what, axisMask,
+                       interleaveByRankCopies(n, size_t(concatOuter),
+                                              size_t(concatInner), block),
+                       receive, out);
+}
+
+extern "C" void weft_rt_cuda_bucket_put_f32(const WeftRuntimeContext *ctx,
+                                            int64_t axisMask, int64_t id,
+                                            int64_t kind, int64_t region,
+                                            int64_t offset, const float *in,
+                                            int64_t outer, int64_t inner) {
+  NcclGroup &group = deviceGroupOf(ctx, "bucket", axisMask);
+  NcclGroup::Bucket &bucket = bucketOf(ctx, axisMask, group, id);
+  const char *what = bucketWhat(kind);
+  if (bucket.inFlight)
+    meshDie(ctx, what, axisMask,
+            "bucket " + std::to_string(id) +
+                " is filled again before its results were taken");
+  if (kind < kAllReduce || kind > kAllGather || offset < 0 || outer < 0 ||
+      inner < 0 || offset + outer * inner > region)
+    meshDie(ctx, what, axisMask,
+            "member at " + std::to_string(offset) + " of " +
+                std::to_string(outer * inner) +
+                " elements does not fit bucket " + std::to_string(id) + " (" +
+                std::to_string(region) + " elements, kind " +
+                std::to_string(kind) + ")");
+  // A reduce-scatter's input holds every rank's block; the others' only
+  // this rank's.
+  size_t n = kind == kReduceScatter ? size_t(group.comm->size()) : 1;
+  bucket.dataElements = n * size_t(region);
+  bucket.kind = kind;
+  bucket.region = region;
+  auto *data = static_cast<float *>(bucket.data.atLeast(
+      bucket.dataElements * sizeof(float), what, "bucket"));
+  copyBlocksOnDevice(ctx, what, axisMask,
+                     blocksByRankCopies(n, size_t(outer), size_t(inner),
+                                        size_t(region)),
+                     in, data + offset);
+}
+
+extern "C" void weft_rt_cuda_bucket_start(const WeftRuntimeContext *ctx,
+                                          int64_t axisMask, int64_t id,
+                                          int64_t kind, int64_t region) {
+  NcclGroup &group = deviceGroupOf(ctx, "bucket", axisMask);
+  NcclGroup::Bucket &bucket = bucketOf(ctx, axisMask, group, id);
+  const char *what = bucketWhat(kind);
+  size_t n = size_t(group.comm->size());
+  size_t filled = kind == kReduceScatter ? n * size_t(region) : size_t(region);
+  if (bucket.inFlight || bucket.dataElements != filled ||
+      bucket.region != region || bucket.kind != kind)
+    meshDie(ctx, what, axisMask,
+            "bucket " + std::to_string(id) +
+                " starts without its members, or twice");
+  auto *data = static_cast<float *>(bucket.data.ptr);
+  check(ctx, what, axisMask, group.queue->follow(ctx->stream));
+  Status s = Status::success();
+  switch (kind) {
+  case kReduceScatter: {
+    bucket.resultElements = size_t(region);
+    auto *result = static_cast<float *>(bucket.result.atLeast(
+        bucket.resultElements * sizeof(float), what, "bucket result"));
+    s = group.queue->queueReduceScatterSum(data, size_t(region), result);
+    break;
+  }
+  case kAllGather: {
+    bucket.resultElements = n * size_t(region);
+    auto *result = static_cast<float *>(bucket.result.atLeast(
+        bucket.resultElements * sizeof(float), what, "bucket result"));
+    s = group.queue->queueAllGather(data, size_t(region), result);
+    break;
+  }
+  default:
+    bucket.resultElements = size_t(region);
+    s = group.queue->queueAllReduceSum(data, data, size_t(region));
+  }
+  check(ctx, what, axisMask, s);
+  bucket.inFlight = true;
+}
+
+extern "C" void weft_rt_cuda_bucket_get_f32(const WeftRuntimeContext *ctx,
+                                            int64_t axisMask, int64_t id,
+                                            int64_t offset, float *out,
+                                            int64_t outer, int64_t inner) {
+  NcclGroup &group = deviceGroupOf(ctx, "bucket", axisMask);
+  NcclGroup::Bucket &bucket = bucketOf(ctx, axisMask, group, id);
+  const char *what = bucketWhat(bucket.kind);
+  // The first member read waits for the bucket; the rest are behind it.
+  if (bucket.inFlight) {
+    check(ctx, what, axisMask, group.queue->join(ctx->stream));
+    cuda::detail::noteQueued(what, "NCCL");
+    bucket.inFlight = false;
+  }
+  size_t n = size_t(group.comm->size());
+  size_t block = size_t(outer) * size_t(inner);
+  bool gather = bucket.kind == kAllGather;
+  const auto *from = static_cast<const float *>(
+      bucket.kind == kAllReduce ? bucket.data.ptr : bucket.result.ptr);
+  size_t region = gather ? bucket.resultElements / n : bucket.resultElements;
+  if (!from || offset < 0 || outer < 0 || inner < 0 ||
+      size_t(offset) + block > region)
+    meshDie(ctx, what, axisMask,
+            "bucket " + std::to_string(id) + " has no result at " +
+                std::to_string(offset) + " of " + std::to_string(block) +
+                " elements (was it started?)");
+  // Rank g's block sits at g * region of a gathered result.
+  copyBlocksOnDevice(ctx, what, axisMask,
+                     gather ? interleaveByRankCopies(n, size_t(outer),
+                                                     size_t(inner), region)
+                            : std::vector<BlockCopy>{{0, 0, block, block,
+                                                      block, 1}},
+                     from + offset, out);
+}
+
+#else // !WEFT_HAVE_NCCL
+
+namespace {
+[[noreturn]] void noNccl(const WeftRuntimeContext *ctx, const char *what,
+                         int64_t axisMask) {
+  meshDie(ctx, what, axisMask,
+          "this runtime was built without NCCL, which a --target cuda step "
+          "on a mesh needs (rebuild Weft with the CUDA toolkit and NCCL "
+          "under /usr/local/cuda)");
+}
+} // namespace
+
+extern "C" void weft_rt_cuda_all_reduce_f32(const WeftRuntimeContext *ctx,
+                                            int64_t axisMask, const float *,
+                                            float *, int64_t) {
+  noNccl(ctx, "all_reduce", axisMask);
+}
+extern "C" void weft_rt_cuda_all_gather_f32(const WeftRuntimeContext *ctx,
+                                            int64_t axisMask, const float *,
+                                            float *, int64_t, int64_t) {
+  noNccl(ctx, "all_gather", axisMask);
+}
+extern "C" void weft_rt_cuda_reduce_scatter_f32(const WeftRuntimeContext *ctx,
+                                                int64_t axisMask,
+                                                const float *, float *,
+                                                int64_t, int64_t) {
+  noNccl(ctx, "reduce_scatter", axisMask);
+}
+extern "C" void weft_rt_cuda_all_to_all_f32(const WeftRuntimeContext *ctx,
+                                            int64_t axisMask, const float *,
+                                            float *, int64_t, int64_t, int64_t,
+                                            int64_t) {
+  noNccl(ctx, "all_to_all", axisMask);
+}
+extern "C" void weft_rt_cuda_bucket_put_f32(const WeftRuntimeContext *ctx,
+                                            int64_t axisMask, int64_t, int64_t,
+                                            int64_t, int64_t, const float *,
+                                            int64_t, int64_t) {
+  noNccl(ctx, "bucket", axisMask);
+}
+extern "C" void weft_rt_cuda_bucket_start(const WeftRuntimeContext *ctx,
+                                          int64_t axisMask, int64_t, int64_t,
+                                          int64_t) {
+  noNccl(ctx, "bucket", axisMask);
+}
+extern "C" void weft_rt_cuda_bucket_get_f32(const WeftRuntimeContext *ctx,
+                                            int64_t axisMask, int64_t, int64_t,
+                                            float *, int64_t, int64_t) {
+  noNccl(ctx, "bucket", axisMask);
+}
+
+#endif // WEFT_HAVE_NCCL
