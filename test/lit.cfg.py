@@ -75,7 +75,15 @@ else:
 # executables; elsewhere they must refuse to start with a clear message.
 import ctypes
 try:
-    ctypes.CDLL("libcuda.so.1")
+    cuda = ctypes.CDLL("libcuda.so.1")
     config.available_features.add("cuda-driver")
+    # NCCL puts each rank of a group on a GPU of its own: a mesh on GPUs
+    # needs two of them.
+    count = ctypes.c_int(0)
+    if cuda.cuInit(0) == 0 and cuda.cuDeviceGetCount(ctypes.byref(count)) == 0 \
+            and count.value >= 2:
+        config.available_features.add("cuda-multi-gpu")
+    else:
+        lit_config.note("GPU mesh tests not run: fewer than 2 CUDA devices")
 except OSError:
     lit_config.note("CUDA executables not run: no NVIDIA driver (libcuda.so.1)")

@@ -23,6 +23,7 @@
 #include <cstdlib>
 #include <functional>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include <unistd.h>
@@ -123,6 +124,38 @@ std::vector<AllToAllCase> allToAllCases(int n) {
     cases.push_back({{6, 4}, 0, 1});
   }
   return cases;
+}
+
+/// The strided copies that regroup blocks (on the host here; the GPU runs
+/// the same list as cudaMemcpy2DAsync) against the layouts by index:
+/// [outer][n][inner] -> block g at g * stride as [outer][inner], and back.
+TEST(MeshCollectivesTest, BlockCopiesRegroupByRank) {
+  for (auto [n, outer, inner] : {std::tuple<size_t, size_t, size_t>{2, 3, 5},
+                                 {3, 1, 4},
+                                 {4, 2, 1},
+                                 {1, 3, 2}}) {
+    size_t block = outer * inner, stride = block + 3; // padding between
+    std::vector<float> in(outer * n * inner);
+    for (size_t i = 0; i < in.size(); ++i)
+      in[i] = float(i);
+    std::vector<float> grouped(n * stride, -1);
+    copyBlocks(blocksByRankCopies(n, outer, inner, stride), in.data(),
+               grouped.data());
+    for (size_t g = 0; g < n; ++g)
+      for (size_t o = 0; o < outer; ++o)
+        for (size_t i = 0; i < inner; ++i)
+          ASSERT_EQ(grouped[g * stride + o * inner + i],
+                    in[(o * n + g) * inner + i])
+              << "n " << n << " g " << g << " o " << o << " i " << i;
+    // The padding between blocks is untouched.
+    for (size_t g = 0; g < n; ++g)
+      for (size_t p = block; p < stride; ++p)
+        ASSERT_EQ(grouped[g * stride + p], -1);
+    std::vector<float> back(in.size(), -1);
+    copyBlocks(interleaveByRankCopies(n, outer, inner, stride),
+               grouped.data(), back.data());
+    EXPECT_EQ(back, in) << "n " << n << " outer " << outer;
+  }
 }
 
 TEST(MeshCollectivesTest, AllToAllOnOneAxis) {

@@ -410,6 +410,106 @@ TEST(NcclTest, TwoRanksOnTwoDevices) {
 #endif
 }
 
+#ifdef WEFT_HAVE_NCCL
+/// DeviceQueue as a --target cuda step uses it, on `ranks` ranks (one per
+/// device): what the step stream queued before follow() is what the
+/// collective reads, and what it queues after join() reads the result,
+/// with no wait on the host in between; finish() then waits for all.
+int queuedCollectives(int rank, int ranks, int port) {
+  auto client = connect(port);
+  if (!client)
+    return 2;
+  std::unique_ptr<Communicator> comm;
+  if (failed(createNcclCommunicator(*client, "queued", rank, ranks, rank, 30s,
+                                    comm),
+             "create"))
+    return 3;
+  DeviceQueue *queue = comm->deviceQueue();
+  if (!queue)
+    return 4;
+  cudaSetDevice(rank);
+  cudaStream_t step = nullptr;
+  if (cudaStreamCreateWithFlags(&step, cudaStreamNonBlocking) != cudaSuccess)
+    return 5;
+  const size_t n = 1 << 20; // Long enough that a missing order shows.
+  float r = float(rank), sumOfRanks = float(ranks * (ranks - 1) / 2);
+  DeviceBuffer in(n), out(n), seen(n), gathered(n * size_t(ranks));
+  if (!in.ptr || !out.ptr || !seen.ptr || !gathered.ptr)
+    return 5;
+  // The step writes `in` (r + 1 everywhere) just before following.
+  if (!in.put(std::vector<float>(n, -1000)) ||
+      !out.put(std::vector<float>(n, 0)))
+    return 6;
+  std::vector<float> ones(n, r + 1);
+  cudaMemcpyAsync(in.ptr, ones.data(), n * sizeof(float),
+                  cudaMemcpyHostToDevice, step);
+  if (failed(queue->follow(step), "follow") ||
+      failed(queue->queueAllReduceSum(in.ptr, out.ptr, n), "queued all-reduce") ||
+      failed(queue->queueAllGather(in.ptr, n, gathered.ptr),
+             "queued all-gather") ||
+      failed(queue->join(step), "join"))
+    return 7;
+  // The step reads the result right after joining.
+  cudaMemcpyAsync(seen.ptr, out.ptr, n * sizeof(float),
+                  cudaMemcpyDeviceToDevice, step);
+  if (failed(queue->finish(), "finish") ||
+      cudaStreamSynchronize(step) != cudaSuccess)
+    return 8;
+  float total = float(ranks) + sumOfRanks; // sum over q of (q + 1)
+  if (!same(seen.get(), std::vector<float>(n, total), "queued all-reduce"))
+    return 9;
+  std::vector<float> want;
+  for (int q = 0; q < ranks; ++q)
+    want.insert(want.end(), n, float(q + 1));
+  if (!same(gathered.get(), want, "queued all-gather"))
+    return 10;
+  // Reduce-scatter and all-to-all, queued back to back.
+  DeviceBuffer blocks(n * size_t(ranks)), mine(n), swapped(n * size_t(ranks));
+  if (!blocks.put(iota(n * size_t(ranks), 10 * r)))
+    return 11;
+  if (failed(queue->follow(step), "follow") ||
+      failed(queue->queueReduceScatterSum(blocks.ptr, n, mine.ptr),
+             "queued reduce-scatter") ||
+      failed(queue->queueAllToAll(blocks.ptr, n, swapped.ptr),
+             "queued all-to-all") ||
+      failed(queue->join(step), "join") || failed(queue->finish(), "finish") ||
+      cudaStreamSynchronize(step) != cudaSuccess)
+    return 12;
+  std::vector<float> sum(n), exchanged;
+  for (size_t i = 0; i < n; ++i)
+    sum[i] = float(ranks) * float(size_t(rank) * n + i) + 10 * sumOfRanks;
+  if (!same(mine.get(), sum, "queued reduce-scatter"))
+    return 13;
+  for (int q = 0; q < ranks; ++q) {
+    std::vector<float> block = iota(n, 10 * float(q) + r * float(n));
+    exchanged.insert(exchanged.end(), block.begin(), block.end());
+  }
+  if (!same(swapped.get(), exchanged, "queued all-to-all"))
+    return 14;
+  cudaStreamDestroy(step);
+  return 0;
+}
+#endif // WEFT_HAVE_NCCL
+
+TEST(NcclTest, QueuedCollectivesFollowAndJoinTheStepStream) {
+  SKIP_WITHOUT_DEVICES(1);
+#ifdef WEFT_HAVE_NCCL
+  for (int ranks : {1, 2}) {
+    if (ranks > usableDevices())
+      continue;
+    Store store;
+    ASSERT_GT(store.port, 0);
+    std::vector<std::string> errs;
+    int port = store.port;
+    std::vector<int> codes = runRanks(
+        ranks, [&](int rank) { return queuedCollectives(rank, ranks, port); },
+        &errs);
+    EXPECT_EQ(codes, std::vector<int>(size_t(ranks), 0))
+        << ranks << " ranks: " << joined(errs);
+  }
+#endif
+}
+
 /// A rank alone in a group of two: rank 0 times out in NCCL's
 /// initialisation, rank 1 waiting for rank 0's id; both with a message
 /// instead of a hang.
