@@ -109,6 +109,8 @@ void copyBlocksOnDevice(const WeftRuntimeContext *ctx, const char *what,
                         const float *src, float *dst) {
   auto stream = static_cast<cudaStream_t>(ctx->stream);
   for (const BlockCopy &c : copies) {
+    if (c.width == 0 || c.height == 0)
+      continue;
     cudaError_t e = cudaMemcpy2DAsync(
         dst + c.dstOffset, c.dstPitch * sizeof(float), src + c.srcOffset,
         c.srcPitch * sizeof(float), c.width * sizeof(float), c.height,
