@@ -44,10 +44,10 @@
 
 using namespace weft::rt;
 using detail::bucketWhat;
-using detail::meshDie;
 using detail::kAllGather;
 using detail::kAllReduce;
 using detail::kReduceScatter;
+using detail::meshDie;
 
 namespace {
 
@@ -104,8 +104,7 @@ void check(const WeftRuntimeContext *ctx, const char *what, int64_t axisMask,
 
 /// Queues `copies` from `src` to `dst` (device memory) on the step stream.
 void copyBlocksOnDevice(const WeftRuntimeContext *ctx, const char *what,
-                        int64_t axisMask,
-                        const std::vector<BlockCopy> &copies,
+                        int64_t axisMask, const std::vector<BlockCopy> &copies,
                         const float *src, float *dst) {
   auto stream = static_cast<cudaStream_t>(ctx->stream);
   for (const BlockCopy &c : copies) {
@@ -139,7 +138,6 @@ void runJoined(const WeftRuntimeContext *ctx, const char *what,
   cuda::detail::noteQueued(what, "NCCL");
 }
 
-
 NcclGroup::Bucket &bucketOf(const WeftRuntimeContext *ctx, int64_t axisMask,
                             NcclGroup &group, int64_t id) {
   if (!detail::validBucketId(id))
@@ -171,8 +169,7 @@ extern "C" void weft_rt_cuda_all_gather_f32(const WeftRuntimeContext *ctx,
                                             int64_t inner) {
   const char *what = "all_gather";
   NcclGroup &group = deviceGroupOf(ctx, what, axisMask);
-  size_t n = size_t(group.comm->size()),
-         block = size_t(outer) * size_t(inner);
+  size_t n = size_t(group.comm->size()), block = size_t(outer) * size_t(inner);
   if (outer == 1) {
     runJoined(ctx, what, axisMask, group,
               [&] { return group.queue->queueAllGather(in, block, out); });
@@ -183,10 +180,10 @@ extern "C" void weft_rt_cuda_all_gather_f32(const WeftRuntimeContext *ctx,
   float *gathered = scratchOf(group, n * block, what);
   runJoined(ctx, what, axisMask, group,
             [&] { return group.queue->queueAllGather(in, block, gathered); });
-  copyBlocksOnDevice(ctx, what, axisMask,
-                     interleaveByRankCopies(n, size_t(outer), size_t(inner),
-                                            block),
-                     gathered, out);
+  copyBlocksOnDevice(
+      ctx, what, axisMask,
+      interleaveByRankCopies(n, size_t(outer), size_t(inner), block), gathered,
+      out);
 }
 
 extern "C" void weft_rt_cuda_reduce_scatter_f32(const WeftRuntimeContext *ctx,
@@ -195,8 +192,7 @@ extern "C" void weft_rt_cuda_reduce_scatter_f32(const WeftRuntimeContext *ctx,
                                                 int64_t outer, int64_t inner) {
   const char *what = "reduce_scatter";
   NcclGroup &group = deviceGroupOf(ctx, what, axisMask);
-  size_t n = size_t(group.comm->size()),
-         block = size_t(outer) * size_t(inner);
+  size_t n = size_t(group.comm->size()), block = size_t(outer) * size_t(inner);
   const float *blocks = in;
   if (outer != 1) {
     float *grouped = scratchOf(group, n * block, what);
@@ -230,21 +226,19 @@ extern "C" void weft_rt_cuda_all_to_all_f32(const WeftRuntimeContext *ctx,
          block = size_t(splitOuter) * size_t(splitInner);
   // One scratch holds both regrouped sides: sent blocks, then received.
   bool regroupIn = splitOuter != 1, regroupOut = concatOuter != 1;
-  float *scratch = regroupIn || regroupOut
-                       ? scratchOf(group, 2 * n * block, what)
-                       : nullptr;
+  float *scratch =
+      regroupIn || regroupOut ? scratchOf(group, 2 * n * block, what) : nullptr;
   const float *send = in;
   if (regroupIn) {
-    copyBlocksOnDevice(ctx, what, axisMask,
-                       blocksByRankCopies(n, size_t(splitOuter),
-                                          size_t(splitInner), block),
-                       in, scratch);
+    copyBlocksOnDevice(
+        ctx, what, axisMask,
+        blocksByRankCopies(n, size_t(splitOuter), size_t(splitInner), block),
+        in, scratch);
     send = scratch;
   }
   float *receive = regroupOut ? scratch + n * block : out;
-  runJoined(ctx, what, axisMask, group, [&] {
-    return group.queue->queueAllToAll(send, block, receive);
-  });
+  runJoined(ctx, what, axisMask, group,
+            [&] { return group.queue->queueAllToAll(send, block, receive); });
   if (regroupOut)
     copyBlocksOnDevice(ctx, what, axisMask,
                        interleaveByRankCopies(n, size_t(concatOuter),
@@ -278,12 +272,12 @@ extern "C" void weft_rt_cuda_bucket_put_f32(const WeftRuntimeContext *ctx,
   bucket.dataElements = n * size_t(region);
   bucket.kind = kind;
   bucket.region = region;
-  auto *data = static_cast<float *>(bucket.data.atLeast(
-      bucket.dataElements * sizeof(float), what, "bucket"));
-  copyBlocksOnDevice(ctx, what, axisMask,
-                     blocksByRankCopies(n, size_t(outer), size_t(inner),
-                                        size_t(region)),
-                     in, data + offset);
+  auto *data = static_cast<float *>(
+      bucket.data.atLeast(bucket.dataElements * sizeof(float), what, "bucket"));
+  copyBlocksOnDevice(
+      ctx, what, axisMask,
+      blocksByRankCopies(n, size_t(outer), size_t(inner), size_t(region)), in,
+      data + offset);
 }
 
 extern "C" void weft_rt_cuda_bucket_start(const WeftRuntimeContext *ctx,
@@ -351,12 +345,11 @@ extern "C" void weft_rt_cuda_bucket_get_f32(const WeftRuntimeContext *ctx,
                 std::to_string(offset) + " of " + std::to_string(block) +
                 " elements (was it started?)");
   // Rank g's block sits at g * region of a gathered result.
-  copyBlocksOnDevice(ctx, what, axisMask,
-                     gather ? interleaveByRankCopies(n, size_t(outer),
-                                                     size_t(inner), region)
-                            : std::vector<BlockCopy>{{0, 0, block, block,
-                                                      block, 1}},
-                     from + offset, out);
+  copyBlocksOnDevice(
+      ctx, what, axisMask,
+      gather ? interleaveByRankCopies(n, size_t(outer), size_t(inner), region)
+             : std::vector<BlockCopy>{{0, 0, block, block, block, 1}},
+      from + offset, out);
 }
 
 #else // !WEFT_HAVE_NCCL
@@ -382,9 +375,8 @@ extern "C" void weft_rt_cuda_all_gather_f32(const WeftRuntimeContext *ctx,
   noNccl(ctx, "all_gather", axisMask);
 }
 extern "C" void weft_rt_cuda_reduce_scatter_f32(const WeftRuntimeContext *ctx,
-                                                int64_t axisMask,
-                                                const float *, float *,
-                                                int64_t, int64_t) {
+                                                int64_t axisMask, const float *,
+                                                float *, int64_t, int64_t) {
   noNccl(ctx, "reduce_scatter", axisMask);
 }
 extern "C" void weft_rt_cuda_all_to_all_f32(const WeftRuntimeContext *ctx,

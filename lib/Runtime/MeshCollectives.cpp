@@ -299,8 +299,7 @@ void traceWait(const WeftRuntimeContext *ctx, const AxisGroup &group,
 } // namespace
 
 [[noreturn]] void weft::rt::detail::meshDie(const WeftRuntimeContext *ctx,
-                                            const char *what,
-                                            int64_t axisMask,
+                                            const char *what, int64_t axisMask,
                                             const std::string &why) {
   std::string axes = axesOf(ctx, axisMask);
   std::string line = "error: rank " + std::to_string(ctx ? ctx->rank : -1) +
@@ -317,7 +316,8 @@ void traceWait(const WeftRuntimeContext *ctx, const AxisGroup &group,
 AxisGroup &weft::rt::detail::meshGroup(const WeftRuntimeContext *ctx,
                                        const char *what, int64_t axisMask) {
   if (!ctx || ctx->numAxes <= 0)
-    detail::meshDie(ctx, what, axisMask,
+    detail::meshDie(
+        ctx, what, axisMask,
         "the runtime context has no mesh axes (the executable's model JSON "
         "lacks its mesh)");
   if (axisMask <= 0 || axisMask >= (int64_t(1) << ctx->numAxes))
@@ -384,8 +384,7 @@ std::vector<BlockCopy> weft::rt::blocksByRankCopies(size_t n, size_t outer,
   return copies;
 }
 
-std::vector<BlockCopy> weft::rt::interleaveByRankCopies(size_t n,
-                                                        size_t outer,
+std::vector<BlockCopy> weft::rt::interleaveByRankCopies(size_t n, size_t outer,
                                                         size_t inner,
                                                         size_t stride) {
   std::vector<BlockCopy> copies;

@@ -1,4 +1,5 @@
-//===- MeshInternal.h - What the mesh's two collective sides share -*- C++ -*-===//
+//===- MeshInternal.h - What the mesh's two collective sides share -*- C++
+//-*-===//
 //
 // Part of the Weft project.
 //
@@ -32,7 +33,11 @@ AxisGroup &meshGroup(const WeftRuntimeContext *ctx, const char *what,
                      int64_t axisMask);
 
 /// What a bucket's kind argument (weft_rt_bucket_put_f32) says it reduces.
-enum BucketKind : int64_t { kAllReduce = 0, kReduceScatter = 1, kAllGather = 2 };
+enum BucketKind : int64_t {
+  kAllReduce = 0,
+  kReduceScatter = 1,
+  kAllGather = 2
+};
 
 /// "bucketed all_reduce": how errors name a bucket's collective.
 inline const char *bucketWhat(int64_t kind) {

@@ -156,8 +156,7 @@ public:
                  joined);
   }
 
-  Status queueAllReduceSum(const float *in, float *out,
-                           size_t count) override {
+  Status queueAllReduceSum(const float *in, float *out, size_t count) override {
     return queue("all-reduce", [&] {
       return ncclAllReduce(in, out, count, ncclFloat32, ncclSum, comm, stream);
     });
@@ -182,9 +181,9 @@ public:
   }
 
   Status finish() override {
-    std::string what = queued.empty() ? std::string("nothing queued")
-                                      : "the step's collectives (" + queued +
-                                            ")";
+    std::string what = queued.empty()
+                           ? std::string("nothing queued")
+                           : "the step's collectives (" + queued + ")";
     queued.clear();
     queuedCount = 0;
     return poll(what.c_str());
@@ -293,8 +292,9 @@ private:
   Status order(const char *what, cudaStream_t from, cudaStream_t waiter,
                cudaEvent_t &event) {
     if (aborted)
-      return Status::error(where(what) + ": the communicator was aborted "
-                                         "after an earlier failure (" +
+      return Status::error(where(what) +
+                           ": the communicator was aborted "
+                           "after an earlier failure (" +
                            abortReason + ")");
     cudaError_t e = cudaSetDevice(device);
     if (e == cudaSuccess && !event)
@@ -316,8 +316,9 @@ private:
   template <typename Enqueue>
   Status queue(const char *what, Enqueue &&enqueue) {
     if (aborted)
-      return Status::error(where(what) + ": the communicator was aborted "
-                                         "after an earlier failure (" +
+      return Status::error(where(what) +
+                           ": the communicator was aborted "
+                           "after an earlier failure (" +
                            abortReason + ")");
     if (cudaError_t e = cudaSetDevice(device); e != cudaSuccess)
       return fail(what, "cannot use CUDA device " + std::to_string(device) +
@@ -479,8 +480,9 @@ private:
   /// error, or the timeout passes.
   Status poll(const char *what) {
     if (aborted)
-      return Status::error(where(what) + ": the communicator was aborted "
-                                         "after an earlier failure (" +
+      return Status::error(where(what) +
+                           ": the communicator was aborted "
+                           "after an earlier failure (" +
                            abortReason + ")");
     if (cudaError_t e = cudaSetDevice(device); e != cudaSuccess)
       return fail(what, "cannot use CUDA device " + std::to_string(device) +

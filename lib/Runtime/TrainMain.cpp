@@ -966,8 +966,8 @@ int Trainer::run(bool seedGiven) {
     // has not run on a machine of several GPUs yet (docs/gpu.md).
     if (useGraphs && !spec.mesh.empty()) {
       useGraphs = false;
-      why = "the step runs NCCL collectives (--mesh " + spec.describeMesh() +
-            ")";
+      why =
+          "the step runs NCCL collectives (--mesh " + spec.describeMesh() + ")";
     }
     out << "on GPU " << ctx.deviceIndex << ": " << cuda::deviceDescription()
         << (useGraphs ? "; the step as a CUDA graph"
@@ -1056,9 +1056,8 @@ int Trainer::run(bool seedGiven) {
     // spent in the step, summed over the ranks.
     // On a GPU the host never waits in a collective, so the exposed time
     // is not measured (-1: absent from the metrics).
-    double commWait = spec.mesh.empty() || onDevice
-                          ? -1
-                          : context.takeCollectiveSeconds();
+    double commWait =
+        spec.mesh.empty() || onDevice ? -1 : context.takeCollectiveSeconds();
     double bubble = -1;
     if (spec.pipeline.ranks > 0) {
       std::vector<float> sums = {float(context.takeTransferSeconds()),

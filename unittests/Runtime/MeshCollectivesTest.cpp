@@ -152,8 +152,8 @@ TEST(MeshCollectivesTest, BlockCopiesRegroupByRank) {
       for (size_t p = block; p < stride; ++p)
         ASSERT_EQ(grouped[g * stride + p], -1);
     std::vector<float> back(in.size(), -1);
-    copyBlocks(interleaveByRankCopies(n, outer, inner, stride),
-               grouped.data(), back.data());
+    copyBlocks(interleaveByRankCopies(n, outer, inner, stride), grouped.data(),
+               back.data());
     EXPECT_EQ(back, in) << "n " << n << " outer " << outer;
   }
 }

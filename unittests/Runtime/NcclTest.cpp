@@ -444,7 +444,8 @@ int queuedCollectives(int rank, int ranks, int port) {
   cudaMemcpyAsync(in.ptr, ones.data(), n * sizeof(float),
                   cudaMemcpyHostToDevice, step);
   if (failed(queue->follow(step), "follow") ||
-      failed(queue->queueAllReduceSum(in.ptr, out.ptr, n), "queued all-reduce") ||
+      failed(queue->queueAllReduceSum(in.ptr, out.ptr, n),
+             "queued all-reduce") ||
       failed(queue->queueAllGather(in.ptr, n, gathered.ptr),
              "queued all-gather") ||
       failed(queue->join(step), "join"))

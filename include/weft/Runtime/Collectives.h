@@ -126,8 +126,7 @@ public:
   /// As Communicator's, on device pointers; out-of-place for all-reduce.
   virtual Status queueAllReduceSum(const float *in, float *out,
                                    size_t count) = 0;
-  virtual Status queueAllGather(const float *in, size_t count,
-                                float *out) = 0;
+  virtual Status queueAllGather(const float *in, size_t count, float *out) = 0;
   virtual Status queueReduceScatterSum(const float *in, size_t count,
                                        float *out) = 0;
   virtual Status queueAllToAll(const float *in, size_t count, float *out) = 0;
@@ -146,8 +145,8 @@ struct BlockCopy {
 /// The copies that put rank g's block of a tensor laid out [outer][n][inner]
 /// (split along the dim where inner starts) at g * stride, as
 /// [outer][inner]: a communicator wants each rank's block contiguous.
-std::vector<BlockCopy> blocksByRankCopies(size_t n, size_t outer,
-                                          size_t inner, size_t stride);
+std::vector<BlockCopy> blocksByRankCopies(size_t n, size_t outer, size_t inner,
+                                          size_t stride);
 /// The inverse: rank g's [outer][inner] block at g * stride goes into
 /// [outer][n][inner] (an all-gather along a dim with dims before it).
 std::vector<BlockCopy> interleaveByRankCopies(size_t n, size_t outer,

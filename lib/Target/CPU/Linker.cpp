@@ -113,8 +113,7 @@ mlir::LogicalResult weft::linkExecutable(const LinkOptions &options,
   if (options.nccl)
     for (llvm::StringRef lib : {WEFT_CUDART_LIBRARY, WEFT_NCCL_LIBRARY}) {
       args.push_back(lib.str());
-      args.push_back("-Wl,-rpath," +
-                     llvm::sys::path::parent_path(lib).str());
+      args.push_back("-Wl,-rpath," + llvm::sys::path::parent_path(lib).str());
     }
 #endif
   // Fused kernels run their parallel loops on LLVM's OpenMP runtime, and
