@@ -55,6 +55,13 @@ def main():
         # The GPU's fused attention kernels (--fused-attention=on).
         ("mid_cuda_fa_fp32", "mid/cpu_fp32", None, 1e-4),
         ("mid_cuda_fa_bf16", "mid/cpu_bf16", None, 1e-2),
+        # One-rank meshes: every collective on NCCL (docs/gpu.md, "Meshes").
+        ("mlp_cuda_mesh", "mlp/cpu_fp32", "mlp/run/ref", 1e-4),
+        ("mlp_cuda_mesh_z3", "mlp/cpu_fp32", "mlp/run/ref", 1e-4),
+        ("mlp_cuda_mesh_z2", "mlp/cpu_fp32", "mlp/run/ref", 1e-4),
+        ("gpt_cuda_mesh", "gpt/cpu_fp32", "gpt/run/ref", 1e-4),
+        ("gpt_cuda_mesh_z3", "gpt/cpu_fp32", "gpt/run/ref", 1e-4),
+        ("gpt_cuda_mesh_z2", "gpt/cpu_fp32", "gpt/run/ref", 1e-4),
     ]
     ok = True
     for gpu, cpu, ref, tol in checks:

@@ -1,7 +1,8 @@
 #!/bin/bash
 # On a lent GPU machine, from the repository root, after bench/gpu_prepare.sh
 # built .devrun/ elsewhere: the runtime's CUDA and NCCL unit tests, the small
-# models' 20 (10) steps with their metrics, a profiled run of the test GPT,
+# models' 20 (10) steps with their metrics (one-rank meshes on NCCL too), a
+# profiled run of the test GPT,
 # then GPT-2 124M against PyTorch (bench/gpu_bench.sh, eager by default,
 # TORCH_MODES=eager,compile for both) with a profiled run. Everything goes
 # into one tarball, $OUT/all.tgz (the device tool returns few files); read
@@ -24,7 +25,8 @@ export LD_LIBRARY_PATH=$S/lib:/usr/local/cuda/lib64:${cublas:-}:${LD_LIBRARY_PAT
 cd $S
 timeout 60 ./WeftRuntimeCudaTests --gtest_brief=1 2>&1 | tail -15
 timeout 60 ./WeftRuntimeNcclTests --gtest_brief=1 2>&1 | tail -8
-for e in mlp/cuda gpt/cuda gpt/cuda_bf16; do
+for e in mlp/cuda gpt/cuda gpt/cuda_bf16 mlp/cuda_mesh mlp/cuda_mesh_z3 mlp/cuda_mesh_z2 \
+         gpt/cuda_mesh gpt/cuda_mesh_z3 gpt/cuda_mesh_z2; do
   m=${e%%/*}; n=$(echo $e | tr / _)
   t0=$(date +%s%N)
   timeout 60 ./$e --data $m/x.npy --labels $m/y.npy --steps 20 --lr 0.01 --no-shuffle \

@@ -46,6 +46,14 @@ np.save('mid/x.npy', t[:, :128].astype(np.int64)); np.save('mid/y.npy', t[:, 1:]
 fi
 cd $W/small
 for m in mlp gpt; do $WEFTC $m/$m.onnx --target cuda $flags -o $m/cuda 2> /dev/null; done
+# A mesh of one rank keeps every collective: the NCCL path on one GPU
+# (docs/gpu.md, "Meshes"), unbucketed, in small buckets and in default ones.
+for m in mlp gpt; do
+  $WEFTC $m/$m.onnx --target cuda --mesh dp=1 --bucket-mb 0 $flags -o $m/cuda_mesh 2> /dev/null
+  $WEFTC $m/$m.onnx --target cuda --mesh dp=1 --zero 3 --bucket-mb 0.004 $flags \
+    -o $m/cuda_mesh_z3 2> /dev/null
+  $WEFTC $m/$m.onnx --target cuda --mesh dp=1 --zero 2 $flags -o $m/cuda_mesh_z2 2> /dev/null
+done
 $WEFTC gpt/gpt.onnx --target cuda --precision bf16 $flags -o gpt/cuda_bf16 2> /dev/null
 for p in fp32 bf16; do
   $WEFTC mid/gpt.onnx --target cuda --precision $p --optimizer adamw -o mid/cuda_$p 2> /dev/null
