@@ -288,16 +288,28 @@ private:
     return ncclGroupEnd();
   }
 
-  /// `waiter` waits for what `from` has queued so far, through `event`.
-  Status order(const char *what, cudaStream_t from, cudaStream_t waiter,
-               cudaEvent_t &event) {
+  /// Refuses work on an aborted communicator, and makes its device
+  /// current: CUDA's current device is per thread, and the calling thread
+  /// (a CommThread, say) may have another.
+  Status prepare(const char *what) {
     if (aborted)
       return Status::error(where(what) +
                            ": the communicator was aborted "
                            "after an earlier failure (" +
                            abortReason + ")");
-    cudaError_t e = cudaSetDevice(device);
-    if (e == cudaSuccess && !event)
+    if (cudaError_t e = cudaSetDevice(device); e != cudaSuccess)
+      return fail(what, "cannot use CUDA device " + std::to_string(device) +
+                            " (" + cudaText(e) + ")");
+    return Status::success();
+  }
+
+  /// `waiter` waits for what `from` has queued so far, through `event`.
+  Status order(const char *what, cudaStream_t from, cudaStream_t waiter,
+               cudaEvent_t &event) {
+    if (Status s = prepare(what); !s.ok())
+      return s;
+    cudaError_t e = cudaSuccess;
+    if (!event)
       e = cudaEventCreateWithFlags(&event, cudaEventDisableTiming);
     if (e == cudaSuccess)
       e = cudaEventRecord(event, from);
@@ -315,14 +327,8 @@ private:
   /// not once it has run: finish() waits for that.
   template <typename Enqueue>
   Status queue(const char *what, Enqueue &&enqueue) {
-    if (aborted)
-      return Status::error(where(what) +
-                           ": the communicator was aborted "
-                           "after an earlier failure (" +
-                           abortReason + ")");
-    if (cudaError_t e = cudaSetDevice(device); e != cudaSuccess)
-      return fail(what, "cannot use CUDA device " + std::to_string(device) +
-                            " (" + cudaText(e) + ")");
+    if (Status s = prepare(what); !s.ok())
+      return s;
     ncclResult_t r = enqueue();
     if (r != ncclSuccess && r != ncclInProgress)
       return fail(what, ncclText(r, comm));
@@ -461,15 +467,8 @@ private:
   /// Enqueues a collective on the communicator's stream, then polls until
   /// the stream has run it, NCCL reports an error, or the timeout passes.
   template <typename Enqueue> Status run(const char *what, Enqueue &&enqueue) {
-    if (aborted)
-      return Status::error(where(what) + ": the communicator was aborted "
-                                         "after an earlier failure (" +
-                           abortReason + ")");
-    // The calling thread (a CommThread, say) may not have the device
-    // current: CUDA's current device is per thread.
-    if (cudaError_t e = cudaSetDevice(device); e != cudaSuccess)
-      return fail(what, "cannot use CUDA device " + std::to_string(device) +
-                            " (" + cudaText(e) + ")");
+    if (Status s = prepare(what); !s.ok())
+      return s;
     ncclResult_t r = enqueue();
     if (r != ncclSuccess && r != ncclInProgress)
       return fail(what, ncclText(r, comm));
@@ -479,14 +478,8 @@ private:
   /// Polls until the stream has run what was queued, NCCL reports an
   /// error, or the timeout passes.
   Status poll(const char *what) {
-    if (aborted)
-      return Status::error(where(what) +
-                           ": the communicator was aborted "
-                           "after an earlier failure (" +
-                           abortReason + ")");
-    if (cudaError_t e = cudaSetDevice(device); e != cudaSuccess)
-      return fail(what, "cannot use CUDA device " + std::to_string(device) +
-                            " (" + cudaText(e) + ")");
+    if (Status s = prepare(what); !s.ok())
+      return s;
     Clock::time_point deadline = Clock::now() + timeout;
     Backoff backoff;
     for (;;) {
