@@ -323,6 +323,8 @@ struct RankGroup {
 struct RankLayout {
   std::vector<int> blocksPerRank;
   std::vector<RankGroup> groups;
+  /// Per pipeline rank, the index of its group.
+  std::vector<int> groupOfRank;
   double boundary = 0;
   /// max over ranks of compute seconds per sample: with B/dp samples
   /// through the slowest rank, a lower bound on any step.
@@ -546,6 +548,7 @@ private:
           groupOf.try_emplace(std::make_tuple(g.classCount, g.recomputedCount,
                                               g.prologue, g.epilogue),
                               int(out.groups.size()));
+      out.groupOfRank.push_back(it->second);
       if (!isNew)
         continue;
       auto add = [&](const LayerPrice &p, int count) {
@@ -584,7 +587,28 @@ private:
     return out;
   }
 
+public:
+  /// The schedule of `kind` on p ranks over m micro-batches without
+  /// virtual stages, built once: its order of computations depends only on
+  /// kind, p and m. Null where it is too large to simulate in a search
+  /// (kMaxSimulatedActions) or cannot be built.
+  const pipeline::Schedule *schedule(Schedule kind, int p, int m) {
+    auto [it, isNew] = scheduleCache.try_emplace(std::make_tuple(kind, p, m));
+    if (isNew && int64_t(p) * m * 4 <= kMaxSimulatedActions &&
+        !pipeline::buildSchedule(kind, p, m, 1, it->second).ok())
+      it->second.perRank.clear();
+    return it->second.perRank.empty() ? nullptr : &it->second;
+  }
+
+  /// The largest schedule simulated per candidate (computations and
+  /// transfers over all ranks): pipelines of a few ranks and micro-batches,
+  /// where uneven stages move the bubble most. Larger ones take the
+  /// formula (bubbleFraction), which assumes even stages.
+  static constexpr int64_t kMaxSimulatedActions = 4096;
+
+private:
   std::map<Key, std::vector<LayerPrice>> priceCache;
+  std::map<std::tuple<Schedule, int, int>, pipeline::Schedule> scheduleCache;
   std::map<std::tuple<int, bool, uint32_t, int, int, int, int>, RankLayout>
       rankCache;
 };
@@ -671,6 +695,12 @@ void price(Pricer &pr, const RankLayout &rl, const LayoutChoice &l,
           nodeOf(0) != nodeOf(p - 1) ? across : inside);
   }
   double slowest = -1, compute = 0, comm = 0, dpExposed = 0, update = 0;
+  // Per group, what one micro-batch costs its ranks: forward, input
+  // gradient and weight gradient (the weight gradient's products are the
+  // forward's, the rest of the backward is the input gradient and any
+  // recomputation), communication spread over the three.
+  std::vector<double> groupF(rl.groups.size()), groupI(rl.groups.size()),
+      groupW(rl.groups.size());
   // Whole parts under sequence parallelism: each tp rank's gradient is its
   // tokens' share, all-reduced over tp once a step, after the backward.
   double tpGradExposed = 0;
@@ -699,6 +729,13 @@ void price(Pricer &pr, const RankLayout &rl, const LayoutChoice &l,
       tpMB += tp[epi];
     double computeMB = mbs * g.compute;
     double perMB = computeMB + tpMB + gatherMB + blockingMB;
+    {
+      size_t gi = size_t(&g - rl.groups.data());
+      double f = mbs * g.forward, extra = perMB - computeMB;
+      groupF[gi] = f + extra / 3;
+      groupW[gi] = f;
+      groupI[gi] = std::max(0.0, computeMB - 2 * f) + 2 * extra / 3;
+    }
     if (perMB > slowest) {
       slowest = perMB;
       compute = computeMB;
@@ -787,6 +824,23 @@ void price(Pricer &pr, const RankLayout &rl, const LayoutChoice &l,
   double paced = std::max(0.0, linkMB - slowest);
   double busy = m * (slowest + paced);
   double makespan = busy / (1.0 - bubbleFraction(l.schedule, p, m, v)) + hops;
+  // Stages of unequal cost (the embedding on the first, the head and loss
+  // on the last, blocks that do not divide evenly) idle in other places
+  // than the formula's even stages, zero-bubble's weight gradients most:
+  // where the schedule is small, run it with each rank's costs.
+  if (p > 1 && v == 1 && rl.groupOfRank.size() == size_t(p))
+    if (const pipeline::Schedule *sched = pr.schedule(l.schedule, p, m)) {
+      pipeline::Costs costs;
+      for (int r = 0; r < p; ++r) {
+        size_t gi = size_t(rl.groupOfRank[size_t(r)]);
+        costs.forward.push_back(groupF[gi]);
+        costs.inputGrad.push_back(groupI[gi]);
+        costs.weightGrad.push_back(groupW[gi]);
+      }
+      double simulated = 0;
+      if (pipeline::simulateMakespan(*sched, costs, simulated).ok())
+        makespan = simulated + m * paced + hops;
+    }
   plan.layout = l;
   plan.microBatchSize = mbs;
   plan.recompute = rec;

@@ -21,6 +21,7 @@
 #include <functional>
 
 using namespace weft::planner;
+namespace pipeline = weft::pipeline;
 
 namespace {
 
@@ -502,6 +503,51 @@ TEST(SearchPieces, OnGlooPipelineTransfersHideBehindTheStages) {
   l.virtualStages = 2;
   ASSERT_TRUE(evaluatePlan(eight, one, o, l, 2, Recompute::None, plan).ok());
   expectNear(2 * 7 * inside, plan.exposedCommSeconds);
+}
+
+TEST(SearchPieces, UnevenStagesIdleAsTheirScheduleRuns) {
+  // 3 blocks and a head costing half a block over pp = 2: the cut gives
+  // the stages 2 and 1.5 blocks' work, which the textbook bubble (even
+  // stages, each the slowest's) does not see. Small schedules are run with
+  // each rank's costs instead.
+  ModelStats model = simpleModel(3, 8);
+  OpCost head;
+  head.flops = 0.5e12;
+  head.tpSplit = true;
+  model.epilogue.ops.push_back(head);
+  ClusterSpec spec = cluster(1, 2);
+  spec.collectiveLibrary = ClusterSpec::Library::Gloo;
+  SearchOptions o;
+  LayoutChoice l;
+  l.pp = 2;
+  l.microBatches = 4;
+  l.schedule = Schedule::ZeroBubble;
+  Plan plan;
+  ASSERT_TRUE(evaluatePlan(model, spec, o, l, 2, Recompute::None, plan).ok());
+  ASSERT_EQ(plan.blocksPerRank, (std::vector<int>{2, 1}));
+  // Per micro-batch of 2 samples at fp32's 50 TFLOP/s: rank 0 forwards 2
+  // blocks (40 ms), rank 1 a block and the head (30 ms); the input and
+  // the weight gradient each cost a forward.
+  pipeline::Schedule zb;
+  ASSERT_TRUE(
+      pipeline::buildSchedule(Schedule::ZeroBubble, 2, 4, 1, zb).ok());
+  pipeline::Costs costs;
+  costs.forward = costs.inputGrad = costs.weightGrad = {0.040, 0.030};
+  pipeline::SimResult sim;
+  ASSERT_TRUE(pipeline::simulate(zb, costs, sim).ok());
+  // The fill and the drain wait one 4 us hop each.
+  double hops = 2 * 4e5 / 100e9;
+  expectNear(sim.makespan + hops, plan.stepSeconds);
+  expectNear(4 * 0.120, plan.computeSeconds);
+  expectNear(sim.makespan - 4 * 0.120, plan.bubbleSeconds);
+  // Not the formula's (p - 1) / (3m + p - 1) of the slowest rank's work:
+  // the lighter rank 1 closes part of the gap.
+  double formula = 4 * 0.120 / (1 - 1.0 / 13);
+  EXPECT_LT(sim.makespan, formula * 0.99);
+  // Even stages keep the formula's number (the other tests' plans).
+  costs.forward = costs.inputGrad = costs.weightGrad = {0.040, 0.040};
+  ASSERT_TRUE(pipeline::simulate(zb, costs, sim).ok());
+  expectNear(4 * 0.120 / (1 - 1.0 / 13), sim.makespan);
 }
 
 TEST(SearchPieces, PipelineStagesSwapATiedParameterGradient) {

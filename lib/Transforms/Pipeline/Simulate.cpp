@@ -90,3 +90,17 @@ Status weft::pipeline::simulate(const Schedule &schedule, const Costs &costs,
   out = std::move(result);
   return Status::success();
 }
+
+Status weft::pipeline::simulateMakespan(const Schedule &schedule,
+                                        const Costs &costs, double &makespan) {
+  if (Status st = checkCosts(schedule.numModelStages(), costs); !st.ok())
+    return st;
+  std::vector<std::vector<SimResult::Span>> spans;
+  if (Status st = runRendezvous(schedule, costs, spans); !st.ok())
+    return st;
+  makespan = 0;
+  for (const auto &rank : spans)
+    for (const SimResult::Span &span : rank)
+      makespan = std::max(makespan, span.end);
+  return Status::success();
+}

@@ -197,6 +197,11 @@ struct SimResult {
 /// receive semantics (each rank runs its next action as soon as it can).
 Status simulate(const Schedule &schedule, const Costs &costs, SimResult &out);
 
+/// simulate()'s makespan alone, for a schedule already verified (one
+/// buildSchedule made): the planner runs one schedule with many costs.
+Status simulateMakespan(const Schedule &schedule, const Costs &costs,
+                        double &makespan);
+
 /// A text Gantt chart: a title line, then one row per rank, one column per
 /// time unit (the shortest computation), cells such as "F3", "B2", "I1",
 /// "W0" ("F3:1" for chunk 1 when interleaved), "-" where a longer
