@@ -529,8 +529,7 @@ TEST(SearchPieces, UnevenStagesIdleAsTheirScheduleRuns) {
   // blocks (40 ms), rank 1 a block and the head (30 ms); the input and
   // the weight gradient each cost a forward.
   pipeline::Schedule zb;
-  ASSERT_TRUE(
-      pipeline::buildSchedule(Schedule::ZeroBubble, 2, 4, 1, zb).ok());
+  ASSERT_TRUE(pipeline::buildSchedule(Schedule::ZeroBubble, 2, 4, 1, zb).ok());
   pipeline::Costs costs;
   costs.forward = costs.inputGrad = costs.weightGrad = {0.040, 0.030};
   pipeline::SimResult sim;
