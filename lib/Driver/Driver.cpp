@@ -1281,6 +1281,11 @@ LogicalResult Driver::searchLayout(ModuleOp module,
   search.dp = meshDp;
   search.tp = meshTp;
   search.pp = pipelineRanks;
+  // GPU executables run no pipeline yet (checkCuda): plan without one
+  // rather than pick a layout the build then refuses.
+  bool noPipelineOnGpu = options.device == "cuda" && !pipelineRanks;
+  if (noPipelineOnGpu)
+    search.pp = 1;
   if (options.zeroGiven)
     search.zeroStage = int(options.zero);
   if (options.schedule) {
@@ -1305,7 +1310,11 @@ LogicalResult Driver::searchLayout(ModuleOp module,
     return fail("--cluster " + options.cluster + ": " + s.message);
   if (rt::Status s = searchModelPlan(module, cluster, search, result);
       !s.ok())
-    return fail(s.message);
+    return fail(s.message +
+                (noPipelineOnGpu ? " (--target cuda plans without pipeline "
+                                   "stages, pp=1: GPU executables do not run "
+                                   "pipelines yet)"
+                                 : ""));
   return success();
 }
 
