@@ -1310,8 +1310,8 @@ LogicalResult Driver::searchLayout(ModuleOp module,
     return fail("--cluster " + options.cluster + ": " + s.message);
   if (rt::Status s = searchModelPlan(module, cluster, search, result);
       !s.ok())
-    return fail(s.message +
-                (noPipelineOnGpu ? " (--target cuda plans without pipeline "
+    return fail(s.message + (noPipelineOnGpu
+                                 ? " (--target cuda plans without pipeline "
                                    "stages, pp=1: GPU executables do not run "
                                    "pipelines yet)"
                                  : ""));
