@@ -31,6 +31,7 @@
 #include <cstdio>
 #include <cstring>
 #include <thread>
+#include <utility>
 #include <vector>
 
 using namespace weft::rt;
@@ -80,6 +81,20 @@ private:
   std::chrono::microseconds delay{10};
 };
 
+/// Polls a non-blocking communicator while `r` is ncclInProgress, up to
+/// `deadline`: its state then (still ncclInProgress if the deadline
+/// passed), or the error of asking for it.
+ncclResult_t settle(ncclComm_t comm, ncclResult_t r,
+                    Clock::time_point deadline) {
+  Backoff backoff;
+  while (r == ncclInProgress && Clock::now() < deadline) {
+    backoff.pause();
+    if (ncclResult_t q = ncclCommGetAsyncError(comm, &r); q != ncclSuccess)
+      return q;
+  }
+  return r;
+}
+
 /// Checks `device` and makes it current for this thread.
 Status useDevice(int device, const std::string &where) {
   int count = 0;
@@ -118,14 +133,8 @@ public:
     if (!aborted) {
       // Finalize flushes what is in flight; on a non-blocking communicator
       // it returns at once and is polled like the rest.
-      ncclResult_t r = ncclCommFinalize(comm);
-      Clock::time_point deadline = Clock::now() + timeout;
-      Backoff backoff;
-      while (r == ncclInProgress && Clock::now() < deadline) {
-        backoff.pause();
-        if (ncclCommGetAsyncError(comm, &r) != ncclSuccess)
-          break;
-      }
+      ncclResult_t r =
+          settle(comm, ncclCommFinalize(comm), Clock::now() + timeout);
       if (r == ncclSuccess)
         ncclCommDestroy(comm);
       else
@@ -184,8 +193,8 @@ public:
     std::string what = queued.empty()
                            ? std::string("nothing queued")
                            : "the step's collectives (" + queued + ")";
-    queued.clear();
-    queuedCount = 0;
+    if (Status s = prepare(what.c_str()); !s.ok())
+      return s;
     return poll(what.c_str());
   }
 
@@ -329,22 +338,13 @@ private:
   Status queue(const char *what, Enqueue &&enqueue) {
     if (Status s = prepare(what); !s.ok())
       return s;
-    ncclResult_t r = enqueue();
-    if (r != ncclSuccess && r != ncclInProgress)
+    ncclResult_t r = settle(comm, enqueue(), Clock::now() + timeout);
+    if (r == ncclInProgress)
+      return fail(what, "it did not complete within " + millis(timeout) +
+                            " (NCCL was still enqueuing it)");
+    if (r != ncclSuccess)
       return fail(what, ncclText(r, comm));
-    Clock::time_point deadline = Clock::now() + timeout;
-    Backoff backoff;
-    while (r == ncclInProgress) {
-      if (Clock::now() >= deadline)
-        return fail(what, "NCCL did not finish enqueuing it within " +
-                              millis(timeout));
-      backoff.pause();
-      if (ncclResult_t q = ncclCommGetAsyncError(comm, &r); q != ncclSuccess)
-        return fail(what, ncclText(q, comm));
-      if (r != ncclSuccess && r != ncclInProgress)
-        return fail(what, ncclText(r, comm));
-    }
-    // What finish() names if the step's collectives never complete.
+    // What poll() names if the step's collectives never complete.
     if (++queuedCount <= 8)
       queued += std::string(queued.empty() ? "" : ", ") + what;
     else if (queuedCount == 9)
@@ -467,19 +467,14 @@ private:
   /// Enqueues a collective on the communicator's stream, then polls until
   /// the stream has run it, NCCL reports an error, or the timeout passes.
   template <typename Enqueue> Status run(const char *what, Enqueue &&enqueue) {
-    if (Status s = prepare(what); !s.ok())
+    if (Status s = queue(what, std::forward<Enqueue>(enqueue)); !s.ok())
       return s;
-    ncclResult_t r = enqueue();
-    if (r != ncclSuccess && r != ncclInProgress)
-      return fail(what, ncclText(r, comm));
     return poll(what);
   }
 
   /// Polls until the stream has run what was queued, NCCL reports an
-  /// error, or the timeout passes.
+  /// error, or the timeout passes. After prepare().
   Status poll(const char *what) {
-    if (Status s = prepare(what); !s.ok())
-      return s;
     Clock::time_point deadline = Clock::now() + timeout;
     Backoff backoff;
     for (;;) {
@@ -491,8 +486,11 @@ private:
         return fail(what, ncclText(async, comm));
       if (async == ncclSuccess) {
         cudaError_t e = cudaStreamQuery(stream);
-        if (e == cudaSuccess)
+        if (e == cudaSuccess) {
+          queued.clear();
+          queuedCount = 0;
           return Status::success();
+        }
         if (e != cudaErrorNotReady)
           return fail(what, "its CUDA stream failed (" + cudaText(e) + ")");
       }
@@ -596,20 +594,14 @@ Status weft::rt::createNcclCommunicator(StoreClient &store,
     return Status::error(name + " on device " + std::to_string(device) +
                          ": ncclCommInitRankConfig failed: " + reason);
   }
-  Clock::time_point deadline = Clock::now() + timeout;
-  Backoff backoff;
-  while (r == ncclInProgress) {
-    if (Clock::now() >= deadline) {
-      ncclCommAbort(comm);
-      return Status::error(
-          name + " on device " + std::to_string(device) +
-          ": NCCL initialisation did not complete within " + millis(timeout) +
-          " (are all " + std::to_string(size) +
-          " ranks running, each on a CUDA device of its own?); aborted");
-    }
-    backoff.pause();
-    if (ncclResult_t q = ncclCommGetAsyncError(comm, &r); q != ncclSuccess)
-      r = q;
+  r = settle(comm, r, Clock::now() + timeout);
+  if (r == ncclInProgress) {
+    ncclCommAbort(comm);
+    return Status::error(
+        name + " on device " + std::to_string(device) +
+        ": NCCL initialisation did not complete within " + millis(timeout) +
+        " (are all " + std::to_string(size) +
+        " ranks running, each on a CUDA device of its own?); aborted");
   }
   if (r != ncclSuccess) {
     std::string reason = ncclText(r, comm);
