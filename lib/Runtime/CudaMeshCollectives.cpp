@@ -47,6 +47,7 @@ using detail::bucketWhat;
 using detail::kAllGather;
 using detail::kAllReduce;
 using detail::kReduceScatter;
+using detail::meshCheck;
 using detail::meshDie;
 
 namespace {
@@ -62,9 +63,19 @@ struct NcclGroup : DeviceGroup {
   cuda::detail::GrowingBuffer scratch;
   struct Bucket {
     cuda::detail::GrowingBuffer data, result;
-    size_t dataElements = 0, resultElements = 0;
     int64_t kind = 0, region = 0;
-    bool inFlight = false;
+    /// Whether a member was put since the last start, and whether the
+    /// collective is queued and not yet joined.
+    bool filled = false, inFlight = false;
+    /// Elements of the members' buffer (a reduce-scatter's holds every
+    /// rank's block) and of the result (an all-gather's every rank's);
+    /// an all-reduce's result is its buffer.
+    size_t dataElements(size_t ranks) const {
+      return (kind == kReduceScatter ? ranks : 1) * size_t(region);
+    }
+    size_t resultElements(size_t ranks) const {
+      return (kind == kAllGather ? ranks : 1) * size_t(region);
+    }
   };
   std::vector<Bucket> buckets;
 
@@ -96,18 +107,13 @@ NcclGroup &deviceGroupOf(const WeftRuntimeContext *ctx, const char *what,
   return static_cast<NcclGroup &>(*group.device);
 }
 
-void check(const WeftRuntimeContext *ctx, const char *what, int64_t axisMask,
-           const Status &s) {
-  if (!s.ok())
-    meshDie(ctx, what, axisMask, s.message);
-}
-
-/// Queues `copies` from `src` to `dst` (device memory) on the step stream.
+/// Queues `blocks` from `src` to `dst` (device memory) on the step stream.
 void copyBlocksOnDevice(const WeftRuntimeContext *ctx, const char *what,
-                        int64_t axisMask, const std::vector<BlockCopy> &copies,
+                        int64_t axisMask, const RankBlocks &blocks,
                         const float *src, float *dst) {
   auto stream = static_cast<cudaStream_t>(ctx->stream);
-  for (const BlockCopy &c : copies) {
+  for (size_t g = 0; g < blocks.n; ++g) {
+    BlockCopy c = blocks.copy(g);
     if (c.width == 0 || c.height == 0)
       continue;
     cudaError_t e = cudaMemcpy2DAsync(
@@ -132,20 +138,10 @@ float *scratchOf(NcclGroup &group, size_t elements, const char *what) {
 template <typename Queue>
 void runJoined(const WeftRuntimeContext *ctx, const char *what,
                int64_t axisMask, NcclGroup &group, Queue &&queue) {
-  check(ctx, what, axisMask, group.queue->follow(ctx->stream));
-  check(ctx, what, axisMask, queue());
-  check(ctx, what, axisMask, group.queue->join(ctx->stream));
+  meshCheck(ctx, what, axisMask, group.queue->follow(ctx->stream));
+  meshCheck(ctx, what, axisMask, queue());
+  meshCheck(ctx, what, axisMask, group.queue->join(ctx->stream));
   cuda::detail::noteQueued(what, "NCCL");
-}
-
-NcclGroup::Bucket &bucketOf(const WeftRuntimeContext *ctx, int64_t axisMask,
-                            NcclGroup &group, int64_t id) {
-  if (!detail::validBucketId(id))
-    meshDie(ctx, "bucket", axisMask,
-            "bucket id " + std::to_string(id) + " is out of range");
-  if (size_t(id) >= group.buckets.size())
-    group.buckets.resize(size_t(id) + 1);
-  return group.buckets[size_t(id)];
 }
 
 #endif // WEFT_HAVE_NCCL
@@ -182,7 +178,7 @@ extern "C" void weft_rt_cuda_all_gather_f32(const WeftRuntimeContext *ctx,
             [&] { return group.queue->queueAllGather(in, block, gathered); });
   copyBlocksOnDevice(
       ctx, what, axisMask,
-      interleaveByRankCopies(n, size_t(outer), size_t(inner), block), gathered,
+      RankBlocks{n, size_t(outer), size_t(inner), block, false}, gathered,
       out);
 }
 
@@ -198,7 +194,7 @@ extern "C" void weft_rt_cuda_reduce_scatter_f32(const WeftRuntimeContext *ctx,
     float *grouped = scratchOf(group, n * block, what);
     copyBlocksOnDevice(
         ctx, what, axisMask,
-        blocksByRankCopies(n, size_t(outer), size_t(inner), block), in,
+        RankBlocks{n, size_t(outer), size_t(inner), block, true}, in,
         grouped);
     blocks = grouped;
   }
@@ -232,7 +228,7 @@ extern "C" void weft_rt_cuda_all_to_all_f32(const WeftRuntimeContext *ctx,
   if (regroupIn) {
     copyBlocksOnDevice(
         ctx, what, axisMask,
-        blocksByRankCopies(n, size_t(splitOuter), size_t(splitInner), block),
+        RankBlocks{n, size_t(splitOuter), size_t(splitInner), block, true},
         in, scratch);
     send = scratch;
   }
@@ -241,8 +237,8 @@ extern "C" void weft_rt_cuda_all_to_all_f32(const WeftRuntimeContext *ctx,
             [&] { return group.queue->queueAllToAll(send, block, receive); });
   if (regroupOut)
     copyBlocksOnDevice(ctx, what, axisMask,
-                       interleaveByRankCopies(n, size_t(concatOuter),
-                                              size_t(concatInner), block),
+                       RankBlocks{n, size_t(concatOuter),
+                                              size_t(concatInner), block, false},
                        receive, out);
 }
 
@@ -252,7 +248,7 @@ extern "C" void weft_rt_cuda_bucket_put_f32(const WeftRuntimeContext *ctx,
                                             int64_t offset, const float *in,
                                             int64_t outer, int64_t inner) {
   NcclGroup &group = deviceGroupOf(ctx, "bucket", axisMask);
-  NcclGroup::Bucket &bucket = bucketOf(ctx, axisMask, group, id);
+  NcclGroup::Bucket &bucket = detail::meshBucket(ctx, axisMask, group.buckets, id);
   const char *what = bucketWhat(kind);
   if (bucket.inFlight)
     meshDie(ctx, what, axisMask,
@@ -269,14 +265,14 @@ extern "C" void weft_rt_cuda_bucket_put_f32(const WeftRuntimeContext *ctx,
   // A reduce-scatter's input holds every rank's block; the others' only
   // this rank's.
   size_t n = kind == kReduceScatter ? size_t(group.comm->size()) : 1;
-  bucket.dataElements = n * size_t(region);
   bucket.kind = kind;
   bucket.region = region;
-  auto *data = static_cast<float *>(
-      bucket.data.atLeast(bucket.dataElements * sizeof(float), what, "bucket"));
+  bucket.filled = true;
+  auto *data = static_cast<float *>(bucket.data.atLeast(
+      bucket.dataElements(size_t(group.comm->size())) * sizeof(float), what, "bucket"));
   copyBlocksOnDevice(
       ctx, what, axisMask,
-      blocksByRankCopies(n, size_t(outer), size_t(inner), size_t(region)), in,
+      RankBlocks{n, size_t(outer), size_t(inner), size_t(region), true}, in,
       data + offset);
 }
 
@@ -284,38 +280,30 @@ extern "C" void weft_rt_cuda_bucket_start(const WeftRuntimeContext *ctx,
                                           int64_t axisMask, int64_t id,
                                           int64_t kind, int64_t region) {
   NcclGroup &group = deviceGroupOf(ctx, "bucket", axisMask);
-  NcclGroup::Bucket &bucket = bucketOf(ctx, axisMask, group, id);
+  NcclGroup::Bucket &bucket = detail::meshBucket(ctx, axisMask, group.buckets, id);
   const char *what = bucketWhat(kind);
   size_t n = size_t(group.comm->size());
-  size_t filled = kind == kReduceScatter ? n * size_t(region) : size_t(region);
-  if (bucket.inFlight || bucket.dataElements != filled ||
-      bucket.region != region || bucket.kind != kind)
+  if (bucket.inFlight || !bucket.filled || bucket.region != region ||
+      bucket.kind != kind)
     meshDie(ctx, what, axisMask,
             "bucket " + std::to_string(id) +
                 " starts without its members, or twice");
   auto *data = static_cast<float *>(bucket.data.ptr);
-  check(ctx, what, axisMask, group.queue->follow(ctx->stream));
-  Status s = Status::success();
-  switch (kind) {
-  case kReduceScatter: {
-    bucket.resultElements = size_t(region);
-    auto *result = static_cast<float *>(bucket.result.atLeast(
-        bucket.resultElements * sizeof(float), what, "bucket result"));
-    s = group.queue->queueReduceScatterSum(data, size_t(region), result);
-    break;
-  }
-  case kAllGather: {
-    bucket.resultElements = n * size_t(region);
-    auto *result = static_cast<float *>(bucket.result.atLeast(
-        bucket.resultElements * sizeof(float), what, "bucket result"));
-    s = group.queue->queueAllGather(data, size_t(region), result);
-    break;
-  }
-  default:
-    bucket.resultElements = size_t(region);
-    s = group.queue->queueAllReduceSum(data, data, size_t(region));
-  }
-  check(ctx, what, axisMask, s);
+  meshCheck(ctx, what, axisMask, group.queue->follow(ctx->stream));
+  auto *result = static_cast<float *>(
+      kind == kAllReduce
+          ? data
+          : bucket.result.atLeast(bucket.resultElements(n) * sizeof(float),
+                                  what, "bucket result"));
+  Status s = kind == kReduceScatter
+                 ? group.queue->queueReduceScatterSum(data, size_t(region),
+                                                      result)
+             : kind == kAllGather
+                 ? group.queue->queueAllGather(data, size_t(region), result)
+                 : group.queue->queueAllReduceSum(data, result,
+                                                  size_t(region));
+  meshCheck(ctx, what, axisMask, s);
+  bucket.filled = false;
   bucket.inFlight = true;
 }
 
@@ -324,11 +312,11 @@ extern "C" void weft_rt_cuda_bucket_get_f32(const WeftRuntimeContext *ctx,
                                             int64_t offset, float *out,
                                             int64_t outer, int64_t inner) {
   NcclGroup &group = deviceGroupOf(ctx, "bucket", axisMask);
-  NcclGroup::Bucket &bucket = bucketOf(ctx, axisMask, group, id);
+  NcclGroup::Bucket &bucket = detail::meshBucket(ctx, axisMask, group.buckets, id);
   const char *what = bucketWhat(bucket.kind);
   // The first member read waits for the bucket; the rest are behind it.
   if (bucket.inFlight) {
-    check(ctx, what, axisMask, group.queue->join(ctx->stream));
+    meshCheck(ctx, what, axisMask, group.queue->join(ctx->stream));
     cuda::detail::noteQueued(what, "NCCL");
     bucket.inFlight = false;
   }
@@ -337,7 +325,7 @@ extern "C" void weft_rt_cuda_bucket_get_f32(const WeftRuntimeContext *ctx,
   bool gather = bucket.kind == kAllGather;
   const auto *from = static_cast<const float *>(
       bucket.kind == kAllReduce ? bucket.data.ptr : bucket.result.ptr);
-  size_t region = gather ? bucket.resultElements / n : bucket.resultElements;
+  size_t region = size_t(bucket.region);
   if (!from || offset < 0 || outer < 0 || inner < 0 ||
       size_t(offset) + block > region)
     meshDie(ctx, what, axisMask,
@@ -347,8 +335,8 @@ extern "C" void weft_rt_cuda_bucket_get_f32(const WeftRuntimeContext *ctx,
   // Rank g's block sits at g * region of a gathered result.
   copyBlocksOnDevice(
       ctx, what, axisMask,
-      gather ? interleaveByRankCopies(n, size_t(outer), size_t(inner), region)
-             : std::vector<BlockCopy>{{0, 0, block, block, block, 1}},
+      gather ? RankBlocks{n, size_t(outer), size_t(inner), region, false}
+             : RankBlocks{1, 1, block, block, true},
       from + offset, out);
 }
 

@@ -334,29 +334,18 @@ AxisGroup &weft::rt::detail::meshGroup(const WeftRuntimeContext *ctx,
   return *group;
 }
 
+using detail::meshCheck;
+using detail::meshDie;
+using detail::meshGroup;
+
 namespace {
-[[noreturn]] void die(const WeftRuntimeContext *ctx, const char *what,
-                      int64_t axisMask, const std::string &why) {
-  detail::meshDie(ctx, what, axisMask, why);
-}
-
-AxisGroup &groupOf(const WeftRuntimeContext *ctx, const char *what,
-                   int64_t axisMask) {
-  return detail::meshGroup(ctx, what, axisMask);
-}
-
-void check(const WeftRuntimeContext *ctx, const char *what, int64_t axisMask,
-           const Status &s) {
-  if (!s.ok())
-    die(ctx, what, axisMask, s.message);
-}
 
 /// Runs `ticket` to completion: collectives run on the group's thread,
 /// behind any bucket still in flight.
 void finish(const WeftRuntimeContext *ctx, const char *what, int64_t axisMask,
             AxisGroup &group, CommThread::Ticket ticket) {
   auto start = std::chrono::steady_clock::now();
-  check(ctx, what, axisMask, group.thread->wait(ticket));
+  meshCheck(ctx, what, axisMask, group.thread->wait(ticket));
   traceWait(ctx, group, what, axisMask, start);
   // A receive's wait is pipeline time (transferSeconds), not a
   // collective's.
@@ -369,37 +358,27 @@ void finish(const WeftRuntimeContext *ctx, const char *what, int64_t axisMask,
 extern "C" void weft_rt_all_reduce_f32(const WeftRuntimeContext *ctx,
                                        int64_t axisMask, const float *in,
                                        float *out, int64_t count) {
-  AxisGroup &group = groupOf(ctx, "all_reduce", axisMask);
+  AxisGroup &group = meshGroup(ctx, "all_reduce", axisMask);
   std::memcpy(out, in, size_t(count) * sizeof(float));
   finish(ctx, "all_reduce", axisMask, group,
          group.thread->allReduceSum(out, size_t(count)));
 }
 
-std::vector<BlockCopy> weft::rt::blocksByRankCopies(size_t n, size_t outer,
-                                                    size_t inner,
-                                                    size_t stride) {
-  std::vector<BlockCopy> copies;
-  for (size_t g = 0; g < n; ++g)
-    copies.push_back({g * stride, g * inner, inner, n * inner, inner, outer});
-  return copies;
+BlockCopy RankBlocks::copy(size_t g) const {
+  // The interleaved side: rows n * inner apart, rank g's at g * inner.
+  if (toRanks)
+    return {g * stride, g * inner, inner, n * inner, inner, outer};
+  return {g * inner, g * stride, n * inner, inner, inner, outer};
 }
 
-std::vector<BlockCopy> weft::rt::interleaveByRankCopies(size_t n, size_t outer,
-                                                        size_t inner,
-                                                        size_t stride) {
-  std::vector<BlockCopy> copies;
-  for (size_t g = 0; g < n; ++g)
-    copies.push_back({g * inner, g * stride, n * inner, inner, inner, outer});
-  return copies;
-}
-
-void weft::rt::copyBlocks(const std::vector<BlockCopy> &copies,
-                          const float *src, float *dst) {
-  for (const BlockCopy &c : copies)
+void RankBlocks::run(const float *src, float *dst) const {
+  for (size_t g = 0; g < n; ++g) {
+    BlockCopy c = copy(g);
     for (size_t row = 0; row < c.height; ++row)
       std::memcpy(dst + c.dstOffset + row * c.dstPitch,
                   src + c.srcOffset + row * c.srcPitch,
                   c.width * sizeof(float));
+  }
 }
 
 DeviceQueue::~DeviceQueue() = default;
@@ -408,14 +387,12 @@ DeviceGroup::~DeviceGroup() = default;
 namespace {
 void blocksByRank(const float *in, size_t n, int64_t outer, int64_t inner,
                   float *dst, size_t stride) {
-  copyBlocks(blocksByRankCopies(n, size_t(outer), size_t(inner), stride), in,
-             dst);
+  RankBlocks{n, size_t(outer), size_t(inner), stride, true}.run(in, dst);
 }
 
 void interleaveByRank(const float *from, size_t n, int64_t outer,
                       int64_t inner, size_t stride, float *out) {
-  copyBlocks(interleaveByRankCopies(n, size_t(outer), size_t(inner), stride),
-             from, out);
+  RankBlocks{n, size_t(outer), size_t(inner), stride, false}.run(from, out);
 }
 } // namespace
 
@@ -423,7 +400,7 @@ extern "C" void weft_rt_all_gather_f32(const WeftRuntimeContext *ctx,
                                        int64_t axisMask, const float *in,
                                        float *out, int64_t outer,
                                        int64_t inner) {
-  AxisGroup &group = groupOf(ctx, "all_gather", axisMask);
+  AxisGroup &group = meshGroup(ctx, "all_gather", axisMask);
   size_t n = size_t(group.comm->size()),
          block = size_t(outer) * size_t(inner);
   if (outer == 1) {
@@ -444,7 +421,7 @@ extern "C" void weft_rt_reduce_scatter_f32(const WeftRuntimeContext *ctx,
                                            int64_t axisMask, const float *in,
                                            float *out, int64_t outer,
                                            int64_t inner) {
-  AxisGroup &group = groupOf(ctx, "reduce_scatter", axisMask);
+  AxisGroup &group = meshGroup(ctx, "reduce_scatter", axisMask);
   size_t n = size_t(group.comm->size()),
          block = size_t(outer) * size_t(inner);
   if (outer == 1) {
@@ -463,10 +440,10 @@ extern "C" void weft_rt_all_to_all_f32(const WeftRuntimeContext *ctx,
                                        float *out, int64_t splitOuter,
                                        int64_t splitInner, int64_t concatOuter,
                                        int64_t concatInner) {
-  AxisGroup &group = groupOf(ctx, "all_to_all", axisMask);
+  AxisGroup &group = meshGroup(ctx, "all_to_all", axisMask);
   if (splitOuter < 0 || splitInner < 0 || concatOuter < 0 || concatInner < 0 ||
       splitOuter * splitInner != concatOuter * concatInner)
-    die(ctx, "all_to_all", axisMask,
+    meshDie(ctx, "all_to_all", axisMask,
         "a block of " + std::to_string(splitOuter) + " x " +
             std::to_string(splitInner) + " elements is sent and one of " +
             std::to_string(concatOuter) + " x " + std::to_string(concatInner) +
@@ -501,7 +478,7 @@ void checkTransferArgs(const WeftRuntimeContext *ctx, const char *what,
                        int64_t axisMask, int64_t count, int64_t peer,
                        int64_t tag) {
   if (count < 0 || peer < 0 || tag < 0 || peer > INT32_MAX)
-    die(ctx, what, axisMask,
+    meshDie(ctx, what, axisMask,
         "count " + std::to_string(count) + ", peer " + std::to_string(peer) +
             " or tag " + std::to_string(tag) +
             " is out of range (none may be negative; the peer is a rank of "
@@ -512,7 +489,7 @@ void checkTransferArgs(const WeftRuntimeContext *ctx, const char *what,
 extern "C" void weft_rt_send_f32(const WeftRuntimeContext *ctx,
                                  int64_t axisMask, const float *in,
                                  int64_t count, int64_t peer, int64_t tag) {
-  AxisGroup &group = groupOf(ctx, "send", axisMask);
+  AxisGroup &group = meshGroup(ctx, "send", axisMask);
   checkTransferArgs(ctx, "send", axisMask, count, peer, tag);
   auto start = std::chrono::steady_clock::now();
   // The step goes on while the data travels: the runtime sends its own
@@ -523,7 +500,7 @@ extern "C" void weft_rt_send_f32(const WeftRuntimeContext *ctx,
          group.sender().finished(group.sends.front().first))
     group.sends.pop_front();
   // A bad peer or tag fails here, at the op, not at the drain.
-  check(ctx, "send", axisMask,
+  meshCheck(ctx, "send", axisMask,
         group.comm->checkTransfer(
             group.comm->transferText(true, size_t(count) * sizeof(float),
                                      int(peer), uint64_t(tag)),
@@ -538,7 +515,7 @@ extern "C" void weft_rt_send_f32(const WeftRuntimeContext *ctx,
 extern "C" void weft_rt_recv_f32(const WeftRuntimeContext *ctx,
                                  int64_t axisMask, float *out, int64_t count,
                                  int64_t peer, int64_t tag) {
-  AxisGroup &group = groupOf(ctx, "recv", axisMask);
+  AxisGroup &group = meshGroup(ctx, "recv", axisMask);
   checkTransferArgs(ctx, "recv", axisMask, count, peer, tag);
   auto start = std::chrono::steady_clock::now();
   AxisGroup::RecvKey key{peer, tag, count};
@@ -547,7 +524,7 @@ extern "C" void weft_rt_recv_f32(const WeftRuntimeContext *ctx,
   if (!group.early.empty()) {
     AxisGroup::EarlyRecv &e = group.early.front();
     if (!(e.key == key))
-      die(ctx, "recv", axisMask,
+      meshDie(ctx, "recv", axisMask,
           "this step's receives differ from the step before's: expected " +
               group.comm->transferText(false,
                                        size_t(e.key.count) * sizeof(float),
@@ -556,7 +533,7 @@ extern "C" void weft_rt_recv_f32(const WeftRuntimeContext *ctx,
               group.comm->transferText(false, size_t(count) * sizeof(float),
                                        int(peer), uint64_t(tag)) +
               "; run with WEFT_RECV_AHEAD=0 and report it");
-    check(ctx, "recv", axisMask, group.recvThread->wait(e.ticket));
+    meshCheck(ctx, "recv", axisMask, group.recvThread->wait(e.ticket));
     std::memcpy(out, e.data.data(), size_t(count) * sizeof(float));
     traceWait(ctx, group, "recv (posted ahead)", axisMask, start,
               count * int64_t(sizeof(float)));
@@ -574,18 +551,6 @@ extern "C" void weft_rt_recv_f32(const WeftRuntimeContext *ctx,
 // Buckets (--weft-bucket-collectives, --weft-lower-collectives)
 //===----------------------------------------------------------------------===//
 
-namespace {
-AxisGroup::Bucket &bucketOf(const WeftRuntimeContext *ctx, int64_t axisMask,
-                            AxisGroup &group, int64_t id) {
-  if (!detail::validBucketId(id))
-    die(ctx, "bucket", axisMask,
-        "bucket id " + std::to_string(id) + " is out of range");
-  if (size_t(id) >= group.buckets.size())
-    group.buckets.resize(size_t(id) + 1);
-  return group.buckets[size_t(id)];
-}
-} // namespace
-
 using detail::bucketWhat;
 using detail::kAllGather;
 using detail::kAllReduce;
@@ -596,15 +561,15 @@ extern "C" void weft_rt_bucket_put_f32(const WeftRuntimeContext *ctx,
                                        int64_t kind, int64_t region,
                                        int64_t offset, const float *in,
                                        int64_t outer, int64_t inner) {
-  AxisGroup &group = groupOf(ctx, "bucket", axisMask);
-  AxisGroup::Bucket &bucket = bucketOf(ctx, axisMask, group, id);
+  AxisGroup &group = meshGroup(ctx, "bucket", axisMask);
+  AxisGroup::Bucket &bucket = detail::meshBucket(ctx, axisMask, group.buckets, id);
   if (bucket.inFlight)
-    die(ctx, bucketWhat(kind), axisMask,
+    meshDie(ctx, bucketWhat(kind), axisMask,
         "bucket " + std::to_string(id) +
             " is filled again before its results were taken");
   if (kind < kAllReduce || kind > kAllGather || offset < 0 || outer < 0 ||
       inner < 0 || offset + outer * inner > region)
-    die(ctx, bucketWhat(kind), axisMask,
+    meshDie(ctx, bucketWhat(kind), axisMask,
         "member at " + std::to_string(offset) + " of " +
             std::to_string(outer * inner) + " elements does not fit bucket " +
             std::to_string(id) + " (" + std::to_string(region) +
@@ -620,12 +585,12 @@ extern "C" void weft_rt_bucket_put_f32(const WeftRuntimeContext *ctx,
 extern "C" void weft_rt_bucket_start(const WeftRuntimeContext *ctx,
                                      int64_t axisMask, int64_t id,
                                      int64_t kind, int64_t region) {
-  AxisGroup &group = groupOf(ctx, "bucket", axisMask);
-  AxisGroup::Bucket &bucket = bucketOf(ctx, axisMask, group, id);
+  AxisGroup &group = meshGroup(ctx, "bucket", axisMask);
+  AxisGroup::Bucket &bucket = detail::meshBucket(ctx, axisMask, group.buckets, id);
   size_t n = size_t(group.comm->size());
   size_t filled = kind == kReduceScatter ? n * size_t(region) : size_t(region);
   if (bucket.inFlight || bucket.data.size() != filled)
-    die(ctx, bucketWhat(kind), axisMask,
+    meshDie(ctx, bucketWhat(kind), axisMask,
         "bucket " + std::to_string(id) +
             " starts without its members, or twice");
   bucket.kind = kind;
@@ -651,8 +616,8 @@ extern "C" void weft_rt_bucket_get_f32(const WeftRuntimeContext *ctx,
                                        int64_t axisMask, int64_t id,
                                        int64_t offset, float *out,
                                        int64_t outer, int64_t inner) {
-  AxisGroup &group = groupOf(ctx, "bucket", axisMask);
-  AxisGroup::Bucket &bucket = bucketOf(ctx, axisMask, group, id);
+  AxisGroup &group = meshGroup(ctx, "bucket", axisMask);
+  AxisGroup::Bucket &bucket = detail::meshBucket(ctx, axisMask, group.buckets, id);
   if (bucket.inFlight) {
     finish(ctx, bucketWhat(bucket.kind), axisMask, group, bucket.ticket);
     bucket.inFlight = false;
@@ -665,7 +630,7 @@ extern "C" void weft_rt_bucket_get_f32(const WeftRuntimeContext *ctx,
   size_t region = gather ? from.size() / n : from.size();
   if (offset < 0 || outer < 0 || inner < 0 ||
       size_t(offset) + block > region)
-    die(ctx, bucketWhat(bucket.kind), axisMask,
+    meshDie(ctx, bucketWhat(bucket.kind), axisMask,
         "bucket " + std::to_string(id) + " has no result at " +
             std::to_string(offset) + " of " + std::to_string(block) +
             " elements (was it started?)");
@@ -685,7 +650,7 @@ extern "C" int64_t weft_rt_axis_index(const WeftRuntimeContext *ctx,
     if (axisMask & (int64_t(1) << i))
       index = index * ctx->axes[i].size + ctx->axes[i].index;
   if (!ctx || axisMask <= 0 || axisMask >= (int64_t(1) << ctx->numAxes))
-    die(ctx, "shard_slice", axisMask,
+    meshDie(ctx, "shard_slice", axisMask,
         "the mask names axes the runtime context does not have");
   return index;
 }

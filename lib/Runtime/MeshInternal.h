@@ -19,6 +19,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace weft::rt::detail {
 
@@ -46,8 +47,25 @@ inline const char *bucketWhat(int64_t kind) {
                                 : "bucketed all_reduce";
 }
 
-/// A bucket id a step may use: below 2^20 (ids are small and dense).
-inline bool validBucketId(int64_t id) { return id >= 0 && id <= (1 << 20); }
+/// Ends the process with `s`'s error, if it is one (meshDie).
+inline void meshCheck(const WeftRuntimeContext *ctx, const char *what,
+                      int64_t axisMask, const Status &s) {
+  if (!s.ok())
+    meshDie(ctx, what, axisMask, s.message);
+}
+
+/// Bucket `id` of `buckets` (the host's or the GPU's), made on first use;
+/// ids are small and dense, so one above 2^20 ends the process.
+template <typename Bucket>
+Bucket &meshBucket(const WeftRuntimeContext *ctx, int64_t axisMask,
+                   std::vector<Bucket> &buckets, int64_t id) {
+  if (id < 0 || id > (int64_t(1) << 20))
+    meshDie(ctx, "bucket", axisMask,
+            "bucket id " + std::to_string(id) + " is out of range");
+  if (size_t(id) >= buckets.size())
+    buckets.resize(size_t(id) + 1);
+  return buckets[size_t(id)];
+}
 
 } // namespace weft::rt::detail
 

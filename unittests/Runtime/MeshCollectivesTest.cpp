@@ -139,8 +139,7 @@ TEST(MeshCollectivesTest, BlockCopiesRegroupByRank) {
     for (size_t i = 0; i < in.size(); ++i)
       in[i] = float(i);
     std::vector<float> grouped(n * stride, -1);
-    copyBlocks(blocksByRankCopies(n, outer, inner, stride), in.data(),
-               grouped.data());
+    RankBlocks{n, outer, inner, stride, true}.run(in.data(), grouped.data());
     for (size_t g = 0; g < n; ++g)
       for (size_t o = 0; o < outer; ++o)
         for (size_t i = 0; i < inner; ++i)
@@ -152,8 +151,7 @@ TEST(MeshCollectivesTest, BlockCopiesRegroupByRank) {
       for (size_t p = block; p < stride; ++p)
         ASSERT_EQ(grouped[g * stride + p], -1);
     std::vector<float> back(in.size(), -1);
-    copyBlocks(interleaveByRankCopies(n, outer, inner, stride), grouped.data(),
-               back.data());
+    RankBlocks{n, outer, inner, stride, false}.run(grouped.data(), back.data());
     EXPECT_EQ(back, in) << "n " << n << " outer " << outer;
   }
 }

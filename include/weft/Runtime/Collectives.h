@@ -142,18 +142,20 @@ public:
 struct BlockCopy {
   size_t dstOffset, srcOffset, dstPitch, srcPitch, width, height;
 };
-/// The copies that put rank g's block of a tensor laid out [outer][n][inner]
-/// (split along the dim where inner starts) at g * stride, as
-/// [outer][inner]: a communicator wants each rank's block contiguous.
-std::vector<BlockCopy> blocksByRankCopies(size_t n, size_t outer, size_t inner,
-                                          size_t stride);
-/// The inverse: rank g's [outer][inner] block at g * stride goes into
-/// [outer][n][inner] (an all-gather along a dim with dims before it).
-std::vector<BlockCopy> interleaveByRankCopies(size_t n, size_t outer,
-                                              size_t inner, size_t stride);
-/// Runs `copies` on host memory.
-void copyBlocks(const std::vector<BlockCopy> &copies, const float *src,
-                float *dst);
+/// Blocks regrouped by rank, one strided copy per rank. `toRanks`: rank
+/// g's block of a tensor laid out [outer][n][inner] (split along the dim
+/// where inner starts) goes to g * stride, as [outer][inner], since a
+/// communicator wants each rank's block contiguous. Otherwise the inverse:
+/// rank g's [outer][inner] block at g * stride goes into [outer][n][inner]
+/// (an all-gather along a dim with dims before it).
+struct RankBlocks {
+  size_t n, outer, inner, stride;
+  bool toRanks;
+  /// Rank g's copy.
+  BlockCopy copy(size_t g) const;
+  /// Every rank's copy on host memory.
+  void run(const float *src, float *dst) const;
+};
 
 /// A gloo communicator over TCP for the `size` ranks that meet in `store`
 /// under `prefix` (one prefix per group). `hostname` is the address this
