@@ -20,6 +20,7 @@
 #include "llvm/ADT/StringRef.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdio>
 #include <map>
@@ -695,12 +696,19 @@ void price(Pricer &pr, const RankLayout &rl, const LayoutChoice &l,
           nodeOf(0) != nodeOf(p - 1) ? across : inside);
   }
   double slowest = -1, compute = 0, comm = 0, dpExposed = 0, update = 0;
-  // Per group, what one micro-batch costs its ranks: forward, input
-  // gradient and weight gradient (the weight gradient's products are the
-  // forward's, the rest of the backward is the input gradient and any
-  // recomputation), communication spread over the three.
-  std::vector<double> groupF(rl.groups.size()), groupI(rl.groups.size()),
-      groupW(rl.groups.size());
+  // Stages of unequal cost (the embedding on the first, the head and loss
+  // on the last, blocks that do not divide evenly) idle in other places
+  // than the formula's even stages, zero-bubble's weight gradients most:
+  // where the schedule is small, it runs with each rank's costs. Per group,
+  // what one micro-batch costs its ranks: forward, input gradient, weight
+  // gradient (the forward's products again; the rest of the backward and
+  // any recomputation are the input gradient), communication spread over
+  // the three.
+  const pipeline::Schedule *sched =
+      p > 1 && v == 1 && rl.groupOfRank.size() == size_t(p)
+          ? pr.schedule(l.schedule, p, m)
+          : nullptr;
+  std::vector<std::array<double, 3>> groupCosts(sched ? rl.groups.size() : 0);
   // Whole parts under sequence parallelism: each tp rank's gradient is its
   // tokens' share, all-reduced over tp once a step, after the backward.
   double tpGradExposed = 0;
@@ -729,12 +737,10 @@ void price(Pricer &pr, const RankLayout &rl, const LayoutChoice &l,
       tpMB += tp[epi];
     double computeMB = mbs * g.compute;
     double perMB = computeMB + tpMB + gatherMB + blockingMB;
-    {
-      size_t gi = size_t(&g - rl.groups.data());
+    if (sched) {
       double f = mbs * g.forward, extra = perMB - computeMB;
-      groupF[gi] = f + extra / 3;
-      groupW[gi] = f;
-      groupI[gi] = std::max(0.0, computeMB - 2 * f) + 2 * extra / 3;
+      groupCosts[size_t(&g - rl.groups.data())] = {
+          f + extra / 3, std::max(0.0, computeMB - 2 * f) + 2 * extra / 3, f};
     }
     if (perMB > slowest) {
       slowest = perMB;
@@ -824,23 +830,18 @@ void price(Pricer &pr, const RankLayout &rl, const LayoutChoice &l,
   double paced = std::max(0.0, linkMB - slowest);
   double busy = m * (slowest + paced);
   double makespan = busy / (1.0 - bubbleFraction(l.schedule, p, m, v)) + hops;
-  // Stages of unequal cost (the embedding on the first, the head and loss
-  // on the last, blocks that do not divide evenly) idle in other places
-  // than the formula's even stages, zero-bubble's weight gradients most:
-  // where the schedule is small, run it with each rank's costs.
-  if (p > 1 && v == 1 && rl.groupOfRank.size() == size_t(p))
-    if (const pipeline::Schedule *sched = pr.schedule(l.schedule, p, m)) {
-      pipeline::Costs costs;
-      for (int r = 0; r < p; ++r) {
-        size_t gi = size_t(rl.groupOfRank[size_t(r)]);
-        costs.forward.push_back(groupF[gi]);
-        costs.inputGrad.push_back(groupI[gi]);
-        costs.weightGrad.push_back(groupW[gi]);
-      }
-      double simulated = 0;
-      if (pipeline::simulateMakespan(*sched, costs, simulated).ok())
-        makespan = simulated + m * paced + hops;
+  if (sched) {
+    pipeline::Costs costs;
+    for (int gi : rl.groupOfRank) {
+      const std::array<double, 3> &c = groupCosts[size_t(gi)];
+      costs.forward.push_back(c[0]);
+      costs.inputGrad.push_back(c[1]);
+      costs.weightGrad.push_back(c[2]);
     }
+    double simulated = 0;
+    if (pipeline::simulateMakespan(*sched, costs, simulated).ok())
+      makespan = simulated + m * paced + hops;
+  }
   plan.layout = l;
   plan.microBatchSize = mbs;
   plan.recompute = rec;

@@ -51,6 +51,15 @@ Status weft::pipeline::checkCosts(int numModelStages, const Costs &costs) {
   return Status::success();
 }
 
+/// When the last rank finishes.
+static double makespanOf(const std::vector<std::vector<SimResult::Span>> &spans) {
+  double makespan = 0;
+  for (const auto &rank : spans)
+    for (const SimResult::Span &span : rank)
+      makespan = std::max(makespan, span.end);
+  return makespan;
+}
+
 Status weft::pipeline::simulate(const Schedule &schedule, const Costs &costs,
                                 SimResult &out) {
   if (Status st = verifySchedule(schedule); !st.ok())
@@ -62,9 +71,7 @@ Status weft::pipeline::simulate(const Schedule &schedule, const Costs &costs,
     return st;
 
   int p = schedule.ranks;
-  for (const auto &rank : result.spans)
-    for (const SimResult::Span &span : rank)
-      result.makespan = std::max(result.makespan, span.end);
+  result.makespan = makespanOf(result.spans);
   result.rankBubble.assign(p, 0);
   result.peakActivations.assign(p, 0);
   for (int r = 0; r < p; ++r) {
@@ -98,9 +105,6 @@ Status weft::pipeline::simulateMakespan(const Schedule &schedule,
   std::vector<std::vector<SimResult::Span>> spans;
   if (Status st = runRendezvous(schedule, costs, spans); !st.ok())
     return st;
-  makespan = 0;
-  for (const auto &rank : spans)
-    for (const SimResult::Span &span : rank)
-      makespan = std::max(makespan, span.end);
+  makespan = makespanOf(spans);
   return Status::success();
 }
