@@ -15,10 +15,15 @@ import argparse
 import glob
 import json
 import os
+import subprocess
 import sys
 import tarfile
 
 import numpy as np
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                "..", "test", "lib"))
+import exe_check  # noqa: E402
 
 
 def losses(path):
@@ -37,6 +42,9 @@ def main():
     p = argparse.ArgumentParser()
     p.add_argument("out")
     p.add_argument("--work", default="/tmp/devprep")
+    p.add_argument("--ckpt", default=os.path.join(
+        os.path.dirname(os.path.abspath(__file__)), "..", "build", "bin",
+        "weft-ckpt"))
     args = p.parse_args()
     out = args.out
     if os.path.exists(os.path.join(out, "all.tgz")):
@@ -82,6 +90,23 @@ def main():
             bad |= er > tol
         print(line + " (tolerance %g)%s" % (tol, "  FAIL" if bad else ""))
         ok &= not bad
+    # The one-rank meshes' final parameters (their checkpoints, exported
+    # here) against the 1-rank CPU run's, as test/lib/dist_run.py does.
+    for ck in sorted(glob.glob(os.path.join(out, "ck_*"))):
+        gpu = os.path.basename(ck)[3:]
+        model = gpu.split("_")[0]
+        state = ck + ".safetensors"
+        subprocess.run([args.ckpt, "export", ck, "-o", state], check=True,
+                       stdout=subprocess.DEVNULL)
+        try:
+            err, name = exe_check.cmd_close_tensors(argparse.Namespace(
+                a=state, b=os.path.join(small, model, "cpu_fp32.safetensors"),
+                rtol=1e-4))
+            print("%-14s final parameters vs CPU: worst %.2e (%s)"
+                  % (gpu, err, name))
+        except exe_check.Failure as e:
+            print("%-14s final parameters vs CPU: %s  FAIL" % (gpu, e))
+            ok = False
     # CUDA graphs off: the same losses, bit for bit (as printed).
     for gpu in ("gpt_cuda", "mid_cuda_bf16"):
         a = os.path.join(out, gpu + ".jsonl")

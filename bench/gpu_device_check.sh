@@ -28,9 +28,11 @@ timeout 60 ./WeftRuntimeNcclTests --gtest_brief=1 2>&1 | tail -8
 for e in mlp/cuda gpt/cuda gpt/cuda_bf16 mlp/cuda_mesh mlp/cuda_mesh_z3 mlp/cuda_mesh_z2 \
          gpt/cuda_mesh gpt/cuda_mesh_z3 gpt/cuda_mesh_z2; do
   m=${e%%/*}; n=$(echo $e | tr / _)
+  # A mesh's final parameters too (gpu_compare.py: against the CPU's).
+  ck=(); case $e in *mesh*) ck=(--checkpoint-dir $OUT/ck_$n --checkpoint-every 20);; esac
   t0=$(date +%s%N)
   timeout 60 ./$e --data $m/x.npy --labels $m/y.npy --steps 20 --lr 0.01 --no-shuffle \
-    --metrics $OUT/$n.jsonl 2>&1 | tail -3
+    --metrics $OUT/$n.jsonl "${ck[@]}" 2>&1 | tail -3
   echo "$e: rc ${PIPESTATUS[0]} $(( ($(date +%s%N) - t0) / 1000000 )) ms"
 done
 for e in cuda_fp32 cuda_bf16 cuda_fa_fp32 cuda_fa_bf16; do

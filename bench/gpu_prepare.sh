@@ -43,6 +43,14 @@ np.save('mid/x.npy', t[:, :128].astype(np.int64)); np.save('mid/y.npy', t[:, 1:]
     $m/cpu_$p --data $m/x.npy --labels $m/y.npy --steps $steps --lr $lr --no-shuffle \
       --metrics $m/cpu_$p.jsonl > /dev/null
   done
+  # The final parameters of the 1-rank CPU runs, which the one-rank GPU
+  # meshes' are compared with (bench/gpu_compare.py).
+  for m in mlp gpt; do
+    rm -rf $m/cpu_fp32.ckpt
+    $m/cpu_fp32 --data $m/x.npy --labels $m/y.npy --steps 20 --lr 0.01 --no-shuffle \
+      --checkpoint-dir $m/cpu_fp32.ckpt --checkpoint-every 20 > /dev/null
+    $root/build/bin/weft-ckpt export $m/cpu_fp32.ckpt -o $m/cpu_fp32.safetensors > /dev/null
+  done
 fi
 cd $W/small
 for m in mlp gpt; do $WEFTC $m/$m.onnx --target cuda $flags -o $m/cuda 2> /dev/null; done
