@@ -56,7 +56,9 @@ Value stackRows(PatternRewriter &rewriter, Location loc, Value v) {
 /// axis the batch would have to interleave with that axis: no contiguous
 /// collapse.
 struct FoldBatchedWeightGradient : OpRewritePattern<ReduceSumOp> {
-  using OpRewritePattern::OpRewritePattern;
+  FoldBatchedWeightGradient(MLIRContext *ctx, bool narrow)
+      : OpRewritePattern(ctx), narrow(narrow) {}
+  bool narrow;
 
   LogicalResult matchAndRewrite(ReduceSumOp sum,
                                 PatternRewriter &rewriter) const override {
@@ -70,8 +72,9 @@ struct FoldBatchedWeightGradient : OpRewritePattern<ReduceSumOp> {
     if (!lhs || !rhs || lhs.getRank() != rhs.getRank())
       return rewriter.notifyMatchFailure(sum, "operands are not batched alike");
     // A narrower type rounds each batch's product before the sum; one GEMM
-    // would round once, off the reference by that type's precision.
-    if (!matmul.getType().getElementType().isF32())
+    // rounds once, off the reference by that type's precision (`narrow`).
+    Type element = matmul.getType().getElementType();
+    if (!element.isF32() && !(narrow && isa<FloatType>(element)))
       return rewriter.notifyMatchFailure(sum, "not f32");
     int64_t batchRank = lhs.getRank() - 2;
     // Same batch and same M: nothing broadcasts.
@@ -119,9 +122,12 @@ struct FoldBatchIntoRows : OpRewritePattern<MatMulOp> {
 
 struct FoldBatchIntoGemmPass
     : public weft::impl::FoldBatchIntoGemmPassBase<FoldBatchIntoGemmPass> {
+  using Base::Base;
+
   void runOnOperation() override {
     RewritePatternSet patterns(&getContext());
-    patterns.add<FoldBatchedWeightGradient, FoldBatchIntoRows>(&getContext());
+    patterns.add<FoldBatchedWeightGradient>(&getContext(), narrow);
+    patterns.add<FoldBatchIntoRows>(&getContext());
     // Folding merges the reshapes of a stacked product read stacked again.
     GreedyRewriteConfig config;
     config.setRegionSimplificationLevel(GreedySimplifyRegionLevel::Disabled);

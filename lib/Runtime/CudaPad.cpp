@@ -54,7 +54,9 @@ void detail::padCopy(const char *call, size_t elementSize, const void *src,
             dl = dstLd;
   void *from = const_cast<void *>(src), *to = dst;
   void *params[] = {&from, &sr, &sc, &sl, &to, &dr, &dc, &dl};
-  int64_t columnBlocks = std::min<int64_t>((dstCols + 255) / 256, 1024);
+  // A thread per 16 bytes of a row (CudaPad.cu).
+  int64_t chunks = (dstCols * int64_t(elementSize) + 15) / 16;
+  int64_t columnBlocks = std::min<int64_t>((chunks + 255) / 256, 1024);
   int64_t rowBlocks = std::min<int64_t>(dstRows, 65535);
   mgpuLaunchKernel(kernel, intptr_t(columnBlocks), intptr_t(rowBlocks), 1, 256,
                    1, 1, 0, nullptr, params, nullptr, 8);

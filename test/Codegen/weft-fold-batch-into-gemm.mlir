@@ -1,4 +1,6 @@
 // RUN: weft-opt %s --weft-fold-batch-into-gemm -split-input-file | FileCheck %s
+// RUN: weft-opt %s --weft-fold-batch-into-gemm=narrow=true -split-input-file \
+// RUN:   | FileCheck %s --check-prefix=NARROW
 
 // A weight gradient: the sum over the batch of a^T g is one GEMM over the
 // stacked rows.
@@ -126,11 +128,17 @@ func.func @not_a_weight_grad(%a: tensor<8x16x4xf32>, %b: tensor<1x16x6xf32>,
 // -----
 
 // Left alone in bf16: the batched form rounds each batch's product before
-// the sum.
+// the sum. With `narrow` (GPU builds) folded, rounded once.
 
 // CHECK-LABEL: func.func @bf16_weight_grad
 // CHECK-NOT: weft.reshape
 // CHECK: weft.reduce_sum
+// NARROW-LABEL: func.func @bf16_weight_grad
+// NARROW-DAG: weft.reshape %{{.*}} : tensor<8x16x4xbf16> -> tensor<128x4xbf16>
+// NARROW-DAG: weft.reshape %{{.*}} : tensor<8x16x6xbf16> -> tensor<128x6xbf16>
+// NARROW: %[[DW:.*]] = weft.matmul %{{.*}}, %{{.*}} {transpose_lhs = true} : (tensor<128x4xbf16>, tensor<128x6xbf16>) -> tensor<4x6xbf16>
+// NARROW-NOT: weft.reduce_sum
+// NARROW: return %[[DW]]
 func.func @bf16_weight_grad(%a: tensor<8x16x4xbf16>, %g: tensor<8x16x6xbf16>)
     -> tensor<4x6xbf16> {
   %p = weft.matmul %a, %g {transpose_lhs = true}

@@ -557,3 +557,58 @@ func.func @max_pool(%x: tensor<2x3x4x4xf32>) -> tensor<2x3x2x2xf32> {
       outs(%init : tensor<2x3x2x2xf32>) -> tensor<2x3x2x2xf32>
   return %r : tensor<2x3x2x2xf32>
 }
+
+// -----
+
+// A widening cast read whole by several fusible ops is cloned into each:
+// the kernel reads the bf16 tensor, and no f32 copy is written for it. The
+// GEMM, which runs apart, keeps the original.
+
+// CHECK-LABEL: func.func @widening_cast
+// CHECK-SAME: (%[[X:.*]]: tensor<64x128xbf16>, %[[W:.*]]: tensor<128x16xf32>)
+// CHECK: %[[WIDE:.*]] = scf.forall
+// CHECK: arith.extf
+// CHECK: } {weft.kernel = "fused_0"}
+// CHECK: scf.forall
+// CHECK: tensor.extract_slice %[[X]]
+// CHECK-NOT: tensor<1x128xf32>
+// CHECK: arith.extf
+// CHECK-NEXT: arith.maximumf
+// CHECK: arith.extf
+// CHECK-NEXT: arith.subf
+// CHECK: } {weft.kernel = "fused_1"}
+// CHECK: linalg.matmul ins(%[[WIDE]], %[[W]]
+#id = affine_map<(d0, d1) -> (d0, d1)>
+#row = affine_map<(d0, d1) -> (d0)>
+func.func @widening_cast(%x: tensor<64x128xbf16>, %w: tensor<128x16xf32>)
+    -> (tensor<64x128xbf16>, tensor<64x16xf32>) {
+  %ninf = arith.constant 0xFF800000 : f32
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<64x128xf32>
+  %wide = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%x : tensor<64x128xbf16>) outs(%e : tensor<64x128xf32>) {
+  ^bb0(%in: bf16, %out: f32):
+    %v = arith.extf %in : bf16 to f32
+    linalg.yield %v : f32
+  } -> tensor<64x128xf32>
+  %e1 = tensor.empty() : tensor<64xf32>
+  %m0 = linalg.fill ins(%ninf : f32) outs(%e1 : tensor<64xf32>) -> tensor<64xf32>
+  %max = linalg.generic {indexing_maps = [#id, #row], iterator_types = ["parallel", "reduction"]}
+      ins(%wide : tensor<64x128xf32>) outs(%m0 : tensor<64xf32>) {
+  ^bb0(%in: f32, %acc: f32):
+    %r = arith.maximumf %in, %acc : f32
+    linalg.yield %r : f32
+  } -> tensor<64xf32>
+  %e2 = tensor.empty() : tensor<64x128xbf16>
+  %y = linalg.generic {indexing_maps = [#id, #row, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%wide, %max : tensor<64x128xf32>, tensor<64xf32>) outs(%e2 : tensor<64x128xbf16>) {
+  ^bb0(%in: f32, %m: f32, %out: bf16):
+    %d = arith.subf %in, %m : f32
+    %t = arith.truncf %d : f32 to bf16
+    linalg.yield %t : bf16
+  } -> tensor<64x128xbf16>
+  %e3 = tensor.empty() : tensor<64x16xf32>
+  %z = linalg.fill ins(%zero : f32) outs(%e3 : tensor<64x16xf32>) -> tensor<64x16xf32>
+  %p = linalg.matmul ins(%wide, %w : tensor<64x128xf32>, tensor<128x16xf32>) outs(%z : tensor<64x16xf32>) -> tensor<64x16xf32>
+  return %y, %p : tensor<64x128xbf16>, tensor<64x16xf32>
+}
