@@ -325,8 +325,7 @@ struct FuseKernelsPass
       SmallVector<OpOperand *> readers;
       for (OpOperand &use : cast->getResult(0).getUses()) {
         auto reader = dyn_cast<linalg::LinalgOp>(use.getOwner());
-        if (reader && isFusible(reader) &&
-            reader.isDpsInput(&use) &&
+        if (reader && isFusible(reader) && reader.isDpsInput(&use) &&
             reader.getMatchingIndexingMap(&use).isIdentity())
           readers.push_back(&use);
       }
