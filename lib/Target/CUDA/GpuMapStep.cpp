@@ -15,6 +15,7 @@
 
 #include "weft/Target/CUDA/Passes.h"
 
+#include "VectorLanes.h"
 #include "ViewRoot.h"
 
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
@@ -28,6 +29,7 @@
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/SCF/Transforms/Transforms.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/Matchers.h"
 #include "mlir/IR/PatternMatch.h"
@@ -339,11 +341,47 @@ SmallVector<Value> tripCounts(OpBuilder &b, scf::ParallelOp loop) {
   return counts;
 }
 
-/// Runs `loop` with one thread per iteration.
-void launchParallel(scf::ParallelOp loop, int64_t blockSize) {
+/// The induction variables of `nest` at linear iteration `i` of `counts`
+/// (row-major), whose innermost count is in units of `lanes` iterations.
+SmallVector<Value> delinearizeNest(OpBuilder &b, Location loc,
+                                   scf::ParallelOp nest,
+                                   ArrayRef<Value> counts, Value i,
+                                   int64_t lanes) {
+  SmallVector<Value> ivs(counts.size());
+  Value rest = i;
+  for (int d = int(counts.size()) - 1; d >= 0; --d) {
+    Value idx = d == 0 ? rest : arith::RemSIOp::create(b, loc, rest, counts[d]);
+    if (d > 0)
+      rest = arith::DivSIOp::create(b, loc, rest, counts[d]);
+    Value step = nest.getStep()[d];
+    if (d == int(counts.size()) - 1 && lanes > 1)
+      step = cst(b, loc, lanes); // vectorLanes: lower bound 0, step 1
+    ivs[d] = arith::AddIOp::create(b, loc, nest.getLowerBound()[d],
+                                   arith::MulIOp::create(b, loc, idx, step));
+  }
+  return ivs;
+}
+
+/// Trip counts of `nest` with its innermost one in units of `lanes`
+/// iterations (weft::cuda::vectorLanes).
+SmallVector<Value> laneTripCounts(OpBuilder &b, scf::ParallelOp nest,
+                                  int64_t lanes) {
+  SmallVector<Value> counts = tripCounts(b, nest);
+  if (lanes > 1)
+    counts.back() = cst(
+        b, nest.getLoc(),
+        *getConstantIntValue(nest.getUpperBound().back()) / lanes);
+  return counts;
+}
+
+/// Runs `loop` with one thread per iteration, or per `lanes` consecutive
+/// innermost iterations where their loads and stores can be vectors
+/// (VectorLanes.h).
+void launchParallel(scf::ParallelOp loop, int64_t blockSize, bool vectorize) {
   OpBuilder b(loop);
   Location loc = loop.getLoc();
-  SmallVector<Value> counts = tripCounts(b, loop);
+  int64_t lanes = vectorize ? weft::cuda::vectorLanes(loop) : 1;
+  SmallVector<Value> counts = laneTripCounts(b, loop, lanes);
   Value total = cst(b, loc, 1);
   for (Value c : counts)
     total = arith::MulIOp::create(b, loc, total, c);
@@ -362,20 +400,9 @@ void launchParallel(scf::ParallelOp loop, int64_t blockSize) {
       arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, g, total);
   auto guard = scf::IfOp::create(b, loc, inRange, /*withElseRegion=*/false);
   b.setInsertionPointToStart(&guard.getThenRegion().front());
-  IRMapping map;
   // Row-major: the last dimension varies fastest across threads.
-  Value rest = g;
-  for (int i = int(counts.size()) - 1; i >= 0; --i) {
-    Value idx = i == 0 ? rest : arith::RemSIOp::create(b, loc, rest, counts[i]);
-    if (i > 0)
-      rest = arith::DivSIOp::create(b, loc, rest, counts[i]);
-    Value iv = arith::AddIOp::create(
-        b, loc, loop.getLowerBound()[i],
-        arith::MulIOp::create(b, loc, idx, loop.getStep()[i]));
-    map.map(loop.getInductionVars()[i], iv);
-  }
-  for (Operation &op : loop.getBody()->without_terminator())
-    b.clone(op, map);
+  weft::cuda::emitLanes(b, loc, loop,
+                        delinearizeNest(b, loc, loop, counts, g, lanes), lanes);
   loop.erase();
 }
 
@@ -1148,7 +1175,8 @@ SmallVector<unsigned> sharedSlots(ArrayRef<Type> types,
 /// what other threads wrote. Returns false (changing nothing) when the
 /// body holds anything else, or is a single elementwise op (a thread per
 /// element of the whole nest is better).
-FailureOr<bool> launchRowsAsBlocks(scf::ForallOp forall, int64_t maxThreads) {
+FailureOr<bool> launchRowsAsBlocks(scf::ForallOp forall, int64_t maxThreads,
+                                   bool vectorize) {
   if (!forall.getOutputs().empty() || forall.getMapping() ||
       !forall.isNormalized())
     return false;
@@ -1256,27 +1284,18 @@ FailureOr<bool> launchRowsAsBlocks(scf::ForallOp forall, int64_t maxThreads) {
       rewriter.eraseOp(linalgOp);
       auto nest = cast<scf::ParallelOp>(loops->front());
       b.setInsertionPoint(nest);
-      SmallVector<Value> counts = tripCounts(b, nest);
+      int64_t lanes = vectorize ? weft::cuda::vectorLanes(nest) : 1;
+      SmallVector<Value> counts = laneTripCounts(b, nest, lanes);
       Value total = cst(b, loc, 1);
       for (Value c : counts)
         total = arith::MulIOp::create(b, loc, total, c);
       auto strided =
           scf::ForOp::create(b, loc, tid, total, cst(b, loc, threads));
       OpBuilder in = OpBuilder::atBlockBegin(strided.getBody());
-      IRMapping inner;
-      Value rest = strided.getInductionVar();
-      for (int i = int(counts.size()) - 1; i >= 0; --i) {
-        Value idx =
-            i == 0 ? rest : arith::RemSIOp::create(in, loc, rest, counts[i]);
-        if (i > 0)
-          rest = arith::DivSIOp::create(in, loc, rest, counts[i]);
-        inner.map(nest.getInductionVars()[i],
-                  arith::AddIOp::create(
-                      in, loc, nest.getLowerBound()[i],
-                      arith::MulIOp::create(in, loc, idx, nest.getStep()[i])));
-      }
-      for (Operation &o : nest.getBody()->without_terminator())
-        in.clone(o, inner);
+      weft::cuda::emitLanes(in, loc, nest,
+                            delinearizeNest(in, loc, nest, counts,
+                                            strided.getInductionVar(), lanes),
+                            lanes);
       nest.erase();
     }
     b.setInsertionPoint(launch.getBody().front().getTerminator());
@@ -1388,7 +1407,7 @@ struct GpuMapStepPass : weft::impl::GpuMapStepPassBase<GpuMapStepPass> {
     if (rowBlocks)
       for (auto forall :
            llvm::make_early_inc_range(block.getOps<scf::ForallOp>()))
-        if (failed(launchRowsAsBlocks(forall, rowBlockSize)))
+        if (failed(launchRowsAsBlocks(forall, rowBlockSize, vectorLanes)))
           return failure();
     if (failed(lowerToLoops(f)))
       return failure();
@@ -1400,7 +1419,7 @@ struct GpuMapStepPass : weft::impl::GpuMapStepPassBase<GpuMapStepPass> {
     for (scf::ParallelOp p : nests) {
       if (p.getNumResults())
         return p.emitError("--target cuda: a parallel loop with results");
-      launchParallel(collapseNest(p), blockSize);
+      launchParallel(collapseNest(p), blockSize, vectorLanes);
     }
     for (auto loop : llvm::make_early_inc_range(block.getOps<scf::ForOp>()))
       launchColumnsOfSequentialLoop(loop, blockSize);

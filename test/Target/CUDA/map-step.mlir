@@ -1,9 +1,11 @@
-// RUN: weft-opt %s --weft-gpu-map-step --canonicalize | FileCheck %s
+// RUN: weft-opt %s --weft-gpu-map-step=vector-lanes=false --canonicalize | FileCheck %s
 // RUN: weft-opt %s --weft-gpu-map-step --gpu-kernel-outlining --weft-gpu-merge-modules | FileCheck %s --check-prefix=MERGED
-// RUN: weft-opt %s --weft-gpu-map-step=block-size=64 --canonicalize | FileCheck %s --check-prefix=B64
+// RUN: weft-opt %s --weft-gpu-map-step="block-size=64 vector-lanes=false" --canonicalize | FileCheck %s --check-prefix=B64
 
 // Each kernel function of the planned step launches its loops; the step
-// keeps address arithmetic, kernel calls and GEMM calls.
+// keeps address arithmetic, kernel calls and GEMM calls. vector-lanes=false
+// keeps a thread per iteration, as checked here; vector-lanes.mlir checks
+// the vector accesses.
 
 #id2 = affine_map<(d0, d1) -> (d0, d1)>
 #row = affine_map<(d0, d1) -> (d0)>

@@ -1,5 +1,5 @@
-// RUN: weft-opt %s --weft-gpu-map-step --canonicalize | FileCheck %s
-// RUN: weft-opt %s --weft-gpu-map-step=row-blocks=false --canonicalize | FileCheck %s --check-prefix=THREADS
+// RUN: weft-opt %s --weft-gpu-map-step=vector-lanes=false --canonicalize | FileCheck %s
+// RUN: weft-opt %s --weft-gpu-map-step="row-blocks=false vector-lanes=false" --canonicalize | FileCheck %s --check-prefix=THREADS
 
 // A row kernel with a reduction (a row's mean subtracted from it, as in
 // layer norm) runs a block per row; the threads share each op of the row.

@@ -212,6 +212,16 @@ def GpuMapStepPass : Pass<"weft-gpu-map-step", "mlir::ModuleOp"> {
        reduction as in 3., a reduction into several elements a thread
        per element, an op without loops runs on thread 0, and a barrier
        follows each op. Other kernels keep a thread per iteration (2.).
+
+       In 2. and 5. a thread takes `lanes` consecutive innermost
+       iterations instead of one (`vector-lanes`; lib/Target/CUDA/
+       VectorLanes.h): 16 bytes of the widest element that the body loads
+       or stores at the innermost index of a buffer with innermost stride
+       1, when the innermost trip count is a multiple of it and the body
+       is loads, stores and pure ops. Those accesses become one
+       `vector.load` or `vector.store` each, aligned to its size; each
+       thread checks that alignment (the buffer's aligned pointer plus
+       lane 0's offset) and otherwise runs its lanes one by one.
     6. A sequential loop around a row's parallel loop (a scatter-add:
        the embedding gradient adds each token's row into the row of its
        id, in token order) runs a thread per column, each walking the
@@ -252,12 +262,15 @@ def GpuMapStepPass : Pass<"weft-gpu-map-step", "mlir::ModuleOp"> {
            "Run a row kernel with reductions as a block per row">,
     Option<"rowBlockSize", "row-block-size", "int64_t", "256",
            "Most threads of a row's block (a power of two)">,
+    Option<"vectorLanes", "vector-lanes", "bool", "true",
+           "Give a thread 16 bytes of consecutive innermost iterations, "
+           "moved by vector loads and stores where aligned">,
   ];
   let dependentDialects = [
     "::mlir::gpu::GPUDialect", "::mlir::scf::SCFDialect",
     "::mlir::affine::AffineDialect", "::mlir::NVVM::NVVMDialect",
     "::mlir::arith::ArithDialect", "::mlir::memref::MemRefDialect",
-    "::mlir::func::FuncDialect"
+    "::mlir::func::FuncDialect", "::mlir::vector::VectorDialect"
   ];
 }
 
