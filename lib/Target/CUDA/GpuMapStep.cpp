@@ -344,9 +344,8 @@ SmallVector<Value> tripCounts(OpBuilder &b, scf::ParallelOp loop) {
 /// The induction variables of `nest` at linear iteration `i` of `counts`
 /// (row-major), whose innermost count is in units of `lanes` iterations.
 SmallVector<Value> delinearizeNest(OpBuilder &b, Location loc,
-                                   scf::ParallelOp nest,
-                                   ArrayRef<Value> counts, Value i,
-                                   int64_t lanes) {
+                                   scf::ParallelOp nest, ArrayRef<Value> counts,
+                                   Value i, int64_t lanes) {
   SmallVector<Value> ivs(counts.size());
   Value rest = i;
   for (int d = int(counts.size()) - 1; d >= 0; --d) {
@@ -368,9 +367,9 @@ SmallVector<Value> laneTripCounts(OpBuilder &b, scf::ParallelOp nest,
                                   int64_t lanes) {
   SmallVector<Value> counts = tripCounts(b, nest);
   if (lanes > 1)
-    counts.back() = cst(
-        b, nest.getLoc(),
-        *getConstantIntValue(nest.getUpperBound().back()) / lanes);
+    counts.back() =
+        cst(b, nest.getLoc(),
+            *getConstantIntValue(nest.getUpperBound().back()) / lanes);
   return counts;
 }
 

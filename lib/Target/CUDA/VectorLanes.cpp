@@ -24,9 +24,9 @@
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/IRMapping.h"
-#include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 
 using namespace mlir;
@@ -120,8 +120,7 @@ std::optional<Access> laneAccess(Operation *op, Dependences &deps) {
   a.bytes = bits / 8;
   SmallVector<int64_t> strides;
   int64_t offset;
-  if (failed(type.getStridesAndOffset(strides, offset)) ||
-      strides.back() != 1)
+  if (failed(type.getStridesAndOffset(strides, offset)) || strides.back() != 1)
     return std::nullopt;
   if (!deps.isLaneIndex(a.indices.back()) || deps.onLane(a.memref) ||
       deps.readsMemory(a.memref))
@@ -225,11 +224,10 @@ void weft::cuda::emitLanes(OpBuilder &b, Location loc, scf::ParallelOp nest,
           arith::MulIOp::create(b, loc, materialize(b, index, first, body),
                                 stride));
     Value address = arith::AddIOp::create(
-        b, loc,
-        memref::ExtractAlignedPointerAsIndexOp::create(b, loc, memref),
+        b, loc, memref::ExtractAlignedPointerAsIndexOp::create(b, loc, memref),
         arith::MulIOp::create(b, loc, linear, cst(b, loc, a.bytes)));
-    Value rest = arith::RemUIOp::create(b, loc, address,
-                                        cst(b, loc, lanes * a.bytes));
+    Value rest =
+        arith::RemUIOp::create(b, loc, address, cst(b, loc, lanes * a.bytes));
     aligned = arith::AndIOp::create(
         b, loc, aligned,
         arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, rest,
@@ -245,9 +243,9 @@ void weft::cuda::emitLanes(OpBuilder &b, Location loc, scf::ParallelOp nest,
     if (it == accesses.end()) {
       // The same in every lane (the row's scale, a subview): once. A
       // location every iteration reads, none writes (a parallel loop).
-      if (op.getNumResults() &&
-          llvm::none_of(op.getResults(),
-                        [&](Value r) { return deps.onLane(r); })) {
+      if (op.getNumResults() && llvm::none_of(op.getResults(), [&](Value r) {
+            return deps.onLane(r);
+          })) {
         Operation *once = vb.clone(op, maps[0]);
         for (int64_t v = 1; v < lanes; ++v)
           maps[v].map(op.getResults(), once->getResults());
@@ -268,9 +266,8 @@ void weft::cuda::emitLanes(OpBuilder &b, Location loc, scf::ParallelOp nest,
       Value vec = vector::LoadOp::create(vb, loc, type, memref, indices,
                                          /*nontemporal=*/false, align);
       for (int64_t v = 0; v < lanes; ++v)
-        maps[v].map(load.getResult(),
-                    vector::ExtractOp::create(vb, loc, vec,
-                                              ArrayRef<int64_t>{v}));
+        maps[v].map(load.getResult(), vector::ExtractOp::create(
+                                          vb, loc, vec, ArrayRef<int64_t>{v}));
       continue;
     }
     auto store = cast<memref::StoreOp>(op);

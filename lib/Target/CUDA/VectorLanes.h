@@ -36,8 +36,7 @@ int64_t vectorLanes(mlir::scf::ParallelOp nest);
 /// loads and stores where every such access of this thread is aligned to
 /// its size, one iteration after another otherwise.
 void emitLanes(mlir::OpBuilder &b, mlir::Location loc,
-               mlir::scf::ParallelOp nest, mlir::ValueRange ivs,
-               int64_t lanes);
+               mlir::scf::ParallelOp nest, mlir::ValueRange ivs, int64_t lanes);
 
 } // namespace weft::cuda
 
