@@ -43,6 +43,15 @@ np.save('mid/x.npy', t[:, :128].astype(np.int64)); np.save('mid/y.npy', t[:, 1:]
     $m/cpu_$p --data $m/x.npy --labels $m/y.npy --steps $steps --lr $lr --no-shuffle \
       --metrics $m/cpu_$p.jsonl > /dev/null
   done
+  # The reference evaluator's 20 steps on the same batches (the training
+  # step weftc --emit=train writes, run op by op on the host: the GPU's
+  # losses and final parameters are compared with it too).
+  for run in "mlp fp32 eval" "gpt fp32 eval" "gpt bf16 eval_bf16"; do
+    set -- $run
+    $WEFTC $1/$1.onnx --emit=train --precision $2 $flags -o $1/train_$2.mlir 2> /dev/null
+    $PY $root/test/lib/weft_train_loop.py $1/train_$2.mlir --data $1/run --steps 20 \
+      --lr 0.01 --out $1/$3 --weft-eval $root/build/bin/weft-eval > /dev/null
+  done
   # The final parameters of the 1-rank CPU runs, which the one-rank GPU
   # meshes' are compared with (bench/gpu_compare.py).
   for m in mlp gpt; do
