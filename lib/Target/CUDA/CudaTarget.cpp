@@ -106,9 +106,12 @@ void weft::buildCudaLoweringPipeline(OpPassManager &pm, StringRef entry,
   pm.addPass(memref::createExpandStridedMetadataPass());
   pm.addPass(createLowerAffinePass());
   pm.addPass(createSCFToControlFlowPass());
-  arith::ArithExpandOpsPassOptions expand;
-  expand.includeBf16 = true;
-  pm.addPass(arith::createArithExpandOpsPass(expand));
+  // bf16 conversions stay conversions: sm_80 and newer round f32 to bf16
+  // in one instruction (cvt.rn.bf16.f32, round to nearest even as the
+  // CPU's integer expansion), where that expansion is about ten integer
+  // ops per rounding, which made bf16 element-wise kernels with a rounding
+  // per op (GELU's) arithmetic-bound.
+  pm.addPass(arith::createArithExpandOpsPass());
   // PTX for the oldest architecture; ptxas compiles it for each.
   GpuNVVMAttachTargetOptions attach;
   attach.chip = "sm_" + options.ptxArch.substr(strlen("compute_"));
