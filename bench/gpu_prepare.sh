@@ -4,9 +4,10 @@
 #   bash bench/gpu_prepare.sh [--quick]
 # - the test MLP and GPT decoder (fp32, bf16) and a 2-layer d256 GPT (fp32,
 #   bf16) compiled --target cuda, their batches, and the CPU executable's
-#   losses and PyTorch's reference (in $W, /tmp/devprep: bench/gpu_compare.py
-#   reads them), packed with the runtime's CUDA unit tests into
-#   .devrun/small.tar.xz;
+#   losses, the reference evaluator's and PyTorch's (in $W, /tmp/devprep:
+#   bench/gpu_compare.py reads them), packed with the runtime's CUDA unit
+#   tests into .devrun/small.tar.xz; one-rank --mesh builds of the MLP and
+#   GPT (every collective through NCCL) among them;
 # - the kernel check's executables and CPU dumps (bench/gpu_kernel_check.sh)
 #   in .devrun/kernels.tar.xz;
 # - the GPT-2 124M bundle (bench/gpu_bundle.sh) in .devrun/gpt2.
