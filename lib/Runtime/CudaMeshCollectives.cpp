@@ -211,13 +211,8 @@ extern "C" void weft_rt_cuda_all_to_all_f32(const WeftRuntimeContext *ctx,
                                             int64_t concatInner) {
   const char *what = "all_to_all";
   NcclGroup &group = deviceGroupOf(ctx, what, axisMask);
-  if (splitOuter < 0 || splitInner < 0 || concatOuter < 0 || concatInner < 0 ||
-      splitOuter * splitInner != concatOuter * concatInner)
-    meshDie(ctx, what, axisMask,
-            "a block of " + std::to_string(splitOuter) + " x " +
-                std::to_string(splitInner) + " elements is sent and one of " +
-                std::to_string(concatOuter) + " x " +
-                std::to_string(concatInner) + " received");
+  detail::meshCheckAllToAll(ctx, axisMask, splitOuter, splitInner, concatOuter,
+                            concatInner);
   size_t n = size_t(group.comm->size()),
          block = size_t(splitOuter) * size_t(splitInner);
   // One scratch holds both regrouped sides: sent blocks, then received.
@@ -250,18 +245,8 @@ extern "C" void weft_rt_cuda_bucket_put_f32(const WeftRuntimeContext *ctx,
   NcclGroup &group = deviceGroupOf(ctx, "bucket", axisMask);
   NcclGroup::Bucket &bucket = detail::meshBucket(ctx, axisMask, group.buckets, id);
   const char *what = bucketWhat(kind);
-  if (bucket.inFlight)
-    meshDie(ctx, what, axisMask,
-            "bucket " + std::to_string(id) +
-                " is filled again before its results were taken");
-  if (kind < kAllReduce || kind > kAllGather || offset < 0 || outer < 0 ||
-      inner < 0 || offset + outer * inner > region)
-    meshDie(ctx, what, axisMask,
-            "member at " + std::to_string(offset) + " of " +
-                std::to_string(outer * inner) +
-                " elements does not fit bucket " + std::to_string(id) + " (" +
-                std::to_string(region) + " elements, kind " +
-                std::to_string(kind) + ")");
+  detail::meshCheckBucketPut(ctx, axisMask, id, bucket.inFlight, kind, region,
+                             offset, outer, inner);
   // A reduce-scatter's input holds every rank's block; the others' only
   // this rank's.
   size_t n = kind == kReduceScatter ? size_t(group.comm->size()) : 1;
@@ -283,11 +268,10 @@ extern "C" void weft_rt_cuda_bucket_start(const WeftRuntimeContext *ctx,
   NcclGroup::Bucket &bucket = detail::meshBucket(ctx, axisMask, group.buckets, id);
   const char *what = bucketWhat(kind);
   size_t n = size_t(group.comm->size());
-  if (bucket.inFlight || !bucket.filled || bucket.region != region ||
-      bucket.kind != kind)
-    meshDie(ctx, what, axisMask,
-            "bucket " + std::to_string(id) +
-                " starts without its members, or twice");
+  detail::meshCheckBucketStart(ctx, axisMask, id, kind,
+                               !bucket.inFlight && bucket.filled &&
+                                   bucket.region == region &&
+                                   bucket.kind == kind);
   auto *data = static_cast<float *>(bucket.data.ptr);
   meshCheck(ctx, what, axisMask, group.queue->follow(ctx->stream));
   auto *result = static_cast<float *>(
@@ -326,12 +310,8 @@ extern "C" void weft_rt_cuda_bucket_get_f32(const WeftRuntimeContext *ctx,
   const auto *from = static_cast<const float *>(
       bucket.kind == kAllReduce ? bucket.data.ptr : bucket.result.ptr);
   size_t region = size_t(bucket.region);
-  if (!from || offset < 0 || outer < 0 || inner < 0 ||
-      size_t(offset) + block > region)
-    meshDie(ctx, what, axisMask,
-            "bucket " + std::to_string(id) + " has no result at " +
-                std::to_string(offset) + " of " + std::to_string(block) +
-                " elements (was it started?)");
+  detail::meshCheckBucketGet(ctx, axisMask, id, bucket.kind, from != nullptr,
+                             offset, outer, inner, region);
   // Rank g's block sits at g * region of a gathered result.
   copyBlocksOnDevice(
       ctx, what, axisMask,

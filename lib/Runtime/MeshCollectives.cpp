@@ -441,13 +441,8 @@ extern "C" void weft_rt_all_to_all_f32(const WeftRuntimeContext *ctx,
                                        int64_t splitInner, int64_t concatOuter,
                                        int64_t concatInner) {
   AxisGroup &group = meshGroup(ctx, "all_to_all", axisMask);
-  if (splitOuter < 0 || splitInner < 0 || concatOuter < 0 || concatInner < 0 ||
-      splitOuter * splitInner != concatOuter * concatInner)
-    meshDie(ctx, "all_to_all", axisMask,
-        "a block of " + std::to_string(splitOuter) + " x " +
-            std::to_string(splitInner) + " elements is sent and one of " +
-            std::to_string(concatOuter) + " x " + std::to_string(concatInner) +
-            " received");
+  detail::meshCheckAllToAll(ctx, axisMask, splitOuter, splitInner, concatOuter,
+                            concatInner);
   size_t n = size_t(group.comm->size()),
          block = size_t(splitOuter) * size_t(splitInner);
   // The communicator sends and receives whole blocks in rank order
@@ -563,17 +558,8 @@ extern "C" void weft_rt_bucket_put_f32(const WeftRuntimeContext *ctx,
                                        int64_t outer, int64_t inner) {
   AxisGroup &group = meshGroup(ctx, "bucket", axisMask);
   AxisGroup::Bucket &bucket = detail::meshBucket(ctx, axisMask, group.buckets, id);
-  if (bucket.inFlight)
-    meshDie(ctx, bucketWhat(kind), axisMask,
-        "bucket " + std::to_string(id) +
-            " is filled again before its results were taken");
-  if (kind < kAllReduce || kind > kAllGather || offset < 0 || outer < 0 ||
-      inner < 0 || offset + outer * inner > region)
-    meshDie(ctx, bucketWhat(kind), axisMask,
-        "member at " + std::to_string(offset) + " of " +
-            std::to_string(outer * inner) + " elements does not fit bucket " +
-            std::to_string(id) + " (" + std::to_string(region) +
-            " elements, kind " + std::to_string(kind) + ")");
+  detail::meshCheckBucketPut(ctx, axisMask, id, bucket.inFlight, kind, region,
+                             offset, outer, inner);
   // A reduce-scatter's input holds every rank's block; the others' only
   // this rank's.
   size_t n = kind == kReduceScatter ? size_t(group.comm->size()) : 1;
@@ -589,10 +575,8 @@ extern "C" void weft_rt_bucket_start(const WeftRuntimeContext *ctx,
   AxisGroup::Bucket &bucket = detail::meshBucket(ctx, axisMask, group.buckets, id);
   size_t n = size_t(group.comm->size());
   size_t filled = kind == kReduceScatter ? n * size_t(region) : size_t(region);
-  if (bucket.inFlight || bucket.data.size() != filled)
-    meshDie(ctx, bucketWhat(kind), axisMask,
-        "bucket " + std::to_string(id) +
-            " starts without its members, or twice");
+  detail::meshCheckBucketStart(ctx, axisMask, id, kind,
+                               !bucket.inFlight && bucket.data.size() == filled);
   bucket.kind = kind;
   switch (kind) {
   case kReduceScatter:
@@ -628,12 +612,8 @@ extern "C" void weft_rt_bucket_get_f32(const WeftRuntimeContext *ctx,
   const std::vector<float> &from =
       bucket.kind == kAllReduce ? bucket.data : bucket.result;
   size_t region = gather ? from.size() / n : from.size();
-  if (offset < 0 || outer < 0 || inner < 0 ||
-      size_t(offset) + block > region)
-    meshDie(ctx, bucketWhat(bucket.kind), axisMask,
-        "bucket " + std::to_string(id) + " has no result at " +
-            std::to_string(offset) + " of " + std::to_string(block) +
-            " elements (was it started?)");
+  detail::meshCheckBucketGet(ctx, axisMask, id, bucket.kind, true, offset,
+                             outer, inner, region);
   if (!gather) {
     std::memcpy(out, from.data() + offset, block * sizeof(float));
     return;

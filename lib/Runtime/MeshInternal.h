@@ -54,6 +54,65 @@ inline void meshCheck(const WeftRuntimeContext *ctx, const char *what,
     meshDie(ctx, what, axisMask, s.message);
 }
 
+/// An all_to_all sends blocks of splitOuter x splitInner elements and
+/// receives blocks of concatOuter x concatInner: the same size.
+inline void meshCheckAllToAll(const WeftRuntimeContext *ctx, int64_t axisMask,
+                              int64_t splitOuter, int64_t splitInner,
+                              int64_t concatOuter, int64_t concatInner) {
+  if (splitOuter < 0 || splitInner < 0 || concatOuter < 0 || concatInner < 0 ||
+      splitOuter * splitInner != concatOuter * concatInner)
+    meshDie(ctx, "all_to_all", axisMask,
+            "a block of " + std::to_string(splitOuter) + " x " +
+                std::to_string(splitInner) + " elements is sent and one of " +
+                std::to_string(concatOuter) + " x " +
+                std::to_string(concatInner) + " received");
+}
+
+/// A member put into bucket `id` (weft_rt_bucket_put_f32): the bucket is
+/// not in flight, its kind is known and the member lies in its region.
+inline void meshCheckBucketPut(const WeftRuntimeContext *ctx, int64_t axisMask,
+                               int64_t id, bool inFlight, int64_t kind,
+                               int64_t region, int64_t offset, int64_t outer,
+                               int64_t inner) {
+  if (inFlight)
+    meshDie(ctx, bucketWhat(kind), axisMask,
+            "bucket " + std::to_string(id) +
+                " is filled again before its results were taken");
+  if (kind < kAllReduce || kind > kAllGather || offset < 0 || outer < 0 ||
+      inner < 0 || offset + outer * inner > region)
+    meshDie(ctx, bucketWhat(kind), axisMask,
+            "member at " + std::to_string(offset) + " of " +
+                std::to_string(outer * inner) +
+                " elements does not fit bucket " + std::to_string(id) + " (" +
+                std::to_string(region) + " elements, kind " +
+                std::to_string(kind) + ")");
+}
+
+/// Bucket `id` starts with its members in (`ready`), once.
+inline void meshCheckBucketStart(const WeftRuntimeContext *ctx,
+                                 int64_t axisMask, int64_t id, int64_t kind,
+                                 bool ready) {
+  if (!ready)
+    meshDie(ctx, bucketWhat(kind), axisMask,
+            "bucket " + std::to_string(id) +
+                " starts without its members, or twice");
+}
+
+/// A read of `block` elements at `offset` of bucket `id`'s result of
+/// `region` elements (per rank), which exists when `started`.
+inline void meshCheckBucketGet(const WeftRuntimeContext *ctx, int64_t axisMask,
+                               int64_t id, int64_t kind, bool started,
+                               int64_t offset, int64_t outer, int64_t inner,
+                               size_t region) {
+  if (!started || offset < 0 || outer < 0 || inner < 0 ||
+      size_t(offset) + size_t(outer) * size_t(inner) > region)
+    meshDie(ctx, bucketWhat(kind), axisMask,
+            "bucket " + std::to_string(id) + " has no result at " +
+                std::to_string(offset) + " of " +
+                std::to_string(size_t(outer) * size_t(inner)) +
+                " elements (was it started?)");
+}
+
 /// Bucket `id` of `buckets` (the host's or the GPU's), made on first use;
 /// ids are small and dense, so one above 2^20 ends the process.
 template <typename Bucket>

@@ -279,11 +279,6 @@ private:
   std::thread thread;
 };
 
-/// One mesh-axis group as generated code reaches it (WeftAxisComm::comm
-/// points to one): its communicator, the thread every collective of the
-/// group runs on (so that two never use the communicator at once, and all
-/// ranks run them in program order), and the buckets of reductions a step
-/// sends while it computes (--weft-bucket-collectives).
 /// A group's collectives on a device (lib/Runtime/CudaMeshCollectives.cpp):
 /// its NCCL communicator and the device buffers its collectives use.
 struct DeviceGroup {
@@ -292,6 +287,11 @@ struct DeviceGroup {
   virtual Status finish() = 0;
 };
 
+/// One mesh-axis group as generated code reaches it (WeftAxisComm::comm
+/// points to one): its communicator, the thread every collective of the
+/// group runs on (so that two never use the communicator at once, and all
+/// ranks run them in program order), and the buckets of reductions a step
+/// sends while it computes (--weft-bucket-collectives).
 struct AxisGroup {
   struct Bucket {
     /// The members' inputs side by side; for a reduce-scatter one region

@@ -341,22 +341,40 @@ SmallVector<Value> tripCounts(OpBuilder &b, scf::ParallelOp loop) {
   return counts;
 }
 
-/// The induction variables of `nest` at linear iteration `i` of `counts`
-/// (row-major), whose innermost count is in units of `lanes` iterations.
+/// The indices of linear iteration `i` (row-major) of a space of `counts`.
+SmallVector<Value> delinearize(OpBuilder &b, Location loc, Value i,
+                               ArrayRef<Value> counts) {
+  SmallVector<Value> idx(counts.size());
+  Value rest = i;
+  for (int d = int(counts.size()) - 1; d >= 0; --d) {
+    idx[d] = d == 0 ? rest : arith::RemSIOp::create(b, loc, rest, counts[d]);
+    if (d > 0)
+      rest = arith::DivSIOp::create(b, loc, rest, counts[d]);
+  }
+  return idx;
+}
+
+/// The same for constant `ranges`.
+SmallVector<Value> delinearize(OpBuilder &b, Location loc, Value i,
+                               ArrayRef<int64_t> ranges) {
+  SmallVector<Value> counts;
+  for (int64_t r : ranges)
+    counts.push_back(cst(b, loc, r));
+  return delinearize(b, loc, i, counts);
+}
+
+/// The induction variables of `nest` at linear iteration `i` of `counts`,
+/// whose innermost count is in units of `lanes` iterations.
 SmallVector<Value> delinearizeNest(OpBuilder &b, Location loc,
                                    scf::ParallelOp nest, ArrayRef<Value> counts,
                                    Value i, int64_t lanes) {
-  SmallVector<Value> ivs(counts.size());
-  Value rest = i;
-  for (int d = int(counts.size()) - 1; d >= 0; --d) {
-    Value idx = d == 0 ? rest : arith::RemSIOp::create(b, loc, rest, counts[d]);
-    if (d > 0)
-      rest = arith::DivSIOp::create(b, loc, rest, counts[d]);
+  SmallVector<Value> ivs = delinearize(b, loc, i, counts);
+  for (size_t d = 0; d < ivs.size(); ++d) {
     Value step = nest.getStep()[d];
-    if (d == int(counts.size()) - 1 && lanes > 1)
+    if (d + 1 == ivs.size() && lanes > 1)
       step = cst(b, loc, lanes); // vectorLanes: lower bound 0, step 1
     ivs[d] = arith::AddIOp::create(b, loc, nest.getLowerBound()[d],
-                                   arith::MulIOp::create(b, loc, idx, step));
+                                   arith::MulIOp::create(b, loc, ivs[d], step));
   }
   return ivs;
 }
@@ -472,20 +490,6 @@ std::optional<ElementReduction> matchElementReduction(linalg::GenericOp op,
   }
   red.total = total;
   return red;
-}
-
-/// The values of `op`'s loop indices for linear iteration `i` (row-major).
-SmallVector<Value> delinearize(OpBuilder &b, Location loc, Value i,
-                               ArrayRef<int64_t> ranges) {
-  SmallVector<Value> ivs(ranges.size());
-  Value rest = i;
-  for (int d = int(ranges.size()) - 1; d >= 0; --d) {
-    Value size = cst(b, loc, ranges[d]);
-    ivs[d] = d == 0 ? rest : arith::RemSIOp::create(b, loc, rest, size);
-    if (d > 0)
-      rest = arith::DivSIOp::create(b, loc, rest, size);
-  }
-  return ivs;
 }
 
 /// `op`'s operand `operand` indexed at `ivs` through its indexing map.

@@ -149,15 +149,23 @@ Value materialize(OpBuilder &b, Value v, IRMapping &map, Block *body) {
   return map.lookup(v);
 }
 
+/// Emits at `b` one iteration of `body`, its induction variables `nestIvs`
+/// at `ivs`.
+void cloneIteration(OpBuilder &b, Block *body, ArrayRef<Value> nestIvs,
+                    ValueRange ivs) {
+  IRMapping map;
+  map.map(nestIvs, ivs);
+  for (Operation &op : body->without_terminator())
+    b.clone(op, map);
+}
+
 } // namespace
 
 int64_t weft::cuda::vectorLanes(scf::ParallelOp nest) {
-  auto isConstant = [](Value v, int64_t c) {
-    return getConstantIntValue(v) == std::optional<int64_t>(c);
-  };
   if (!llvm::all_of(nest.getLowerBound(),
-                    [&](Value v) { return isConstant(v, 0); }) ||
-      !llvm::all_of(nest.getStep(), [&](Value v) { return isConstant(v, 1); }))
+                    [](Value v) { return isConstantIntValue(v, 0); }) ||
+      !llvm::all_of(nest.getStep(),
+                    [](Value v) { return isConstantIntValue(v, 1); }))
     return 1;
   std::optional<int64_t> extent =
       getConstantIntValue(nest.getUpperBound().back());
@@ -186,10 +194,7 @@ void weft::cuda::emitLanes(OpBuilder &b, Location loc, scf::ParallelOp nest,
   // A copy: the op hands its induction variables out as a temporary.
   SmallVector<Value> nestIvs(nest.getInductionVars());
   if (lanes == 1) {
-    IRMapping map;
-    map.map(nestIvs, ivs);
-    for (Operation &op : body->without_terminator())
-      b.clone(op, map);
+    cloneIteration(b, body, nestIvs, ivs);
     return;
   }
   // Each lane's induction variables.
@@ -237,7 +242,6 @@ void weft::cuda::emitLanes(OpBuilder &b, Location loc, scf::ParallelOp nest,
 
   // Vector accesses, the other ops once per lane.
   OpBuilder vb = ifOp.getThenBodyBuilder();
-  SmallVector<IRMapping> maps(laneMaps);
   for (Operation &op : body->without_terminator()) {
     auto it = accesses.find(&op);
     if (it == accesses.end()) {
@@ -246,33 +250,33 @@ void weft::cuda::emitLanes(OpBuilder &b, Location loc, scf::ParallelOp nest,
       if (op.getNumResults() && llvm::none_of(op.getResults(), [&](Value r) {
             return deps.onLane(r);
           })) {
-        Operation *once = vb.clone(op, maps[0]);
+        Operation *once = vb.clone(op, laneMaps[0]);
         for (int64_t v = 1; v < lanes; ++v)
-          maps[v].map(op.getResults(), once->getResults());
+          laneMaps[v].map(op.getResults(), once->getResults());
         continue;
       }
-      for (IRMapping &map : maps)
+      for (IRMapping &map : laneMaps)
         vb.clone(op, map);
       continue;
     }
     const Access &a = it->second;
     auto type = VectorType::get({lanes}, a.element);
-    Value memref = maps[0].lookupOrDefault(a.memref);
+    Value memref = laneMaps[0].lookupOrDefault(a.memref);
     SmallVector<Value> indices;
     for (Value index : a.indices)
-      indices.push_back(maps[0].lookupOrDefault(index));
+      indices.push_back(laneMaps[0].lookupOrDefault(index));
     llvm::MaybeAlign align(lanes * a.bytes);
     if (auto load = dyn_cast<memref::LoadOp>(op)) {
       Value vec = vector::LoadOp::create(vb, loc, type, memref, indices,
                                          /*nontemporal=*/false, align);
       for (int64_t v = 0; v < lanes; ++v)
-        maps[v].map(load.getResult(), vector::ExtractOp::create(
+        laneMaps[v].map(load.getResult(), vector::ExtractOp::create(
                                           vb, loc, vec, ArrayRef<int64_t>{v}));
       continue;
     }
     auto store = cast<memref::StoreOp>(op);
     SmallVector<Value> elements;
-    for (IRMapping &map : maps)
+    for (IRMapping &map : laneMaps)
       elements.push_back(map.lookupOrDefault(store.getValueToStore()));
     Value vec = vector::FromElementsOp::create(vb, loc, type, elements);
     vector::StoreOp::create(vb, loc, vec, memref, indices,
@@ -288,8 +292,5 @@ void weft::cuda::emitLanes(OpBuilder &b, Location loc, scf::ParallelOp nest,
   SmallVector<Value> laneIvs(ivs);
   laneIvs.back() =
       arith::AddIOp::create(lb, loc, ivs.back(), loop.getInductionVar());
-  IRMapping map;
-  map.map(nestIvs, laneIvs);
-  for (Operation &op : body->without_terminator())
-    lb.clone(op, map);
+  cloneIteration(lb, body, nestIvs, laneIvs);
 }
