@@ -576,7 +576,8 @@ extern "C" void weft_rt_bucket_start(const WeftRuntimeContext *ctx,
   size_t n = size_t(group.comm->size());
   size_t filled = kind == kReduceScatter ? n * size_t(region) : size_t(region);
   detail::meshCheckBucketStart(ctx, axisMask, id, kind,
-                               !bucket.inFlight && bucket.data.size() == filled);
+                               !bucket.inFlight &&
+                                   bucket.data.size() == filled);
   bucket.kind = kind;
   switch (kind) {
   case kReduceScatter:

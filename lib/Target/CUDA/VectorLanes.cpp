@@ -270,8 +270,9 @@ void weft::cuda::emitLanes(OpBuilder &b, Location loc, scf::ParallelOp nest,
       Value vec = vector::LoadOp::create(vb, loc, type, memref, indices,
                                          /*nontemporal=*/false, align);
       for (int64_t v = 0; v < lanes; ++v)
-        laneMaps[v].map(load.getResult(), vector::ExtractOp::create(
-                                          vb, loc, vec, ArrayRef<int64_t>{v}));
+        laneMaps[v].map(
+            load.getResult(),
+            vector::ExtractOp::create(vb, loc, vec, ArrayRef<int64_t>{v}));
       continue;
     }
     auto store = cast<memref::StoreOp>(op);
