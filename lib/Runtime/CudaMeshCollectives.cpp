@@ -310,8 +310,9 @@ extern "C" void weft_rt_cuda_bucket_get_f32(const WeftRuntimeContext *ctx,
   const auto *from = static_cast<const float *>(
       bucket.kind == kAllReduce ? bucket.data.ptr : bucket.result.ptr);
   size_t region = size_t(bucket.region);
-  detail::meshCheckBucketGet(ctx, axisMask, id, bucket.kind, from != nullptr,
-                             offset, outer, inner, region);
+  detail::meshCheckBucketGet(ctx, axisMask, id, bucket.kind,
+                             from && !bucket.filled, offset, outer, inner,
+                             region);
   // Rank g's block sits at g * region of a gathered result.
   copyBlocksOnDevice(
       ctx, what, axisMask,

@@ -564,6 +564,7 @@ extern "C" void weft_rt_bucket_put_f32(const WeftRuntimeContext *ctx,
   // this rank's.
   size_t n = kind == kReduceScatter ? size_t(group.comm->size()) : 1;
   bucket.data.resize(n * size_t(region));
+  bucket.started = false;
   blocksByRank(in, n, outer, inner, bucket.data.data() + offset,
                size_t(region));
 }
@@ -576,7 +577,7 @@ extern "C" void weft_rt_bucket_start(const WeftRuntimeContext *ctx,
   size_t n = size_t(group.comm->size());
   size_t filled = kind == kReduceScatter ? n * size_t(region) : size_t(region);
   detail::meshCheckBucketStart(ctx, axisMask, id, kind,
-                               !bucket.inFlight &&
+                               !bucket.inFlight && !bucket.started &&
                                    bucket.data.size() == filled);
   bucket.kind = kind;
   switch (kind) {
@@ -595,6 +596,7 @@ extern "C" void weft_rt_bucket_start(const WeftRuntimeContext *ctx,
         group.thread->allReduceSum(bucket.data.data(), size_t(region));
   }
   bucket.inFlight = true;
+  bucket.started = true;
 }
 
 extern "C" void weft_rt_bucket_get_f32(const WeftRuntimeContext *ctx,
@@ -613,8 +615,8 @@ extern "C" void weft_rt_bucket_get_f32(const WeftRuntimeContext *ctx,
   const std::vector<float> &from =
       bucket.kind == kAllReduce ? bucket.data : bucket.result;
   size_t region = gather ? from.size() / n : from.size();
-  detail::meshCheckBucketGet(ctx, axisMask, id, bucket.kind, true, offset,
-                             outer, inner, region);
+  detail::meshCheckBucketGet(ctx, axisMask, id, bucket.kind, bucket.started,
+                             offset, outer, inner, region);
   if (!gather) {
     std::memcpy(out, from.data() + offset, block * sizeof(float));
     return;

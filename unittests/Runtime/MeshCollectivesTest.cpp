@@ -422,6 +422,55 @@ TEST(MeshCollectivesTest, DeadPeerIsAnErrorNamingTheCollective) {
       << err;
 }
 
+TEST(MeshCollectivesTest, MisusedBucketsAndBlocksEndTheRankSayingWhy) {
+  // The checks the host's and the GPU's versions share (MeshInternal.h).
+  struct Case {
+    const char *name, *expected;
+    std::function<void(const WeftRuntimeContext *)> call;
+  };
+  float in[8] = {}, out[8];
+  std::vector<Case> cases = {
+      {"a member past its bucket",
+       "bucketed all_reduce over mesh axis dp failed: member at 4 of 2 "
+       "elements does not fit bucket 0 (5 elements, kind 0)",
+       [&](const WeftRuntimeContext *ctx) {
+         weft_rt_bucket_put_f32(ctx, 1, 0, 0, 5, 4, in, 1, 2);
+       }},
+      {"a start without members",
+       "bucketed all_gather over mesh axis dp failed: bucket 3 starts "
+       "without its members, or twice",
+       [&](const WeftRuntimeContext *ctx) {
+         weft_rt_bucket_start(ctx, 1, 3, 2, 4);
+       }},
+      {"a read before the start",
+       "bucket 0 has no result at 0 of 2 elements (was it started?)",
+       [&](const WeftRuntimeContext *ctx) {
+         weft_rt_bucket_put_f32(ctx, 1, 0, 0, 2, 0, in, 1, 2);
+         weft_rt_bucket_get_f32(ctx, 1, 0, 0, out, 1, 2);
+       }},
+      {"blocks of two sizes",
+       "all_to_all over mesh axis dp failed: a block of 2 x 2 elements is "
+       "sent and one of 3 x 1 received",
+       [&](const WeftRuntimeContext *ctx) {
+         weft_rt_all_to_all_f32(ctx, 1, in, out, 2, 2, 3, 1);
+       }},
+  };
+  for (const Case &c : cases) {
+    int port = freePort();
+    std::vector<std::string> errs;
+    std::vector<int> codes = runRanks(1, [&](int rank) {
+      RuntimeContext context(launchOf(rank, 1, port), 1);
+      if (!context.joinMesh({{"dp", 1}}, 20s).ok())
+        return 2;
+      c.call(context.get());
+      return 0; // Not reached: the call exits.
+    }, &errs);
+    EXPECT_EQ(codes[0], 1) << c.name << ": " << errs[0];
+    EXPECT_NE(errs[0].find(c.expected), std::string::npos)
+        << c.name << ": " << errs[0];
+  }
+}
+
 TEST(MeshCollectivesTest, SendAndRecvBetweenPipelineStages) {
   // dp=2 x pp=2 on 4 ranks, rank = 2 * dp + pp: stage 0 of each dp replica
   // sends its activations to stage 1 of the same replica (peer 1 on pp,

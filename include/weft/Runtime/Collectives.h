@@ -303,6 +303,9 @@ struct AxisGroup {
     /// 0 all-reduce, 1 reduce-scatter, 2 all-gather.
     int64_t kind = 0;
     bool inFlight = false;
+    /// Started since its last member was put: its result may be read (and
+    /// it may not start again).
+    bool started = false;
     CommThread::Ticket ticket = 0;
   };
 
