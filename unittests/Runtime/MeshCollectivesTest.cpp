@@ -458,13 +458,16 @@ TEST(MeshCollectivesTest, MisusedBucketsAndBlocksEndTheRankSayingWhy) {
   for (const Case &c : cases) {
     int port = freePort();
     std::vector<std::string> errs;
-    std::vector<int> codes = runRanks(1, [&](int rank) {
-      RuntimeContext context(launchOf(rank, 1, port), 1);
-      if (!context.joinMesh({{"dp", 1}}, 20s).ok())
-        return 2;
-      c.call(context.get());
-      return 0; // Not reached: the call exits.
-    }, &errs);
+    std::vector<int> codes = runRanks(
+        1,
+        [&](int rank) {
+          RuntimeContext context(launchOf(rank, 1, port), 1);
+          if (!context.joinMesh({{"dp", 1}}, 20s).ok())
+            return 2;
+          c.call(context.get());
+          return 0; // Not reached: the call exits.
+        },
+        &errs);
     EXPECT_EQ(codes[0], 1) << c.name << ": " << errs[0];
     EXPECT_NE(errs[0].find(c.expected), std::string::npos)
         << c.name << ": " << errs[0];
