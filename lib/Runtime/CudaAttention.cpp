@@ -117,9 +117,16 @@ void launch(const char *call, Kind kind, const Shape &shape, int64_t ownRows,
   detail::requireInitialized(call, name);
   void *function = mgpuModuleGetFunction(attentionModule(call), name);
   layout::Layout l = layout::Layout::of(elementBytes, shape.dp);
-  int sharedBytes = kind == Kind::Forward    ? l.forward()
-                    : kind == Kind::GradKeys ? l.gradKeys()
-                                             : l.gradQueries();
+  using R = layout::RegisterLayout;
+  int sharedBytes;
+  if (layout::inRegisters(elementBytes, shape.dp))
+    sharedBytes = kind == Kind::Forward    ? R::forward
+                  : kind == Kind::GradKeys ? R::gradKeys
+                                           : R::gradQueries;
+  else
+    sharedBytes = kind == Kind::Forward    ? l.forward()
+                  : kind == Kind::GradKeys ? l.gradKeys()
+                                           : l.gradQueries();
   if (sharedBytes > detail::sharedMemoryOptIn())
     detail::fatal(call, std::string(name) + " needs " +
                             std::to_string(sharedBytes) +

@@ -22,12 +22,15 @@
 // does it in one, adding dQ with atomics; the sum's order would then depend
 // on timing, and Weft's steps give the same bits every run.
 //
-// Products: bf16 operands use tensor cores (WMMA 16x16x16, f32
-// accumulation); P and dS are rounded to bf16 for theirs, as every bf16
-// flash kernel does. f32 operands use plain FMAs in the CPU's precision:
-// f32 training matches the CPU executable to 1e-4, which TF32 would not.
-// The backward's dK, dV and dQ accumulate in registers; the forward's
-// output, which each step rescales row by row, in shared memory.
+// Products: bf16 operands use tensor cores (f32 accumulation); P and dS
+// are rounded to bf16 for theirs, as every bf16 flash kernel does. Heads
+// up to 64 wide (GPT's) keep scores, probabilities and accumulators in
+// registers (mma.sync, the `mma` kernels below); wider bf16 heads use WMMA
+// 16x16x16 through shared-memory tiles. f32 operands use plain FMAs in the
+// CPU's precision: f32 training matches the CPU executable to 1e-4, which
+// TF32 would not. In the shared-memory kernels the backward's dK, dV and dQ
+// accumulate in registers; the forward's output, which each step rescales
+// row by row, in shared memory.
 //
 //===----------------------------------------------------------------------===//
 
@@ -513,6 +516,463 @@ gradQueries(int t, int s, int d, int dv, float scale, bool causal, int blocks,
   storeTile<DP>(dq, stage, ldA, q0, t, d, scale);
 }
 
+//===----------------------------------------------------------------------===//
+// bf16 heads up to 64 wide: products in registers (mma.sync)
+//===----------------------------------------------------------------------===//
+//
+// GPT-style heads (64 wide) take these kernels instead of the WMMA ones
+// above, FlashAttention-2's way: a warp owns 16 rows and keeps its
+// operands, its scores and its accumulators in registers, as mma.sync's
+// m16n8k16 fragments, whose element-to-thread layout PTX defines (WMMA's
+// is opaque, so scores had to go through shared memory to be softmaxed).
+// A score tile's accumulator is laid out exactly as the A operand of the
+// next product, so P and dS go from the softmax into the next mma without
+// leaving the thread. Shared memory holds only the tiles all four warps
+// read (the other side's 64 rows), loaded with cp.async into two stages:
+// the next tile's copy runs while the current one is multiplied.
+//
+// Fragments (m16n8k16, PTX ISA "Matrix Fragments for mma.m16n8k16"), with
+// g = lane / 4 and c = lane % 4: the accumulator of a 16x8 tile is
+// {(g, 2c), (g, 2c+1), (g+8, 2c), (g+8, 2c+1)}; A (16x16) is four pairs,
+// (g, 2c..), (g+8, 2c..), (g, 2c+8..), (g+8, 2c+8..); B (16x8, k by n) is
+// two pairs along k, (2c.., g) and (2c+8.., g). ldmatrix reads them from
+// shared memory: four 8x8 matrices, lane l naming row l % 8 of matrix
+// l / 8; `.trans` hands out the transpose, B from a [k][n] tile.
+
+namespace mma {
+
+constexpr int kLd = RegisterLayout::kLd;
+constexpr int kTile = kRows * kLd; ///< Elements of a tile.
+constexpr int kChunks = 4;            ///< 64 columns as four k-steps of 16.
+constexpr int kTiles = 8;             ///< 64 columns as eight n-tiles of 8.
+
+using Frag = uint32_t[4]; ///< An A operand: 16x16 bf16.
+using Acc = float[4];     ///< An accumulator: 16x8 f32.
+
+__device__ __forceinline__ int lane() { return threadIdx.x % 32; }
+__device__ __forceinline__ int warp() { return threadIdx.x / 32; }
+
+__device__ __forceinline__ uint32_t sharedAddress(const void *p) {
+  return static_cast<uint32_t>(__cvta_generic_to_shared(p));
+}
+
+/// c += a b on tensor cores, f32 accumulation.
+__device__ __forceinline__ void mma(Acc &c, const Frag &a, uint32_t b0,
+                                    uint32_t b1) {
+  asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 "
+               "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+               "{%0, %1, %2, %3};\n"
+               : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0),
+                 "r"(b1));
+}
+
+template <bool Trans>
+__device__ __forceinline__ void ldmatrix(uint32_t (&r)[4], const bf16 *p) {
+  if (Trans)
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 "
+                 "{%0, %1, %2, %3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(sharedAddress(p)));
+  else
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 "
+                 "{%0, %1, %2, %3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(sharedAddress(p)));
+}
+
+/// The A operands of rows row0..row0+15 of a [64][kLd] tile, all 64
+/// columns: four k-steps.
+__device__ __forceinline__ void loadRows(Frag (&a)[kChunks], const bf16 *tile,
+                                         int row0) {
+  const int l = lane();
+#pragma unroll
+  for (int kc = 0; kc < kChunks; ++kc) {
+    uint32_t r[4];
+    ldmatrix<false>(r, tile + (row0 + l % 8 + (l / 8) % 2 * 8) * kLd +
+                           kc * 16 + l / 16 * 8);
+#pragma unroll
+    for (int i = 0; i < 4; ++i)
+      a[kc][i] = r[i];
+  }
+}
+
+/// acc[n] = a op(B) over 64 columns of n (eight n-tiles), summing the
+/// four k-steps of `a`. NK: B's tile is [n][k] (a row per output column:
+/// the keys of Q K^T); otherwise [k][n] (P V), read transposed.
+template <bool NK>
+__device__ __forceinline__ void product(Acc (&acc)[kTiles],
+                                        const Frag (&a)[kChunks],
+                                        const bf16 *b) {
+  const int l = lane();
+#pragma unroll
+  for (int kc = 0; kc < kChunks; ++kc)
+#pragma unroll
+    for (int np = 0; np < kTiles / 2; ++np) {
+      uint32_t r[4];
+      if (NK) // Matrices: (n 0-7, k 0-7), (n 0-7, k 8-15), (n 8-15, ...).
+        ldmatrix<false>(r, b + (np * 16 + l % 8 + l / 16 * 8) * kLd +
+                               kc * 16 + (l / 8) % 2 * 8);
+      else // (k 0-7, n 0-7), (k 8-15, n 0-7), (k 0-7, n 8-15), ...
+        ldmatrix<true>(r, b + (kc * 16 + l % 8 + (l / 8) % 2 * 8) * kLd +
+                              np * 16 + l / 16 * 8);
+      mma(acc[2 * np], a[kc], r[0], r[1]);
+      mma(acc[2 * np + 1], a[kc], r[2], r[3]);
+    }
+}
+
+__device__ __forceinline__ void zero(Acc (&acc)[kTiles]) {
+#pragma unroll
+  for (int n = 0; n < kTiles; ++n)
+#pragma unroll
+    for (int i = 0; i < 4; ++i)
+      acc[n][i] = 0.0f;
+}
+
+__device__ __forceinline__ uint32_t pack(float lo, float hi) {
+  __nv_bfloat162 h = __floats2bfloat162_rn(lo, hi);
+  return *reinterpret_cast<uint32_t *>(&h);
+}
+
+/// A 16x64 accumulator, rounded to bf16, as the A operands of a product
+/// over its 64 columns: n-tiles 2k and 2k+1 make k-step k.
+__device__ __forceinline__ void asOperand(Frag (&a)[kChunks],
+                                          const Acc (&acc)[kTiles]) {
+#pragma unroll
+  for (int kc = 0; kc < kChunks; ++kc) {
+    a[kc][0] = pack(acc[2 * kc][0], acc[2 * kc][1]);
+    a[kc][1] = pack(acc[2 * kc][2], acc[2 * kc][3]);
+    a[kc][2] = pack(acc[2 * kc + 1][0], acc[2 * kc + 1][1]);
+    a[kc][3] = pack(acc[2 * kc + 1][2], acc[2 * kc + 1][3]);
+  }
+}
+
+/// Where element i of n-tile n of a thread's accumulator sits in its
+/// 16x64 tile.
+__device__ __forceinline__ int rowOf(int i) { return lane() / 4 + i / 2 * 8; }
+__device__ __forceinline__ int colOf(int n, int i) {
+  return n * 8 + lane() % 4 * 2 + i % 2;
+}
+
+/// Rows row0..row0+15 (of the warp's 16) of a 16x64 accumulator, times
+/// `factor`, into a dense [rows][cols] array, from global row `first`.
+__device__ __forceinline__ void store(bf16 *dst, const Acc (&acc)[kTiles],
+                                      int first, int rows, int cols,
+                                      float factor) {
+#pragma unroll
+  for (int n = 0; n < kTiles; ++n)
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      int r = first + rowOf(i), c = colOf(n, i);
+      if (r < rows && c < cols)
+        dst[int64_t(r) * cols + c] = __float2bfloat16_rn(acc[n][i] * factor);
+    }
+}
+
+/// The sum of x over the four threads that hold a row (lanes 4g..4g+3).
+__device__ __forceinline__ float quadSum(float x) {
+  x += __shfl_xor_sync(0xffffffffu, x, 1);
+  return x + __shfl_xor_sync(0xffffffffu, x, 2);
+}
+__device__ __forceinline__ float quadMax(float x) {
+  x = fmaxf(x, __shfl_xor_sync(0xffffffffu, x, 1));
+  return fmaxf(x, __shfl_xor_sync(0xffffffffu, x, 2));
+}
+
+/// Rows row0.. of a dense [rows][cols] array into a [64][kLd] tile, zeros
+/// past its rows and columns: cp.async, 16 bytes a copy, where rows are
+/// whole 16-byte chunks (to be waited for with wait()); otherwise plain
+/// loads, visible after the next barrier like the copies.
+__device__ __forceinline__ void copyTile(bf16 *tile, const bf16 *src, int row0,
+                                         int rows, int cols) {
+  if (cols % 8 == 0 && reinterpret_cast<uintptr_t>(src) % 16 == 0) {
+    for (int i = threadIdx.x; i < kRows * 8; i += kThreads) {
+      int r = i / 8, c = i % 8 * 8, g = row0 + r;
+      bool in = g < rows && c < cols;
+      const bf16 *from = in ? src + int64_t(g) * cols + c : src;
+      // A zero source size fills the 16 bytes with zeros.
+      asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(
+                       sharedAddress(tile + r * kLd + c)),
+                   "l"(from), "r"(in ? 16 : 0));
+    }
+    return;
+  }
+  for (int i = threadIdx.x; i < kRows * 64; i += kThreads) {
+    int r = i / 64, c = i % 64, g = row0 + r;
+    tile[r * kLd + c] =
+        g < rows && c < cols ? src[int64_t(g) * cols + c] : fromFloat<bf16>(0);
+  }
+}
+
+__device__ __forceinline__ void commit() {
+  asm volatile("cp.async.commit_group;\n" ::);
+}
+/// Waits for this thread's copies but the last `pending` groups.
+template <int Pending> __device__ __forceinline__ void wait() {
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(Pending));
+}
+
+/// The loop every kernel runs over the other side's tiles: stage i % 2
+/// holds tile i; tile i + 1 is copied (`fetch(i + 1, stage)`) while tile i
+/// is multiplied (`use(i, stage)`). The first group also holds whatever
+/// the kernel copied before the loop (its own rows).
+template <typename Fetch, typename Use>
+__device__ __forceinline__ void pipeline(int tiles, Fetch fetch, Use use) {
+  if (tiles > 0)
+    fetch(0, 0);
+  commit();
+  if (tiles == 0)
+    wait<0>(); // The kernel's own rows: no copy outlives the block.
+  for (int i = 0; i < tiles; ++i) {
+    if (i + 1 < tiles) {
+      fetch(i + 1, (i + 1) % 2);
+      commit();
+      wait<1>();
+    } else {
+      wait<0>();
+    }
+    __syncthreads(); // Every thread's copies of tile i have landed.
+    use(i, i % 2);
+    __syncthreads(); // Stage i % 2 is free for tile i + 2.
+  }
+}
+
+__device__ __forceinline__ bool maskedAt(int i, int j, int s, bool causal) {
+  return j >= s || (causal && j > i);
+}
+
+/// The forward of 64 queries a block, 16 a warp.
+__device__ __forceinline__ void forward(int t, int s, int d, int dv,
+                                        float scale, bool causal, int blocks,
+                                        const bf16 *q, const bf16 *k,
+                                        const bf16 *v, bf16 *out, float *lse) {
+  const int64_t head = blockIdx.x / blocks;
+  const int q0 = (blockIdx.x % blocks) * kRows, w0 = q0 + warp() * 16;
+  q += head * t * d;
+  k += head * s * d;
+  v += head * s * dv;
+  out += head * t * dv;
+  lse += head * t;
+
+  // Q, then K and V of stage 0, then of stage 1.
+  bf16 *sQ = reinterpret_cast<bf16 *>(sharedMemory), *sKV = sQ + kTile;
+  copyTile(sQ, q, q0, t, d);
+
+  Frag qa[kChunks];
+  Acc o[kTiles];
+  zero(o);
+  // The running maximum and (this thread's part of the) sum of rows g and
+  // g + 8. Key 0 is in the first tile and never masked, so the maximum is
+  // finite from the first tile on.
+  float top[2] = {kNegInf, kNegInf}, sum[2] = {0.0f, 0.0f};
+  const int keyEnd = causal ? min(s, q0 + kRows) : s;
+  pipeline(
+      (keyEnd + kRows - 1) / kRows,
+      [&](int i, int stage) {
+        copyTile(sKV + 2 * stage * kTile, k, i * kRows, s, d);
+        copyTile(sKV + (2 * stage + 1) * kTile, v, i * kRows, s, dv);
+      },
+      [&](int i, int stage) {
+        if (i == 0)
+          loadRows(qa, sQ, warp() * 16);
+        const int k0 = i * kRows;
+        Acc x[kTiles];
+        zero(x);
+        product<true>(x, qa, sKV + 2 * stage * kTile);
+        float tileTop[2] = {kNegInf, kNegInf};
+#pragma unroll
+        for (int n = 0; n < kTiles; ++n)
+#pragma unroll
+          for (int e = 0; e < 4; ++e) {
+            x[n][e] = maskedAt(w0 + rowOf(e), k0 + colOf(n, e), s, causal)
+                          ? kNegInf
+                          : x[n][e] * scale;
+            tileTop[e / 2] = fmaxf(tileTop[e / 2], x[n][e]);
+          }
+        float rescale[2];
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          float now = fmaxf(top[h], quadMax(tileTop[h]));
+          rescale[h] = top[h] == kNegInf ? 0.0f : __expf(top[h] - now);
+          top[h] = now;
+          sum[h] *= rescale[h];
+        }
+#pragma unroll
+        for (int n = 0; n < kTiles; ++n)
+#pragma unroll
+          for (int e = 0; e < 4; ++e) {
+            float p = x[n][e] == kNegInf ? 0.0f : __expf(x[n][e] - top[e / 2]);
+            sum[e / 2] += p;
+            x[n][e] = p;
+            o[n][e] *= rescale[e / 2];
+          }
+        Frag pa[kChunks];
+        asOperand(pa, x);
+        product<false>(o, pa, sKV + (2 * stage + 1) * kTile);
+      });
+#pragma unroll
+  for (int h = 0; h < 2; ++h)
+    sum[h] = quadSum(sum[h]);
+#pragma unroll
+  for (int n = 0; n < kTiles; ++n)
+#pragma unroll
+    for (int e = 0; e < 4; ++e)
+      o[n][e] /= sum[e / 2];
+  store(out, o, w0, t, dv, 1.0f);
+  if (lane() % 4 == 0)
+#pragma unroll
+    for (int h = 0; h < 2; ++h)
+      if (w0 + rowOf(2 * h) < t)
+        lse[w0 + rowOf(2 * h)] = top[h] + logf(sum[h]);
+}
+
+/// dK and dV of 64 keys a block, 16 a warp: the products transposed
+/// (S^T = K Q^T, dP^T = V dO^T), so that P^T and dS^T are A operands of
+/// dV += P^T dO and dK += dS^T Q.
+__device__ __forceinline__ void
+gradKeys(int t, int s, int d, int dv, float scale, bool causal, int blocks,
+         const bf16 *dout, const bf16 *q, const bf16 *k, const bf16 *v,
+         const float *lse, const float *rowD, bf16 *dk, bf16 *dvOut) {
+  const int64_t head = blockIdx.x / blocks;
+  const int k0 = (blockIdx.x % blocks) * kRows, w0 = k0 + warp() * 16;
+  dout += head * t * dv;
+  q += head * t * d;
+  k += head * s * d;
+  v += head * s * dv;
+  lse += head * t;
+  rowD += head * t;
+  dk += head * s * d;
+  dvOut += head * s * dv;
+
+  // K, V; Q and dO of stage 0, then of stage 1; lse and D of stage 0,
+  // then of stage 1.
+  bf16 *sK = reinterpret_cast<bf16 *>(sharedMemory), *sV = sK + kTile,
+       *sQDO = sK + 2 * kTile;
+  float *sTerms = reinterpret_cast<float *>(sK + 6 * kTile);
+  copyTile(sK, k, k0, s, d);
+  copyTile(sV, v, k0, s, dv);
+
+  Frag ka[kChunks], va[kChunks];
+  Acc gk[kTiles], gv[kTiles];
+  zero(gk);
+  zero(gv);
+  // Causal: queries before k0 see none of these keys.
+  const int qBegin = causal ? k0 : 0;
+  pipeline(
+      qBegin < t ? (t - qBegin + kRows - 1) / kRows : 0,
+      [&](int i, int stage) {
+        int q0 = qBegin + i * kRows;
+        copyTile(sQDO + 2 * stage * kTile, q, q0, t, d);
+        copyTile(sQDO + (2 * stage + 1) * kTile, dout, q0, t, dv);
+        for (int r = threadIdx.x; r < kRows; r += kThreads) {
+          bool in = q0 + r < t;
+          sTerms[2 * stage * kRows + r] = in ? lse[q0 + r] : 0.0f;
+          sTerms[(2 * stage + 1) * kRows + r] = in ? rowD[q0 + r] : 0.0f;
+        }
+      },
+      [&](int i, int stage) {
+        if (i == 0) {
+          loadRows(ka, sK, warp() * 16);
+          loadRows(va, sV, warp() * 16);
+        }
+        const int q0 = qBegin + i * kRows;
+        const bf16 *sQ = sQDO + 2 * stage * kTile, *sDO = sQ + kTile;
+        const float *sLse = sTerms + 2 * stage * kRows, *sD = sLse + kRows;
+        Acc p[kTiles], dp[kTiles];
+        zero(p);
+        zero(dp);
+        product<true>(p, ka, sQ);
+        product<true>(dp, va, sDO);
+#pragma unroll
+        for (int n = 0; n < kTiles; ++n)
+#pragma unroll
+          for (int e = 0; e < 4; ++e) {
+            int key = w0 + rowOf(e), col = colOf(n, e), query = q0 + col;
+            bool zeroed = query >= t || maskedAt(query, key, s, causal);
+            float x = zeroed ? 0.0f
+                             : __expf(p[n][e] * scale - sLse[col]);
+            p[n][e] = x;
+            dp[n][e] = x * (dp[n][e] - sD[col]);
+          }
+        Frag pa[kChunks], dsa[kChunks];
+        asOperand(pa, p);
+        asOperand(dsa, dp);
+        product<false>(gv, pa, sDO);
+        product<false>(gk, dsa, sQ);
+      });
+  store(dk, gk, w0, s, d, scale);
+  store(dvOut, gv, w0, s, dv, 1.0f);
+}
+
+/// dQ of 64 queries a block, 16 a warp.
+__device__ __forceinline__ void
+gradQueries(int t, int s, int d, int dv, float scale, bool causal, int blocks,
+            const bf16 *dout, const bf16 *q, const bf16 *k, const bf16 *v,
+            const float *lse, const float *rowD, bf16 *dq) {
+  const int64_t head = blockIdx.x / blocks;
+  const int q0 = (blockIdx.x % blocks) * kRows, w0 = q0 + warp() * 16;
+  dout += head * t * dv;
+  q += head * t * d;
+  k += head * s * d;
+  v += head * s * dv;
+  lse += head * t;
+  rowD += head * t;
+  dq += head * t * d;
+
+  // Q, dO; K and V of stage 0, then of stage 1.
+  bf16 *sQ = reinterpret_cast<bf16 *>(sharedMemory), *sDO = sQ + kTile,
+       *sKV = sQ + 2 * kTile;
+  copyTile(sQ, q, q0, t, d);
+  copyTile(sDO, dout, q0, t, dv);
+
+  float rowLse[2], rowTerm[2];
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    int r = w0 + rowOf(2 * h);
+    rowLse[h] = r < t ? lse[r] : 0.0f;
+    rowTerm[h] = r < t ? rowD[r] : 0.0f;
+  }
+  Frag qa[kChunks], doa[kChunks];
+  Acc gq[kTiles];
+  zero(gq);
+  const int keyEnd = causal ? min(s, q0 + kRows) : s;
+  pipeline(
+      (keyEnd + kRows - 1) / kRows,
+      [&](int i, int stage) {
+        copyTile(sKV + 2 * stage * kTile, k, i * kRows, s, d);
+        copyTile(sKV + (2 * stage + 1) * kTile, v, i * kRows, s, dv);
+      },
+      [&](int i, int stage) {
+        if (i == 0) {
+          loadRows(qa, sQ, warp() * 16);
+          loadRows(doa, sDO, warp() * 16);
+        }
+        const int k0 = i * kRows;
+        const bf16 *sK = sKV + 2 * stage * kTile, *sV = sK + kTile;
+        Acc p[kTiles], dp[kTiles];
+        zero(p);
+        zero(dp);
+        product<true>(p, qa, sK);
+        product<true>(dp, doa, sV);
+#pragma unroll
+        for (int n = 0; n < kTiles; ++n)
+#pragma unroll
+          for (int e = 0; e < 4; ++e) {
+            int h = e / 2;
+            float x = maskedAt(w0 + rowOf(e), k0 + colOf(n, e), s, causal)
+                          ? 0.0f
+                          : __expf(p[n][e] * scale - rowLse[h]);
+            dp[n][e] = x * (dp[n][e] - rowTerm[h]);
+          }
+        Frag dsa[kChunks];
+        asOperand(dsa, dp);
+        product<false>(gq, dsa, sK);
+      });
+  store(dq, gq, w0, t, d, scale);
+}
+
+} // namespace mma
+
 } // namespace
 
 // The entry points, by name (CudaAttention.cpp launches them): one per
@@ -542,6 +1002,33 @@ gradQueries(int t, int s, int d, int dv, float scale, bool causal, int blocks,
                        rowD, dq);                                              \
   }
 
+// bf16 heads up to 64 wide: the kernels above whose products stay in
+// registers, under the same names.
+#define WEFT_ATTENTION_MMA_KERNELS(NAME, DP)                                   \
+  extern "C" __global__ void __launch_bounds__(kThreads)                       \
+      weft_attention_forward_##NAME##_##DP(                                    \
+          int t, int s, int d, int dv, float scale, int causal, int blocks,    \
+          const bf16 *q, const bf16 *k, const bf16 *v, bf16 *out,              \
+          float *lse) {                                                        \
+    mma::forward(t, s, d, dv, scale, causal, blocks, q, k, v, out, lse);       \
+  }                                                                            \
+  extern "C" __global__ void __launch_bounds__(kThreads)                       \
+      weft_attention_grad_keys_##NAME##_##DP(                                  \
+          int t, int s, int d, int dv, float scale, int causal, int blocks,    \
+          const bf16 *dout, const bf16 *q, const bf16 *k, const bf16 *v,       \
+          const float *lse, const float *rowD, bf16 *dk, bf16 *dvOut) {        \
+    mma::gradKeys(t, s, d, dv, scale, causal, blocks, dout, q, k, v, lse,      \
+                  rowD, dk, dvOut);                                            \
+  }                                                                            \
+  extern "C" __global__ void __launch_bounds__(kThreads)                       \
+      weft_attention_grad_queries_##NAME##_##DP(                               \
+          int t, int s, int d, int dv, float scale, int causal, int blocks,    \
+          const bf16 *dout, const bf16 *q, const bf16 *k, const bf16 *v,       \
+          const float *lse, const float *rowD, bf16 *dq) {                     \
+    mma::gradQueries(t, s, d, dv, scale, causal, blocks, dout, q, k, v, lse,   \
+                     rowD, dq);                                                \
+  }
+
 // D of every row (the grid covers heads x t rows, kThreads / 32 a block).
 #define WEFT_ATTENTION_ROW_TERMS(E, NAME)                                      \
   extern "C" __global__ void __launch_bounds__(kThreads)                       \
@@ -554,5 +1041,5 @@ WEFT_ATTENTION_ROW_TERMS(float, f32)
 WEFT_ATTENTION_ROW_TERMS(bf16, bf16)
 WEFT_ATTENTION_KERNELS(float, f32, 64)
 WEFT_ATTENTION_KERNELS(float, f32, 128)
-WEFT_ATTENTION_KERNELS(bf16, bf16, 64)
+WEFT_ATTENTION_MMA_KERNELS(bf16, 64)
 WEFT_ATTENTION_KERNELS(bf16, bf16, 128)

@@ -73,6 +73,23 @@ struct Layout {
   constexpr int gradQueries() const { return gradKeys(); }
 };
 
+/// bf16 heads up to 64 wide run kernels whose products stay in registers
+/// (mma.sync fragments, CudaAttention.cu's `mma`): shared memory holds only
+/// 64-row tiles of operands, [64][kLd] bf16, the other side's in two stages.
+struct RegisterLayout {
+  static constexpr int kLd = operandLd(64, 2);
+  static constexpr int kTile = kRows * kLd * 2;
+  /// Q; K and V twice.
+  static constexpr int forward = 5 * kTile;
+  /// K, V; Q and dO twice; lse and D twice.
+  static constexpr int gradKeys = 6 * kTile + 4 * kRows * 4;
+  /// Q, dO; K and V twice.
+  static constexpr int gradQueries = 6 * kTile;
+};
+constexpr bool inRegisters(int elementBytes, int dp) {
+  return elementBytes == 2 && dp == 64;
+}
+
 } // namespace weft::rt::cuda::attention
 
 #endif // WEFT_LIB_RUNTIME_CUDAATTENTIONLAYOUT_H

@@ -1298,10 +1298,15 @@ TEST(CudaTest, AttentionF32MatchesTheCpu) {
 TEST(CudaTest, AttentionBf16MatchesTheCpu) {
   REQUIRE_DEVICE();
   // bf16 outputs round to 8 bits (2^-9 relative) and the kernels round P
-  // and dS to bf16 for their products.
+  // and dS to bf16 for their products. Heads up to 64 wide run the
+  // register kernels: causal and not, t != s both ways, and widths that
+  // are not whole 16-byte rows (20, 36: plain loads instead of cp.async).
   checkAttention({{2, 200, 200, 64, 64, true},
                   {2, 70, 70, 128, 128, false},
-                  {3, 100, 100, 40, 24, true}},
+                  {3, 100, 100, 40, 24, true},
+                  {2, 50, 90, 16, 16, false},
+                  {2, 130, 70, 20, 36, true},
+                  {1, 70, 200, 64, 48, true}},
                  /*bf16=*/true, 1e-2, 2e-2);
 }
 
