@@ -35,6 +35,14 @@ for e in mlp/cuda gpt/cuda gpt/cuda_bf16 mlp/cuda_mesh mlp/cuda_mesh_z3 mlp/cuda
     --metrics $OUT/$n.jsonl "${ck[@]}" 2>&1 | tail -3
   echo "$e: rc ${PIPESTATUS[0]} $(( ($(date +%s%N) - t0) / 1000000 )) ms"
 done
+# Pipelines: two ranks on the one GPU, through weftrun.
+for e in pipe/cuda_pp2 pipe/cuda_pp2_interleaved; do
+  n=$(echo $e | tr / _)
+  timeout 90 ./weftrun --nproc-per-node 2 --master-port 29731 ./$e --data gpt/x.npy --labels gpt/y.npy \
+    --steps 20 --lr 0.01 --no-shuffle --metrics $OUT/$n.jsonl \
+    --checkpoint-dir $OUT/ck_$n --checkpoint-every 20 2>&1 | tail -4
+  echo "$e: rc ${PIPESTATUS[0]}"
+done
 for e in cuda_fp32 cuda_bf16 cuda_fa_fp32 cuda_fa_bf16; do
   timeout 60 ./mid/$e --data mid/x.npy --labels mid/y.npy --steps 10 --lr 0.001 --no-shuffle \
     --metrics $OUT/mid_$e.jsonl 2>&1 | tail -1

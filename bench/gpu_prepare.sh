@@ -61,6 +61,14 @@ np.save('mid/x.npy', t[:, :128].astype(np.int64)); np.save('mid/y.npy', t[:, 1:]
       --checkpoint-dir $m/cpu_fp32.ckpt --checkpoint-every 20 > /dev/null
     $root/build/bin/weft-ckpt export $m/cpu_fp32.ckpt -o $m/cpu_fp32.safetensors > /dev/null
   done
+  # The pipelines' reference: the 1-rank CPU step accumulating the same 4
+  # micro-batches.
+  mkdir -p pipe
+  $WEFTC gpt/gpt.onnx $flags --accum-steps 4 -o pipe/cpu_fp32 2> /dev/null
+  rm -rf pipe/cpu_fp32.ckpt
+  pipe/cpu_fp32 --data gpt/x.npy --labels gpt/y.npy --steps 20 --lr 0.01 --no-shuffle \
+    --metrics pipe/cpu_fp32.jsonl --checkpoint-dir pipe/cpu_fp32.ckpt --checkpoint-every 20 > /dev/null
+  $root/build/bin/weft-ckpt export pipe/cpu_fp32.ckpt -o pipe/cpu_fp32.safetensors > /dev/null
 fi
 cd $W/small
 for m in mlp gpt; do $WEFTC $m/$m.onnx --target cuda $flags -o $m/cuda 2> /dev/null; done
@@ -73,6 +81,12 @@ for m in mlp gpt; do
   $WEFTC $m/$m.onnx --target cuda --mesh dp=1 --zero 2 $flags -o $m/cuda_mesh_z2 2> /dev/null
 done
 $WEFTC gpt/gpt.onnx --target cuda --precision bf16 $flags -o gpt/cuda_bf16 2> /dev/null
+# Pipelines on GPUs (two ranks share the one GPU: their transfers go
+# through host memory), 1F1B and interleaved.
+mkdir -p pipe
+$WEFTC gpt/gpt.onnx --target cuda --mesh pp=2 $flags --accum-steps 4 -o pipe/cuda_pp2 2> /dev/null
+$WEFTC gpt/gpt.onnx --target cuda --mesh pp=2 --schedule interleaved --virtual-stages 2 \
+  $flags --accum-steps 4 -o pipe/cuda_pp2_interleaved 2> /dev/null
 for p in fp32 bf16; do
   $WEFTC mid/gpt.onnx --target cuda --precision $p --optimizer adamw -o mid/cuda_$p 2> /dev/null
   # T 128 is below --fused-attention=auto's threshold: the GPU's fused
@@ -88,7 +102,9 @@ for f in mlp/cuda gpt/cuda gpt/cuda_bf16 mid/cuda_fp32 $root/build/unittests/Wef
     while read -r lib; do cp -L "$lib" lib/; done
 done
 cp $root/build/unittests/WeftRuntimeCudaTests $root/build/unittests/WeftRuntimeNcclTests .
-tar -cJf $D/small.tar.xz mlp/cuda* mlp/x.npy mlp/y.npy gpt/cuda* gpt/x.npy gpt/y.npy mid/cuda_* mid/x.npy mid/y.npy lib WeftRuntimeCudaTests WeftRuntimeNcclTests
+cp $root/build/bin/weftrun .
+tar -cJf $D/small.tar.xz mlp/cuda* mlp/x.npy mlp/y.npy gpt/cuda* gpt/x.npy gpt/y.npy mid/cuda_* mid/x.npy mid/y.npy \
+  pipe/cuda_* lib WeftRuntimeCudaTests WeftRuntimeNcclTests weftrun
 cd $root
 # Each generated kernel against the CPU's (bench/gpu_kernel_check.sh run
 # there): .devrun/kernels.tar.xz.

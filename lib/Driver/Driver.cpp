@@ -1281,8 +1281,9 @@ LogicalResult Driver::searchLayout(ModuleOp module,
   search.dp = meshDp;
   search.tp = meshTp;
   search.pp = pipelineRanks;
-  // GPU executables run no pipeline yet (checkCuda): plan without one
-  // rather than pick a layout the build then refuses.
+  // GPU pipelines pass their stage transfers through host memory, far
+  // slower than the links the cost model prices: plan without one unless
+  // --mesh asks for pp.
   bool noPipelineOnGpu = options.device == "cuda" && !pipelineRanks;
   if (noPipelineOnGpu)
     search.pp = 1;
@@ -1312,8 +1313,9 @@ LogicalResult Driver::searchLayout(ModuleOp module,
       !s.ok())
     return fail(s.message + (noPipelineOnGpu
                                  ? " (--target cuda plans without pipeline "
-                                   "stages, pp=1: GPU executables do not run "
-                                   "pipelines yet)"
+                                   "stages, pp=1: GPU pipelines send through "
+                                   "host memory, not NCCL, yet; --mesh pp=N "
+                                   "forces one)"
                                  : ""));
   return success();
 }
@@ -1450,16 +1452,10 @@ LogicalResult Driver::checkPlanBatch(ModuleOp module) {
   return success();
 }
 
-/// --target cuda: no pipeline stages, the toolkit for native stages, and
-/// the GPU dialects. dp and tp run their collectives on NCCL; a pipeline's
-/// sends and receives have no GPU transport yet.
+/// --target cuda: the toolkit for native stages, and the GPU dialects. dp
+/// and tp run their collectives on NCCL; a pipeline's sends and receives
+/// go through host memory (CudaMeshCollectives.cpp).
 LogicalResult Driver::checkCuda() {
-  if (pipelineRanks > 1)
-    return fail("--target cuda does not yet run pipeline stages (--mesh " +
-                options.mesh +
-                "): its sends and receives have no NCCL transport; drop pp "
-                "from --mesh (dp and tp run on GPUs), or leave out --target "
-                "cuda to train the pipeline on CPUs");
   if (!options.mesh.empty() && options.emit >= Stage::Llvm &&
       !isScheduleStage(options.emit) && !canLinkNccl())
     return fail("--target cuda --mesh " + options.mesh +
@@ -1686,6 +1682,7 @@ LogicalResult Driver::compilePipeline(ModuleOp module, TimingScope &timing) {
     codegen.entry = steps[r].getName().str();
     codegen.mergeSiblingKernels = options.mergeSiblingKernels;
     codegen.dumpKernelOutputs = options.dumpKernelOutputs;
+    codegen.target = options.device;
     buildCodegenPipeline(pm, codegen);
     if (failed(pm.run(clone)))
       return failure();

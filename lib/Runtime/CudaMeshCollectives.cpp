@@ -144,11 +144,100 @@ void runJoined(const WeftRuntimeContext *ctx, const char *what,
   cuda::detail::noteQueued(what, "NCCL");
 }
 
+/// Pinned host memory that a pipeline transfer passes through: one buffer,
+/// as the step's transfers run one at a time on its thread.
+class HostStage {
+public:
+  ~HostStage() {
+    if (data)
+      cudaFreeHost(data);
+  }
+  float *atLeast(const WeftRuntimeContext *ctx, const char *what,
+                 int64_t axisMask, size_t elements) {
+    if (elements <= capacity)
+      return data;
+    if (data)
+      cudaFreeHost(data);
+    data = nullptr;
+    capacity = 0;
+    void *p = nullptr;
+    cudaError_t e = cudaMallocHost(&p, elements * sizeof(float));
+    if (e != cudaSuccess)
+      meshDie(ctx, what, axisMask,
+              "cannot pin " + std::to_string(elements * sizeof(float)) +
+                  " bytes of host memory for a pipeline transfer (" +
+                  cudaGetErrorName(e) + ": " + cudaGetErrorString(e) + ")");
+    data = static_cast<float *>(p);
+    capacity = elements;
+    return data;
+  }
+
+private:
+  float *data = nullptr;
+  size_t capacity = 0;
+};
+
+HostStage &hostStage() {
+  static HostStage stage;
+  return stage;
+}
+
+/// Copies between the step's device buffer and the host stage on the step
+/// stream, after what it queued, and waits for the copy: the stage is
+/// reused by the next transfer, and the host side of a send reads it next.
+void copyThroughStage(const WeftRuntimeContext *ctx, const char *what,
+                      int64_t axisMask, void *dst, const void *src,
+                      size_t bytes, cudaMemcpyKind kind) {
+  auto stream = static_cast<cudaStream_t>(ctx->stream);
+  cudaError_t e = cudaMemcpyAsync(dst, src, bytes, kind, stream);
+  if (e == cudaSuccess)
+    e = cudaStreamSynchronize(stream);
+  if (e != cudaSuccess)
+    meshDie(ctx, what, axisMask,
+            std::string("copying the transfer's ") +
+                std::to_string(bytes) + " bytes " +
+                (kind == cudaMemcpyDeviceToHost ? "off" : "onto") +
+                " the GPU failed (" + cudaGetErrorName(e) + ": " +
+                cudaGetErrorString(e) + ")");
+}
+
 #endif // WEFT_HAVE_NCCL
 
 } // namespace
 
 #ifdef WEFT_HAVE_NCCL
+
+// A pipeline's sends and receives go through the host: the step's data is
+// copied into pinned memory and travels as the CPU's does (gloo, the send
+// thread, receives posted ahead: MeshCollectives.cpp), so the host checks
+// and timeouts hold, and two stages may share a GPU. Each transfer waits
+// for the step stream: the stages' steps still overlap each other, but a
+// stage's kernels do not overlap its own transfers (NCCL's send and recv
+// on a stream of their own would; not done yet).
+extern "C" void weft_rt_cuda_send_f32(const WeftRuntimeContext *ctx,
+                                      int64_t axisMask, const float *in,
+                                      int64_t count, int64_t peer,
+                                      int64_t tag) {
+  if (count < 0)
+    meshDie(ctx, "send", axisMask, "negative element count");
+  float *stage = hostStage().atLeast(ctx, "send", axisMask, size_t(count));
+  copyThroughStage(ctx, "send", axisMask, stage, in,
+                   size_t(count) * sizeof(float), cudaMemcpyDeviceToHost);
+  // The host send takes its own copy before it returns.
+  weft_rt_send_f32(ctx, axisMask, stage, count, peer, tag);
+}
+
+extern "C" void weft_rt_cuda_recv_f32(const WeftRuntimeContext *ctx,
+                                      int64_t axisMask, float *out,
+                                      int64_t count, int64_t peer,
+                                      int64_t tag) {
+  if (count < 0)
+    meshDie(ctx, "recv", axisMask, "negative element count");
+  float *stage = hostStage().atLeast(ctx, "recv", axisMask, size_t(count));
+  weft_rt_recv_f32(ctx, axisMask, stage, count, peer, tag);
+  copyThroughStage(ctx, "recv", axisMask, out, stage,
+                   size_t(count) * sizeof(float), cudaMemcpyHostToDevice);
+}
 
 extern "C" void weft_rt_cuda_all_reduce_f32(const WeftRuntimeContext *ctx,
                                             int64_t axisMask, const float *in,
@@ -369,6 +458,16 @@ extern "C" void weft_rt_cuda_bucket_get_f32(const WeftRuntimeContext *ctx,
                                             int64_t axisMask, int64_t, int64_t,
                                             float *, int64_t, int64_t) {
   noNccl(ctx, "bucket", axisMask);
+}
+extern "C" void weft_rt_cuda_send_f32(const WeftRuntimeContext *ctx,
+                                      int64_t axisMask, const float *, int64_t,
+                                      int64_t, int64_t) {
+  noNccl(ctx, "send", axisMask);
+}
+extern "C" void weft_rt_cuda_recv_f32(const WeftRuntimeContext *ctx,
+                                      int64_t axisMask, float *, int64_t,
+                                      int64_t, int64_t) {
+  noNccl(ctx, "recv", axisMask);
 }
 
 #endif // WEFT_HAVE_NCCL

@@ -963,11 +963,15 @@ int Trainer::run(bool seedGiven) {
     std::string why;
     useGraphs = cuda::graphsAllowed(&why);
     // NCCL's collectives can be captured, but a step's capture with them
-    // has not run on a machine of several GPUs yet (docs/gpu.md).
+    // has not run on a machine of several GPUs yet (docs/gpu.md); a
+    // pipeline's transfers wait on the host, which no graph can.
     if (useGraphs && !spec.mesh.empty()) {
       useGraphs = false;
-      why =
-          "the step runs NCCL collectives (--mesh " + spec.describeMesh() + ")";
+      why = std::string(spec.pipeline.ranks > 1
+                            ? "the step's pipeline transfers go through host "
+                              "memory"
+                            : "the step runs NCCL collectives") +
+            " (--mesh " + spec.describeMesh() + ")";
     }
     out << "on GPU " << ctx.deviceIndex << ": " << cuda::deviceDescription()
         << (useGraphs ? "; the step as a CUDA graph"
@@ -1498,17 +1502,6 @@ int runTrainingImpl(const WeftModel &executable, int argc,
   }
   RuntimeContext context(launch, opts.threads);
   if (spec.deviceType == WEFT_DEVICE_CUDA) {
-    // weftc refuses pipelines for GPUs; an executable that has one anyway
-    // would call sends that have no GPU version.
-    if (spec.pipeline.ranks > 1) {
-      err << "error: this --target cuda executable was compiled for the "
-             "pipeline --mesh "
-          << spec.describeMesh()
-          << ", whose sends and receives have no GPU transport yet; "
-             "compile without pp, or without --target cuda to train the "
-             "pipeline on CPU ranks\n";
-      return 1;
-    }
     // Before anything else touches the device; without a GPU the run ends
     // here, saying what it needs.
     if (Status s = context.useCudaDevice(); !s.ok()) {

@@ -341,8 +341,9 @@ cl::opt<std::string> deviceTarget(
     "target",
     cl::desc("Device the step runs on: cpu, or cuda (NVIDIA GPUs, sm_80 "
              "and newer: kernels as CUDA kernels, GEMMs through cuBLASLt; "
-             "with --mesh dp/tp, one GPU per rank and collectives on NCCL, "
-             "no pipelines yet; needs the CUDA toolkit at /usr/local/cuda "
+             "with --mesh dp/tp, one GPU per rank and collectives on NCCL; "
+             "pp's transfers through host memory; needs the CUDA toolkit at "
+             "/usr/local/cuda "
              "to compile and the NVIDIA driver to run; docs/gpu.md)"),
     cl::init("cpu"), cl::cat(codegenCategory));
 cl::opt<bool> mergeSiblingKernels(

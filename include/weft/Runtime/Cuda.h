@@ -237,6 +237,15 @@ void weft_rt_cuda_bucket_get_f32(const WeftRuntimeContext *ctx,
                                  int64_t axisMask, int64_t bucket,
                                  int64_t offset, float *out, int64_t outer,
                                  int64_t inner);
+/* A pipeline's weft_rt_send_f32 and weft_rt_recv_f32 on device buffers:
+   copied through pinned host memory (after the step stream's queued work,
+   which the host waits for) and sent as on the host. */
+void weft_rt_cuda_send_f32(const WeftRuntimeContext *ctx, int64_t axisMask,
+                           const float *in, int64_t count, int64_t peer,
+                           int64_t tag);
+void weft_rt_cuda_recv_f32(const WeftRuntimeContext *ctx, int64_t axisMask,
+                           float *out, int64_t count, int64_t peer,
+                           int64_t tag);
 }
 
 /* The entry points MLIR 22's gpu-to-llvm lowering and gpu.binary translation
