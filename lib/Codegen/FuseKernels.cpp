@@ -313,15 +313,37 @@ struct FuseKernelsPass
 
   /// Gives each fusible op that reads a widening cast's whole result, in
   /// its own loop order, a clone of the cast, so that the cast fuses into
-  /// it instead of being written out for all of them. Other readers (a
-  /// GEMM, the step's results) keep the original.
+  /// it instead of being written out for all of them; an element read
+  /// alone (tensor.extract: cross-entropy's logit at the label) reads the
+  /// narrow tensor and widens that element. Other readers (a GEMM, the
+  /// step's results) keep the original.
   void cloneWideningCasts(IRRewriter &rewriter, func::FuncOp fn) {
     SmallVector<linalg::GenericOp> casts;
     fn.walk([&](linalg::GenericOp op) {
-      if (isWideningCast(op) && !op->hasOneUse())
+      if (isWideningCast(op) &&
+          (!op->hasOneUse() || isa<tensor::ExtractOp>(*op->user_begin())))
         casts.push_back(op);
     });
     for (linalg::GenericOp cast : casts) {
+      Value narrow = cast.getDpsInputOperand(0)->get();
+      Value wide = cast->getResult(0);
+      Type wideType =
+          llvm::cast<RankedTensorType>(wide.getType()).getElementType();
+      for (OpOperand &use : llvm::make_early_inc_range(wide.getUses())) {
+        auto extract = dyn_cast<tensor::ExtractOp>(use.getOwner());
+        if (!extract || extract.getTensor() != wide)
+          continue;
+        rewriter.setInsertionPoint(extract);
+        Value element = tensor::ExtractOp::create(
+            rewriter, extract.getLoc(), narrow, extract.getIndices());
+        rewriter.replaceOp(extract, arith::ExtFOp::create(
+                                        rewriter, extract.getLoc(), wideType,
+                                        element));
+      }
+      if (cast->use_empty()) {
+        rewriter.eraseOp(cast);
+        continue;
+      }
       SmallVector<OpOperand *> readers;
       for (OpOperand &use : cast->getResult(0).getUses()) {
         auto reader = dyn_cast<linalg::LinalgOp>(use.getOwner());

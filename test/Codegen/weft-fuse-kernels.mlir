@@ -612,3 +612,38 @@ func.func @widening_cast(%x: tensor<64x128xbf16>, %w: tensor<128x16xf32>)
   %p = linalg.matmul ins(%wide, %w : tensor<64x128xf32>, tensor<128x16xf32>) outs(%z : tensor<64x16xf32>) -> tensor<64x16xf32>
   return %y, %p : tensor<64x128xbf16>, tensor<64x16xf32>
 }
+
+// -----
+
+// An element of a widening cast read alone (cross-entropy's logit at the
+// label, a tensor.extract inside a kernel) reads the bf16 tensor and
+// widens that element: with no other reader the cast is gone, and no f32
+// copy of the logits is written.
+
+// CHECK-LABEL: func.func @widening_cast_picked
+// CHECK-SAME: (%[[X:.*]]: tensor<64x128xbf16>, %[[Y:.*]]: tensor<64xi64>)
+// CHECK-NOT: tensor<64x128xf32>
+// CHECK: %[[E:.*]] = tensor.extract %[[X]]
+// CHECK-NEXT: arith.extf %[[E]] : bf16 to f32
+#id1 = affine_map<(d0) -> (d0)>
+#id2 = affine_map<(d0, d1) -> (d0, d1)>
+func.func @widening_cast_picked(%x: tensor<64x128xbf16>, %y: tensor<64xi64>)
+    -> tensor<64xf32> {
+  %e = tensor.empty() : tensor<64x128xf32>
+  %wide = linalg.generic {indexing_maps = [#id2, #id2], iterator_types = ["parallel", "parallel"]}
+      ins(%x : tensor<64x128xbf16>) outs(%e : tensor<64x128xf32>) {
+  ^bb0(%in: bf16, %out: f32):
+    %v = arith.extf %in : bf16 to f32
+    linalg.yield %v : f32
+  } -> tensor<64x128xf32>
+  %e1 = tensor.empty() : tensor<64xf32>
+  %picked = linalg.generic {indexing_maps = [#id1, #id1], iterator_types = ["parallel"]}
+      ins(%y : tensor<64xi64>) outs(%e1 : tensor<64xf32>) {
+  ^bb0(%label: i64, %out: f32):
+    %i = linalg.index 0 : index
+    %c = arith.index_cast %label : i64 to index
+    %v = tensor.extract %wide[%i, %c] : tensor<64x128xf32>
+    linalg.yield %v : f32
+  } -> tensor<64xf32>
+  return %picked : tensor<64xf32>
+}

@@ -114,6 +114,39 @@ struct GlobalAvgPoolLowering : OpConversionPattern<GlobalAvgPoolOp> {
   }
 };
 
+/// The maximum of `x` along `axis`, and the sum of exp(x - max): softmax's
+/// and cross-entropy's row statistics, built alike so that CSE merges a
+/// cross-entropy's with its gradient's softmax (one pass over the logits
+/// backward instead of two).
+Value rowMax(OpBuilder &b, Location loc, RankedTensorType type, int64_t axis,
+             Value x, Type acc) {
+  AffineMap id = b.getMultiDimIdentityMap(type.getRank());
+  return buildReduction(b, loc, type.getShape(), axis, x, id, acc, -kInf,
+                        [&](OpBuilder &nb, Location l,
+                            ValueRange args) -> SmallVector<Value> {
+                          return {arith::MaximumFOp::create(
+                              nb, l, args[1], toCompute(nb, l, args[0]))};
+                        })
+      .front();
+}
+Value rowSumOfExponentials(OpBuilder &b, Location loc, RankedTensorType type,
+                           int64_t axis, Value x, Value max, Type acc) {
+  int64_t rank = type.getRank();
+  AffineMap id = b.getMultiDimIdentityMap(rank);
+  AffineMap rowMap = projectionMap(b.getContext(), rank, axis);
+  return buildReduction(
+             b, loc, type.getShape(), axis, ValueRange{x, max}, {id, rowMap},
+             acc, 0.0,
+             [&](OpBuilder &nb, Location l,
+                 ValueRange args) -> SmallVector<Value> {
+               Value shifted = arith::SubFOp::create(
+                   nb, l, toCompute(nb, l, args[0]), args[1]);
+               return {arith::AddFOp::create(
+                   nb, l, args[2], math::ExpOp::create(nb, l, shifted))};
+             })
+      .front();
+}
+
 /// Softmax or log-softmax along one axis: max, sum of exp(x - max), then
 /// exp(x - max) / sum or (x - max) - log(sum).
 template <typename OpTy, bool logarithm>
@@ -133,25 +166,8 @@ struct SoftmaxLowering : OpConversionPattern<OpTy> {
     AffineMap id = rewriter.getMultiDimIdentityMap(rank);
     AffineMap rowMap = projectionMap(ctx, rank, axis);
 
-    Value max =
-        buildReduction(rewriter, loc, type.getShape(), axis, x, id, acc, -kInf,
-                       [&](OpBuilder &b, Location l,
-                           ValueRange args) -> SmallVector<Value> {
-                         return {arith::MaximumFOp::create(
-                             b, l, args[1], toCompute(b, l, args[0]))};
-                       })
-            .front();
-    Value sum = buildReduction(
-                    rewriter, loc, type.getShape(), axis, ValueRange{x, max},
-                    {id, rowMap}, acc, 0.0,
-                    [&](OpBuilder &b, Location l,
-                        ValueRange args) -> SmallVector<Value> {
-                      Value shifted = arith::SubFOp::create(
-                          b, l, toCompute(b, l, args[0]), args[1]);
-                      return {arith::AddFOp::create(
-                          b, l, args[2], math::ExpOp::create(b, l, shifted))};
-                    })
-                    .front();
+    Value max = rowMax(rewriter, loc, type, axis, x, acc);
+    Value sum = rowSumOfExponentials(rewriter, loc, type, axis, x, max, acc);
     Value r = buildParallel(
         rewriter, loc, type, ValueRange{x, max, sum}, {id, rowMap, rowMap},
         [&](OpBuilder &b, Location l, ValueRange args) -> SmallVector<Value> {
@@ -268,9 +284,9 @@ Value meanOver(OpBuilder &b, Location loc, ArrayRef<int64_t> shape,
 }
 
 /// Per position: max + log(sum exp(x - max)) - x[label], then the mean.
-/// The label's logit is picked by a reduction comparing the class index
-/// with the label, so no gather is needed; a label out of range (an
-/// evaluator error) picks nothing.
+/// The max and the sum are softmax's (rowMax, rowSumOfExponentials), which
+/// the gradient's softmax then reuses; the label's logit is read at the
+/// label (a label out of range, an evaluator error, picks nothing).
 struct CrossEntropyLowering : OpConversionPattern<CrossEntropyOp> {
   using OpConversionPattern::OpConversionPattern;
   LogicalResult
@@ -282,38 +298,39 @@ struct CrossEntropyLowering : OpConversionPattern<CrossEntropyOp> {
     Type acc = computeType(type.getElementType());
     int64_t rank = type.getRank();
     int64_t classAxis = rank - 1;
-    AffineMap id = rewriter.getMultiDimIdentityMap(rank);
-    AffineMap rowMap = projectionMap(rewriter.getContext(), rank, classAxis);
     Type labelType = cast<RankedTensorType>(labels.getType()).getElementType();
+    int64_t classes = type.getDimSize(classAxis);
 
-    Value max = buildReduction(rewriter, loc, type.getShape(), classAxis,
-                               logits, id, acc, -kInf,
-                               [&](OpBuilder &b, Location l,
-                                   ValueRange args) -> SmallVector<Value> {
-                                 return {arith::MaximumFOp::create(
-                                     b, l, args[1], toCompute(b, l, args[0]))};
-                               })
-                    .front();
-    SmallVector<Value> sums = buildReduction(
-        rewriter, loc, type.getShape(), classAxis,
-        ValueRange{logits, max, labels}, {id, rowMap, rowMap}, {acc, acc},
-        {0.0, 0.0},
-        [&](OpBuilder &b, Location l, ValueRange args) -> SmallVector<Value> {
-          Value x = toCompute(b, l, args[0]);
-          Value e = math::ExpOp::create(
-              b, l, arith::SubFOp::create(b, l, x, args[1]));
-          Value c = arith::IndexCastOp::create(
-              b, l, labelType, linalg::IndexOp::create(b, l, classAxis));
-          Value hit =
-              arith::CmpIOp::create(b, l, arith::CmpIPredicate::eq, c, args[2]);
-          Value picked = arith::SelectOp::create(b, l, hit, x,
-                                                 scalarConstant(b, l, acc, 0));
-          return {arith::AddFOp::create(b, l, args[3], e),
-                  arith::AddFOp::create(b, l, args[4], picked)};
-        });
+    Value max = rowMax(rewriter, loc, type, classAxis, logits, acc);
+    Value sum =
+        rowSumOfExponentials(rewriter, loc, type, classAxis, logits, max, acc);
     auto positions = cast<RankedTensorType>(max.getType());
+    Value picked = buildParallel(
+        rewriter, loc, positions, labels,
+        rewriter.getMultiDimIdentityMap(positions.getRank()),
+        [&](OpBuilder &b, Location l, ValueRange args) -> SmallVector<Value> {
+          Value zero = arith::ConstantOp::create(
+              b, l, labelType, b.getIntegerAttr(labelType, 0));
+          Value count = arith::ConstantOp::create(
+              b, l, labelType, b.getIntegerAttr(labelType, classes));
+          Value inRange = arith::AndIOp::create(
+              b, l,
+              arith::CmpIOp::create(b, l, arith::CmpIPredicate::sge, args[0],
+                                    zero),
+              arith::CmpIOp::create(b, l, arith::CmpIPredicate::slt, args[0],
+                                    count));
+          Value label = arith::SelectOp::create(b, l, inRange, args[0], zero);
+          SmallVector<Value> coords;
+          for (int64_t d = 0; d < classAxis; ++d)
+            coords.push_back(linalg::IndexOp::create(b, l, d));
+          coords.push_back(
+              arith::IndexCastOp::create(b, l, b.getIndexType(), label));
+          Value x = toCompute(b, l, tensor::ExtractOp::create(b, l, logits, coords));
+          return {arith::SelectOp::create(b, l, inRange, x,
+                                          scalarConstant(b, l, acc, 0))};
+        });
     Value r = meanOver(rewriter, loc, positions.getShape(),
-                       ValueRange{max, sums[0], sums[1]}, acc, op.getType(),
+                       ValueRange{max, sum, picked}, acc, op.getType(),
                        static_cast<double>(positions.getNumElements()),
                        [](OpBuilder &b, Location l, ValueRange args) -> Value {
                          Value lse = arith::AddFOp::create(
