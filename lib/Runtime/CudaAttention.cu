@@ -741,6 +741,26 @@ __device__ __forceinline__ bool maskedAt(int i, int j, int s, bool causal) {
   return j >= s || (causal && j > i);
 }
 
+/// 2^x, the hardware's approximation (what __expf computes after scaling
+/// by log2(e)): the scores are kept in base 2, so that scale and shift are
+/// one fused multiply-add before it. ex2(-inf) is 0.
+__device__ __forceinline__ float exp2Approx(float x) {
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
+  return y;
+}
+constexpr float kLog2E = 1.4426950408889634f, kLn2 = 0.6931471805599453f;
+
+/// Runs `f(std::true_type)` where a tile has masked elements (a causal
+/// diagonal, rows past the end), `f(std::false_type)` elsewhere: the
+/// compare and select per element only where they can matter.
+template <typename F> __device__ __forceinline__ void masking(bool any, F f) {
+  if (any)
+    f(std::true_type{});
+  else
+    f(std::false_type{});
+}
+
 /// The forward of 64 queries a block, 16 a warp.
 __device__ __forceinline__ void forward(int t, int s, int d, int dv,
                                         float scale, bool causal, int blocks,
@@ -761,10 +781,11 @@ __device__ __forceinline__ void forward(int t, int s, int d, int dv,
   Frag qa[kChunks];
   Acc o[kTiles];
   zero(o);
-  // The running maximum and (this thread's part of the) sum of rows g and
-  // g + 8. Key 0 is in the first tile and never masked, so the maximum is
-  // finite from the first tile on.
+  // The running maximum (base 2) and (this thread's part of the) sum of
+  // rows g and g + 8. Key 0 is in the first tile and never masked, so the
+  // maximum is finite from the first tile on.
   float top[2] = {kNegInf, kNegInf}, sum[2] = {0.0f, 0.0f};
+  const float scaleLog2 = scale * kLog2E;
   const int keyEnd = causal ? min(s, q0 + kRows) : s;
   pipeline(
       (keyEnd + kRows - 1) / kRows,
@@ -779,21 +800,29 @@ __device__ __forceinline__ void forward(int t, int s, int d, int dv,
         Acc x[kTiles];
         zero(x);
         product<true>(x, qa, sKV + 2 * stage * kTile);
+        // Scores in base 2 (times log2(e)), masked to -inf.
         float tileTop[2] = {kNegInf, kNegInf};
+        masking(k0 + kRows > s || (causal && k0 + kRows - 1 > w0),
+                [&](auto masked) {
 #pragma unroll
-        for (int n = 0; n < kTiles; ++n)
+                  for (int n = 0; n < kTiles; ++n)
 #pragma unroll
-          for (int e = 0; e < 4; ++e) {
-            x[n][e] = maskedAt(w0 + rowOf(e), k0 + colOf(n, e), s, causal)
-                          ? kNegInf
-                          : x[n][e] * scale;
-            tileTop[e / 2] = fmaxf(tileTop[e / 2], x[n][e]);
-          }
+                    for (int e = 0; e < 4; ++e) {
+                      float v = x[n][e] * scaleLog2;
+                      if constexpr (decltype(masked)::value)
+                        v = maskedAt(w0 + rowOf(e), k0 + colOf(n, e), s,
+                                     causal)
+                                ? kNegInf
+                                : v;
+                      x[n][e] = v;
+                      tileTop[e / 2] = fmaxf(tileTop[e / 2], v);
+                    }
+                });
         float rescale[2];
 #pragma unroll
         for (int h = 0; h < 2; ++h) {
           float now = fmaxf(top[h], quadMax(tileTop[h]));
-          rescale[h] = top[h] == kNegInf ? 0.0f : __expf(top[h] - now);
+          rescale[h] = exp2Approx(top[h] - now); // 0 on the first tile.
           top[h] = now;
           sum[h] *= rescale[h];
         }
@@ -801,7 +830,7 @@ __device__ __forceinline__ void forward(int t, int s, int d, int dv,
         for (int n = 0; n < kTiles; ++n)
 #pragma unroll
           for (int e = 0; e < 4; ++e) {
-            float p = x[n][e] == kNegInf ? 0.0f : __expf(x[n][e] - top[e / 2]);
+            float p = exp2Approx(x[n][e] - top[e / 2]);
             sum[e / 2] += p;
             x[n][e] = p;
             o[n][e] *= rescale[e / 2];
@@ -823,7 +852,7 @@ __device__ __forceinline__ void forward(int t, int s, int d, int dv,
 #pragma unroll
     for (int h = 0; h < 2; ++h)
       if (w0 + rowOf(2 * h) < t)
-        lse[w0 + rowOf(2 * h)] = top[h] + logf(sum[h]);
+        lse[w0 + rowOf(2 * h)] = top[h] * kLn2 + logf(sum[h]);
 }
 
 /// dK and dV of 64 keys a block, 16 a warp: the products transposed
@@ -835,6 +864,7 @@ gradKeys(int t, int s, int d, int dv, float scale, bool causal, int blocks,
          const float *lse, const float *rowD, bf16 *dk, bf16 *dvOut) {
   const int64_t head = blockIdx.x / blocks;
   const int k0 = (blockIdx.x % blocks) * kRows, w0 = k0 + warp() * 16;
+  const float scaleLog2 = scale * kLog2E;
   dout += head * t * dv;
   q += head * t * d;
   k += head * s * d;
@@ -866,7 +896,7 @@ gradKeys(int t, int s, int d, int dv, float scale, bool causal, int blocks,
         copyTile(sQDO + (2 * stage + 1) * kTile, dout, q0, t, dv);
         for (int r = threadIdx.x; r < kRows; r += kThreads) {
           bool in = q0 + r < t;
-          sTerms[2 * stage * kRows + r] = in ? lse[q0 + r] : 0.0f;
+          sTerms[2 * stage * kRows + r] = in ? lse[q0 + r] * kLog2E : 0.0f;
           sTerms[(2 * stage + 1) * kRows + r] = in ? rowD[q0 + r] : 0.0f;
         }
       },
@@ -883,17 +913,25 @@ gradKeys(int t, int s, int d, int dv, float scale, bool causal, int blocks,
         zero(dp);
         product<true>(p, ka, sQ);
         product<true>(dp, va, sDO);
+        // P^T = 2^(S^T scale log2(e) - lse log2(e)) (sLse is in base 2).
+        masking(q0 + kRows > t || w0 + 16 > s || (causal && w0 + 15 > q0),
+                [&](auto masked) {
 #pragma unroll
-        for (int n = 0; n < kTiles; ++n)
+                  for (int n = 0; n < kTiles; ++n)
 #pragma unroll
-          for (int e = 0; e < 4; ++e) {
-            int key = w0 + rowOf(e), col = colOf(n, e), query = q0 + col;
-            bool zeroed = query >= t || maskedAt(query, key, s, causal);
-            float x = zeroed ? 0.0f
-                             : __expf(p[n][e] * scale - sLse[col]);
-            p[n][e] = x;
-            dp[n][e] = x * (dp[n][e] - sD[col]);
-          }
+                    for (int e = 0; e < 4; ++e) {
+                      int col = colOf(n, e);
+                      float x =
+                          exp2Approx(fmaf(p[n][e], scaleLog2, -sLse[col]));
+                      if constexpr (decltype(masked)::value) {
+                        int key = w0 + rowOf(e), query = q0 + col;
+                        if (query >= t || maskedAt(query, key, s, causal))
+                          x = 0.0f;
+                      }
+                      p[n][e] = x;
+                      dp[n][e] = x * (dp[n][e] - sD[col]);
+                    }
+                });
         Frag pa[kChunks], dsa[kChunks];
         asOperand(pa, p);
         asOperand(dsa, dp);
@@ -911,6 +949,7 @@ gradQueries(int t, int s, int d, int dv, float scale, bool causal, int blocks,
             const float *lse, const float *rowD, bf16 *dq) {
   const int64_t head = blockIdx.x / blocks;
   const int q0 = (blockIdx.x % blocks) * kRows, w0 = q0 + warp() * 16;
+  const float scaleLog2 = scale * kLog2E;
   dout += head * t * dv;
   q += head * t * d;
   k += head * s * d;
@@ -929,7 +968,7 @@ gradQueries(int t, int s, int d, int dv, float scale, bool causal, int blocks,
 #pragma unroll
   for (int h = 0; h < 2; ++h) {
     int r = w0 + rowOf(2 * h);
-    rowLse[h] = r < t ? lse[r] : 0.0f;
+    rowLse[h] = r < t ? lse[r] * kLog2E : 0.0f; // Base 2.
     rowTerm[h] = r < t ? rowD[r] : 0.0f;
   }
   Frag qa[kChunks], doa[kChunks];
@@ -954,16 +993,22 @@ gradQueries(int t, int s, int d, int dv, float scale, bool causal, int blocks,
         zero(dp);
         product<true>(p, qa, sK);
         product<true>(dp, doa, sV);
+        masking(k0 + kRows > s || (causal && k0 + kRows - 1 > w0),
+                [&](auto masked) {
 #pragma unroll
-        for (int n = 0; n < kTiles; ++n)
+                  for (int n = 0; n < kTiles; ++n)
 #pragma unroll
-          for (int e = 0; e < 4; ++e) {
-            int h = e / 2;
-            float x = maskedAt(w0 + rowOf(e), k0 + colOf(n, e), s, causal)
-                          ? 0.0f
-                          : __expf(p[n][e] * scale - rowLse[h]);
-            dp[n][e] = x * (dp[n][e] - rowTerm[h]);
-          }
+                    for (int e = 0; e < 4; ++e) {
+                      int h = e / 2;
+                      float x = exp2Approx(
+                          fmaf(p[n][e], scaleLog2, -rowLse[h]));
+                      if constexpr (decltype(masked)::value)
+                        if (maskedAt(w0 + rowOf(e), k0 + colOf(n, e), s,
+                                     causal))
+                          x = 0.0f;
+                      dp[n][e] = x * (dp[n][e] - rowTerm[h]);
+                    }
+                });
         Frag dsa[kChunks];
         asOperand(dsa, dp);
         product<false>(gq, dsa, sK);
