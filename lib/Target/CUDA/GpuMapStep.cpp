@@ -454,8 +454,8 @@ matchCombiner(linalg::GenericOp op, unsigned result = 0) {
 /// A linalg reduction into one element (per output): every parallel loop
 /// has extent 1, the loops are static, each output element is a float and
 /// the yield combines it with its own running value (matchCombiner).
-/// Several outputs reduce together (cross-entropy's sum of exponentials
-/// and picked logit) only where `several`.
+/// Several outputs reduce together (one generic summing two things over a
+/// row) only where `several`.
 struct ElementReduction {
   SmallVector<arith::AtomicRMWKind> kinds;
   int64_t total;
