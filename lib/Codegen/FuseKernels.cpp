@@ -334,11 +334,11 @@ struct FuseKernelsPass
         if (!extract || extract.getTensor() != wide)
           continue;
         rewriter.setInsertionPoint(extract);
-        Value element = tensor::ExtractOp::create(
-            rewriter, extract.getLoc(), narrow, extract.getIndices());
-        rewriter.replaceOp(extract, arith::ExtFOp::create(
-                                        rewriter, extract.getLoc(), wideType,
-                                        element));
+        Value element = tensor::ExtractOp::create(rewriter, extract.getLoc(),
+                                                  narrow, extract.getIndices());
+        rewriter.replaceOp(extract,
+                           arith::ExtFOp::create(rewriter, extract.getLoc(),
+                                                 wideType, element));
       }
       if (cast->use_empty()) {
         rewriter.eraseOp(cast);

@@ -543,8 +543,8 @@ namespace mma {
 
 constexpr int kLd = RegisterLayout::kLd;
 constexpr int kTile = kRows * kLd; ///< Elements of a tile.
-constexpr int kChunks = 4;            ///< 64 columns as four k-steps of 16.
-constexpr int kTiles = 8;             ///< 64 columns as eight n-tiles of 8.
+constexpr int kChunks = 4;         ///< 64 columns as four k-steps of 16.
+constexpr int kTiles = 8;          ///< 64 columns as eight n-tiles of 8.
 
 using Frag = uint32_t[4]; ///< An A operand: 16x16 bf16.
 using Acc = float[4];     ///< An accumulator: 16x8 f32.
@@ -563,8 +563,7 @@ __device__ __forceinline__ void mma(Acc &c, const Frag &a, uint32_t b0,
                "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
                "{%0, %1, %2, %3};\n"
                : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0),
-                 "r"(b1));
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
 
 template <bool Trans>
@@ -589,8 +588,8 @@ __device__ __forceinline__ void loadRows(Frag (&a)[kChunks], const bf16 *tile,
 #pragma unroll
   for (int kc = 0; kc < kChunks; ++kc) {
     uint32_t r[4];
-    ldmatrix<false>(r, tile + (row0 + l % 8 + (l / 8) % 2 * 8) * kLd +
-                           kc * 16 + l / 16 * 8);
+    ldmatrix<false>(r, tile + (row0 + l % 8 + (l / 8) % 2 * 8) * kLd + kc * 16 +
+                           l / 16 * 8);
 #pragma unroll
     for (int i = 0; i < 4; ++i)
       a[kc][i] = r[i];
@@ -601,9 +600,8 @@ __device__ __forceinline__ void loadRows(Frag (&a)[kChunks], const bf16 *tile,
 /// four k-steps of `a`. NK: B's tile is [n][k] (a row per output column:
 /// the keys of Q K^T); otherwise [k][n] (P V), read transposed.
 template <bool NK>
-__device__ __forceinline__ void product(Acc (&acc)[kTiles],
-                                        const Frag (&a)[kChunks],
-                                        const bf16 *b) {
+__device__ __forceinline__ void
+product(Acc (&acc)[kTiles], const Frag (&a)[kChunks], const bf16 *b) {
   const int l = lane();
 #pragma unroll
   for (int kc = 0; kc < kChunks; ++kc)
@@ -611,8 +609,8 @@ __device__ __forceinline__ void product(Acc (&acc)[kTiles],
     for (int np = 0; np < kTiles / 2; ++np) {
       uint32_t r[4];
       if (NK) // Matrices: (n 0-7, k 0-7), (n 0-7, k 8-15), (n 8-15, ...).
-        ldmatrix<false>(r, b + (np * 16 + l % 8 + l / 16 * 8) * kLd +
-                               kc * 16 + (l / 8) % 2 * 8);
+        ldmatrix<false>(r, b + (np * 16 + l % 8 + l / 16 * 8) * kLd + kc * 16 +
+                               (l / 8) % 2 * 8);
       else // (k 0-7, n 0-7), (k 8-15, n 0-7), (k 0-7, n 8-15), ...
         ldmatrix<true>(r, b + (kc * 16 + l % 8 + (l / 8) % 2 * 8) * kLd +
                               np * 16 + l / 16 * 8);
@@ -787,58 +785,57 @@ __device__ __forceinline__ void forward(int t, int s, int d, int dv,
   float top[2] = {kNegInf, kNegInf}, sum[2] = {0.0f, 0.0f};
   const float scaleLog2 = scale * kLog2E;
   const int keyEnd = causal ? min(s, q0 + kRows) : s;
-  pipeline(
-      (keyEnd + kRows - 1) / kRows,
-      [&](int i, int stage) {
-        copyTile(sKV + 2 * stage * kTile, k, i * kRows, s, d);
-        copyTile(sKV + (2 * stage + 1) * kTile, v, i * kRows, s, dv);
-      },
-      [&](int i, int stage) {
-        if (i == 0)
-          loadRows(qa, sQ, warp() * 16);
-        const int k0 = i * kRows;
-        Acc x[kTiles];
-        zero(x);
-        product<true>(x, qa, sKV + 2 * stage * kTile);
-        // Scores in base 2 (times log2(e)), masked to -inf.
-        float tileTop[2] = {kNegInf, kNegInf};
-        masking(k0 + kRows > s || (causal && k0 + kRows - 1 > w0),
-                [&](auto masked) {
+  pipeline((keyEnd + kRows - 1) / kRows,
+           [&](int i, int stage) {
+             copyTile(sKV + 2 * stage * kTile, k, i * kRows, s, d);
+             copyTile(sKV + (2 * stage + 1) * kTile, v, i * kRows, s, dv);
+           },
+           [&](int i, int stage) {
+             if (i == 0)
+               loadRows(qa, sQ, warp() * 16);
+             const int k0 = i * kRows;
+             Acc x[kTiles];
+             zero(x);
+             product<true>(x, qa, sKV + 2 * stage * kTile);
+             // Scores in base 2 (times log2(e)), masked to -inf.
+             float tileTop[2] = {kNegInf, kNegInf};
+             masking(k0 + kRows > s || (causal && k0 + kRows - 1 > w0),
+                     [&](auto masked) {
 #pragma unroll
-                  for (int n = 0; n < kTiles; ++n)
+                       for (int n = 0; n < kTiles; ++n)
 #pragma unroll
-                    for (int e = 0; e < 4; ++e) {
-                      float v = x[n][e] * scaleLog2;
-                      if constexpr (decltype(masked)::value)
-                        v = maskedAt(w0 + rowOf(e), k0 + colOf(n, e), s,
-                                     causal)
-                                ? kNegInf
-                                : v;
-                      x[n][e] = v;
-                      tileTop[e / 2] = fmaxf(tileTop[e / 2], v);
-                    }
-                });
-        float rescale[2];
+                         for (int e = 0; e < 4; ++e) {
+                           float v = x[n][e] * scaleLog2;
+                           if constexpr (decltype(masked)::value)
+                             v = maskedAt(w0 + rowOf(e), k0 + colOf(n, e), s,
+                                          causal)
+                                     ? kNegInf
+                                     : v;
+                           x[n][e] = v;
+                           tileTop[e / 2] = fmaxf(tileTop[e / 2], v);
+                         }
+                     });
+             float rescale[2];
 #pragma unroll
-        for (int h = 0; h < 2; ++h) {
-          float now = fmaxf(top[h], quadMax(tileTop[h]));
-          rescale[h] = exp2Approx(top[h] - now); // 0 on the first tile.
-          top[h] = now;
-          sum[h] *= rescale[h];
-        }
+             for (int h = 0; h < 2; ++h) {
+               float now = fmaxf(top[h], quadMax(tileTop[h]));
+               rescale[h] = exp2Approx(top[h] - now); // 0 on the first tile.
+               top[h] = now;
+               sum[h] *= rescale[h];
+             }
 #pragma unroll
-        for (int n = 0; n < kTiles; ++n)
+             for (int n = 0; n < kTiles; ++n)
 #pragma unroll
-          for (int e = 0; e < 4; ++e) {
-            float p = exp2Approx(x[n][e] - top[e / 2]);
-            sum[e / 2] += p;
-            x[n][e] = p;
-            o[n][e] *= rescale[e / 2];
-          }
-        Frag pa[kChunks];
-        asOperand(pa, x);
-        product<false>(o, pa, sKV + (2 * stage + 1) * kTile);
-      });
+               for (int e = 0; e < 4; ++e) {
+                 float p = exp2Approx(x[n][e] - top[e / 2]);
+                 sum[e / 2] += p;
+                 x[n][e] = p;
+                 o[n][e] *= rescale[e / 2];
+               }
+             Frag pa[kChunks];
+             asOperand(pa, x);
+             product<false>(o, pa, sKV + (2 * stage + 1) * kTile);
+           });
 #pragma unroll
   for (int h = 0; h < 2; ++h)
     sum[h] = quadSum(sum[h]);
@@ -975,44 +972,43 @@ gradQueries(int t, int s, int d, int dv, float scale, bool causal, int blocks,
   Acc gq[kTiles];
   zero(gq);
   const int keyEnd = causal ? min(s, q0 + kRows) : s;
-  pipeline(
-      (keyEnd + kRows - 1) / kRows,
-      [&](int i, int stage) {
-        copyTile(sKV + 2 * stage * kTile, k, i * kRows, s, d);
-        copyTile(sKV + (2 * stage + 1) * kTile, v, i * kRows, s, dv);
-      },
-      [&](int i, int stage) {
-        if (i == 0) {
-          loadRows(qa, sQ, warp() * 16);
-          loadRows(doa, sDO, warp() * 16);
-        }
-        const int k0 = i * kRows;
-        const bf16 *sK = sKV + 2 * stage * kTile, *sV = sK + kTile;
-        Acc p[kTiles], dp[kTiles];
-        zero(p);
-        zero(dp);
-        product<true>(p, qa, sK);
-        product<true>(dp, doa, sV);
-        masking(k0 + kRows > s || (causal && k0 + kRows - 1 > w0),
-                [&](auto masked) {
+  pipeline((keyEnd + kRows - 1) / kRows,
+           [&](int i, int stage) {
+             copyTile(sKV + 2 * stage * kTile, k, i * kRows, s, d);
+             copyTile(sKV + (2 * stage + 1) * kTile, v, i * kRows, s, dv);
+           },
+           [&](int i, int stage) {
+             if (i == 0) {
+               loadRows(qa, sQ, warp() * 16);
+               loadRows(doa, sDO, warp() * 16);
+             }
+             const int k0 = i * kRows;
+             const bf16 *sK = sKV + 2 * stage * kTile, *sV = sK + kTile;
+             Acc p[kTiles], dp[kTiles];
+             zero(p);
+             zero(dp);
+             product<true>(p, qa, sK);
+             product<true>(dp, doa, sV);
+             masking(k0 + kRows > s || (causal && k0 + kRows - 1 > w0),
+                     [&](auto masked) {
 #pragma unroll
-                  for (int n = 0; n < kTiles; ++n)
+                       for (int n = 0; n < kTiles; ++n)
 #pragma unroll
-                    for (int e = 0; e < 4; ++e) {
-                      int h = e / 2;
-                      float x = exp2Approx(
-                          fmaf(p[n][e], scaleLog2, -rowLse[h]));
-                      if constexpr (decltype(masked)::value)
-                        if (maskedAt(w0 + rowOf(e), k0 + colOf(n, e), s,
-                                     causal))
-                          x = 0.0f;
-                      dp[n][e] = x * (dp[n][e] - rowTerm[h]);
-                    }
-                });
-        Frag dsa[kChunks];
-        asOperand(dsa, dp);
-        product<false>(gq, dsa, sK);
-      });
+                         for (int e = 0; e < 4; ++e) {
+                           int h = e / 2;
+                           float x =
+                               exp2Approx(fmaf(p[n][e], scaleLog2, -rowLse[h]));
+                           if constexpr (decltype(masked)::value)
+                             if (maskedAt(w0 + rowOf(e), k0 + colOf(n, e), s,
+                                          causal))
+                               x = 0.0f;
+                           dp[n][e] = x * (dp[n][e] - rowTerm[h]);
+                         }
+                     });
+             Frag dsa[kChunks];
+             asOperand(dsa, dp);
+             product<false>(gq, dsa, sK);
+           });
   store(dq, gq, w0, t, d, scale);
 }
 

@@ -194,9 +194,8 @@ void copyThroughStage(const WeftRuntimeContext *ctx, const char *what,
     e = cudaStreamSynchronize(stream);
   if (e != cudaSuccess)
     meshDie(ctx, what, axisMask,
-            std::string("copying the transfer's ") +
-                std::to_string(bytes) + " bytes " +
-                (kind == cudaMemcpyDeviceToHost ? "off" : "onto") +
+            std::string("copying the transfer's ") + std::to_string(bytes) +
+                " bytes " + (kind == cudaMemcpyDeviceToHost ? "off" : "onto") +
                 " the GPU failed (" + cudaGetErrorName(e) + ": " +
                 cudaGetErrorString(e) + ")");
 }

@@ -325,7 +325,8 @@ struct CrossEntropyLowering : OpConversionPattern<CrossEntropyOp> {
             coords.push_back(linalg::IndexOp::create(b, l, d));
           coords.push_back(
               arith::IndexCastOp::create(b, l, b.getIndexType(), label));
-          Value x = toCompute(b, l, tensor::ExtractOp::create(b, l, logits, coords));
+          Value x =
+              toCompute(b, l, tensor::ExtractOp::create(b, l, logits, coords));
           return {arith::SelectOp::create(b, l, inRange, x,
                                           scalarConstant(b, l, acc, 0))};
         });
