@@ -26,7 +26,6 @@
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Linalg/Transforms/Transforms.h"
-#include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/SCF/Transforms/Transforms.h"
@@ -40,8 +39,6 @@
 #include "llvm/ADT/StringMap.h"
 #include "llvm/ADT/TypeSwitch.h"
 #include "llvm/Support/MathExtras.h"
-
-#include <limits>
 
 namespace weft {
 #define GEN_PASS_DEF_GPUMAPSTEPPASS
@@ -628,177 +625,6 @@ void emitBlockReduction(OpBuilder &b, linalg::GenericOp op,
                      });
 }
 
-/// Whether `v` is the block argument `arg` or its arith.extf.
-bool isElementOf(Value v, BlockArgument arg) {
-  auto ext = v.getDefiningOp<arith::ExtFOp>();
-  return v == arg || (ext && ext.getIn() == arg);
-}
-
-/// Softmax's and cross-entropy's row statistics: `max` reduces the row to
-/// its maximum (maximumf or maxnumf of the element, or of its extf), and
-/// `sum`, right after it, sums exp(element - that maximum) of the same
-/// elements, read through the same map, into another f32. On a GPU the
-/// two are one pass over the row (an online softmax): each thread keeps a
-/// running maximum and a sum scaled to it, rescaling the sum when the
-/// maximum grows; the two are exactly the max and the sum the ops define,
-/// summed in another order.
-bool matchOnlineSoftmax(linalg::GenericOp max, linalg::GenericOp sum) {
-  std::optional<ElementReduction> rm = matchElementReduction(max),
-                                  rs = matchElementReduction(sum);
-  if (!rm || !rs || !rm->types[0].isF32() || !rs->types[0].isF32() ||
-      (rm->kinds[0] != arith::AtomicRMWKind::maximumf &&
-       rm->kinds[0] != arith::AtomicRMWKind::maxnumf) ||
-      rs->kinds[0] != arith::AtomicRMWKind::addf ||
-      max.getNumDpsInputs() != 1 || sum.getNumDpsInputs() != 2 ||
-      max.getStaticLoopRanges() != sum.getStaticLoopRanges())
-    return false;
-  OpOperand *x = max.getDpsInputOperand(0), *m = max.getDpsInitOperand(0);
-  OpOperand *sx = sum.getDpsInputOperand(0), *sm = sum.getDpsInputOperand(1);
-  Value out = sum.getDpsInitOperand(0)->get();
-  if (sx->get() != x->get() || sm->get() != m->get() || out == m->get() ||
-      out == x->get() ||
-      sum.getMatchingIndexingMap(sx) != max.getMatchingIndexingMap(x) ||
-      sum.getMatchingIndexingMap(sm) != max.getMatchingIndexingMap(m))
-    return false;
-  // max: [extf], maximumf(out, element).
-  Block &mb = max.getRegion().front();
-  Operation *top = matchCombiner(max)->first;
-  BlockArgument mOut = max.getMatchingBlockArgument(m);
-  Value element =
-      top->getOperand(0) == mOut ? top->getOperand(1) : top->getOperand(0);
-  BlockArgument mIn = max.getMatchingBlockArgument(x);
-  bool widened = element != mIn;
-  if (!isElementOf(element, mIn) ||
-      llvm::range_size(mb.without_terminator()) != (widened ? 2u : 1u))
-    return false;
-  // sum: [extf], subf(element, max), exp, addf(out, exp).
-  Block &sb = sum.getRegion().front();
-  Operation *add = matchCombiner(sum)->first;
-  BlockArgument sOut = sum.getMatchingBlockArgument(sum.getDpsInitOperand(0));
-  Value term =
-      add->getOperand(0) == sOut ? add->getOperand(1) : add->getOperand(0);
-  auto exp = term.getDefiningOp<math::ExpOp>();
-  auto sub = exp ? exp.getOperand().getDefiningOp<arith::SubFOp>() : nullptr;
-  BlockArgument sIn = sum.getMatchingBlockArgument(sx);
-  return sub && sub.getRhs() == sum.getMatchingBlockArgument(sm) &&
-         isElementOf(sub.getLhs(), sIn) &&
-         (sub.getLhs() != sIn) == widened &&
-         llvm::range_size(sb.without_terminator()) == (widened ? 4u : 3u);
-}
-
-/// (m, s) and (m2, s2), two maxima and sums of exponentials shifted by
-/// them, as one: the larger maximum, and both sums scaled to it. Empty
-/// parts (m = -inf) add nothing.
-std::pair<Value, Value> mergeOnline(OpBuilder &b, Location loc, Value m,
-                                    Value s, Value m2, Value s2) {
-  Value top = arith::MaximumFOp::create(b, loc, m, m2);
-  auto scaled = [&](Value mi, Value si) -> Value {
-    return arith::MulFOp::create(
-        b, loc, si,
-        math::ExpOp::create(b, loc, arith::SubFOp::create(b, loc, mi, top)));
-  };
-  Value total = arith::AddFOp::create(b, loc, scaled(m, s), scaled(m2, s2));
-  Value ninf = arith::ConstantOp::create(
-      b, loc, b.getF32FloatAttr(-std::numeric_limits<float>::infinity()));
-  Value empty =
-      arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, top, ninf);
-  Value zero = arith::ConstantOp::create(b, loc, b.getF32FloatAttr(0.0f));
-  return {top, arith::SelectOp::create(b, loc, empty, zero, total)};
-}
-
-/// `max` and `sum` (matchOnlineSoftmax) computed by the `threads` threads
-/// of a block with ids `tid` in one pass: thread t keeps a running (max,
-/// sum) over elements t, t + threads, ...; the block merges the pairs in
-/// `sharedMax` and `sharedSum` as a tree; thread 0 combines the maximum
-/// into `max`'s output and adds the sum, scaled to the output's maximum,
-/// to `sum`'s. Every thread of the block must reach it.
-void emitOnlineSoftmax(OpBuilder &b, linalg::GenericOp max,
-                       linalg::GenericOp sum, Value tid, int64_t threads,
-                       Value sharedMax, Value sharedSum) {
-  Location loc = max.getLoc();
-  SmallVector<int64_t> ranges = max.getStaticLoopRanges();
-  int64_t total = 1;
-  for (int64_t r : ranges)
-    total *= r;
-  arith::AtomicRMWKind kind = *matchElementReduction(max)->kinds.begin();
-  Value ninf = arith::ConstantOp::create(
-      b, loc, b.getF32FloatAttr(-std::numeric_limits<float>::infinity()));
-  Value zero = arith::ConstantOp::create(b, loc, b.getF32FloatAttr(0.0f));
-  auto loop = scf::ForOp::create(b, loc, tid, cst(b, loc, total),
-                                 cst(b, loc, threads), ValueRange{ninf, zero});
-  {
-    OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPointToStart(loop.getBody());
-    SmallVector<Value> ivs =
-        delinearize(b, loc, loop.getInductionVar(), ranges);
-    Value m = loop.getRegionIterArgs()[0], s = loop.getRegionIterArgs()[1];
-    // The element as `max` sees it (its body with a -inf accumulator).
-    Value element = emitBodyAt(b, loc, max, ivs, ValueRange{ninf}).front();
-    Value top = arith::getReductionOp(kind, b, loc, m, element);
-    // One exponential an element: e = exp(-|element - m|). A new maximum
-    // scales the sum by e = exp(m - element) and adds exp(0) = 1; else the
-    // sum adds e = exp(element - m), `sum`'s term.
-    Value e = math::ExpOp::create(
-        b, loc,
-        arith::NegFOp::create(
-            b, loc,
-            math::AbsFOp::create(b, loc,
-                                 arith::SubFOp::create(b, loc, element, m))));
-    Value one = arith::ConstantOp::create(b, loc, b.getF32FloatAttr(1.0f));
-    Value grew =
-        arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OGT, element, m);
-    Value next = arith::SelectOp::create(
-        b, loc, grew,
-        arith::AddFOp::create(b, loc, arith::MulFOp::create(b, loc, s, e),
-                              one),
-        arith::AddFOp::create(b, loc, s, e));
-    // A masked element (-inf) adds nothing (exp(-inf - -inf) is NaN).
-    Value masked =
-        arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, element, ninf);
-    next = arith::SelectOp::create(b, loc, masked, s, next);
-    scf::YieldOp::create(b, loc, ValueRange{top, next});
-  }
-  memref::StoreOp::create(b, loc, loop.getResult(0), sharedMax, tid);
-  memref::StoreOp::create(b, loc, loop.getResult(1), sharedSum, tid);
-  gpu::BarrierOp::create(b, loc);
-  for (int64_t half = threads / 2; half >= 1; half /= 2) {
-    Value active = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, tid,
-                                         cst(b, loc, half));
-    auto ifOp = scf::IfOp::create(b, loc, active, false);
-    {
-      OpBuilder::InsertionGuard guard(b);
-      b.setInsertionPointToStart(&ifOp.getThenRegion().front());
-      Value other = arith::AddIOp::create(b, loc, tid, cst(b, loc, half));
-      auto [m, s] = mergeOnline(
-          b, loc, memref::LoadOp::create(b, loc, sharedMax, tid),
-          memref::LoadOp::create(b, loc, sharedSum, tid),
-          memref::LoadOp::create(b, loc, sharedMax, other),
-          memref::LoadOp::create(b, loc, sharedSum, other));
-      memref::StoreOp::create(b, loc, m, sharedMax, tid);
-      memref::StoreOp::create(b, loc, s, sharedSum, tid);
-    }
-    gpu::BarrierOp::create(b, loc);
-  }
-  Value first = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, tid,
-                                      cst(b, loc, 0));
-  auto ifOp = scf::IfOp::create(b, loc, first, false);
-  OpBuilder::InsertionGuard guard(b);
-  b.setInsertionPointToStart(&ifOp.getThenRegion().front());
-  Value rowMax = memref::LoadOp::create(b, loc, sharedMax, cst(b, loc, 0));
-  Value rowSum = memref::LoadOp::create(b, loc, sharedSum, cst(b, loc, 0));
-  OpOperand *init = max.getDpsInitOperand(0);
-  SmallVector<Value> zeros(max.getNumLoops(), cst(b, loc, 0));
-  SmallVector<Value> at = indicesAt(b, loc, max, init, zeros);
-  Value old = memref::LoadOp::create(b, loc, init->get(), at);
-  Value finalMax = arith::getReductionOp(kind, b, loc, old, rowMax);
-  memref::StoreOp::create(b, loc, finalMax, init->get(), at);
-  // `sum` shifts by the final maximum, which an initial value above the
-  // row's (not softmax's -inf) would raise.
-  auto [unused, shifted] = mergeOnline(b, loc, rowMax, rowSum, finalMax, zero);
-  (void)unused;
-  emitCombineInto(b, sum, arith::AtomicRMWKind::addf, shifted);
-}
-
 MemRefType sharedBuffer(MLIRContext *ctx, int64_t threads, Type type) {
   return MemRefType::get(
       {threads}, type, MemRefLayoutAttrInterface(),
@@ -1364,23 +1190,6 @@ FailureOr<bool> launchRowsAsBlocks(scf::ForallOp forall, int64_t maxThreads,
   bool reduces = false;
   int64_t widest = 1, memoryOps = 0;
   SmallVector<Type> sharedTypes;
-  // Row maxima followed by sums of exponentials shifted by them, run as
-  // one pass (matchOnlineSoftmax): the max ops, by their sums; only pure
-  // ops (views) may come between.
-  llvm::DenseMap<Operation *, Operation *> onlineSum;
-  {
-    linalg::GenericOp last;
-    for (Operation &op : forall.getBody()->without_terminator()) {
-      auto generic = dyn_cast<linalg::GenericOp>(op);
-      if (generic && last && matchOnlineSoftmax(last, generic)) {
-        onlineSum[last] = generic;
-        Type f32 = Float32Type::get(forall.getContext());
-        sharedSlots({f32, f32}, sharedTypes);
-      }
-      if (isa<linalg::LinalgOp>(op) || !isMemoryEffectFree(&op))
-        last = generic;
-    }
-  }
   for (Operation &op : forall.getBody()->without_terminator()) {
     if (isa<memref::CopyOp>(op)) {
       ++memoryOps;
@@ -1437,31 +1246,8 @@ FailureOr<bool> launchRowsAsBlocks(scf::ForallOp forall, int64_t maxThreads,
       delinearize(b, loc, launch.getBlockIds().x, *rowRanges);
   map.map(forall.getInductionVars(), rowIvs);
   IRRewriter rewriter(ctx);
-  // A max op waiting for its sum (onlineSum), cloned.
-  linalg::GenericOp pendingMax;
-  Operation *pendingSum = nullptr;
   for (Operation &original : forall.getBody()->without_terminator()) {
     Operation *op = b.clone(original, map);
-    if (auto sum = onlineSum.lookup(&original)) {
-      pendingMax = cast<linalg::GenericOp>(op);
-      pendingSum = sum;
-      continue;
-    }
-    if (&original == pendingSum) {
-      Type f32 = b.getF32Type();
-      SmallVector<unsigned> slots = sharedSlots({f32, f32}, sharedTypes);
-      auto sum = cast<linalg::GenericOp>(op);
-      emitOnlineSoftmax(b, pendingMax, sum, tid, threads,
-                        launch.getWorkgroupAttributions()[slots[0]],
-                        launch.getWorkgroupAttributions()[slots[1]]);
-      pendingMax.erase();
-      sum.erase();
-      pendingMax = nullptr;
-      pendingSum = nullptr;
-      b.setInsertionPoint(launch.getBody().front().getTerminator());
-      gpu::BarrierOp::create(b, loc);
-      continue;
-    }
     if (auto copy = dyn_cast<memref::CopyOp>(op)) {
       op = linalg::CopyOp::create(b, loc, copy.getSource(), copy.getTarget());
       copy.erase();
