@@ -762,9 +762,10 @@ void price(Pricer &pr, const RankLayout &rl, const LayoutChoice &l,
     // Reduced after the backward, nothing of the step hides it.
     bool overlap = pr.options.dpOverlap;
     // A pipeline's ends reduce a tied parameter's gradient over dp as a
-    // reduce-scatter (each rank swaps its block), update their blocks and
-    // gather them back, with the optimizer state at ZeRO 0 (the bench GPT's
-    // 8192 x 256 embedding at dp=2 x pp=2: 4 MiB scattered, 12 MiB
+    // reduce-scatter (each rank swaps its block), then gather: at ZeRO 0
+    // the summed gradient, and every dp rank updates the whole parameter;
+    // above, the parameter its blocks were updated into (the bench GPT's
+    // 8192 x 256 embedding at dp=2 x pp=2: 4 MiB scattered and 4 MiB
     // gathered per rank, docs/pipeline.md).
     double tiedHere = p > 1 && l.dp > 1 && (g.prologue || g.epilogue)
                           ? std::min(here, pr.model.tiedElements / l.tp)
@@ -774,11 +775,11 @@ void price(Pricer &pr, const RankLayout &rl, const LayoutChoice &l,
       tiedDp =
           groupCollectiveSeconds(spec, Collective::ReduceScatter,
                                  tiedHere * pr.bytes.reducedGrad, dpGroup) +
-          groupCollectiveSeconds(
-              spec, Collective::AllGather,
-              tiedHere * (pr.bytes.param +
-                          (l.zeroStage == 0 ? pr.bytes.optimizer : 0)),
-              dpGroup);
+          groupCollectiveSeconds(spec, Collective::AllGather,
+                                 tiedHere * (l.zeroStage == 0
+                                                 ? pr.bytes.reducedGrad
+                                                 : pr.bytes.param),
+                                 dpGroup);
     dpExposed = std::max(
         dpExposed,
         tiedDp + dpExposedSeconds(spec, l.zeroStage, dpGroup,

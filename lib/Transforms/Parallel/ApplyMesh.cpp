@@ -253,19 +253,30 @@ struct ApplyMeshPass : public weft::impl::ApplyMeshPassBase<ApplyMeshPass> {
   /// each tp rank sends its own block rather than all of it. Then split
   /// over dp along the first dimension whose block divides (an
   /// activation's batch: each data-parallel pipeline moves its own rows).
+  ///
+  /// At ZeRO 0 a parameter-shaped block received (a tied parameter's
+  /// gradient share) and added to this rank's own block is gathered over
+  /// dp right after that sum: the optimizer then updates the whole
+  /// parameter on every dp rank, as ZeRO 0 does every other. Updating
+  /// blocks instead would gather the parameter and both AdamW moments back
+  /// (three tensors of its size, not one).
   void pinTransfers(const contract::StepSignature &signature) {
     MLIRContext *context = &getContext();
     llvm::DenseMap<Type, std::optional<TensorSharding>> paramLayouts;
+    // Every parameter's type, with its tp layout where all of that type
+    // share one (nullopt where they differ).
+    llvm::DenseMap<Type, std::optional<TensorSharding>> paramTypes;
+    for (auto [i, slot] : llvm::enumerate(signature.args)) {
+      if (slot.role != Role::Param)
+        continue;
+      auto type = cast<RankedTensorType>(fn.getArgument(i).getType());
+      TensorSharding layout = tensorParallelLayout(slot, type);
+      auto [it, inserted] = paramTypes.try_emplace(type, layout);
+      if (!inserted && it->second != layout)
+        it->second = std::nullopt;
+    }
     if (tp)
-      for (auto [i, slot] : llvm::enumerate(signature.args)) {
-        if (slot.role != Role::Param)
-          continue;
-        auto type = cast<RankedTensorType>(fn.getArgument(i).getType());
-        TensorSharding layout = tensorParallelLayout(slot, type);
-        auto [it, inserted] = paramLayouts.try_emplace(type, layout);
-        if (!inserted && it->second != layout)
-          it->second = std::nullopt;
-      }
+      paramLayouts = paramTypes;
     // Whether the transfer's tp split is its own (an activation's tokens)
     // rather than the value's layout anyway (a parameter's).
     auto paramLayout = [&](Type type) -> std::optional<TensorSharding> {
@@ -320,6 +331,17 @@ struct ApplyMeshPass : public weft::impl::ApplyMeshPassBase<ApplyMeshPass> {
                                      split.toAttr(context));
       }
       recv.getResult().replaceAllUsesExcept(received, pinned);
+      auto param = paramTypes.find(recv.getResult().getType());
+      if (zero != 0 || !dp || param == paramTypes.end() || !param->second ||
+          !received.hasOneUse())
+        return;
+      auto total = dyn_cast<AddOp>(*received.user_begin());
+      if (!total || total.getType() != recv.getResult().getType())
+        return;
+      b.setInsertionPointAfter(total);
+      auto gathered = ShardAsOp::create(b, total.getLoc(), total.getResult(),
+                                        param->second->toAttr(context));
+      total.getResult().replaceAllUsesExcept(gathered, gathered);
     });
   }
 
