@@ -340,10 +340,6 @@ struct FuseKernelsPass
                            arith::ExtFOp::create(rewriter, extract.getLoc(),
                                                  wideType, element));
       }
-      if (cast->use_empty()) {
-        rewriter.eraseOp(cast);
-        continue;
-      }
       SmallVector<OpOperand *> readers;
       for (OpOperand &use : cast->getResult(0).getUses()) {
         auto reader = dyn_cast<linalg::LinalgOp>(use.getOwner());

@@ -160,6 +160,14 @@ private:
     return dir.empty() ? "." : dir.str();
   }
 
+  /// Sets what every step's code generation takes from the flags (the
+  /// one-step and the pipeline path alike).
+  void setCodegenFlags(CodegenPipelineOptions &codegen) const {
+    codegen.mergeSiblingKernels = options.mergeSiblingKernels;
+    codegen.dumpKernelOutputs = options.dumpKernelOutputs;
+    codegen.target = options.device;
+  }
+
   LogicalResult checkOutput();
   LogicalResult checkMesh();
   LogicalResult checkCuda();
@@ -1537,12 +1545,10 @@ LogicalResult Driver::run() {
     return failure();
   pm.enableTiming(timing);
   CodegenPipelineOptions codegen;
+  setCodegenFlags(codegen);
   codegen.stopAfter = emit == Stage::Linalg   ? CodegenStage::Kernels
                       : emit == Stage::Memref ? CodegenStage::Buffers
                                               : CodegenStage::LLVM;
-  codegen.mergeSiblingKernels = options.mergeSiblingKernels;
-  codegen.dumpKernelOutputs = options.dumpKernelOutputs;
-  codegen.target = options.device;
   buildCodegenPipeline(pm, codegen);
   if (failed(pm.run(*module)))
     return failure();
@@ -1679,10 +1685,8 @@ LogicalResult Driver::compilePipeline(ModuleOp module, TimingScope &timing) {
       return failure();
     pm.enableTiming(timing);
     CodegenPipelineOptions codegen;
+    setCodegenFlags(codegen);
     codegen.entry = steps[r].getName().str();
-    codegen.mergeSiblingKernels = options.mergeSiblingKernels;
-    codegen.dumpKernelOutputs = options.dumpKernelOutputs;
-    codegen.target = options.device;
     buildCodegenPipeline(pm, codegen);
     if (failed(pm.run(clone)))
       return failure();

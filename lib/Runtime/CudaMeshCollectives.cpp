@@ -144,42 +144,25 @@ void runJoined(const WeftRuntimeContext *ctx, const char *what,
   cuda::detail::noteQueued(what, "NCCL");
 }
 
-/// Pinned host memory that a pipeline transfer passes through: one buffer,
-/// as the step's transfers run one at a time on its thread.
-class HostStage {
-public:
-  ~HostStage() {
-    if (data)
-      cudaFreeHost(data);
-  }
-  float *atLeast(const WeftRuntimeContext *ctx, const char *what,
+/// Page-locked host memory (cuda::allocatePinned) of at least `elements`
+/// floats that a pipeline transfer passes through: one buffer, as the
+/// step's transfers run one at a time on its thread, grown as needed and
+/// kept for the process's life (released at exit by the driver, not by a
+/// static destructor running after it).
+float *hostStage(const WeftRuntimeContext *ctx, const char *what,
                  int64_t axisMask, size_t elements) {
-    if (elements <= capacity)
-      return data;
-    if (data)
-      cudaFreeHost(data);
-    data = nullptr;
-    capacity = 0;
-    void *p = nullptr;
-    cudaError_t e = cudaMallocHost(&p, elements * sizeof(float));
-    if (e != cudaSuccess)
-      meshDie(ctx, what, axisMask,
-              "cannot pin " + std::to_string(elements * sizeof(float)) +
-                  " bytes of host memory for a pipeline transfer (" +
-                  cudaGetErrorName(e) + ": " + cudaGetErrorString(e) + ")");
-    data = static_cast<float *>(p);
-    capacity = elements;
-    return data;
-  }
-
-private:
-  float *data = nullptr;
-  size_t capacity = 0;
-};
-
-HostStage &hostStage() {
-  static HostStage stage;
-  return stage;
+  static void *data = nullptr;
+  static size_t capacity = 0;
+  if (elements <= capacity)
+    return static_cast<float *>(data);
+  // The last transfer's copy was waited for: nothing uses the old buffer.
+  cuda::releasePinned(data);
+  data = nullptr;
+  capacity = 0;
+  meshCheck(ctx, what, axisMask,
+            cuda::allocatePinned(elements * sizeof(float), &data));
+  capacity = elements;
+  return static_cast<float *>(data);
 }
 
 /// Copies between the step's device buffer and the host stage on the step
@@ -219,7 +202,7 @@ extern "C" void weft_rt_cuda_send_f32(const WeftRuntimeContext *ctx,
                                       int64_t tag) {
   if (count < 0)
     meshDie(ctx, "send", axisMask, "negative element count");
-  float *stage = hostStage().atLeast(ctx, "send", axisMask, size_t(count));
+  float *stage = hostStage(ctx, "send", axisMask, size_t(count));
   copyThroughStage(ctx, "send", axisMask, stage, in,
                    size_t(count) * sizeof(float), cudaMemcpyDeviceToHost);
   // The host send takes its own copy before it returns.
@@ -232,7 +215,7 @@ extern "C" void weft_rt_cuda_recv_f32(const WeftRuntimeContext *ctx,
                                       int64_t tag) {
   if (count < 0)
     meshDie(ctx, "recv", axisMask, "negative element count");
-  float *stage = hostStage().atLeast(ctx, "recv", axisMask, size_t(count));
+  float *stage = hostStage(ctx, "recv", axisMask, size_t(count));
   weft_rt_recv_f32(ctx, axisMask, stage, count, peer, tag);
   copyThroughStage(ctx, "recv", axisMask, out, stage,
                    size_t(count) * sizeof(float), cudaMemcpyHostToDevice);

@@ -309,10 +309,8 @@ struct CrossEntropyLowering : OpConversionPattern<CrossEntropyOp> {
         rewriter, loc, positions, labels,
         rewriter.getMultiDimIdentityMap(positions.getRank()),
         [&](OpBuilder &b, Location l, ValueRange args) -> SmallVector<Value> {
-          Value zero = arith::ConstantOp::create(
-              b, l, labelType, b.getIntegerAttr(labelType, 0));
-          Value count = arith::ConstantOp::create(
-              b, l, labelType, b.getIntegerAttr(labelType, classes));
+          Value zero = scalarConstant(b, l, labelType, 0);
+          Value count = scalarConstant(b, l, labelType, double(classes));
           Value inRange = arith::AndIOp::create(
               b, l,
               arith::CmpIOp::create(b, l, arith::CmpIPredicate::sge, args[0],
