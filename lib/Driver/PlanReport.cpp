@@ -139,14 +139,16 @@ Status weft::loadPlanCluster(
                           : int(std::max(1u, std::thread::hardware_concurrency()));
   std::string dir = cacheDir();
   // Named for the GEMM library measured: installing oneDNN (or losing it)
-  // changes what executables run, so it measures again.
+  // changes what executables run, so it measures again. "v2": the specs
+  // cached before it gave each device 0.1 GB (the host's memory was not
+  // read), so they are measured again rather than trusted.
   std::string library = weft_rt_gemm_library();
   std::transform(library.begin(), library.end(), library.begin(),
                  [](unsigned char c) { return char(std::tolower(c)); });
-  std::string path = dir.empty() ? ""
-                                 : dir + "/local-cluster-" +
-                                       std::to_string(ranks) + "-" + library +
-                                       ".yaml";
+  std::string path = dir.empty()
+                         ? ""
+                         : dir + "/local-cluster-v2-" + std::to_string(ranks) +
+                               "-" + library + ".yaml";
   if (!path.empty() && llvm::sys::fs::exists(path)) {
     if (progress)
       progress("--cluster local: this machine as measured before, " + path +
@@ -160,13 +162,8 @@ Status weft::loadPlanCluster(
   options.devices = ranks;
   options.progress = progress;
   planner::ProfileResult measured;
-  if (Status s = planner::measureGemms(options, measured); !s.ok())
+  if (Status s = planner::measureLocalMachine(options, measured); !s.ok())
     return s;
-  if (Status s = planner::measureTriad(options, measured); !s.ok())
-    return s;
-  if (ranks > 1)
-    if (Status s = planner::measureCollectives(options, measured); !s.ok())
-      return s;
   spec = planner::specFromProfile(measured, options, "local");
   if (!path.empty()) {
     std::error_code ec = llvm::sys::fs::create_directories(dir);

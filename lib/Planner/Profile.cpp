@@ -137,6 +137,31 @@ Status measureGemms(const ProfileOptions &o, ProfileResult &result) {
   return Status::success();
 }
 
+Status measureHostMemory(const ProfileOptions &o, ProfileResult &result) {
+  std::ifstream in("/proc/meminfo");
+  std::string key;
+  double kb = 0;
+  while (in >> key >> kb) {
+    if (key == "MemTotal:") {
+      result.hostMemoryBytes = kb * 1024;
+      say(o, fmt("host memory %.1f GB", result.hostMemoryBytes / 1e9));
+      return Status::success();
+    }
+    in.ignore(1 << 10, '\n');
+  }
+  return Status::error("cannot read the host's memory from /proc/meminfo "
+                       "(MemTotal); write the spec by hand from "
+                       "examples/clusters/cpu-host.yaml");
+}
+
+Status measureLocalMachine(const ProfileOptions &o, ProfileResult &result) {
+  for (auto step :
+       {measureHostMemory, measureGemms, measureTriad, measureCollectives})
+    if (Status s = step(o, result); !s.ok())
+      return s;
+  return Status::success();
+}
+
 Status measureTriad(const ProfileOptions &o, ProfileResult &result) {
   // 3 x 64 MB, twice a large server's last-level cache; quick: 3 x 8 MB.
   size_t n = o.quick ? (size_t(1) << 20) : (size_t(8) << 20);

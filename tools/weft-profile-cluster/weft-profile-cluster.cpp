@@ -101,18 +101,6 @@ bool parseInt(const std::string &text, int &out) {
   return true;
 }
 
-double hostMemoryBytes() {
-  std::ifstream in("/proc/meminfo");
-  std::string key;
-  double kb = 0;
-  while (in >> key >> kb) {
-    if (key == "MemTotal:")
-      return kb * 1024;
-    in.ignore(1 << 10, '\n');
-  }
-  return 0;
-}
-
 int writeOut(const std::string &path, const std::string &text) {
   if (path.empty() || path == "-") {
     std::cout << text;
@@ -151,12 +139,10 @@ int profile(int devices, bool quick, const std::string &name,
     std::cerr << "weft-profile-cluster: " << line << "\n" << std::flush;
   };
   ProfileResult r;
-  r.hostMemoryBytes = hostMemoryBytes();
-  for (auto step : {measureGemms, measureTriad, measureCollectives})
-    if (Status s = step(o, r); !s.ok()) {
-      std::cerr << "weft-profile-cluster: " << s.message << "\n";
-      return 1;
-    }
+  if (Status s = measureLocalMachine(o, r); !s.ok()) {
+    std::cerr << "weft-profile-cluster: " << s.message << "\n";
+    return 1;
+  }
   ClusterSpec spec = specFromProfile(r, o, name);
 
   std::map<std::string, std::string> notes;

@@ -100,6 +100,22 @@ TEST(ProfileSpec, SpecFromMeasurements) {
   EXPECT_EQ(2u, s.collectives.at("send_recv").size());
 }
 
+// `weftc --cluster local` once built its spec without reading the host's
+// memory, so every device got the 0.1 GB floor and any model of more than
+// that was refused; both tools now measure through measureLocalMachine.
+TEST(ProfileSpec, HostMemoryIsRead) {
+  ProfileOptions o;
+  o.devices = 2;
+  ProfileResult r;
+  Status st = measureHostMemory(o, r);
+  ASSERT_TRUE(st.ok()) << st.message;
+  // Any machine that builds Weft has more than 1 GB.
+  EXPECT_GT(r.hostMemoryBytes, 1e9);
+  r.gemms = handResult().gemms;
+  ClusterSpec s = specFromProfile(r, o, "here");
+  EXPECT_GT(s.device.memoryGB, 0.4);
+}
+
 TEST(ProfileSpec, WrittenYamlReadsBackAndIsStable) {
   ProfileOptions o;
   o.devices = 2;

@@ -73,6 +73,17 @@ Status measureGemms(const ProfileOptions &options, ProfileResult &result);
 /// arrays, no write-allocate).
 Status measureTriad(const ProfileOptions &options, ProfileResult &result);
 
+/// Reads the host's memory (/proc/meminfo's MemTotal) into
+/// `hostMemoryBytes`; an error where it cannot.
+Status measureHostMemory(const ProfileOptions &options, ProfileResult &result);
+
+/// Everything a spec of this machine needs, in the order a person reads the
+/// progress: the host's memory, the products, the triad and (more than one
+/// device) the collectives. weft-profile-cluster and `weftc --cluster
+/// local` both measure through this, so their specs cannot differ.
+Status measureLocalMachine(const ProfileOptions &options,
+                           ProfileResult &result);
+
 /// Times all-reduce, all-gather and reduce-scatter for every group size
 /// 2..devices, and send/recv between 2 ranks, over gloo on 127.0.0.1: one
 /// thread per rank, meeting in a store on a port the system picks.
