@@ -39,7 +39,10 @@ double efficiencyFor(const ClusterSpec &spec, const std::string &dtype) {
 }
 
 const char *gemmShapeClass(double m, double n, double k) {
-  double flops = 2 * m * n * k;
+  return gemmShapeClassOfFlops(2 * m * n * k);
+}
+
+const char *gemmShapeClassOfFlops(double flops) {
   if (flops <= 2 * 256.0 * 256.0 * 256.0)
     return kGemmShapeClasses[0];
   if (flops <= 2 * 1024.0 * 1024.0 * 1024.0)
@@ -48,14 +51,14 @@ const char *gemmShapeClass(double m, double n, double k) {
 }
 
 double gemmEfficiencyFor(const ClusterSpec &spec, const std::string &dtype,
-                         double m, double n, double k) {
+                         double productFlops) {
   auto byDType = spec.device.gemmEfficiency.find(dtype);
   if (byDType != spec.device.gemmEfficiency.end()) {
-    auto it = byDType->second.find(gemmShapeClass(m, n, k));
+    auto it = byDType->second.find(gemmShapeClassOfFlops(productFlops));
     if (it != byDType->second.end())
       return it->second;
   }
-  return efficiencyFor(spec, dtype);
+  return 1.0;
 }
 
 double computeSeconds(const ClusterSpec &spec, double flops, double bytes,
@@ -64,6 +67,14 @@ double computeSeconds(const ClusterSpec &spec, double flops, double bytes,
       spec.device.peakTFLOPs.at(dtype) * 1e12 * efficiencyFor(spec, dtype);
   double bytesPerSecond = memoryBandwidthGBps * 1e9;
   return std::max(flops / flopsPerSecond, bytes / bytesPerSecond);
+}
+
+double gemmSeconds(const ClusterSpec &spec, double flops, double productFlops,
+                   double bytes, double memoryBandwidthGBps,
+                   const std::string &dtype) {
+  double classFactor = gemmEfficiencyFor(spec, dtype, productFlops);
+  return std::max(computeSeconds(spec, flops / classFactor, 0, 1, dtype),
+                  computeSeconds(spec, 0, bytes, memoryBandwidthGBps, dtype));
 }
 
 double updateSeconds(double paramsHere, double paramsUpdated, int microBatches,

@@ -581,6 +581,16 @@ Status computeModelStats(ModuleOp module, ModelStats &out) {
       auto lhs = cast<RankedTensorType>(mm.getLhs().getType());
       int64_t k = lhs.getDimSize(lhs.getRank() - (mm.getTransposeLhs() ? 2 : 1));
       cost.flops = 2.0 * resultElements * double(k);
+      cost.foldsBatch = bool(weight);
+      if (weight) {
+        cost.productFlops = cost.flops;
+      } else {
+        auto result = cast<RankedTensorType>(mm.getResult().getType());
+        int64_t rank = result.getRank();
+        double rows = rank >= 2 ? double(result.getDimSize(rank - 2)) : 1;
+        double cols = rank >= 1 ? double(result.getDimSize(rank - 1)) : 1;
+        cost.productFlops = 2.0 * rows * cols * double(k);
+      }
     } else if (auto conv = dyn_cast<weft::Conv2DOp>(&op)) {
       // A multiply-add per output element and filter tap of its group (a
       // 3-D convolution is conv2ds over the depth taps).
@@ -769,6 +779,8 @@ Status computeModelStats(ModuleOp module, ModelStats &out) {
     for (OpCost &c : s.ops) {
       c.flops *= perSample;
       c.elements *= perSample;
+      if (c.foldsBatch)
+        c.productFlops *= perSample;
     }
     for (SavedActivations *a : {&s.saved, &s.attentionSaved}) {
       a->split *= perSample;

@@ -337,9 +337,10 @@ struct Key {
   bool sp;
   uint32_t replicated;
   Recompute rec;
+  int mbs; // Pricer::classKey
   bool operator<(const Key &o) const {
-    return std::tie(tp, sp, replicated, rec) <
-           std::tie(o.tp, o.sp, o.replicated, o.rec);
+    return std::tie(tp, sp, replicated, rec, mbs) <
+           std::tie(o.tp, o.sp, o.replicated, o.rec, o.mbs);
   }
 };
 
@@ -365,17 +366,27 @@ public:
         updateBandwidth(options.memoryBandwidthGBps <= 0 &&
                                 spec.device.updateBandwidthGBps > 0
                             ? spec.device.updateBandwidthGBps
-                            : bandwidth) {}
+                            : bandwidth),
+        byClass(spec.device.gemmEfficiency.count(options.dtype) > 0) {}
 
-  const std::vector<LayerPrice> &prices(TpLayout t, Recompute rec) {
+  /// What per-sample prices depend on of the micro-batch size: with GEMM
+  /// efficiencies per shape class in the spec, a micro-batch of b samples
+  /// stacks them into products b times as large, so it is b; without,
+  /// nothing (0). 0 also asks for every product at the fastest class: a
+  /// lower bound on every micro-batch size's prices.
+  int classKey(int mbs) const { return byClass ? mbs : 0; }
+
+  /// Per-sample prices of every class, the prologue and the epilogue, at
+  /// micro-batch `mbs` (classKey's).
+  const std::vector<LayerPrice> &prices(TpLayout t, Recompute rec, int mbs) {
     auto [it, isNew] =
-        priceCache.try_emplace(Key{t.tp, t.sp, t.replicated, rec});
+        priceCache.try_emplace(Key{t.tp, t.sp, t.replicated, rec, mbs});
     if (isNew) {
       // Classes first, then the prologue and the epilogue.
       for (const LayerStats &c : model.classes)
-        it->second.push_back(price(c, t, rec, /*isBlock=*/true));
-      it->second.push_back(price(model.prologue, t, rec, false));
-      it->second.push_back(price(model.epilogue, t, rec, false));
+        it->second.push_back(price(c, t, rec, /*isBlock=*/true, mbs));
+      it->second.push_back(price(model.prologue, t, rec, false, mbs));
+      it->second.push_back(price(model.epilogue, t, rec, false, mbs));
     }
     return it->second;
   }
@@ -385,18 +396,32 @@ public:
   /// and the rest keep everything; the cut is the one without
   /// recomputation.
   const RankLayout *ranks(TpLayout t, Recompute rec, int pp, int v,
-                          int fullBlocks = 0) {
-    auto key =
-        std::make_tuple(t.tp, t.sp, t.replicated, int(rec), pp, v, fullBlocks);
+                          int fullBlocks, int mbs) {
+    mbs = classKey(mbs);
+    auto key = std::make_tuple(t.tp, t.sp, t.replicated, int(rec), pp, v,
+                               fullBlocks, mbs);
     if (auto it = rankCache.find(key); it != rankCache.end())
       return it->second.blocksPerRank.empty() ? nullptr : &it->second;
     RankLayout out;
-    if (!fullBlocks) {
+    if (mbs) {
+      // The stages are cut once, at the fastest classes, whatever the
+      // micro-batch: then memory still only grows with it (the search's
+      // pruning relies on that) and a plan's cut does not hinge on a
+      // class boundary.
+      if (const RankLayout *base = ranks(t, rec, pp, v, fullBlocks, 0)) {
+        std::vector<int> blocksPerRank = base->blocksPerRank;
+        out = layout(prices(t, fullBlocks ? Recompute::None : rec, mbs),
+                     fullBlocks ? &prices(t, Recompute::Full, mbs) : nullptr,
+                     blocksPerRank, pp, v, fullBlocks);
+      }
+    } else if (!fullBlocks) {
+      out = layout(prices(t, rec, 0), nullptr, cut(prices(t, rec, 0), pp, v),
+                   pp, v, 0);
+    } else if (const RankLayout *none =
+                   ranks(t, Recompute::None, pp, v, 0, 0)) {
       out =
-          layout(prices(t, rec), nullptr, cut(prices(t, rec), pp, v), pp, v, 0);
-    } else if (const RankLayout *none = ranks(t, Recompute::None, pp, v)) {
-      out = layout(prices(t, Recompute::None), &prices(t, Recompute::Full),
-                   none->blocksPerRank, pp, v, fullBlocks);
+          layout(prices(t, Recompute::None, 0), &prices(t, Recompute::Full, 0),
+                 none->blocksPerRank, pp, v, fullBlocks);
     }
     RankLayout &stored = rankCache[key] = std::move(out);
     return stored.blocksPerRank.empty() ? nullptr : &stored;
@@ -427,10 +452,12 @@ public:
   double bandwidth;
   /// The rate the optimizer's pass over the parameters runs at.
   double updateBandwidth;
+  /// The spec prices products by shape class (gemm_efficiency).
+  bool byClass;
 
 private:
-  LayerPrice price(const LayerStats &s, TpLayout t, Recompute rec,
-                   bool isBlock) {
+  LayerPrice price(const LayerStats &s, TpLayout t, Recompute rec, bool isBlock,
+                   int mbs) {
     const int tp = t.tp;
     const bool sp = t.sp;
     auto replicated = [&](int part) {
@@ -443,11 +470,20 @@ private:
       // parallelism (token-wise parts only: masksFor) on the rank's share
       // of the tokens.
       double d = sp || (op.tpSplit && !replicated(op.tpPart)) ? tp : 1;
-      double t = bandwidth > 0
-                     ? computeSeconds(spec, op.flops / d,
-                                      op.elements * bytes.activation / d,
-                                      bandwidth, options.dtype)
-                     : computeSeconds(spec, op.flops / d, 0, 1, options.dtype);
+      double traffic = bandwidth > 0 ? op.elements * bytes.activation / d : 0;
+      double t;
+      if (op.productFlops > 0 && mbs > 0) {
+        // The GEMM's shape class: a product with a weight holds the
+        // micro-batch's samples, split as the op is; one of two
+        // activations is a sample's and a head's whatever the layout.
+        double product =
+            op.foldsBatch ? mbs * op.productFlops / d : op.productFlops;
+        t = gemmSeconds(spec, op.flops / d, product, traffic,
+                        bandwidth > 0 ? bandwidth : 1, options.dtype);
+      } else {
+        t = computeSeconds(spec, op.flops / d, traffic,
+                           bandwidth > 0 ? bandwidth : 1, options.dtype);
+      }
       p.forward += t;
       if (op.attentionCore)
         attention += t;
@@ -610,7 +646,7 @@ public:
 private:
   std::map<Key, std::vector<LayerPrice>> priceCache;
   std::map<std::tuple<Schedule, int, int>, pipeline::Schedule> scheduleCache;
-  std::map<std::tuple<int, bool, uint32_t, int, int, int, int>, RankLayout>
+  std::map<std::tuple<int, bool, uint32_t, int, int, int, int, int>, RankLayout>
       rankCache;
 };
 
@@ -630,12 +666,12 @@ void price(Pricer &pr, const RankLayout &rl, const LayoutChoice &l,
   // ones' tp collectives as full recomputation's.
   Recompute base = fullBlocks ? Recompute::None : rec;
   const TpLayout t{l.tp, l.sequenceParallel, replicated};
-  const std::vector<LayerPrice> &lp = pr.prices(t, base);
+  const std::vector<LayerPrice> &lp = pr.prices(t, base, pr.classKey(mbs));
   std::vector<double> tp = pr.tpSeconds(lp, t, base, mbs);
   std::vector<double> tpFull;
   if (fullBlocks)
-    tpFull =
-        pr.tpSeconds(pr.prices(t, Recompute::Full), t, Recompute::Full, mbs);
+    tpFull = pr.tpSeconds(pr.prices(t, Recompute::Full, pr.classKey(mbs)), t,
+                          Recompute::Full, mbs);
   const size_t pro = pr.model.classes.size(), epi = pro + 1;
   const int p = l.pp, m = l.microBatches, v = l.virtualStages;
   const int dpn = int(spec.devicesPerNode);
@@ -1119,7 +1155,7 @@ Status evaluatePlan(const ModelStats &model, const ClusterSpec &spec,
   uint32_t rep = l.tp > 1 ? tpReplicatedMask : 0;
   const RankLayout *rl =
       pr.ranks(TpLayout{l.tp, l.sequenceParallel, rep}, recompute, l.pp,
-               l.virtualStages, recomputeBlocks);
+               l.virtualStages, recomputeBlocks, microBatchSize);
   if (!rl)
     return Status::error("the model's " + std::to_string(model.blocks.size()) +
                          " blocks cannot be cut into " +
@@ -1304,9 +1340,10 @@ Status searchPlan(const ModelStats &model, const ClusterSpec &spec,
   if (!o.recompute)
     choices.push_back({Recompute::Full, true, 0});
   // Per block: bounded and cut as without recomputation.
-  auto ranksFor = [&](RecChoice c, TpLayout t, int pp, int v) {
-    return c.perBlock ? pr.ranks(t, Recompute::None, pp, v)
-                      : pr.ranks(t, c.rec, pp, v, c.blocks);
+  // `mbs` 0: every product at its fastest class, a bound on all sizes.
+  auto ranksFor = [&](RecChoice c, TpLayout t, int pp, int v, int mbs) {
+    return c.perBlock ? pr.ranks(t, Recompute::None, pp, v, 0, mbs)
+                      : pr.ranks(t, c.rec, pp, v, c.blocks, mbs);
   };
   // Compute alone, B/dp samples through the slowest rank, bounds every
   // plan of a mesh from below; trying low bounds first finds fast plans
@@ -1318,7 +1355,7 @@ Status searchPlan(const ModelStats &model, const ClusterSpec &spec,
         for (RecChoice choice : choices)
           for (Sched s : schedulesFor(mesh.pp))
             if (const RankLayout *rl = ranksFor(
-                    choice, TpLayout{mesh.tp, sp, parts}, mesh.pp, s.v))
+                    choice, TpLayout{mesh.tp, sp, parts}, mesh.pp, s.v, 0))
               mesh.lowerBound =
                   std::min(mesh.lowerBound,
                            double(model.batch / mesh.dp) * rl->maxCompute);
@@ -1349,7 +1386,7 @@ Status searchPlan(const ModelStats &model, const ClusterSpec &spec,
     for (int k = 1; k < most; ++k) {
       const RankLayout *rl =
           pr.ranks(TpLayout{l.tp, l.sequenceParallel, parts}, Recompute::Full,
-                   l.pp, l.virtualStages, k);
+                   l.pp, l.virtualStages, k, mbs);
       price(pr, *rl, l, parts, mbs, Recompute::Full, plan, k);
       ++result.evaluated;
       if (plan.feasible)
@@ -1369,7 +1406,7 @@ Status searchPlan(const ModelStats &model, const ClusterSpec &spec,
           for (Sched s : schedulesFor(mesh.pp)) {
             Recompute rec = choice.rec;
             const RankLayout *rl =
-                ranksFor(choice, TpLayout{mesh.tp, sp, parts}, mesh.pp, s.v);
+                ranksFor(choice, TpLayout{mesh.tp, sp, parts}, mesh.pp, s.v, 0);
             if (!rl)
               continue;
             double bound = double(model.batch / mesh.dp) * rl->maxCompute;
@@ -1393,10 +1430,12 @@ Status searchPlan(const ModelStats &model, const ClusterSpec &spec,
                 if (s.kind == Schedule::Interleaved && l.microBatches % mesh.pp)
                   continue;
                 Plan plan;
+                const RankLayout *at = ranksFor(
+                    choice, TpLayout{mesh.tp, sp, parts}, mesh.pp, s.v, mbs);
                 if (choice.perBlock) {
-                  pricePerBlock(*rl, l, parts, mbs, plan);
+                  pricePerBlock(*at, l, parts, mbs, plan);
                 } else {
-                  price(pr, *rl, l, parts, mbs, rec, plan, choice.blocks);
+                  price(pr, *at, l, parts, mbs, rec, plan, choice.blocks);
                   ++result.evaluated;
                 }
                 if (!plan.feasible) {
@@ -1448,7 +1487,7 @@ Status searchPlan(const ModelStats &model, const ClusterSpec &spec,
             continue;
           Recompute rec = choice.rec;
           const RankLayout *rl =
-              ranksFor(choice, TpLayout{mesh.tp, sp, parts}, mesh.pp, s.v);
+              ranksFor(choice, TpLayout{mesh.tp, sp, parts}, mesh.pp, s.v, 0);
           if (!rl)
             continue;
           for (int zero : zerosFor(mesh.dp)) {
@@ -1459,7 +1498,10 @@ Status searchPlan(const ModelStats &model, const ClusterSpec &spec,
               if (s.kind == Schedule::Interleaved && l.microBatches % mesh.pp)
                 continue;
               Plan plan;
-              price(pr, *rl, l, parts, mbs, rec, plan, choice.blocks);
+              price(pr,
+                    *ranksFor(choice, TpLayout{mesh.tp, sp, parts}, mesh.pp,
+                              s.v, mbs),
+                    l, parts, mbs, rec, plan, choice.blocks);
               ++result.evaluated;
               if (!found || better(plan, out)) {
                 out = plan;

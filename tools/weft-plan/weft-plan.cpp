@@ -18,6 +18,7 @@
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Format.h"
+#include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -409,6 +410,27 @@ int runStats(int argc, char **argv) {
   }
   if (stats.requiredTpDivisor)
     llvm::outs() << "tp must divide " << stats.requiredTpDivisor << "\n";
+  // The matrix products whose GEMM shape class the search prices
+  // (device.gemm_efficiency): a product with a weight per sample (a
+  // micro-batch stacks its samples into one), one of activations each.
+  auto products = [&](const std::string &name, const LayerStats &l) {
+    std::string weighted, activations;
+    for (const OpCost &op : l.ops)
+      if (op.productFlops > 0)
+        (op.foldsBatch ? weighted : activations) +=
+            " " +
+            llvm::formatv("{0}", llvm::format("%.6g", op.productFlops)).str();
+    if (weighted.empty() && activations.empty())
+      return;
+    llvm::outs() << "products in " << name << ": with a weight, FLOPs a sample"
+                 << (weighted.empty() ? " -" : weighted)
+                 << "; of activations, FLOPs each"
+                 << (activations.empty() ? " -" : activations) << "\n";
+  };
+  products("prologue", stats.prologue);
+  for (size_t c = 0; c < stats.classes.size(); ++c)
+    products("block class " + std::to_string(c), stats.classes[c]);
+  products("epilogue", stats.epilogue);
   return 0;
 }
 

@@ -15,6 +15,11 @@ using namespace weft::planner;
 
 namespace {
 
+void expectNearRel(double expected, double actual) {
+  EXPECT_NEAR(expected, actual, 1e-12 * std::abs(expected))
+      << "expected " << expected << ", got " << actual;
+}
+
 ClusterSpec oneDevice(double peakTFLOPs) {
   ClusterSpec s;
   s.name = "t";
@@ -36,13 +41,23 @@ TEST(ProfileSpec, ShapeClassesByFlops) {
   // A skinny product is classed by its work, not its longest side.
   EXPECT_STREQ("small", gemmShapeClass(65536, 16, 16));
 
+  EXPECT_STREQ("small", gemmShapeClassOfFlops(2.0 * 256 * 256 * 256));
+  EXPECT_STREQ("large", gemmShapeClassOfFlops(2.0 * 1024 * 1024 * 1025));
+
   ClusterSpec s = oneDevice(1);
   s.device.efficiency["fp32"] = 0.9;
   s.device.gemmEfficiency["fp32"]["small"] = 0.25;
-  EXPECT_DOUBLE_EQ(0.25, gemmEfficiencyFor(s, "fp32", 64, 64, 64));
-  // No measurement for the class, or for the dtype: the dtype's.
-  EXPECT_DOUBLE_EQ(0.9, gemmEfficiencyFor(s, "fp32", 4096, 4096, 4096));
-  EXPECT_DOUBLE_EQ(1.0, gemmEfficiencyFor(s, "bf16", 64, 64, 64));
+  EXPECT_DOUBLE_EQ(0.25, gemmEfficiencyFor(s, "fp32", 2.0 * 64 * 64 * 64));
+  // No measurement for the class, or for the dtype: no slowdown.
+  EXPECT_DOUBLE_EQ(1.0, gemmEfficiencyFor(s, "fp32", 2.0 * 4096 * 4096 * 4096));
+  EXPECT_DOUBLE_EQ(1.0, gemmEfficiencyFor(s, "bf16", 2.0 * 64 * 64 * 64));
+  // The class slows the compute side on top of the dtype's efficiency:
+  // 1e9 FLOPs at 1 TFLOP/s x 0.9 x 0.25; the memory side is unchanged
+  // (1e9 bytes at 100 GB/s: 10 ms).
+  expectNearRel(1e9 / (1e12 * 0.9 * 0.25),
+                gemmSeconds(s, 1e9, 2.0 * 64 * 64 * 64, 0, 1, "fp32"));
+  expectNearRel(0.01,
+                gemmSeconds(s, 1e6, 2.0 * 64 * 64 * 64, 1e9, 100, "fp32"));
 }
 
 TEST(ProfileSpec, FitsLatencyAndBandwidth) {

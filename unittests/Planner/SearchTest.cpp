@@ -451,6 +451,51 @@ TEST(SearchPieces, MemoryBoundOpsWithABandwidth) {
   expectNear(2 * 2 * 0.006 + 0.006 + 0.015, accumulated.computeSeconds);
 }
 
+TEST(SearchPieces, ProductsPricedByShapeClass) {
+  // One block of two products, 1e9 FLOPs each per sample: `a` with a
+  // weight (a micro-batch of b samples is one product of b x 1e9 FLOPs),
+  // `s` of two activations (products of 1e6 FLOPs, however many samples).
+  ModelStats model = simpleModel(1, 8);
+  OpCost a, s;
+  a.flops = s.flops = 1e9;
+  a.productFlops = 1e9;
+  a.foldsBatch = true;
+  s.productFlops = 1e6;
+  model.classes[0].ops = {a, s};
+  ClusterSpec spec = cluster(1, 1);
+  SearchOptions o;
+  LayoutChoice l;
+  auto step = [&](int mbs) {
+    Plan plan;
+    l.microBatches = int(8 / mbs);
+    Status st = evaluatePlan(model, spec, o, l, mbs, Recompute::None, plan);
+    EXPECT_TRUE(st.ok()) << st.message;
+    return plan.stepSeconds;
+  };
+  // No table: both at the peak, 10 us each forward, 60 us a sample with
+  // the backward, 8 samples: 480 us, whatever the micro-batch.
+  expectNear(480e-6, step(1));
+  expectNear(480e-6, step(8));
+  // Small products at a quarter of the peak, medium at half, large at it.
+  spec.device.gemmEfficiency["bf16"] = {{"small", 0.25}, {"medium", 0.5}};
+  // Micro-batches of 1: `a` is one 1e9-FLOP product, medium (at most
+  // 2 x 1024^3): 20 us; `s` small: 40 us. 3 x 60 x 8 = 1440 us.
+  expectNear(1440e-6, step(1));
+  // Of 4: `a` is a 4e9-FLOP product, large: 10 us; `s` still 40 us.
+  // 3 x 50 x 8 = 1200 us.
+  expectNear(1200e-6, step(4));
+  // The search prices the plan it picks as evaluatePlan does, and on one
+  // device picks the micro-batch of the largest products.
+  SearchResult r;
+  ASSERT_TRUE(searchPlan(model, spec, o, r).ok());
+  EXPECT_GE(r.best.microBatchSize, 4);
+  expectNear(1200e-6, r.best.stepSeconds);
+  // Another dtype's table prices nothing.
+  spec.device.gemmEfficiency.erase("bf16");
+  spec.device.gemmEfficiency["fp32"] = {{"small", 0.25}};
+  expectNear(480e-6, step(1));
+}
+
 TEST(SearchPieces, APipelineWiderThanANodeSendsOverTheSlowLink) {
   // pp = 4 over 2 nodes of 2: stages 1 and 2 are on different nodes, so
   // the boundaries are paced by the inter-node link (10 GB/s, not 100):
@@ -794,6 +839,35 @@ TEST(SearchExact, PrunedEqualsBruteForceWithTensorParallelParts) {
           }
   EXPECT_GT(replicating, 0);
   EXPECT_LT(replicating, cases);
+}
+
+// GEMM shape classes make a rank's per-sample compute depend on the
+// micro-batch; the bounds that prune take the fastest class, so they stay
+// below every plan.
+TEST(SearchExact, PrunedEqualsBruteForceWithShapeClasses) {
+  for (int blocks : {4, 8})
+    for (double memoryGB : {8.0, 80.0}) {
+      Case c{mixedModelWithParts(blocks, 16), cluster(2, 4, memoryGB, 2), {}};
+      for (LayerStats *s : {&c.model.classes[0], &c.model.classes[1],
+                            &c.model.prologue, &c.model.epilogue})
+        for (OpCost &op : s->ops) {
+          op.productFlops = op.flops / 8;
+          op.foldsBatch = !op.attentionCore;
+        }
+      c.spec.device.gemmEfficiency["bf16"] = {
+          {"small", 0.3}, {"medium", 0.6}, {"large", 0.9}};
+      SCOPED_TRACE(::testing::Message()
+                   << blocks << " blocks, " << memoryGB << " GB");
+      expectPrunedEqualsBruteForce(c);
+      SearchResult r;
+      ASSERT_TRUE(searchPlan(c.model, c.spec, c.options, r).ok());
+      Plan again;
+      ASSERT_TRUE(evaluatePlan(c.model, c.spec, c.options, r.best.layout,
+                               r.best.microBatchSize, r.best.recompute, again,
+                               r.best.recomputeBlocks, r.best.tpReplicatedMask)
+                      .ok());
+      EXPECT_EQ(r.best.stepSeconds, again.stepSeconds);
+    }
 }
 
 TEST(SearchExact, PrunedEqualsBruteForceWithPins) {

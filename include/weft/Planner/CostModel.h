@@ -46,12 +46,23 @@ double efficiencyFor(const ClusterSpec &spec, const std::string &dtype);
 /// weft-profile-cluster measures them: "small" up to 2·256³ (a 256³
 /// product), "medium" up to 2·1024³, "large" above.
 const char *gemmShapeClass(double m, double n, double k);
+/// The same by the product's FLOPs (2MNK).
+const char *gemmShapeClassOfFlops(double flops);
 
-/// The fraction of the peak the spec says a `dtype` product of this shape
-/// reaches: device.gemm_efficiency[dtype][class] where measured, else
-/// efficiencyFor(spec, dtype).
+/// How much slower than the fastest class a `dtype` product of
+/// `productFlops` runs: device.gemm_efficiency[dtype][its class], which
+/// weft-profile-cluster writes as that class's measured rate over the
+/// fastest's (the peak), or 1 where the spec has none. A product then takes
+/// flops / (peak · efficiencyFor · this) (gemmSeconds).
 double gemmEfficiencyFor(const ClusterSpec &spec, const std::string &dtype,
-                         double m, double n, double k);
+                         double productFlops);
+
+/// Roofline time of a kernel running matrix products of `productFlops`
+/// each, `flops` in all: computeSeconds with the compute side slowed by
+/// the products' class (gemmEfficiencyFor).
+double gemmSeconds(const ClusterSpec &spec, double flops, double productFlops,
+                   double bytes, double memoryBandwidthGBps,
+                   const std::string &dtype);
 
 /// Roofline time of one kernel on one device, in seconds:
 ///   max(flops / (peak[dtype] * efficiency[dtype]), bytes / memory bandwidth).

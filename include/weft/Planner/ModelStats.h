@@ -49,6 +49,14 @@ struct OpCost {
   /// The choosable tensor-parallel part (ModelStats::tpParts) the op is
   /// split in, or -1: a part kept replicated runs whole on every tp rank.
   int tpPart = -1;
+  /// A matrix product's size, for its GEMM shape class: the FLOPs of one
+  /// product. Where `foldsBatch` (a product with a weight: the samples of
+  /// a micro-batch stack into its rows, so b samples make one product b
+  /// times this, split as the op is over tp) it is per sample; otherwise
+  /// (a product of two activations, one per sample and head) it is each
+  /// product's, whatever the batch. 0: not a matrix product.
+  double productFlops = 0;
+  bool foldsBatch = false;
 };
 
 /// The activations a layer's backward reads, per sample, in elements, by
