@@ -670,6 +670,16 @@ Status calibrateEfficiency(const ModelStats &model, ClusterSpec &spec,
   if (Status s = predict(1.0, atPeak); !s.ok())
     return s;
   std::string dt = options.dtype;
+  // The peak and the shape classes are each the best of a few timed
+  // batches of three square products; a run within 2 % faster than the
+  // plan at that peak (a step made almost only of products, on an idle
+  // host) is their noise, not a wrong spec: it runs at the peak.
+  const double peakNoise = 0.02;
+  if (atPeak > out.measured && atPeak <= out.measured * (1 + peakNoise)) {
+    spec.device.efficiency[dt] = out.efficiency = 1.0;
+    out.predictedAfter = atPeak;
+    return Status::success();
+  }
   if (atPeak > out.measured)
     return Status::error(
         "the run took " + fmt("%.4g s per step", out.measured) +

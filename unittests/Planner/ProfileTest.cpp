@@ -310,6 +310,14 @@ TEST(ProfileMetrics, CalibratedEfficiencyReproducesTheRun) {
   EXPECT_NEAR(0.6, c.predictedBefore, 1e-9);
   EXPECT_NEAR(2.4, c.predictedAfter, 1e-6);
 
+  // Up to 2 % faster than the peak allows is the peak's own noise: the
+  // run is at the peak.
+  run.medianStepSeconds = 0.59;
+  st = calibrateEfficiency(model, spec, o, l, 2, run, c);
+  ASSERT_TRUE(st.ok()) << st.message;
+  EXPECT_DOUBLE_EQ(1.0, c.efficiency);
+  EXPECT_NEAR(0.6, c.predictedAfter, 1e-9);
+
   // Faster than the peak allows: the peak is wrong, and the error says so.
   run.medianStepSeconds = 0.5;
   st = calibrateEfficiency(model, spec, o, l, 2, run, c);

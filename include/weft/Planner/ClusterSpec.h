@@ -67,9 +67,10 @@ struct ClusterSpec {
     /// reach, per dtype; 0 < e <= 1. A dtype absent here has no measurement
     /// and the cost model picks its own default.
     std::map<std::string, double> efficiency;
-    /// Optional measured fraction of the peak per dtype and GEMM shape class
-    /// (key: kGemmShapeClasses; CostModel.h's gemmShapeClass says which
-    /// products belong to which), as weft-profile-cluster writes them.
+    /// Optional rate of each GEMM shape class over the fastest class's, per
+    /// dtype (key: kGemmShapeClasses; CostModel.h's gemmShapeClass says
+    /// which products belong to which), as weft-profile-cluster writes
+    /// them: a product runs at peak x efficiency x this (gemmSeconds).
     std::map<std::string, std::map<std::string, double>> gemmEfficiency;
     /// Optional measured memory bandwidth of one device in GB/s (a STREAM
     /// triad); 0 where the spec has none. The roofline's memory side uses
