@@ -232,7 +232,7 @@ Status checkCollective(const ClusterSpec &spec, Collective kind, int groupSize,
 }
 
 bool measuredSeconds(const ClusterSpec &spec, Collective kind, double bytes,
-                     int groupSize, double &seconds) {
+                     int groupSize, double &seconds, double zeroBytesSeconds) {
   auto it = spec.collectives.find(collectiveName(kind));
   if (it == spec.collectives.end())
     return false;
@@ -249,7 +249,10 @@ bool measuredSeconds(const ClusterSpec &spec, Collective kind, double bytes,
   };
   double us;
   if (bytes <= s.front().bytes) {
-    us = s.front().us;
+    us = zeroBytesSeconds < 0
+             ? s.front().us
+             : line(0, std::min(zeroBytesSeconds * 1e6, s.front().us),
+                    s.front().bytes, s.front().us);
   } else if (bytes >= s.back().bytes) {
     us = s.size() == 1 ? line(0, 0, s[0].bytes, s[0].us)
                        : line(s[s.size() - 2].bytes, s[s.size() - 2].us,
@@ -289,9 +292,14 @@ double idleSeconds(const ClusterSpec &spec, Collective kind, double bytes,
   // it picked, so it wins over every formula. A group no larger than a
   // node that still crosses nodes (dp over nodes, tp inside them) is not
   // what a sample of its size measured: those ran inside a node.
+  // Below the smallest sample, the time falls towards the formula's
+  // latency alone (a table of large messages must not price a 4-byte
+  // all-reduce as a megabyte's).
   double measured;
   bool sampled = !crossesNodes || groupSize > spec.devicesPerNode;
-  if (sampled && measuredSeconds(spec, kind, bytes, groupSize, measured))
+  if (sampled && measuredSeconds(
+                     spec, kind, bytes, groupSize, measured,
+                     linkSeconds(spec, kind, 0, groupSize, crossesNodes, algo)))
     return measured;
   return linkSeconds(spec, kind, bytes, groupSize, crossesNodes, algo);
 }

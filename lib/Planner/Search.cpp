@@ -816,13 +816,21 @@ void price(Pricer &pr, const RankLayout &rl, const LayoutChoice &l,
                                                  ? pr.bytes.reducedGrad
                                                  : pr.bytes.param),
                                  dpGroup);
-    dpExposed = std::max(
-        dpExposed,
-        tiedDp + dpExposedSeconds(spec, l.zeroStage, dpGroup,
-                                  (here - tiedHere) * pr.bytes.reducedGrad,
-                                  (here - tiedHere) * pr.bytes.param,
-                                  overlap ? forwardMB : 0,
-                                  overlap ? computeMB - forwardMB : 0, m));
+    // The stage with the loss averages it over dp once a step for the
+    // step's report (weft.all_reduce of one f32): its latency, after the
+    // last micro-batch's forward, waited for at the step's end.
+    double lossDp =
+        g.epilogue && l.dp > 1
+            ? groupCollectiveSeconds(spec, Collective::AllReduce, 4, dpGroup)
+            : 0;
+    dpExposed =
+        std::max(dpExposed,
+                 lossDp + tiedDp +
+                     dpExposedSeconds(spec, l.zeroStage, dpGroup,
+                                      (here - tiedHere) * pr.bytes.reducedGrad,
+                                      (here - tiedHere) * pr.bytes.param,
+                                      overlap ? forwardMB : 0,
+                                      overlap ? computeMB - forwardMB : 0, m));
 
     // Memory: on the group's first rank, which has the most in flight.
     MemoryEstimate e;

@@ -41,6 +41,7 @@
 #include <map>
 #include <set>
 #include <sstream>
+#include <thread>
 
 #include <signal.h>
 #include <fcntl.h>
@@ -145,7 +146,7 @@ struct Options {
 
 /// A failure a test asks one rank to simulate (WEFT_FAULT, see parseFault).
 struct Fault {
-  enum Action { None, Exit, Kill, Hang } action = None;
+  enum Action { None, Exit, Kill, Hang, SlowStart } action = None;
   int rank = 0;
   /// The 1-based step the rank fails before (after step - 1 completed).
   int64_t step = 0;
@@ -154,13 +155,15 @@ struct Fault {
 /// WEFT_FAULT=RANK:STEP:ACTION, a test hook: rank RANK, about to run step
 /// STEP (1-based, before taking its batch), exits with code 3 (`exit`),
 /// kills itself with SIGKILL (`kill`) or stops forever without another
-/// heartbeat (`hang`). It fires only in a launcher's first attempt
+/// heartbeat (`hang`); `slow-start` instead sleeps 2 s before it sets up its
+/// checkpoint folder (STEP unused), so that the other ranks get there
+/// first. It fires only in a launcher's first attempt
 /// (TORCHELASTIC_RESTART_COUNT unset or 0), so a restarted job runs through.
 Status parseFault(const std::string &text, Fault &out) {
   auto bad = [&](const std::string &why) {
     return Status::error("WEFT_FAULT=" + quote(text) + ": " + why +
                          " (expected RANK:STEP:ACTION, ACTION one of exit, "
-                         "kill, hang)");
+                         "kill, hang, slow-start)");
   };
   size_t a = text.find(':');
   size_t b = a == std::string::npos ? a : text.find(':', a + 1);
@@ -184,6 +187,8 @@ Status parseFault(const std::string &text, Fault &out) {
     out.action = Fault::Kill;
   else if (action == "hang")
     out.action = Fault::Hang;
+  else if (action == "slow-start")
+    out.action = Fault::SlowStart;
   else
     return bad("unknown action " + quote(action));
   return Status::success();
@@ -894,8 +899,30 @@ int Trainer::run(bool seedGiven) {
   DataLoaderState dataState;
   dataState.seed = opts.seed;
   if (!opts.checkpointDir.empty()) {
-    if (Status s = prepareCheckpointDir(opts.checkpointDir, ctx.rank); !s.ok())
-      return fail(s);
+    if (fault.action == Fault::SlowStart && fault.rank == ctx.rank) {
+      err << "rank " << ctx.rank
+          << ": WEFT_FAULT: sleeping 2 s before the checkpoint folder\n"
+          << std::flush;
+      std::this_thread::sleep_for(std::chrono::seconds(2));
+    }
+    Status prepared = prepareCheckpointDir(opts.checkpointDir, ctx.rank);
+    // Rank 0 clears the folder's leftovers. No rank may write a part of a
+    // checkpoint before that is done: where no collective holds the ranks
+    // together first (a tp layout that splits nothing), a fast rank's part
+    // of the first checkpoint went with the leftovers, and rank 0 waited
+    // for it, or that rank's rename failed. Every rank also learns whether
+    // the others could use the folder.
+    std::vector<float> failed = {prepared.ok() ? 0.0f : 1.0f};
+    if (Status s = context.allReduceSum(failed); !s.ok())
+      return fail(Status::error("waiting for every rank to set up the "
+                                "checkpoint folder " +
+                                opts.checkpointDir + ": " + s.message));
+    if (!prepared.ok())
+      return fail(prepared);
+    if (failed[0] > 0)
+      return fail(
+          Status::error("another rank could not set up the checkpoint folder " +
+                        opts.checkpointDir + " (its error says why)"));
     RestoreResult restored;
     // Restoring writes into the host buffers, before uploadState.
     std::vector<CheckpointTensor> tensors;
@@ -992,8 +1019,8 @@ int Trainer::run(bool seedGiven) {
   double lastLoss = 0;
   context.beat(2 * start);
   for (int64_t step = start; step < opts.steps; ++step) {
-    if (fault.action != Fault::None && fault.rank == ctx.rank &&
-        fault.step == step + 1) {
+    if (fault.action != Fault::None && fault.action != Fault::SlowStart &&
+        fault.rank == ctx.rank && fault.step == step + 1) {
       const char *what = fault.action == Fault::Exit   ? "exiting with code 3"
                          : fault.action == Fault::Kill ? "killing itself (SIGKILL)"
                                                        : "hanging";

@@ -381,9 +381,18 @@ TEST(CostModelComm, MeasuredTableIsInterpolatedOnTheCpuHost) {
   // On a sample: its own time.
   expectNear(11e-3, collectiveSeconds(cpu, Collective::AllReduce, 21.2e6, 2,
                                       false, Algorithm::Ring));
-  // Below the smallest: the smallest's time, not less.
-  expectNear(750e-6, collectiveSeconds(cpu, Collective::AllReduce, 1000, 2,
-                                       false, Algorithm::Tree));
+  // Below the smallest: the line from the formula's latency alone at 0
+  // bytes (2 ranks, 2 steps of 100 us) to the smallest sample:
+  //   200 + 1000 * 550 / 1048576 = 200.52 us.
+  expectNear((200 + 1000 * 550.0 / 1048576) * 1e-6,
+             collectiveSeconds(cpu, Collective::AllReduce, 1000, 2, false,
+                               Algorithm::Tree));
+  // A table of small samples keeps its own floor: at most the smallest
+  // sample's time, however slow the formula's links.
+  ClusterSpec slowLinks = cpu;
+  slowLinks.intraNode.latencyUs = 1e4;
+  expectNear(750e-6, collectiveSeconds(slowLinks, Collective::AllReduce, 1000,
+                                       2, false, Algorithm::Tree));
   // Above the largest: the line through the last two,
   //   11000 + (200e6 - 21.2e6) * 42000 / 79.5e6 = 105460.4 us.
   expectNear((11000 + (200e6 - 21.2e6) * 42000 / 79.5e6) * 1e-6,

@@ -232,11 +232,14 @@ double linkSeconds(const ClusterSpec &spec, Collective kind, double bytes,
 
 /// Interpolates the spec's measured samples of `kind` for `groupSize` at
 /// `bytes`: linear in bytes between the two neighbouring samples; below the
-/// smallest, the smallest's time (latency-bound, not faster); above the
-/// largest, the line through the last two (one sample: through the origin).
-/// Returns false, leaving `seconds` alone, where there are no such samples.
+/// smallest, the line from (0, `zeroBytesSeconds`, at most the smallest's
+/// time) to the smallest sample, or with `zeroBytesSeconds` < 0 the
+/// smallest's time (latency-bound, not faster); above the largest, the
+/// line through the last two (one sample: through the origin). Returns
+/// false, leaving `seconds` alone, where there are no such samples.
 bool measuredSeconds(const ClusterSpec &spec, Collective kind, double bytes,
-                     int groupSize, double &seconds);
+                     int groupSize, double &seconds,
+                     double zeroBytesSeconds = -1);
 
 //===----------------------------------------------------------------------===//
 // Overlap and the pipeline bubble
