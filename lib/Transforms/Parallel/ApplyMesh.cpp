@@ -173,6 +173,35 @@ struct ApplyMeshPass : public weft::impl::ApplyMeshPassBase<ApplyMeshPass> {
         accumSteps = k.getInt();
     if (tp && failed(planTensorParallel(module)))
       return signalPassFailure();
+    // Every pipeline rank's parameter types and their tp layouts, so that
+    // both ends of a transfer pin it alike (pinTransfers).
+    paramTypes.clear();
+    microBatchSamples = 0;
+    for (func::FuncOp e : entries) {
+      FailureOr<contract::StepSignature> signature = readStepSignature(e);
+      if (failed(signature))
+        return signalPassFailure();
+      // A micro-batch's samples, as splitBatch will stack them (one rank's
+      // batch input is enough: every rank steps through the same batches).
+      for (int i : signature->batchArgs()) {
+        auto type = cast<RankedTensorType>(e.getArgument(i).getType());
+        if (microBatchSamples || type.getRank() == 0)
+          continue;
+        int64_t batch = type.getDimSize(0);
+        microBatchSamples = accumSteps > 1 && batch % accumSteps == 0
+                                ? batch / accumSteps
+                                : batch;
+      }
+      for (auto [i, slot] : llvm::enumerate(signature->args)) {
+        if (slot.role != Role::Param)
+          continue;
+        auto type = cast<RankedTensorType>(e.getArgument(i).getType());
+        TensorSharding layout = tensorParallelLayout(slot, type);
+        auto [it, inserted] = paramTypes.try_emplace(type, layout);
+        if (!inserted && it->second != layout)
+          it->second = std::nullopt;
+      }
+    }
     for (func::FuncOp e : entries) {
       fn = e;
       if (failed(layOutEntry()))
@@ -236,7 +265,7 @@ struct ApplyMeshPass : public weft::impl::ApplyMeshPassBase<ApplyMeshPass> {
     }
     if (failed(constrainCalls()))
       return failure();
-    pinTransfers(*signature);
+    pinTransfers();
     return success();
   }
 
@@ -251,8 +280,12 @@ struct ApplyMeshPass : public weft::impl::ApplyMeshPassBase<ApplyMeshPass> {
   /// and they gather it over their own fast link (with sequence
   /// parallelism the residual stream is split so already). Either way
   /// each tp rank sends its own block rather than all of it. Then split
-  /// over dp along the first dimension whose block divides (an
-  /// activation's batch: each data-parallel pipeline moves its own rows).
+  /// over dp: an activation along its first dimension of a micro-batch's
+  /// size (its samples, wherever a sequence-first model keeps them), else
+  /// along the first dimension whose block divides; each data-parallel
+  /// pipeline moves its own rows. Both ends see the same parameter types
+  /// and micro-batch (gathered over every pipeline rank), so they pin a
+  /// transfer alike.
   ///
   /// At ZeRO 0 a parameter-shaped block received (a tied parameter's
   /// gradient share) and added to this rank's own block is gathered over
@@ -260,21 +293,9 @@ struct ApplyMeshPass : public weft::impl::ApplyMeshPassBase<ApplyMeshPass> {
   /// parameter on every dp rank, as ZeRO 0 does every other. Updating
   /// blocks instead would gather the parameter and both AdamW moments back
   /// (three tensors of its size, not one).
-  void pinTransfers(const contract::StepSignature &signature) {
+  void pinTransfers() {
     MLIRContext *context = &getContext();
     llvm::DenseMap<Type, std::optional<TensorSharding>> paramLayouts;
-    // Every parameter's type, with its tp layout where all of that type
-    // share one (nullopt where they differ).
-    llvm::DenseMap<Type, std::optional<TensorSharding>> paramTypes;
-    for (auto [i, slot] : llvm::enumerate(signature.args)) {
-      if (slot.role != Role::Param)
-        continue;
-      auto type = cast<RankedTensorType>(fn.getArgument(i).getType());
-      TensorSharding layout = tensorParallelLayout(slot, type);
-      auto [it, inserted] = paramTypes.try_emplace(type, layout);
-      if (!inserted && it->second != layout)
-        it->second = std::nullopt;
-    }
     if (tp)
       paramLayouts = paramTypes;
     // Whether the transfer's tp split is its own (an activation's tokens)
@@ -297,6 +318,17 @@ struct ApplyMeshPass : public weft::impl::ApplyMeshPassBase<ApplyMeshPass> {
         s.dims[1] = {tpAxis};
       if (!dp || tensor.getRank() == 0)
         return s.toAttr(context);
+      // An activation's samples: the first dimension of a micro-batch's
+      // size, so a sequence-first activation ([time, batch, features], an
+      // LSTM's) keeps its batch split rather than cutting its time steps
+      // (which the token indices that made it could not follow).
+      if (!paramLayout(type))
+        for (int64_t d = 0; d < tensor.getRank(); ++d)
+          if (s.dims[d].empty() && tensor.getDimSize(d) == microBatchSamples &&
+              microBatchSamples % dp == 0) {
+            s.dims[d] = {dpAxis};
+            return s.toAttr(context);
+          }
       if (s.dims[0].empty()) {
         if (tensor.getDimSize(0) % dp == 0)
           s.dims[0] = {dpAxis};
@@ -703,6 +735,12 @@ struct ApplyMeshPass : public weft::impl::ApplyMeshPassBase<ApplyMeshPass> {
   /// Axis sizes; 0 where the mesh has no such axis.
   int64_t dp = 0, tp = 0, accumSteps = 1;
   llvm::StringMap<TensorSharding> tpLayouts;
+  /// Every parameter type of the step (of all its pipeline ranks), with its
+  /// tp layout where all parameters of that type share one (nullopt where
+  /// they differ).
+  llvm::DenseMap<Type, std::optional<TensorSharding>> paramTypes;
+  /// Samples in a micro-batch (0: the step has no batch input).
+  int64_t microBatchSamples = 0;
   func::FuncOp fn;
 };
 } // namespace

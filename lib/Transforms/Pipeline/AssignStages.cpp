@@ -149,6 +149,11 @@ private:
     // after it: what a cut before op i sends on.
     crossing.assign(ops.size() + 1, 0.0);
     SmallVector<double> delta(ops.size() + 2, 0.0);
+    // intCrossing[i]: values that are not float tensors live across the
+    // cut before op i (top-k's indices on their way to a gather): stages
+    // send only float tensors, so no automatic cut falls there.
+    intCrossing.assign(ops.size() + 1, 0);
+    SmallVector<int64_t> intDelta(ops.size() + 2, 0);
     for (auto [i, op] : llvm::enumerate(ops))
       for (Value result : op->getResults()) {
         size_t last = i;
@@ -161,12 +166,20 @@ private:
         if (last > i) {
           delta[i + 1] += double(staticTensorBytes(result.getType()));
           delta[last + 1] -= double(staticTensorBytes(result.getType()));
+          auto tensor = dyn_cast<RankedTensorType>(result.getType());
+          if (!tensor || !isa<FloatType>(tensor.getElementType())) {
+            ++intDelta[i + 1];
+            --intDelta[last + 1];
+          }
         }
       }
     double running = 0;
+    int64_t live = 0;
     for (size_t i = 0; i <= ops.size(); ++i) {
       running += delta[i];
       crossing[i] = running;
+      live += intDelta[i];
+      intCrossing[i] = live;
     }
   }
 
@@ -205,7 +218,7 @@ private:
     using Score = std::pair<double, double>; // bytes sent, largest stage
     std::vector<std::vector<Score>> best;
     std::vector<std::vector<size_t>> from;
-    auto solve = [&](double floor) {
+    auto solve = [&](double floor, bool floatCutsOnly) {
       best.assign(p, std::vector<Score>(n + 1, {kInf, kInf}));
       from.assign(p, std::vector<size_t>(n + 1, 0));
       auto fits = [&](size_t i, size_t j) {
@@ -217,7 +230,8 @@ private:
       for (size_t k = 1; k < p; ++k)
         for (size_t j = k + 1; j <= n; ++j)
           for (size_t i = k; i < j; ++i) {
-            if (best[k - 1][i].first == kInf || !fits(i, j))
+            if (best[k - 1][i].first == kInf || !fits(i, j) ||
+                (floatCutsOnly && intCrossing[i] > 0))
               continue;
             Score score{best[k - 1][i].first + crossing[i],
                         std::max(best[k - 1][i].second, span(i, j))};
@@ -228,8 +242,19 @@ private:
           }
       return best[p - 1][n].first != kInf;
     };
-    if (!solve(0.5 * prefix[n] / double(p)))
-      solve(0);
+    // Cuts that send floats only, balanced if they can be, else as they
+    // can; where there are none the stages still split, and the step's
+    // split names the value that cannot cross.
+    double floor = 0.5 * prefix[n] / double(p);
+    bool cut = solve(floor, true) || solve(0, true);
+    if (!cut) {
+      double balanced = bound;
+      bound = kInf;
+      cut = solve(0, true);
+      bound = balanced;
+    }
+    if (!cut && !solve(floor, false))
+      solve(0, false);
     starts.assign(p, 0);
     size_t j = n;
     for (size_t k = p - 1; k >= 1; --k) {
@@ -429,6 +454,7 @@ private:
 
   SmallVector<Operation *> ops;
   SmallVector<double> flops, crossing;
+  SmallVector<int64_t> intCrossing;
   llvm::DenseMap<Operation *, size_t> index;
   llvm::SmallPtrSet<Operation *, 8> weightOps;
 };
