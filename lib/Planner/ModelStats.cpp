@@ -251,6 +251,12 @@ Status computeModelStats(ModuleOp module, ModelStats &out) {
   llvm::DenseMap<Value, ValueInfo> info;
   std::set<int64_t> numbers;
   int64_t batch = 0, seq = 0;
+  // The batch is the first model input's leading dimension: a buffer (a
+  // causal mask registered as one, [1, 1, T, T]) is no input.
+  bool namedInputs = false;
+  for (BlockArgument arg : body.getArguments())
+    namedInputs |=
+        bool(forward.getArgAttr(arg.getArgNumber(), contract::kInputAttr));
   for (BlockArgument arg : body.getArguments()) {
     auto name = forward.getArgAttrOfType<StringAttr>(arg.getArgNumber(),
                                                      contract::kParamAttr);
@@ -259,6 +265,10 @@ Status computeModelStats(ModuleOp module, ModelStats &out) {
         numbers.insert(*n);
       continue;
     }
+    if (forward.getArgAttr(arg.getArgNumber(), contract::kBufferAttr) ||
+        (namedInputs &&
+         !forward.getArgAttr(arg.getArgNumber(), contract::kInputAttr)))
+      continue;
     if (batch == 0) {
       auto t = dyn_cast<RankedTensorType>(arg.getType());
       if (t && t.getRank() >= 1 && t.hasStaticShape()) {
