@@ -818,10 +818,16 @@ Status computeModelStats(ModuleOp module, ModelStats &out) {
   stats.tpParts = std::move(parts);
   stats.requiredTpDivisor = required;
   stats.tiedElements = tiedElements;
+  double outputRows = 0;
   for (Type t : forward.getFunctionType().getResults())
     if (auto ranked = dyn_cast<RankedTensorType>(t);
-        ranked && ranked.hasStaticShape())
+        ranked && ranked.hasStaticShape()) {
       stats.outputElements += double(ranked.getNumElements()) / double(batch);
+      if (ranked.getRank() >= 1 && ranked.getDimSize(ranked.getRank() - 1))
+        outputRows += double(ranked.getNumElements()) /
+                      double(ranked.getDimSize(ranked.getRank() - 1)) /
+                      double(batch);
+    }
   finish(acc[0].stats);
   finish(acc.back().stats);
   stats.prologue = std::move(acc[0].stats);
@@ -842,6 +848,16 @@ Status computeModelStats(ModuleOp module, ModelStats &out) {
     loss.tpSplit = outputSplit;
     loss.tpPart = stats.outputTpPart;
     stats.epilogue.ops.push_back(loss);
+    // Over logits split by class (vocabulary-parallel), the loss reduces
+    // each row's maximum and sum of exponentials over tp: two all-reduces
+    // of a value a row, latency-bound unless the rows are many (the search
+    // prices each with its conjugate in the backward: there, the head's
+    // input gradient summed over tp).
+    if (outputSplit && outputRows > 0)
+      for (int k = 0; k < 2; ++k) {
+        stats.epilogue.tpAllReduceElements.push_back(outputRows);
+        stats.epilogue.tpAllReducePart.push_back(stats.outputTpPart);
+      }
   }
   for (int b : firstOfClass) {
     finish(acc[1 + b].stats);

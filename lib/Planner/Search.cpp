@@ -823,6 +823,11 @@ void price(Pricer &pr, const RankLayout &rl, const LayoutChoice &l,
         g.epilogue && l.dp > 1
             ? groupCollectiveSeconds(spec, Collective::AllReduce, 4, dpGroup)
             : 0;
+    // The gradient norm (reported every step, and what clipping divides
+    // by) sums its squares over tp once a step: one f32 all-reduce.
+    if (l.tp > 1)
+      lossDp += collectiveSeconds(spec, Collective::AllReduce, 4, l.tp,
+                                  l.tp > dpn, Algorithm::Ring);
     dpExposed =
         std::max(dpExposed,
                  lossDp + tiedDp +

@@ -329,7 +329,8 @@ TEST(ProfileMetrics, CalibratedEfficiencyReproducesTheRun) {
 
 TEST(ProfileMetrics, CalibratedOverheadReproducesAMultiRankRun) {
   // The block all-reduces two tensors over tp in the forward and two in
-  // the backward: at tp=2, one micro-batch, a step makes 4 calls.
+  // the backward, and the gradient norm sums over tp once: at tp=2, one
+  // micro-batch, a step makes 5 calls.
   ModelStats model = computeOnlyModel();
   model.classes[0].tpAllReduceElements = {10, 10};
   ClusterSpec spec = oneDevice(1);
@@ -340,9 +341,9 @@ TEST(ProfileMetrics, CalibratedOverheadReproducesAMultiRankRun) {
   l.tp = 2;
   Plan idle;
   ASSERT_TRUE(evaluatePlan(model, spec, o, l, 2, Recompute::None, idle).ok());
-  // Measured 2 ms more than the plan without overhead: 500 us a call.
+  // Measured 2.5 ms more than the plan without overhead: 500 us a call.
   RunMetrics run;
-  run.medianStepSeconds = idle.stepSeconds + 4 * 500e-6;
+  run.medianStepSeconds = idle.stepSeconds + 5 * 500e-6;
   OverheadCalibration c;
   Status st = calibrateCollectiveOverhead(model, spec, o, l, 2, run, c);
   ASSERT_TRUE(st.ok()) << st.message;
