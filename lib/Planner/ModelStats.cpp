@@ -438,11 +438,25 @@ Status computeModelStats(ModuleOp module, ModelStats &out) {
   }
 
   // Pass 3: each op's cost to its layer.
+  llvm::DenseSet<Value> runningMeans;
   for (Operation *opPtr : ops) {
     Operation &op = *opPtr;
     int tag = tagOf[&op];
     LayerAcc &layer = accFor(tag);
     bool inBlock = tag >= 0 && tag < numBlocks;
+
+    // A BatchNorm reads its running mean (exported in eval form); the
+    // training step normalizes by the batch's statistics instead.
+    for (Value v : op.getOperands()) {
+      auto arg = dyn_cast<BlockArgument>(v);
+      if (!arg || arg.getOwner() != &body)
+        continue;
+      auto buffer = forward.getArgAttrOfType<StringAttr>(arg.getArgNumber(),
+                                                         contract::kBufferAttr);
+      if (buffer && buffer.getValue().ends_with("running_mean") &&
+          runningMeans.insert(v).second)
+        layer.stats.batchNormChannels.push_back(elementsOf(v));
+    }
 
     // Parameters belong to the first layer that reads them.
     for (Value v : op.getOperands()) {

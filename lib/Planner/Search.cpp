@@ -306,6 +306,8 @@ struct LayerPrice {
   /// Of params, those of whole parts under sequence parallelism: their
   /// gradients are all-reduced over tp once a step.
   double seqWholeParams = 0;
+  /// Channels of each BatchNorm (LayerStats::batchNormChannels).
+  std::vector<double> batchNormChannels;
   double compute() const { return 3 * forward + recompute; }
 };
 
@@ -319,6 +321,8 @@ struct RankGroup {
   bool prologue = false, epilogue = false;
   double forward = 0, compute = 0, saved = 0, working = 0, params = 0;
   double seqWholeParams = 0;
+  /// Channels of each BatchNorm the rank runs.
+  std::vector<double> batchNormChannels;
 };
 
 struct RankLayout {
@@ -533,6 +537,7 @@ private:
         p.allReduce.push_back(s.tpAllReduceElements[i] * bytes.activation);
     }
     p.params = (s.params - replicatedParams) / tp + replicatedParams;
+    p.batchNormChannels = s.batchNormChannels;
     return p;
   }
 
@@ -594,6 +599,8 @@ private:
         g.saved += count * p.saved;
         g.params += count * p.params;
         g.seqWholeParams += count * p.seqWholeParams;
+        for (int k = 0; k < count; ++k)
+          llvm::append_range(g.batchNormChannels, p.batchNormChannels);
         if (count)
           g.working = std::max(g.working, p.working);
       };
@@ -828,9 +835,17 @@ void price(Pricer &pr, const RankLayout &rl, const LayoutChoice &l,
     if (l.tp > 1)
       lossDp += collectiveSeconds(spec, Collective::AllReduce, 4, l.tp,
                                   l.tp > dpn, Algorithm::Ring);
+    // Each BatchNorm all-reduces its statistics over dp, and their
+    // gradients in the backward, every micro-batch (f32, latency-bound):
+    // nothing computes while the layer waits for them.
+    double batchNorm = 0;
+    if (l.dp > 1)
+      for (double channels : g.batchNormChannels)
+        batchNorm += 4 * groupCollectiveSeconds(spec, Collective::AllReduce,
+                                                channels * 4, dpGroup);
     dpExposed =
         std::max(dpExposed,
-                 lossDp + tiedDp +
+                 m * batchNorm + lossDp + tiedDp +
                      dpExposedSeconds(spec, l.zeroStage, dpGroup,
                                       (here - tiedHere) * pr.bytes.reducedGrad,
                                       (here - tiedHere) * pr.bytes.param,

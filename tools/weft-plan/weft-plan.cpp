@@ -420,6 +420,13 @@ int runStats(int argc, char **argv) {
         (op.foldsBatch ? weighted : activations) +=
             " " +
             llvm::formatv("{0}", llvm::format("%.6g", op.productFlops)).str();
+    std::string norms;
+    for (double c : l.batchNormChannels)
+      norms += " " + llvm::formatv("{0}", llvm::format("%.0f", c)).str();
+    if (!norms.empty())
+      llvm::outs() << "batch norms in " << name
+                   << " (statistics all-reduced over dp), channels" << norms
+                   << "\n";
     if (weighted.empty() && activations.empty())
       return;
     llvm::outs() << "products in " << name << ": with a weight, FLOPs a sample"

@@ -503,6 +503,35 @@ TEST(SearchPieces, ProductsPricedByShapeClass) {
   expectNear(480e-6, step(1));
 }
 
+TEST(SearchPieces, BatchNormStatisticsAllReduceOverDp) {
+  // Two BatchNorms of 8 channels in the block: every micro-batch each
+  // all-reduces its mean and variance (f32, 32 bytes) over dp and their
+  // gradients in the backward, nothing hiding them. 10 us latency: a ring
+  // of 2 takes 2 * 10 us + 32 B / 100 GB/s each.
+  ModelStats model = simpleModel(2, 8);
+  ClusterSpec spec = cluster(1, 2, 80, 10);
+  LayoutChoice l;
+  l.dp = 2;
+  l.microBatches = 2;
+  Plan plain, normed;
+  ASSERT_TRUE(evaluatePlan(model, spec, {}, l, 2, Recompute::None, plain).ok());
+  model.classes[0].batchNormChannels = {8, 8};
+  ASSERT_TRUE(
+      evaluatePlan(model, spec, {}, l, 2, Recompute::None, normed).ok());
+  double one = 20e-6 + 32 / 1e11;
+  // 2 blocks x 2 BatchNorms x 4 all-reduces x 2 micro-batches.
+  expectNear(plain.stepSeconds + 2 * 2 * 4 * 2 * one, normed.stepSeconds);
+  expectNear(plain.exposedCommSeconds + 32 * one, normed.exposedCommSeconds);
+  // One rank reduces nothing.
+  l.dp = 1;
+  l.microBatches = 4;
+  ASSERT_TRUE(
+      evaluatePlan(model, spec, {}, l, 2, Recompute::None, normed).ok());
+  model.classes[0].batchNormChannels.clear();
+  ASSERT_TRUE(evaluatePlan(model, spec, {}, l, 2, Recompute::None, plain).ok());
+  EXPECT_EQ(plain.stepSeconds, normed.stepSeconds);
+}
+
 TEST(SearchPieces, APipelineWiderThanANodeSendsOverTheSlowLink) {
   // pp = 4 over 2 nodes of 2: stages 1 and 2 are on different nodes, so
   // the boundaries are paced by the inter-node link (10 GB/s, not 100):

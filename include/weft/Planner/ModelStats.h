@@ -97,6 +97,11 @@ struct LayerStats {
   std::vector<double> tpAllReduceElements;
   /// The part each of tpAllReduceElements closes (-1: none to choose).
   std::vector<int> tpAllReducePart;
+  /// Per BatchNorm of the layer (a `running_mean` buffer it reads), its
+  /// channels: trained, it normalizes by the batch's statistics, which dp
+  /// ranks all-reduce (mean and variance in the forward, their gradients
+  /// in the backward) every micro-batch, whatever the batch.
+  std::vector<double> batchNormChannels;
   /// The layer's share of each part it has ops of, by part.
   std::vector<TpPartShare> tpShares;
 
