@@ -247,6 +247,9 @@ int fromMetrics(const std::string &metricsPath, const std::string &modelPath,
     why = " (batch " + std::to_string(model.batch) + ")";
     before = c.previousGBps, after = c.gbps;
     predictedBefore = c.predictedBefore, predictedAfter = c.predictedAfter;
+    if (c.capped)
+      why += ", capped at the device's memory bandwidth: the run implied a "
+             "faster update, which is the noise of the runs";
   } else if (fit == "collective-overhead") {
     OverheadCalibration c;
     s = calibrateCollectiveOverhead(model, spec, o, layout, mbs, run, c);

@@ -398,6 +398,17 @@ TEST(ProfileMetrics, CalibratedUpdateBandwidthReproducesTheRun) {
   // moves.
   EXPECT_EQ(100.0, spec.device.memoryBandwidthGBps);
 
+  EXPECT_FALSE(c.capped);
+  // A run whose update would have taken 2.8 GB in 10 ms (280 GB/s) is
+  // faster than memory allows: the rate stops at the memory bandwidth.
+  run.medianStepSeconds = 0.61;
+  st = calibrateUpdateBandwidth(model, spec, o, l, 2, run, c);
+  ASSERT_TRUE(st.ok()) << st.message;
+  EXPECT_TRUE(c.capped);
+  EXPECT_EQ(100.0, c.gbps);
+  EXPECT_EQ(100.0, spec.device.updateBandwidthGBps);
+  EXPECT_NEAR(0.628, c.predictedAfter, 1e-9);
+
   // Faster than the computation alone: the efficiency is off, not the
   // update.
   run.medianStepSeconds = 0.55;

@@ -187,6 +187,9 @@ Status calibrateCollectiveOverhead(const ModelStats &model, ClusterSpec &spec,
 struct UpdateCalibration {
   double gbps = 0, previousGBps = 0;
   double predictedBefore = 0, predictedAfter = 0, measured = 0;
+  /// The fit came out above the device's memory bandwidth, and `gbps` is
+  /// that bandwidth instead.
+  bool capped = false;
 };
 
 /// Sets spec.device.update_bandwidth_GBps so that evaluatePlan of the
