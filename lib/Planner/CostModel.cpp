@@ -72,9 +72,9 @@ double computeSeconds(const ClusterSpec &spec, double flops, double bytes,
 double gemmSeconds(const ClusterSpec &spec, double flops, double productFlops,
                    double bytes, double memoryBandwidthGBps,
                    const std::string &dtype) {
-  double classFactor = gemmEfficiencyFor(spec, dtype, productFlops);
-  return std::max(computeSeconds(spec, flops / classFactor, 0, 1, dtype),
-                  computeSeconds(spec, 0, bytes, memoryBandwidthGBps, dtype));
+  return computeSeconds(spec,
+                        flops / gemmEfficiencyFor(spec, dtype, productFlops),
+                        bytes, memoryBandwidthGBps, dtype);
 }
 
 double updateSeconds(double paramsHere, double paramsUpdated, int microBatches,

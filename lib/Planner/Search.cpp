@@ -412,12 +412,10 @@ public:
       // micro-batch: then memory still only grows with it (the search's
       // pruning relies on that) and a plan's cut does not hinge on a
       // class boundary.
-      if (const RankLayout *base = ranks(t, rec, pp, v, fullBlocks, 0)) {
-        std::vector<int> blocksPerRank = base->blocksPerRank;
+      if (const RankLayout *base = ranks(t, rec, pp, v, fullBlocks, 0))
         out = layout(prices(t, fullBlocks ? Recompute::None : rec, mbs),
                      fullBlocks ? &prices(t, Recompute::Full, mbs) : nullptr,
-                     blocksPerRank, pp, v, fullBlocks);
-      }
+                     base->blocksPerRank, pp, v, fullBlocks);
     } else if (!fullBlocks) {
       out = layout(prices(t, rec, 0), nullptr, cut(prices(t, rec, 0), pp, v),
                    pp, v, 0);
@@ -830,11 +828,6 @@ void price(Pricer &pr, const RankLayout &rl, const LayoutChoice &l,
         g.epilogue && l.dp > 1
             ? groupCollectiveSeconds(spec, Collective::AllReduce, 4, dpGroup)
             : 0;
-    // The gradient norm (reported every step, and what clipping divides
-    // by) sums its squares over tp once a step: one f32 all-reduce.
-    if (l.tp > 1)
-      lossDp += collectiveSeconds(spec, Collective::AllReduce, 4, l.tp,
-                                  l.tp > dpn, Algorithm::Ring);
     // Each BatchNorm all-reduces its statistics over dp, and their
     // gradients in the backward, every micro-batch (f32, latency-bound):
     // nothing computes while the layer waits for them.
@@ -892,6 +885,12 @@ void price(Pricer &pr, const RankLayout &rl, const LayoutChoice &l,
       worstRank = g.firstRank;
     }
   }
+  // The gradient norm (reported every step, and what clipping divides by)
+  // sums its squares over tp once a step, on every rank: one f32
+  // all-reduce.
+  if (l.tp > 1)
+    dpExposed += collectiveSeconds(spec, Collective::AllReduce, 4, l.tp,
+                                   l.tp > dpn, Algorithm::Ring);
   double paced = std::max(0.0, linkMB - slowest);
   double busy = m * (slowest + paced);
   double makespan = busy / (1.0 - bubbleFraction(l.schedule, p, m, v)) + hops;

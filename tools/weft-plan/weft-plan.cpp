@@ -18,7 +18,6 @@
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Format.h"
-#include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -410,34 +409,41 @@ int runStats(int argc, char **argv) {
   }
   if (stats.requiredTpDivisor)
     llvm::outs() << "tp must divide " << stats.requiredTpDivisor << "\n";
-  // The matrix products whose GEMM shape class the search prices
+  // Per layer, its BatchNorms (their statistics are all-reduced over dp)
+  // and the matrix products whose GEMM shape class the search prices
   // (device.gemm_efficiency): a product with a weight per sample (a
   // micro-batch stacks its samples into one), one of activations each.
-  auto products = [&](const std::string &name, const LayerStats &l) {
-    std::string weighted, activations;
-    for (const OpCost &op : l.ops)
-      if (op.productFlops > 0)
-        (op.foldsBatch ? weighted : activations) +=
-            " " +
-            llvm::formatv("{0}", llvm::format("%.6g", op.productFlops)).str();
-    std::string norms;
-    for (double c : l.batchNormChannels)
-      norms += " " + llvm::formatv("{0}", llvm::format("%.0f", c)).str();
-    if (!norms.empty())
+  auto details = [&](const std::string &name, const LayerStats &l) {
+    if (!l.batchNormChannels.empty()) {
       llvm::outs() << "batch norms in " << name
-                   << " (statistics all-reduced over dp), channels" << norms
-                   << "\n";
-    if (weighted.empty() && activations.empty())
+                   << " (statistics all-reduced over dp), channels";
+      for (double c : l.batchNormChannels)
+        llvm::outs() << " " << llvm::format("%.0f", c);
+      llvm::outs() << "\n";
+    }
+    if (llvm::none_of(l.ops,
+                      [](const OpCost &op) { return op.productFlops > 0; }))
       return;
-    llvm::outs() << "products in " << name << ": with a weight, FLOPs a sample"
-                 << (weighted.empty() ? " -" : weighted)
-                 << "; of activations, FLOPs each"
-                 << (activations.empty() ? " -" : activations) << "\n";
+    auto products = [&](bool foldsBatch) {
+      bool any = false;
+      for (const OpCost &op : l.ops)
+        if (op.productFlops > 0 && op.foldsBatch == foldsBatch) {
+          llvm::outs() << " " << llvm::format("%.6g", op.productFlops);
+          any = true;
+        }
+      if (!any)
+        llvm::outs() << " -";
+    };
+    llvm::outs() << "products in " << name << ": with a weight, FLOPs a sample";
+    products(true);
+    llvm::outs() << "; of activations, FLOPs each";
+    products(false);
+    llvm::outs() << "\n";
   };
-  products("prologue", stats.prologue);
+  details("prologue", stats.prologue);
   for (size_t c = 0; c < stats.classes.size(); ++c)
-    products("block class " + std::to_string(c), stats.classes[c]);
-  products("epilogue", stats.epilogue);
+    details("block class " + std::to_string(c), stats.classes[c]);
+  details("epilogue", stats.epilogue);
   return 0;
 }
 

@@ -177,10 +177,12 @@ struct ApplyMeshPass : public weft::impl::ApplyMeshPassBase<ApplyMeshPass> {
     // both ends of a transfer pin it alike (pinTransfers).
     paramTypes.clear();
     microBatchSamples = 0;
+    SmallVector<contract::StepSignature> signatures;
     for (func::FuncOp e : entries) {
       FailureOr<contract::StepSignature> signature = readStepSignature(e);
       if (failed(signature))
         return signalPassFailure();
+      signatures.push_back(*signature);
       // A micro-batch's samples, as splitBatch will stack them (one rank's
       // batch input is enough: every rank steps through the same batches).
       for (int i : signature->batchArgs()) {
@@ -202,9 +204,9 @@ struct ApplyMeshPass : public weft::impl::ApplyMeshPassBase<ApplyMeshPass> {
           it->second = std::nullopt;
       }
     }
-    for (func::FuncOp e : entries) {
+    for (auto [e, signature] : llvm::zip(entries, signatures)) {
       fn = e;
-      if (failed(layOutEntry()))
+      if (failed(layOutEntry(signature)))
         return signalPassFailure();
     }
     if (sequenceParallel)
@@ -228,19 +230,17 @@ struct ApplyMeshPass : public weft::impl::ApplyMeshPassBase<ApplyMeshPass> {
     recordTrainConfig(module, config);
   }
 
-  /// The layouts of `fn`'s arguments and results, and of what it sends to
-  /// and receives from other pipeline ranks.
-  LogicalResult layOutEntry() {
+  /// The layouts of `fn`'s arguments and results (`signature` is fn's, read
+  /// before any layout), and of what it sends to and receives from other
+  /// pipeline ranks.
+  LogicalResult layOutEntry(const contract::StepSignature &signature) {
     MLIRContext *context = &getContext();
-    FailureOr<contract::StepSignature> signature = readStepSignature(fn);
-    if (failed(signature))
-      return failure();
     if (dp)
-      for (int i : signature->batchArgs())
-        if (failed(splitBatch(i, signature->args[i].name)))
+      for (int i : signature.batchArgs())
+        if (failed(splitBatch(i, signature.args[i].name)))
           return failure();
     llvm::StringMap<TensorSharding> byName;
-    for (auto [i, slot] : llvm::enumerate(signature->args)) {
+    for (auto [i, slot] : llvm::enumerate(signature.args)) {
       auto type = cast<RankedTensorType>(fn.getArgument(i).getType());
       TensorSharding s = TensorSharding::replicated(type.getRank());
       if (slot.role == Role::Param || slot.role == Role::State)
@@ -254,7 +254,7 @@ struct ApplyMeshPass : public weft::impl::ApplyMeshPassBase<ApplyMeshPass> {
         byName[std::string(contract::roleName(slot.role)) + ":" + slot.name] =
             s;
     }
-    for (auto [i, slot] : llvm::enumerate(signature->results)) {
+    for (auto [i, slot] : llvm::enumerate(signature.results)) {
       auto type = cast<RankedTensorType>(fn.getResultTypes()[i]);
       TensorSharding s = TensorSharding::replicated(type.getRank());
       auto it = byName.find(std::string(contract::roleName(slot.role)) + ":" +
@@ -295,14 +295,11 @@ struct ApplyMeshPass : public weft::impl::ApplyMeshPassBase<ApplyMeshPass> {
   /// (three tensors of its size, not one).
   void pinTransfers() {
     MLIRContext *context = &getContext();
-    llvm::DenseMap<Type, std::optional<TensorSharding>> paramLayouts;
-    if (tp)
-      paramLayouts = paramTypes;
     // Whether the transfer's tp split is its own (an activation's tokens)
     // rather than the value's layout anyway (a parameter's).
     auto paramLayout = [&](Type type) -> std::optional<TensorSharding> {
-      auto shared = paramLayouts.find(type);
-      return shared != paramLayouts.end() ? shared->second : std::nullopt;
+      auto shared = paramTypes.find(type);
+      return tp && shared != paramTypes.end() ? shared->second : std::nullopt;
     };
     auto splitsTokens = [&](Type type) {
       auto tensor = cast<RankedTensorType>(type);

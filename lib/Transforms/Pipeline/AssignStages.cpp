@@ -218,11 +218,11 @@ private:
     using Score = std::pair<double, double>; // bytes sent, largest stage
     std::vector<std::vector<Score>> best;
     std::vector<std::vector<size_t>> from;
-    auto solve = [&](double floor, bool floatCutsOnly) {
+    auto solve = [&](double floor, double ceiling, bool floatCutsOnly) {
       best.assign(p, std::vector<Score>(n + 1, {kInf, kInf}));
       from.assign(p, std::vector<size_t>(n + 1, 0));
       auto fits = [&](size_t i, size_t j) {
-        return span(i, j) <= bound && span(i, j) >= floor;
+        return span(i, j) <= ceiling && span(i, j) >= floor;
       };
       for (size_t j = 1; j <= n; ++j)
         if (fits(0, j))
@@ -246,15 +246,9 @@ private:
     // can; where there are none the stages still split, and the step's
     // split names the value that cannot cross.
     double floor = 0.5 * prefix[n] / double(p);
-    bool cut = solve(floor, true) || solve(0, true);
-    if (!cut) {
-      double balanced = bound;
-      bound = kInf;
-      cut = solve(0, true);
-      bound = balanced;
-    }
-    if (!cut && !solve(floor, false))
-      solve(0, false);
+    if (!solve(floor, bound, true) && !solve(0, bound, true) &&
+        !solve(0, kInf, true) && !solve(floor, bound, false))
+      solve(0, bound, false);
     starts.assign(p, 0);
     size_t j = n;
     for (size_t k = p - 1; k >= 1; --k) {
