@@ -7,13 +7,14 @@
 #include "weft/Driver/Driver.h"
 #include "PlanReport.h"
 #include "ScheduleReport.h"
-#include "weft/Planner/ClusterSpec.h"
+#include "weft/Dialect/Weft/IR/ModelLayers.h"
 #include "weft/Dialect/Weft/IR/TrainStep.h"
 #include "weft/Dialect/Weft/IR/WeftDialect.h"
 #include "weft/Dialect/Weft/IR/WeftOps.h"
 #include "weft/Formats/SafeTensors.h"
 #include "weft/Import/OnnxImporter.h"
 #include "weft/Import/Weights.h"
+#include "weft/Planner/ClusterSpec.h"
 #include "weft/Target/CUDA.h"
 #include "weft/Target/Registration.h"
 #include "weft/Transforms/Parallel/Passes.h"
@@ -277,24 +278,6 @@ private:
   /// indices), named as --recompute-layers once the model is read.
   std::vector<int> planRecomputedBlocks;
 };
-
-/// The layer names (--recompute-layers' spelling) of each block the
-/// planner counts: parameters' numbered prefixes, by ascending number.
-static std::vector<std::vector<std::string>>
-layerNamesOfBlocks(ModuleOp module) {
-  std::map<int64_t, std::set<std::string>> byNumber;
-  module.walk([&](func::FuncOp fn) {
-    for (unsigned i = 0; i < fn.getNumArguments(); ++i)
-      if (auto name =
-              fn.getArgAttrOfType<StringAttr>(i, WeftDialect::kParamAttrName))
-        if (auto n = getLayerNumber(name.getValue()))
-          byNumber[*n].insert(getLayerPrefix(name.getValue()).str());
-  });
-  std::vector<std::vector<std::string>> out;
-  for (auto &[number, names] : byNumber)
-    out.emplace_back(names.begin(), names.end());
-  return out;
-}
 
 /// Takes the stage from the output's extension when no stage was asked
 /// for, and refuses names that would overwrite an input, disagree with the
@@ -680,13 +663,16 @@ LogicalResult Driver::runImportAndTrain(ModuleOp module, TimingScope &timing) {
     pm.addPass(createAssignStagesPass(assign));
   }
   if (buildStep && !planRecomputedBlocks.empty()) {
-    std::vector<std::vector<std::string>> layers = layerNamesOfBlocks(module);
+    auto forward = module.lookupSymbol<func::FuncOp>("forward");
+    std::vector<std::vector<std::string>> layers =
+        forward ? getModelLayers(forward).names
+                : std::vector<std::vector<std::string>>{};
     for (int b : planRecomputedBlocks) {
       if (b >= int(layers.size()))
         return fail("--plan " + options.plan + " recomputes block " +
                     std::to_string(b) + ", but " + options.input + " has " +
                     std::to_string(layers.size()) +
-                    " numbered layers: plan this model again");
+                    " layers: plan this model again");
       for (const std::string &name : layers[size_t(b)])
         train.recomputeLayers.push_back(name);
     }

@@ -15,6 +15,7 @@
 
 #include "weft/Planner/ModelStats.h"
 
+#include "weft/Dialect/Weft/IR/ModelLayers.h"
 #include "weft/Dialect/Weft/IR/TrainStep.h"
 #include "weft/Dialect/Weft/IR/WeftDialect.h"
 #include "weft/Dialect/Weft/IR/WeftOps.h"
@@ -26,6 +27,7 @@
 #include "mlir/Parser/Parser.h"
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/DenseSet.h"
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/SourceMgr.h"
@@ -249,7 +251,6 @@ Status computeModelStats(ModuleOp module, ModelStats &out) {
   Block &body = forward.getBody().front();
 
   llvm::DenseMap<Value, ValueInfo> info;
-  std::set<int64_t> numbers;
   int64_t batch = 0, seq = 0;
   // The batch is the first model input's leading dimension: a buffer (a
   // causal mask registered as one, [1, 1, T, T]) is no input.
@@ -260,11 +261,8 @@ Status computeModelStats(ModuleOp module, ModelStats &out) {
   for (BlockArgument arg : body.getArguments()) {
     auto name = forward.getArgAttrOfType<StringAttr>(arg.getArgNumber(),
                                                      contract::kParamAttr);
-    if (name) {
-      if (auto n = getLayerNumber(name.getValue()))
-        numbers.insert(*n);
+    if (name)
       continue;
-    }
     if (forward.getArgAttr(arg.getArgNumber(), contract::kBufferAttr) ||
         (namedInputs &&
          !forward.getArgAttr(arg.getArgNumber(), contract::kInputAttr)))
@@ -281,17 +279,14 @@ Status computeModelStats(ModuleOp module, ModelStats &out) {
     return Status::error("@forward has no input with a static batch "
                          "dimension (an argument without weft.param); the "
                          "planner needs the batch to cost one sample");
-  // No parameter names a layer (an LSTM's weights exported as
-  // `onnx::LSTM_225`, a model of named modules): the whole model is one
-  // block, which data and tensor parallelism, ZeRO and recomputation still
-  // apply to; pipeline stages, cut between blocks, do not.
-  const bool oneBlock = numbers.empty();
-  if (oneBlock)
-    numbers.insert(0);
-  std::map<int64_t, int> blockOf;
-  for (int64_t n : numbers)
-    blockOf.emplace(n, int(blockOf.size()));
-  const int numBlocks = int(blockOf.size());
+  // The blocks are the layers a pipeline cut falls between: numbered
+  // layers, or a model's modules in the order it reads them. No layer at
+  // all (an LSTM whose weights export as `onnx::LSTM_225`): the whole model
+  // is one block, which data and tensor parallelism, ZeRO and recomputation
+  // still apply to; pipeline stages, cut between blocks, do not.
+  const ModelLayers layers = getModelLayers(forward);
+  const bool oneBlock = layers.size() == 0;
+  const int numBlocks = oneBlock ? 1 : int(layers.size());
 
   for (BlockArgument arg : body.getArguments()) {
     ValueInfo vi;
@@ -303,8 +298,8 @@ Status computeModelStats(ModuleOp module, ModelStats &out) {
       vi.root = int(arg.getArgNumber());
       if (oneBlock)
         vi.tag = 0;
-      else if (auto n = getLayerNumber(name.getValue()))
-        vi.tag = blockOf[*n];
+      else if (int layer = layers.ofArg[arg.getArgNumber()]; layer >= 0)
+        vi.tag = layer;
       else
         vi.unnumbered = true;
     } else {
@@ -404,6 +399,10 @@ Status computeModelStats(ModuleOp module, ModelStats &out) {
       }
     }
   }
+  // Views of a layer's weights (an LSTM's gates sliced and concatenated)
+  // are tagged with the layer, so they are not `weight` values; an op
+  // reading one still reads a weight.
+  const llvm::DenseSet<Operation *> weightOps = findWeightOps(forward);
   // Pass 2, backward: an op that reads no parameter and feeds only later
   // layers joins the earliest of them, so the start of a decomposed norm
   // (x*x, its mean, ...) that reads only the previous block's output is
@@ -418,7 +417,9 @@ Status computeModelStats(ModuleOp module, ModelStats &out) {
     bool movable = true;
     for (Value v : op->getOperands()) {
       Operation *def = v.getDefiningOp();
-      movable &= !info[v].weight && !(def && readsBlockParam.count(def));
+      movable &=
+          !info[v].weight &&
+          !(def && (readsBlockParam.count(def) || weightOps.contains(def)));
     }
     int earliest = INT_MAX;
     for (Value r : op->getResults())
@@ -458,10 +459,14 @@ Status computeModelStats(ModuleOp module, ModelStats &out) {
         layer.stats.batchNormChannels.push_back(elementsOf(v));
     }
 
-    // Parameters belong to the first layer that reads them.
-    for (Value v : op.getOperands()) {
-      if (!info[v].param)
+    // Parameters belong to the first layer that reads them. A view of
+    // weights (tagged neutral) is made where it is read: its reader reads
+    // the parameter.
+    for (Value operand : op.getOperands()) {
+      const ValueInfo &vi = info[operand];
+      if (tag == kNeutral || !vi.weight || vi.root < 0)
         continue;
+      Value v = vi.param ? operand : body.getArgument(unsigned(vi.root));
       auto [owner, first] = ownerOf.try_emplace(v, &layer);
       if (first) {
         layer.stats.params += elementsOf(v);
@@ -791,7 +796,8 @@ Status computeModelStats(ModuleOp module, ModelStats &out) {
   }
   std::set<std::string> names;
   for (size_t k = 0; k < parts.size(); ++k) {
-    std::string name = partName(parts[k].params, numbers.size());
+    std::string name =
+        partName(parts[k].params, layers.numbered ? layers.size() : size_t(0));
     if (!names.insert(name).second)
       name += "#" + std::to_string(k);
     parts[k].name = name;
@@ -878,6 +884,8 @@ Status computeModelStats(ModuleOp module, ModelStats &out) {
     stats.classes.push_back(std::move(acc[1 + b].stats));
   }
   stats.blocks = classOfBlock;
+  for (const std::vector<std::string> &names : layers.names)
+    stats.blockNames.push_back(llvm::join(names, ","));
   out = std::move(stats);
   return Status::success();
 }

@@ -357,6 +357,20 @@ int runStats(int argc, char **argv) {
                << stats.blocks.size() << " blocks of " << stats.classes.size()
                << " distinct structure(s), tp divides "
                << stats.tpDivisor << "\n";
+  // The layers pipeline cuts fall between, so a person can map a plan's
+  // blocks_per_stage onto the model (the first and last few of a deep one).
+  if (!stats.blockNames.empty()) {
+    const size_t n = stats.blockNames.size(), shown = 12;
+    llvm::outs() << "blocks:";
+    for (size_t b = 0; b < n; ++b) {
+      if (n > shown && b == shown / 2) {
+        llvm::outs() << " | ... (" << n - shown << " more)";
+        b = n - shown / 2;
+      }
+      llvm::outs() << (b ? " | " : " ") << stats.blockNames[b];
+    }
+    llvm::outs() << "\n";
+  }
   llvm::outs() << "params " << llvm::format("%.0f", stats.totalParams())
                << ", forward FLOPs per sample "
                << llvm::format("%.6g", stats.forwardFlopsPerSample()) << "\n";

@@ -149,6 +149,9 @@ struct ModelStats {
   std::vector<LayerStats> classes;
   /// The class of each block, in model order.
   std::vector<int> blocks;
+  /// The layer names of each block, in model order ("h.3"; "conv1"; a
+  /// block of several modules joins them with commas).
+  std::vector<std::string> blockNames;
   /// tp must divide this to split every part (heads, split weight dims);
   /// 0: no constraint.
   int64_t tpDivisor = 0;
@@ -175,14 +178,15 @@ struct ModelStats {
   double forwardFlopsPerSample() const;
 };
 
-/// Reads `module`'s @forward. Blocks are found from parameter names with a
-/// layer number (`h.3.`, `layers.12.`, as PyTorch's state_dict and
-/// weft-modelgen name them): every op is given the latest block its operands
+/// Reads `module`'s @forward. Blocks are the model's layers (getModelLayers:
+/// parameter names with a layer number, `h.3.`, `layers.12.`, as PyTorch's
+/// state_dict and weft-modelgen name them; else its modules): every op is
+/// given the latest block its operands
 /// come from, ops past the last block's parameters that read an unnumbered
 /// parameter (the final norm, the head) start the epilogue, and ops that
 /// read no weight and feed only later layers join the earliest of them
-/// (docs/planner.md, "Model statistics"). A model whose parameters name no
-/// layer number is one block. Errors name what is missing: no @forward, no
+/// (docs/planner.md, "Model statistics"). A model with no layer at all is
+/// one block. Errors name what is missing: no @forward, no
 /// batch.
 Status computeModelStats(mlir::ModuleOp module, ModelStats &out);
 

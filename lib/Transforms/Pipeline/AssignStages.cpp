@@ -4,6 +4,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "weft/Dialect/Weft/IR/ModelLayers.h"
 #include "weft/Dialect/Weft/IR/TrainStep.h"
 #include "weft/Dialect/Weft/IR/WeftOps.h"
 #include "weft/Transforms/Pipeline/Passes.h"
@@ -108,34 +109,15 @@ struct AssignStagesPass
   }
 
 private:
-  /// Ops that read only parameters, buffers and constants (a tied
-  /// embedding's transpose for the head): like constants, they run in the
-  /// stage of each reader, so a parameter, not a value derived from it,
-  /// is what two distant stages share (and a tied parameter's gradient is
-  /// summed between them), instead of a copy sent per micro-batch.
-  void findWeightOps(func::FuncOp forward) {
-    for (Operation &op : forward.front().without_terminator()) {
-      if (isa<ConstantOp>(op) || op.getNumRegions() != 0 ||
-          op.getNumResults() == 0 || !isMemoryEffectFree(&op))
-        continue;
-      bool weightOnly = llvm::all_of(op.getOperands(), [&](Value v) {
-        if (auto arg = dyn_cast<BlockArgument>(v))
-          return getArgName(forward, arg.getArgNumber(),
-                            contract::Role::Param) ||
-                 getArgName(forward, arg.getArgNumber(),
-                            contract::Role::Buffer);
-        Operation *def = v.getDefiningOp();
-        return def && (isa<ConstantOp>(def) || weightOps.contains(def));
-      });
-      if (weightOnly && op.getNumOperands() > 0)
-        weightOps.insert(&op);
-    }
-  }
-
   /// The ops that compute (constants and weight-only ops excluded: each
   /// stage makes its own), in program order, with their FLOPs.
   void collect(func::FuncOp forward) {
-    findWeightOps(forward);
+    // Views of weights (a tied embedding's transpose for the head) run in
+    // the stage of each reader, like constants, so a parameter, not a value
+    // derived from it, is what two distant stages share (and a tied
+    // parameter's gradient is summed between them), instead of a copy sent
+    // per micro-batch.
+    weightOps = findWeightOps(forward);
     for (Operation &op : forward.front().without_terminator()) {
       if (isa<ConstantOp>(op) || weightOps.contains(&op))
         continue;
@@ -258,42 +240,36 @@ private:
     return success();
   }
 
-  /// Each cut starts its stage at the first op reading a parameter under
-  /// the cut's name.
-  /// Cuts before the first layer of each stage after the first.
+  /// Cuts before the first layer (getModelLayers) of each stage after the
+  /// first.
   LogicalResult blockCuts(func::FuncOp forward, int64_t numStages,
                           SmallVector<size_t> &starts) {
-    std::set<int64_t> numbers;
-    for (BlockArgument arg : forward.getArguments())
-      if (StringAttr name =
-              getArgName(forward, arg.getArgNumber(), contract::Role::Param))
-        if (auto n = getLayerNumber(name.getValue()))
-          numbers.insert(*n);
+    ModelLayers layers = getModelLayers(forward);
     int64_t total = 0;
     for (int64_t b : blocksPerStage)
       total += b;
     if (int64_t(blocksPerStage.size()) != numStages ||
-        total != int64_t(numbers.size()) ||
+        total != int64_t(layers.size()) ||
         llvm::any_of(blocksPerStage, [](int64_t b) { return b < 1; }))
       return forward.emitError()
              << "the plan's blocks_per_stage (" << blocksPerStage.size()
              << " stages, " << total << " layers) does not fit this model ("
-             << numStages << " stages, " << numbers.size()
-             << " numbered layers): compile the plan with the model it was "
-                "made for";
-    std::vector<int64_t> ordered(numbers.begin(), numbers.end());
+             << numStages << " stages, " << layers.size()
+             << " layers): compile the plan with the model it was made for";
     starts = {0};
     int64_t next = 0;
     for (int64_t s = 0; s + 1 < numStages; ++s) {
       next += blocksPerStage[size_t(s)];
-      int64_t layer = ordered[size_t(next)];
-      std::optional<size_t> first = firstReader(forward, [&](StringRef name) {
-        return getLayerNumber(name) == layer;
-      });
+      int layer = int(next);
+      std::optional<size_t> first =
+          firstReader(forward, [&](unsigned arg, StringRef) {
+            return layers.ofArg[arg] == layer;
+          });
       if (!first || *first <= starts.back())
         return forward.emitError()
-               << "the plan's stage " << s + 1 << " starts at layer " << layer
-               << ", whose first op is not after the previous stage's: the "
+               << "the plan's stage " << s + 1 << " starts at layer '"
+               << layers.names[size_t(layer)].front()
+               << "', whose first op is not after the previous stage's: the "
                   "model's layers do not run in the order of their numbers; "
                   "give --stage-cuts by hand";
       starts.push_back(*first);
@@ -308,7 +284,7 @@ private:
     for (BlockArgument arg : forward.getArguments()) {
       StringAttr name =
           getArgName(forward, arg.getArgNumber(), contract::Role::Param);
-      if (!name || !matches(name.getValue()))
+      if (!name || !matches(arg.getArgNumber(), name.getValue()))
         continue;
       // Through weight-only ops (a transpose) to the ops computing.
       SmallVector<Operation *> users(arg.getUsers().begin(),
@@ -324,11 +300,15 @@ private:
     return first;
   }
 
+  /// Each cut starts its stage at the first op reading a parameter under
+  /// the cut's name.
   LogicalResult givenCuts(func::FuncOp forward, SmallVector<size_t> &starts) {
     starts = {0};
     for (const std::string &cut : cuts) {
-      std::optional<size_t> first = firstReader(
-          forward, [&](StringRef name) { return underPrefix(name, cut); });
+      std::optional<size_t> first =
+          firstReader(forward, [&](unsigned, StringRef name) {
+            return underPrefix(name, cut);
+          });
       if (!first)
         return forward.emitError()
                << "--stage-cuts '" << cut
@@ -450,6 +430,6 @@ private:
   SmallVector<double> flops, crossing;
   SmallVector<int64_t> intCrossing;
   llvm::DenseMap<Operation *, size_t> index;
-  llvm::SmallPtrSet<Operation *, 8> weightOps;
+  llvm::DenseSet<Operation *> weightOps;
 };
 } // namespace

@@ -19,8 +19,8 @@
 // TWOONE: weft.relu {{.*}}weft.stage = 0
 // TWOONE: weft.matmul {{.*}}, %arg2 {{.*}}weft.stage = 1
 
-// SUM: the plan's blocks_per_stage (2 stages, 2 layers) does not fit this model (2 stages, 3 numbered layers): compile the plan with the model it was made for
-// COUNT: the plan's blocks_per_stage (2 stages, 3 layers) does not fit this model (3 stages, 3 numbered layers)
+// SUM: the plan's blocks_per_stage (2 stages, 2 layers) does not fit this model (2 stages, 3 layers): compile the plan with the model it was made for
+// COUNT: the plan's blocks_per_stage (2 stages, 3 layers) does not fit this model (3 stages, 3 layers)
 // BOTH: give the stages' cuts or their layers per stage, not both
 module {
   func.func @forward(%w0: tensor<64x64xf32> {weft.param = "h.0.weight"},

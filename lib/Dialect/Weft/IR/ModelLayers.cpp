@@ -1,0 +1,136 @@
+//===- ModelLayers.cpp - The layers of a model's @forward -----------------===//
+//
+// Part of the Weft project.
+//
+//===----------------------------------------------------------------------===//
+
+#include "weft/Dialect/Weft/IR/ModelLayers.h"
+#include "weft/Dialect/Weft/IR/TrainStep.h"
+
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "llvm/ADT/StringMap.h"
+
+using namespace mlir;
+using namespace weft;
+
+llvm::DenseSet<Operation *> weft::findWeightOps(func::FuncOp forward) {
+  llvm::DenseSet<Operation *> weightOps;
+  auto isWeight = [&](Value v) {
+    if (auto arg = dyn_cast<BlockArgument>(v))
+      return getArgName(forward, arg.getArgNumber(), contract::Role::Param) ||
+             getArgName(forward, arg.getArgNumber(), contract::Role::Buffer);
+    Operation *def = v.getDefiningOp();
+    return def &&
+           (def->hasTrait<OpTrait::ConstantLike>() || weightOps.contains(def));
+  };
+  for (Operation &op : forward.front().without_terminator())
+    if (!op.hasTrait<OpTrait::ConstantLike>() && op.getNumRegions() == 0 &&
+        op.getNumResults() != 0 && op.getNumOperands() != 0 &&
+        isMemoryEffectFree(&op) && llvm::all_of(op.getOperands(), isWeight))
+      weightOps.insert(&op);
+  return weightOps;
+}
+
+namespace {
+/// The module a parameter belongs to: its name up to the last dot.
+StringRef moduleOf(StringRef name) {
+  size_t dot = name.rfind('.');
+  return dot == StringRef::npos || dot == 0 ? StringRef()
+                                            : name.take_front(dot);
+}
+
+} // namespace
+
+ModelLayers weft::getModelLayers(func::FuncOp forward) {
+  ModelLayers out;
+  out.ofArg.assign(forward.getNumArguments(), -1);
+  if (forward.isExternal())
+    return out;
+  for (unsigned i = 0; i < forward.getNumArguments(); ++i)
+    if (StringAttr name = getArgName(forward, i, contract::Role::Param))
+      out.numbered |= !getLayerPrefix(name.getValue()).empty();
+  auto keyOf = [&](StringRef name) {
+    return out.numbered ? getLayerPrefix(name) : moduleOf(name);
+  };
+
+  // The ops that compute, in order (constants and views of weights run
+  // wherever they are read), and the parameters each reads, through views.
+  llvm::DenseSet<Operation *> weightOps = findWeightOps(forward);
+  llvm::DenseMap<Value, llvm::SmallVector<unsigned, 2>> rootsOf;
+  llvm::SmallVector<Operation *> ops;
+  llvm::DenseMap<Operation *, size_t> position;
+  for (Operation &op : forward.front().without_terminator()) {
+    if (op.hasTrait<OpTrait::ConstantLike>())
+      continue;
+    if (weightOps.contains(&op)) {
+      llvm::SmallVector<unsigned, 2> roots;
+      for (Value v : op.getOperands()) {
+        if (auto arg = dyn_cast<BlockArgument>(v))
+          roots.push_back(arg.getArgNumber());
+        else if (auto it = rootsOf.find(v); it != rootsOf.end())
+          roots.append(it->second.begin(), it->second.end());
+      }
+      for (Value r : op.getResults())
+        rootsOf[r] = roots;
+      continue;
+    }
+    position[&op] = ops.size();
+    ops.push_back(&op);
+  }
+  // liveInts[i]: integer (or other non-float) values made before op i and
+  // read at or after it.
+  std::vector<int> liveInts(ops.size() + 2, 0);
+  for (auto [i, op] : llvm::enumerate(ops))
+    for (Value result : op->getResults()) {
+      // Unranked too: the importer's ONNX nodes, before shapes are known.
+      auto tensor = dyn_cast<TensorType>(result.getType());
+      if (tensor && isa<FloatType>(tensor.getElementType()))
+        continue;
+      size_t last = i;
+      for (Operation *user : result.getUsers())
+        if (auto it = position.find(user); it != position.end())
+          last = std::max(last, it->second);
+        else if (isa<func::ReturnOp>(user))
+          last = ops.size();
+      if (last > i) {
+        ++liveInts[i + 1];
+        --liveInts[last + 1];
+      }
+    }
+  for (size_t i = 1; i < liveInts.size(); ++i)
+    liveInts[i] += liveInts[i - 1];
+
+  llvm::StringMap<int> layerOfKey;
+  for (auto [i, op] : llvm::enumerate(ops)) {
+    llvm::SmallVector<unsigned, 4> read;
+    for (Value v : op->getOperands()) {
+      if (auto arg = dyn_cast<BlockArgument>(v))
+        read.push_back(arg.getArgNumber());
+      else if (auto it = rootsOf.find(v); it != rootsOf.end())
+        read.append(it->second.begin(), it->second.end());
+    }
+    int opened = -1;
+    for (unsigned a : read) {
+      StringAttr name = getArgName(forward, a, contract::Role::Param);
+      StringRef key = name ? keyOf(name.getValue()) : StringRef();
+      if (key.empty() || layerOfKey.count(key))
+        continue;
+      if (opened < 0) {
+        if (out.names.empty() || liveInts[i] == 0) {
+          opened = int(out.names.size());
+          out.names.emplace_back();
+        } else {
+          opened = int(out.names.size()) - 1;
+        }
+      }
+      layerOfKey[key] = opened;
+      out.names[size_t(opened)].push_back(key.str());
+    }
+  }
+  for (unsigned i = 0; i < forward.getNumArguments(); ++i)
+    if (StringAttr name = getArgName(forward, i, contract::Role::Param))
+      if (auto it = layerOfKey.find(keyOf(name.getValue()));
+          it != layerOfKey.end())
+        out.ofArg[i] = it->second;
+  return out;
+}
