@@ -19,8 +19,14 @@
 #include "TensorParallelPlan.h"
 
 #include "mlir/AsmParser/AsmParser.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Transforms/Passes.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/GlobPattern.h"
+
+#include <map>
+#include <set>
+#include <tuple>
 
 namespace weft {
 #define GEN_PASS_DEF_APPLYMESHPASS
@@ -209,6 +215,12 @@ struct ApplyMeshPass : public weft::impl::ApplyMeshPassBase<ApplyMeshPass> {
       if (failed(layOutEntry(signature)))
         return signalPassFailure();
     }
+    findSampleDims(entries);
+    for (auto [rank, e] : llvm::enumerate(entries)) {
+      fn = e;
+      pipelineRank = int64_t(rank);
+      pinTransfers();
+    }
     if (sequenceParallel)
       splitSequence(module);
 
@@ -263,10 +275,59 @@ struct ApplyMeshPass : public weft::impl::ApplyMeshPassBase<ApplyMeshPass> {
         s = it->second;
       fn.setResultAttr(i, kShardingAttrName, s.toAttr(context));
     }
-    if (failed(constrainCalls()))
-      return failure();
-    pinTransfers();
-    return success();
+    return constrainCalls();
+  }
+
+  /// Where a transfer's samples lie, as either end's own propagation of
+  /// the batch inputs' dp split finds them (the sender's through the ops
+  /// that made the value, the receiver's through those that read it): a
+  /// sequence-first activation with as many time steps as samples cannot
+  /// be told apart by its shape. Both ends read the one answer, keyed by
+  /// (sending rank, receiving rank, tag); where the ends disagree or
+  /// neither finds the samples, pinTransfers falls back on the shape.
+  void findSampleDims(ArrayRef<func::FuncOp> entries) {
+    sampleDims.clear();
+    if (!dp || entries.size() < 2)
+      return;
+    auto dpDim = [&](const TensorSharding &s) -> std::optional<int64_t> {
+      for (auto [d, axes] : llvm::enumerate(s.dims))
+        if (llvm::is_contained(axes, dpAxis))
+          return int64_t(d);
+      return std::nullopt;
+    };
+    // The rank steps call their stages' functions: propagate over a copy
+    // with them inlined, as partitioning will see it.
+    OwningOpRef<ModuleOp> copy = cast<ModuleOp>(getOperation()->clone());
+    PassManager inliner(&getContext());
+    inliner.addPass(createInlinerPass());
+    if (failed(inliner.run(*copy)))
+      return;
+    std::map<TransferKey, std::set<int64_t>> found;
+    for (auto [rank, entry] : llvm::enumerate(entries)) {
+      auto e =
+          copy->lookupSymbol<func::FuncOp>(func::FuncOp(entry).getSymName());
+      if (!e)
+        continue;
+      ShardingAnalysis analysis(e, meshAttr);
+      if (failed(analysis.seed(/*recorded=*/false)))
+        continue;
+      analysis.run();
+      const int64_t r = int64_t(rank);
+      e.walk([&](SendOp send) {
+        if (std::optional<int64_t> d = dpDim(analysis.get(send.getInput())))
+          found[{r, int64_t(send.getPeer()), int64_t(send.getTag())}].insert(
+              *d);
+      });
+      e.walk([&](RecvOp recv) {
+        if (std::optional<int64_t> d =
+                dpDim(analysis.effective(recv.getResult())))
+          found[{int64_t(recv.getPeer()), r, int64_t(recv.getTag())}].insert(
+              *d);
+      });
+    }
+    for (auto &[key, dims] : found)
+      if (dims.size() == 1)
+        sampleDims[key] = *dims.begin();
   }
 
   /// What one pipeline rank sends, the peer receives: both sides hold the
@@ -280,12 +341,13 @@ struct ApplyMeshPass : public weft::impl::ApplyMeshPassBase<ApplyMeshPass> {
   /// and they gather it over their own fast link (with sequence
   /// parallelism the residual stream is split so already). Either way
   /// each tp rank sends its own block rather than all of it. Then split
-  /// over dp: an activation along its first dimension of a micro-batch's
-  /// size (its samples, wherever a sequence-first model keeps them), else
-  /// along the first dimension whose block divides; each data-parallel
-  /// pipeline moves its own rows. Both ends see the same parameter types
-  /// and micro-batch (gathered over every pipeline rank), so they pin a
-  /// transfer alike.
+  /// over dp: an activation along its samples' dimension where the two
+  /// ends' propagation finds it (findSampleDims), else its first of a
+  /// micro-batch's size (its samples, wherever a sequence-first model
+  /// keeps them), else along the first dimension whose block divides; each
+  /// data-parallel pipeline moves its own rows. Both ends see the same
+  /// parameter types and micro-batch (gathered over every pipeline rank), so
+  /// they pin a transfer alike.
   ///
   /// At ZeRO 0 a parameter-shaped block received (a tied parameter's
   /// gradient share) and added to this rank's own block is gathered over
@@ -306,7 +368,7 @@ struct ApplyMeshPass : public weft::impl::ApplyMeshPassBase<ApplyMeshPass> {
       return tp && !paramLayout(type) && tensor.getRank() >= 2 &&
              tensor.getDimSize(1) % tp == 0;
     };
-    auto layoutFor = [&](Type type) {
+    auto layoutFor = [&](Type type, TransferKey key) {
       auto tensor = cast<RankedTensorType>(type);
       TensorSharding s = TensorSharding::replicated(tensor.getRank());
       if (std::optional<TensorSharding> shared = paramLayout(type))
@@ -319,6 +381,15 @@ struct ApplyMeshPass : public weft::impl::ApplyMeshPassBase<ApplyMeshPass> {
       // size, so a sequence-first activation ([time, batch, features], an
       // LSTM's) keeps its batch split rather than cutting its time steps
       // (which the token indices that made it could not follow).
+      if (auto found = sampleDims.find(key);
+          found != sampleDims.end() && !paramLayout(type)) {
+        int64_t d = found->second;
+        if (d < tensor.getRank() && s.dims[d].empty() &&
+            tensor.getDimSize(d) % dp == 0) {
+          s.dims[d] = {dpAxis};
+          return s.toAttr(context);
+        }
+      }
       if (!paramLayout(type))
         for (int64_t d = 0; d < tensor.getRank(); ++d)
           if (s.dims[d].empty() && tensor.getDimSize(d) == microBatchSamples &&
@@ -339,8 +410,11 @@ struct ApplyMeshPass : public weft::impl::ApplyMeshPassBase<ApplyMeshPass> {
     // receiver gathers it right after the receive.
     fn.walk([&](SendOp send) {
       OpBuilder b(send);
-      auto pinned = ShardAsOp::create(b, send.getLoc(), send.getInput(),
-                                      layoutFor(send.getInput().getType()));
+      auto pinned =
+          ShardAsOp::create(b, send.getLoc(), send.getInput(),
+                            layoutFor(send.getInput().getType(),
+                                      {pipelineRank, int64_t(send.getPeer()),
+                                       int64_t(send.getTag())}));
       if (splitsTokens(send.getInput().getType()))
         pinned->setAttr(kRematerializeAttrName, UnitAttr::get(context));
       send.getInputMutable().assign(pinned);
@@ -348,7 +422,9 @@ struct ApplyMeshPass : public weft::impl::ApplyMeshPassBase<ApplyMeshPass> {
     fn.walk([&](RecvOp recv) {
       OpBuilder b(context);
       b.setInsertionPointAfter(recv);
-      ShardingAttr layout = layoutFor(recv.getResult().getType());
+      ShardingAttr layout = layoutFor(
+          recv.getResult().getType(),
+          {int64_t(recv.getPeer()), pipelineRank, int64_t(recv.getTag())});
       auto pinned =
           ShardAsOp::create(b, recv.getLoc(), recv.getResult(), layout);
       Value received = pinned;
@@ -738,6 +814,12 @@ struct ApplyMeshPass : public weft::impl::ApplyMeshPassBase<ApplyMeshPass> {
   llvm::DenseMap<Type, std::optional<TensorSharding>> paramTypes;
   /// Samples in a micro-batch (0: the step has no batch input).
   int64_t microBatchSamples = 0;
+  /// A transfer: sending pipeline rank, receiving rank, tag.
+  using TransferKey = std::tuple<int64_t, int64_t, int64_t>;
+  /// Each transfer's samples' dimension, where propagation found it.
+  std::map<TransferKey, int64_t> sampleDims;
+  /// The pipeline rank of `fn` (0 without a pipeline).
+  int64_t pipelineRank = 0;
   func::FuncOp fn;
 };
 } // namespace
