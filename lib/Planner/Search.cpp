@@ -735,6 +735,14 @@ void price(Pricer &pr, const RankLayout &rl, const LayoutChoice &l,
           spec, Collective::SendRecv,
           pr.model.tiedElements / (double(l.tp) * l.dp) * pr.bytes.reducedGrad,
           nodeOf(0) != nodeOf(p - 1) ? across : inside);
+    // Then the last stage sends the step's loss to rank 0, and each
+    // pipeline rank sends its part of the squared gradient norm to every
+    // other (docs/pipeline.md): a message of 4 bytes each, exposed, a
+    // round of latency per peer. On this host's gloo that is 0.1-0.2 ms a
+    // message: most of a tiny model's pipelined step.
+    tied += double(p) * groupCollectiveSeconds(
+                            spec, Collective::SendRecv, 4,
+                            nodeOf(0) != nodeOf(p - 1) ? across : inside);
   }
   double slowest = -1, compute = 0, comm = 0, dpExposed = 0, update = 0;
   // Stages of unequal cost (the embedding on the first, the head and loss

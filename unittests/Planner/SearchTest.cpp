@@ -212,10 +212,12 @@ TEST(SearchPieces, OnePlanByHand) {
   // ZeRO 1, dp = 2: grads 2e9 * 2 B = 4 GB, reduce-scatter 1/2 * 4e9/1e11
   // = 20 ms behind an 80 ms backward (hidden); all-gather of 4 GB of
   // parameters 20 ms, exposed. The last stage all-reduces the loss (4
-  // bytes) over dp: 2 * 1/2 * 4 B / 100 GB/s = 40 ps. Step 380.024 ms.
-  expectNear(0.380024 + 4e-11, plan.stepSeconds);
+  // bytes) over dp: 2 * 1/2 * 4 B / 100 GB/s = 40 ps; then sends it to
+  // rank 0, and each rank its part of the gradient norm to the other: 2
+  // messages of 4 bytes, 80 ps. Step 380.024 ms.
+  expectNear(0.380024 + 1.2e-10, plan.stepSeconds);
   expectNear(0.240, plan.computeSeconds);
-  expectNear(0.020016 + 4e-11, plan.exposedCommSeconds);
+  expectNear(0.020016 + 1.2e-10, plan.exposedCommSeconds);
   expectNear(0.120008, plan.bubbleSeconds);
   EXPECT_EQ(plan.layout.microBatches, 2);
   EXPECT_EQ(plan.blocksPerRank, (std::vector<int>{2, 2}));
@@ -229,7 +231,7 @@ TEST(SearchPieces, OnePlanByHand) {
   EXPECT_EQ(plan.memoryRank, 0);
   // 3 * 4e12 FLOPs * 8 samples over 4 devices and 0.380024 s, of 100
   // TFLOP/s.
-  const double step = 0.380024 + 4e-11;
+  const double step = 0.380024 + 1.2e-10;
   expectNear(9.6e13 / step / 4 / 1e12, plan.tflopsPerDevice);
   expectNear(9.6e13 / step / 4 / 1e14, plan.mfu);
   expectNear(8 * 4 / step, plan.tokensPerSecond);
@@ -535,7 +537,8 @@ TEST(SearchPieces, BatchNormStatisticsAllReduceOverDp) {
 TEST(SearchPieces, APipelineWiderThanANodeSendsOverTheSlowLink) {
   // pp = 4 over 2 nodes of 2: stages 1 and 2 are on different nodes, so
   // the boundaries are paced by the inter-node link (10 GB/s, not 100):
-  // 2 samples x 1e5 x 2 B = 4e5 B, 40 us each way, 4 micro-batches.
+  // 2 samples x 1e5 x 2 B = 4e5 B, 40 us each way, 4 micro-batches; and
+  // after the schedule 4 messages of 4 B (the loss, the norm's parts).
   ModelStats model = simpleModel(4, 8);
   ClusterSpec spec = cluster(2, 2);
   SearchOptions o;
@@ -544,11 +547,11 @@ TEST(SearchPieces, APipelineWiderThanANodeSendsOverTheSlowLink) {
   l.microBatches = 4;
   Plan plan;
   ASSERT_TRUE(evaluatePlan(model, spec, o, l, 2, Recompute::None, plan).ok());
-  expectNear(4 * 2 * 4e5 / 10e9, plan.exposedCommSeconds);
+  expectNear(4 * 2 * 4e5 / 10e9 + 4 * 4 / 10e9, plan.exposedCommSeconds);
   // Inside one node of 4 the same pipeline sends at 100 GB/s.
   ClusterSpec one = cluster(1, 4);
   ASSERT_TRUE(evaluatePlan(model, one, o, l, 2, Recompute::None, plan).ok());
-  expectNear(4 * 2 * 4e5 / 100e9, plan.exposedCommSeconds);
+  expectNear(4 * 2 * 4e5 / 100e9 + 4 * 4 / 100e9, plan.exposedCommSeconds);
 }
 
 TEST(SearchPieces, OnGlooPipelineTransfersHideBehindTheStages) {
@@ -566,7 +569,8 @@ TEST(SearchPieces, OnGlooPipelineTransfersHideBehindTheStages) {
   Plan plan;
   ASSERT_TRUE(evaluatePlan(model, spec, o, l, 2, Recompute::None, plan).ok());
   double inside = 4e5 / 100e9;
-  expectNear(2 * (4e5 / 10e9 + 2 * inside), plan.exposedCommSeconds);
+  const double scalars = 4 * 4 / 10e9;
+  expectNear(2 * (4e5 / 10e9 + 2 * inside) + scalars, plan.exposedCommSeconds);
   // 4 micro-batches of 60 ms, 1F1B's bubble 3/7 of the makespan.
   expectNear(4 * 0.060 * 7 / 4 + plan.exposedCommSeconds, plan.stepSeconds);
   // A link slower than a stage's work paces the steady state: at 1 MB/s
@@ -574,7 +578,7 @@ TEST(SearchPieces, OnGlooPipelineTransfersHideBehindTheStages) {
   // micro-batch waits 0.34 s more.
   spec.interNode.bandwidthGBps = 1e-3;
   ASSERT_TRUE(evaluatePlan(model, spec, o, l, 2, Recompute::None, plan).ok());
-  expectNear(4 * (0.4 - 0.060) + 2 * (0.4 + 2 * inside),
+  expectNear(4 * (0.4 - 0.060) + 2 * (0.4 + 2 * inside) + 4 * 4 / 1e6,
              plan.exposedCommSeconds);
   // Interleaved, v = 2 on one node: the chain runs through 7 chunks.
   ClusterSpec one = cluster(1, 4);
@@ -583,7 +587,7 @@ TEST(SearchPieces, OnGlooPipelineTransfersHideBehindTheStages) {
   l.schedule = Schedule::Interleaved;
   l.virtualStages = 2;
   ASSERT_TRUE(evaluatePlan(eight, one, o, l, 2, Recompute::None, plan).ok());
-  expectNear(2 * 7 * inside, plan.exposedCommSeconds);
+  expectNear(2 * 7 * inside + 4 * 4 / 100e9, plan.exposedCommSeconds);
 }
 
 TEST(SearchPieces, UnevenStagesIdleAsTheirScheduleRuns) {
