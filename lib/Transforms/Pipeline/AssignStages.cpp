@@ -138,12 +138,7 @@ private:
     SmallVector<int64_t> intDelta(ops.size() + 2, 0);
     for (auto [i, op] : llvm::enumerate(ops))
       for (Value result : op->getResults()) {
-        size_t last = i;
-        for (Operation *user : result.getUsers())
-          if (auto it = index.find(user); it != index.end())
-            last = std::max(last, it->second);
-          else if (isa<func::ReturnOp>(user))
-            last = ops.size();
+        size_t last = lastReader(result, i, index, ops.size());
         // Live across the cuts before ops i+1 .. last.
         if (last > i) {
           delta[i + 1] += double(staticTensorBytes(result.getType()));

@@ -31,6 +31,18 @@ llvm::DenseSet<Operation *> weft::findWeightOps(func::FuncOp forward) {
   return weightOps;
 }
 
+size_t weft::lastReader(Value v, size_t made,
+                        const llvm::DenseMap<Operation *, size_t> &position,
+                        size_t end) {
+  size_t last = made;
+  for (Operation *user : v.getUsers())
+    if (auto it = position.find(user); it != position.end())
+      last = std::max(last, it->second);
+    else if (isa<func::ReturnOp>(user))
+      last = end;
+  return last;
+}
+
 namespace {
 /// The module a parameter belongs to: its name up to the last dot.
 StringRef moduleOf(StringRef name) {
@@ -86,12 +98,7 @@ ModelLayers weft::getModelLayers(func::FuncOp forward) {
       auto tensor = dyn_cast<TensorType>(result.getType());
       if (tensor && isa<FloatType>(tensor.getElementType()))
         continue;
-      size_t last = i;
-      for (Operation *user : result.getUsers())
-        if (auto it = position.find(user); it != position.end())
-          last = std::max(last, it->second);
-        else if (isa<func::ReturnOp>(user))
-          last = ops.size();
+      size_t last = lastReader(result, i, position, ops.size());
       if (last > i) {
         ++liveInts[i + 1];
         --liveInts[last + 1];

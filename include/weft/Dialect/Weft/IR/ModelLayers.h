@@ -15,6 +15,7 @@
 #define WEFT_DIALECT_WEFT_IR_MODELLAYERS_H
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/DenseSet.h"
 
 #include <string>
@@ -53,6 +54,13 @@ ModelLayers getModelLayers(mlir::func::FuncOp forward);
 /// tied embedding's transpose for the head): views of weights, which run
 /// wherever they are read rather than in a layer or stage of their own.
 llvm::DenseSet<mlir::Operation *> findWeightOps(mlir::func::FuncOp forward);
+
+/// Where `v`, made by the op at `made` of a run of ops in program order
+/// (`position` numbers them), is read last: the position of its last
+/// reader in the run, `end` if the function returns it, else `made`.
+size_t lastReader(mlir::Value v, size_t made,
+                  const llvm::DenseMap<mlir::Operation *, size_t> &position,
+                  size_t end);
 
 } // namespace weft
 
