@@ -284,7 +284,11 @@ Status computeModelStats(ModuleOp module, ModelStats &out) {
   // all (an LSTM whose weights export as `onnx::LSTM_225`): the whole model
   // is one block, which data and tensor parallelism, ZeRO and recomputation
   // still apply to; pipeline stages, cut between blocks, do not.
-  const ModelLayers layers = getModelLayers(forward);
+  // Views of weights. Those of a layer's (an LSTM's gates sliced and
+  // concatenated) are tagged with the layer by the walk below, so they are
+  // not `weight` values, but an op reading one still reads a weight.
+  const llvm::DenseSet<Operation *> weightOps = findWeightOps(forward);
+  const ModelLayers layers = getModelLayers(forward, weightOps);
   const bool oneBlock = layers.size() == 0;
   const int numBlocks = oneBlock ? 1 : int(layers.size());
 
@@ -399,10 +403,6 @@ Status computeModelStats(ModuleOp module, ModelStats &out) {
       }
     }
   }
-  // Views of a layer's weights (an LSTM's gates sliced and concatenated)
-  // are tagged with the layer, so they are not `weight` values; an op
-  // reading one still reads a weight.
-  const llvm::DenseSet<Operation *> weightOps = findWeightOps(forward);
   // Pass 2, backward: an op that reads no parameter and feeds only later
   // layers joins the earliest of them, so the start of a decomposed norm
   // (x*x, its mean, ...) that reads only the previous block's output is

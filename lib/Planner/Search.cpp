@@ -691,7 +691,7 @@ void price(Pricer &pr, const RankLayout &rl, const LayoutChoice &l,
   // micro-batch's stage waits for its transfers (as Megatron-LM's
   // blocking ones do), on the slowest boundary.
   const bool ahead = spec.collectiveLibrary == ClusterSpec::Library::Gloo;
-  double hops = 0, linkMB = 0, gatherMB = 0, blockingMB = 0, tied = 0;
+  double hops = 0, linkMB = 0, gatherMB = 0, blockingMB = 0, afterSchedule = 0;
   if (p > 1) {
     // Ranks are laid out pp-major: stage s's dp x tp ranks start at rank
     // s * dp * tp, so a boundary crosses nodes where that changes node.
@@ -731,7 +731,7 @@ void price(Pricer &pr, const RankLayout &rl, const LayoutChoice &l,
     // GPT's 8192 x 256 embedding at pp=2 x dp=2 crosses as 4096 x 256 per
     // rank).
     if (pr.model.tiedElements > 0)
-      tied = groupCollectiveSeconds(
+      afterSchedule = groupCollectiveSeconds(
           spec, Collective::SendRecv,
           pr.model.tiedElements / (double(l.tp) * l.dp) * pr.bytes.reducedGrad,
           nodeOf(0) != nodeOf(p - 1) ? across : inside);
@@ -740,9 +740,10 @@ void price(Pricer &pr, const RankLayout &rl, const LayoutChoice &l,
     // other (docs/pipeline.md): a message of 4 bytes each, exposed, a
     // round of latency per peer. On this host's gloo that is 0.1-0.2 ms a
     // message: most of a tiny model's pipelined step.
-    tied += double(p) * groupCollectiveSeconds(
-                            spec, Collective::SendRecv, 4,
-                            nodeOf(0) != nodeOf(p - 1) ? across : inside);
+    afterSchedule +=
+        double(p) *
+        groupCollectiveSeconds(spec, Collective::SendRecv, 4,
+                               nodeOf(0) != nodeOf(p - 1) ? across : inside);
   }
   double slowest = -1, compute = 0, comm = 0, dpExposed = 0, update = 0;
   // Stages of unequal cost (the embedding on the first, the head and loss
@@ -920,10 +921,11 @@ void price(Pricer &pr, const RankLayout &rl, const LayoutChoice &l,
   plan.recomputeBlocks = fullBlocks;
   plan.blocksPerRank = rl.blocksPerRank;
   plan.tpReplicatedMask = replicated;
-  plan.stepSeconds = makespan + dpExposed + update + tied + tpGradExposed;
+  plan.stepSeconds =
+      makespan + dpExposed + update + afterSchedule + tpGradExposed;
   plan.computeSeconds = m * compute + update;
   plan.exposedCommSeconds =
-      m * (comm + paced) + hops + dpExposed + tied + tpGradExposed;
+      m * (comm + paced) + hops + dpExposed + afterSchedule + tpGradExposed;
   plan.bubbleSeconds = makespan - busy - hops;
   plan.memory = worst;
   plan.memoryRank = worstRank;

@@ -371,32 +371,33 @@ struct ApplyMeshPass : public weft::impl::ApplyMeshPassBase<ApplyMeshPass> {
     auto layoutFor = [&](Type type, TransferKey key) {
       auto tensor = cast<RankedTensorType>(type);
       TensorSharding s = TensorSharding::replicated(tensor.getRank());
-      if (std::optional<TensorSharding> shared = paramLayout(type))
+      std::optional<TensorSharding> shared = paramLayout(type);
+      if (shared)
         s = *shared;
       else if (splitsTokens(type))
         s.dims[1] = {tpAxis};
       if (!dp || tensor.getRank() == 0)
         return s.toAttr(context);
-      // An activation's samples: the first dimension of a micro-batch's
-      // size, so a sequence-first activation ([time, batch, features], an
-      // LSTM's) keeps its batch split rather than cutting its time steps
-      // (which the token indices that made it could not follow).
-      if (auto found = sampleDims.find(key);
-          found != sampleDims.end() && !paramLayout(type)) {
-        int64_t d = found->second;
-        if (d < tensor.getRank() && s.dims[d].empty() &&
-            tensor.getDimSize(d) % dp == 0) {
-          s.dims[d] = {dpAxis};
+      // An activation's samples: where propagation found them, else the
+      // first dimension of a micro-batch's size, so a sequence-first
+      // activation ([time, batch, features], an LSTM's) keeps its batch
+      // split rather than cutting its time steps (which the token indices
+      // that made it could not follow).
+      auto splitsSamples = [&](int64_t d) {
+        if (d >= tensor.getRank() || !s.dims[d].empty() ||
+            tensor.getDimSize(d) % dp != 0)
+          return false;
+        s.dims[d] = {dpAxis};
+        return true;
+      };
+      if (!shared) {
+        if (auto found = sampleDims.find(key);
+            found != sampleDims.end() && splitsSamples(found->second))
           return s.toAttr(context);
-        }
-      }
-      if (!paramLayout(type))
         for (int64_t d = 0; d < tensor.getRank(); ++d)
-          if (s.dims[d].empty() && tensor.getDimSize(d) == microBatchSamples &&
-              microBatchSamples % dp == 0) {
-            s.dims[d] = {dpAxis};
+          if (tensor.getDimSize(d) == microBatchSamples && splitsSamples(d))
             return s.toAttr(context);
-          }
+      }
       if (s.dims[0].empty()) {
         if (tensor.getDimSize(0) % dp == 0)
           s.dims[0] = {dpAxis};

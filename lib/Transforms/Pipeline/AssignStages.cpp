@@ -134,8 +134,7 @@ private:
     // intCrossing[i]: values that are not float tensors live across the
     // cut before op i (top-k's indices on their way to a gather): stages
     // send only float tensors, so no automatic cut falls there.
-    intCrossing.assign(ops.size() + 1, 0);
-    SmallVector<int64_t> intDelta(ops.size() + 2, 0);
+    intCrossing = liveNonFloatValues(ops, index);
     for (auto [i, op] : llvm::enumerate(ops))
       for (Value result : op->getResults()) {
         size_t last = lastReader(result, i, index, ops.size());
@@ -143,20 +142,12 @@ private:
         if (last > i) {
           delta[i + 1] += double(staticTensorBytes(result.getType()));
           delta[last + 1] -= double(staticTensorBytes(result.getType()));
-          auto tensor = dyn_cast<RankedTensorType>(result.getType());
-          if (!tensor || !isa<FloatType>(tensor.getElementType())) {
-            ++intDelta[i + 1];
-            --intDelta[last + 1];
-          }
         }
       }
     double running = 0;
-    int64_t live = 0;
     for (size_t i = 0; i <= ops.size(); ++i) {
       running += delta[i];
       crossing[i] = running;
-      live += intDelta[i];
-      intCrossing[i] = live;
     }
   }
 
@@ -239,7 +230,7 @@ private:
   /// first.
   LogicalResult blockCuts(func::FuncOp forward, int64_t numStages,
                           SmallVector<size_t> &starts) {
-    ModelLayers layers = getModelLayers(forward);
+    ModelLayers layers = getModelLayers(forward, weightOps);
     int64_t total = 0;
     for (int64_t b : blocksPerStage)
       total += b;
@@ -423,7 +414,7 @@ private:
 
   SmallVector<Operation *> ops;
   SmallVector<double> flops, crossing;
-  SmallVector<int64_t> intCrossing;
+  std::vector<int64_t> intCrossing;
   llvm::DenseMap<Operation *, size_t> index;
   llvm::DenseSet<Operation *> weightOps;
 };

@@ -53,7 +53,36 @@ StringRef moduleOf(StringRef name) {
 
 } // namespace
 
+std::vector<int64_t>
+weft::liveNonFloatValues(ArrayRef<Operation *> ops,
+                         const llvm::DenseMap<Operation *, size_t> &position) {
+  std::vector<int64_t> live(ops.size() + 2, 0);
+  for (auto [i, op] : llvm::enumerate(ops))
+    for (Value result : op->getResults()) {
+      // Unranked too: the importer's ONNX nodes, before shapes are known.
+      auto tensor = dyn_cast<TensorType>(result.getType());
+      if (tensor && isa<FloatType>(tensor.getElementType()))
+        continue;
+      size_t last = lastReader(result, i, position, ops.size());
+      if (last > i) {
+        ++live[i + 1];
+        --live[last + 1];
+      }
+    }
+  for (size_t i = 1; i < live.size(); ++i)
+    live[i] += live[i - 1];
+  live.pop_back();
+  return live;
+}
+
 ModelLayers weft::getModelLayers(func::FuncOp forward) {
+  if (forward.isExternal())
+    return getModelLayers(forward, {});
+  return getModelLayers(forward, findWeightOps(forward));
+}
+
+ModelLayers weft::getModelLayers(func::FuncOp forward,
+                                 const llvm::DenseSet<Operation *> &weightOps) {
   ModelLayers out;
   out.ofArg.assign(forward.getNumArguments(), -1);
   if (forward.isExternal())
@@ -67,7 +96,6 @@ ModelLayers weft::getModelLayers(func::FuncOp forward) {
 
   // The ops that compute, in order (constants and views of weights run
   // wherever they are read), and the parameters each reads, through views.
-  llvm::DenseSet<Operation *> weightOps = findWeightOps(forward);
   llvm::DenseMap<Value, llvm::SmallVector<unsigned, 2>> rootsOf;
   llvm::SmallVector<Operation *> ops;
   llvm::DenseMap<Operation *, size_t> position;
@@ -89,23 +117,7 @@ ModelLayers weft::getModelLayers(func::FuncOp forward) {
     position[&op] = ops.size();
     ops.push_back(&op);
   }
-  // liveInts[i]: integer (or other non-float) values made before op i and
-  // read at or after it.
-  std::vector<int> liveInts(ops.size() + 2, 0);
-  for (auto [i, op] : llvm::enumerate(ops))
-    for (Value result : op->getResults()) {
-      // Unranked too: the importer's ONNX nodes, before shapes are known.
-      auto tensor = dyn_cast<TensorType>(result.getType());
-      if (tensor && isa<FloatType>(tensor.getElementType()))
-        continue;
-      size_t last = lastReader(result, i, position, ops.size());
-      if (last > i) {
-        ++liveInts[i + 1];
-        --liveInts[last + 1];
-      }
-    }
-  for (size_t i = 1; i < liveInts.size(); ++i)
-    liveInts[i] += liveInts[i - 1];
+  const std::vector<int64_t> liveInts = liveNonFloatValues(ops, position);
 
   llvm::StringMap<int> layerOfKey;
   for (auto [i, op] : llvm::enumerate(ops)) {

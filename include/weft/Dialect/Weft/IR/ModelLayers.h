@@ -47,8 +47,10 @@ struct ModelLayers {
 /// views of weights such as a transpose). A layer first read while an
 /// integer tensor is live (top-k's indices on their way to a gather) joins
 /// the layer before it, since a pipeline cut there would have to send the
-/// integers.
+/// integers. `weightOps` is findWeightOps(forward), for callers that have it.
 ModelLayers getModelLayers(mlir::func::FuncOp forward);
+ModelLayers getModelLayers(mlir::func::FuncOp forward,
+                           const llvm::DenseSet<mlir::Operation *> &weightOps);
 
 /// The ops of @forward that read only parameters, buffers and constants (a
 /// tied embedding's transpose for the head): views of weights, which run
@@ -61,6 +63,15 @@ llvm::DenseSet<mlir::Operation *> findWeightOps(mlir::func::FuncOp forward);
 size_t lastReader(mlir::Value v, size_t made,
                   const llvm::DenseMap<mlir::Operation *, size_t> &position,
                   size_t end);
+
+/// For each position i of `ops` (a run in program order that `position`
+/// numbers) and one past its end: how many values that are not float
+/// tensors (integers, or types unknown yet) are made before ops[i] and read
+/// at or after it. A pipeline cut before ops[i] would have to send them,
+/// and stage transfers carry floats only.
+std::vector<int64_t>
+liveNonFloatValues(llvm::ArrayRef<mlir::Operation *> ops,
+                   const llvm::DenseMap<mlir::Operation *, size_t> &position);
 
 } // namespace weft
 
