@@ -57,6 +57,11 @@ double ModelStats::totalParams() const {
   return p;
 }
 
+bool ModelStats::sequenceParallelSplits(int tp) const {
+  return tp > 1 &&
+         llvm::any_of(normTokenDims, [&](int64_t d) { return d % tp == 0; });
+}
+
 double ModelStats::forwardFlopsPerSample() const {
   double f = prologue.forwardFlops() + epilogue.forwardFlops();
   for (int c : blocks)
@@ -396,6 +401,10 @@ Status computeModelStats(ModuleOp module, ModelStats &out) {
         root = info[v].root;
     for (Value r : op.getResults()) {
       info[r].tag = tag;
+      // A view of one layer's weights (a convolution's filter reshaped) is
+      // tagged with the layer; it still stands for its parameter.
+      if (weightOps.contains(&op))
+        info[r].root = root;
       if (tag == kNeutral && readsParam) {
         info[r].weight = true;
         info[r].unnumbered = readsUnnumbered;
@@ -488,12 +497,23 @@ Status computeModelStats(ModuleOp module, ModelStats &out) {
     // split ops between join their split operands' (and a bias they add).
     int region = -1;
     auto mm = dyn_cast<weft::MatMulOp>(op);
-    Value weight, act;
+    // weftc splits a convolution's filter as it does a matmul's weight: by
+    // output channels on a whole input, by input channels (the output a
+    // pending sum, all-reduced) on one split by channels. A grouped one
+    // works channel by channel, as an elementwise op does.
+    auto conv = dyn_cast<weft::Conv2DOp>(op);
+    auto isWeight = [&](Value v) {
+      Operation *def = v.getDefiningOp();
+      return info[v].weight || (def && weightOps.contains(def));
+    };
+    Value weight, act, bias;
     if (mm) {
-      if (info[mm.getRhs()].weight)
+      if (isWeight(mm.getRhs()))
         weight = mm.getRhs(), act = mm.getLhs();
-      else if (info[mm.getLhs()].weight)
+      else if (isWeight(mm.getLhs()))
         weight = mm.getLhs(), act = mm.getRhs();
+    } else if (conv && conv.getGroups() == 1 && isWeight(conv.getFilter())) {
+      weight = conv.getFilter(), act = conv.getInput(), bias = conv.getBias();
     }
     if (weight) {
       opSplit = true;
@@ -506,9 +526,15 @@ Status computeModelStats(ModuleOp module, ModelStats &out) {
         region = paramRegion(weight);
         region = joinParam(weight, region < 0 ? regions.make() : region);
         auto w = cast<RankedTensorType>(weight.getType());
-        bool outIsRows = weight == mm.getRhs() ? mm.getTransposeRhs()
-                                               : !mm.getTransposeLhs();
-        int64_t outDim = w.getDimSize(w.getRank() - (outIsRows ? 2 : 1));
+        int64_t outDim = w.getDimSize(0);
+        if (mm) {
+          bool outIsRows = weight == mm.getRhs() ? mm.getTransposeRhs()
+                                                 : !mm.getTransposeLhs();
+          outDim = w.getDimSize(w.getRank() - (outIsRows ? 2 : 1));
+        }
+        // Split with the output channels.
+        if (bias && isWeight(bias))
+          region = joinParam(bias, region);
         if (inBlock) {
           divisor = std::gcd(divisor, outDim);
           regions.constrain(region, outDim);
@@ -620,7 +646,7 @@ Status computeModelStats(ModuleOp module, ModelStats &out) {
         double cols = rank >= 1 ? double(result.getDimSize(rank - 1)) : 1;
         cost.productFlops = 2.0 * rows * cols * double(k);
       }
-    } else if (auto conv = dyn_cast<weft::Conv2DOp>(&op)) {
+    } else if (conv) {
       // A multiply-add per output element and filter tap of its group (a
       // 3-D convolution is conv2ds over the depth taps).
       auto filter = cast<RankedTensorType>(conv.getFilter().getType());
@@ -838,6 +864,14 @@ Status computeModelStats(ModuleOp module, ModelStats &out) {
   stats.tpParts = std::move(parts);
   stats.requiredTpDivisor = required;
   stats.tiedElements = tiedElements;
+  // As ApplyMesh's sequence parallelism reads them.
+  std::set<int64_t> tokenDims;
+  forward.walk([&](weft::LayerNormOp norm) {
+    auto type = cast<RankedTensorType>(norm.getInput().getType());
+    for (int64_t d = 1; d < type.getRank() && d < norm.getAxis(); ++d)
+      tokenDims.insert(type.getDimSize(d));
+  });
+  stats.normTokenDims.assign(tokenDims.begin(), tokenDims.end());
   double outputRows = 0;
   for (Type t : forward.getFunctionType().getResults())
     if (auto ranked = dyn_cast<RankedTensorType>(t);

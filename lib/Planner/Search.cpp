@@ -959,11 +959,18 @@ std::string gb(double bytes) {
 // Evaluation and search
 //===----------------------------------------------------------------------===//
 
+/// Why a layout cannot be sequence parallel.
+static std::string noSequenceParallel(int tp) {
+  return "sequence parallelism splits layer norms along the sequence, and "
+         "the model has none whose sequence divides by tp=" +
+         std::to_string(tp);
+}
+
 uint32_t forcedTpReplicated(const ModelStats &model, int tp) {
   uint32_t forced = 0;
   for (size_t k = 0; k < model.tpParts.size(); ++k) {
     int64_t d = model.tpParts[k].divisor;
-    if (tp > 1 && d && d % tp)
+    if (tp > 1 && ((d && d % tp) || model.tpParts[k].keptWhole))
       forced |= 1u << k;
   }
   return forced;
@@ -991,7 +998,8 @@ static uint32_t matmulParts(const ModelStats &model) {
 bool tpSplitsSomething(const ModelStats &model, int tp) {
   if (tp <= 1)
     return true;
-  if (model.requiredTpDivisor && model.requiredTpDivisor % tp)
+  if (model.tpSplitsNothing ||
+      (model.requiredTpDivisor && model.requiredTpDivisor % tp))
     return false;
   uint32_t matmuls = matmulParts(model);
   return !matmuls || (forcedTpReplicated(model, tp) & matmuls) != matmuls;
@@ -1047,6 +1055,12 @@ static Status checkTpParts(const ModelStats &model, int tp, bool sp,
   uint32_t missing = tp > 1 ? forcedTpReplicated(model, tp) & ~mask : 0;
   if (missing) {
     const TpPart &part = model.tpParts[size_t(__builtin_ctz(missing))];
+    if (part.keptWhole)
+      return Status::error(
+          what + ": weftc splits no weight of tensor-parallel part '" +
+          part.name +
+          "' without gathering an activation: keep it "
+          "replicated");
     return Status::error(
         what + ": tp=" + std::to_string(tp) +
         " cannot split tensor-parallel part '" + part.name +
@@ -1099,6 +1113,13 @@ static Status checkOptions(const ModelStats &model, const ClusterSpec &spec,
         divides("--mesh dp", o.dp, model.batch, "the global batch")})
     if (!st.ok())
       return st;
+  if (o.tp > 1 && model.tpSplitsNothing)
+    return Status::error(
+        "--mesh tp=" + std::to_string(o.tp) +
+        " splits none of the model's layers: weftc finds no split of a "
+        "weight that does not gather an activation (an op after it needs "
+        "whole rows), so every tp rank would do one device's work; plan "
+        "without tp");
   if (o.tp && !tpSplitsSomething(model, o.tp))
     return Status::error(
         "--mesh tp=" + std::to_string(o.tp) +
@@ -1155,6 +1176,10 @@ static Status checkOptions(const ModelStats &model, const ClusterSpec &spec,
   if (o.sequenceParallel.value_or(false) && o.tp == 1)
     return Status::error("--sequence-parallel=on needs tp >= 2 (it splits "
                          "what tensor parallelism replicates)");
+  if (o.sequenceParallel.value_or(false) && o.tp > 1 &&
+      !model.sequenceParallelSplits(o.tp))
+    return Status::error("--sequence-parallel=on: " + noSequenceParallel(o.tp) +
+                         "; leave it out");
   return Status::success();
 }
 
@@ -1183,6 +1208,8 @@ Status evaluatePlan(const ModelStats &model, const ClusterSpec &spec,
   if (l.tp > 1 && !tpSplitsSomething(model, l.tp))
     return Status::error("tp=" + std::to_string(l.tp) +
                          " splits none of the model's layers");
+  if (l.sequenceParallel && !model.sequenceParallelSplits(l.tp))
+    return Status::error(noSequenceParallel(l.tp));
   if (l.tp > 1)
     if (Status st = checkTpParts(model, l.tp, l.sequenceParallel,
                                  tpReplicatedMask, "the whole parts");
@@ -1305,7 +1332,8 @@ Status searchPlan(const ModelStats &model, const ClusterSpec &spec,
   auto spsFor = [&](int tp) {
     if (o.sequenceParallel)
       return std::vector<bool>{*o.sequenceParallel};
-    return tp == 1 ? std::vector<bool>{false} : std::vector<bool>{false, true};
+    return model.sequenceParallelSplits(tp) ? std::vector<bool>{false, true}
+                                            : std::vector<bool>{false};
   };
   // The replicated parts: every set containing those tp cannot split,
   // or the pinned one.

@@ -182,6 +182,7 @@ ModelStats simpleModel(int blocks, int64_t batch) {
   ModelStats m;
   m.batch = batch;
   m.seq = 4;
+  m.normTokenDims = {4};
   LayerStats block;
   OpCost op;
   op.flops = 1e12;
@@ -350,6 +351,38 @@ TEST(SearchExact, APartTpCannotSplitStaysWhole) {
   EXPECT_EQ(searchPlan(model, cluster(1, 8), o, r).message,
             "--tp-replicated: the model has no tensor-parallel part 'attn'; "
             "its parts are blk, mlp (weft-plan stats lists them)");
+}
+
+TEST(SearchPieces, SequenceParallelOnlyWhereANormSplits) {
+  // weftc's sequence parallelism splits layer norms along their tokens: a
+  // model without one (RMSNorm written out) is searched without it, and
+  // pinning it says why; a norm over 6 tokens splits at tp=2, not at 4.
+  ModelStats model = partModel(2, 8);
+  model.tpDivisor = 2;
+  model.tpParts[0].divisor = 2;
+  model.normTokenDims = {6};
+  EXPECT_TRUE(model.sequenceParallelSplits(2));
+  EXPECT_FALSE(model.sequenceParallelSplits(4));
+  model.normTokenDims.clear();
+  EXPECT_FALSE(model.sequenceParallelSplits(2));
+  SearchOptions o;
+  o.tp = 2;
+  SearchResult r;
+  ASSERT_TRUE(searchPlan(model, cluster(1, 2), o, r).ok());
+  EXPECT_FALSE(r.best.layout.sequenceParallel);
+  for (const Plan &alt : r.alternatives)
+    EXPECT_FALSE(alt.layout.sequenceParallel);
+  o.sequenceParallel = true;
+  EXPECT_EQ(searchPlan(model, cluster(1, 2), o, r).message,
+            "--sequence-parallel=on: sequence parallelism splits layer norms "
+            "along the sequence, and the model has none whose sequence "
+            "divides by tp=2; leave it out");
+  LayoutChoice l;
+  l.tp = 2;
+  l.sequenceParallel = true;
+  Plan p;
+  EXPECT_FALSE(
+      evaluatePlan(model, cluster(1, 2), {}, l, 8, Recompute::None, p).ok());
 }
 
 TEST(SearchExact, ReplicationWhereCommunicationCostsMore) {
@@ -727,6 +760,7 @@ ModelStats mixedModel(int blocks, int64_t batch) {
   ModelStats m;
   m.batch = batch;
   m.seq = 64;
+  m.normTokenDims = {64};
   m.tpDivisor = 8;
   LayerStats a, b;
   a.ops = {{2e11, 1e8, true, false}, {4e10, 4e8, true, true},

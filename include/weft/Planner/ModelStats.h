@@ -132,6 +132,10 @@ struct TpPart {
   /// all-reduces its weight gradients over tp once a step instead of
   /// gathering and scattering its activations.
   bool tokenWise = false;
+  /// weftc's tensor-parallel plan (propagation, not this pattern) splits
+  /// none of the part's parameters: every plan keeps it replicated. Set by
+  /// weftc, which can ask (markPartsWeftcKeepsWhole).
+  bool keptWhole = false;
 };
 
 /// More regions than this (a model of many distinct block structures) are
@@ -172,8 +176,21 @@ struct ModelStats {
   /// and last stages each hold them and swap their gradient shares once a
   /// step.
   double tiedElements = 0;
+  /// The token dimensions of each layer norm over a sequence (those after
+  /// the batch and before the normalized ones): weftc's sequence
+  /// parallelism splits a norm's input along one that tp divides, and
+  /// without one (RMSNorm written out, a model without norms) it splits
+  /// nothing.
+  std::vector<int64_t> normTokenDims;
+  /// weftc's tensor-parallel plan splits no parameter of the model (each
+  /// split would gather an activation: top-k over the split features), so
+  /// tp ranks would each do the whole step. Set by weftc
+  /// (markPartsWeftcKeepsWhole).
+  bool tpSplitsNothing = false;
 
   double totalParams() const;
+  /// Whether sequence parallelism at `tp` splits a layer norm.
+  bool sequenceParallelSplits(int tp) const;
   /// Forward FLOPs of one sample, all layers.
   double forwardFlopsPerSample() const;
 };

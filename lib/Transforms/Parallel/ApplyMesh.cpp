@@ -16,7 +16,7 @@
 #include "weft/Dialect/Weft/IR/TrainStep.h"
 #include "weft/Transforms/Parallel/Passes.h"
 
-#include "TensorParallelPlan.h"
+#include "weft/Transforms/Parallel/TensorParallelPlan.h"
 
 #include "mlir/AsmParser/AsmParser.h"
 #include "mlir/Pass/PassManager.h"
@@ -548,6 +548,13 @@ struct ApplyMeshPass : public weft::impl::ApplyMeshPassBase<ApplyMeshPass> {
                   "named as in the model (weftc --emit=weft lists them)";
     TensorParallelLayouts plan = weft::planTensorParallel(
         forward, tpAxis, tp, fixed, tpPlan == "megatron");
+    // Correct, but tp ranks each doing the whole step is rarely meant.
+    if (plan.params.empty() && plan.slices.empty())
+      module.emitWarning()
+          << "tp=" << tp
+          << " splits no parameter of the model (no split of a weight "
+             "avoids gathering an activation, or --shard keeps them whole): "
+             "each tp rank runs the whole step; use dp for these devices";
     tpLayouts = std::move(plan.params);
     // The step's functions repeat the forward pass: their slices of a
     // fused projection are laid out as the plan's.

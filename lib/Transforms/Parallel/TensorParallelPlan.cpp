@@ -14,7 +14,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "TensorParallelPlan.h"
+#include "weft/Transforms/Parallel/TensorParallelPlan.h"
 #include "ShardingAnalysis.h"
 #include "weft/Dialect/Weft/IR/TrainStep.h"
 
