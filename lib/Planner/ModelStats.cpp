@@ -687,8 +687,8 @@ Status computeModelStats(ModuleOp module, ModelStats &out) {
           os << " %" << here - it->second;
         else if (info[v].weight)
           os << " p:" << v.getType();
-        else
-          os << " x:" << v.getType();
+        else // Split or not: a chain of one-layer blocks alternates.
+          os << (info[v].split ? " xs:" : " x:") << v.getType();
       }
       for (Type t : op.getResultTypes())
         os << " ->" << t;
