@@ -259,7 +259,8 @@ ClusterSpec::Device readDevice(Reader &r, const YAML::Node &node) {
                      {"memory_bandwidth_GBps", false, ""},
                      {"update_bandwidth_GBps", false, ""},
                      {"comm_overlap", false, ""},
-                     {"collective_overhead_us", false, ""}});
+                     {"collective_overhead_us", false, ""},
+                     {"op_overhead_us", false, ""}});
   ClusterSpec::Device device;
   device.memoryGB = r.positive(f["memory_GB"], "device.memory_GB",
                                "memory of one device in GB, e.g. 80");
@@ -342,6 +343,17 @@ ClusterSpec::Device readDevice(Reader &r, const YAML::Node &node) {
                          "more (") +
                  hint + "), got " + f["collective_overhead_us"].Scalar());
     device.collectiveOverheadUs = o;
+  }
+  if (f.count("op_overhead_us")) {
+    const char *hint = "microseconds a step spends per op of the forward "
+                       "pass and micro-batch beyond its FLOPs and bytes, "
+                       "zero or more";
+    double o = r.number(f["op_overhead_us"], "device.op_overhead_us", hint);
+    if (!(o >= 0))
+      r.fail(f["op_overhead_us"],
+             std::string("device.op_overhead_us must be zero or more (") +
+                 hint + "), got " + f["op_overhead_us"].Scalar());
+    device.opOverheadUs = o;
   }
   return device;
 }

@@ -508,6 +508,10 @@ formatClusterSpec(const ClusterSpec &spec,
     os << "  collective_overhead_us: "
        << number(spec.device.collectiveOverheadUs) << "\n";
   }
+  if (spec.device.opOverheadUs != 0) {
+    comment("device.op_overhead_us", "  ");
+    os << "  op_overhead_us: " << number(spec.device.opOverheadUs) << "\n";
+  }
   os << "  peak_TFLOPs:\n";
   for (const char *dt : kClusterDTypes) {
     comment(std::string("device.peak_TFLOPs.") + dt, "    ");
@@ -713,6 +717,50 @@ Status calibrateEfficiency(const ModelStats &model, ClusterSpec &spec,
   return Status::success();
 }
 
+/// Fits an overhead in microseconds that the predicted step grows with:
+/// `set` writes it into a copy of the spec. `what` names it and `noneHint`
+/// says what to revise when the plan without it is already slower than
+/// the run; `allHint` when even an overhead of the whole step is faster.
+template <typename Set>
+static Status
+fitOverhead(const ModelStats &model, const ClusterSpec &spec,
+            const SearchOptions &options, const LayoutChoice &layout,
+            int microBatchSize, double measured, Set set,
+            const std::string &what, const std::string &noneHint,
+            const std::string &allHint, OverheadCalibration &out) {
+  auto predict = [&](double us, double &seconds) -> Status {
+    ClusterSpec trial = spec;
+    set(trial, us);
+    return predictedStep(model, trial, options, layout, microBatchSize,
+                         seconds);
+  };
+  if (Status s = predict(out.previousUs, out.predictedBefore); !s.ok())
+    return s;
+  double none = 0;
+  if (Status s = predict(0, none); !s.ok())
+    return s;
+  if (none > measured)
+    return Status::error("the run took " + fmt("%.4g s per step", measured) +
+                         ", faster than the plan predicts with no " + what +
+                         " at all (" + fmt("%.4g s", none) + "): " + noneHint);
+  // The step grows with the overhead, by at least one call's worth per
+  // microsecond; bisect between none and the whole measured step.
+  double lo = 0, hi = measured * 1e6, tHi = 0;
+  if (Status s = predict(hi, tHi); !s.ok())
+    return s;
+  if (tHi < measured)
+    return Status::error("even " + what + " of the whole step predicts " +
+                         fmt("%.4g s", tHi) + ", less than the " +
+                         fmt("%.4g s", measured) + " measured: " + allHint);
+  double root = 0;
+  if (Status s = bisect(predict, lo, hi, /*logScale=*/false, /*growing=*/true,
+                        measured, root);
+      !s.ok())
+    return s;
+  out.overheadUs = round4(root);
+  return predict(out.overheadUs, out.predictedAfter);
+}
+
 Status calibrateCollectiveOverhead(const ModelStats &model, ClusterSpec &spec,
                                    const SearchOptions &options,
                                    const LayoutChoice &layout,
@@ -726,44 +774,45 @@ Status calibrateCollectiveOverhead(const ModelStats &model, ClusterSpec &spec,
         "the run's layout is one device, which runs no collectives: "
         "calibrate the overhead from a run of 2 or more ranks (--mesh), and "
         "the efficiency from the 1-rank run");
-  auto predict = [&](double us, double &seconds) -> Status {
-    ClusterSpec trial = spec;
-    trial.device.collectiveOverheadUs = us;
-    return predictedStep(model, trial, options, layout, microBatchSize,
-                         seconds);
-  };
-  if (Status s = predict(out.previousUs, out.predictedBefore); !s.ok())
-    return s;
-  double none = 0;
-  if (Status s = predict(0, none); !s.ok())
-    return s;
-  if (none > out.measured)
-    return Status::error(
-        "the run took " + fmt("%.4g s per step", out.measured) +
-        ", faster than the plan predicts with no overhead at all (" +
-        fmt("%.4g s", none) +
-        "): calibrate device.efficiency from a 1-rank run first "
-        "(--fit efficiency), or check the links and collectives tables");
-  // The step grows with the overhead, by at least one call's worth per
-  // microsecond; bisect between none and the whole measured step.
-  double lo = 0, hi = out.measured * 1e6, tHi = 0;
-  if (Status s = predict(hi, tHi); !s.ok())
-    return s;
-  if (tHi < out.measured)
-    return Status::error(
-        "even an overhead of the whole step per collective predicts " +
-        fmt("%.4g s", tHi) + ", less than the " + fmt("%.4g s", out.measured) +
-        " measured: the layout communicates nothing the plan prices. Check "
-        "that --mesh and --micro-batch-size describe the run");
-  double root = 0;
-  if (Status s = bisect(predict, lo, hi, /*logScale=*/false, /*growing=*/true,
-                        out.measured, root);
+  if (Status s = fitOverhead(
+          model, spec, options, layout, microBatchSize, out.measured,
+          [](ClusterSpec &s, double us) { s.device.collectiveOverheadUs = us; },
+          "collective overhead",
+          "calibrate device.efficiency from a 1-rank run first (--fit "
+          "efficiency), or check the links and collectives tables",
+          "the layout communicates nothing the plan prices. Check that "
+          "--mesh and --micro-batch-size describe the run",
+          out);
       !s.ok())
     return s;
-  out.overheadUs = round4(root);
-  if (Status s = predict(out.overheadUs, out.predictedAfter); !s.ok())
-    return s;
   spec.device.collectiveOverheadUs = out.overheadUs;
+  return Status::success();
+}
+
+Status calibrateOpOverhead(const ModelStats &model, ClusterSpec &spec,
+                           const SearchOptions &options,
+                           const LayoutChoice &layout, int microBatchSize,
+                           const RunMetrics &run, OverheadCalibration &out) {
+  out = OverheadCalibration();
+  out.previousUs = spec.device.opOverheadUs;
+  out.measured = run.medianStepSeconds;
+  if (int64_t(layout.dp) * layout.tp * layout.pp > 1)
+    return Status::error(
+        "the run's layout is " +
+        std::to_string(int64_t(layout.dp) * layout.tp * layout.pp) +
+        " devices, whose collectives would be counted as ops: calibrate the "
+        "op overhead from a 1-rank run");
+  if (Status s = fitOverhead(
+          model, spec, options, layout, microBatchSize, out.measured,
+          [](ClusterSpec &s, double us) { s.device.opOverheadUs = us; },
+          "op overhead",
+          "the FLOPs and bytes alone take longer than the run: check that "
+          "--model and --micro-batch-size describe it, or fit the "
+          "efficiency (--fit efficiency) from a larger model first",
+          "the model has no ops; check --model", out);
+      !s.ok())
+    return s;
+  spec.device.opOverheadUs = out.overheadUs;
   return Status::success();
 }
 

@@ -308,7 +308,11 @@ struct LayerPrice {
   double seqWholeParams = 0;
   /// Channels of each BatchNorm (LayerStats::batchNormChannels).
   std::vector<double> batchNormChannels;
+  /// Seconds a micro-batch costs whatever its size (device.op_overhead_us
+  /// per op): the forward's third, and what recomputation reruns.
+  double fixedForward = 0, fixedRecompute = 0;
   double compute() const { return 3 * forward + recompute; }
+  double fixedCompute() const { return 3 * fixedForward + fixedRecompute; }
 };
 
 /// What one pipeline rank holds; ranks with equal contents share a group.
@@ -321,6 +325,8 @@ struct RankGroup {
   bool prologue = false, epilogue = false;
   double forward = 0, compute = 0, saved = 0, working = 0, params = 0;
   double seqWholeParams = 0;
+  /// Per micro-batch, whatever its size (LayerPrice::fixedForward).
+  double fixedForward = 0, fixedCompute = 0;
   /// Channels of each BatchNorm the rank runs.
   std::vector<double> batchNormChannels;
 };
@@ -467,7 +473,13 @@ private:
     };
     LayerPrice p;
     double attention = 0;
+    // An op's forward and backward kernels together cost the overhead; a
+    // third of it is the forward's (as the FLOPs split).
+    const double fixed = spec.device.opOverheadUs * 1e-6 / 3;
+    int attentionOps = 0;
     for (const OpCost &op : s.ops) {
+      p.fixedForward += fixed;
+      attentionOps += op.attentionCore;
       // A whole part runs all its ops on every tp rank; with sequence
       // parallelism (token-wise parts only: masksFor) on the rank's share
       // of the tokens.
@@ -514,11 +526,13 @@ private:
       p.saved = all - att;
       p.working = att;
       p.recompute = attention;
+      p.fixedRecompute = attentionOps * fixed;
       break;
     case Recompute::Full:
       p.saved = s.inputElements / rep;
       p.working = all;
       p.recompute = p.forward;
+      p.fixedRecompute = p.fixedForward;
       break;
     }
     p.saved *= bytes.activation;
@@ -594,6 +608,8 @@ private:
       auto add = [&](const LayerPrice &p, int count) {
         g.forward += count * p.forward;
         g.compute += count * p.compute();
+        g.fixedForward += count * p.fixedForward;
+        g.fixedCompute += count * p.fixedCompute();
         g.saved += count * p.saved;
         g.params += count * p.params;
         g.seqWholeParams += count * p.seqWholeParams;
@@ -785,10 +801,10 @@ void price(Pricer &pr, const RankLayout &rl, const LayoutChoice &l,
       tpMB += tp[pro];
     if (g.epilogue)
       tpMB += tp[epi];
-    double computeMB = mbs * g.compute;
+    double computeMB = mbs * g.compute + g.fixedCompute;
     double perMB = computeMB + tpMB + gatherMB + blockingMB;
     if (sched) {
-      double f = mbs * g.forward, extra = perMB - computeMB;
+      double f = mbs * g.forward + g.fixedForward, extra = perMB - computeMB;
       groupCosts[size_t(&g - rl.groups.data())] = {
           f + extra / 3, std::max(0.0, computeMB - 2 * f) + 2 * extra / 3, f};
     }
@@ -797,7 +813,7 @@ void price(Pricer &pr, const RankLayout &rl, const LayoutChoice &l,
       compute = computeMB;
       comm = tpMB + gatherMB + blockingMB;
     }
-    double forwardMB = mbs * g.forward;
+    double forwardMB = mbs * g.forward + g.fixedForward;
     double here = g.params;
     if (g.seqWholeParams > 0)
       tpGradExposed =

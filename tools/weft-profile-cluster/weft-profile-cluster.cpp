@@ -8,7 +8,8 @@
 //   weft-profile-cluster --from-metrics RUN.jsonl --model M.mlir
 //       --spec IN.yaml [--mesh dp=A,tp=B,pp=C] [--zero K]
 //       [--micro-batch-size B] [--dtype D]
-//       [--fit efficiency|collective-overhead|update-bandwidth] [-o FILE]
+//       [--fit efficiency|collective-overhead|op-overhead|update-bandwidth]
+//       [-o FILE]
 //
 // Maps flags onto lib/Planner/Profile.h and writes what it returns; the
 // measurements and the calibration method live in the library.
@@ -41,7 +42,8 @@ const char *const kUsage =
     "--spec IN.yaml\n"
     "           [--mesh dp=A,tp=B,pp=C] [--zero K] [--micro-batch-size B]\n"
     "           [--dtype D] [--fit efficiency|collective-overhead|"
-    "update-bandwidth]\n"
+    "op-overhead|\n"
+    "           update-bandwidth]\n"
     "           [-o FILE]\n"
     "       weft-profile-cluster --inter-node --spec IN.yaml [--quick] "
     "[-o FILE]\n"
@@ -70,6 +72,10 @@ const char *const kUsage =
     "                  its time on idle devices, from a run of 2 or more\n"
     "                  ranks (--mesh; its efficiency calibrated first from a\n"
     "                  1-rank run)\n"
+    "  --fit op-overhead  instead set device.op_overhead_us, what a step\n"
+    "                  spends per op of the forward pass and micro-batch\n"
+    "                  beyond its FLOPs and bytes, from a 1-rank run of a\n"
+    "                  small model (whose step is mostly that)\n"
     "  --fit update-bandwidth  instead set device.update_bandwidth_GBps, the\n"
     "                  rate of the optimizer's once-a-step pass over the\n"
     "                  parameters, from a 1-rank run at a batch other than\n"
@@ -250,6 +256,13 @@ int fromMetrics(const std::string &metricsPath, const std::string &modelPath,
     if (c.capped)
       why += ", capped at the device's memory bandwidth: the run implied a "
              "faster update, which is the noise of the runs";
+  } else if (fit == "op-overhead") {
+    OverheadCalibration c;
+    s = calibrateOpOverhead(model, spec, o, layout, mbs, run, c);
+    field = "device.op_overhead_us";
+    why = " (1 device, batch " + std::to_string(model.batch) + ")";
+    before = c.previousUs, after = c.overheadUs;
+    predictedBefore = c.predictedBefore, predictedAfter = c.predictedAfter;
   } else if (fit == "collective-overhead") {
     OverheadCalibration c;
     s = calibrateCollectiveOverhead(model, spec, o, layout, mbs, run, c);
@@ -396,9 +409,9 @@ int main(int argc, char **argv) {
                           value + "'");
     } else if (arg == "--fit") {
       if (value != "efficiency" && value != "collective-overhead" &&
-          value != "update-bandwidth")
-        return usageError("--fit takes efficiency, collective-overhead or "
-                          "update-bandwidth, got '" +
+          value != "op-overhead" && value != "update-bandwidth")
+        return usageError("--fit takes efficiency, collective-overhead, "
+                          "op-overhead or update-bandwidth, got '" +
                           value + "'");
       fit = value;
     } else if (arg == "--mesh") {

@@ -213,6 +213,16 @@ TEST(ClusterSpec, OutOfRangeValuesAreRefused) {
   EXPECT_NE(errorOf(edit("fp16", "    fp16: 312\n  collective_overhead_us: -5"))
                 .find("device.collective_overhead_us must be zero or more"),
             std::string::npos);
+  EXPECT_NE(errorOf(edit("fp16", "    fp16: 312\n  op_overhead_us: -1"))
+                .find("device.op_overhead_us must be zero or more"),
+            std::string::npos);
+  {
+    ClusterSpec cpu;
+    Status s = parseClusterSpec(
+        edit("fp16", "    fp16: 312\n  op_overhead_us: 4.5"), "c.yaml", cpu);
+    ASSERT_TRUE(s.ok()) << s.message;
+    EXPECT_EQ(cpu.device.opOverheadUs, 4.5);
+  }
   {
     ClusterSpec cpu;
     Status s = parseClusterSpec(

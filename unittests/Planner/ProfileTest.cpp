@@ -137,6 +137,7 @@ TEST(ProfileSpec, WrittenYamlReadsBackAndIsStable) {
   ClusterSpec s = specFromProfile(handResult(), o, "here");
   s.device.efficiency["fp32"] = 0.5;
   s.device.collectiveOverheadUs = 812.5;
+  s.device.opOverheadUs = 3.25;
   std::string text =
       formatClusterSpec(s, {{"", "top\nsecond line"},
                             {"device.peak_TFLOPs.bf16", "not measured"}});
@@ -155,6 +156,7 @@ TEST(ProfileSpec, WrittenYamlReadsBackAndIsStable) {
   EXPECT_EQ(s.device.memoryBandwidthGBps, back.device.memoryBandwidthGBps);
   EXPECT_EQ(s.device.commOverlap, back.device.commOverlap);
   EXPECT_EQ(812.5, back.device.collectiveOverheadUs);
+  EXPECT_EQ(3.25, back.device.opOverheadUs);
   EXPECT_EQ(s.intraNode.bandwidthGBps, back.intraNode.bandwidthGBps);
   EXPECT_EQ(s.intraNode.latencyUs, back.intraNode.latencyUs);
   // This host's ranks run gloo and share one network link.
@@ -367,6 +369,43 @@ TEST(ProfileMetrics, CalibratedOverheadReproducesAMultiRankRun) {
   st = calibrateCollectiveOverhead(model, spec, o, one, 2, run, c);
   ASSERT_FALSE(st.ok());
   EXPECT_NE(std::string::npos, st.message.find("2 or more ranks"))
+      << st.message;
+}
+
+TEST(ProfileMetrics, CalibratedOpOverheadReproducesTheRun) {
+  // The block's one op and 1e5 FLOPs a sample: 0.6 us of compute at 1
+  // TFLOP/s for 2 samples. Measured 40.6 us: 40 us of overhead on its one
+  // op, whatever the batch.
+  ModelStats model = computeOnlyModel();
+  model.classes[0].ops[0].flops = 1e5;
+  ClusterSpec spec = oneDevice(1);
+  SearchOptions o;
+  o.dtype = "fp32";
+  o.devices = 1;
+  LayoutChoice l;
+  RunMetrics run;
+  run.medianStepSeconds = 40.6e-6;
+  OverheadCalibration c;
+  Status st = calibrateOpOverhead(model, spec, o, l, 2, run, c);
+  ASSERT_TRUE(st.ok()) << st.message;
+  EXPECT_NEAR(40, c.overheadUs, 1e-3);
+  EXPECT_NEAR(40, spec.device.opOverheadUs, 1e-3);
+  EXPECT_NEAR(0.6e-6, c.predictedBefore, 1e-12);
+  EXPECT_NEAR(40.6e-6, c.predictedAfter, 1e-9);
+
+  // Faster than the FLOPs alone, or from two ranks: refused.
+  spec.device.opOverheadUs = 0;
+  run.medianStepSeconds = 0.3e-6;
+  st = calibrateOpOverhead(model, spec, o, l, 2, run, c);
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(std::string::npos, st.message.find("no op overhead at all"))
+      << st.message;
+  LayoutChoice dp;
+  dp.dp = 2;
+  o.devices = 2;
+  st = calibrateOpOverhead(model, spec, o, dp, 1, run, c);
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(std::string::npos, st.message.find("from a 1-rank run"))
       << st.message;
 }
 

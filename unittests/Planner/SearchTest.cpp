@@ -19,6 +19,7 @@
 
 #include <cmath>
 #include <functional>
+#include <tuple>
 
 using namespace weft::planner;
 namespace pipeline = weft::pipeline;
@@ -351,6 +352,46 @@ TEST(SearchExact, APartTpCannotSplitStaysWhole) {
   EXPECT_EQ(searchPlan(model, cluster(1, 8), o, r).message,
             "--tp-replicated: the model has no tensor-parallel part 'attn'; "
             "its parts are blk, mlp (weft-plan stats lists them)");
+}
+
+TEST(SearchPieces, OpOverheadPerMicroBatchAndRank) {
+  // OnePlanByHand's plan with 3 ms a step per op and micro-batch: each
+  // rank runs 2 blocks of one op, so a micro-batch costs 6 ms more
+  // whatever its size (2 ms of it forward); 2 micro-batches: compute +12
+  // ms, and the 1F1B makespan 3 T grows by 18 ms.
+  ModelStats model = simpleModel(4, 8);
+  ClusterSpec spec = cluster(1, 4);
+  LayoutChoice l;
+  l.dp = 2, l.tp = 1, l.pp = 2, l.zeroStage = 1;
+  Plan bare, over;
+  ASSERT_TRUE(evaluatePlan(model, spec, {}, l, 2, Recompute::None, bare).ok());
+  spec.device.opOverheadUs = 3000;
+  ASSERT_TRUE(evaluatePlan(model, spec, {}, l, 2, Recompute::None, over).ok());
+  expectNear(bare.computeSeconds + 0.012, over.computeSeconds);
+  expectNear(bare.stepSeconds + 0.018, over.stepSeconds);
+  // One device, the whole batch: 4 ops once, 12 ms; in micro-batches of
+  // 2, four times. Full recomputation reruns each op's forward third.
+  ClusterSpec one = cluster(1, 1);
+  one.device.opOverheadUs = 3000;
+  LayoutChoice single;
+  SearchOptions o;
+  o.devices = 1;
+  Plan whole, quarters, recomputed;
+  ClusterSpec oneBare = cluster(1, 1);
+  Plan wholeBare, quartersBare, recomputedBare;
+  for (auto [s, w, q, r] :
+       {std::tuple{&one, &whole, &quarters, &recomputed},
+        std::tuple{&oneBare, &wholeBare, &quartersBare, &recomputedBare}}) {
+    ASSERT_TRUE(
+        evaluatePlan(model, *s, o, single, 8, Recompute::None, *w).ok());
+    ASSERT_TRUE(
+        evaluatePlan(model, *s, o, single, 2, Recompute::None, *q).ok());
+    ASSERT_TRUE(
+        evaluatePlan(model, *s, o, single, 8, Recompute::Full, *r).ok());
+  }
+  expectNear(wholeBare.computeSeconds + 0.012, whole.computeSeconds);
+  expectNear(quartersBare.computeSeconds + 0.048, quarters.computeSeconds);
+  expectNear(recomputedBare.computeSeconds + 0.016, recomputed.computeSeconds);
 }
 
 TEST(SearchPieces, SequenceParallelOnlyWhereANormSplits) {

@@ -97,6 +97,13 @@ struct ClusterSpec {
     /// spec has none; weft-profile-cluster --from-metrics --fit
     /// collective-overhead measures it from a multi-rank run.
     double collectiveOverheadUs = 0;
+    /// Optional time in microseconds a training step spends per op of the
+    /// model's forward pass and micro-batch beyond its FLOPs and bytes:
+    /// calling the op's kernels forward and backward (loop setup, waking
+    /// threads, small allocations), which a step of a small model is made
+    /// of. 0 where the spec has none; weft-profile-cluster --from-metrics
+    /// --fit op-overhead measures it from a 1-rank run of a small model.
+    double opOverheadUs = 0;
   } device;
 
   /// One direction of one device's link: bandwidth in GB/s (10^9 bytes per

@@ -164,7 +164,7 @@ Status calibrateEfficiency(const ModelStats &model, ClusterSpec &spec,
                            const LayoutChoice &layout, int microBatchSize,
                            const RunMetrics &run, Calibration &out);
 
-/// What calibrateCollectiveOverhead found.
+/// What calibrateCollectiveOverhead and calibrateOpOverhead found.
 struct OverheadCalibration {
   double overheadUs = 0, previousUs = 0;
   double predictedBefore = 0, predictedAfter = 0, measured = 0;
@@ -182,6 +182,18 @@ Status calibrateCollectiveOverhead(const ModelStats &model, ClusterSpec &spec,
                                    const LayoutChoice &layout,
                                    int microBatchSize, const RunMetrics &run,
                                    OverheadCalibration &out);
+
+/// Sets spec.device.op_overhead_us so that evaluatePlan of a 1-rank run
+/// predicts its measured median step: what a small model's step spends
+/// beyond its FLOPs and bytes, per op of its forward pass and micro-batch.
+/// Fit it from a model whose ops are small (the efficiency then barely
+/// matters), and the efficiency from a large one. Fails, naming what to
+/// revise, on a multi-rank layout or when the plan without any overhead
+/// already predicts a slower step than measured.
+Status calibrateOpOverhead(const ModelStats &model, ClusterSpec &spec,
+                           const SearchOptions &options,
+                           const LayoutChoice &layout, int microBatchSize,
+                           const RunMetrics &run, OverheadCalibration &out);
 
 /// What calibrateUpdateBandwidth found.
 struct UpdateCalibration {
