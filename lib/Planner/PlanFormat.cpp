@@ -70,7 +70,7 @@ std::string tpShardingText(const Plan &p) {
 
 /// The replicated parts for a table row or a diff: "-" if none.
 std::string replicatedText(const Plan &p) {
-  return p.tpReplicated.empty() ? "-" : llvm::join(p.tpReplicated, ",");
+  return p.tpReplicated.empty() ? "nothing" : llvm::join(p.tpReplicated, ",");
 }
 
 std::string meshText(const LayoutChoice &l) {
@@ -368,6 +368,12 @@ std::string formatPlanTable(const SearchResult &result) {
   row("throughput", fmt("%.0f tokens/s, ", p.tokensPerSecond) +
                         fmt("%.1f TFLOP/s per device, ", p.tflopsPerDevice) +
                         fmt("MFU %.1f %%", 100 * p.mfu));
+  if (result.oneDeviceStepSeconds > 0)
+    row("one device", fmt("%.4g s a step: ", result.oneDeviceStepSeconds) +
+                          "faster than this plan on " +
+                          std::to_string(c.devices) +
+                          " devices; the model is too small to gain from "
+                          "them");
   if (!result.alternatives.empty()) {
     os << "\nAlternatives (the best of other meshes):\n";
     os << llvm::formatv("  {0,-24}{1,-5}{2,-6}{3,-11}{4,-4}{5,-18}{6,-11}{7,-12}{8}\n",
@@ -387,8 +393,9 @@ std::string formatPlanTable(const SearchResult &result) {
           recomputeText(a, /*brief=*/true),
           a.layout.sequenceParallel ? "on" : "off", sched,
           fmt("%.4g", a.stepSeconds), gbs(a.memory.total),
-          a.why + (anyReplicated ? "; tp replicates " + replicatedText(a)
-                                 : std::string()));
+          a.why + (anyReplicated && a.layout.tp > 1
+                       ? "; tp replicates " + replicatedText(a)
+                       : std::string()));
     }
   }
   return s;
@@ -415,6 +422,8 @@ std::string formatPlanJSON(const SearchResult &result) {
     alts.push_back(std::move(o));
   }
   root["alternatives"] = std::move(alts);
+  if (result.oneDeviceStepSeconds > 0)
+    root["one_device_step_time_s"] = result.oneDeviceStepSeconds;
   std::string s;
   llvm::raw_string_ostream os(s);
   os << llvm::formatv("{0:2}", json::Value(std::move(root))) << "\n";
@@ -452,6 +461,9 @@ Status parsePlanJSON(const std::string &text, const std::string &source,
        r.string("dtype", c.dtype) && r.integer("global_batch", c.globalBatch, 1) &&
        r.integer("seq", c.seq, 0) && r.integer("blocks", c.numBlocks, 1) &&
        r.number("params", c.params) && readPlan(r, res.best);
+  // Optional: only where one device is faster.
+  if (ok && root->get("one_device_step_time_s"))
+    ok = r.number("one_device_step_time_s", res.oneDeviceStepSeconds);
   const json::Value *alts = ok ? r.get("alternatives") : nullptr;
   if (ok && alts) {
     const json::Array *arr = alts->getAsArray();

@@ -1270,8 +1270,8 @@ struct Mesh {
 
 } // namespace
 
-Status searchPlan(const ModelStats &model, const ClusterSpec &spec,
-                  const SearchOptions &o, SearchResult &result) {
+static Status searchDevices(const ModelStats &model, const ClusterSpec &spec,
+                            const SearchOptions &o, SearchResult &result) {
   int devices = 0;
   if (Status st = checkOptions(model, spec, o, devices); !st.ok())
     return st;
@@ -1663,6 +1663,30 @@ Status searchPlan(const ModelStats &model, const ClusterSpec &spec,
       gb(c.memory.activations) + "); the device has " + gb(limit) +
       (pinned ? "; relax a pin, add devices or use a larger device"
               : "; add devices or use a larger device"));
+}
+
+Status searchPlan(const ModelStats &model, const ClusterSpec &spec,
+                  const SearchOptions &o, SearchResult &result) {
+  Status st = searchDevices(model, spec, o, result);
+  if (!st.ok() || result.context.devices <= 1)
+    return st;
+  // A model too small to gain from its devices (each collective costs more
+  // than the work it divides) is faster on one: the plan says so. The
+  // layout pins do not apply to one device; the rest do.
+  SearchOptions one = o;
+  one.devices = 1;
+  one.dp = one.tp = one.pp = 0;
+  one.zeroStage = -1;
+  one.schedule.reset();
+  one.virtualStages = 0;
+  one.sequenceParallel.reset();
+  one.tpReplicated.reset();
+  one.alternatives = 0;
+  SearchResult single;
+  if (searchDevices(model, spec, one, single).ok() && single.best.feasible &&
+      single.best.stepSeconds < result.best.stepSeconds)
+    result.oneDeviceStepSeconds = single.best.stepSeconds;
+  return st;
 }
 
 } // namespace planner

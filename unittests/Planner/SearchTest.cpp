@@ -1208,6 +1208,38 @@ TEST(SearchExact, BadPinsNameTheFlag) {
             std::string::npos);
 }
 
+TEST(SearchExact, SaysWhenOneDeviceIsFaster) {
+  // 1e6 FLOPs a sample on 4 devices: every split of it pays a collective
+  // of 1 ms latency (dp's gradients, tp's activations, pp's messages)
+  // that costs more than the 0.1 us of work it divides, so one device is
+  // faster, and the plan says by how much; the table and the plan file
+  // carry it. At 1e12 FLOPs a sample dividing the work wins: no note.
+  ModelStats model = simpleModel(4, 8);
+  for (OpCost &op : model.classes[0].ops)
+    op.flops = 1e6;
+  ClusterSpec spec = cluster(1, 4, 80, 1000);
+  SearchResult r;
+  ASSERT_TRUE(searchPlan(model, spec, {}, r).ok());
+  Plan single;
+  SearchOptions o;
+  o.devices = 1;
+  ASSERT_TRUE(
+      evaluatePlan(model, spec, o, LayoutChoice(), 8, Recompute::None, single)
+          .ok());
+  EXPECT_LT(single.stepSeconds, r.best.stepSeconds);
+  expectNear(single.stepSeconds, r.oneDeviceStepSeconds);
+  EXPECT_NE(formatPlanTable(r).find("one device"), std::string::npos);
+  SearchResult back;
+  ASSERT_TRUE(parsePlanJSON(formatPlanJSON(r), "plan.json", back).ok());
+  EXPECT_EQ(r.oneDeviceStepSeconds, back.oneDeviceStepSeconds);
+
+  SearchResult big;
+  ASSERT_TRUE(searchPlan(simpleModel(4, 8), cluster(1, 4), {}, big).ok());
+  EXPECT_EQ(0, big.oneDeviceStepSeconds);
+  EXPECT_EQ(formatPlanTable(big).find("one device"), std::string::npos);
+  EXPECT_EQ(formatPlanJSON(big).find("one_device"), std::string::npos);
+}
+
 //===----------------------------------------------------------------------===//
 // Plan files
 //===----------------------------------------------------------------------===//

@@ -156,6 +156,9 @@ struct SearchResult {
   /// there are fewer feasible ones, the meshes nearest to fitting.
   std::vector<Plan> alternatives;
   uint64_t evaluated = 0;
+  /// The best plan's step on one device where that is faster than `best`
+  /// on all of them (a model too small to gain from the devices), else 0.
+  double oneDeviceStepSeconds = 0;
 };
 
 /// Runs the search. An error is either a bad option (naming it) or no
