@@ -717,20 +717,26 @@ Status calibrateEfficiency(const ModelStats &model, ClusterSpec &spec,
   return Status::success();
 }
 
-/// Fits an overhead in microseconds that the predicted step grows with:
-/// `set` writes it into a copy of the spec. `what` names it and `noneHint`
-/// says what to revise when the plan without it is already slower than
-/// the run; `allHint` when even an overhead of the whole step is faster.
-template <typename Set>
-static Status
-fitOverhead(const ModelStats &model, const ClusterSpec &spec,
-            const SearchOptions &options, const LayoutChoice &layout,
-            int microBatchSize, double measured, Set set,
-            const std::string &what, const std::string &noneHint,
-            const std::string &allHint, OverheadCalibration &out) {
+/// Fits the overhead in microseconds at `field` of the spec's device, which
+/// the predicted step grows with, to the run's median step, and sets it.
+/// `what` names it; `noneHint` says what to revise when the plan without
+/// it is already slower than the run, `allHint` when even an overhead of
+/// the whole step is faster.
+static Status fitOverhead(const ModelStats &model, ClusterSpec &spec,
+                          const SearchOptions &options,
+                          const LayoutChoice &layout, int microBatchSize,
+                          const RunMetrics &run,
+                          double ClusterSpec::Device::*field,
+                          const std::string &what, const std::string &noneHint,
+                          const std::string &allHint,
+                          OverheadCalibration &out) {
+  out = OverheadCalibration();
+  out.previousUs = spec.device.*field;
+  out.measured = run.medianStepSeconds;
+  const double measured = out.measured;
   auto predict = [&](double us, double &seconds) -> Status {
     ClusterSpec trial = spec;
-    set(trial, us);
+    trial.device.*field = us;
     return predictedStep(model, trial, options, layout, microBatchSize,
                          seconds);
   };
@@ -758,7 +764,10 @@ fitOverhead(const ModelStats &model, const ClusterSpec &spec,
       !s.ok())
     return s;
   out.overheadUs = round4(root);
-  return predict(out.overheadUs, out.predictedAfter);
+  if (Status s = predict(out.overheadUs, out.predictedAfter); !s.ok())
+    return s;
+  spec.device.*field = out.overheadUs;
+  return Status::success();
 }
 
 Status calibrateCollectiveOverhead(const ModelStats &model, ClusterSpec &spec,
@@ -766,54 +775,37 @@ Status calibrateCollectiveOverhead(const ModelStats &model, ClusterSpec &spec,
                                    const LayoutChoice &layout,
                                    int microBatchSize, const RunMetrics &run,
                                    OverheadCalibration &out) {
-  out = OverheadCalibration();
-  out.previousUs = spec.device.collectiveOverheadUs;
-  out.measured = run.medianStepSeconds;
   if (int64_t(layout.dp) * layout.tp * layout.pp < 2)
     return Status::error(
         "the run's layout is one device, which runs no collectives: "
         "calibrate the overhead from a run of 2 or more ranks (--mesh), and "
         "the efficiency from the 1-rank run");
-  if (Status s = fitOverhead(
-          model, spec, options, layout, microBatchSize, out.measured,
-          [](ClusterSpec &s, double us) { s.device.collectiveOverheadUs = us; },
-          "collective overhead",
-          "calibrate device.efficiency from a 1-rank run first (--fit "
-          "efficiency), or check the links and collectives tables",
-          "the layout communicates nothing the plan prices. Check that "
-          "--mesh and --micro-batch-size describe the run",
-          out);
-      !s.ok())
-    return s;
-  spec.device.collectiveOverheadUs = out.overheadUs;
-  return Status::success();
+  return fitOverhead(
+      model, spec, options, layout, microBatchSize, run,
+      &ClusterSpec::Device::collectiveOverheadUs, "collective overhead",
+      "calibrate device.efficiency from a 1-rank run first (--fit "
+      "efficiency), or check the links and collectives tables",
+      "the layout communicates nothing the plan prices. Check that --mesh "
+      "and --micro-batch-size describe the run",
+      out);
 }
 
 Status calibrateOpOverhead(const ModelStats &model, ClusterSpec &spec,
                            const SearchOptions &options,
                            const LayoutChoice &layout, int microBatchSize,
                            const RunMetrics &run, OverheadCalibration &out) {
-  out = OverheadCalibration();
-  out.previousUs = spec.device.opOverheadUs;
-  out.measured = run.medianStepSeconds;
-  if (int64_t(layout.dp) * layout.tp * layout.pp > 1)
-    return Status::error(
-        "the run's layout is " +
-        std::to_string(int64_t(layout.dp) * layout.tp * layout.pp) +
-        " devices, whose collectives would be counted as ops: calibrate the "
-        "op overhead from a 1-rank run");
-  if (Status s = fitOverhead(
-          model, spec, options, layout, microBatchSize, out.measured,
-          [](ClusterSpec &s, double us) { s.device.opOverheadUs = us; },
-          "op overhead",
-          "the FLOPs and bytes alone take longer than the run: check that "
-          "--model and --micro-batch-size describe it, or fit the "
-          "efficiency (--fit efficiency) from a larger model first",
-          "the model has no ops; check --model", out);
-      !s.ok())
-    return s;
-  spec.device.opOverheadUs = out.overheadUs;
-  return Status::success();
+  int64_t devices = int64_t(layout.dp) * layout.tp * layout.pp;
+  if (devices > 1)
+    return Status::error("the run's layout is " + std::to_string(devices) +
+                         " devices, whose collectives would be counted as "
+                         "ops: calibrate the op overhead from a 1-rank run");
+  return fitOverhead(
+      model, spec, options, layout, microBatchSize, run,
+      &ClusterSpec::Device::opOverheadUs, "op overhead",
+      "the FLOPs and bytes alone take longer than the run: check that "
+      "--model and --micro-batch-size describe it, or fit the efficiency "
+      "(--fit efficiency) from a larger model first",
+      "the model has no ops; check --model", out);
 }
 
 Status calibrateUpdateBandwidth(const ModelStats &model, ClusterSpec &spec,
