@@ -1129,22 +1129,22 @@ static Status checkOptions(const ModelStats &model, const ClusterSpec &spec,
         divides("--mesh dp", o.dp, model.batch, "the global batch")})
     if (!st.ok())
       return st;
-  if (o.tp > 1 && model.tpSplitsNothing)
-    return Status::error(
-        "--mesh tp=" + std::to_string(o.tp) +
-        " splits none of the model's layers: weftc finds no split of a "
-        "weight that does not gather an activation (an op after it needs "
-        "whole rows), so every tp rank would do one device's work; plan "
-        "without tp");
-  if (o.tp && !tpSplitsSomething(model, o.tp))
-    return Status::error(
-        "--mesh tp=" + std::to_string(o.tp) +
-        " splits none of the model's layers: it must divide " +
-        (model.requiredTpDivisor && model.requiredTpDivisor % o.tp
-             ? std::to_string(model.requiredTpDivisor)
-             : "the heads and widths of a layer (" +
-                   std::to_string(model.tpDivisor) + " divides them all)") +
-        "; pick a divisor of it");
+  if (o.tp && !tpSplitsSomething(model, o.tp)) {
+    std::string why;
+    if (model.tpSplitsNothing)
+      why = "weftc finds no split of a weight that does not gather an "
+            "activation (an op after it needs whole rows), so every tp rank "
+            "would do one device's work; plan without tp";
+    else
+      why = "it must divide " +
+            (model.requiredTpDivisor && model.requiredTpDivisor % o.tp
+                 ? std::to_string(model.requiredTpDivisor)
+                 : "the heads and widths of a layer (" +
+                       std::to_string(model.tpDivisor) + " divides them all)") +
+            "; pick a divisor of it";
+    return Status::error("--mesh tp=" + std::to_string(o.tp) +
+                         " splits none of the model's layers: " + why);
+  }
   if (o.tpReplicated) {
     uint32_t mask = 0;
     if (Status st = tpPartMask(model, *o.tpReplicated, mask); !st.ok())

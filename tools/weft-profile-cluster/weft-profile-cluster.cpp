@@ -256,19 +256,19 @@ int fromMetrics(const std::string &metricsPath, const std::string &modelPath,
     if (c.capped)
       why += ", capped at the device's memory bandwidth: the run implied a "
              "faster update, which is the noise of the runs";
-  } else if (fit == "op-overhead") {
+  } else if (fit == "op-overhead" || fit == "collective-overhead") {
     OverheadCalibration c;
-    s = calibrateOpOverhead(model, spec, o, layout, mbs, run, c);
-    field = "device.op_overhead_us";
-    why = " (1 device, batch " + std::to_string(model.batch) + ")";
-    before = c.previousUs, after = c.overheadUs;
-    predictedBefore = c.predictedBefore, predictedAfter = c.predictedAfter;
-  } else if (fit == "collective-overhead") {
-    OverheadCalibration c;
-    s = calibrateCollectiveOverhead(model, spec, o, layout, mbs, run, c);
-    field = "device.collective_overhead_us";
-    why = " (" + std::to_string(layout.dp) + " x " + std::to_string(layout.tp) +
-          " x " + std::to_string(layout.pp) + " dp x tp x pp)";
+    if (fit == "op-overhead") {
+      s = calibrateOpOverhead(model, spec, o, layout, mbs, run, c);
+      field = "device.op_overhead_us";
+      why = " (1 device, batch " + std::to_string(model.batch) + ")";
+    } else {
+      s = calibrateCollectiveOverhead(model, spec, o, layout, mbs, run, c);
+      field = "device.collective_overhead_us";
+      why = " (" + std::to_string(layout.dp) + " x " +
+            std::to_string(layout.tp) + " x " + std::to_string(layout.pp) +
+            " dp x tp x pp)";
+    }
     before = c.previousUs, after = c.overheadUs;
     predictedBefore = c.predictedBefore, predictedAfter = c.predictedAfter;
   } else {

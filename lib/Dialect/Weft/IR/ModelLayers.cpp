@@ -97,21 +97,26 @@ ModelLayers weft::getModelLayers(func::FuncOp forward,
   // The ops that compute, in order (constants and views of weights run
   // wherever they are read), and the parameters each reads, through views.
   llvm::DenseMap<Value, llvm::SmallVector<unsigned, 2>> rootsOf;
+  // The arguments `op` reads, directly or through views of weights.
+  auto argsRead = [&](Operation *op) {
+    llvm::SmallVector<unsigned, 4> roots;
+    for (Value v : op->getOperands()) {
+      if (auto arg = dyn_cast<BlockArgument>(v))
+        roots.push_back(arg.getArgNumber());
+      else if (auto it = rootsOf.find(v); it != rootsOf.end())
+        roots.append(it->second.begin(), it->second.end());
+    }
+    return roots;
+  };
   llvm::SmallVector<Operation *> ops;
   llvm::DenseMap<Operation *, size_t> position;
   for (Operation &op : forward.front().without_terminator()) {
     if (op.hasTrait<OpTrait::ConstantLike>())
       continue;
     if (weightOps.contains(&op)) {
-      llvm::SmallVector<unsigned, 2> roots;
-      for (Value v : op.getOperands()) {
-        if (auto arg = dyn_cast<BlockArgument>(v))
-          roots.push_back(arg.getArgNumber());
-        else if (auto it = rootsOf.find(v); it != rootsOf.end())
-          roots.append(it->second.begin(), it->second.end());
-      }
+      llvm::SmallVector<unsigned, 4> roots = argsRead(&op);
       for (Value r : op.getResults())
-        rootsOf[r] = roots;
+        rootsOf[r].assign(roots.begin(), roots.end());
       continue;
     }
     position[&op] = ops.size();
@@ -121,15 +126,8 @@ ModelLayers weft::getModelLayers(func::FuncOp forward,
 
   llvm::StringMap<int> layerOfKey;
   for (auto [i, op] : llvm::enumerate(ops)) {
-    llvm::SmallVector<unsigned, 4> read;
-    for (Value v : op->getOperands()) {
-      if (auto arg = dyn_cast<BlockArgument>(v))
-        read.push_back(arg.getArgNumber());
-      else if (auto it = rootsOf.find(v); it != rootsOf.end())
-        read.append(it->second.begin(), it->second.end());
-    }
     int opened = -1;
-    for (unsigned a : read) {
+    for (unsigned a : argsRead(op)) {
       StringAttr name = getArgName(forward, a, contract::Role::Param);
       StringRef key = name ? keyOf(name.getValue()) : StringRef();
       if (key.empty() || layerOfKey.count(key))
