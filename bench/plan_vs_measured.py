@@ -15,12 +15,14 @@ OpenBLAS's buffers) with the plan's `predicted.step_time_s`.
 written next to the runs, is then the spec planned with), so that the
 spec and the runs see the same load on a shared machine.
 
---calibrate fits the spec's fp32 efficiency and update_bandwidth_GBps to
-1-rank runs of the whole batch and of half of it (a step is the
-optimizer's update, once a step, plus what each sample costs), then
+--calibrate fits the spec's fp32 efficiency (or, for a run faster than
+the plan at the full peak, its memory_bandwidth_GBps) and
+update_bandwidth_GBps to 1-rank runs of the whole batch and of half of it
+(a step is the optimizer's update, once a step, plus what each sample
+costs), then
 device.collective_overhead_us to a run of every rank in a layout the
 comparison does not use (weft-profile-cluster --from-metrics --fit
-efficiency, update-bandwidth, collective-overhead).
+efficiency or memory-bandwidth, update-bandwidth, collective-overhead).
 
 --nodes N runs 2 ranks on each of N emulated nodes (scripts/cluster.sh:
 network namespaces joined by a link shaped to --rate; needs root): the
@@ -164,14 +166,20 @@ def recalibrate(b, metrics, ir, spec, out, flags=(), quiet=False,
     """weft-profile-cluster --from-metrics on `spec`, written to `out`;
     prints its finding (unless `quiet`) and returns `out`. With
     `may_fail`, a refused fit prints why and returns None instead of
-    ending the bench."""
+    ending the bench. The efficiency's fit (no --fit) that a run faster
+    than the plan at the full peak refuses fits the memory bandwidth in
+    its place, as the refusal says to."""
     cmd = [os.path.join(b, "weft-profile-cluster"), "--from-metrics",
            metrics, "--model", ir, "--spec", spec, "--dtype", "fp32",
            "-o", out] + list(flags)
-    p = subprocess.run(cmd, capture_output=True, text=True) if may_fail \
-        else run(cmd)
+    p = subprocess.run(cmd, capture_output=True, text=True)
     line = p.stderr.strip().splitlines()[-1]
+    if p.returncode != 0 and not flags and "--fit memory-bandwidth" in line:
+        return recalibrate(b, metrics, ir, spec, out,
+                           ["--fit", "memory-bandwidth"], quiet, may_fail)
     if p.returncode != 0:
+        if not may_fail:
+            sys.exit("plan_vs_measured: calibration refused: " + line)
         print("calibration refused: " + line)
         return None
     if not quiet:

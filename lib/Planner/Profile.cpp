@@ -684,14 +684,39 @@ Status calibrateEfficiency(const ModelStats &model, ClusterSpec &spec,
     out.predictedAfter = atPeak;
     return Status::success();
   }
-  if (atPeak > out.measured)
+  if (atPeak > out.measured) {
+    std::string head = "the run took " + fmt("%.4g s per step", out.measured) +
+                       ", faster than the plan predicts at the full peak (" +
+                       fmt("%.4g s", atPeak) + "): ";
+    // Where the products alone at the peak fit in the run, its
+    // memory-bound ops ran faster than the spec's bandwidth prices them
+    // (on this host the triad streams from DRAM, while a step's
+    // activations mostly stay in cache).
+    double memoryFree = 0;
+    ClusterSpec free = spec;
+    free.device.efficiency[dt] = 1.0;
+    // An update without a rate of its own moves with the memory's, as
+    // calibrateMemoryBandwidth moves it.
+    free.device.memoryBandwidthGBps = 0;
+    if (options.memoryBandwidthGBps <= 0 &&
+        spec.device.memoryBandwidthGBps > 0 &&
+        predictedStep(model, free, options, layout, microBatchSize, memoryFree)
+            .ok() &&
+        memoryFree < out.measured)
+      return Status::error(
+          head + "its memory-bound ops ran faster than device." +
+          "memory_bandwidth_GBps (" +
+          fmt("%g", spec.device.memoryBandwidthGBps) + ") prices them; " +
+          (out.previous < 1 ? "set device.efficiency." + dt +
+                                  " to 1 (the run is at the peak) and "
+                            : std::string()) +
+          "fit the bandwidth from this run instead (--fit memory-bandwidth)");
     return Status::error(
-        "the run took " + fmt("%.4g s per step", out.measured) +
-        ", faster than the plan predicts at the full peak (" +
-        fmt("%.4g s", atPeak) + "): device.peak_TFLOPs." + dt + " (" +
+        head + "device.peak_TFLOPs." + dt + " (" +
         fmt("%g", spec.device.peakTFLOPs.at(dt)) +
         ") is understated, or the links are slower in the spec than in the "
         "run; measure the machine with weft-profile-cluster first");
+  }
   // The step time falls as e grows; at e -> 0 it grows without bound, so a
   // root lies in (0, 1]. Bisect in log space: efficiencies span decades.
   double lo = 1e-6, hi = 1.0, tLo = 0;
@@ -808,21 +833,27 @@ Status calibrateOpOverhead(const ModelStats &model, ClusterSpec &spec,
       "the model has no ops; check --model", out);
 }
 
-Status calibrateUpdateBandwidth(const ModelStats &model, ClusterSpec &spec,
-                                const SearchOptions &options,
-                                const LayoutChoice &layout, int microBatchSize,
-                                const RunMetrics &run, UpdateCalibration &out) {
-  out = UpdateCalibration();
-  out.previousGBps = spec.device.updateBandwidthGBps > 0
-                         ? spec.device.updateBandwidthGBps
-                         : spec.device.memoryBandwidthGBps;
+/// Fits the rate in GB/s at `field` of the spec's device, which the
+/// predicted step falls with, to the run's median step, and sets it.
+/// `previous` is the rate the spec prices with before (a field left at 0
+/// falls back to another). `what` names it; `freeHint` says what to revise
+/// when the plan with that traffic free is already slower than the run.
+static Status fitBandwidth(const ModelStats &model, ClusterSpec &spec,
+                           const SearchOptions &options,
+                           const LayoutChoice &layout, int microBatchSize,
+                           const RunMetrics &run,
+                           double ClusterSpec::Device::*field, double previous,
+                           const std::string &what, const std::string &freeHint,
+                           BandwidthCalibration &out) {
+  out = BandwidthCalibration();
+  out.previousGBps = previous;
   out.measured = run.medianStepSeconds;
   if (options.memoryBandwidthGBps > 0)
-    return Status::error("--memory-bandwidth fixes the bandwidth the update "
-                         "is priced at; calibrate without it");
+    return Status::error("--memory-bandwidth fixes the bandwidth the plan "
+                         "prices memory traffic at; calibrate without it");
   auto predict = [&](double gbps, double &seconds) -> Status {
     ClusterSpec trial = spec;
-    trial.device.updateBandwidthGBps = gbps;
+    trial.device.*field = gbps;
     return predictedStep(model, trial, options, layout, microBatchSize,
                          seconds);
   };
@@ -830,32 +861,66 @@ Status calibrateUpdateBandwidth(const ModelStats &model, ClusterSpec &spec,
   if (Status s = predict(out.previousGBps, out.predictedBefore); !s.ok())
     return s;
   // The step falls as the bandwidth grows; bracket it between a rate that
-  // makes the update take seconds per parameter byte and one at which it
-  // is free.
+  // makes the traffic take seconds per byte and one at which it is free.
   double lo = 1e-6, hi = 1e6, tLo = 0, tHi = 0;
   if (Status s = predict(hi, tHi); !s.ok())
     return s;
   if (tHi > out.measured)
-    return Status::error(
-        "the run took " + fmt("%.4g s per step", out.measured) +
-        ", faster than the plan predicts with a free update (" +
-        fmt("%.4g s", tHi) +
-        "): calibrate device.efficiency first, from a 1-rank run at another "
-        "batch (--fit efficiency), then the update from this one");
+    return Status::error("the run took " +
+                         fmt("%.4g s per step", out.measured) +
+                         ", faster than the plan predicts with " + what +
+                         " free (" + fmt("%.4g s", tHi) + "): " + freeHint);
   if (Status s = predict(lo, tLo); !s.ok())
     return s;
   if (tLo < out.measured)
-    return Status::error("even an update at " + fmt("%.3g GB/s", lo) +
+    return Status::error("even " + what + " at " + fmt("%.3g GB/s", lo) +
                          " predicts " + fmt("%.4g s", tLo) +
                          ", less than the measured " +
-                         fmt("%.4g s", out.measured) +
-                         ": the plan prices no update. Check --model");
+                         fmt("%.4g s", out.measured) + ": the plan prices " +
+                         "none of it. Check --model");
   double root = 0;
   if (Status s = bisect(predict, lo, hi, /*logScale=*/true, /*growing=*/false,
                         out.measured, root);
       !s.ok())
     return s;
   out.gbps = round4(root);
+  if (Status s = predict(out.gbps, out.predictedAfter); !s.ok())
+    return s;
+  spec.device.*field = out.gbps;
+  return Status::success();
+}
+
+Status calibrateMemoryBandwidth(const ModelStats &model, ClusterSpec &spec,
+                                const SearchOptions &options,
+                                const LayoutChoice &layout, int microBatchSize,
+                                const RunMetrics &run,
+                                BandwidthCalibration &out) {
+  return fitBandwidth(
+      model, spec, options, layout, microBatchSize, run,
+      &ClusterSpec::Device::memoryBandwidthGBps,
+      spec.device.memoryBandwidthGBps, "the memory traffic",
+      "the products alone take longer than that at device.efficiency." +
+          options.dtype + " " + fmt("%g", efficiencyFor(spec, options.dtype)) +
+          "; fit the efficiency (--fit efficiency) instead",
+      out);
+}
+
+Status calibrateUpdateBandwidth(const ModelStats &model, ClusterSpec &spec,
+                                const SearchOptions &options,
+                                const LayoutChoice &layout, int microBatchSize,
+                                const RunMetrics &run,
+                                BandwidthCalibration &out) {
+  if (Status s = fitBandwidth(
+          model, spec, options, layout, microBatchSize, run,
+          &ClusterSpec::Device::updateBandwidthGBps,
+          spec.device.updateBandwidthGBps > 0 ? spec.device.updateBandwidthGBps
+                                              : spec.device.memoryBandwidthGBps,
+          "the update",
+          "calibrate device.efficiency first, from a 1-rank run at another "
+          "batch (--fit efficiency), then the update from this one",
+          out);
+      !s.ok())
+    return s;
   // The update streams its bytes through memory: a fit above the device's
   // measured bandwidth is the noise of the two runs it comes from (the
   // fixed part of a step is their small difference; on this host one such
@@ -863,12 +928,14 @@ Status calibrateUpdateBandwidth(const ModelStats &model, ClusterSpec &spec,
   // gradient sums as free), so it stops there.
   if (spec.device.memoryBandwidthGBps > 0 &&
       out.gbps > spec.device.memoryBandwidthGBps) {
-    out.gbps = spec.device.memoryBandwidthGBps;
+    out.gbps = spec.device.updateBandwidthGBps =
+        spec.device.memoryBandwidthGBps;
     out.capped = true;
+    if (Status s = predictedStep(model, spec, options, layout, microBatchSize,
+                                 out.predictedAfter);
+        !s.ok())
+      return s;
   }
-  if (Status s = predict(out.gbps, out.predictedAfter); !s.ok())
-    return s;
-  spec.device.updateBandwidthGBps = out.gbps;
   return Status::success();
 }
 

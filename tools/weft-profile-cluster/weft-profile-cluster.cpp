@@ -8,7 +8,8 @@
 //   weft-profile-cluster --from-metrics RUN.jsonl --model M.mlir
 //       --spec IN.yaml [--mesh dp=A,tp=B,pp=C] [--zero K]
 //       [--micro-batch-size B] [--dtype D]
-//       [--fit efficiency|collective-overhead|op-overhead|update-bandwidth]
+//       [--fit efficiency|collective-overhead|op-overhead|update-bandwidth|
+//              memory-bandwidth]
 //       [-o FILE]
 //
 // Maps flags onto lib/Planner/Profile.h and writes what it returns; the
@@ -43,7 +44,7 @@ const char *const kUsage =
     "           [--mesh dp=A,tp=B,pp=C] [--zero K] [--micro-batch-size B]\n"
     "           [--dtype D] [--fit efficiency|collective-overhead|"
     "op-overhead|\n"
-    "           update-bandwidth]\n"
+    "           update-bandwidth|memory-bandwidth]\n"
     "           [-o FILE]\n"
     "       weft-profile-cluster --inter-node --spec IN.yaml [--quick] "
     "[-o FILE]\n"
@@ -81,6 +82,11 @@ const char *const kUsage =
     "                  parameters, from a 1-rank run at a batch other than\n"
     "                  the efficiency's (half of it); refit the efficiency\n"
     "                  after, as each fit holds the other fixed\n"
+    "  --fit memory-bandwidth  instead set device.memory_bandwidth_GBps, the\n"
+    "                  rate the ops' memory traffic is priced at, from a\n"
+    "                  1-rank run faster than the plan at the full peak (the\n"
+    "                  efficiency fit refuses it: the ops' data stayed in\n"
+    "                  cache, faster than the measured triad)\n"
     "\n"
     "--inter-node: measure the network between nodes and write IN.yaml with\n"
     "its inter_node link set to what was measured (send/recv ping-pong\n"
@@ -246,10 +252,15 @@ int fromMetrics(const std::string &metricsPath, const std::string &modelPath,
   std::string field, why;
   double before = 0, after = 0, predictedBefore = 0, predictedAfter = 0;
   Status s = Status::success();
-  if (fit == "update-bandwidth") {
-    UpdateCalibration c;
-    s = calibrateUpdateBandwidth(model, spec, o, layout, mbs, run, c);
-    field = "device.update_bandwidth_GBps";
+  if (fit == "update-bandwidth" || fit == "memory-bandwidth") {
+    BandwidthCalibration c;
+    if (fit == "update-bandwidth") {
+      s = calibrateUpdateBandwidth(model, spec, o, layout, mbs, run, c);
+      field = "device.update_bandwidth_GBps";
+    } else {
+      s = calibrateMemoryBandwidth(model, spec, o, layout, mbs, run, c);
+      field = "device.memory_bandwidth_GBps";
+    }
     why = " (batch " + std::to_string(model.batch) + ")";
     before = c.previousGBps, after = c.gbps;
     predictedBefore = c.predictedBefore, predictedAfter = c.predictedAfter;
@@ -409,9 +420,11 @@ int main(int argc, char **argv) {
                           value + "'");
     } else if (arg == "--fit") {
       if (value != "efficiency" && value != "collective-overhead" &&
-          value != "op-overhead" && value != "update-bandwidth")
+          value != "op-overhead" && value != "update-bandwidth" &&
+          value != "memory-bandwidth")
         return usageError("--fit takes efficiency, collective-overhead, "
-                          "op-overhead or update-bandwidth, got '" +
+                          "op-overhead, update-bandwidth or memory-bandwidth, "
+                          "got '" +
                           value + "'");
       fit = value;
     } else if (arg == "--mesh") {

@@ -157,8 +157,9 @@ struct Calibration {
 /// measured median step time: the step time is decreasing in the
 /// efficiency, so a bisection finds it. Fails, saying which number to
 /// revise, when even the full peak predicts a slower step than measured
-/// (the peak is understated) or when communication alone exceeds the
-/// measurement.
+/// (the memory bandwidth is understated, where the products alone at the
+/// peak fit in the run: fit it with calibrateMemoryBandwidth; else the
+/// peak is) or when communication alone exceeds the measurement.
 Status calibrateEfficiency(const ModelStats &model, ClusterSpec &spec,
                            const SearchOptions &options,
                            const LayoutChoice &layout, int microBatchSize,
@@ -195,14 +196,28 @@ Status calibrateOpOverhead(const ModelStats &model, ClusterSpec &spec,
                            const LayoutChoice &layout, int microBatchSize,
                            const RunMetrics &run, OverheadCalibration &out);
 
-/// What calibrateUpdateBandwidth found.
-struct UpdateCalibration {
+/// What calibrateMemoryBandwidth and calibrateUpdateBandwidth found.
+struct BandwidthCalibration {
   double gbps = 0, previousGBps = 0;
   double predictedBefore = 0, predictedAfter = 0, measured = 0;
-  /// The fit came out above the device's memory bandwidth, and `gbps` is
-  /// that bandwidth instead.
+  /// The update's fit came out above the device's memory bandwidth, and
+  /// `gbps` is that bandwidth instead.
   bool capped = false;
 };
+
+/// Sets spec.device.memory_bandwidth_GBps, the rate the roofline prices
+/// the ops' memory traffic at, so that evaluatePlan of the run's layout
+/// predicts its measured median step, the efficiency held: for a run
+/// faster than the plan at the full peak (calibrateEfficiency refuses it),
+/// whose memory-bound ops ran faster than the triad the profile measured
+/// (their data in cache). The update keeps its own rate where the spec has
+/// one. Fails, naming what to revise, when the traffic free already
+/// predicts a slower step than measured (the efficiency is too low).
+Status calibrateMemoryBandwidth(const ModelStats &model, ClusterSpec &spec,
+                                const SearchOptions &options,
+                                const LayoutChoice &layout, int microBatchSize,
+                                const RunMetrics &run,
+                                BandwidthCalibration &out);
 
 /// Sets spec.device.update_bandwidth_GBps so that evaluatePlan of the
 /// run's layout predicts its measured median step: the step falls as the
@@ -216,7 +231,8 @@ struct UpdateCalibration {
 Status calibrateUpdateBandwidth(const ModelStats &model, ClusterSpec &spec,
                                 const SearchOptions &options,
                                 const LayoutChoice &layout, int microBatchSize,
-                                const RunMetrics &run, UpdateCalibration &out);
+                                const RunMetrics &run,
+                                BandwidthCalibration &out);
 
 } // namespace planner
 } // namespace weft
