@@ -9,10 +9,12 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <limits>
 #include <random>
+#include <vector>
 
 #include <dirent.h>
 #include <unistd.h>
@@ -21,9 +23,29 @@ using namespace weft::rt;
 
 namespace {
 
+/// The files the tests write, removed when they end: the suite runs in every
+/// CI and must not fill the temporary directory.
+std::vector<std::string> &writtenFiles() {
+  static std::vector<std::string> files;
+  return files;
+}
+
+class RemoveWrittenFiles : public ::testing::Environment {
+public:
+  void TearDown() override {
+    for (const std::string &path : writtenFiles())
+      std::remove(path.c_str());
+  }
+};
+
+[[maybe_unused]] ::testing::Environment *const removeWrittenFiles =
+    ::testing::AddGlobalTestEnvironment(new RemoveWrittenFiles);
+
 std::string tempPath(const std::string &name) {
-  return ::testing::TempDir() + "weft_npy_" + std::to_string(::getpid()) + "_" +
-         name;
+  std::string path = ::testing::TempDir() + "weft_npy_" +
+                     std::to_string(::getpid()) + "_" + name;
+  writtenFiles().push_back(path);
+  return path;
 }
 
 void writeBytes(const std::string &path, const std::string &bytes) {
