@@ -23,6 +23,11 @@ costs), then
 device.collective_overhead_us to a run of every rank in a layout the
 comparison does not use (weft-profile-cluster --from-metrics --fit
 efficiency or memory-bandwidth, update-bandwidth, collective-overhead).
+A shared host's speed drifts between the calibration and the runs (this
+one's by a quarter from one minute to the next), so with --calibrate each
+round first runs the 1-rank calibration step again: the table then also
+gives each measurement scaled to the host's speed at calibration (the
+reference's time then over now) and the prediction's error against that.
 
 --nodes N runs 2 ranks on each of N emulated nodes (scripts/cluster.sh:
 network namespaces joined by a link shaped to --rate; needs root): the
@@ -187,6 +192,16 @@ def recalibrate(b, metrics, ir, spec, out, flags=(), quiet=False,
     return out
 
 
+def median_step(metrics):
+    """The median step time of a --metrics file, its first step left out
+    (as weft-profile-cluster --from-metrics does)."""
+    with open(metrics) as f:
+        lines = [json.loads(l) for l in f if l.strip()]
+    return statistics.median(l["step_time_s"] for l in lines
+                             if "step_time_s" in l and not l.get("skipped")
+                             and l.get("step") != 1)
+
+
 def loadavg():
     with open("/proc/loadavg") as f:
         return f.read().split()[0]
@@ -288,6 +303,9 @@ def measure(args, ranks):
                  "-o", exe])
             ir_b = os.path.join(work, name + ".weft.mlir")
             run([os.path.join(b, "weftc"), onnx_b, "--emit=weft", "-o", ir_b])
+            return run_one_rank(exe, batch_size, name), ir_b
+
+        def run_one_rank(exe, batch_size, name):
             metrics = fresh(os.path.join(work, name + ".jsonl"))
             # One thread: a device of the spec is one rank, and the
             # calibration prices one device. Twins of the run keep the
@@ -308,8 +326,14 @@ def measure(args, ranks):
                     sys.exit("plan_vs_measured: the 1-rank calibration run "
                              "(batch %d) failed (%d):\n%s"
                              % (batch_size, proc.returncode, err[-3000:]))
-            return metrics, ir_b
+            return metrics
         m1, ir = one_rank(onnx, batch, "one")
+        # The host's speed drifts (a shared VM: a quarter from one minute to
+        # the next on this one), so each round of the comparison runs this
+        # 1-rank step again first, as a reference of the host's speed then.
+        reference = (lambda r: median_step(run_one_rank(
+            os.path.join(work, "one"), batch, "reference%d" % r)))
+        reference_at_calibration = median_step(m1)
         m_half, ir_half = one_rank(export(args.model, work, batch // 2)[0],
                                    batch // 2, "one-half")
         calibrated = os.path.join(work, "calibrated.yaml")
@@ -373,7 +397,13 @@ def measure(args, ranks):
              "--plan-alternative", str(k), "--optimizer", "adamw", "-o", exe])
         exes[k] = exe
     results = {k: [] for k in exes}
+    speeds = []
     for r in range(args.repeat):
+        # The host's speed this round against the calibration's: the
+        # reference step's time then over now (1: as calibrated).
+        speed = reference_at_calibration / reference(r) if args.calibrate \
+            else 1.0
+        speeds.append(speed)
         for k, exe in exes.items():
             metrics = os.path.join(work, "m%d.jsonl" % k)
             load = loadavg()
@@ -385,16 +415,17 @@ def measure(args, ranks):
             results[k].append((
                 statistics.median(l["step_time_s"] for l in steps),
                 statistics.median(l.get("comm_wait_s", 0) for l in steps),
-                float(load)))
+                float(load), speed))
     for k, pl in enumerate(plans):
         if k not in results:
-            rows.append((k, pl, None, None, None))
+            rows.append((k, pl, None, None, None, None))
             continue
         res = results[k]
         rows.append((k, pl, statistics.median(x[0] for x in res),
                      statistics.median(x[1] for x in res),
                      "%.1f-%.1f" % (min(x[2] for x in res),
-                                    max(x[2] for x in res))))
+                                    max(x[2] for x in res)),
+                     statistics.median(x[0] * x[3] for x in res)))
     print("model: %s (%s), spec: %s, %d steps x %d runs, %d ranks%s%s%s" %
           (args.model, os.path.basename(onnx), os.path.relpath(spec, ROOT)
            if spec.startswith(ROOT) else spec, args.steps, args.repeat, ranks,
@@ -402,20 +433,29 @@ def measure(args, ranks):
            if args.nodes > 1 else "",
            ", each capped at %g core" % SHARE if SHARE else "",
            ", pins: " + args.plan_flags if args.plan_flags else ""))
+    if args.calibrate:
+        print("host speed against the calibration's (its 1-rank step, "
+              "%.3f ms then, run again before each round): %s"
+              % (reference_at_calibration * 1e3,
+                 ", ".join("%.3f" % x for x in speeds)))
     print("| plan | layout | predicted step (ms) | measured median (ms) | "
-          "error | predicted exposed comm (ms) | measured comm wait (ms) | "
+          "error | at the calibration's speed (ms) | error there | "
+          "predicted exposed comm (ms) | measured comm wait (ms) | "
           "load avg (1 min) |")
-    print("|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|")
     measured = [r[2] for r in rows if r[2] is not None]
-    for k, pl, step, comm, load in rows:
+    for k, pl, step, comm, load, scaled in rows:
         pred = pl["predicted"]["step_time_s"]
         if step is None:
-            print("| %s | %s | %.3f | - (infeasible) | - | - | - | - |" %
-                  ("pick" if k == 0 else "alt %d" % k, describe(pl), pred * 1e3))
+            print("| %s | %s | %.3f | - (infeasible) | - | - | - | - | - | - |"
+                  % ("pick" if k == 0 else "alt %d" % k, describe(pl),
+                     pred * 1e3))
             continue
-        print("| %s | %s | %.3f | %.3f | %+.1f %% | %.3f | %.3f | %s |" %
+        print("| %s | %s | %.3f | %.3f | %+.1f %% | %.3f | %+.1f %% | %.3f | "
+              "%.3f | %s |" %
               ("pick" if k == 0 else "alt %d" % k, describe(pl), pred * 1e3,
-               step * 1e3, 100.0 * (pred - step) / step,
+               step * 1e3, 100.0 * (pred - step) / step, scaled * 1e3,
+               100.0 * (pred - scaled) / scaled,
                pl["predicted"]["exposed_comm_s"] * 1e3, comm * 1e3, load))
     if rows[0][2] is not None:
         fastest = min(measured)

@@ -36,6 +36,7 @@
 using namespace weft::rt;
 
 Communicator::~Communicator() = default;
+Communicator::PendingTransfer::~PendingTransfer() = default;
 
 /// An all-reduce of the whole buffer, then this rank's slice: the same
 /// numbers as a ring reduce-scatter at twice its traffic. For
@@ -242,8 +243,82 @@ public:
   /// gloo's pairs take unbound-buffer operations from any thread.
   bool concurrentTransfers() const override { return true; }
 
+  /// gloo's unbound buffers post a recv without blocking; its event loop
+  /// fills it and wakes the waiter, the step's own thread.
+  std::unique_ptr<PendingTransfer> startRecv(float *data, size_t count,
+                                             int peer, uint64_t tag) override {
+    size_t bytes = count * sizeof(float);
+    if (bytes == 0 || peer < 0 || peer >= size() || peer == rank() ||
+        tag > kMaxTag)
+      return nullptr;
+    {
+      std::lock_guard<std::mutex> lock(agreedMutex);
+      if (!agreedSizes.count(std::make_tuple(false, peer, tag, bytes)))
+        return nullptr;
+    }
+    auto pending = std::make_unique<PostedRecv>(*this, peer, tag, bytes);
+    try {
+      pending->buffer = context->createUnboundBuffer(data, bytes);
+      pending->buffer->recv(peer, transferSlot(kData, tag));
+    } catch (const std::exception &e) {
+      pending->buffer.reset();
+      pending->failed = transferFailure(/*sending=*/false, peer, tag, bytes,
+                                        Clock::now() + timeout, e);
+    }
+    return pending;
+  }
+
 private:
   using Clock = std::chrono::steady_clock;
+
+  /// A recv startRecv posted.
+  struct PostedRecv : PendingTransfer {
+    PostedRecv(GlooCommunicator &comm, int peer, uint64_t tag, size_t bytes)
+        : comm(comm), peer(peer), tag(tag), bytes(bytes) {}
+    /// Waits up to the timeout from now: posted a step ahead, a recv may
+    /// rightly wait that long before the step needs it.
+    Status wait() override {
+      if (!buffer)
+        return failed;
+      Clock::time_point deadline = Clock::now() + comm.timeout;
+      try {
+        if (!buffer->waitRecv(comm.timeout))
+          throw std::runtime_error("the transfer was aborted");
+      } catch (const std::exception &e) {
+        failed = comm.transferFailure(/*sending=*/false, peer, tag, bytes,
+                                      deadline, e);
+      }
+      buffer.reset();
+      return failed;
+    }
+    GlooCommunicator &comm;
+    int peer;
+    uint64_t tag;
+    size_t bytes;
+    std::unique_ptr<gloo::transport::UnboundBuffer> buffer;
+    Status failed;
+  };
+
+  /// The error of a transfer gloo failed: what it was, and past its
+  /// deadline who did not take part.
+  Status transferFailure(bool sending, int peer, uint64_t tag, size_t bytes,
+                         Clock::time_point deadline,
+                         const std::exception &e) const {
+    std::string what = transferText(sending, bytes, peer, tag);
+    if (Clock::now() < deadline)
+      return Status::error(what + " failed: " + e.what());
+    std::string partner =
+        sending ? " (is it running, and does it call recv from rank " +
+                      std::to_string(rank()) + " with tag " +
+                      std::to_string(tag) + "?)"
+                : " (is it running, and does it call send to rank " +
+                      std::to_string(rank()) + " with tag " +
+                      std::to_string(tag) + "?)";
+    return Status::error(what + " failed: rank " + std::to_string(peer) +
+                         (sending ? " did not take it" : " sent nothing") +
+                         " within " + std::to_string(timeout.count()) + " ms" +
+                         partner + " [gloo: " + e.what() + "]");
+  }
 
   /// The kinds of message a transfer sends, in the slot's second byte: the
   /// sender's byte count, the receiver's, then the data. Each kind goes one
@@ -316,19 +391,7 @@ private:
       }
       return Status::success();
     } catch (const std::exception &e) {
-      if (Clock::now() < deadline)
-        return Status::error(what + " failed: " + e.what());
-      std::string partner =
-          sending ? " (is it running, and does it call recv from rank " +
-                        std::to_string(rank()) + " with tag " +
-                        std::to_string(tag) + "?)"
-                  : " (is it running, and does it call send to rank " +
-                        std::to_string(rank()) + " with tag " +
-                        std::to_string(tag) + "?)";
-      return Status::error(what + " failed: " + them +
-                           (sending ? " did not take it" : " sent nothing") +
-                           " within " + std::to_string(timeout.count()) +
-                           " ms" + partner + " [gloo: " + e.what() + "]");
+      return transferFailure(sending, peer, tag, bytes, deadline, e);
     }
   }
 
@@ -427,6 +490,10 @@ public:
   }
   bool concurrentTransfers() const override {
     return world->concurrentTransfers();
+  }
+  std::unique_ptr<PendingTransfer> startRecv(float *data, size_t count,
+                                             int peer, uint64_t tag) override {
+    return world->startRecv(data, count, peer, tag);
   }
 
 private:

@@ -205,8 +205,18 @@ void postEarlyRecvs(AxisGroup &group) {
       group.spareRecvBuffers.pop_back();
     }
     e.data.resize(size_t(key.count));
-    e.ticket = group.recvThread->recv(e.data.data(), size_t(key.count),
-                                      int(key.peer), uint64_t(key.tag));
+    // Posted by the communicator where it can: the data then wakes the
+    // step's own thread, not a thread of ours that wakes it in turn (a
+    // pipelined step of the demo GPT on this host's two busy cores: 4.5
+    // ms against 6.1 with 4 micro-batches, 1.9 against 2.4 with one).
+    // Recvs of one tag match in order, so only once recvThread has none
+    // queued.
+    if (group.recvThread->finished(group.lastThreadRecv))
+      e.posted = group.comm->startRecv(e.data.data(), size_t(key.count),
+                                       int(key.peer), uint64_t(key.tag));
+    if (!e.posted)
+      e.ticket = group.lastThreadRecv = group.recvThread->recv(
+          e.data.data(), size_t(key.count), int(key.peer), uint64_t(key.tag));
   }
 }
 } // namespace
@@ -528,7 +538,8 @@ extern "C" void weft_rt_recv_f32(const WeftRuntimeContext *ctx,
               group.comm->transferText(false, size_t(count) * sizeof(float),
                                        int(peer), uint64_t(tag)) +
               "; run with WEFT_RECV_AHEAD=0 and report it");
-    meshCheck(ctx, "recv", axisMask, group.recvThread->wait(e.ticket));
+    meshCheck(ctx, "recv", axisMask,
+              e.posted ? e.posted->wait() : group.recvThread->wait(e.ticket));
     std::memcpy(out, e.data.data(), size_t(count) * sizeof(float));
     traceWait(ctx, group, "recv (posted ahead)", axisMask, start,
               count * int64_t(sizeof(float)));

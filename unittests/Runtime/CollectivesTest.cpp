@@ -441,6 +441,73 @@ TEST(CollectivesTest, RecvsMatchSendsByTagInAnyOrder) {
   EXPECT_EQ(codes, (std::vector<int>{0, 0})) << errs[0] << errs[1];
 }
 
+TEST(CollectivesTest, RecvsArePostedWithoutAThreadOnceTheirSizeIsAgreed) {
+  // A (peer, tag, size) gloo has not agreed yet is not posted (the caller
+  // runs recv, which agrees it); after that a posted recv takes the next
+  // message of its tag, even one sent before it is waited for, and one
+  // whose peer sends nothing fails at the timeout naming who and what.
+  std::unique_ptr<StoreServer> server;
+  ASSERT_TRUE(StoreServer::start("127.0.0.1", 0, server).ok());
+  int port = server->port();
+  std::vector<std::string> errs;
+  std::vector<int> codes = runRanks(
+      2,
+      [&](int rank) {
+        std::unique_ptr<StoreClient> client;
+        std::unique_ptr<Communicator> comm;
+        if (!joinGroup(port, rank, 2, 1500ms, client, comm))
+          return 3;
+        const size_t n = 5003;
+        if (rank == 0) {
+          for (uint64_t tag : {3, 3, 4}) {
+            std::vector<float> m = message(0, tag, n);
+            if (failed(comm->send(m.data(), n, 1, tag), "send"))
+              return 4;
+          }
+          if (failed(comm->barrier(), "barrier"))
+            return 5;
+          // Alive (its connections open) until rank 1's posted recv of a
+          // third tag 4 message has timed out.
+          std::vector<char> done;
+          return failed(client->get("timed-out", 20s, done), "get") ? 15 : 0;
+        }
+        std::vector<float> got(n, -1.0f);
+        if (comm->startRecv(got.data(), n, 0, 3))
+          return 6; // not agreed yet
+        if (failed(comm->recv(got.data(), n, 0, 3), "recv") ||
+            firstWrong(got, 0, 3) >= 0)
+          return 7;
+        if (comm->startRecv(got.data(), n - 1, 0, 3) ||
+            comm->startRecv(got.data(), n, 0, 4) ||
+            comm->startRecv(got.data(), n, 1, 3))
+          return 8; // another size or tag, or itself: not agreed
+        std::fill(got.begin(), got.end(), -1.0f);
+        auto posted = comm->startRecv(got.data(), n, 0, 3);
+        if (!posted)
+          return 9;
+        ::usleep(200000); // rank 0's send lands before the wait
+        if (failed(posted->wait(), "posted recv") || firstWrong(got, 0, 3) >= 0)
+          return 10;
+        if (failed(comm->recv(got.data(), n, 0, 4), "recv"))
+          return 11;
+        if (failed(comm->barrier(), "barrier"))
+          return 12;
+        // Rank 0 sends nothing more.
+        auto never = comm->startRecv(got.data(), n, 0, 4);
+        if (!never)
+          return 13;
+        Status s = never->wait();
+        if (s.ok() || !contains(s.message, "recv of 20012 bytes with tag 4") ||
+            !contains(s.message, "rank 0 sent nothing within 1500 ms")) {
+          std::fprintf(stderr, "%s\n", s.message.c_str());
+          return 14;
+        }
+        return failed(client->set("timed-out", {'y'}), "set") ? 16 : 0;
+      },
+      &errs);
+  EXPECT_EQ(codes, (std::vector<int>{0, 0})) << errs[0] << errs[1];
+}
+
 TEST(CollectivesTest, SendAndRecvOfDifferentSizesFailOnBothRanks) {
   // A send of 4 floats meets a recv of 8, then one of 8 a recv of 4 (gloo
   // alone would end rank 1's process there). Both ranks get an error
