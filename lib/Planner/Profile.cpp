@@ -652,6 +652,20 @@ static Status bisect(Predict predict, double lo, double hi, bool logScale,
   return Status::success();
 }
 
+/// bisect, then the value rounded as measurements are (step times vary by
+/// more than 0.1 %) in `x`, and the prediction there in `predicted`.
+template <typename Predict>
+static Status settle(Predict predict, double lo, double hi, bool logScale,
+                     bool growing, double measured, double &x,
+                     double &predicted) {
+  double root = 0;
+  if (Status s = bisect(predict, lo, hi, logScale, growing, measured, root);
+      !s.ok())
+    return s;
+  x = round4(root);
+  return predict(x, predicted);
+}
+
 Status calibrateEfficiency(const ModelStats &model, ClusterSpec &spec,
                            const SearchOptions &options,
                            const LayoutChoice &layout, int microBatchSize,
@@ -783,13 +797,9 @@ static Status fitOverhead(const ModelStats &model, ClusterSpec &spec,
     return Status::error("even " + what + " of the whole step predicts " +
                          fmt("%.4g s", tHi) + ", less than the " +
                          fmt("%.4g s", measured) + " measured: " + allHint);
-  double root = 0;
-  if (Status s = bisect(predict, lo, hi, /*logScale=*/false, /*growing=*/true,
-                        measured, root);
+  if (Status s = settle(predict, lo, hi, /*logScale=*/false, /*growing=*/true,
+                        measured, out.overheadUs, out.predictedAfter);
       !s.ok())
-    return s;
-  out.overheadUs = round4(root);
-  if (Status s = predict(out.overheadUs, out.predictedAfter); !s.ok())
     return s;
   spec.device.*field = out.overheadUs;
   return Status::success();
@@ -878,13 +888,9 @@ static Status fitBandwidth(const ModelStats &model, ClusterSpec &spec,
                          ", less than the measured " +
                          fmt("%.4g s", out.measured) + ": the plan prices " +
                          "none of it. Check --model");
-  double root = 0;
-  if (Status s = bisect(predict, lo, hi, /*logScale=*/true, /*growing=*/false,
-                        out.measured, root);
+  if (Status s = settle(predict, lo, hi, /*logScale=*/true, /*growing=*/false,
+                        out.measured, out.gbps, out.predictedAfter);
       !s.ok())
-    return s;
-  out.gbps = round4(root);
-  if (Status s = predict(out.gbps, out.predictedAfter); !s.ok())
     return s;
   spec.device.*field = out.gbps;
   return Status::success();
