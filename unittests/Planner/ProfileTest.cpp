@@ -33,6 +33,14 @@ ClusterSpec oneDevice(double peakTFLOPs) {
   return s;
 }
 
+/// A search in fp32 on `devices` devices, as the calibrations' runs are.
+SearchOptions fp32On(int devices) {
+  SearchOptions o;
+  o.dtype = "fp32";
+  o.devices = devices;
+  return o;
+}
+
 TEST(ProfileSpec, ShapeClassesByFlops) {
   EXPECT_STREQ("small", gemmShapeClass(256, 256, 256));
   EXPECT_STREQ("medium", gemmShapeClass(257, 256, 256));
@@ -295,9 +303,7 @@ ModelStats computeOnlyModel() {
 TEST(ProfileMetrics, CalibratedEfficiencyReproducesTheRun) {
   ModelStats model = computeOnlyModel();
   ClusterSpec spec = oneDevice(1); // 1 TFLOP/s
-  SearchOptions o;
-  o.dtype = "fp32";
-  o.devices = 1;
+  SearchOptions o = fp32On(1);
   LayoutChoice l;
   // One device: forward + backward = 3 * 1e11 * 2 samples = 6e11 FLOPs,
   // 0.6 s at the peak. Measured 2.4 s: efficiency 0.25 by hand.
@@ -340,9 +346,7 @@ TEST(ProfileMetrics, CalibratedMemoryBandwidthReproducesTheRun) {
   model.classes[0].ops[0].elements = 1e10;
   ClusterSpec spec = oneDevice(1);
   spec.device.memoryBandwidthGBps = 100;
-  SearchOptions o;
-  o.dtype = "fp32";
-  o.devices = 1;
+  SearchOptions o = fp32On(1);
   LayoutChoice l;
   RunMetrics run;
   run.medianStepSeconds = 1.2;
@@ -396,9 +400,7 @@ TEST(ProfileMetrics, CalibratedOverheadReproducesAMultiRankRun) {
   ModelStats model = computeOnlyModel();
   model.classes[0].tpAllReduceElements = {10, 10};
   ClusterSpec spec = oneDevice(1);
-  SearchOptions o;
-  o.dtype = "fp32";
-  o.devices = 2;
+  SearchOptions o = fp32On(2);
   LayoutChoice l;
   l.tp = 2;
   Plan idle;
@@ -439,9 +441,7 @@ TEST(ProfileMetrics, CalibratedOpOverheadReproducesTheRun) {
   ModelStats model = computeOnlyModel();
   model.classes[0].ops[0].flops = 1e5;
   ClusterSpec spec = oneDevice(1);
-  SearchOptions o;
-  o.dtype = "fp32";
-  o.devices = 1;
+  SearchOptions o = fp32On(1);
   LayoutChoice l;
   RunMetrics run;
   run.medianStepSeconds = 40.6e-6;
@@ -478,9 +478,7 @@ TEST(ProfileMetrics, CalibratedUpdateBandwidthReproducesTheRun) {
   model.classes[0].params = 1e8;
   ClusterSpec spec = oneDevice(1);
   spec.device.memoryBandwidthGBps = 100;
-  SearchOptions o;
-  o.dtype = "fp32";
-  o.devices = 1;
+  SearchOptions o = fp32On(1);
   LayoutChoice l;
   RunMetrics run;
   run.medianStepSeconds = 0.8;
