@@ -192,14 +192,19 @@ def recalibrate(b, metrics, ir, spec, out, flags=(), quiet=False,
     return out
 
 
-def median_step(metrics):
-    """The median step time of a --metrics file, its first step left out
-    (as weft-profile-cluster --from-metrics does)."""
+def timed_steps(metrics):
+    """The step lines of a --metrics file, the first step left out (it
+    pays page faults and OpenBLAS's buffers)."""
     with open(metrics) as f:
         lines = [json.loads(l) for l in f if l.strip()]
-    return statistics.median(l["step_time_s"] for l in lines
-                             if "step_time_s" in l and not l.get("skipped")
-                             and l.get("step") != 1)
+    return [l for l in lines if "step_time_s" in l][1:]
+
+
+def median_step(metrics):
+    """The median step time of a --metrics file as weft-profile-cluster
+    --from-metrics takes it: the first and skipped steps left out."""
+    return statistics.median(l["step_time_s"] for l in timed_steps(metrics)
+                             if not l.get("skipped"))
 
 
 def loadavg():
@@ -409,9 +414,7 @@ def measure(args, ranks):
             load = loadavg()
             launch(b, args.nodes, exe, data + ["--steps", str(args.steps)],
                    metrics, args.port + k, work)
-            with open(metrics) as f:
-                lines = [json.loads(l) for l in f if l.strip()]
-            steps = [l for l in lines if "step_time_s" in l][1:]
+            steps = timed_steps(metrics)
             results[k].append((
                 statistics.median(l["step_time_s"] for l in steps),
                 statistics.median(l.get("comm_wait_s", 0) for l in steps),

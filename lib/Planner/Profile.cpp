@@ -20,6 +20,7 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <functional>
 #include <sstream>
 #include <thread>
 
@@ -743,21 +744,72 @@ Status calibrateEfficiency(const ModelStats &model, ClusterSpec &spec,
         fmt("%.4g s", out.measured) +
         " measured: the time is not in compute. Check that --model, "
         "--mesh and --micro-batch-size describe the run");
-  double root = 0;
-  if (Status s = bisect(predict, lo, hi, /*logScale=*/true, /*growing=*/false,
-                        out.measured, root);
+  if (Status s = settle(predict, lo, hi, /*logScale=*/true, /*growing=*/false,
+                        out.measured, out.efficiency, out.predictedAfter);
       !s.ok())
-    return s;
-  // Rounded as measurements are (step times vary by more than 0.1 %).
-  out.efficiency = std::min(1.0, round4(root));
-  if (Status s = predict(out.efficiency, out.predictedAfter); !s.ok())
     return s;
   spec.device.efficiency[dt] = out.efficiency;
   return Status::success();
 }
 
+/// A field of the spec's device that a calibration fits, and how the
+/// predicted step moves with it.
+struct FieldFit {
+  double ClusterSpec::Device::*field;
+  /// The value the spec prices with before (a field left at 0 may fall
+  /// back to another).
+  double previous;
+  /// Where the step is shortest (no overhead, free traffic) and longest,
+  /// and whether to bisect between them on a log scale.
+  double fastEnd, slowEnd;
+  bool logScale;
+  /// Where the shortest step is still slower than the run: "the plan
+  /// predicts <fastPhrase> (...): <fastHint>".
+  std::string fastPhrase, fastHint;
+  /// Where even the longest step is faster than the run: the error, given
+  /// the prediction there.
+  std::function<std::string(double)> slowError;
+};
+
+/// Fits `fit.field` to the run's median step, and sets it: `value` the
+/// fitted value, `before` and `after` the plan's step at the previous and
+/// fitted ones.
+static Status fitField(const ModelStats &model, ClusterSpec &spec,
+                       const SearchOptions &options, const LayoutChoice &layout,
+                       int microBatchSize, double measured, const FieldFit &fit,
+                       double &value, double &before, double &after) {
+  auto predict = [&](double x, double &seconds) -> Status {
+    ClusterSpec trial = spec;
+    trial.device.*fit.field = x;
+    return predictedStep(model, trial, options, layout, microBatchSize,
+                         seconds);
+  };
+  if (Status s = predict(fit.previous, before); !s.ok())
+    return s;
+  double fastest = 0, slowest = 0;
+  if (Status s = predict(fit.fastEnd, fastest); !s.ok())
+    return s;
+  if (fastest > measured)
+    return Status::error("the run took " + fmt("%.4g s per step", measured) +
+                         ", faster than the plan predicts " + fit.fastPhrase +
+                         " (" + fmt("%.4g s", fastest) + "): " + fit.fastHint);
+  if (Status s = predict(fit.slowEnd, slowest); !s.ok())
+    return s;
+  if (slowest < measured)
+    return Status::error(fit.slowError(slowest));
+  bool growing = fit.fastEnd < fit.slowEnd;
+  if (Status s = settle(predict, std::min(fit.fastEnd, fit.slowEnd),
+                        std::max(fit.fastEnd, fit.slowEnd), fit.logScale,
+                        growing, measured, value, after);
+      !s.ok())
+    return s;
+  spec.device.*fit.field = value;
+  return Status::success();
+}
+
 /// Fits the overhead in microseconds at `field` of the spec's device, which
-/// the predicted step grows with, to the run's median step, and sets it.
+/// the predicted step grows with (by at least one call's worth per
+/// microsecond: bracketed between none and the whole measured step).
 /// `what` names it; `noneHint` says what to revise when the plan without
 /// it is already slower than the run, `allHint` when even an overhead of
 /// the whole step is faster.
@@ -773,36 +825,20 @@ static Status fitOverhead(const ModelStats &model, ClusterSpec &spec,
   out.previousUs = spec.device.*field;
   out.measured = run.medianStepSeconds;
   const double measured = out.measured;
-  auto predict = [&](double us, double &seconds) -> Status {
-    ClusterSpec trial = spec;
-    trial.device.*field = us;
-    return predictedStep(model, trial, options, layout, microBatchSize,
-                         seconds);
-  };
-  if (Status s = predict(out.previousUs, out.predictedBefore); !s.ok())
-    return s;
-  double none = 0;
-  if (Status s = predict(0, none); !s.ok())
-    return s;
-  if (none > measured)
-    return Status::error("the run took " + fmt("%.4g s per step", measured) +
-                         ", faster than the plan predicts with no " + what +
-                         " at all (" + fmt("%.4g s", none) + "): " + noneHint);
-  // The step grows with the overhead, by at least one call's worth per
-  // microsecond; bisect between none and the whole measured step.
-  double lo = 0, hi = measured * 1e6, tHi = 0;
-  if (Status s = predict(hi, tHi); !s.ok())
-    return s;
-  if (tHi < measured)
-    return Status::error("even " + what + " of the whole step predicts " +
-                         fmt("%.4g s", tHi) + ", less than the " +
-                         fmt("%.4g s", measured) + " measured: " + allHint);
-  if (Status s = settle(predict, lo, hi, /*logScale=*/false, /*growing=*/true,
-                        measured, out.overheadUs, out.predictedAfter);
-      !s.ok())
-    return s;
-  spec.device.*field = out.overheadUs;
-  return Status::success();
+  FieldFit fit{field,
+               out.previousUs,
+               /*fastEnd=*/0,
+               /*slowEnd=*/measured * 1e6,
+               /*logScale=*/false,
+               "with no " + what + " at all",
+               noneHint,
+               [&](double t) {
+                 return "even " + what + " of the whole step predicts " +
+                        fmt("%.4g s", t) + ", less than the " +
+                        fmt("%.4g s", measured) + " measured: " + allHint;
+               }};
+  return fitField(model, spec, options, layout, microBatchSize, measured, fit,
+                  out.overheadUs, out.predictedBefore, out.predictedAfter);
 }
 
 Status calibrateCollectiveOverhead(const ModelStats &model, ClusterSpec &spec,
@@ -844,10 +880,12 @@ Status calibrateOpOverhead(const ModelStats &model, ClusterSpec &spec,
 }
 
 /// Fits the rate in GB/s at `field` of the spec's device, which the
-/// predicted step falls with, to the run's median step, and sets it.
-/// `previous` is the rate the spec prices with before (a field left at 0
-/// falls back to another). `what` names it; `freeHint` says what to revise
-/// when the plan with that traffic free is already slower than the run.
+/// predicted step falls with (bracketed, on a log scale, between a rate
+/// that makes the traffic take seconds per byte and one at which it is
+/// free), and sets it. `previous` is the rate the spec prices with before
+/// (a field left at 0 falls back to another); before it, unpriced where
+/// the spec had none. `what` names it; `freeHint` says what to revise when
+/// the plan with that traffic free is already slower than the run.
 static Status fitBandwidth(const ModelStats &model, ClusterSpec &spec,
                            const SearchOptions &options,
                            const LayoutChoice &layout, int microBatchSize,
@@ -861,39 +899,22 @@ static Status fitBandwidth(const ModelStats &model, ClusterSpec &spec,
   if (options.memoryBandwidthGBps > 0)
     return Status::error("--memory-bandwidth fixes the bandwidth the plan "
                          "prices memory traffic at; calibrate without it");
-  auto predict = [&](double gbps, double &seconds) -> Status {
-    ClusterSpec trial = spec;
-    trial.device.*field = gbps;
-    return predictedStep(model, trial, options, layout, microBatchSize,
-                         seconds);
-  };
-  // Before: at the previous rate, or unpriced where the spec had none.
-  if (Status s = predict(out.previousGBps, out.predictedBefore); !s.ok())
-    return s;
-  // The step falls as the bandwidth grows; bracket it between a rate that
-  // makes the traffic take seconds per byte and one at which it is free.
-  double lo = 1e-6, hi = 1e6, tLo = 0, tHi = 0;
-  if (Status s = predict(hi, tHi); !s.ok())
-    return s;
-  if (tHi > out.measured)
-    return Status::error("the run took " +
-                         fmt("%.4g s per step", out.measured) +
-                         ", faster than the plan predicts with " + what +
-                         " free (" + fmt("%.4g s", tHi) + "): " + freeHint);
-  if (Status s = predict(lo, tLo); !s.ok())
-    return s;
-  if (tLo < out.measured)
-    return Status::error("even " + what + " at " + fmt("%.3g GB/s", lo) +
-                         " predicts " + fmt("%.4g s", tLo) +
-                         ", less than the measured " +
-                         fmt("%.4g s", out.measured) + ": the plan prices " +
-                         "none of it. Check --model");
-  if (Status s = settle(predict, lo, hi, /*logScale=*/true, /*growing=*/false,
-                        out.measured, out.gbps, out.predictedAfter);
-      !s.ok())
-    return s;
-  spec.device.*field = out.gbps;
-  return Status::success();
+  const double measured = out.measured, slow = 1e-6;
+  FieldFit fit{field,
+               previous,
+               /*fastEnd=*/1e6,
+               /*slowEnd=*/slow,
+               /*logScale=*/true,
+               "with " + what + " free",
+               freeHint,
+               [&](double t) {
+                 return "even " + what + " at " + fmt("%.3g GB/s", slow) +
+                        " predicts " + fmt("%.4g s", t) +
+                        ", less than the measured " + fmt("%.4g s", measured) +
+                        ": the plan prices none of it. Check --model";
+               }};
+  return fitField(model, spec, options, layout, microBatchSize, measured, fit,
+                  out.gbps, out.predictedBefore, out.predictedAfter);
 }
 
 Status calibrateMemoryBandwidth(const ModelStats &model, ClusterSpec &spec,
