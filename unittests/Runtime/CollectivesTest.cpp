@@ -142,6 +142,16 @@ TEST(CollectivesTest, GlooMatchesTheArithmetic) {
       return 8;
     if (out[0] != float(6 * 2 * rank) || out[1] != float(6 * (2 * rank + 1)))
       return 9;
+    // Blocks of 1.2 MB move in three uneven segments, two in flight.
+    const size_t big = 300001;
+    std::vector<float> bigIn(big * size), bigOut(big);
+    for (size_t i = 0; i < bigIn.size(); ++i)
+      bigIn[i] = float(i % 1000) * float(rank + 1);
+    if (!comm->reduceScatterSum(bigIn.data(), big, bigOut.data()).ok())
+      return 15;
+    for (size_t i = 0; i < big; ++i)
+      if (bigOut[i] != float(6 * ((size_t(rank) * big + i) % 1000)))
+        return 16;
     // All-to-all: rank q sends 100 q + 10 g + i to rank g (i < 2); rank r
     // gets 100 q + 10 r + i from each q, in rank order.
     std::vector<float> blocks(2 * size), got(2 * size);
