@@ -7,7 +7,12 @@
 // One rank of the all-reduce benchmark (bench/allreduce.sh starts it under
 // weftrun on emulated nodes): joins a flat and a hierarchical gloo group
 // through rank 0's store, all-reduces the same buffer with each, and rank 0
-// prints the median time of each and their ratio.
+// prints the median time of each and their ratio. Then the groups of ranks
+// with the same local rank, one per node (data parallelism's groups when
+// tensor parallelism fills a node), all cross the slow link at once with a
+// reduce-scatter, an all-gather and an all-reduce that each send M MiB per
+// rank, and rank 0 prints their medians: the ZeRO step's two halves against
+// the all-reduce they replace.
 //
 //   allreduce_bench --host ADDR [--mib M] [--iters K]
 //
@@ -22,6 +27,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -37,6 +43,72 @@ int fail(const std::string &message) {
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   return v[v.size() / 2];
+}
+/// Times each of the cross-node groups' collectives `iters` times (after a
+/// warm-up call), all groups at once; rank 0 prints the medians.
+Status crossNodeGroups(StoreClient &store, const LaunchInfo &launch,
+                       const std::string &host,
+                       std::chrono::milliseconds timeout, double mib,
+                       int iters) {
+  int local = launch.rank % launch.localWorldSize;
+  int node = launch.rank / launch.localWorldSize;
+  int nodes = launch.worldSize / launch.localWorldSize;
+  if (nodes < 2)
+    return Status::error("needs ranks on 2 or more nodes");
+  std::unique_ptr<Communicator> world, group;
+  if (Status s = createGlooCommunicator(store, "world", launch.rank,
+                                        launch.worldSize, host, timeout, world);
+      !s.ok())
+    return s;
+  if (Status s = createGlooCommunicator(store, "across" + std::to_string(local),
+                                        node, nodes, host, timeout, group);
+      !s.ok())
+    return s;
+  // Each rank sends `count` floats in each: the reduce-scatter's and the
+  // all-gather's blocks are `count` (n - 1 of them pass, over n = 2 one),
+  // and an all-reduce of n count / 2 sends half of it in each phase.
+  size_t n = size_t(nodes);
+  size_t count = size_t(mib * 1048576.0 / sizeof(float)) / (n - 1);
+  std::vector<float> in(n * count), out(n * count);
+  struct Kind {
+    const char *name;
+    std::function<Status()> run;
+    std::vector<double> times;
+  } kinds[] = {
+      {"reduce-scatter",
+       [&] { return group->reduceScatterSum(in.data(), count, out.data()); },
+       {}},
+      {"all-gather",
+       [&] { return group->allGather(in.data(), count, out.data()); },
+       {}},
+      {"all-reduce",
+       [&] { return group->allReduceSum(out.data(), count * n / 2); },
+       {}},
+  };
+  for (Kind &kind : kinds)
+    for (int k = 0; k <= iters; ++k) {
+      std::fill(in.begin(), in.end(), float(node + 1));
+      if (Status s = world->barrier(); !s.ok())
+        return s;
+      auto t0 = Clock::now();
+      if (Status s = kind.run(); !s.ok())
+        return Status::error(std::string(kind.name) + ": " + s.message);
+      if (k > 0)
+        kind.times.push_back(
+            std::chrono::duration<double>(Clock::now() - t0).count());
+    }
+  // Every block of the reduce-scatter is the sum over nodes of (node + 1).
+  if (Status s = group->reduceScatterSum(in.data(), count, out.data());
+      !s.ok() || out[0] != float(n * (n + 1) / 2) ||
+      out[count - 1] != float(n * (n + 1) / 2))
+    return Status::error("wrong reduce-scatter sum");
+  if (launch.rank == 0)
+    std::printf("%zu groups of %zu ranks across the nodes, all at once, "
+                "%.2f MiB sent per rank: reduce-scatter %.3f s, all-gather "
+                "%.3f s, all-reduce %.3f s (median of %d)\n",
+                size_t(launch.localWorldSize), n, mib, median(kinds[0].times),
+                median(kinds[1].times), median(kinds[2].times), iters);
+  return Status::success();
 }
 } // namespace
 
@@ -110,6 +182,9 @@ int main(int argc, char **argv) {
     return fail("flat: " + s.message);
   if (Status s = time(*hier, hierTimes); !s.ok())
     return fail("hierarchical: " + s.message);
+  if (Status s = crossNodeGroups(*store, launch, host, timeout, mib, iters);
+      !s.ok())
+    return fail("groups across nodes: " + s.message);
   if (launch.rank == 0) {
     double f = median(flatTimes), h = median(hierTimes);
     std::printf("all-reduce of %.0f MiB over %d ranks (%d per node): flat "

@@ -13,7 +13,6 @@
 #include "weft/Runtime/Collectives.h"
 #include "weft/Runtime/Trace.h"
 
-#include <gloo/allgather.h>
 #include <gloo/allreduce.h>
 #include <gloo/alltoall.h>
 #include <gloo/barrier.h>
@@ -109,8 +108,8 @@ public:
     for (const std::string &key : keys) {
       auto left = std::chrono::ceil<std::chrono::milliseconds>(
           deadline - std::chrono::steady_clock::now());
-      if (Status s = client.get(key, std::max(left, std::chrono::milliseconds(1)),
-                                ignored);
+      if (Status s = client.get(
+              key, std::max(left, std::chrono::milliseconds(1)), ignored);
           !s.ok())
         throw std::runtime_error(s.message);
     }
@@ -141,75 +140,79 @@ public:
     });
   }
 
+  /// A ring: in n - 1 steps each rank passes on the block it received
+  /// the step before, starting with its own.
   Status allGather(const float *in, size_t count, float *out) override {
+    size_t n = size_t(size()), r = size_t(rank()),
+           bytes = count * sizeof(float);
+    if (out + r * count != in)
+      std::memmove(out + r * count, in, bytes);
+    if (n == 1 || count == 0)
+      return Status::success();
     return guard("all-gather", [&] {
-      gloo::AllgatherOptions opts(context);
-      opts.setInput(const_cast<float *>(in), count);
-      opts.setOutput(out, count * size_t(size()));
-      opts.setTag(nextTag());
-      opts.setTimeout(timeout);
-      gloo::allgather(opts);
+      auto outBuf = context->createUnboundBuffer(out, n * bytes);
+      gloo::Slot slot = gloo::Slot::build(kRingSlotPrefix, nextTag());
+      int right = int((r + 1) % n), left = int((r + n - 1) % n);
+      ring(
+          count, *outBuf, *outBuf,
+          [&](size_t step, size_t first, size_t size, size_t) {
+            size_t sendBlock = (r + n - step) % n;
+            size_t recvBlock = (r + 2 * n - step - 1) % n;
+            outBuf->send(right, slot,
+                         (sendBlock * count + first) * sizeof(float),
+                         size * sizeof(float));
+            outBuf->recv(left, slot,
+                         (recvBlock * count + first) * sizeof(float),
+                         size * sizeof(float));
+          },
+          [](size_t, size_t, size_t, size_t) {});
     });
   }
 
   /// A ring: in n - 1 steps each rank passes a partial sum of one block to
   /// its right neighbour and adds the block coming from its left, so each
   /// rank sends (n - 1) / n of the buffer, half what an all-reduce sends.
-  /// Each block moves in segments (kReduceScatterSegmentBytes), two in
-  /// flight. The partial sums travel the same ring whatever the data, so
-  /// the result is the same on every run.
+  /// The partial sums travel the same ring whatever the data, so the result
+  /// is the same on every run.
   Status reduceScatterSum(const float *in, size_t count, float *out) override {
     size_t n = size_t(size()), r = size_t(rank());
-    if (n == 1) {
+    if (n == 1 || count == 0) {
       std::memcpy(out, in, count * sizeof(float));
       return Status::success();
     }
     return guard("reduce-scatter", [&] {
-      size_t segments = std::max<size_t>(
-          1, (count * sizeof(float) + kReduceScatterSegmentBytes - 1) /
-                 kReduceScatterSegmentBytes);
-      // Segment k of a step sends the sum segment k of the step before
-      // received, so two are in flight: one moving while one is summed.
-      size_t depth = std::min<size_t>(segments, 2);
       std::vector<float> sums(in, in + n * count);
-      size_t most = (count + segments - 1) / segments;
+      // Segments arrive in a staging buffer of two, one per segment in
+      // flight.
+      size_t most = (count + ringSegments(count) - 1) / ringSegments(count);
       std::vector<float> incoming(2 * most);
-      auto sumsBuf =
-          context->createUnboundBuffer(sums.data(), n * count * sizeof(float));
+      auto sumsBuf = context->createUnboundBuffer(sums.data(),
+                                                  sums.size() * sizeof(float));
       auto inBuf = context->createUnboundBuffer(
           incoming.data(), incoming.size() * sizeof(float));
-      gloo::Slot slot = gloo::Slot::build(kReduceScatterSlotPrefix, nextTag());
+      gloo::Slot slot = gloo::Slot::build(kRingSlotPrefix, nextTag());
       int right = int((r + 1) % n), left = int((r + n - 1) % n);
-      size_t ops = (n - 1) * segments;
-      auto segment = [&](size_t op, size_t &first, size_t &size) {
-        size_t k = op % segments;
-        first = k * count / segments;
-        size = (k + 1) * count / segments - first;
-      };
-      auto post = [&](size_t op) {
-        size_t step = op / segments, first, size;
-        segment(op, first, size);
-        size_t sendBlock = (r + 2 * n - step - 1) % n;
-        sumsBuf->send(right, slot, (sendBlock * count + first) * sizeof(float),
-                      size * sizeof(float));
-        inBuf->recv(left, slot, (op % 2) * most * sizeof(float),
-                    size * sizeof(float));
-      };
-      for (size_t op = 0; op < std::min(depth, ops); ++op)
-        post(op);
-      for (size_t op = 0; op < ops; ++op) {
-        if (!inBuf->waitRecv(timeout) || !sumsBuf->waitSend(timeout))
-          throw std::runtime_error("a peer went away mid-ring");
-        size_t step = op / segments, first, size;
-        segment(op, first, size);
-        size_t recvBlock = (r + 2 * n - step - 2) % n;
-        float *block = sums.data() + recvBlock * count + first;
-        const float *from = incoming.data() + (op % 2) * most;
-        for (size_t i = 0; i < size; ++i)
-          block[i] += from[i];
-        if (op + depth < ops)
-          post(op + depth);
-      }
+      ring(
+          count, *sumsBuf, *inBuf,
+          [&](size_t step, size_t first, size_t size, size_t parity) {
+            // Rank r holds a sum of step + 1 ranks' terms for block
+            // r - step - 1 and sends it on.
+            size_t sendBlock = (r + 2 * n - step - 1) % n;
+            sumsBuf->send(right, slot,
+                          (sendBlock * count + first) * sizeof(float),
+                          size * sizeof(float));
+            inBuf->recv(left, slot, parity * most * sizeof(float),
+                        size * sizeof(float));
+          },
+          [&](size_t step, size_t first, size_t size, size_t parity) {
+            // The block from the left is r - step - 2; after n - 1 steps
+            // that is r itself.
+            size_t recvBlock = (r + 2 * n - step - 2) % n;
+            float *block = sums.data() + recvBlock * count + first;
+            const float *from = incoming.data() + parity * most;
+            for (size_t i = 0; i < size; ++i)
+              block[i] += from[i];
+          });
       std::memcpy(out, sums.data() + r * count, count * sizeof(float));
     });
   }
@@ -433,14 +436,50 @@ private:
   }
   uint32_t nextTag() { return tag++; }
 
-  /// Not one of gloo's own prefixes (types.h), so the ring's messages
+  /// How many segments a ring moves a block of `count` floats in: about
+  /// kRingSegmentBytes each.
+  static size_t ringSegments(size_t count) {
+    return std::max<size_t>(1, (count * sizeof(float) + kRingSegmentBytes - 1) /
+                                   kRingSegmentBytes);
+  }
+
+  /// The n - 1 steps of a ring over blocks of `count` floats, each block in
+  /// ringSegments(count) segments with two in flight. More cannot be:
+  /// segment k of a step sends on what segment k of the step before
+  /// received. `post(step, first, size, parity)` posts a segment's send on
+  /// `sender` and its recv on `receiver` (parity: which of two in flight);
+  /// `arrived(step, first, size, parity)` runs once its recv is in.
+  template <typename Post, typename Arrived>
+  void ring(size_t count, gloo::transport::UnboundBuffer &sender,
+            gloo::transport::UnboundBuffer &receiver, Post post,
+            Arrived arrived) {
+    size_t segments = ringSegments(count);
+    size_t depth = std::min<size_t>(segments, 2);
+    size_t ops = (size_t(size()) - 1) * segments;
+    auto run = [&](size_t op, auto &&fn) {
+      size_t k = op % segments, first = k * count / segments;
+      fn(op / segments, first, (k + 1) * count / segments - first, op % 2);
+    };
+    for (size_t op = 0; op < std::min(depth, ops); ++op)
+      run(op, post);
+    for (size_t op = 0; op < ops; ++op) {
+      // One pair, one slot: sends and recvs complete in the order posted.
+      if (!receiver.waitRecv(timeout) || !sender.waitSend(timeout))
+        throw std::runtime_error("a peer went away mid-ring");
+      run(op, arrived);
+      if (op + depth < ops)
+        run(op + depth, post);
+    }
+  }
+
+  /// Not one of gloo's own prefixes (types.h), so the rings' messages
   /// never meet theirs.
-  static constexpr uint8_t kReduceScatterSlotPrefix = 0x51;
-  /// The ring moves each block in segments of about this size, two in
-  /// flight: one send of a whole 5.33 MB block over a 400 Mbit link took
-  /// 311 ms (median of 10) where 16 segments took 233 ms and gloo's
-  /// all-reduce of the same traffic 225 ms (bench/RESULTS.md).
-  static constexpr size_t kReduceScatterSegmentBytes = size_t(512) << 10;
+  static constexpr uint8_t kRingSlotPrefix = 0x51;
+  /// Two segments in flight keep the link busy while one is summed: one
+  /// send of a whole 5.33 MB block over a 400 Mbit link took 311 ms
+  /// (median of 10) where segments of this size took 233 ms and gloo's
+  /// all-reduce of the same traffic 225 ms (bench/allreduce.sh).
+  static constexpr size_t kRingSegmentBytes = size_t(512) << 10;
   /// Likewise for send and recv.
   static constexpr uint8_t kTransferSlotPrefix = 0x52;
 
@@ -538,8 +577,10 @@ Status weft::rt::createHierarchicalCommunicator(
     std::chrono::milliseconds timeout, std::unique_ptr<Communicator> &out) {
   if (localSize < 1 || size % localSize != 0)
     return Status::error("communicator " + quote(prefix) + ": " +
-                         std::to_string(size) + " ranks do not split into "
-                         "nodes of " + std::to_string(localSize));
+                         std::to_string(size) +
+                         " ranks do not split into "
+                         "nodes of " +
+                         std::to_string(localSize));
   std::unique_ptr<Communicator> world, local, leaders;
   if (Status s = createGlooCommunicator(store, prefix + "/world", rank, size,
                                         hostname, timeout, world);
@@ -551,8 +592,8 @@ Status weft::rt::createHierarchicalCommunicator(
   }
   int node = rank / localSize, localRank = rank % localSize;
   if (Status s = createGlooCommunicator(
-          store, prefix + "/node" + std::to_string(node), localRank,
-          localSize, hostname, timeout, local);
+          store, prefix + "/node" + std::to_string(node), localRank, localSize,
+          hostname, timeout, local);
       !s.ok())
     return s;
   if (localRank == 0)

@@ -152,6 +152,15 @@ TEST(CollectivesTest, GlooMatchesTheArithmetic) {
     for (size_t i = 0; i < big; ++i)
       if (bigOut[i] != float(6 * ((size_t(rank) * big + i) % 1000)))
         return 16;
+    // And back, gathered the same way: rank q's block is q + i % 7.
+    std::vector<float> gathered(big * size);
+    for (size_t i = 0; i < big; ++i)
+      bigOut[i] = float(rank + int(i % 7));
+    if (!comm->allGather(bigOut.data(), big, gathered.data()).ok())
+      return 17;
+    for (size_t i = 0; i < gathered.size(); ++i)
+      if (gathered[i] != float(i / big + (i % big) % 7))
+        return 18;
     // All-to-all: rank q sends 100 q + 10 g + i to rank g (i < 2); rank r
     // gets 100 q + 10 r + i from each q, in rank order.
     std::vector<float> blocks(2 * size), got(2 * size);
