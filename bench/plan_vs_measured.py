@@ -188,7 +188,11 @@ def recalibrate(b, metrics, ir, spec, out, flags=(), quiet=False,
         print("calibration refused: " + line)
         return None
     if not quiet:
-        print("calibration: " + line)
+        # The finding, and any warning after it (a fit stopped at a bound).
+        lines = p.stderr.strip().splitlines()
+        found = [l for l in lines if "warning:" not in l][-1:]
+        for l in found + [l for l in lines if "warning:" in l]:
+            print("calibration: " + l)
     return out
 
 

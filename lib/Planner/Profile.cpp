@@ -932,6 +932,10 @@ Status calibrateMemoryBandwidth(const ModelStats &model, ClusterSpec &spec,
       out);
 }
 
+/// The slowest update a fit may give, as a share of the device's memory
+/// bandwidth.
+constexpr double kSlowestUpdateShare = 4;
+
 Status calibrateUpdateBandwidth(const ModelStats &model, ClusterSpec &spec,
                                 const SearchOptions &options,
                                 const LayoutChoice &layout, int microBatchSize,
@@ -953,11 +957,20 @@ Status calibrateUpdateBandwidth(const ModelStats &model, ClusterSpec &spec,
   // fixed part of a step is their small difference; on this host one such
   // fit gave 736 GB/s against a 43 GB/s triad, pricing 8 micro-batches'
   // gradient sums as free), so it stops there.
-  if (spec.device.memoryBandwidthGBps > 0 &&
-      out.gbps > spec.device.memoryBandwidthGBps) {
-    out.gbps = spec.device.updateBandwidthGBps =
-        spec.device.memoryBandwidthGBps;
-    out.capped = true;
+  // Below a quarter of it is the same noise the other way: a streaming
+  // pass that slow is not what the runtime's update does (quiet runs here
+  // fit 9-13 GB/s against a 10-12 GB/s triad; one whose 1-rank steps
+  // drifted 510-704 ms fit 1.3 GB/s, pricing the update at 112 ms a step),
+  // so it stops there too.
+  double mem = spec.device.memoryBandwidthGBps;
+  double bound = out.gbps > mem ? mem
+                 : out.gbps < mem / kSlowestUpdateShare
+                     ? mem / kSlowestUpdateShare
+                     : 0;
+  if (mem > 0 && bound > 0) {
+    out.capped = out.gbps > mem;
+    out.floored = !out.capped;
+    out.gbps = spec.device.updateBandwidthGBps = bound;
     if (Status s = predictedStep(model, spec, options, layout, microBatchSize,
                                  out.predictedAfter);
         !s.ok())

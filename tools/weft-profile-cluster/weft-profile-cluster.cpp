@@ -249,7 +249,8 @@ int fromMetrics(const std::string &metricsPath, const std::string &modelPath,
               " (its comments are not carried over).";
   // What the fit set: the spec's field, its value before and after, the
   // plan's step before and after, and what the field's comment says.
-  std::string field, why;
+  // `bounded`: why the update's fit stopped short of the run.
+  std::string field, why, bounded;
   double before = 0, after = 0, predictedBefore = 0, predictedAfter = 0;
   Status s = Status::success();
   if (fit == "update-bandwidth" || fit == "memory-bandwidth") {
@@ -265,8 +266,14 @@ int fromMetrics(const std::string &metricsPath, const std::string &modelPath,
     before = c.previousGBps, after = c.gbps;
     predictedBefore = c.predictedBefore, predictedAfter = c.predictedAfter;
     if (c.capped)
-      why += ", capped at the device's memory bandwidth: the run implied a "
-             "faster update, which is the noise of the runs";
+      bounded = "capped at the device's memory bandwidth: the run implied a "
+                "faster update, which is the noise of the runs";
+    if (c.floored)
+      bounded = "raised to a quarter of the device's memory bandwidth: the "
+                "run implied a slower update, which is the noise of the runs "
+                "(fit again from quieter ones)";
+    if (!bounded.empty())
+      why += ", " + bounded;
   } else if (fit == "op-overhead" || fit == "collective-overhead") {
     OverheadCalibration c;
     if (fit == "op-overhead") {
@@ -300,6 +307,9 @@ int fromMetrics(const std::string &metricsPath, const std::string &modelPath,
             << fixed("%.4g", before) << " -> " << fixed("%.4g", after)
             << " (predicted step " << fixed("%.6g", predictedBefore) << " -> "
             << fixed("%.6g", predictedAfter) << " s)\n";
+  if (!bounded.empty())
+    std::cerr << "weft-profile-cluster: warning: the update's bandwidth was "
+              << bounded << "\n";
   notes[field] = "So that the plan of the run's layout" + why +
                  " predicts its median step of " +
                  fixed("%.6g", run.medianStepSeconds) + " s.";

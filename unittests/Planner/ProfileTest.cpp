@@ -477,7 +477,7 @@ TEST(ProfileMetrics, CalibratedUpdateBandwidthReproducesTheRun) {
   ModelStats model = computeOnlyModel();
   model.classes[0].params = 1e8;
   ClusterSpec spec = oneDevice(1);
-  spec.device.memoryBandwidthGBps = 100;
+  spec.device.memoryBandwidthGBps = 50;
   SearchOptions o = fp32On(1);
   LayoutChoice l;
   RunMetrics run;
@@ -487,24 +487,37 @@ TEST(ProfileMetrics, CalibratedUpdateBandwidthReproducesTheRun) {
   ASSERT_TRUE(st.ok()) << st.message;
   EXPECT_NEAR(14, c.gbps, 1e-3);
   EXPECT_NEAR(14, spec.device.updateBandwidthGBps, 1e-3);
-  // Before: the update at the memory bandwidth, 28 ms.
-  EXPECT_EQ(100.0, c.previousGBps);
-  EXPECT_NEAR(0.628, c.predictedBefore, 1e-9);
+  // Before: the update at the memory bandwidth, 56 ms.
+  EXPECT_EQ(50.0, c.previousGBps);
+  EXPECT_NEAR(0.656, c.predictedBefore, 1e-9);
   EXPECT_NEAR(0.8, c.predictedAfter, 1e-5);
   // The memory side of the ops keeps the memory bandwidth: only the update
   // moves.
-  EXPECT_EQ(100.0, spec.device.memoryBandwidthGBps);
+  EXPECT_EQ(50.0, spec.device.memoryBandwidthGBps);
 
   EXPECT_FALSE(c.capped);
+  EXPECT_FALSE(c.floored);
   // A run whose update would have taken 2.8 GB in 10 ms (280 GB/s) is
   // faster than memory allows: the rate stops at the memory bandwidth.
   run.medianStepSeconds = 0.61;
   st = calibrateUpdateBandwidth(model, spec, o, l, 2, run, c);
   ASSERT_TRUE(st.ok()) << st.message;
   EXPECT_TRUE(c.capped);
-  EXPECT_EQ(100.0, c.gbps);
-  EXPECT_EQ(100.0, spec.device.updateBandwidthGBps);
-  EXPECT_NEAR(0.628, c.predictedAfter, 1e-9);
+  EXPECT_EQ(50.0, c.gbps);
+  EXPECT_EQ(50.0, spec.device.updateBandwidthGBps);
+  EXPECT_NEAR(0.656, c.predictedAfter, 1e-9);
+
+  // A run whose update took 2.8 GB in 1 s (2.8 GB/s) is slower than a
+  // stream through memory: the rate stops at a quarter of the bandwidth,
+  // 12.5 GB/s, 224 ms.
+  run.medianStepSeconds = 1.6;
+  st = calibrateUpdateBandwidth(model, spec, o, l, 2, run, c);
+  ASSERT_TRUE(st.ok()) << st.message;
+  EXPECT_TRUE(c.floored);
+  EXPECT_FALSE(c.capped);
+  EXPECT_EQ(12.5, c.gbps);
+  EXPECT_EQ(12.5, spec.device.updateBandwidthGBps);
+  EXPECT_NEAR(0.824, c.predictedAfter, 1e-9);
 
   // Faster than the computation alone: the efficiency is off, not the
   // update.

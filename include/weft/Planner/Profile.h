@@ -203,6 +203,9 @@ struct BandwidthCalibration {
   /// The update's fit came out above the device's memory bandwidth, and
   /// `gbps` is that bandwidth instead.
   bool capped = false;
+  /// The update's fit came out below a quarter of the device's memory
+  /// bandwidth, and `gbps` is that quarter instead.
+  bool floored = false;
 };
 
 /// Sets spec.device.memory_bandwidth_GBps, the rate the roofline prices
@@ -227,7 +230,8 @@ Status calibrateMemoryBandwidth(const ModelStats &model, ClusterSpec &spec,
 /// a step = the update + what each sample costs. Fails, naming what to
 /// revise, when a free update already predicts a slower step than
 /// measured (the efficiency is too low: fit it first) or when no rate
-/// reaches the measurement.
+/// reaches the measurement. A fit above the device's memory bandwidth or
+/// below a quarter of it is the runs' noise, and stops at that bound.
 Status calibrateUpdateBandwidth(const ModelStats &model, ClusterSpec &spec,
                                 const SearchOptions &options,
                                 const LayoutChoice &layout, int microBatchSize,
