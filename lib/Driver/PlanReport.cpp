@@ -5,12 +5,10 @@
 //===----------------------------------------------------------------------===//
 
 #include "PlanReport.h"
-#include "weft/Dialect/Weft/IR/TrainStep.h"
 #include "weft/Planner/ModelStats.h"
 #include "weft/Planner/PlanFormat.h"
 #include "weft/Planner/Profile.h"
 #include "weft/Runtime/Kernels.h"
-#include "weft/Transforms/Parallel/TensorParallelPlan.h"
 #include "weft/Transforms/Pipeline/Schedule.h"
 
 #include "llvm/Support/FileSystem.h"
@@ -179,38 +177,6 @@ Status weft::loadPlanCluster(
   return Status::success();
 }
 
-void weft::markPartsWeftcKeepsWhole(mlir::ModuleOp module, int tp,
-                                    planner::ModelStats &stats) {
-  auto forward = module.lookupSymbol<mlir::func::FuncOp>("forward");
-  if (tp < 2 || !forward || forward.isExternal())
-    return;
-  // planTensorParallel propagates the whole step once per candidate split
-  // of each weight: 25-30 us per parameter and op on this host (1.4 s for
-  // GPT-2 124M's 148 x 364), so a larger model keeps the pattern's parts.
-  constexpr int64_t kMaxWork = 60000;
-  int64_t params = 0, ops = 0;
-  for (unsigned i = 0; i < forward.getNumArguments(); ++i)
-    params += bool(getArgName(forward, i, contract::Role::Param));
-  forward.walk([&](mlir::Operation *) { ++ops; });
-  if (params * ops > kMaxWork)
-    return;
-  TensorParallelLayouts layouts = planTensorParallel(
-      forward, mlir::StringAttr::get(module.getContext(), "tp"), tp, {},
-      /*automatic=*/true);
-  auto split = [&](const std::string &param) {
-    if (layouts.params.count(param))
-      return true;
-    // A fused projection stays whole while its slices split.
-    for (const auto &slice : layouts.slices)
-      if (llvm::StringRef(slice.getKey()).starts_with(param + " "))
-        return true;
-    return false;
-  };
-  for (planner::TpPart &part : stats.tpParts)
-    part.keptWhole = llvm::none_of(part.params, split);
-  stats.tpSplitsNothing = layouts.params.empty() && layouts.slices.empty();
-}
-
 Status weft::searchModelPlan(mlir::ModuleOp module,
                              const planner::ClusterSpec &spec,
                              const planner::SearchOptions &options,
@@ -218,15 +184,8 @@ Status weft::searchModelPlan(mlir::ModuleOp module,
   planner::ModelStats stats;
   if (Status s = planner::computeModelStats(module, stats); !s.ok())
     return s;
-  // weftc's parts are decided at the smallest tp the search may pick; a
-  // larger one only splits less (the parts' divisors say where).
-  int64_t devices =
-      options.devices ? options.devices : spec.nodes * spec.devicesPerNode;
-  int tp = options.tp;
-  for (int64_t d = 2; !tp && d <= devices; ++d)
-    if (devices % d == 0)
-      tp = int(d);
-  markPartsWeftcKeepsWhole(module, tp, stats);
+  planner::markPartsWeftcKeepsWhole(
+      module, planner::partsCheckTp(spec, options), stats);
   return planner::searchPlan(stats, spec, options, result);
 }
 

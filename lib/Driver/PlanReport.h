@@ -33,13 +33,6 @@ rt::Status loadPlanCluster(const std::string &what, int devices,
 
 enum class PlanFormat { Table, Json, Svg };
 
-/// Marks the tensor-parallel parts of `stats` (Megatron's pattern) whose
-/// parameters weftc's own tensor-parallel plan at `tp` splits none of
-/// (TpPart::keptWhole), so that plans price what compiles. Small models
-/// only: on large ones the check would take longer than the search.
-void markPartsWeftcKeepsWhole(mlir::ModuleOp module, int tp,
-                              planner::ModelStats &stats);
-
 /// Searches the layout of `module`'s training step (its @forward) on
 /// `spec` with `options` (pins and devices set).
 rt::Status searchModelPlan(mlir::ModuleOp module,

@@ -924,7 +924,8 @@ Status computeModelStats(ModuleOp module, ModelStats &out) {
   return Status::success();
 }
 
-Status loadModelStats(const std::string &path, ModelStats &out) {
+Status loadModelStats(const std::string &path, ModelStats &out,
+                      int partsCheckTp) {
   MLIRContext context;
   context.loadDialect<func::FuncDialect, weft::WeftDialect>();
   llvm::SourceMgr sourceMgr;
@@ -944,6 +945,7 @@ Status loadModelStats(const std::string &path, ModelStats &out) {
   Status st = computeModelStats(*module, out);
   if (!st.ok())
     return Status::error(path + ": " + st.message);
+  markPartsWeftcKeepsWhole(*module, partsCheckTp, out);
   return Status::success();
 }
 

@@ -288,7 +288,7 @@ int runSearch(int argc, char **argv) {
   if (Status st = loadClusterSpec(cluster, spec); !st.ok())
     return fail(st.message);
   ModelStats stats;
-  if (Status st = loadModelStats(model, stats); !st.ok())
+  if (Status st = loadModelStats(model, stats, partsCheckTp(spec, o)); !st.ok())
     return fail(st.message);
 
   auto start = std::chrono::steady_clock::now();

@@ -134,7 +134,7 @@ struct TpPart {
   bool tokenWise = false;
   /// weftc's tensor-parallel plan (propagation, not this pattern) splits
   /// none of the part's parameters: every plan keeps it replicated. Set by
-  /// weftc, which can ask (markPartsWeftcKeepsWhole).
+  /// markPartsWeftcKeepsWhole (weftc's plans, and weft-plan's).
   bool keptWhole = false;
 };
 
@@ -184,8 +184,8 @@ struct ModelStats {
   std::vector<int64_t> normTokenDims;
   /// weftc's tensor-parallel plan splits no parameter of the model (each
   /// split would gather an activation: top-k over the split features), so
-  /// tp ranks would each do the whole step. Set by weftc
-  /// (markPartsWeftcKeepsWhole).
+  /// tp ranks would each do the whole step. Set by
+  /// markPartsWeftcKeepsWhole.
   bool tpSplitsNothing = false;
 
   double totalParams() const;
@@ -207,8 +207,24 @@ struct ModelStats {
 /// batch.
 Status computeModelStats(mlir::ModuleOp module, ModelStats &out);
 
-/// Parses the file at `path` (weft dialect) and computes its stats.
-Status loadModelStats(const std::string &path, ModelStats &out);
+/// Parses the file at `path` (weft dialect) and computes its stats; then,
+/// for `partsCheckTp` >= 2, marks the parts weftc keeps whole at that tp
+/// (markPartsWeftcKeepsWhole).
+Status loadModelStats(const std::string &path, ModelStats &out,
+                      int partsCheckTp = 0);
+
+/// Marks the tensor-parallel parts of `stats` (Megatron's pattern) whose
+/// parameters weftc's own tensor-parallel plan at `tp` splits none of
+/// (TpPart::keptWhole), and whether it splits nothing at all, so that
+/// plans price what compiles. Models of up to 60,000 parameters x ops
+/// only: on larger ones the check would take longer than the search.
+void markPartsWeftcKeepsWhole(mlir::ModuleOp module, int tp, ModelStats &stats);
+
+struct SearchOptions;
+/// The tp markPartsWeftcKeepsWhole checks a search at: the pinned tp, else
+/// the smallest divisor above 1 of the devices (a larger tp only splits
+/// less); 0 for one device.
+int partsCheckTp(const ClusterSpec &spec, const SearchOptions &options);
 
 } // namespace planner
 } // namespace weft
