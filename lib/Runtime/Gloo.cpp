@@ -576,11 +576,9 @@ Status weft::rt::createHierarchicalCommunicator(
     int localSize, const std::string &hostname,
     std::chrono::milliseconds timeout, std::unique_ptr<Communicator> &out) {
   if (localSize < 1 || size % localSize != 0)
-    return Status::error("communicator " + quote(prefix) + ": " +
-                         std::to_string(size) +
-                         " ranks do not split into "
-                         "nodes of " +
-                         std::to_string(localSize));
+    return Status::error(
+        "communicator " + quote(prefix) + ": " + std::to_string(size) +
+        " ranks do not split into nodes of " + std::to_string(localSize));
   std::unique_ptr<Communicator> world, local, leaders;
   if (Status s = createGlooCommunicator(store, prefix + "/world", rank, size,
                                         hostname, timeout, world);
