@@ -44,10 +44,30 @@ double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   return v[v.size() / 2];
 }
-/// Times each of the cross-node groups' collectives `iters` times (after a
-/// warm-up call), all groups at once; rank 0 prints the medians.
-Status crossNodeGroups(StoreClient &store, const LaunchInfo &launch,
-                       const std::string &host,
+/// Times `call` `iters` times after a warm-up call (which sets up
+/// connections), each after `prepare` and a barrier of `world`, into
+/// `times`.
+Status timeCalls(Communicator &world, int iters,
+                 const std::function<void()> &prepare,
+                 const std::function<Status()> &call,
+                 std::vector<double> &times) {
+  for (int k = 0; k <= iters; ++k) {
+    prepare();
+    if (Status s = world.barrier(); !s.ok())
+      return s;
+    auto t0 = Clock::now();
+    if (Status s = call(); !s.ok())
+      return s;
+    if (k > 0)
+      times.push_back(std::chrono::duration<double>(Clock::now() - t0).count());
+  }
+  return Status::success();
+}
+
+/// Times each of the cross-node groups' collectives `iters` times, all
+/// groups at once (`world`: every rank); rank 0 prints the medians.
+Status crossNodeGroups(StoreClient &store, Communicator &world,
+                       const LaunchInfo &launch, const std::string &host,
                        std::chrono::milliseconds timeout, double mib,
                        int iters) {
   int local = launch.rank % launch.localWorldSize;
@@ -55,11 +75,7 @@ Status crossNodeGroups(StoreClient &store, const LaunchInfo &launch,
   int nodes = launch.worldSize / launch.localWorldSize;
   if (nodes < 2)
     return Status::error("needs ranks on 2 or more nodes");
-  std::unique_ptr<Communicator> world, group;
-  if (Status s = createGlooCommunicator(store, "world", launch.rank,
-                                        launch.worldSize, host, timeout, world);
-      !s.ok())
-    return s;
+  std::unique_ptr<Communicator> group;
   if (Status s = createGlooCommunicator(store, "across" + std::to_string(local),
                                         node, nodes, host, timeout, group);
       !s.ok())
@@ -86,17 +102,12 @@ Status crossNodeGroups(StoreClient &store, const LaunchInfo &launch,
        {}},
   };
   for (Kind &kind : kinds)
-    for (int k = 0; k <= iters; ++k) {
-      std::fill(in.begin(), in.end(), float(node + 1));
-      if (Status s = world->barrier(); !s.ok())
-        return s;
-      auto t0 = Clock::now();
-      if (Status s = kind.run(); !s.ok())
-        return Status::error(std::string(kind.name) + ": " + s.message);
-      if (k > 0)
-        kind.times.push_back(
-            std::chrono::duration<double>(Clock::now() - t0).count());
-    }
+    if (Status s = timeCalls(
+            world, iters,
+            [&] { std::fill(in.begin(), in.end(), float(node + 1)); }, kind.run,
+            kind.times);
+        !s.ok())
+      return Status::error(std::string(kind.name) + ": " + s.message);
   // Every block of the reduce-scatter is the sum over nodes of (node + 1).
   if (Status s = group->reduceScatterSum(in.data(), count, out.data());
       !s.ok() || out[0] != float(n * (n + 1) / 2) ||
@@ -129,15 +140,15 @@ int main(int argc, char **argv) {
   if (host.empty() || mib <= 0 || iters < 1)
     return fail("usage: allreduce_bench --host ADDR [--mib M] [--iters K]");
   LaunchInfo launch;
-  if (Status s = readLaunchInfo([](const char *n) { return std::getenv(n); },
-                                launch);
+  if (Status s =
+          readLaunchInfo([](const char *n) { return std::getenv(n); }, launch);
       !s.ok())
     return fail(s.message);
 
   std::unique_ptr<StoreServer> server;
   if (launch.rank == 0)
-    if (Status s = StoreServer::start(launch.masterAddr, launch.masterPort,
-                                      server);
+    if (Status s =
+            StoreServer::start(launch.masterAddr, launch.masterPort, server);
         !s.ok())
       return fail(s.message);
   std::unique_ptr<StoreClient> store;
@@ -160,29 +171,27 @@ int main(int argc, char **argv) {
   size_t count = size_t(mib * 1048576.0 / sizeof(float));
   std::vector<float> data(count);
   auto time = [&](Communicator &comm, std::vector<double> &out) -> Status {
-    for (int k = 0; k <= iters; ++k) {
-      std::fill(data.begin(), data.end(), float(launch.rank + 1));
-      if (Status s = comm.barrier(); !s.ok())
-        return s;
-      auto t0 = Clock::now();
-      if (Status s = comm.allReduceSum(data.data(), count); !s.ok())
-        return s;
-      double secs = std::chrono::duration<double>(Clock::now() - t0).count();
-      // Every element is the sum over ranks of (rank + 1).
-      float expected = float(launch.worldSize * (launch.worldSize + 1) / 2);
-      if (data[0] != expected || data[count - 1] != expected)
-        return Status::error("wrong sum");
-      if (k > 0) // The first call warms up connections.
-        out.push_back(secs);
-    }
-    return Status::success();
+    return timeCalls(
+        comm, iters,
+        [&] { std::fill(data.begin(), data.end(), float(launch.rank + 1)); },
+        [&]() -> Status {
+          if (Status s = comm.allReduceSum(data.data(), count); !s.ok())
+            return s;
+          // Every element is the sum over ranks of (rank + 1).
+          float expected = float(launch.worldSize * (launch.worldSize + 1) / 2);
+          if (data[0] != expected || data[count - 1] != expected)
+            return Status::error("wrong sum");
+          return Status::success();
+        },
+        out);
   };
   std::vector<double> flatTimes, hierTimes;
   if (Status s = time(*flat, flatTimes); !s.ok())
     return fail("flat: " + s.message);
   if (Status s = time(*hier, hierTimes); !s.ok())
     return fail("hierarchical: " + s.message);
-  if (Status s = crossNodeGroups(*store, launch, host, timeout, mib, iters);
+  if (Status s =
+          crossNodeGroups(*store, *flat, launch, host, timeout, mib, iters);
       !s.ok())
     return fail("groups across nodes: " + s.message);
   if (launch.rank == 0) {

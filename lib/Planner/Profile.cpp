@@ -257,8 +257,9 @@ Status profileRank(rt::Communicator &comm, bool quick,
         batches.push_back(since(t0) / calls / (p2p ? 2 : 1));
       }
       if (rank == 0)
-        out.push_back({name, group, bytes,
-                       *std::min_element(batches.begin(), batches.end()) * 1e6});
+        out.push_back(
+            {name, group, bytes,
+             *std::min_element(batches.begin(), batches.end()) * 1e6});
     }
   }
   return Status::success();
@@ -963,14 +964,12 @@ Status calibrateUpdateBandwidth(const ModelStats &model, ClusterSpec &spec,
   // drifted 510-704 ms fit 1.3 GB/s, pricing the update at 112 ms a step),
   // so it stops there too.
   double mem = spec.device.memoryBandwidthGBps;
-  double bound = out.gbps > mem ? mem
-                 : out.gbps < mem / kSlowestUpdateShare
-                     ? mem / kSlowestUpdateShare
-                     : 0;
-  if (mem > 0 && bound > 0) {
+  double bounded =
+      mem > 0 ? std::clamp(out.gbps, mem / kSlowestUpdateShare, mem) : out.gbps;
+  if (bounded != out.gbps) {
     out.capped = out.gbps > mem;
     out.floored = !out.capped;
-    out.gbps = spec.device.updateBandwidthGBps = bound;
+    out.gbps = spec.device.updateBandwidthGBps = bounded;
     if (Status s = predictedStep(model, spec, options, layout, microBatchSize,
                                  out.predictedAfter);
         !s.ok())

@@ -424,7 +424,8 @@ private:
     std::vector<float> sums(in, in + n * count);
     // Segments arrive in a staging buffer of two, one per segment in
     // flight.
-    size_t most = (count + ringSegments(count) - 1) / ringSegments(count);
+    size_t segments = ringSegments(count);
+    size_t most = (count + segments - 1) / segments;
     std::vector<float> incoming(2 * most);
     auto sumsBuf =
         context->createUnboundBuffer(sums.data(), sums.size() * sizeof(float));
