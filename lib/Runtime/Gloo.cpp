@@ -10,6 +10,8 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "SharedMemory.h"
+
 #include "weft/Runtime/Collectives.h"
 #include "weft/Runtime/Trace.h"
 
@@ -123,9 +125,18 @@ private:
 class GlooCommunicator : public Communicator {
 public:
   GlooCommunicator(int rank, int size, std::shared_ptr<gloo::Context> context,
+                   std::unique_ptr<SharedMemoryLane> lane,
                    std::chrono::milliseconds timeout)
       : Communicator(rank, size), context(std::move(context)),
-        timeout(timeout) {}
+        lane(std::move(lane)), timeout(timeout) {}
+
+  std::string describe() const override {
+    std::string d = "gloo over TCP";
+    if (lane)
+      d += " (collectives of up to " + std::to_string(lane->slotBytes() >> 10) +
+           " KiB a rank through shared memory)";
+    return d;
+  }
 
   /// Small buffers: this rank's ring reduce-scatter, then its all-gather
   /// (padded to n equal blocks). gloo's all-reduce of 4 KiB between two
@@ -134,6 +145,8 @@ public:
   /// GPT's tp=2 step, 13 small all-reduces, 20 ms. Large ones stay gloo's,
   /// which runs at the link's floor.
   Status allReduceSum(float *data, size_t count) override {
+    if (fitsLane(count))
+      return guard("all-reduce", [&] { lane->allReduceSum(data, count); });
     size_t n = size_t(size());
     if (n > 1 && count > 0 && count * sizeof(float) < kSmallAllReduceBytes)
       return guard("all-reduce", [&] {
@@ -159,6 +172,8 @@ public:
   /// A ring: in n - 1 steps each rank passes on the block it received
   /// the step before, starting with its own.
   Status allGather(const float *in, size_t count, float *out) override {
+    if (fitsLane(count))
+      return guard("all-gather", [&] { lane->allGather(in, count, out); });
     return guard("all-gather", [&] { ringAllGather(in, count, out); });
   }
 
@@ -168,6 +183,9 @@ public:
   /// The partial sums travel the same ring whatever the data, so the result
   /// is the same on every run.
   Status reduceScatterSum(const float *in, size_t count, float *out) override {
+    if (fitsLane(count * size_t(size())))
+      return guard("reduce-scatter",
+                   [&] { lane->reduceScatterSum(in, count, out); });
     return guard("reduce-scatter", [&] { ringReduceScatter(in, count, out); });
   }
 
@@ -390,6 +408,12 @@ private:
   }
   uint32_t nextTag() { return tag++; }
 
+  /// Whether a collective writing `count` floats a rank goes through the
+  /// shared-memory lane.
+  bool fitsLane(size_t count) const {
+    return lane && count * sizeof(float) <= lane->slotBytes();
+  }
+
   /// allGather, throwing on failure.
   void ringAllGather(const float *in, size_t count, float *out) {
     size_t n = size_t(size()), r = size_t(rank()),
@@ -507,6 +531,8 @@ private:
   static constexpr uint8_t kTransferSlotPrefix = 0x52;
 
   std::shared_ptr<gloo::Context> context;
+  /// Small collectives, where every rank of the group is on this host.
+  std::unique_ptr<SharedMemoryLane> lane;
   /// (sending, peer, tag, bytes) of the transfers whose sizes both sides
   /// have swapped and agreed on.
   std::mutex agreedMutex;
@@ -534,8 +560,13 @@ Status weft::rt::createGlooCommunicator(StoreClient &store,
     StoreAdapter adapter(store, timeout);
     gloo::rendezvous::PrefixStore prefixed(prefix, adapter);
     context->connectFullMesh(prefixed, device);
+    std::unique_ptr<SharedMemoryLane> lane;
+    if (Status s =
+            SharedMemoryLane::create(store, prefix, rank, size, timeout, lane);
+        !s.ok())
+      return s;
     out = std::make_unique<GlooCommunicator>(rank, size, std::move(context),
-                                             timeout);
+                                             std::move(lane), timeout);
     return Status::success();
   } catch (const std::exception &e) {
     return Status::error("communicator " + quote(prefix) + ": rank " +
@@ -574,6 +605,10 @@ public:
     return world->broadcast(data, count, root);
   }
   Status barrier() override { return world->barrier(); }
+  std::string describe() const override {
+    return "all-reduce within each node over " + local->describe() +
+           ", then between nodes, everything else over " + world->describe();
+  }
   Status send(const float *data, size_t count, int peer,
               uint64_t tag) override {
     return world->send(data, count, peer, tag);

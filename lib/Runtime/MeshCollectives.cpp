@@ -172,6 +172,20 @@ Status RuntimeContext::joinMesh(const std::vector<MeshAxisSpec> &mesh,
   return Status::success();
 }
 
+std::string RuntimeContext::describeCollectives() const {
+  std::string text;
+  for (size_t i = 0; i < axes.size(); ++i) {
+    const AxisGroup *group = axisGroups[size_t(1) << i].get();
+    if (!group || !group->comm || axes[i].size < 2)
+      continue;
+    std::string how = group->comm->describe();
+    text += (text.empty() ? "" : "; ") + axisNames[i] + "=" +
+            std::to_string(axes[i].size) + ": " +
+            (how.empty() ? "(no description)" : how);
+  }
+  return text.empty() ? "none (every axis has one rank)" : text;
+}
+
 double RuntimeContext::takeTransferSeconds() {
   double total = 0;
   for (std::unique_ptr<AxisGroup> &group : axisGroups)

@@ -1007,6 +1007,8 @@ int Trainer::run(bool seedGiven) {
   } else
     out << ctx.numThreads << " threads, GEMMs on " << weft_rt_gemm_library()
         << ")\n";
+  if (!spec.mesh.empty())
+    out << "collectives: " << context.describeCollectives() << "\n";
 
   ProgressLog progress(opts.steps, batch, tokensPerStep);
   float *loss = reinterpret_cast<float *>(resultPtrs[spec.lossResult]);

@@ -105,7 +105,101 @@ TEST(RendezvousTest, ErrorsSayWhatIsMissing) {
       << unreachable.message;
 }
 
+// Twice: small collectives through the shared-memory lane (ranks on one
+// host), then, with WEFT_SHM_COLLECTIVES=0, all of them over gloo's TCP.
 TEST(CollectivesTest, GlooMatchesTheArithmetic) {
+  for (bool shared : {true, false}) {
+    SCOPED_TRACE(shared ? "shared memory" : "TCP only");
+    const int size = 3;
+    std::unique_ptr<StoreServer> server;
+    ASSERT_TRUE(StoreServer::start("127.0.0.1", 0, server).ok());
+    int port = server->port();
+    std::vector<int> codes = runRanks(size, [&](int rank) {
+      if (!shared)
+        ::setenv("WEFT_SHM_COLLECTIVES", "0", 1);
+      std::unique_ptr<StoreClient> client;
+      std::unique_ptr<Communicator> comm;
+      if (!joinGroup(port, rank, size, 10s, client, comm))
+        return 3;
+      bool lane = comm->describe().find("shared memory") != std::string::npos;
+      if (lane != shared) {
+        std::fprintf(stderr, "%s\n", comm->describe().c_str());
+        return 19;
+      }
+      // All-reduce: sum over ranks of (rank + 1) * (i + 1).
+      std::vector<float> x(1000);
+      for (size_t i = 0; i < x.size(); ++i)
+        x[i] = float((rank + 1) * (i + 1));
+      if (!comm->allReduceSum(x.data(), x.size()).ok())
+        return 4;
+      for (size_t i = 0; i < x.size(); ++i)
+        if (x[i] != float(6 * (i + 1)))
+          return 5;
+      // All-gather: rank r contributes {r, r}.
+      float mine[2] = {float(rank), float(rank)};
+      std::vector<float> all(2 * size);
+      if (!comm->allGather(mine, 2, all.data()).ok())
+        return 6;
+      for (int r = 0; r < size; ++r)
+        if (all[2 * r] != float(r) || all[2 * r + 1] != float(r))
+          return 7;
+      // Reduce-scatter: rank q holds 0..5 times q + 1; rank r gets slice r
+      // of the sum, 6x (each rank's term differs, so a ring that adds the
+      // wrong rank's block is caught).
+      std::vector<float> in(2 * size), out(2);
+      for (size_t i = 0; i < in.size(); ++i)
+        in[i] = float(i) * float(rank + 1);
+      if (!comm->reduceScatterSum(in.data(), 2, out.data()).ok())
+        return 8;
+      if (out[0] != float(6 * 2 * rank) || out[1] != float(6 * (2 * rank + 1)))
+        return 9;
+      // Blocks of 1.2 MB move in three uneven segments, two in flight.
+      const size_t big = 300001;
+      std::vector<float> bigIn(big * size), bigOut(big);
+      for (size_t i = 0; i < bigIn.size(); ++i)
+        bigIn[i] = float(i % 1000) * float(rank + 1);
+      if (!comm->reduceScatterSum(bigIn.data(), big, bigOut.data()).ok())
+        return 15;
+      for (size_t i = 0; i < big; ++i)
+        if (bigOut[i] != float(6 * ((size_t(rank) * big + i) % 1000)))
+          return 16;
+      // And back, gathered the same way: rank q's block is q + i % 7.
+      std::vector<float> gathered(big * size);
+      for (size_t i = 0; i < big; ++i)
+        bigOut[i] = float(rank + int(i % 7));
+      if (!comm->allGather(bigOut.data(), big, gathered.data()).ok())
+        return 17;
+      for (size_t i = 0; i < gathered.size(); ++i)
+        if (gathered[i] != float(i / big + (i % big) % 7))
+          return 18;
+      // All-to-all: rank q sends 100 q + 10 g + i to rank g (i < 2); rank r
+      // gets 100 q + 10 r + i from each q, in rank order.
+      std::vector<float> blocks(2 * size), got(2 * size);
+      for (int g = 0; g < size; ++g)
+        for (int i = 0; i < 2; ++i)
+          blocks[2 * g + i] = float(100 * rank + 10 * g + i);
+      if (!comm->allToAll(blocks.data(), 2, got.data()).ok())
+        return 13;
+      for (int q = 0; q < size; ++q)
+        for (int i = 0; i < 2; ++i)
+          if (got[2 * q + i] != float(100 * q + 10 * rank + i))
+            return 14;
+      // Broadcast from rank 2.
+      float b[3] = {float(rank), 0, 0};
+      if (!comm->broadcast(b, 3, 2).ok() || b[0] != 2.0f)
+        return 10;
+      if (comm->broadcast(b, 3, 7).ok())
+        return 11;
+      return comm->barrier().ok() ? 0 : 12;
+    });
+    EXPECT_EQ(codes, (std::vector<int>{0, 0, 0}));
+  }
+}
+
+// Many collectives in a row, of sizes on both sides of the lane's slot, so
+// that a rank reusing a set of slots before every rank has read it, or a
+// counter compared the wrong way, shows as a wrong sum.
+TEST(CollectivesTest, SharedMemoryLaneKeepsCollectivesApart) {
   const int size = 3;
   std::unique_ptr<StoreServer> server;
   ASSERT_TRUE(StoreServer::start("127.0.0.1", 0, server).ok());
@@ -115,73 +209,64 @@ TEST(CollectivesTest, GlooMatchesTheArithmetic) {
     std::unique_ptr<Communicator> comm;
     if (!joinGroup(port, rank, size, 10s, client, comm))
       return 3;
-    // All-reduce: sum over ranks of (rank + 1) * (i + 1).
-    std::vector<float> x(1000);
-    for (size_t i = 0; i < x.size(); ++i)
-      x[i] = float((rank + 1) * (i + 1));
-    if (!comm->allReduceSum(x.data(), x.size()).ok())
-      return 4;
-    for (size_t i = 0; i < x.size(); ++i)
-      if (x[i] != float(6 * (i + 1)))
-        return 5;
-    // All-gather: rank r contributes {r, r}.
-    float mine[2] = {float(rank), float(rank)};
-    std::vector<float> all(2 * size);
-    if (!comm->allGather(mine, 2, all.data()).ok())
-      return 6;
-    for (int r = 0; r < size; ++r)
-      if (all[2 * r] != float(r) || all[2 * r + 1] != float(r))
-        return 7;
-    // Reduce-scatter: rank q holds 0..5 times q + 1; rank r gets slice r
-    // of the sum, 6x (each rank's term differs, so a ring that adds the
-    // wrong rank's block is caught).
-    std::vector<float> in(2 * size), out(2);
-    for (size_t i = 0; i < in.size(); ++i)
-      in[i] = float(i) * float(rank + 1);
-    if (!comm->reduceScatterSum(in.data(), 2, out.data()).ok())
-      return 8;
-    if (out[0] != float(6 * 2 * rank) || out[1] != float(6 * (2 * rank + 1)))
-      return 9;
-    // Blocks of 1.2 MB move in three uneven segments, two in flight.
-    const size_t big = 300001;
-    std::vector<float> bigIn(big * size), bigOut(big);
-    for (size_t i = 0; i < bigIn.size(); ++i)
-      bigIn[i] = float(i % 1000) * float(rank + 1);
-    if (!comm->reduceScatterSum(bigIn.data(), big, bigOut.data()).ok())
-      return 15;
-    for (size_t i = 0; i < big; ++i)
-      if (bigOut[i] != float(6 * ((size_t(rank) * big + i) % 1000)))
-        return 16;
-    // And back, gathered the same way: rank q's block is q + i % 7.
-    std::vector<float> gathered(big * size);
-    for (size_t i = 0; i < big; ++i)
-      bigOut[i] = float(rank + int(i % 7));
-    if (!comm->allGather(bigOut.data(), big, gathered.data()).ok())
-      return 17;
-    for (size_t i = 0; i < gathered.size(); ++i)
-      if (gathered[i] != float(i / big + (i % big) % 7))
-        return 18;
-    // All-to-all: rank q sends 100 q + 10 g + i to rank g (i < 2); rank r
-    // gets 100 q + 10 r + i from each q, in rank order.
-    std::vector<float> blocks(2 * size), got(2 * size);
-    for (int g = 0; g < size; ++g)
-      for (int i = 0; i < 2; ++i)
-        blocks[2 * g + i] = float(100 * rank + 10 * g + i);
-    if (!comm->allToAll(blocks.data(), 2, got.data()).ok())
-      return 13;
-    for (int q = 0; q < size; ++q)
-      for (int i = 0; i < 2; ++i)
-        if (got[2 * q + i] != float(100 * q + 10 * rank + i))
-          return 14;
-    // Broadcast from rank 2.
-    float b[3] = {float(rank), 0, 0};
-    if (!comm->broadcast(b, 3, 2).ok() || b[0] != 2.0f)
-      return 10;
-    if (comm->broadcast(b, 3, 7).ok())
-      return 11;
-    return comm->barrier().ok() ? 0 : 12;
+    const size_t sizes[] = {1, 7, 1000, 65536, 65537, 4096};
+    for (int k = 0; k < 300; ++k) {
+      size_t count = sizes[size_t(k) % 6];
+      std::vector<float> x(count);
+      for (size_t i = 0; i < count; ++i)
+        x[i] = float((rank + 1) * (k + int(i % 100)));
+      // Rank 1 lags now and then, so that the others run ahead into the
+      // next collective's slots.
+      if (rank == 1 && k % 7 == 0)
+        ::usleep(2000);
+      if (!comm->allReduceSum(x.data(), count).ok())
+        return 4;
+      for (size_t i = 0; i < count; ++i)
+        if (x[i] != float(6 * (k + int(i % 100))))
+          return 5;
+      float mine[3] = {float(rank), float(k), float(rank * k)};
+      float all[9];
+      if (!comm->allGather(mine, 3, all).ok())
+        return 6;
+      for (int r = 0; r < size; ++r)
+        if (all[3 * r] != float(r) || all[3 * r + 1] != float(k) ||
+            all[3 * r + 2] != float(r * k))
+          return 7;
+    }
+    return 0;
   });
   EXPECT_EQ(codes, (std::vector<int>{0, 0, 0}));
+}
+
+// A rank that exits without joining: its peer's wait names it at once
+// rather than after the group's timeout.
+TEST(CollectivesTest, SharedMemoryLaneNamesARankThatExited) {
+  std::unique_ptr<StoreServer> server;
+  ASSERT_TRUE(StoreServer::start("127.0.0.1", 0, server).ok());
+  int port = server->port();
+  std::vector<int> codes = runRanks(2, [&](int rank) {
+    std::unique_ptr<StoreClient> client;
+    std::unique_ptr<Communicator> comm;
+    if (!joinGroup(port, rank, 2, 60s, client, comm))
+      return 3;
+    if (rank == 1)
+      return 0;
+    float x[4] = {1, 2, 3, 4};
+    auto start = std::chrono::steady_clock::now();
+    Status s = comm->allReduceSum(x, 4);
+    auto took = std::chrono::steady_clock::now() - start;
+    bool named =
+        !s.ok() &&
+        s.message.find("all-reduce on rank 0 of 2 failed: rank 1 "
+                       "(process ") != std::string::npos &&
+        s.message.find("exited before the all-reduce") != std::string::npos;
+    if (!named || took > 10s) {
+      std::fprintf(stderr, "%s\n", s.message.c_str());
+      return 4;
+    }
+    return 0;
+  });
+  EXPECT_EQ(codes, (std::vector<int>{0, 0}));
 }
 
 TEST(CollectivesTest, HierarchicalAllReduceAcrossTwoNodes) {

@@ -58,6 +58,8 @@ public:
   /// data = root's data.
   virtual Status broadcast(float *data, size_t count, int root) = 0;
   virtual Status barrier() = 0;
+  /// How the group moves its data, for a person reading the run's log.
+  virtual std::string describe() const { return ""; }
 
   /// Point to point, for pipeline stages: `send` gives `count` floats to
   /// group rank `peer`, where the `recv` from this rank with the same `tag`

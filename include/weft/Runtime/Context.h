@@ -176,6 +176,9 @@ public:
   /// Sums `values` over every rank of the mesh, in place (a no-op off a
   /// mesh). For the runtime's own bookkeeping between steps.
   Status allReduceSum(std::vector<float> &values);
+  /// How each axis's group moves its data ("dp: gloo over TCP; ..."),
+  /// for the run's log.
+  std::string describeCollectives() const;
 
 private:
   LaunchInfo info;
