@@ -202,11 +202,11 @@ std::vector<double> collectiveSizes(bool quick) {
 /// milliseconds (gloo's 4 KiB all-reduce, as the median of three batches,
 /// came out 2.9, 3.3 and 0.3 ms in three profiles; all-gather and
 /// reduce-scatter 0.1 ms), and one collective's unlucky median made it
-/// look 10 times dearer than the others to the planner. The stalls a
-/// step meets are device.collective_overhead_us's to carry, fitted from a
-/// run (--from-metrics). A
-/// send/recv is a ping-pong of ranks 0 and 1 (the others only meet at
-/// the barriers). Rank 0 records the times.
+/// look 10 times dearer than the others to the planner. Sizes up to
+/// 64 KiB take the median of the single calls instead (below). The stalls
+/// a step meets are device.collective_overhead_us's to carry, fitted from
+/// a run (--from-metrics). A send/recv is a ping-pong of ranks 0 and 1 (the
+/// others only meet at the barriers). Rank 0 records the times.
 Status profileRank(rt::Communicator &comm, bool quick,
                    const std::vector<const char *> &collectives,
                    const std::vector<double> &sizes,
@@ -244,22 +244,37 @@ Status profileRank(rt::Communicator &comm, bool quick,
       for (int i = 0; i < calls; ++i)
         if (Status s = once(); !s.ok())
           return s;
-      std::vector<double> batches;
+      // Small ones are also timed one by one: their median. A call of
+      // tens of microseconds, side by side with its peers, now and then
+      // meets a 4 ms scheduler tick (a third thread woken on a busy core),
+      // which puts 80 us into the mean of a batch of 50 calls (the shared
+      // memory all-gather of 4 KiB measured 80 us as the fastest batch and
+      // 2-6 us a call).
+      bool perCall = bytes <= 65536;
+      std::vector<double> batches, each;
       for (int b = 0; b < (quick ? 3 : 5); ++b) {
         if (Status s = comm.barrier(); !s.ok())
           return s;
         Clock::time_point t0 = Clock::now();
-        for (int i = 0; i < calls; ++i)
+        for (int i = 0; i < calls; ++i) {
+          Clock::time_point c0 = Clock::now();
           if (Status s = once(); !s.ok())
             return s;
+          if (perCall)
+            each.push_back(since(c0) / (p2p ? 2 : 1));
+        }
         if (Status s = comm.barrier(); !s.ok())
           return s;
         batches.push_back(since(t0) / calls / (p2p ? 2 : 1));
       }
+      double seconds = *std::min_element(batches.begin(), batches.end());
+      if (perCall) {
+        std::nth_element(each.begin(), each.begin() + each.size() / 2,
+                         each.end());
+        seconds = each[each.size() / 2];
+      }
       if (rank == 0)
-        out.push_back(
-            {name, group, bytes,
-             *std::min_element(batches.begin(), batches.end()) * 1e6});
+        out.push_back({name, group, bytes, seconds * 1e6});
     }
   }
   return Status::success();
