@@ -1305,12 +1305,20 @@ LogicalResult Driver::searchLayout(ModuleOp module,
     return fail("--cluster " + options.cluster + ": " + s.message);
   if (rt::Status s = searchModelPlan(module, cluster, search, result);
       !s.ok())
-    return fail(s.message + (noPipelineOnGpu
-                                 ? " (--target cuda plans without pipeline "
-                                   "stages, pp=1: GPU pipelines send through "
-                                   "host memory, not NCCL, yet; --mesh pp=N "
-                                   "forces one)"
-                                 : ""));
+    return fail(
+        s.message +
+        (noPipelineOnGpu ? " (--target cuda plans without pipeline "
+                           "stages, pp=1: GPU pipelines send through "
+                           "host memory, not NCCL, yet; --mesh pp=N "
+                           "forces one)"
+                         : "") +
+        (search.oneMicroBatch
+             ? " (building, weftc takes the model's batch as one "
+               "micro-batch; --emit=plan may find smaller micro-batches "
+               "that fit: export the model with that batch and compile "
+               "with --plan, or give it a dynamic batch axis and "
+               "--micro-batch-size)"
+             : ""));
   return success();
 }
 

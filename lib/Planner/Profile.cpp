@@ -187,11 +187,14 @@ Status measureTriad(const ProfileOptions &o, ProfileResult &result) {
 
 namespace {
 
-/// Buffer sizes per collective in bytes (the cost model's count).
+/// Buffer sizes per collective in bytes (the cost model's count). 256 KiB
+/// is the most a rank's part of a collective between ranks of one host
+/// moves through shared memory (lib/Runtime/SharedMemory.h); 1 MiB goes
+/// over TCP, so the table has both sides of that step.
 std::vector<double> collectiveSizes(bool quick) {
   if (quick)
     return {4096, 65536};
-  return {4096, 65536, 1 << 20, 16 << 20};
+  return {4096, 65536, 256 << 10, 1 << 20, 16 << 20};
 }
 
 /// Runs one rank of `comm`'s group: each of `collectives` at every size,
@@ -203,7 +206,7 @@ std::vector<double> collectiveSizes(bool quick) {
 /// came out 2.9, 3.3 and 0.3 ms in three profiles; all-gather and
 /// reduce-scatter 0.1 ms), and one collective's unlucky median made it
 /// look 10 times dearer than the others to the planner. Sizes up to
-/// 64 KiB take the median of the single calls instead (below). The stalls
+/// 256 KiB take the median of the single calls instead (below). The stalls
 /// a step meets are device.collective_overhead_us's to carry, fitted from
 /// a run (--from-metrics). A send/recv is a ping-pong of ranks 0 and 1 (the
 /// others only meet at the barriers). Rank 0 records the times.
@@ -240,17 +243,20 @@ Status profileRank(rt::Communicator &comm, bool quick,
           return s;
         return comm.send(in.data(), total, 0, tag);
       };
-      int calls = quick ? 2 : bytes <= 65536 ? 50 : bytes <= (1 << 20) ? 10 : 3;
+      int calls = quick                  ? 2
+                  : bytes <= (256 << 10) ? 50
+                  : bytes <= (1 << 20)   ? 10
+                                         : 3;
       for (int i = 0; i < calls; ++i)
         if (Status s = once(); !s.ok())
           return s;
-      // Small ones are also timed one by one: their median. A call of
-      // tens of microseconds, side by side with its peers, now and then
-      // meets a 4 ms scheduler tick (a third thread woken on a busy core),
-      // which puts 80 us into the mean of a batch of 50 calls (the shared
-      // memory all-gather of 4 KiB measured 80 us as the fastest batch and
-      // 2-6 us a call).
-      bool perCall = bytes <= 65536;
+      // Small ones (what shared memory carries) are timed one by one:
+      // their median. A call of microseconds, side by side with its peers,
+      // now and then meets a 4 ms scheduler tick (a third thread woken on
+      // a busy core), which puts 80 us into the mean of a batch of 50
+      // calls (the shared-memory all-gather of 4 KiB measured 80 us as the
+      // fastest batch and 1-2 us a call).
+      bool perCall = bytes <= (256 << 10);
       std::vector<double> batches, each;
       for (int b = 0; b < (quick ? 3 : 5); ++b) {
         if (Status s = comm.barrier(); !s.ok())

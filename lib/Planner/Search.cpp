@@ -963,9 +963,17 @@ std::vector<int> divisorsOf(int64_t n) {
   return d;
 }
 
+/// Bytes for a person: GB with one decimal, or MB or KB below 0.1 GB, so
+/// that a small model's "needs 0.76 MB; the device has 0.70 MB" does not
+/// read "needs 0.0 GB; the device has 0.0 GB".
 std::string gb(double bytes) {
   char buf[32];
-  std::snprintf(buf, sizeof buf, "%.1f GB", bytes / 1e9);
+  if (bytes >= 0.1e9 || bytes == 0)
+    std::snprintf(buf, sizeof buf, "%.1f GB", bytes / 1e9);
+  else if (bytes >= 0.1e6)
+    std::snprintf(buf, sizeof buf, "%.2f MB", bytes / 1e6);
+  else
+    std::snprintf(buf, sizeof buf, "%.2f KB", bytes / 1e3);
   return buf;
 }
 

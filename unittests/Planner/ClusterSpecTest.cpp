@@ -127,11 +127,17 @@ TEST(ClusterSpec, ExamplesHoldTheirNumbers) {
   EXPECT_EQ(cpu.intraNode.latencyUs, 100);
   ASSERT_EQ(cpu.collectives.count("all_reduce"), 1u);
   const auto &ar = cpu.collectives.at("all_reduce");
-  ASSERT_EQ(ar.size(), 3u);
+  ASSERT_EQ(ar.size(), 6u);
   EXPECT_EQ(ar[0].group, 2);
-  EXPECT_EQ(ar[0].bytes, 1048576);
-  EXPECT_EQ(ar[0].us, 750);
-  EXPECT_EQ(ar[2].bytes, 100700000);
+  EXPECT_EQ(ar[0].bytes, 4096);
+  EXPECT_EQ(ar[0].us, 1.5);
+  EXPECT_EQ(ar[3].bytes, 1048576);
+  EXPECT_EQ(ar[3].us, 750);
+  EXPECT_EQ(ar[5].bytes, 100700000);
+  EXPECT_EQ(cpu.collectives.at("reduce_scatter").size(), 4u);
+  EXPECT_EQ(cpu.collectives.at("send_recv").size(), 4u);
+  EXPECT_EQ(cpu.device.commOverlap, 0);
+  EXPECT_EQ(cpu.device.opOverheadUs, 8);
 }
 
 TEST(ClusterSpec, EachMissingFieldIsNamed) {
