@@ -260,7 +260,9 @@ ClusterSpec::Device readDevice(Reader &r, const YAML::Node &node) {
                      {"update_bandwidth_GBps", false, ""},
                      {"comm_overlap", false, ""},
                      {"collective_overhead_us", false, ""},
-                     {"op_overhead_us", false, ""}});
+                     {"op_overhead_us", false, ""},
+                     {"cache_MB", false, ""},
+                     {"cache_bandwidth_GBps", false, ""}});
   ClusterSpec::Device device;
   device.memoryGB = r.positive(f["memory_GB"], "device.memory_GB",
                                "memory of one device in GB, e.g. 80");
@@ -355,6 +357,36 @@ ClusterSpec::Device readDevice(Reader &r, const YAML::Node &node) {
                  hint + "), got " + f["op_overhead_us"].Scalar());
     device.opOverheadUs = o;
   }
+  // The cache's two fields come together, and price only the ops that
+  // fit: the others need the memory's rate, which is no faster.
+  const char *cacheHint =
+      "device.cache_MB (data per op and micro-batch that stays in cache, "
+      "e.g. 1 for a core's L2) and device.cache_bandwidth_GBps (the rate "
+      "such ops move it at; weft-profile-cluster --fit cache-bandwidth)";
+  if (f.count("cache_MB"))
+    device.cacheMB = r.positive(f["cache_MB"], "device.cache_MB", cacheHint);
+  if (f.count("cache_bandwidth_GBps"))
+    device.cacheBandwidthGBps = r.positive(
+        f["cache_bandwidth_GBps"], "device.cache_bandwidth_GBps", cacheHint);
+  if (f.count("cache_MB") != f.count("cache_bandwidth_GBps")) {
+    bool size = f.count("cache_MB");
+    r.fail(
+        f[size ? "cache_MB" : "cache_bandwidth_GBps"],
+        std::string(size ? "device.cache_bandwidth_GBps" : "device.cache_MB") +
+            " is missing: the cache is priced by both, " + cacheHint);
+  }
+  if (device.cacheMB > 0 && !(device.memoryBandwidthGBps > 0))
+    r.fail(f["cache_MB"],
+           "device.cache_MB needs device.memory_bandwidth_GBps too: the "
+           "ops whose data does not fit in cache move it at that rate");
+  if (device.cacheMB > 0 && device.memoryBandwidthGBps > 0 &&
+      device.cacheBandwidthGBps < device.memoryBandwidthGBps)
+    r.fail(f["cache_bandwidth_GBps"],
+           "device.cache_bandwidth_GBps (" +
+               f["cache_bandwidth_GBps"].Scalar() +
+               ") is below device.memory_bandwidth_GBps (" +
+               f["memory_bandwidth_GBps"].Scalar() +
+               "): data in cache moves at least as fast as in memory");
   return device;
 }
 

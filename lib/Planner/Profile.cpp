@@ -23,6 +23,7 @@
 #include <functional>
 #include <sstream>
 #include <thread>
+#include <unistd.h>
 
 namespace weft {
 namespace planner {
@@ -517,6 +518,13 @@ formatClusterSpec(const ClusterSpec &spec,
     os << "  memory_bandwidth_GBps: " << number(spec.device.memoryBandwidthGBps)
        << "\n";
   }
+  if (spec.device.cacheMB > 0) {
+    comment("device.cache_MB", "  ");
+    os << "  cache_MB: " << number(spec.device.cacheMB) << "\n";
+    comment("device.cache_bandwidth_GBps", "  ");
+    os << "  cache_bandwidth_GBps: " << number(spec.device.cacheBandwidthGBps)
+       << "\n";
+  }
   if (spec.device.updateBandwidthGBps > 0) {
     comment("device.update_bandwidth_GBps", "  ");
     os << "  update_bandwidth_GBps: " << number(spec.device.updateBandwidthGBps)
@@ -952,6 +960,58 @@ Status calibrateMemoryBandwidth(const ModelStats &model, ClusterSpec &spec,
           options.dtype + " " + fmt("%g", efficiencyFor(spec, options.dtype)) +
           "; fit the efficiency (--fit efficiency) instead",
       out);
+}
+
+/// This host's L2 per core in MB, or 0 where it cannot say.
+static double hostCacheMB() {
+  long bytes = ::sysconf(_SC_LEVEL2_CACHE_SIZE);
+  return bytes > 0 ? double(bytes) / 1e6 : 0;
+}
+
+Status calibrateCacheBandwidth(const ModelStats &model, ClusterSpec &spec,
+                               const SearchOptions &options,
+                               const LayoutChoice &layout, int microBatchSize,
+                               const RunMetrics &run,
+                               BandwidthCalibration &out) {
+  const double memory = options.memoryBandwidthGBps > 0
+                            ? options.memoryBandwidthGBps
+                            : spec.device.memoryBandwidthGBps;
+  if (!(memory > 0))
+    return Status::error(
+        "the cache's rate prices the ops whose data fits in it; the others "
+        "need device.memory_bandwidth_GBps, which the spec does not have "
+        "(weft-profile-cluster measures it)");
+  ClusterSpec trial = spec;
+  double setMB = 0;
+  if (!(trial.device.cacheMB > 0)) {
+    setMB = hostCacheMB();
+    if (!(setMB > 0))
+      return Status::error("this host does not say its L2 cache's size: set "
+                           "device.cache_MB in the spec first");
+    trial.device.cacheMB = setMB;
+  }
+  if (Status s = fitBandwidth(
+          model, trial, options, layout, microBatchSize, run,
+          &ClusterSpec::Device::cacheBandwidthGBps,
+          trial.device.cacheBandwidthGBps > 0 ? trial.device.cacheBandwidthGBps
+                                              : memory,
+          "the in-cache traffic",
+          "the FLOPs, the op overhead and the traffic out of cache alone "
+          "take longer: fit the op overhead (--fit op-overhead) from a run "
+          "at another batch, or the efficiency",
+          out);
+      !s.ok())
+    return s;
+  if (out.gbps < memory)
+    return Status::error(
+        "the run's ops moved their in-cache data at " +
+        fmt("%.3g GB/s", out.gbps) + ", below the memory's " +
+        fmt("%g GB/s", memory) +
+        ": their time is not the traffic's; fit the op overhead (--fit "
+        "op-overhead) or the efficiency instead");
+  out.cacheMBSet = setMB;
+  spec = trial;
+  return Status::success();
 }
 
 /// The slowest update a fit may give, as a share of the device's memory

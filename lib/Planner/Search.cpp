@@ -377,14 +377,20 @@ public:
                                 spec.device.updateBandwidthGBps > 0
                             ? spec.device.updateBandwidthGBps
                             : bandwidth),
-        byClass(spec.device.gemmEfficiency.count(options.dtype) > 0) {}
+        byClass(spec.device.gemmEfficiency.count(options.dtype) > 0),
+        // Only with the memory's rate priced: the ops that do not fit
+        // move theirs at that.
+        cacheBytes(bandwidth > 0 ? spec.device.cacheMB * 1e6 : 0),
+        cacheBandwidth(spec.device.cacheBandwidthGBps) {}
 
   /// What per-sample prices depend on of the micro-batch size: with GEMM
   /// efficiencies per shape class in the spec, a micro-batch of b samples
   /// stacks them into products b times as large, so it is b; without,
   /// nothing (0). 0 also asks for every product at the fastest class: a
   /// lower bound on every micro-batch size's prices.
-  int classKey(int mbs) const { return byClass ? mbs : 0; }
+  /// With a cache in the spec, likewise: whether an op's data for a
+  /// micro-batch fits depends on its size; 0 fits everything, the fastest.
+  int classKey(int mbs) const { return byClass || cacheBytes > 0 ? mbs : 0; }
 
   /// Per-sample prices of every class, the prologue and the epilogue, at
   /// micro-batch `mbs` (classKey's).
@@ -462,6 +468,10 @@ public:
   double updateBandwidth;
   /// The spec prices products by shape class (gemm_efficiency).
   bool byClass;
+  /// Data per op and micro-batch that stays in cache (0: no cache priced),
+  /// and the rate it moves at there.
+  double cacheBytes;
+  double cacheBandwidth;
 
 private:
   LayerPrice price(const LayerStats &s, TpLayout t, Recompute rec, bool isBlock,
@@ -485,6 +495,10 @@ private:
       // of the tokens.
       double d = sp || (op.tpSplit && !replicated(op.tpPart)) ? tp : 1;
       double traffic = bandwidth > 0 ? op.elements * bytes.activation / d : 0;
+      // The op's data for the micro-batch in cache moves at its rate.
+      double rate = bandwidth > 0 ? bandwidth : 1;
+      if (cacheBytes > 0 && traffic * mbs <= cacheBytes)
+        rate = cacheBandwidth;
       double t;
       if (op.productFlops > 0 && mbs > 0) {
         // The GEMM's shape class: a product with a weight holds the
@@ -492,11 +506,10 @@ private:
         // activations is a sample's and a head's whatever the layout.
         double product =
             op.foldsBatch ? mbs * op.productFlops / d : op.productFlops;
-        t = gemmSeconds(spec, op.flops / d, product, traffic,
-                        bandwidth > 0 ? bandwidth : 1, options.dtype);
+        t = gemmSeconds(spec, op.flops / d, product, traffic, rate,
+                        options.dtype);
       } else {
-        t = computeSeconds(spec, op.flops / d, traffic,
-                           bandwidth > 0 ? bandwidth : 1, options.dtype);
+        t = computeSeconds(spec, op.flops / d, traffic, rate, options.dtype);
       }
       p.forward += t;
       if (op.attentionCore)

@@ -400,6 +400,20 @@ void SharedMemoryLane::allGather(const float *in, size_t count, float *out) {
       });
 }
 
+void SharedMemoryLane::allToAll(const float *in, size_t count, float *out) {
+  if (count == 0)
+    return;
+  size_t n = size_t(size), offset = size_t(rank) * count;
+  round(
+      "all-to-all",
+      [&](float *mine) { std::memcpy(mine, in, n * count * sizeof(float)); },
+      [&](uint32_t set) {
+        for (int r = 0; r < size; ++r)
+          std::memcpy(out + size_t(r) * count, slotOf(set, r) + offset,
+                      count * sizeof(float));
+      });
+}
+
 void SharedMemoryLane::reduceScatterSum(const float *in, size_t count,
                                         float *out) {
   if (count == 0)

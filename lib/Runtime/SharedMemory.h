@@ -61,6 +61,7 @@ public:
   void allReduceSum(float *data, size_t count);
   void allGather(const float *in, size_t count, float *out);
   void reduceScatterSum(const float *in, size_t count, float *out);
+  void allToAll(const float *in, size_t count, float *out);
 
   struct Header;
   struct RankControl;

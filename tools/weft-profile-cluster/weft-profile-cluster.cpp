@@ -9,7 +9,7 @@
 //       --spec IN.yaml [--mesh dp=A,tp=B,pp=C] [--zero K]
 //       [--micro-batch-size B] [--dtype D]
 //       [--fit efficiency|collective-overhead|op-overhead|update-bandwidth|
-//              memory-bandwidth]
+//              memory-bandwidth|cache-bandwidth]
 //       [-o FILE]
 //
 // Maps flags onto lib/Planner/Profile.h and writes what it returns; the
@@ -44,7 +44,7 @@ const char *const kUsage =
     "           [--mesh dp=A,tp=B,pp=C] [--zero K] [--micro-batch-size B]\n"
     "           [--dtype D] [--fit efficiency|collective-overhead|"
     "op-overhead|\n"
-    "           update-bandwidth|memory-bandwidth]\n"
+    "           update-bandwidth|memory-bandwidth|cache-bandwidth]\n"
     "           [-o FILE]\n"
     "       weft-profile-cluster --inter-node --spec IN.yaml [--quick] "
     "[-o FILE]\n"
@@ -87,6 +87,12 @@ const char *const kUsage =
     "                  1-rank run faster than the plan at the full peak (the\n"
     "                  efficiency fit refuses it: the ops' data stayed in\n"
     "                  cache, faster than the measured triad)\n"
+    "  --fit cache-bandwidth  instead set device.cache_bandwidth_GBps, the\n"
+    "                  rate of the traffic of ops whose data for a\n"
+    "                  micro-batch fits in device.cache_MB (this host's L2\n"
+    "                  per core where the spec has none), from a run of a\n"
+    "                  small model at a batch other than the op overhead's;\n"
+    "                  needs device.memory_bandwidth_GBps for the rest\n"
     "\n"
     "--inter-node: measure the network between nodes and write IN.yaml with\n"
     "its inter_node link set to what was measured (send/recv ping-pong\n"
@@ -253,11 +259,18 @@ int fromMetrics(const std::string &metricsPath, const std::string &modelPath,
   std::string field, why, bounded;
   double before = 0, after = 0, predictedBefore = 0, predictedAfter = 0;
   Status s = Status::success();
-  if (fit == "update-bandwidth" || fit == "memory-bandwidth") {
+  if (fit == "update-bandwidth" || fit == "memory-bandwidth" ||
+      fit == "cache-bandwidth") {
     BandwidthCalibration c;
     if (fit == "update-bandwidth") {
       s = calibrateUpdateBandwidth(model, spec, o, layout, mbs, run, c);
       field = "device.update_bandwidth_GBps";
+    } else if (fit == "cache-bandwidth") {
+      s = calibrateCacheBandwidth(model, spec, o, layout, mbs, run, c);
+      field = "device.cache_bandwidth_GBps";
+      if (s.ok() && c.cacheMBSet > 0)
+        notes["device.cache_MB"] =
+            "This host's L2 per core (the spec had no cache).";
     } else {
       s = calibrateMemoryBandwidth(model, spec, o, layout, mbs, run, c);
       field = "device.memory_bandwidth_GBps";
@@ -431,10 +444,10 @@ int main(int argc, char **argv) {
     } else if (arg == "--fit") {
       if (value != "efficiency" && value != "collective-overhead" &&
           value != "op-overhead" && value != "update-bandwidth" &&
-          value != "memory-bandwidth")
+          value != "memory-bandwidth" && value != "cache-bandwidth")
         return usageError("--fit takes efficiency, collective-overhead, "
-                          "op-overhead, update-bandwidth or memory-bandwidth, "
-                          "got '" +
+                          "op-overhead, update-bandwidth, memory-bandwidth or "
+                          "cache-bandwidth, got '" +
                           value + "'");
       fit = value;
     } else if (arg == "--mesh") {

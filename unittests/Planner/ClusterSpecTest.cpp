@@ -137,7 +137,10 @@ TEST(ClusterSpec, ExamplesHoldTheirNumbers) {
   EXPECT_EQ(cpu.collectives.at("reduce_scatter").size(), 4u);
   EXPECT_EQ(cpu.collectives.at("send_recv").size(), 4u);
   EXPECT_EQ(cpu.device.commOverlap, 0);
-  EXPECT_EQ(cpu.device.opOverheadUs, 8);
+  EXPECT_EQ(cpu.device.opOverheadUs, 3.8);
+  EXPECT_EQ(cpu.device.collectiveOverheadUs, 20);
+  EXPECT_EQ(cpu.device.cacheMB, 1.048576);
+  EXPECT_EQ(cpu.device.cacheBandwidthGBps, 25);
 }
 
 TEST(ClusterSpec, EachMissingFieldIsNamed) {

@@ -146,6 +146,8 @@ TEST(ProfileSpec, WrittenYamlReadsBackAndIsStable) {
   s.device.efficiency["fp32"] = 0.5;
   s.device.collectiveOverheadUs = 812.5;
   s.device.opOverheadUs = 3.25;
+  s.device.cacheMB = 1.048576;
+  s.device.cacheBandwidthGBps = 25.5;
   std::string text =
       formatClusterSpec(s, {{"", "top\nsecond line"},
                             {"device.peak_TFLOPs.bf16", "not measured"}});
@@ -165,6 +167,8 @@ TEST(ProfileSpec, WrittenYamlReadsBackAndIsStable) {
   EXPECT_EQ(s.device.commOverlap, back.device.commOverlap);
   EXPECT_EQ(812.5, back.device.collectiveOverheadUs);
   EXPECT_EQ(3.25, back.device.opOverheadUs);
+  EXPECT_EQ(1.048576, back.device.cacheMB);
+  EXPECT_EQ(25.5, back.device.cacheBandwidthGBps);
   EXPECT_EQ(s.intraNode.bandwidthGBps, back.intraNode.bandwidthGBps);
   EXPECT_EQ(s.intraNode.latencyUs, back.intraNode.latencyUs);
   // This host's ranks run gloo and share one network link.
@@ -209,6 +213,33 @@ TEST(ProfileSpec, NewFieldsAreChecked) {
             st.message.find("device.memory_bandwidth_GBps must be a positive "
                             "number"))
       << st.message;
+  // The cache: both fields, with the memory's rate, which is no faster.
+  const std::pair<const char *, const char *> caches[] = {
+      {"  memory_bandwidth_GBps: 10\n  cache_MB: 1\n",
+       "device.cache_bandwidth_GBps is missing: the cache is priced by both"},
+      {"  memory_bandwidth_GBps: 10\n  cache_bandwidth_GBps: 20\n",
+       "device.cache_MB is missing"},
+      {"  cache_MB: 1\n  cache_bandwidth_GBps: 20\n",
+       "device.cache_MB needs device.memory_bandwidth_GBps too"},
+      {"  memory_bandwidth_GBps: 30\n  cache_MB: 1\n  cache_bandwidth_GBps: "
+       "20\n",
+       "device.cache_bandwidth_GBps (20) is below "
+       "device.memory_bandwidth_GBps (30)"},
+      {"  memory_bandwidth_GBps: 10\n  cache_MB: 0\n  cache_bandwidth_GBps: "
+       "20\n",
+       "device.cache_MB must be a positive number"}};
+  for (const auto &[fields, want] : caches) {
+    st = parseClusterSpec(head + fields + links, "a.yaml", s);
+    ASSERT_FALSE(st.ok()) << fields;
+    EXPECT_NE(std::string::npos, st.message.find(want)) << st.message;
+  }
+  st = parseClusterSpec(head +
+                            "  memory_bandwidth_GBps: 10\n  cache_MB: 1\n"
+                            "  cache_bandwidth_GBps: 20\n" +
+                            links,
+                        "a.yaml", s);
+  ASSERT_TRUE(st.ok()) << st.message;
+  EXPECT_EQ(1, s.device.cacheMB);
 }
 
 TEST(ProfileMeasure, QuickMeasurementsAreSane) {
@@ -390,6 +421,58 @@ TEST(ProfileMetrics, CalibratedMemoryBandwidthReproducesTheRun) {
   ASSERT_FALSE(st.ok());
   EXPECT_NE(std::string::npos,
             st.message.find("device.peak_TFLOPs.fp32 (1) is understated"))
+      << st.message;
+}
+
+TEST(ProfileMetrics, CacheRatePricesTheOpsThatFit) {
+  // The block's op moves 1e10 elements a sample, 4 B each (as in
+  // CalibratedMemoryBandwidthReproducesTheRun): 2.4e11 B a step of 2
+  // samples with the backward, 8e10 B of it one micro-batch's forward.
+  // With a cache of 1e6 MB that fits: 2.4e11 B at 300 GB/s is 0.8 s,
+  // over the FLOPs' 0.6 s (and the update's 0.28 us at the memory's 100
+  // GB/s). Measured 1.2 s: 2.4e11 B / 1.2 s = 200 GB/s by hand.
+  ModelStats model = computeOnlyModel();
+  model.classes[0].ops[0].elements = 1e10;
+  ClusterSpec spec = oneDevice(1);
+  spec.device.memoryBandwidthGBps = 100;
+  spec.device.cacheMB = 1e6;
+  spec.device.cacheBandwidthGBps = 300;
+  SearchOptions o = fp32On(1);
+  LayoutChoice l;
+  RunMetrics run;
+  run.medianStepSeconds = 1.2;
+  BandwidthCalibration c;
+  Status st = calibrateCacheBandwidth(model, spec, o, l, 2, run, c);
+  ASSERT_TRUE(st.ok()) << st.message;
+  EXPECT_NEAR(0.8 + 0.28e-6, c.predictedBefore, 1e-9);
+  EXPECT_NEAR(200, c.gbps, 1e-3);
+  EXPECT_NEAR(200, spec.device.cacheBandwidthGBps, 1e-3);
+  EXPECT_NEAR(1.2, c.predictedAfter, 1e-5);
+  EXPECT_EQ(0, c.cacheMBSet);
+
+  // A cache of 10 MB does not hold it: the memory's 2.4 s, which no
+  // cache rate moves.
+  spec.device.cacheMB = 10;
+  st = calibrateCacheBandwidth(model, spec, o, l, 2, run, c);
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(std::string::npos,
+            st.message.find("with the in-cache traffic free"))
+      << st.message;
+
+  // Slower than at the memory's rate: not the traffic's time.
+  spec.device.cacheMB = 1e6;
+  run.medianStepSeconds = 3.0;
+  st = calibrateCacheBandwidth(model, spec, o, l, 2, run, c);
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(std::string::npos, st.message.find("below the memory's 100 GB/s"))
+      << st.message;
+
+  // No memory rate for the rest of the traffic.
+  spec.device.memoryBandwidthGBps = 0;
+  st = calibrateCacheBandwidth(model, spec, o, l, 2, run, c);
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(std::string::npos,
+            st.message.find("need device.memory_bandwidth_GBps"))
       << st.message;
 }
 

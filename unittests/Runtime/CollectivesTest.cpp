@@ -224,6 +224,15 @@ TEST(CollectivesTest, SharedMemoryLaneKeepsCollectivesApart) {
       for (size_t i = 0; i < count; ++i)
         if (x[i] != float(6 * (k + int(i % 100))))
           return 5;
+      // All-to-all: rank q sends 100 q + 10 g + k % 10 to rank g.
+      float blocks[3], got[3];
+      for (int g = 0; g < size; ++g)
+        blocks[g] = float(100 * rank + 10 * g + k % 10);
+      if (!comm->allToAll(blocks, 1, got).ok())
+        return 8;
+      for (int q = 0; q < size; ++q)
+        if (got[q] != float(100 * q + 10 * rank + k % 10))
+          return 9;
       float mine[3] = {float(rank), float(k), float(rank * k)};
       float all[9];
       if (!comm->allGather(mine, 3, all).ok())

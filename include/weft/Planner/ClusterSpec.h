@@ -104,6 +104,17 @@ struct ClusterSpec {
     /// of. 0 where the spec has none; weft-profile-cluster --from-metrics
     /// --fit op-overhead measures it from a 1-rank run of a small model.
     double opOverheadUs = 0;
+    /// Optional: how much of an op's data a device keeps near its cores,
+    /// in MB (10^6 bytes), and the rate in GB/s the ops whose data for one
+    /// micro-batch fits there move it at; both or neither, with
+    /// memoryBandwidthGBps pricing the rest (at most this rate). 0 where
+    /// the spec has none: all traffic at memoryBandwidthGBps. A small
+    /// model's tensors stay in a CPU core's L2: at the STREAM triad the
+    /// demo GPT's traffic alone would take longer than its whole step.
+    /// weft-profile-cluster --from-metrics --fit cache-bandwidth measures
+    /// the rate (and takes the size from the host's L2).
+    double cacheMB = 0;
+    double cacheBandwidthGBps = 0;
   } device;
 
   /// One direction of one device's link: bandwidth in GB/s (10^9 bytes per

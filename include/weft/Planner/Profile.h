@@ -206,6 +206,9 @@ struct BandwidthCalibration {
   /// The update's fit came out below a quarter of the device's memory
   /// bandwidth, and `gbps` is that quarter instead.
   bool floored = false;
+  /// calibrateCacheBandwidth set device.cache_MB (the host's L2), which the
+  /// spec did not have.
+  double cacheMBSet = 0;
 };
 
 /// Sets spec.device.memory_bandwidth_GBps, the rate the roofline prices
@@ -221,6 +224,20 @@ Status calibrateMemoryBandwidth(const ModelStats &model, ClusterSpec &spec,
                                 const LayoutChoice &layout, int microBatchSize,
                                 const RunMetrics &run,
                                 BandwidthCalibration &out);
+
+/// Sets spec.device.cache_bandwidth_GBps, the rate of the traffic of ops
+/// whose data for one micro-batch fits in device.cache_MB (taken from this
+/// host's per-core L2 where the spec has none), so that evaluatePlan of
+/// the run's layout predicts its median step, everything else held: a run
+/// of a small model at a batch other than the op overhead's (a step's ops
+/// cost a fixed part, device.op_overhead_us, and a part that scales with
+/// the micro-batch, this). Fails without device.memory_bandwidth_GBps (the
+/// rest of the traffic's rate), and where the fit comes out below it.
+Status calibrateCacheBandwidth(const ModelStats &model, ClusterSpec &spec,
+                               const SearchOptions &options,
+                               const LayoutChoice &layout, int microBatchSize,
+                               const RunMetrics &run,
+                               BandwidthCalibration &out);
 
 /// Sets spec.device.update_bandwidth_GBps so that evaluatePlan of the
 /// run's layout predicts its measured median step: the step falls as the
