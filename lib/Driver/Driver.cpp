@@ -303,6 +303,15 @@ LogicalResult Driver::checkOutput() {
     if (!options.emitGiven) {
       if (byName)
         options.emit = *byName;
+      // `-o train.dp2` would quietly be IR text, and "Permission denied"
+      // the first sign of it.
+      else if (!isIrText)
+        llvm::errs() << options.tool << ": warning: -o " << out
+                     << ": its extension names no stage, so this writes "
+                        "IR text (--emit="
+                     << getStageName(options.emit)
+                     << "); name an executable with no extension, .exe or "
+                        ".bin, and IR with .mlir\n";
     } else if (!isScheduleStage(options.emit)) {
       Stage emit = options.emit;
       bool textStage = emit <= Stage::Memref;
