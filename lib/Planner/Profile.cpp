@@ -258,7 +258,9 @@ Status profileRank(rt::Communicator &comm, bool quick,
       // calls (the shared-memory all-gather of 4 KiB measured 80 us as the
       // fastest batch and 1-2 us a call).
       bool perCall = bytes <= (256 << 10);
-      std::vector<double> batches, each;
+      // Seconds a call: each call's (perCall), else each batch's mean.
+      std::vector<double> times;
+      const double perTime = p2p ? 2 : 1;
       for (int b = 0; b < (quick ? 3 : 5); ++b) {
         if (Status s = comm.barrier(); !s.ok())
           return s;
@@ -268,17 +270,20 @@ Status profileRank(rt::Communicator &comm, bool quick,
           if (Status s = once(); !s.ok())
             return s;
           if (perCall)
-            each.push_back(since(c0) / (p2p ? 2 : 1));
+            times.push_back(since(c0) / perTime);
         }
         if (Status s = comm.barrier(); !s.ok())
           return s;
-        batches.push_back(since(t0) / calls / (p2p ? 2 : 1));
+        if (!perCall)
+          times.push_back(since(t0) / calls / perTime);
       }
-      double seconds = *std::min_element(batches.begin(), batches.end());
+      double seconds;
       if (perCall) {
-        std::nth_element(each.begin(), each.begin() + each.size() / 2,
-                         each.end());
-        seconds = each[each.size() / 2];
+        std::nth_element(times.begin(), times.begin() + times.size() / 2,
+                         times.end());
+        seconds = times[times.size() / 2];
+      } else {
+        seconds = *std::min_element(times.begin(), times.end());
       }
       if (rank == 0)
         out.push_back({name, group, bytes, seconds * 1e6});

@@ -138,9 +138,10 @@ public:
     return d;
   }
 
-  /// Small buffers: this rank's ring reduce-scatter, then its all-gather
-  /// (padded to n equal blocks). gloo's all-reduce of 4 KiB between two
-  /// ranks on this host took 1321 us where its 64 KiB took 344 and an
+  /// Within the shared-memory lane's slot (ranks on one host): the lane.
+  /// Other small buffers: this rank's ring reduce-scatter, then its
+  /// all-gather (padded to n equal blocks). gloo's all-reduce of 4 KiB between
+  /// two ranks on this host took 1321 us where its 64 KiB took 344 and an
   /// all-gather of 4 KiB 50 (weft-profile-cluster), which made the demo
   /// GPT's tp=2 step, 13 small all-reduces, 20 ms. Large ones stay gloo's,
   /// which runs at the link's floor.

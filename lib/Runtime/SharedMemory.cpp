@@ -23,6 +23,7 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
+#include <utility>
 #include <vector>
 
 #if defined(__x86_64__) || defined(__i386__)
@@ -67,14 +68,29 @@ constexpr size_t kSegmentBudget = size_t(8) << 20;
 /// 50 us, 1.2 and 1.4 us.
 constexpr auto kSpin = std::chrono::microseconds(50);
 
-size_t headerBytes(int size) {
-  return sizeof(SharedMemoryLane::Header) +
-         size_t(size) * sizeof(SharedMemoryLane::RankControl);
+/// The segment: the header, a control per rank, then (from the next page)
+/// two sets of a slot per rank.
+SharedMemoryLane::RankControl *controlsIn(void *base) {
+  return reinterpret_cast<SharedMemoryLane::RankControl *>(
+      static_cast<SharedMemoryLane::Header *>(base) + 1);
 }
 
 size_t dataOffset(int size) {
-  return (headerBytes(size) + 4095) & ~size_t(4095);
+  size_t header = sizeof(SharedMemoryLane::Header) +
+                  size_t(size) * sizeof(SharedMemoryLane::RankControl);
+  return (header + 4095) & ~size_t(4095);
 }
+
+/// A mapping of the segment, unmapped unless released to the lane.
+struct Mapping {
+  void *base = MAP_FAILED;
+  size_t bytes = 0;
+  ~Mapping() {
+    if (base != MAP_FAILED)
+      ::munmap(base, bytes);
+  }
+  void *release() { return std::exchange(base, MAP_FAILED); }
+};
 
 void cpuRelax() {
 #if defined(__x86_64__) || defined(__i386__)
@@ -158,19 +174,18 @@ SharedMemoryLane::SharedMemoryLane(int rank, int size, void *base, size_t bytes,
                                    size_t slot,
                                    std::chrono::milliseconds timeout)
     : rank(rank), size(size), base(base), bytes(bytes), slot(slot),
-      timeout(timeout) {}
+      timeout(timeout), controls(controlsIn(base)),
+      slots(static_cast<char *>(base) + dataOffset(size)) {}
 
 SharedMemoryLane::~SharedMemoryLane() { ::munmap(base, bytes); }
 
 SharedMemoryLane::RankControl &SharedMemoryLane::control(int r) const {
-  return reinterpret_cast<RankControl *>(static_cast<char *>(base) +
-                                         sizeof(Header))[r];
+  return controls[r];
 }
 
 float *SharedMemoryLane::slotOf(uint32_t set, int r) const {
   return reinterpret_cast<float *>(
-      static_cast<char *>(base) + dataOffset(size) +
-      (size_t(set) * size_t(size) + size_t(r)) * slot);
+      slots + (size_t(set) * size_t(size) + size_t(r)) * slot);
 }
 
 Status SharedMemoryLane::create(StoreClient &store, const std::string &prefix,
@@ -218,102 +233,90 @@ Status SharedMemoryLane::create(StoreClient &store, const std::string &prefix,
   if (id.empty() || std::count(ids.begin(), ids.end(), id) != size)
     return Status::success();
 
+  // Rank 0 makes the segment and fills its header before it names it;
+  // the others map it and check the header; one round of flags then says
+  // whether every rank has it.
   size_t total = dataOffset(size) + 2 * size_t(size) * slot;
+  Mapping mapping;
+  mapping.bytes = total;
   std::string name, problem;
-  int fd = -1;
+  auto map = [&](int fd) {
+    mapping.base =
+        ::mmap(nullptr, total, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (mapping.base == MAP_FAILED)
+      problem = "mmap: " + std::string(std::strerror(errno));
+    ::close(fd);
+  };
   if (rank == 0) {
     std::random_device device;
     char buf[64];
     std::snprintf(buf, sizeof buf, "/weft-%d-%08x%08x", int(::getpid()),
                   unsigned(device()), unsigned(device()));
     name = buf;
-    fd = ::shm_open(name.c_str(), O_CREAT | O_EXCL | O_RDWR, 0600);
+    int fd = ::shm_open(name.c_str(), O_CREAT | O_EXCL | O_RDWR, 0600);
     if (fd < 0)
       problem = "shm_open: " + std::string(std::strerror(errno));
     // Reserved now, so that a full /dev/shm is this error and not a
     // SIGBUS at the first write.
-    else if (int e = ::posix_fallocate(fd, 0, off_t(total)); e != 0)
+    else if (int e = ::posix_fallocate(fd, 0, off_t(total)); e != 0) {
       problem = "reserving " + std::to_string(total >> 10) +
                 " KiB in /dev/shm: " + std::strerror(e);
-    if (!problem.empty()) {
-      if (fd >= 0)
-        ::close(fd), ::shm_unlink(name.c_str());
-      fd = -1;
-      name.clear();
-    }
-  }
-  std::vector<std::string> names;
-  if (Status s = gather("name", name, names); !s.ok()) {
-    if (fd >= 0)
-      ::close(fd), ::shm_unlink(name.c_str());
-    return fail(s.message);
-  }
-  name = names[0];
-  void *base = MAP_FAILED;
-  if (!name.empty()) {
-    if (rank != 0)
-      fd = ::shm_open(name.c_str(), O_RDWR, 0);
-    if (fd < 0)
-      problem = "shm_open " + name + ": " + std::strerror(errno);
-    else {
-      base = ::mmap(nullptr, total, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-      if (base == MAP_FAILED)
-        problem = "mmap: " + std::string(std::strerror(errno));
       ::close(fd);
-    }
-  }
-  if (base != MAP_FAILED) {
-    auto *header = static_cast<Header *>(base);
-    if (rank == 0) {
+    } else
+      map(fd);
+    if (mapping.base != MAP_FAILED) {
+      auto *header = static_cast<Header *>(mapping.base);
       header->magic = kMagic;
       header->ranks = uint64_t(size);
       header->slotBytes = slot;
       new (&header->sleepers) std::atomic<uint32_t>(0);
       for (int r = 0; r < size; ++r)
-        new (&reinterpret_cast<RankControl *>(header + 1)[r]) RankControl();
+        new (&controlsIn(mapping.base)[r]) RankControl();
+    } else if (fd >= 0) {
+      ::shm_unlink(name.c_str());
+    }
+    if (mapping.base == MAP_FAILED)
+      name.clear();
+  }
+  std::vector<std::string> names;
+  Status named = gather("name", name, names);
+  if (named.ok() && rank != 0 && !names[0].empty()) {
+    name = names[0];
+    int fd = ::shm_open(name.c_str(), O_RDWR, 0);
+    if (fd < 0)
+      problem = "shm_open " + name + ": " + std::strerror(errno);
+    else
+      map(fd);
+    if (mapping.base != MAP_FAILED) {
+      auto *header = static_cast<Header *>(mapping.base);
+      if (header->magic != kMagic || header->ranks != uint64_t(size) ||
+          header->slotBytes != slot) {
+        problem = "the segment " + name + " is not this group's";
+        ::munmap(mapping.release(), total);
+      }
     }
   }
-  // Rank 0 fills the header before anyone reads it: a first round of
-  // "ready" flags, then each checks what it mapped.
-  std::vector<std::string> ready;
-  std::string mine = base != MAP_FAILED ? "1" : "0";
-  if (Status s = gather("mapped", mine, ready); !s.ok()) {
-    if (base != MAP_FAILED)
-      ::munmap(base, total);
-    return fail(s.message);
-  }
-  bool all = std::count(ready.begin(), ready.end(), "1") == size;
-  if (all) {
-    auto *header = static_cast<Header *>(base);
-    if (header->magic != kMagic || header->ranks != uint64_t(size) ||
-        header->slotBytes != slot) {
-      problem = "the segment " + name + " is not this group's";
-      all = false;
-    } else {
-      reinterpret_cast<RankControl *>(header + 1)[rank].pid =
-          int32_t(::getpid());
-    }
-  }
-  std::vector<std::string> checked;
-  if (Status s = gather("checked", all ? "1" : "0", checked); !s.ok()) {
-    if (base != MAP_FAILED)
-      ::munmap(base, total);
-    return fail(s.message);
-  }
-  // Everyone has mapped it or given up: the name can go, and the memory
+  if (mapping.base != MAP_FAILED)
+    controlsIn(mapping.base)[rank].pid = int32_t(::getpid());
+  std::vector<std::string> mapped;
+  Status agreed =
+      named.ok()
+          ? gather("mapped", mapping.base != MAP_FAILED ? "1" : "0", mapped)
+          : named;
+  // Every rank has mapped it or given up: the name can go, and the memory
   // goes with the last mapping, however the ranks end.
   if (rank == 0 && !name.empty())
     ::shm_unlink(name.c_str());
-  all = std::count(checked.begin(), checked.end(), "1") == size;
-  if (!all) {
-    if (base != MAP_FAILED)
-      ::munmap(base, total);
+  if (!agreed.ok())
+    return fail(agreed.message);
+  if (std::count(mapped.begin(), mapped.end(), "1") != size) {
     if (!problem.empty())
       std::fprintf(stderr, "weft: rank %d: collectives of %s stay on TCP: %s\n",
                    rank, quote(prefix).c_str(), problem.c_str());
     return Status::success();
   }
-  out.reset(new SharedMemoryLane(rank, size, base, total, slot, timeout));
+  out.reset(new SharedMemoryLane(rank, size, mapping.release(), total, slot,
+                                 timeout));
   return Status::success();
 }
 
@@ -371,20 +374,23 @@ void SharedMemoryLane::round(const char *what, Write write, Read read) {
   read(set);
 }
 
+void SharedMemoryLane::sumSlots(uint32_t set, size_t offset, size_t count,
+                                float *out) const {
+  std::memcpy(out, slotOf(set, 0) + offset, count * sizeof(float));
+  for (int r = 1; r < size; ++r) {
+    const float *from = slotOf(set, r) + offset;
+    for (size_t i = 0; i < count; ++i)
+      out[i] += from[i];
+  }
+}
+
 void SharedMemoryLane::allReduceSum(float *data, size_t count) {
   if (count == 0)
     return;
   round(
       "all-reduce",
       [&](float *mine) { std::memcpy(mine, data, count * sizeof(float)); },
-      [&](uint32_t set) {
-        std::memcpy(data, slotOf(set, 0), count * sizeof(float));
-        for (int r = 1; r < size; ++r) {
-          const float *from = slotOf(set, r);
-          for (size_t i = 0; i < count; ++i)
-            data[i] += from[i];
-        }
-      });
+      [&](uint32_t set) { sumSlots(set, 0, count, data); });
 }
 
 void SharedMemoryLane::allGather(const float *in, size_t count, float *out) {
@@ -422,12 +428,5 @@ void SharedMemoryLane::reduceScatterSum(const float *in, size_t count,
   round(
       "reduce-scatter",
       [&](float *mine) { std::memcpy(mine, in, n * count * sizeof(float)); },
-      [&](uint32_t set) {
-        std::memcpy(out, slotOf(set, 0) + offset, count * sizeof(float));
-        for (int r = 1; r < size; ++r) {
-          const float *from = slotOf(set, r) + offset;
-          for (size_t i = 0; i < count; ++i)
-            out[i] += from[i];
-        }
-      });
+      [&](uint32_t set) { sumSlots(set, offset, count, out); });
 }

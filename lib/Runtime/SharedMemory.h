@@ -76,11 +76,17 @@ private:
   void waitFor(int peer, uint32_t number, const char *what);
   RankControl &control(int r) const;
   float *slotOf(uint32_t set, int r) const;
+  /// out = the sum over ranks, in rank order, of `count` floats at
+  /// `offset` in their slots of `set`.
+  void sumSlots(uint32_t set, size_t offset, size_t count, float *out) const;
 
   int rank, size;
   void *base;
   size_t bytes, slot;
   std::chrono::milliseconds timeout;
+  /// Where in `base` the ranks' controls and the slots start.
+  RankControl *controls;
+  char *slots;
   uint32_t number = 0;
 };
 

@@ -331,6 +331,13 @@ ModelStats computeOnlyModel() {
   return m;
 }
 
+/// computeOnlyModel whose block's op also moves 1e10 elements a sample.
+ModelStats trafficModel() {
+  ModelStats m = computeOnlyModel();
+  m.classes[0].ops[0].elements = 1e10;
+  return m;
+}
+
 TEST(ProfileMetrics, CalibratedEfficiencyReproducesTheRun) {
   ModelStats model = computeOnlyModel();
   ClusterSpec spec = oneDevice(1); // 1 TFLOP/s
@@ -373,8 +380,7 @@ TEST(ProfileMetrics, CalibratedMemoryBandwidthReproducesTheRun) {
   // roofline prices 2.4 s (and AdamW's update of 1000 parameters, 28 kB,
   // 0.28 us). Measured 1.2 s: faster than the full peak, with the traffic
   // at 2.4e11 B / 1.2 s = 200 GB/s by hand.
-  ModelStats model = computeOnlyModel();
-  model.classes[0].ops[0].elements = 1e10;
+  ModelStats model = trafficModel();
   ClusterSpec spec = oneDevice(1);
   spec.device.memoryBandwidthGBps = 100;
   SearchOptions o = fp32On(1);
@@ -431,8 +437,7 @@ TEST(ProfileMetrics, CacheRatePricesTheOpsThatFit) {
   // With a cache of 1e6 MB that fits: 2.4e11 B at 300 GB/s is 0.8 s,
   // over the FLOPs' 0.6 s (and the update's 0.28 us at the memory's 100
   // GB/s). Measured 1.2 s: 2.4e11 B / 1.2 s = 200 GB/s by hand.
-  ModelStats model = computeOnlyModel();
-  model.classes[0].ops[0].elements = 1e10;
+  ModelStats model = trafficModel();
   ClusterSpec spec = oneDevice(1);
   spec.device.memoryBandwidthGBps = 100;
   spec.device.cacheMB = 1e6;

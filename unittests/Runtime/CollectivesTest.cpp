@@ -49,6 +49,21 @@ bool joinGroup(int port, int rank, int size, std::chrono::milliseconds timeout,
   return s.ok();
 }
 
+/// All-reduces `count` floats, (rank + 1) * (i + 1) on each rank, and
+/// checks each is `ranksTotal` (the sum of rank + 1) times i + 1: 0, or 4
+/// when the call fails and 5 when a number is wrong.
+int checkAllReduce(Communicator &comm, int rank, size_t count, int ranksTotal) {
+  std::vector<float> x(count);
+  for (size_t i = 0; i < count; ++i)
+    x[i] = float((rank + 1) * (i + 1));
+  if (!comm.allReduceSum(x.data(), count).ok())
+    return 4;
+  for (size_t i = 0; i < count; ++i)
+    if (x[i] != float(ranksTotal * int(i + 1)))
+      return 5;
+  return 0;
+}
+
 TEST(RendezvousTest, SetAndWaitingGet) {
   std::unique_ptr<StoreServer> server;
   ASSERT_TRUE(StoreServer::start("127.0.0.1", 0, server).ok());
@@ -126,15 +141,8 @@ TEST(CollectivesTest, GlooMatchesTheArithmetic) {
         std::fprintf(stderr, "%s\n", comm->describe().c_str());
         return 19;
       }
-      // All-reduce: sum over ranks of (rank + 1) * (i + 1).
-      std::vector<float> x(1000);
-      for (size_t i = 0; i < x.size(); ++i)
-        x[i] = float((rank + 1) * (i + 1));
-      if (!comm->allReduceSum(x.data(), x.size()).ok())
-        return 4;
-      for (size_t i = 0; i < x.size(); ++i)
-        if (x[i] != float(6 * (i + 1)))
-          return 5;
+      if (int code = checkAllReduce(*comm, rank, 1000, 6))
+        return code;
       // All-gather: rank r contributes {r, r}.
       float mine[2] = {float(rank), float(rank)};
       std::vector<float> all(2 * size);
@@ -296,14 +304,8 @@ TEST(CollectivesTest, HierarchicalAllReduceAcrossTwoNodes) {
       std::fprintf(stderr, "%s\n", s.message.c_str());
       return 3;
     }
-    std::vector<float> x(257);
-    for (size_t i = 0; i < x.size(); ++i)
-      x[i] = float((rank + 1) * (i + 1));
-    if (!comm->allReduceSum(x.data(), x.size()).ok())
-      return 4;
-    for (size_t i = 0; i < x.size(); ++i)
-      if (x[i] != float(10 * (i + 1)))
-        return 5;
+    if (int code = checkAllReduce(*comm, rank, 257, 10))
+      return code;
     std::vector<float> in(2 * size), out(2);
     for (size_t i = 0; i < in.size(); ++i)
       in[i] = float(i);
